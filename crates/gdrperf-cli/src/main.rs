@@ -1,0 +1,46 @@
+//! `gdrperf`: the multi-tool beside the bench binaries.
+//!
+//! Each subcommand lives in its own module with an `Args` struct (clap) and a
+//! `run(args) -> anyhow::Result<ExitCode>` function; `main` only dispatches, so
+//! adding a subcommand is one enum variant and one module.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod copy_bw;
+mod doctor;
+mod selftest;
+
+#[derive(Debug, Parser)]
+#[command(name = "gdrperf", version, about = "GPUDirect RDMA benchmark suite: tools beside the gdr-* benches")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Can this node do GPUDirect RDMA, and which NIC goes with which GPU?
+    Doctor(doctor::Args),
+    /// What staged copies cost: pinned/pageable H2D and D2H bandwidth and latency per GPU.
+    CopyBw(copy_bw::Args),
+    /// Exercise the GPU half (allocation, dma-buf export, staged pipeline) with data checked.
+    Selftest(selftest::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Doctor(args) => doctor::run(args),
+        Command::CopyBw(args) => copy_bw::run(args),
+        Command::Selftest(args) => selftest::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("gdrperf: error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! CUDA half of gdrperf (placeholder until filled).

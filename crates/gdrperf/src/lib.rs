@@ -1,0 +1,1 @@
+//! gdrperf core (being built).
