@@ -1,1 +1,18 @@
-//! gdrperf core (being built).
+//! gdrperf's core: safe RDMA verbs wrappers and the benchmark harness.
+//!
+//! Read it top-down like a tutorial:
+//! - [`verbs`]: open a device, register memory, create a completion queue and a reliable
+//!   connected queue pair, exchange endpoints, connect, post, poll.
+//! - [`exchange`]: the out-of-band TCP channel peers use to find each other.
+//! - [`harness`]: what every benchmark shares (options, sweep, timing, validation).
+//! - [`output`]: console table, CSV and JSON exporters.
+//!
+//! `examples/rdma_write.rs` is the smallest complete program using the verbs layer alone.
+
+pub mod error;
+pub mod exchange;
+pub mod harness;
+pub mod output;
+pub mod verbs;
+
+pub use error::{Error, Result};

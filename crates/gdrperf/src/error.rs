@@ -1,0 +1,105 @@
+//! One error type for the verbs layer and the harness.
+//!
+//! Each variant names the call that failed and, where we know one, what the user can do about
+//! it: an RDMA benchmark fails mostly for reasons outside the program (no driver, port down,
+//! peer gone), so the message must point at the fix, not at our code.
+
+use std::io;
+
+/// Everything that can go wrong below the bench binaries.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "libibverbs.so.1 could not be loaded ({reason}); install rdma-core \
+         (Debian/Ubuntu: apt-get install libibverbs1 ibverbs-providers), \
+         or run the suite without hardware in a Soft-RoCE VM: scripts/softroce.sh"
+    )]
+    NoLibibverbs { reason: String },
+
+    #[error(
+        "no RDMA device found ({detail}); load a driver (mlx5_ib for ConnectX) or create a Soft-RoCE device \
+         (modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0), \
+         or run the suite in a Soft-RoCE VM: scripts/softroce.sh"
+    )]
+    NoDevice { detail: String },
+
+    #[error("RDMA device '{name}' not found; devices present: {available}")]
+    UnknownDevice { name: String, available: String },
+
+    #[error("ibv_open_device({device}) failed: {source}; check permissions on /dev/infiniband/uverbs*")]
+    OpenDevice { device: String, source: io::Error },
+
+    #[error("ibv_query_device({device}) failed: {source}")]
+    QueryDevice { device: String, source: io::Error },
+
+    #[error("port {port} of {device} does not exist (the device has {port_count} port(s)); pick one with -i/--ib-port")]
+    UnknownPort { device: String, port: u8, port_count: u8 },
+
+    #[error("ibv_query_port({device}, port {port}) failed: {source}")]
+    QueryPort { device: String, port: u8, source: io::Error },
+
+    #[error("port {port} of {device} is {state}, not ACTIVE; check the cable/switch (ibstat) or the netdev under RoCE (ip link)")]
+    PortDown { device: String, port: u8, state: String },
+
+    #[error("GID index {index} of {device} port {port} is not usable ({reason}); list GIDs with `show_gids` or `ibv_devinfo -v`")]
+    BadGid { device: String, port: u8, index: u32, reason: String },
+
+    #[error("no usable GID on {device} port {port}: a RoCE port needs an IP address on its netdev")]
+    NoGid { device: String, port: u8 },
+
+    #[error("ibv_alloc_pd failed: {0}")]
+    AllocPd(#[source] io::Error),
+
+    #[error("ibv_create_cq (depth {depth}) failed: {source}")]
+    CreateCq { depth: u32, source: io::Error },
+
+    #[error("ibv_create_qp_ex (send depth {send_depth}, recv depth {recv_depth}) failed: {source}; \
+             lower -t/--tx-depth or -r/--rx-depth")]
+    CreateQp { send_depth: u32, recv_depth: u32, source: io::Error },
+
+    #[error("ibv_modify_qp to {state} failed: {detail}")]
+    ModifyQp { state: &'static str, detail: String },
+
+    #[error("ibv_reg_mr ({what}, {len} bytes) failed: {source}{hint}")]
+    RegisterMemory { what: String, len: usize, source: io::Error, hint: &'static str },
+
+    #[error("ibv_post_send ({op}) failed: {detail}")]
+    PostSend { op: &'static str, detail: String },
+
+    #[error("ibv_post_recv failed: {detail}")]
+    PostRecv { detail: String },
+
+    #[error("ibv_poll_cq failed: {0}")]
+    PollCq(#[source] io::Error),
+
+    #[error("work completion error: {status_name} (status {status}, vendor error {vendor_err:#x}) on {op} \
+             of {bytes} bytes{hint}")]
+    Completion { status_name: String, status: u32, vendor_err: u32, op: &'static str, bytes: usize, hint: &'static str },
+
+    #[error("unexpected work completion: wr_id {wr_id:#x}, opcode {opcode} while waiting for {expected}")]
+    UnexpectedCompletion { wr_id: u64, opcode: u32, expected: &'static str },
+
+    #[error("no completion progress for {seconds} s while {during}; is the peer still alive? (raise --timeout if the link is this slow)")]
+    Stalled { seconds: u64, during: String },
+
+    #[error(transparent)]
+    Exchange(#[from] crate::exchange::ExchangeError),
+
+    #[error("memory allocation of {len} bytes failed")]
+    Allocation { len: usize },
+
+    #[error("data check failed at {bytes} bytes: first mismatch at offset {offset} (expected {expected:#04x}, found {found:#04x})")]
+    Validation { bytes: usize, offset: usize, expected: u8, found: u8 },
+
+    #[error("writing results to {path}: {source}")]
+    Output { path: String, source: io::Error },
+
+    #[error("invalid configuration: {0}")]
+    Config(String),
+
+    #[error("{0}")]
+    Memory(String),
+}
+
+/// Shorthand used across the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

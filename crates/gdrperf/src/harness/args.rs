@@ -1,0 +1,128 @@
+//! Command-line options shared by every bench binary, spelled as perftest spells them.
+//!
+//! These structs only describe the command line; [`crate::harness::BenchConfig`] turns them into
+//! a checked configuration once, so nothing downstream re-validates or reads raw flags.
+
+use std::path::PathBuf;
+
+/// Options every benchmark takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// Server to connect to. Without it this side is the server and waits for a client.
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+
+    /// Run server and client in this process, on one device: single-node acceptance, no second host.
+    #[arg(long, conflicts_with = "host")]
+    pub loopback: bool,
+
+    /// RDMA device to use (default: the first one listed).
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEVICE")]
+    pub ib_dev: Option<String>,
+
+    /// Port of the RDMA device.
+    #[arg(short = 'i', long = "ib-port", default_value_t = 1, value_name = "PORT")]
+    pub ib_port: u8,
+
+    /// GID index (default: the RoCE v2 IPv4-mapped GID on RoCE, the LID on InfiniBand).
+    #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
+    pub gid_index: Option<u32>,
+
+    /// TCP port of the out-of-band exchange.
+    #[arg(short = 'p', long = "port", default_value_t = 18515, value_name = "TCP_PORT")]
+    pub port: u16,
+
+    /// Message size in bytes (suffixes K, M, G are powers of two: 64K = 65536).
+    #[arg(short = 's', long = "size", value_parser = parse_size, value_name = "BYTES")]
+    pub size: Option<u64>,
+
+    /// Sweep all sizes from 2 bytes to 8 MiB in powers of two.
+    #[arg(short = 'a', long = "all", conflicts_with = "size")]
+    pub all: bool,
+
+    /// Iterations (messages per QP) for each size.
+    #[arg(short = 'n', long = "iters", value_name = "N")]
+    pub iters: Option<u64>,
+
+    /// Run each size for this many seconds instead of a fixed number of iterations.
+    #[arg(short = 'D', long = "duration", conflicts_with = "iters", value_name = "SECONDS")]
+    pub duration: Option<f64>,
+
+    /// Number of queue pairs (connections), used round-robin.
+    #[arg(short = 'q', long = "qp", default_value_t = 1, value_name = "N")]
+    pub qps: u32,
+
+    /// Outstanding work requests per QP.
+    #[arg(short = 't', long = "tx-depth", value_name = "N")]
+    pub tx_depth: Option<u32>,
+
+    /// Path MTU in bytes: 256, 512, 1024, 2048 or 4096 (default: the smaller active MTU of both ports).
+    #[arg(short = 'm', long = "mtu", value_name = "BYTES")]
+    pub mtu: Option<u32>,
+
+    /// Report bandwidth in Gb/s (10^9 bit/s) instead of MiB/s on the console (files carry both).
+    #[arg(long = "report-gbits", alias = "report_gbits")]
+    pub report_gbits: bool,
+
+    /// Untimed iterations per QP before each size's measurement.
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u64>,
+
+    /// Fill the source with a pattern and check the destination after each size; a mismatch fails the run.
+    #[arg(long)]
+    pub validate: bool,
+
+    /// Write one CSV row per size to this file (created before measuring, each row written as its size completes).
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+
+    /// Write results with run metadata as JSON to this file (rewritten as each size completes).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+
+    /// Seconds to wait for the peer (connect, exchange) or for completion progress before giving up.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    pub timeout: u64,
+}
+
+/// Options of the bandwidth benchmarks.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BandwidthArgs {
+    /// Signal one work request in N (CQ moderation); the last one of a run is always signaled.
+    #[arg(short = 'Q', long = "cq-mod", default_value_t = 100, value_name = "N")]
+    pub cq_mod: u32,
+
+    /// Measure both directions at once (each side sends); bandwidth is the sum.
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
+}
+
+/// Parses "4096", "64K", "1M", "2G" (powers of two, as perftest users mean them).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (digits, multiplier) = match text.char_indices().last() {
+        Some((index, 'k' | 'K')) => (&text[..index], 1u64 << 10),
+        Some((index, 'm' | 'M')) => (&text[..index], 1 << 20),
+        Some((index, 'g' | 'G')) => (&text[..index], 1 << 30),
+        _ => (text, 1),
+    };
+    let value: u64 = digits.parse().map_err(|_| format!("'{text}' is not a size (examples: 4096, 64K, 1M)"))?;
+    value.checked_mul(multiplier).ok_or_else(|| format!("'{text}' is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("12Q").is_err());
+        assert!(parse_size("").is_err());
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
+}

@@ -1,0 +1,147 @@
+//! The benchmark buffers and their data pattern: the seam between "where the bytes live" and
+//! the verbs layer.
+//!
+//! Each QP owns one buffer as large as the sweep's largest message. Host memory is the baseline;
+//! GPU memory (registered through dma-buf or nvidia-peermem) and staged copies plug in here as
+//! further kinds of [`Storage`], so that nothing above this file needs to know the difference.
+
+use std::sync::Arc;
+
+use sideway::ibverbs::protection_domain::ProtectionDomain;
+
+use crate::error::Result;
+use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion};
+
+/// Where a buffer's bytes live.
+pub enum Storage {
+    /// Ordinary pageable host memory, page aligned: the baseline every other mode is compared with.
+    Host(HostBuffer),
+}
+
+impl Storage {
+    /// The name used in headers and result rows (`host`, later `cuda`, `cuda-staged`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Storage::Host(_) => "host",
+        }
+    }
+}
+
+/// A registered buffer of one QP.
+pub struct BenchBuffer {
+    storage: Storage,
+    region: MemoryRegion,
+}
+
+impl BenchBuffer {
+    /// Allocates `len` bytes of host memory and registers them on `pd`.
+    pub fn host(pd: &Arc<ProtectionDomain>, len: usize) -> Result<BenchBuffer> {
+        let memory = HostBuffer::new(len)?;
+        // SAFETY: the HostBuffer moves into `storage` below and lives as long as the region.
+        let region = unsafe { MemoryRegion::register(pd, memory.address(), memory.len(), "host buffer")? };
+        Ok(BenchBuffer { storage: Storage::Host(memory), region })
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.storage.kind()
+    }
+
+    pub fn region(&self) -> &MemoryRegion {
+        &self.region
+    }
+
+    /// The first `len` bytes, as a scatter/gather entry.
+    pub fn slice(&self, len: usize) -> LocalSlice {
+        self.region.slice(0, len)
+    }
+
+    /// Writes the pattern of `seed` into the first `len` bytes (the source of a checked transfer).
+    pub fn fill_pattern(&mut self, len: usize, seed: u64) -> Result<()> {
+        match &mut self.storage {
+            Storage::Host(memory) => fill_pattern(&mut memory.as_mut_slice()[..len], seed),
+        }
+        Ok(())
+    }
+
+    /// Zeroes the first `len` bytes (the destination, so stale data from an earlier size or run
+    /// cannot pass the check).
+    pub fn clear(&mut self, len: usize) -> Result<()> {
+        match &mut self.storage {
+            Storage::Host(memory) => memory.as_mut_slice()[..len].fill(0),
+        }
+        Ok(())
+    }
+
+    /// Checks the first `len` bytes against the pattern of `seed`.
+    pub fn check_pattern(&self, len: usize, seed: u64) -> Result<Option<Mismatch>> {
+        Ok(match &self.storage {
+            Storage::Host(memory) => find_mismatch(&memory.as_slice()[..len], seed),
+        })
+    }
+
+    /// The last byte of the first `len`, read directly: latency tests poll it to see a write land.
+    /// `None` where the memory is not CPU-visible.
+    pub fn host_bytes(&self) -> Option<&[u8]> {
+        match &self.storage {
+            Storage::Host(memory) => Some(memory.as_slice()),
+        }
+    }
+}
+
+/// Where a checked buffer first differs from its pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mismatch {
+    pub offset: usize,
+    pub expected: u8,
+    pub found: u8,
+}
+
+/// The pattern seed of a transfer: different per size and per QP, so that data left over from
+/// another size or delivered to the wrong QP's buffer is caught.
+pub fn pattern_seed(size: usize, queue_pair: usize) -> u64 {
+    (size as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ ((queue_pair as u64) << 56) ^ 0x5a
+}
+
+/// Byte `offset` of the pattern: never all-zero (a cleared buffer never passes), and not
+/// periodic at any power of two (a misplaced block is caught).
+pub fn pattern_byte(seed: u64, offset: usize) -> u8 {
+    let mixed = (offset as u64).wrapping_add(seed).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    ((mixed >> 32) as u8) | 1
+}
+
+pub fn fill_pattern(bytes: &mut [u8], seed: u64) {
+    for (offset, byte) in bytes.iter_mut().enumerate() {
+        *byte = pattern_byte(seed, offset);
+    }
+}
+
+pub fn find_mismatch(bytes: &[u8], seed: u64) -> Option<Mismatch> {
+    bytes.iter().enumerate().find_map(|(offset, &found)| {
+        let expected = pattern_byte(seed, offset);
+        (found != expected).then_some(Mismatch { offset, expected, found })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_round_trips_and_catches_single_byte_errors() {
+        let seed = pattern_seed(4096, 0);
+        let mut bytes = vec![0u8; 4096];
+        assert_eq!(find_mismatch(&bytes, seed).map(|mismatch| mismatch.offset), Some(0));
+        fill_pattern(&mut bytes, seed);
+        assert_eq!(find_mismatch(&bytes, seed), None);
+        bytes[4095] ^= 0x10;
+        assert_eq!(find_mismatch(&bytes, seed).map(|mismatch| mismatch.offset), Some(4095));
+    }
+
+    #[test]
+    fn patterns_differ_between_sizes_and_queue_pairs() {
+        let mut bytes = vec![0u8; 256];
+        fill_pattern(&mut bytes, pattern_seed(256, 0));
+        assert!(find_mismatch(&bytes, pattern_seed(256, 1)).is_some());
+        assert!(find_mismatch(&bytes, pattern_seed(128, 0)).is_some());
+    }
+}

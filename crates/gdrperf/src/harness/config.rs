@@ -1,0 +1,276 @@
+//! The validated configuration of one run, built once from the command line.
+//!
+//! Every check of the user's input happens here, before any device is opened or socket bound,
+//! so that a typo costs nothing and the message names the flag. Runtime state (devices, queue
+//! pairs, sockets) never lives in this struct: it is plain data, shared read-only by both ends of
+//! a loopback run.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::harness::args::{BandwidthArgs, CommonArgs};
+use crate::verbs::Mtu;
+
+/// Which end of the connection this process is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// Waits for a client on the TCP port.
+    Server,
+    /// Connects to the server on `host`.
+    Client { host: String },
+    /// Both ends in one process, over one device.
+    Loopback,
+}
+
+/// When a size's measurement ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopRule {
+    /// After this many messages per QP.
+    Iterations(u64),
+    /// After this long; the message count is whatever completed.
+    Duration(#[serde(serialize_with = "serialize_seconds")] Duration),
+}
+
+fn serialize_seconds<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64())
+}
+
+/// How bandwidth is shown on the console (files always carry both units).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BandwidthUnit {
+    MebibytesPerSecond,
+    GigabitsPerSecond,
+}
+
+/// Largest message: the length field of a scatter/gather entry is 32 bits, and a registered
+/// buffer per QP of 1 GiB is already more than any NIC needs to reach line rate.
+pub const MAX_MESSAGE_SIZE: u64 = 1 << 30;
+
+/// perftest's `-a` sweep: 2 bytes to 8 MiB.
+pub fn all_sizes() -> Vec<usize> {
+    (1..=23).map(|exponent| 1usize << exponent).collect()
+}
+
+/// Test-independent, validated settings.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub role: Role,
+    pub device: Option<String>,
+    pub ib_port: u8,
+    pub gid_index: Option<u32>,
+    pub tcp_port: u16,
+    pub sizes: Vec<usize>,
+    pub stop: StopRule,
+    pub warmup: u64,
+    pub qps: u32,
+    pub tx_depth: u32,
+    pub mtu: Option<Mtu>,
+    pub unit: BandwidthUnit,
+    pub validate: bool,
+    pub csv: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+    pub timeout: Duration,
+    /// The command line, for the metadata of result files.
+    pub argv: Vec<String>,
+}
+
+/// Per-test defaults, as perftest sets them for each test.
+#[derive(Debug, Clone, Copy)]
+pub struct TestDefaults {
+    pub size: u64,
+    pub iterations: u64,
+    pub tx_depth: u32,
+    pub warmup: u64,
+}
+
+impl BenchConfig {
+    /// Checks the common options and fills in the test's defaults.
+    pub fn from_args(args: &CommonArgs, defaults: TestDefaults) -> Result<BenchConfig> {
+        let role = match (&args.host, args.loopback) {
+            (Some(host), false) => Role::Client { host: host.clone() },
+            (None, true) => Role::Loopback,
+            (None, false) => Role::Server,
+            (Some(_), true) => return Err(config("--loopback runs both ends here: drop HOST, or drop --loopback")),
+        };
+        if args.ib_port == 0 {
+            return Err(config("-i/--ib-port counts from 1"));
+        }
+        if args.port == 0 && role != Role::Loopback {
+            return Err(config("-p/--port must be a TCP port between 1 and 65535"));
+        }
+        let sizes = match (args.all, args.size) {
+            (true, _) => all_sizes(),
+            (false, Some(size)) => vec![check_size(size)?],
+            (false, None) => vec![check_size(defaults.size)?],
+        };
+        let stop = match (args.iters, args.duration) {
+            (Some(_), Some(_)) => return Err(config("-n/--iters and -D/--duration exclude each other")),
+            (Some(0), None) => return Err(config("-n/--iters must be at least 1")),
+            (Some(iterations), None) => StopRule::Iterations(iterations),
+            (None, Some(seconds)) if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) => {
+                return Err(config("-D/--duration must be a number of seconds above 0 and at most 86400"))
+            }
+            (None, Some(seconds)) => StopRule::Duration(Duration::from_secs_f64(seconds)),
+            (None, None) => StopRule::Iterations(defaults.iterations),
+        };
+        let tx_depth = args.tx_depth.unwrap_or(defaults.tx_depth);
+        if tx_depth == 0 || tx_depth > 16_384 {
+            return Err(config("-t/--tx-depth must be between 1 and 16384"));
+        }
+        if args.qps == 0 || args.qps > 1024 {
+            return Err(config("-q/--qp must be between 1 and 1024"));
+        }
+        let mtu = match args.mtu {
+            None => None,
+            Some(bytes) => Some(
+                Mtu::from_bytes(bytes).ok_or_else(|| config("-m/--mtu must be one of 256, 512, 1024, 2048, 4096"))?,
+            ),
+        };
+        if args.timeout == 0 {
+            return Err(config("--timeout must be at least 1 second"));
+        }
+        let largest = *sizes.iter().max().unwrap_or(&0) as u64;
+        if largest * u64::from(args.qps) > 16 * MAX_MESSAGE_SIZE {
+            return Err(config("size x QPs needs more than 16 GiB of registered memory; lower -s or -q"));
+        }
+        Ok(BenchConfig {
+            role,
+            device: args.ib_dev.clone(),
+            ib_port: args.ib_port,
+            gid_index: args.gid_index,
+            tcp_port: args.port,
+            sizes,
+            stop,
+            warmup: args.warmup.unwrap_or(defaults.warmup),
+            qps: args.qps,
+            tx_depth,
+            mtu,
+            unit: if args.report_gbits { BandwidthUnit::GigabitsPerSecond } else { BandwidthUnit::MebibytesPerSecond },
+            validate: args.validate,
+            csv: args.csv.clone(),
+            json: args.json.clone(),
+            timeout: Duration::from_secs(args.timeout),
+            argv: std::env::args().collect(),
+        })
+    }
+
+    /// The largest message of the sweep: the size of each QP's buffer.
+    pub fn max_size(&self) -> usize {
+        self.sizes.iter().copied().max().unwrap_or(1)
+    }
+
+    /// The settings both peers must share, compared field by field at the exchange.
+    pub fn shared_parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "sizes": self.sizes,
+            "stop": self.stop,
+            "warmup": self.warmup,
+            "qps": self.qps,
+            "tx_depth": self.tx_depth,
+            "mtu": self.mtu.map(Mtu::bytes),
+            "validate": self.validate,
+        })
+    }
+}
+
+/// Bandwidth-specific, validated settings.
+#[derive(Debug, Clone, Copy)]
+pub struct BandwidthConfig {
+    pub cq_mod: u32,
+    pub bidirectional: bool,
+}
+
+impl BandwidthConfig {
+    pub fn from_args(args: &BandwidthArgs, common: &BenchConfig) -> Result<BandwidthConfig> {
+        if args.cq_mod == 0 {
+            return Err(config("-Q/--cq-mod must be at least 1"));
+        }
+        if args.cq_mod > common.tx_depth {
+            return Err(config(&format!(
+                "-Q/--cq-mod ({}) must not exceed -t/--tx-depth ({}): the signaled request would never fit in the queue",
+                args.cq_mod, common.tx_depth
+            )));
+        }
+        Ok(BandwidthConfig { cq_mod: args.cq_mod, bidirectional: args.bidirectional })
+    }
+}
+
+fn check_size(size: u64) -> Result<usize> {
+    if size == 0 {
+        return Err(config("-s/--size must be at least 1 byte"));
+    }
+    if size > MAX_MESSAGE_SIZE {
+        return Err(config(&format!("-s/--size {size} is above the largest supported message ({MAX_MESSAGE_SIZE} bytes)")));
+    }
+    Ok(size as usize)
+}
+
+fn config(message: &str) -> Error {
+    Error::Config(message.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        bandwidth: BandwidthArgs,
+    }
+
+    const DEFAULTS: TestDefaults = TestDefaults { size: 65536, iterations: 5000, tx_depth: 128, warmup: 16 };
+
+    fn build(arguments: &[&str]) -> Result<(BenchConfig, BandwidthConfig)> {
+        let cli = Cli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
+            .map_err(|error| Error::Config(error.to_string()))?;
+        let common = BenchConfig::from_args(&cli.common, DEFAULTS)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
+        Ok((common, bandwidth))
+    }
+
+    #[test]
+    fn defaults_make_a_server_with_perftest_values() {
+        let (common, bandwidth) = build(&[]).unwrap();
+        assert_eq!(common.role, Role::Server);
+        assert_eq!(common.sizes, vec![65536]);
+        assert_eq!(common.stop, StopRule::Iterations(5000));
+        assert_eq!((common.tx_depth, bandwidth.cq_mod), (128, 100));
+    }
+
+    #[test]
+    fn host_makes_a_client_and_all_sweeps_two_bytes_to_eight_mebibytes() {
+        let (common, _) = build(&["-a", "node2"]).unwrap();
+        assert_eq!(common.role, Role::Client { host: "node2".into() });
+        assert_eq!(common.sizes.first(), Some(&2));
+        assert_eq!(common.sizes.last(), Some(&(8 << 20)));
+        assert_eq!(common.sizes.len(), 23);
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_the_flag_named() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["-s", "0"], "-s/--size"),
+            (&["-n", "0"], "-n/--iters"),
+            (&["-D", "-1"], "-D/--duration"),
+            (&["-n", "5", "-D", "2"], "--duration"),
+            (&["-m", "1500"], "-m/--mtu"),
+            (&["-t", "16", "-Q", "32"], "-Q/--cq-mod"),
+            (&["-q", "0"], "-q/--qp"),
+            (&["-i", "0"], "-i/--ib-port"),
+            (&["--loopback", "host1"], "--loopback"),
+            (&["-s", "4G"], "-s/--size"),
+        ];
+        for (arguments, expected) in cases {
+            let message = build(arguments).err().map(|error| error.to_string()).unwrap_or_default();
+            assert!(message.contains(expected), "{arguments:?} gave {message:?}");
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The shared benchmark harness: options, validated configuration, connected sessions, the size
+//! sweep with peer synchronisation, and the measurement engines.
+//!
+//! A bench binary parses [`CommonArgs`] (plus its own), builds a [`BenchConfig`], implements
+//! [`Benchmark`] and calls [`run`]. Everything else (roles, loopback, the exchange, warm-up,
+//! timing, validation, CSV/JSON/console) lives here, once.
+
+pub mod args;
+pub mod bandwidth;
+pub mod buffers;
+pub mod config;
+pub mod session;
+pub mod sweep;
+
+pub use args::{BandwidthArgs, CommonArgs};
+pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
+pub use session::{Session, Side};
+pub use sweep::{run, Benchmark, RunOutcome};
+
+/// Runs a bench binary's body and turns its result into the exit code: 0 when every size
+/// passed, 1 when a data check failed, 2 on any error (with the message on stderr).
+pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::ExitCode {
+    let program = std::env::args().next().map(|path| {
+        std::path::Path::new(&path).file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or(path)
+    });
+    let program = program.unwrap_or_else(|| "gdrperf".into());
+    match body() {
+        Ok(outcome) if outcome.validation_failures.is_empty() => std::process::ExitCode::SUCCESS,
+        Ok(outcome) => {
+            for failure in &outcome.validation_failures {
+                eprintln!("{program}: FAIL: data check failed at {failure}");
+            }
+            std::process::ExitCode::from(1)
+        }
+        Err(error) => {
+            eprintln!("{program}: error: {error}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

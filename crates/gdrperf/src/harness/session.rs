@@ -1,0 +1,147 @@
+//! One side's connected resources: device, queue pairs, buffers, and the control channel.
+//!
+//! Setting up follows the order every RDMA program follows (open, allocate, register, create,
+//! exchange, connect), and the local half is done *before* waiting for the peer, so that a
+//! wrong device or port fails at once on the side that has it, not as a timeout on the other.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use sideway::ibverbs::protection_domain::ProtectionDomain;
+
+use crate::error::{Error, Result};
+use crate::exchange::{Control, Hello, SideInfo, PROTOCOL_VERSION};
+use crate::harness::buffers::BenchBuffer;
+use crate::harness::config::{BenchConfig, Role};
+use crate::verbs::{CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair, RemoteBuffer};
+
+/// Which end of the connection a [`Session`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// Local resources, ready to connect.
+pub struct LocalResources {
+    pub device: Device,
+    pub port: PortInfo,
+    pub gid: Option<GidChoice>,
+    pub protection_domain: Arc<ProtectionDomain>,
+    pub completion_queue: CompletionQueue,
+    pub queue_pairs: Vec<RcQueuePair>,
+    pub buffers: Vec<BenchBuffer>,
+}
+
+impl LocalResources {
+    /// Opens the device and creates one QP and one registered buffer per `-q`.
+    pub fn create(config: &BenchConfig, sizes: QueuePairSizes) -> Result<LocalResources> {
+        let device = Device::open(config.device.as_deref())?;
+        let port = device.active_port(config.ib_port)?;
+        let gid = device.choose_gid(&port, config.gid_index)?;
+        let protection_domain = device.alloc_pd()?;
+        // Room for every signaled send and every posted receive of every QP at once.
+        let depth = config.qps * (sizes.send_depth + sizes.recv_depth) + 16;
+        let completion_queue = CompletionQueue::new(&device, depth)?;
+        let mut queue_pairs = Vec::new();
+        let mut buffers = Vec::new();
+        for _ in 0..config.qps {
+            queue_pairs.push(RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?);
+            buffers.push(BenchBuffer::host(&protection_domain, config.max_size())?);
+        }
+        Ok(LocalResources { device, port, gid, protection_domain, completion_queue, queue_pairs, buffers })
+    }
+
+    fn hello(&self, config: &BenchConfig, test: &str, test_parameters: &serde_json::Value) -> Hello {
+        let mut parameters = config.shared_parameters();
+        parameters["test"] = serde_json::Value::String(test.to_string());
+        if let (Some(all), Some(extra)) = (parameters.as_object_mut(), test_parameters.as_object()) {
+            all.extend(extra.clone());
+        }
+        Hello {
+            version: PROTOCOL_VERSION,
+            gdrperf_version: env!("CARGO_PKG_VERSION").to_string(),
+            host: hostname(),
+            parameters,
+            side: SideInfo {
+                device: self.device.name().to_string(),
+                port: self.port.number,
+                active_mtu: self.port.active_mtu.bytes(),
+                memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or("host").to_string(),
+            },
+            endpoints: self.queue_pairs.iter().map(|queue_pair| queue_pair.endpoint(self.port.lid, self.gid)).collect(),
+            buffers: self.buffers.iter().map(|buffer| buffer.region().remote()).collect(),
+        }
+    }
+}
+
+/// A connected side: what a benchmark's callbacks work with.
+pub struct Session {
+    pub side: Side,
+    pub local: LocalResources,
+    pub control: Control,
+    pub peer: Hello,
+    /// The path MTU both QPs were connected with.
+    pub mtu: Mtu,
+}
+
+impl Session {
+    /// Waits for the peer (server: on `listener`; client: connects), exchanges hellos, connects
+    /// every QP. On failure after the control channel exists, the peer is told why.
+    pub fn connect(
+        config: &BenchConfig, local: LocalResources, listener: Option<&TcpListener>, test: &str,
+        test_parameters: &serde_json::Value,
+    ) -> Result<Session> {
+        let (side, mut control) = match (&config.role, listener) {
+            (_, Some(listener)) => (Side::Server, Control::accept(listener, config.timeout)?),
+            (Role::Client { host }, None) => {
+                (Side::Client, Control::connect(host, config.tcp_port, config.timeout, &format!("gdr-{}", test.replace('_', "-")))?)
+            }
+            (Role::Loopback, None) => (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?),
+            (Role::Server, None) => return Err(Error::Config("a server needs a listening socket".into())),
+        };
+        let ours = local.hello(config, test, test_parameters);
+        let result = Session::finish_connect(config, local, &mut control, &ours);
+        match result {
+            Ok((local, peer, mtu)) => Ok(Session { side, local, control, peer, mtu }),
+            Err(error) => {
+                control.report_failure(&error.to_string());
+                Err(error)
+            }
+        }
+    }
+
+    fn finish_connect(
+        config: &BenchConfig, mut local: LocalResources, control: &mut Control, ours: &Hello,
+    ) -> Result<(LocalResources, Hello, Mtu)> {
+        let peer = control.exchange_hello(ours)?;
+        if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
+            return Err(Error::Config(format!(
+                "peer offered {} QPs and {} buffers, we have {} QPs",
+                peer.endpoints.len(),
+                peer.buffers.len(),
+                local.queue_pairs.len()
+            )));
+        }
+        let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
+        let mtu = config.mtu.unwrap_or(local.port.active_mtu.min(peer_mtu));
+        let read_depth = 16;
+        let path = PathSettings { port: local.port.number, mtu, local_gid: local.gid, read_depth, service_level: 0 };
+        for (queue_pair, remote) in local.queue_pairs.iter_mut().zip(&peer.endpoints) {
+            queue_pair.connect(remote, &path)?;
+        }
+        Ok((local, peer, mtu))
+    }
+
+    /// The peer's buffer of QP `index`.
+    pub fn remote_buffer(&self, index: usize) -> RemoteBuffer {
+        self.peer.buffers[index]
+    }
+}
+
+/// This machine's host name, for result rows (which node measured what).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .unwrap_or_else(|_| "unknown".to_string())
+}

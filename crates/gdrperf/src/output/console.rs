@@ -1,0 +1,45 @@
+//! The console table, laid out like perftest's so its users read it without a legend.
+
+use std::io::Write;
+
+use crate::error::Result;
+use crate::harness::config::BandwidthUnit;
+use crate::output::{Exporter, Row};
+
+const RULE: &str = "---------------------------------------------------------------------------------------";
+
+/// Prints the run header, then one line per size, to stdout.
+pub struct Console {
+    title: String,
+    unit: BandwidthUnit,
+}
+
+impl Console {
+    pub fn new(title: &str, unit: BandwidthUnit) -> Console {
+        Console { title: title.to_string(), unit }
+    }
+}
+
+impl<R: Row> Exporter<R> for Console {
+    fn start(&mut self, metadata: &serde_json::Value) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{RULE}\n{:^87}", self.title);
+        if let Some(header) = metadata.get("header").and_then(|header| header.as_array()) {
+            for entry in header {
+                if let (Some(name), Some(value)) = (entry.get(0).and_then(|v| v.as_str()), entry.get(1).and_then(|v| v.as_str())) {
+                    let _ = writeln!(out, " {name:<22}: {value}");
+                }
+            }
+        }
+        let _ = writeln!(out, "{RULE}\n{}", R::console_header(self.unit));
+        Ok(())
+    }
+
+    fn write_row(&mut self, row: &R) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", row.console_line(self.unit));
+        let _ = out.flush();
+        Ok(())
+    }
+}
+

@@ -1,0 +1,78 @@
+//! CSV and JSON result files.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::output::{Exporter, Row};
+
+fn output_error(path: &Path, source: std::io::Error) -> Error {
+    Error::Output { path: path.display().to_string(), source }
+}
+
+/// One CSV row per size, flushed as written. The header comes from the row type's field names:
+/// those names are a published contract, see `BandwidthRow`.
+pub struct CsvFile {
+    path: PathBuf,
+    writer: csv::Writer<File>,
+}
+
+impl CsvFile {
+    pub fn create(path: &Path) -> Result<CsvFile> {
+        let file = File::create(path).map_err(|source| output_error(path, source))?;
+        Ok(CsvFile { path: path.to_path_buf(), writer: csv::Writer::from_writer(file) })
+    }
+}
+
+impl<R: Row> Exporter<R> for CsvFile {
+    fn start(&mut self, _metadata: &serde_json::Value) -> Result<()> {
+        Ok(())
+    }
+
+    fn write_row(&mut self, row: &R) -> Result<()> {
+        let csv_error = |error: csv::Error| output_error(&self.path, std::io::Error::other(error.to_string()));
+        self.writer.serialize(row).map_err(csv_error)?;
+        self.writer.flush().map_err(|source| output_error(&self.path, source))
+    }
+}
+
+/// `{"metadata": {...}, "results": [...]}`, rewritten whole (through a temporary file and a
+/// rename, so a reader never sees half a document) each time a size completes.
+pub struct JsonFile {
+    path: PathBuf,
+    metadata: serde_json::Value,
+    results: Vec<serde_json::Value>,
+}
+
+impl JsonFile {
+    pub fn create(path: &Path) -> Result<JsonFile> {
+        let file = JsonFile { path: path.to_path_buf(), metadata: serde_json::json!({}), results: Vec::new() };
+        file.rewrite()?;
+        Ok(file)
+    }
+
+    fn rewrite(&self) -> Result<()> {
+        let document = serde_json::json!({ "metadata": self.metadata, "results": self.results });
+        let mut temporary = self.path.clone().into_os_string();
+        temporary.push(".partial");
+        let temporary = PathBuf::from(temporary);
+        let text = serde_json::to_string_pretty(&document).map_err(|error| output_error(&self.path, error.into()))?;
+        let mut file = File::create(&temporary).map_err(|source| output_error(&temporary, source))?;
+        file.write_all(text.as_bytes()).and_then(|()| file.write_all(b"\n")).map_err(|source| output_error(&temporary, source))?;
+        std::fs::rename(&temporary, &self.path).map_err(|source| output_error(&self.path, source))
+    }
+}
+
+impl<R: Row> Exporter<R> for JsonFile {
+    fn start(&mut self, metadata: &serde_json::Value) -> Result<()> {
+        self.metadata = metadata.clone();
+        self.rewrite()
+    }
+
+    fn write_row(&mut self, row: &R) -> Result<()> {
+        let value = serde_json::to_value(row).map_err(|error| output_error(&self.path, error.into()))?;
+        self.results.push(value);
+        self.rewrite()
+    }
+}

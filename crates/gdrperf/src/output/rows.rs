@@ -1,0 +1,153 @@
+//! Result rows. Their field names are the CSV column names: a published contract that plotting
+//! scripts and stored baselines depend on. Add columns at the end; rename none without a reason
+//! in the commit.
+
+use gdrperf_stats::units::{BITS_PER_GBIT, BYTES_PER_MIB};
+use gdrperf_stats::BandwidthReport;
+use serde::{Deserialize, Serialize};
+
+use crate::harness::config::BandwidthUnit;
+use crate::output::Row;
+
+/// Facts about the run that every row repeats, so that each row stands alone in a merged CSV.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RowContext {
+    pub test: String,
+    pub host: String,
+    pub peer_host: String,
+    pub device: String,
+    pub peer_device: String,
+    pub mtu: u32,
+    pub qps: u32,
+    pub mem_local: String,
+    pub mem_remote: String,
+    pub gpu_local: String,
+    pub gpu_remote: String,
+}
+
+/// One size of a bandwidth test.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BandwidthRow {
+    pub test: String,
+    pub bytes: u64,
+    /// Messages completed (all QPs; both directions when bidirectional).
+    pub iterations: u64,
+    pub bw_peak_mib_s: f64,
+    pub bw_avg_mib_s: f64,
+    pub bw_peak_gbit_s: f64,
+    pub bw_avg_gbit_s: f64,
+    pub msg_rate_mpps: f64,
+    pub elapsed_s: f64,
+    pub qps: u32,
+    pub tx_depth: u32,
+    pub cq_mod: u32,
+    pub bidirectional: bool,
+    pub mtu: u32,
+    /// `off`, `pass` or `fail`.
+    pub validation: String,
+    pub host: String,
+    pub peer_host: String,
+    pub device: String,
+    pub peer_device: String,
+    pub mem_local: String,
+    pub mem_remote: String,
+    pub gpu_local: String,
+    pub gpu_remote: String,
+}
+
+/// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
+/// (the stats crate's report only serialises).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthFigures {
+    pub message_size_bytes: u64,
+    pub messages: u64,
+    pub elapsed_nanos: u64,
+    pub peak_bytes_per_second: f64,
+    pub average_bytes_per_second: f64,
+    pub messages_per_second: f64,
+}
+
+impl From<&BandwidthReport> for BandwidthFigures {
+    fn from(report: &BandwidthReport) -> BandwidthFigures {
+        BandwidthFigures {
+            message_size_bytes: report.message_size_bytes,
+            messages: report.messages,
+            elapsed_nanos: report.elapsed_nanos,
+            peak_bytes_per_second: report.peak.bytes_per_second(),
+            average_bytes_per_second: report.average.bytes_per_second(),
+            messages_per_second: report.message_rate.messages_per_second(),
+        }
+    }
+}
+
+/// Settings of a bandwidth row that are not in the context.
+#[derive(Debug, Clone, Copy)]
+pub struct BandwidthSettings {
+    pub tx_depth: u32,
+    pub cq_mod: u32,
+    pub bidirectional: bool,
+}
+
+impl BandwidthRow {
+    /// Builds the row from one or two directions' reports: bidirectional bandwidth is the sum of
+    /// both directions, as perftest reports it; elapsed time is the longer of the two.
+    pub fn new(
+        context: &RowContext, settings: BandwidthSettings, reports: &[BandwidthFigures], validation: &str,
+    ) -> BandwidthRow {
+        let sum = |pick: fn(&BandwidthFigures) -> f64| reports.iter().map(pick).sum::<f64>();
+        BandwidthRow {
+            test: context.test.clone(),
+            bytes: reports.first().map(|report| report.message_size_bytes).unwrap_or(0),
+            iterations: reports.iter().map(|report| report.messages).sum(),
+            bw_peak_mib_s: sum(|report| report.peak_bytes_per_second) / BYTES_PER_MIB,
+            bw_avg_mib_s: sum(|report| report.average_bytes_per_second) / BYTES_PER_MIB,
+            bw_peak_gbit_s: sum(|report| report.peak_bytes_per_second) * 8.0 / BITS_PER_GBIT,
+            bw_avg_gbit_s: sum(|report| report.average_bytes_per_second) * 8.0 / BITS_PER_GBIT,
+            msg_rate_mpps: sum(|report| report.messages_per_second) / 1e6,
+            elapsed_s: reports.iter().map(|report| report.elapsed_nanos as f64 / 1e9).fold(0.0, f64::max),
+            qps: context.qps,
+            tx_depth: settings.tx_depth,
+            cq_mod: settings.cq_mod,
+            bidirectional: settings.bidirectional,
+            mtu: context.mtu,
+            validation: validation.to_string(),
+            host: context.host.clone(),
+            peer_host: context.peer_host.clone(),
+            device: context.device.clone(),
+            peer_device: context.peer_device.clone(),
+            mem_local: context.mem_local.clone(),
+            mem_remote: context.mem_remote.clone(),
+            gpu_local: context.gpu_local.clone(),
+            gpu_remote: context.gpu_remote.clone(),
+        }
+    }
+}
+
+impl Row for BandwidthRow {
+    fn console_header(unit: BandwidthUnit) -> String {
+        let unit = match unit {
+            BandwidthUnit::MebibytesPerSecond => "MiB/sec",
+            BandwidthUnit::GigabitsPerSecond => "Gb/sec",
+        };
+        format!(
+            " {:<10} {:<13} {:<20} {:<22} {:<14} {}",
+            "#bytes",
+            "#iterations",
+            format!("BW peak[{unit}]"),
+            format!("BW average[{unit}]"),
+            "MsgRate[Mpps]",
+            "check"
+        )
+    }
+
+    fn console_line(&self, unit: BandwidthUnit) -> String {
+        let (peak, average) = match unit {
+            BandwidthUnit::MebibytesPerSecond => (self.bw_peak_mib_s, self.bw_avg_mib_s),
+            BandwidthUnit::GigabitsPerSecond => (self.bw_peak_gbit_s, self.bw_avg_gbit_s),
+        };
+        format!(
+            " {:<10} {:<13} {:<20.2} {:<22.2} {:<14.6} {}",
+            self.bytes, self.iterations, peak, average, self.msg_rate_mpps, self.validation
+        )
+    }
+}

@@ -1,0 +1,196 @@
+//! Memory the NIC may touch: page-aligned host buffers and their registrations.
+//!
+//! Registration pins the pages and gives two keys: the `lkey`, which our own work requests
+//! quote, and the `rkey`, which we hand to the peer so that its NIC may read or write here.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::io;
+use std::os::fd::RawFd;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sideway::ibverbs::memory_region::MemoryRegion as SidewayMemoryRegion;
+use sideway::ibverbs::protection_domain::ProtectionDomain;
+use sideway::ibverbs::AccessFlags;
+
+use crate::error::{Error, Result};
+
+/// Alignment of host buffers: a page, so that registration pins whole pages of ours alone and
+/// the NIC's DMA starts on a boundary.
+const PAGE: usize = 4096;
+
+/// A zeroed, page-aligned heap buffer. Unlike a `Vec<u8>`, it never moves or reallocates, which
+/// a registered buffer must not do.
+pub struct HostBuffer {
+    pointer: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: HostBuffer owns its allocation exclusively, like a Box<[u8]>.
+unsafe impl Send for HostBuffer {}
+unsafe impl Sync for HostBuffer {}
+
+impl HostBuffer {
+    pub fn new(len: usize) -> Result<HostBuffer> {
+        let layout = Layout::from_size_align(len.max(1), PAGE).map_err(|_| Error::Allocation { len })?;
+        // SAFETY: the layout has a non-zero size.
+        let pointer = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(Error::Allocation { len })?;
+        Ok(HostBuffer { pointer, layout })
+    }
+
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layout.size() == 0
+    }
+
+    /// The virtual address the NIC uses for this buffer.
+    pub fn address(&self) -> u64 {
+        self.pointer.as_ptr() as u64
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the allocation is valid and initialised (zeroed) for its whole size.
+        unsafe { std::slice::from_raw_parts(self.pointer.as_ptr(), self.layout.size()) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self guarantees exclusive access from Rust's side.
+        unsafe { std::slice::from_raw_parts_mut(self.pointer.as_ptr(), self.layout.size()) }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this very layout.
+        unsafe { dealloc(self.pointer.as_ptr(), self.layout) }
+    }
+}
+
+/// Every benchmark buffer is a target of remote reads and writes, and local receives.
+pub fn benchmark_access() -> AccessFlags {
+    AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead
+}
+
+/// A registered region: keys plus the address range they cover.
+#[derive(Clone)]
+pub struct MemoryRegion {
+    region: Arc<SidewayMemoryRegion>,
+    address: u64,
+    len: usize,
+}
+
+impl MemoryRegion {
+    /// Registers `len` bytes at virtual address `address` (host memory, or GPU memory when the
+    /// nvidia-peermem module lets the NIC driver resolve device pointers).
+    ///
+    /// # Safety
+    /// The range must stay valid (not freed, not moved) for as long as the region lives.
+    pub unsafe fn register(pd: &Arc<ProtectionDomain>, address: u64, len: usize, what: &str) -> Result<MemoryRegion> {
+        let region = pd.reg_mr(address as usize, len, benchmark_access()).map_err(|error| Error::RegisterMemory {
+            what: what.to_string(),
+            len,
+            source: source_of(&error),
+            hint: if what.contains("GPU") {
+                "; GPU memory through ibv_reg_mr needs the nvidia-peermem module (modprobe nvidia-peermem), or use --gdr dmabuf"
+            } else {
+                "; check `ulimit -l` (locked memory) for your user"
+            },
+        })?;
+        Ok(MemoryRegion { region, address, len })
+    }
+
+    /// Registers a dma-buf (GPU memory exported by the CUDA driver) at I/O virtual address
+    /// `address`, so that remote peers can use the same address they would with peermem.
+    ///
+    /// # Safety
+    /// `fd` must be a dma-buf covering `offset..offset + len` that outlives the region.
+    pub unsafe fn register_dmabuf(
+        pd: &Arc<ProtectionDomain>, fd: RawFd, offset: u64, address: u64, len: usize, what: &str,
+    ) -> Result<MemoryRegion> {
+        let region = pd.reg_dmabuf_mr(offset, len, address, fd, benchmark_access()).map_err(|error| {
+            Error::RegisterMemory {
+                what: what.to_string(),
+                len,
+                source: source_of(&error),
+                hint: "; dma-buf registration needs rdma-core >= 34, a kernel >= 5.12 with the NIC driver's dma-buf \
+                       support, and NVIDIA's open kernel modules; or try --gdr peermem",
+            }
+        })?;
+        Ok(MemoryRegion { region, address, len })
+    }
+
+    pub fn lkey(&self) -> u32 {
+        self.region.lkey()
+    }
+
+    pub fn rkey(&self) -> u32 {
+        self.region.rkey()
+    }
+
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// What the peer needs to read or write this region.
+    pub fn remote(&self) -> RemoteBuffer {
+        RemoteBuffer { address: self.address, rkey: self.rkey(), len: self.len as u64 }
+    }
+
+    /// A local scatter/gather entry covering `len` bytes at `offset`.
+    pub fn slice(&self, offset: usize, len: usize) -> LocalSlice {
+        debug_assert!(offset + len <= self.len, "slice outside the registered region");
+        LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey() }
+    }
+}
+
+/// The errno hidden inside sideway's registration error, for the message.
+fn source_of(error: &sideway::ibverbs::memory_region::RegisterMemoryRegionError) -> io::Error {
+    use sideway::ibverbs::memory_region::RegisterMemoryRegionErrorKind as Kind;
+    match &error.0 {
+        Kind::Ibverbs(inner) => inner.raw_os_error().map(io::Error::from_raw_os_error).unwrap_or_else(|| io::Error::other(inner.to_string())),
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+/// A peer's registered buffer, as exchanged out of band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteBuffer {
+    pub address: u64,
+    pub rkey: u32,
+    pub len: u64,
+}
+
+/// A scatter/gather entry: local bytes a work request reads from or lands in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalSlice {
+    pub address: u64,
+    pub len: u32,
+    pub lkey: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_buffer_is_page_aligned_zeroed_and_writable() {
+        let mut buffer = HostBuffer::new(10_000).unwrap();
+        assert_eq!(buffer.address() % PAGE as u64, 0);
+        assert!(buffer.as_slice().iter().all(|byte| *byte == 0));
+        buffer.as_mut_slice()[9_999] = 7;
+        assert_eq!(buffer.as_slice()[9_999], 7);
+        assert_eq!(buffer.len(), 10_000);
+    }
+}

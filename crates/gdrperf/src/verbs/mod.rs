@@ -1,0 +1,16 @@
+//! Safe RAII wrappers over sideway for exactly what the benchmarks need.
+//!
+//! The order of the modules is the order an RDMA program uses them in:
+//! [`Device`] (open, pick port and GID) -> protection domain ([`Device::alloc_pd`]) ->
+//! [`MemoryRegion`] (register buffers) -> [`CompletionQueue`] -> [`RcQueuePair`] (create,
+//! exchange [`Endpoint`]s, connect) -> post work requests and poll completions.
+
+pub mod completion;
+pub mod device;
+pub mod memory;
+pub mod queue_pair;
+
+pub use completion::{CompletionQueue, WorkCompletion};
+pub use device::{ensure_libibverbs, device_names, Device, Gid, GidChoice, GidKind, LinkLayer, Mtu, PortInfo};
+pub use memory::{HostBuffer, LocalSlice, MemoryRegion, RemoteBuffer};
+pub use queue_pair::{Endpoint, Operation, PathSettings, QueuePairSizes, RcQueuePair, SendRequest};

@@ -1,0 +1,246 @@
+//! Reliable-connected queue pairs: creation, the INIT -> RTR -> RTS handshake, posting.
+//!
+//! A QP is born in RESET and is moved to INIT here. Its peer's [`Endpoint`] (QP number, packet
+//! sequence number, LID/GID) arrives out of band; [`RcQueuePair::connect`] then takes it to
+//! ready-to-receive and ready-to-send. We use the extended QP API (`ibv_wr_*`): posting through
+//! it allocates nothing, unlike sideway's basic post path.
+
+use std::io;
+use std::ptr::null_mut;
+
+use rdma_mummy_sys::{ibv_post_recv, ibv_recv_wr, ibv_sge};
+use serde::{Deserialize, Serialize};
+use sideway::ibverbs::address::{AddressHandleAttribute, Gid as SidewayGid};
+use sideway::ibverbs::queue_pair::{
+    ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, SetInlineData,
+    SetScatterGatherEntry, WorkRequestFlags,
+};
+use sideway::ibverbs::protection_domain::ProtectionDomain;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::verbs::device::{Gid, GidChoice, Mtu};
+use crate::verbs::memory::{benchmark_access, LocalSlice};
+use crate::verbs::CompletionQueue;
+
+/// How deep the queues of a new QP are and how much data a send may carry inline.
+#[derive(Debug, Clone, Copy)]
+pub struct QueuePairSizes {
+    pub send_depth: u32,
+    pub recv_depth: u32,
+    pub max_inline: u32,
+}
+
+/// What a peer needs to address our QP: exchanged over TCP before connecting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub qp_number: u32,
+    pub psn: u32,
+    pub lid: u16,
+    /// Present on RoCE (and on IB when a GID index was asked for): then the GRH routes.
+    pub gid: Option<Gid>,
+}
+
+/// Path settings both ends must agree on; the smaller MTU of the two ports wins.
+#[derive(Debug, Clone, Copy)]
+pub struct PathSettings {
+    pub port: u8,
+    pub mtu: Mtu,
+    pub local_gid: Option<GidChoice>,
+    /// Outstanding RDMA READs a QP may issue and accept (bounded by the device).
+    pub read_depth: u8,
+    pub service_level: u8,
+}
+
+/// One work request for the send queue.
+#[derive(Debug, Clone, Copy)]
+pub struct SendRequest {
+    pub wr_id: u64,
+    /// Only signaled requests produce a completion: CQ moderation signals one in `cq_mod`.
+    pub signaled: bool,
+    pub local: LocalSlice,
+    pub operation: Operation,
+    /// Copy the payload into the work request itself (small messages, lower latency).
+    pub inline: bool,
+}
+
+/// The operation a [`SendRequest`] performs.
+#[derive(Debug, Clone, Copy)]
+pub enum Operation {
+    Write { remote_address: u64, rkey: u32 },
+    WriteWithImmediate { remote_address: u64, rkey: u32, immediate: u32 },
+    Read { remote_address: u64, rkey: u32 },
+    Send,
+    SendWithImmediate { immediate: u32 },
+}
+
+impl Operation {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Operation::Write { .. } => "RDMA WRITE",
+            Operation::WriteWithImmediate { .. } => "RDMA WRITE with immediate",
+            Operation::Read { .. } => "RDMA READ",
+            Operation::Send => "SEND",
+            Operation::SendWithImmediate { .. } => "SEND with immediate",
+        }
+    }
+}
+
+/// A reliable-connected queue pair.
+pub struct RcQueuePair {
+    queue_pair: ExtendedQueuePair,
+    psn: u32,
+    sizes: QueuePairSizes,
+}
+
+impl RcQueuePair {
+    /// Creates the QP on `pd`, both queues completing into `cq`, and moves it to INIT.
+    pub fn new(pd: &Arc<ProtectionDomain>, cq: &CompletionQueue, sizes: QueuePairSizes, port: u8) -> Result<RcQueuePair> {
+        let mut queue_pair = pd
+            .create_qp_builder()
+            .setup_send_cq(cq.handle())
+            .setup_recv_cq(cq.handle())
+            .setup_max_send_wr(sizes.send_depth)
+            .setup_max_recv_wr(sizes.recv_depth)
+            .setup_max_inline_data(sizes.max_inline)
+            .build_ex()
+            .map_err(|error| Error::CreateQp {
+                send_depth: sizes.send_depth,
+                recv_depth: sizes.recv_depth,
+                source: io::Error::other(error.to_string()),
+            })?;
+        let mut attributes = QueuePairAttribute::new();
+        attributes
+            .setup_state(QueuePairState::Init)
+            .setup_pkey_index(0)
+            .setup_port(port)
+            .setup_access_flags(benchmark_access());
+        queue_pair.modify(&attributes).map_err(|error| modify_error("INIT", &error))?;
+        Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes })
+    }
+
+    pub fn qp_number(&self) -> u32 {
+        self.queue_pair.qp_number()
+    }
+
+    pub fn sizes(&self) -> QueuePairSizes {
+        self.sizes
+    }
+
+    /// Our half of the handshake.
+    pub fn endpoint(&self, lid: u16, gid: Option<GidChoice>) -> Endpoint {
+        Endpoint { qp_number: self.qp_number(), psn: self.psn, lid, gid: gid.map(|choice| choice.gid) }
+    }
+
+    /// INIT -> RTR -> RTS towards `remote`.
+    pub fn connect(&mut self, remote: &Endpoint, path: &PathSettings) -> Result<()> {
+        let mut address = AddressHandleAttribute::new();
+        address.setup_dest_lid(remote.lid).setup_port(path.port).setup_service_level(path.service_level);
+        if let (Some(remote_gid), Some(local_gid)) = (remote.gid, path.local_gid) {
+            let remote_gid = SidewayGid { raw: remote_gid.0 };
+            address.setup_grh(&remote_gid, 0, local_gid.index as u8, 64, 0);
+        }
+        let mut ready_to_receive = QueuePairAttribute::new();
+        ready_to_receive
+            .setup_state(QueuePairState::ReadyToReceive)
+            .setup_path_mtu(path.mtu.to_sideway())
+            .setup_dest_qp_num(remote.qp_number)
+            .setup_rq_psn(remote.psn)
+            .setup_max_dest_read_atomic(path.read_depth)
+            .setup_min_rnr_timer(12)
+            .setup_address_vector(&address);
+        self.queue_pair.modify(&ready_to_receive).map_err(|error| modify_error("RTR", &error))?;
+
+        let mut ready_to_send = QueuePairAttribute::new();
+        ready_to_send
+            .setup_state(QueuePairState::ReadyToSend)
+            .setup_sq_psn(self.psn)
+            .setup_timeout(14)
+            .setup_retry_cnt(7)
+            .setup_rnr_retry(7)
+            .setup_max_read_atomic(path.read_depth);
+        self.queue_pair.modify(&ready_to_send).map_err(|error| modify_error("RTS", &error))
+    }
+
+    /// Posts `requests` to the send queue with one doorbell.
+    pub fn post_send(&mut self, requests: impl IntoIterator<Item = SendRequest>) -> Result<()> {
+        let mut guard = self.queue_pair.start_post_send();
+        let mut last_operation = "send";
+        for request in requests {
+            last_operation = request.operation.name();
+            let flags = if request.signaled { WorkRequestFlags::Signaled } else { WorkRequestFlags::none() };
+            let flags = if request.inline { flags | WorkRequestFlags::Inline } else { flags };
+            let work_request = guard.construct_wr(request.wr_id, flags);
+            let buffer = match request.operation {
+                Operation::Write { remote_address, rkey } => work_request.setup_write(rkey, remote_address),
+                Operation::WriteWithImmediate { remote_address, rkey, immediate } => {
+                    work_request.setup_write_imm(rkey, remote_address, immediate)
+                }
+                Operation::Read { remote_address, rkey } => work_request.setup_read(rkey, remote_address),
+                Operation::Send => work_request.setup_send(),
+                Operation::SendWithImmediate { immediate } => work_request.setup_send_imm(immediate),
+            };
+            if request.inline {
+                // SAFETY: the caller's LocalSlice points into a live registered buffer.
+                let bytes = unsafe { std::slice::from_raw_parts(request.local.address as *const u8, request.local.len as usize) };
+                buffer.setup_inline_data(bytes);
+            } else {
+                // SAFETY: as above; the buffer outlives the work request (the harness keeps it).
+                unsafe { buffer.setup_sge(request.local.lkey, request.local.address, request.local.len) };
+            }
+        }
+        guard.post().map_err(|error| Error::PostSend { op: last_operation, detail: error_chain(&error) })
+    }
+
+    /// Posts one receive for `local`. Goes straight to `ibv_post_recv` with a request on the
+    /// stack: sideway's receive guard allocates two `Vec`s per call.
+    pub fn post_receive(&mut self, wr_id: u64, local: LocalSlice) -> Result<()> {
+        let mut scatter = ibv_sge { addr: local.address, length: local.len, lkey: local.lkey };
+        let mut request = ibv_recv_wr { wr_id, next: null_mut(), sg_list: &mut scatter, num_sge: 1 };
+        let mut bad_request: *mut ibv_recv_wr = null_mut();
+        // SAFETY: the QP is alive; request and scatter entry live across the call.
+        let status = unsafe { ibv_post_recv(self.queue_pair.qp().as_ptr(), &mut request, &mut bad_request) };
+        if status == 0 {
+            Ok(())
+        } else {
+            Err(Error::PostRecv { detail: io::Error::from_raw_os_error(status).to_string() })
+        }
+    }
+}
+
+fn modify_error(state: &'static str, error: &dyn std::error::Error) -> Error {
+    Error::ModifyQp { state, detail: error_chain(error) }
+}
+
+/// "outer: inner: innermost", so that the errno under sideway's wrapper errors is not lost.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+/// A 24-bit starting packet sequence number. Any value works; a random one keeps packets of a
+/// previous run's QP from being mistaken for ours. No RNG crate needed for that.
+fn random_psn() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    (hasher.finish() as u32) & 0x00ff_ffff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psn_fits_in_24_bits() {
+        for _ in 0..100 {
+            assert!(random_psn() < (1 << 24));
+        }
+    }
+}
