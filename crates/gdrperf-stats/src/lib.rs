@@ -1,1 +1,58 @@
-//! placeholder
+//! gdrperf's measurement statistics: what a benchmark's hot loop records, and what it reports.
+//!
+//! The bench binaries do three things with this crate, in this order:
+//!
+//! 1. **Before the timed loop**, size everything: a [`BandwidthMeter`] or a [`LatencyRecorder`]
+//!    reserves all the memory it will ever use, so that recording allocates nothing and cannot
+//!    perturb the measurement.
+//! 2. **In the timed loop**, read the clock ([`RunClock::now_nanos`], a vDSO read of
+//!    `CLOCK_MONOTONIC`) and record: [`BandwidthMeter::record_completion`] per completion event,
+//!    [`LatencyRecorder::record`] per round trip. Both are O(1), never allocate, never fail.
+//! 3. **After the loop**, report: [`BandwidthMeter::report`] gives perftest's average and peak
+//!    bandwidth and message rate ([`BandwidthReport`]); [`LatencyRecorder::summary`] gives
+//!    perftest's latency columns with true floating-point deviation and tail percentiles
+//!    ([`LatencySummary`]); [`hdr_output`] writes the distribution for HdrHistogram's plotter and
+//!    log tools.
+//!
+//! ```
+//! use gdrperf_stats::{BandwidthMeter, LatencyRecorder, RunClock};
+//!
+//! // A write_bw run: 4 KiB messages, one signalled completion per 4 messages (cq_mod = 4).
+//! let mut meter = BandwidthMeter::new(4096, 1000)?;
+//! meter.record_completion(2_000, 4); // first window: from the first post (t = 0) to 2 µs
+//! meter.record_completion(3_000, 4); // second window: 1 µs for 4 × 4 KiB, the peak
+//! let report = meter.report()?;
+//! assert_eq!(report.peak.mib_per_second(), 4.0 * 4096.0 * 1e6 / 1048576.0); // 15625 MiB/s
+//! assert!((report.average.gbit_per_second() - 8.0 * 4096.0 * 8.0 / 3_000.0).abs() < 1e-9);
+//! assert_eq!(report.message_rate.mpps(), 8.0 / 3_000.0 * 1e3); // 8 messages in 3 µs
+//!
+//! // A write_lat run: samples in nanoseconds from one clock.
+//! let clock = RunClock::start();
+//! let mut latency = LatencyRecorder::new(3)?;
+//! for sample in [1_200, 1_100, 1_300] {
+//!     latency.record(sample);
+//! }
+//! let _elapsed = clock.now_nanos();
+//! assert_eq!(latency.summary()?.t_typical_nanos, 1_200);
+//! # Ok::<(), gdrperf_stats::StatsError>(())
+//! ```
+
+pub mod bandwidth;
+pub mod clock;
+pub mod error;
+pub mod hdr_output;
+pub mod latency;
+pub mod units;
+
+pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, CompletionWindow};
+pub use clock::RunClock;
+pub use error::{HdrOutputError, StatsError};
+pub use hdr_output::{
+    read_v2_histogram, write_percentile_distribution, write_raw_samples, write_v2_histogram,
+    LatencyIntervalLog, PercentileTableFormat, RawSampleOrder,
+};
+pub use latency::{LatencyRecorder, LatencySummary, PercentileSource};
+pub use units::{Bandwidth, MessageRate};
+
+/// Re-exported so callers name the same `Histogram` type this crate returns.
+pub use hdrhistogram;
