@@ -45,7 +45,7 @@ pub struct CommonArgs {
     pub iters: Option<u64>,
 
     /// Run each size for this many seconds instead of a fixed number of iterations.
-    #[arg(short = 'D', long = "duration", conflicts_with = "iters", value_name = "SECONDS")]
+    #[arg(short = 'D', long = "duration", conflicts_with = "iters", value_name = "SECONDS", allow_negative_numbers = true)]
     pub duration: Option<f64>,
 
     /// Number of queue pairs (connections), used round-robin.
@@ -88,9 +88,10 @@ pub struct CommonArgs {
 /// Options of the bandwidth benchmarks.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BandwidthArgs {
-    /// Signal one work request in N (CQ moderation); the last one of a run is always signaled.
-    #[arg(short = 'Q', long = "cq-mod", default_value_t = 100, value_name = "N")]
-    pub cq_mod: u32,
+    /// Signal one work request in N (CQ moderation; default 100, or the TX depth if smaller).
+    /// The last request of a run is always signaled.
+    #[arg(short = 'Q', long = "cq-mod", value_name = "N")]
+    pub cq_mod: Option<u32>,
 
     /// Measure both directions at once (each side sends); bandwidth is the sum.
     #[arg(short = 'b', long = "bidirectional")]

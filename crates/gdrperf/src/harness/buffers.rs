@@ -105,8 +105,11 @@ pub fn pattern_seed(size: usize, queue_pair: usize) -> u64 {
 /// Byte `offset` of the pattern: never all-zero (a cleared buffer never passes), and not
 /// periodic at any power of two (a misplaced block is caught).
 pub fn pattern_byte(seed: u64, offset: usize) -> u8 {
-    let mixed = (offset as u64).wrapping_add(seed).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    ((mixed >> 32) as u8) | 1
+    // splitmix64's finaliser: every bit of seed and offset reaches every bit of the result.
+    let mut mixed = (offset as u64).wrapping_add(seed);
+    mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    ((mixed ^ (mixed >> 31)) as u8) | 1
 }
 
 pub fn fill_pattern(bytes: &mut [u8], seed: u64) {

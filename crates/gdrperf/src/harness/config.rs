@@ -177,6 +177,9 @@ impl BenchConfig {
     }
 }
 
+/// perftest's CQ moderation: one signaled request in 100.
+pub const DEFAULT_CQ_MODERATION: u32 = 100;
+
 /// Bandwidth-specific, validated settings.
 #[derive(Debug, Clone, Copy)]
 pub struct BandwidthConfig {
@@ -186,16 +189,19 @@ pub struct BandwidthConfig {
 
 impl BandwidthConfig {
     pub fn from_args(args: &BandwidthArgs, common: &BenchConfig) -> Result<BandwidthConfig> {
-        if args.cq_mod == 0 {
-            return Err(config("-Q/--cq-mod must be at least 1"));
-        }
-        if args.cq_mod > common.tx_depth {
-            return Err(config(&format!(
-                "-Q/--cq-mod ({}) must not exceed -t/--tx-depth ({}): the signaled request would never fit in the queue",
-                args.cq_mod, common.tx_depth
-            )));
-        }
-        Ok(BandwidthConfig { cq_mod: args.cq_mod, bidirectional: args.bidirectional })
+        let cq_mod = match args.cq_mod {
+            // perftest's default, shrunk to fit a small queue rather than failing a flag never typed.
+            None => DEFAULT_CQ_MODERATION.min(common.tx_depth),
+            Some(0) => return Err(config("-Q/--cq-mod must be at least 1")),
+            Some(cq_mod) if cq_mod > common.tx_depth => {
+                return Err(config(&format!(
+                    "-Q/--cq-mod ({cq_mod}) must not exceed -t/--tx-depth ({}): the signaled request would never fit in the queue",
+                    common.tx_depth
+                )))
+            }
+            Some(cq_mod) => cq_mod,
+        };
+        Ok(BandwidthConfig { cq_mod, bidirectional: args.bidirectional })
     }
 }
 
@@ -243,6 +249,8 @@ mod tests {
         assert_eq!(common.sizes, vec![65536]);
         assert_eq!(common.stop, StopRule::Iterations(5000));
         assert_eq!((common.tx_depth, bandwidth.cq_mod), (128, 100));
+        let (common, bandwidth) = build(&["-t", "32"]).unwrap();
+        assert_eq!((common.tx_depth, bandwidth.cq_mod), (32, 32), "an unset -Q shrinks to the TX depth");
     }
 
     #[test]

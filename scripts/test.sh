@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# All of gdrperf's tests, from a fresh clone of a Debian/Ubuntu machine:
+#   ./scripts/test.sh
+# 1. installs the build's system packages if missing (cmake, clang: sideway builds rdma-core's
+#    headers and runs bindgen), 2. runs the unit and integration tests (`cargo test`),
+# 3. builds the release binaries and runs the integration tests that need an RDMA device inside
+#    a Soft-RoCE VM (scripts/softroce.sh installs QEMU itself; nothing else is installed).
+# No RDMA NIC or GPU is needed. Exit status is non-zero if anything failed.
+# GDRPERF_SKIP_VM=1 skips step 3 (for a quick loop while editing).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+ensure_build_packages() {
+    local missing=()
+    command -v cmake >/dev/null || missing+=(cmake)
+    command -v clang >/dev/null || missing+=(clang)
+    ldconfig -p | grep -q 'libclang[-.0-9]*\.so' || missing+=(libclang-dev)
+    command -v cc >/dev/null || missing+=(build-essential)
+    command -v python3 >/dev/null || missing+=(python3)
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "test.sh: installing ${missing[*]}" >&2
+        as_root apt-get update -q
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+    fi
+    command -v cargo >/dev/null || { echo "test.sh: cargo not found: install Rust (https://rustup.rs)" >&2; exit 2; }
+}
+
+ensure_build_packages
+echo "== cargo test (unit and integration tests, no device needed)"
+cargo test --workspace --quiet 2>&1
+echo "== cargo build --release (binaries and examples for the VM)"
+cargo build --release --workspace --bins --examples --quiet 2>&1
+
+if [ "${GDRPERF_SKIP_VM:-0}" = 1 ]; then
+    echo "== VM tests skipped (GDRPERF_SKIP_VM=1)"
+    exit 0
+fi
+echo "== integration tests over Soft-RoCE (QEMU VM)"
+scripts/softroce.sh run --timeout 1500 -- scripts/vm-tests.sh
