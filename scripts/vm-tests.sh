@@ -60,60 +60,13 @@ check_bw_csv() {
 echo "# gdrperf VM integration tests on $(hostname), $(date)"
 rdma link 2>/dev/null | head -3
 
-# --- gdr-write-bw, loopback, sweep with data check -------------------------------------------
-if run write_bw_loopback_sweep 0 gdr-write-bw --loopback -a -n 20 -t 16 -Q 4 --validate \
-        --csv "$OUT/sweep.csv" --json "$OUT/sweep.json"; then
-    pass "write_bw loopback -a --validate exits 0"
-fi
-check_bw_csv write_bw_loopback_sweep "$OUT/sweep.csv" 23 pass
-if grep -q '"results"' "$OUT/sweep.json" && grep -q '"gdrperf_version"' "$OUT/sweep.json" \
-        && [ "$(grep -c '"bw_avg_mib_s"' "$OUT/sweep.json")" = 23 ]; then
-    pass "write_bw json has metadata and 23 results"
-else
-    fail "write_bw json has metadata and 23 results" "$(head -c 400 "$OUT/sweep.json")"
-fi
-expect_in write_bw_loopback_sweep "BW average[MiB/sec]"
-expect_in write_bw_loopback_sweep "rxe0"
-
-# --- server and client processes, several QPs, bidirectional, Gb/s ----------------------------
-next_port
-gdr-write-bw -p $PORT -s 65536 -n 50 -q 2 -b --validate >"$OUT/server.log" 2>&1 &
-server=$!
-if run write_bw_client 0 gdr-write-bw -p $PORT -s 65536 -n 50 -q 2 -b --validate --report-gbits \
-        --csv "$OUT/client.csv" 127.0.0.1; then
-    pass "write_bw server/client -q 2 -b --validate exits 0"
-fi
-wait $server; status=$?
-if [ $status = 0 ]; then pass "write_bw server exits 0"; else fail "write_bw server exits 0" "exit $status" "$(tail -5 "$OUT/server.log")"; fi
-check_bw_csv write_bw_client "$OUT/client.csv" 1 pass
-expect_in write_bw_client "BW average[Gb/sec]"
-
-# --- duration mode ------------------------------------------------------------------------------
-if run write_bw_duration 0 gdr-write-bw --loopback -s 4096 -D 1 --csv "$OUT/duration.csv"; then
-    pass "write_bw -D 1 exits 0"
-fi
-check_bw_csv write_bw_duration "$OUT/duration.csv" 1 off
-
-# --- the worked example ------------------------------------------------------------------------
-(sleep 0.5; target/release/examples/rdma_write 127.0.0.1 >"$OUT/example_client.log" 2>&1) &
-if run example_rdma_write 0 target/release/examples/rdma_write; then pass "examples/rdma_write moves its message"; fi
-wait
-expect_in example_rdma_write "found \"written by the client's NIC"
-
-# --- bad input: exit 2 and a message naming the problem ----------------------------------------
-run bad_size 2 gdr-write-bw --loopback -s 0 && expect_in bad_size "-s/--size must be at least 1 byte"
-run bad_device 2 gdr-write-bw --loopback -d mlx5_9 -n 5 && expect_in bad_device "RDMA device 'mlx5_9' not found; devices present: rxe0"
-run bad_port 2 gdr-write-bw --loopback -i 3 -n 5 && expect_in bad_port "port 3 of rxe0 does not exist"
-run bad_cq_mod 2 gdr-write-bw --loopback -t 8 -Q 16 && expect_in bad_cq_mod "-Q/--cq-mod (16) must not exceed -t/--tx-depth (8)"
-run bad_gid 2 gdr-write-bw --loopback -x 77 -n 5 && expect_in bad_gid "GID index 77 of rxe0"
-next_port
-run no_server 2 gdr-write-bw -p $PORT --timeout 1 -n 5 127.0.0.1 && expect_in no_server "cannot reach the server at 127.0.0.1:$PORT"
-next_port
-gdr-write-bw -p $PORT -n 5 -t 64 >"$OUT/mismatch_server.log" 2>&1 &
-run mismatch 2 gdr-write-bw -p $PORT -n 5 -t 32 127.0.0.1 && expect_in mismatch "tx_depth: ours 32, peer's 64"
-wait
-if grep -qF "tx_depth: ours 64, peer's 32" "$OUT/mismatch_server.log"; then pass "mismatch: the server names it too"; else fail "mismatch: the server names it too" "$(cat "$OUT/mismatch_server.log")"; fi
-run unwritable_csv 2 gdr-write-bw --loopback -n 5 --csv /nonexistent/dir/x.csv && expect_in unwritable_csv "/nonexistent/dir/x.csv"
+# Each file of scripts/vm-tests.d holds one family's tests, sourced in name order so they
+# share the helpers above and one VM boot. VM_TESTS=PATTERN runs only files matching it.
+for part in scripts/vm-tests.d/*.sh; do
+    case $part in *${VM_TESTS:-}*) ;; *) continue ;; esac
+    echo "# $part"
+    . "$part"
+done
 
 printf "\nfailed tests:$FAILURES\n" | { [ "$FAILED" -gt 0 ] && cat || true; }
 echo "$PASSED passed, $FAILED failed"
