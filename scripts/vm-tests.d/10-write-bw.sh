@@ -56,3 +56,4 @@ wait
 if grep -qF "tx_depth: ours 64, peer's 32" "$OUT/mismatch_server.log"; then pass "mismatch: the server names it too"; else fail "mismatch: the server names it too" "$(cat "$OUT/mismatch_server.log")"; fi
 run unwritable_csv 2 gdr-write-bw --loopback -n 5 --csv /nonexistent/dir/x.csv && expect_in unwritable_csv "/nonexistent/dir/x.csv"
 
+run no_cuda 2 gdr-write-bw --loopback --mem cuda -n 5 && expect_in no_cuda "libcuda.so not found"

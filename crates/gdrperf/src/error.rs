@@ -85,6 +85,9 @@ pub enum Error {
     #[error(transparent)]
     Exchange(#[from] crate::exchange::ExchangeError),
 
+    #[error(transparent)]
+    Cuda(#[from] gdrperf_cuda::CudaError),
+
     #[error("memory allocation of {len} bytes failed")]
     Allocation { len: usize },
 

@@ -84,6 +84,9 @@ pub struct SideInfo {
     pub port: u8,
     pub active_mtu: u32,
     pub memory: String,
+    /// The GPU and registration path when `memory` is GPU memory.
+    #[serde(default)]
+    pub gpu: Option<String>,
 }
 
 /// Everything that travels after the hello.
@@ -305,7 +308,7 @@ mod tests {
             gdrperf_version: "0.1.0".into(),
             host: "node1".into(),
             parameters: json!({"test": "write_bw", "tx_depth": 128}),
-            side: SideInfo { device: "rxe0".into(), port: 1, active_mtu: 4096, memory: "host".into() },
+            side: SideInfo { device: "rxe0".into(), port: 1, active_mtu: 4096, memory: "host".into(), gpu: None },
             endpoints: vec![Endpoint { qp_number: 17, psn: 0x1234, lid: 0, gid: None }],
             buffers: vec![RemoteBuffer { address: 0x7000, rkey: 99, len: 4096 }],
         }

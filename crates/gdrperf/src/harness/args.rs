@@ -80,9 +80,54 @@ pub struct CommonArgs {
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
 
+    /// Where this side's buffers live: host (baseline), cuda (GPUDirect RDMA: the NIC reads and
+    /// writes GPU memory), cuda-staged (GPU payload copied through pinned host memory).
+    #[arg(long = "mem", value_enum, default_value_t = MemoryKind::Host, value_name = "KIND")]
+    pub mem: MemoryKind,
+
+    /// GPU for --mem cuda: a CUDA device index (default 0).
+    #[arg(long = "gpu", value_name = "INDEX", conflicts_with = "gpu_bus_id")]
+    pub gpu: Option<String>,
+
+    /// GPU for --mem cuda, by PCI address (0000:17:00.0).
+    #[arg(long = "gpu-bus-id", value_name = "BDF")]
+    pub gpu_bus_id: Option<String>,
+
+    /// How the NIC reaches GPU memory: dmabuf (ibv_reg_dmabuf_mr), peermem (ibv_reg_mr through
+    /// nvidia-peermem), or auto (dma-buf when the GPU supports it, else peermem).
+    #[arg(long = "gdr", value_enum, default_value_t = GdrPath::Auto, value_name = "PATH")]
+    pub gdr: GdrPath,
+
     /// Seconds to wait for the peer (connect, exchange) or for completion progress before giving up.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     pub timeout: u64,
+}
+
+/// Where a side's benchmark buffers live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryKind {
+    Host,
+    Cuda,
+    CudaStaged,
+}
+
+impl MemoryKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            MemoryKind::Host => "host",
+            MemoryKind::Cuda => "cuda",
+            MemoryKind::CudaStaged => "cuda-staged",
+        }
+    }
+}
+
+/// How GPU memory is registered with the NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GdrPath {
+    Auto,
+    Dmabuf,
+    Peermem,
 }
 
 /// Options of the bandwidth benchmarks.

@@ -7,22 +7,46 @@
 
 use std::sync::Arc;
 
+use gdrperf_cuda::{DmaBuf, Gpu, GpuBuffer};
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 
 use crate::error::Result;
+use crate::harness::args::GdrPath;
 use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion};
 
 /// Where a buffer's bytes live.
 pub enum Storage {
     /// Ordinary pageable host memory, page aligned: the baseline every other mode is compared with.
     Host(HostBuffer),
+    /// GPU memory the NIC reads and writes directly (GPUDirect RDMA). The dma-buf, when that is
+    /// how it was registered, is kept with the memory it exports.
+    Gpu { memory: GpuBuffer, path: RegisteredPath, _dmabuf: Option<DmaBuf> },
+}
+
+/// How GPU memory was made visible to the NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisteredPath {
+    /// `cuMemGetHandleForAddressRange` exported a dma-buf, `ibv_reg_dmabuf_mr` registered it.
+    DmaBuf,
+    /// `ibv_reg_mr` on the device pointer, resolved by the nvidia-peermem kernel module.
+    PeerMem,
+}
+
+impl RegisteredPath {
+    pub fn label(self) -> &'static str {
+        match self {
+            RegisteredPath::DmaBuf => "dma-buf",
+            RegisteredPath::PeerMem => "nvidia-peermem",
+        }
+    }
 }
 
 impl Storage {
-    /// The name used in headers and result rows (`host`, later `cuda`, `cuda-staged`).
+    /// The name used in headers and result rows.
     pub fn kind(&self) -> &'static str {
         match self {
             Storage::Host(_) => "host",
+            Storage::Gpu { .. } => "cuda",
         }
     }
 }
@@ -42,8 +66,50 @@ impl BenchBuffer {
         Ok(BenchBuffer { storage: Storage::Host(memory), region })
     }
 
+    /// Allocates `len` bytes on `gpu` and registers them for GPUDirect RDMA along `path`
+    /// (`Auto`: dma-buf when the GPU reports DMA_BUF_SUPPORTED, else nvidia-peermem).
+    pub fn gpu(pd: &Arc<ProtectionDomain>, gpu: &Gpu, len: usize, path: GdrPath) -> Result<BenchBuffer> {
+        let memory = gpu.alloc(len)?;
+        let what = format!("GPU {} memory", gpu.index());
+        let use_dmabuf = match path {
+            GdrPath::Dmabuf => true,
+            GdrPath::Peermem => false,
+            GdrPath::Auto => gpu.info().gpudirect.dma_buf == Some(true),
+        };
+        if use_dmabuf {
+            let dmabuf = memory.export_dmabuf()?;
+            // SAFETY: the dma-buf and the GPU allocation move into `storage` with the region.
+            let region = unsafe {
+                MemoryRegion::register_dmabuf(pd, dmabuf.raw_fd(), dmabuf.offset(), dmabuf.iova(), dmabuf.len(), &format!("{what} via dma-buf"))?
+            };
+            return Ok(BenchBuffer { storage: Storage::Gpu { memory, path: RegisteredPath::DmaBuf, _dmabuf: Some(dmabuf) }, region });
+        }
+        // SAFETY: the allocation moves into `storage` and outlives the region.
+        let region = unsafe { MemoryRegion::register(pd, memory.device_ptr(), memory.len(), &format!("{what} via nvidia-peermem"))? };
+        Ok(BenchBuffer { storage: Storage::Gpu { memory, path: RegisteredPath::PeerMem, _dmabuf: None }, region })
+    }
+
     pub fn kind(&self) -> &'static str {
         self.storage.kind()
+    }
+
+    /// The GPU this buffer lives on and how the NIC reaches it, for headers and rows.
+    pub fn gpu_description(&self) -> Option<String> {
+        match &self.storage {
+            Storage::Host(_) => None,
+            Storage::Gpu { memory, path, .. } => {
+                let info = memory.gpu().info();
+                Some(format!("GPU {} {} ({}, {})", info.index, info.name, info.bus_id, path.label()))
+            }
+        }
+    }
+
+    /// The GPU index, for the `gpu_local` column.
+    pub fn gpu_index(&self) -> Option<usize> {
+        match &self.storage {
+            Storage::Host(_) => None,
+            Storage::Gpu { memory, .. } => Some(memory.gpu().index()),
+        }
     }
 
     pub fn region(&self) -> &MemoryRegion {
@@ -59,6 +125,12 @@ impl BenchBuffer {
     pub fn fill_pattern(&mut self, len: usize, seed: u64) -> Result<()> {
         match &mut self.storage {
             Storage::Host(memory) => fill_pattern(&mut memory.as_mut_slice()[..len], seed),
+            // The pattern is made on the host and copied up: validation is not timed.
+            Storage::Gpu { memory, .. } => {
+                let mut pattern = vec![0u8; len];
+                fill_pattern(&mut pattern, seed);
+                memory.write(0, &pattern)?;
+            }
         }
         Ok(())
     }
@@ -68,6 +140,7 @@ impl BenchBuffer {
     pub fn clear(&mut self, len: usize) -> Result<()> {
         match &mut self.storage {
             Storage::Host(memory) => memory.as_mut_slice()[..len].fill(0),
+            Storage::Gpu { memory, .. } => memory.write(0, &vec![0u8; len])?,
         }
         Ok(())
     }
@@ -76,6 +149,9 @@ impl BenchBuffer {
     pub fn check_pattern(&self, len: usize, seed: u64) -> Result<Option<Mismatch>> {
         Ok(match &self.storage {
             Storage::Host(memory) => find_mismatch(&memory.as_slice()[..len], seed),
+            // Copied down to the host after the run, then checked (SYNC_MEMOPS is set on the
+            // allocation, so the copy sees everything the NIC wrote before the completion).
+            Storage::Gpu { memory, .. } => find_mismatch(&memory.read(0..len)?, seed),
         })
     }
 
@@ -84,6 +160,7 @@ impl BenchBuffer {
     pub fn host_bytes(&self) -> Option<&[u8]> {
         match &self.storage {
             Storage::Host(memory) => Some(memory.as_slice()),
+            Storage::Gpu { .. } => None,
         }
     }
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::harness::args::{BandwidthArgs, CommonArgs};
+use crate::harness::args::{BandwidthArgs, CommonArgs, GdrPath, MemoryKind};
+use gdrperf_cuda::GpuSelection;
 use crate::verbs::Mtu;
 
 /// Which end of the connection this process is.
@@ -74,6 +75,7 @@ pub struct BenchConfig {
     pub csv: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub timeout: Duration,
+    pub memory: MemoryConfig,
     /// The command line, for the metadata of result files.
     pub argv: Vec<String>,
 }
@@ -133,6 +135,7 @@ impl BenchConfig {
         if args.timeout == 0 {
             return Err(config("--timeout must be at least 1 second"));
         }
+        let memory = MemoryConfig::from_args(args)?;
         let largest = *sizes.iter().max().unwrap_or(&0) as u64;
         if largest * u64::from(args.qps) > 16 * MAX_MESSAGE_SIZE {
             return Err(config("size x QPs needs more than 16 GiB of registered memory; lower -s or -q"));
@@ -154,6 +157,7 @@ impl BenchConfig {
             csv: args.csv.clone(),
             json: args.json.clone(),
             timeout: Duration::from_secs(args.timeout),
+            memory,
             argv: std::env::args().collect(),
         })
     }
@@ -174,6 +178,36 @@ impl BenchConfig {
             "mtu": self.mtu.map(Mtu::bytes),
             "validate": self.validate,
         })
+    }
+}
+
+/// Where this side's buffers live; each side chooses its own.
+#[derive(Debug, Clone)]
+pub struct MemoryConfig {
+    pub kind: MemoryKind,
+    /// The GPU for the cuda kinds (parsed, checked against the machine when CUDA is loaded).
+    pub gpu: GpuSelection,
+    pub gdr: GdrPath,
+}
+
+impl MemoryConfig {
+    fn from_args(args: &CommonArgs) -> Result<MemoryConfig> {
+        let gpu = match (&args.gpu, &args.gpu_bus_id) {
+            (Some(text), _) => GpuSelection::parse(text).map_err(|error| config(&format!("--gpu {text}: {error}")))?,
+            (None, Some(text)) => GpuSelection::parse_bus_id(text).map_err(|error| config(&format!("--gpu-bus-id {text}: {error}")))?,
+            (None, None) => GpuSelection::Indices(vec![0]),
+        };
+        let gpu_given = args.gpu.is_some() || args.gpu_bus_id.is_some();
+        if args.mem == MemoryKind::Host && (gpu_given || args.gdr != GdrPath::Auto) {
+            return Err(config("--gpu, --gpu-bus-id and --gdr apply to GPU memory: add --mem cuda"));
+        }
+        if matches!(&gpu, GpuSelection::All) || matches!(&gpu, GpuSelection::Indices(list) if list.len() != 1) {
+            return Err(config("--gpu takes one GPU per run for the bench binaries (run once per GPU)"));
+        }
+        if args.mem == MemoryKind::CudaStaged && args.gdr != GdrPath::Auto {
+            return Err(config("--gdr does not apply to cuda-staged: the NIC only touches pinned host memory there"));
+        }
+        Ok(MemoryConfig { kind: args.mem, gpu, gdr: args.gdr })
     }
 }
 
@@ -275,6 +309,11 @@ mod tests {
             (&["-i", "0"], "-i/--ib-port"),
             (&["--loopback", "host1"], "--loopback"),
             (&["-s", "4G"], "-s/--size"),
+            (&["--gpu", "1"], "add --mem cuda"),
+            (&["--mem", "cuda", "--gpu", "0,1"], "one GPU per run"),
+            (&["--mem", "cuda", "--gpu", "x"], "--gpu x"),
+            (&["--mem", "cuda", "--gpu-bus-id", "17:00"], "--gpu-bus-id 17:00"),
+            (&["--mem", "cuda-staged", "--gdr", "dmabuf"], "does not apply to cuda-staged"),
         ];
         for (arguments, expected) in cases {
             let message = build(arguments).err().map(|error| error.to_string()).unwrap_or_default();

@@ -12,7 +12,8 @@ use sideway::ibverbs::protection_domain::ProtectionDomain;
 use crate::error::{Error, Result};
 use crate::exchange::{Control, Hello, SideInfo, PROTOCOL_VERSION};
 use crate::harness::buffers::BenchBuffer;
-use crate::harness::config::{BenchConfig, Role};
+use crate::harness::args::MemoryKind;
+use crate::harness::config::{BenchConfig, MemoryConfig, Role};
 use crate::verbs::{CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair, RemoteBuffer};
 
 /// Which end of the connection a [`Session`] is.
@@ -35,7 +36,11 @@ pub struct LocalResources {
 
 impl LocalResources {
     /// Opens the device and creates one QP and one registered buffer per `-q`.
+    ///
+    /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
+    /// being set up, and its message says more than a later registration failure would.
     pub fn create(config: &BenchConfig, sizes: QueuePairSizes) -> Result<LocalResources> {
+        let gpu = open_gpu(&config.memory)?;
         let device = Device::open(config.device.as_deref())?;
         let port = device.active_port(config.ib_port)?;
         let gid = device.choose_gid(&port, config.gid_index)?;
@@ -47,7 +52,10 @@ impl LocalResources {
         let mut buffers = Vec::new();
         for _ in 0..config.qps {
             queue_pairs.push(RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?);
-            buffers.push(BenchBuffer::host(&protection_domain, config.max_size())?);
+            buffers.push(match &gpu {
+                None => BenchBuffer::host(&protection_domain, config.max_size())?,
+                Some(gpu) => BenchBuffer::gpu(&protection_domain, gpu, config.max_size(), config.memory.gdr)?,
+            });
         }
         Ok(LocalResources { device, port, gid, protection_domain, completion_queue, queue_pairs, buffers })
     }
@@ -68,9 +76,27 @@ impl LocalResources {
                 port: self.port.number,
                 active_mtu: self.port.active_mtu.bytes(),
                 memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or("host").to_string(),
+                gpu: self.buffers.first().and_then(BenchBuffer::gpu_description),
             },
             endpoints: self.queue_pairs.iter().map(|queue_pair| queue_pair.endpoint(self.port.lid, self.gid)).collect(),
             buffers: self.buffers.iter().map(|buffer| buffer.region().remote()).collect(),
+        }
+    }
+}
+
+/// Loads CUDA and opens the run's GPU when the buffers live in GPU memory.
+fn open_gpu(memory: &MemoryConfig) -> Result<Option<gdrperf_cuda::Gpu>> {
+    match memory.kind {
+        MemoryKind::Host => Ok(None),
+        MemoryKind::CudaStaged => Err(Error::Config(
+            "--mem cuda-staged is not wired into the bench binaries yet; `gdrperf selftest` and `gdrperf copy-bw` \
+             measure the staging pipeline on its own"
+                .into(),
+        )),
+        MemoryKind::Cuda => {
+            let cuda = gdrperf_cuda::Cuda::load()?;
+            let index = *cuda.resolve(&memory.gpu)?.first().ok_or_else(|| Error::Config("no GPU selected".into()))?;
+            Ok(Some(cuda.open_gpu(index)?))
         }
     }
 }

@@ -233,8 +233,8 @@ fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session) -> RowCont
         qps: config.qps,
         mem_local: session.local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host").to_string(),
         mem_remote: session.peer.side.memory.clone(),
-        gpu_local: String::new(),
-        gpu_remote: String::new(),
+        gpu_local: session.local.buffers.first().and_then(|buffer| buffer.gpu_index()).map(|index| index.to_string()).unwrap_or_default(),
+        gpu_remote: session.peer.side.gpu.clone().unwrap_or_default(),
     }
 }
 
@@ -248,6 +248,11 @@ fn metadata<B: Benchmark>(config: &BenchConfig, benchmark: &B, session: &Session
         ("GID".into(), local.gid.map(|gid| gid.to_string()).unwrap_or_else(|| format!("none (LID {})", local.port.lid))),
         ("Peer".into(), format!("{} ({} port {})", session.peer.host, session.peer.side.device, session.peer.side.port)),
         ("Memory".into(), format!("local {}, remote {}", local.buffers.first().map(|b| b.kind()).unwrap_or("host"), session.peer.side.memory)),
+        ("GPU".into(), format!(
+            "local {}, remote {}",
+            local.buffers.first().and_then(|buffer| buffer.gpu_description()).unwrap_or_else(|| "none".into()),
+            session.peer.side.gpu.clone().unwrap_or_else(|| "none".into())
+        )),
         ("QPs".into(), config.qps.to_string()),
         ("TX depth".into(), config.tx_depth.to_string()),
         ("Stop".into(), match config.stop {
