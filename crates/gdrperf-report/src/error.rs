@@ -1,0 +1,75 @@
+//! What can go wrong reading thresholds, profiles and result files: one variant per failing
+//! step, each saying what the user can do about it.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Errors of the report library.
+#[derive(Debug, Error)]
+pub enum ReportError {
+    /// `--min-bw` text that is not a number with a unit.
+    #[error("bandwidth threshold {text:?}: {reason} (write it like 90Gb/s, 11000MiB/s or 80%)")]
+    BandwidthThreshold { text: String, reason: String },
+
+    /// `--max-lat` text that is not a number with an optional time unit.
+    #[error("latency threshold {text:?}: {reason} (write it like 5us, 800ns or 0.01ms; a bare number is microseconds)")]
+    LatencyThreshold { text: String, reason: String },
+
+    /// `--lat-pct` names no latency statistic that result rows carry.
+    #[error("latency statistic {text:?} is not one of: {accepted}")]
+    LatencyStatistic { text: String, accepted: &'static str },
+
+    /// `--tolerance` that is not a non-negative percentage.
+    #[error("tolerance {text:?}: {reason} (write it like 5% or 0.5%)")]
+    Tolerance { text: String, reason: String },
+
+    /// A percentage of the port rate was asked for, but the port's rate is not known.
+    #[error(
+        "the threshold {threshold} is a share of the port rate, but the device did not report one{detail}; \
+         give an absolute value instead (Gb/s or MiB/s)"
+    )]
+    UnknownPortRate { threshold: String, detail: String },
+
+    /// A result file could not be opened or read.
+    #[error("cannot read {path}: {source}")]
+    ReadFile { path: PathBuf, source: std::io::Error },
+
+    /// A JSON result file that is not `{"metadata": ..., "results": [...]}` (or a bare array of rows).
+    #[error("{path} is not a gdrperf JSON result file: {reason}")]
+    JsonFile { path: PathBuf, reason: String },
+
+    /// A CSV result file that the csv reader rejected.
+    #[error("{path} is not a readable CSV result file: {reason}")]
+    CsvFile { path: PathBuf, reason: String },
+
+    /// A row lacks a column that the comparison or threshold needs.
+    #[error("{source_name}: {row} has no numeric {column:?} column{hint}")]
+    MissingColumn { source_name: String, row: String, column: String, hint: String },
+
+    /// Two rows of one input share a key, so a join would have to guess which one is meant.
+    #[error(
+        "{source_name} has more than one row for {key}: compare joins one row per (test, memory, GPU, size); \
+         split the file per run, or compare the runs one by one"
+    )]
+    DuplicateRow { source_name: String, key: String },
+
+    /// Nothing to compare.
+    #[error("{0}")]
+    NothingToCompare(String),
+
+    /// A profile file could not be read.
+    #[error("cannot read profile {path}: {source}")]
+    ReadProfile { path: PathBuf, source: std::io::Error },
+
+    /// A profile that is not valid TOML for the profile schema.
+    #[error("profile {name}: {reason}")]
+    Profile { name: String, reason: String },
+
+    /// `--profile NAME` that is neither a built-in profile nor an existing file.
+    #[error("no profile named {name:?}: built-in profiles are {builtin}; or give the path of a .toml file")]
+    UnknownProfile { name: String, builtin: String },
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = ReportError> = std::result::Result<T, E>;

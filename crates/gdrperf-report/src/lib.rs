@@ -1,0 +1,50 @@
+//! gdrperf's result files, read back to answer three questions in one command each:
+//!
+//! * **Does this node pass?** [`threshold`] parses `--min-bw 90Gb/s | 11000MiB/s | 80%` and
+//!   `--max-lat 5us` (on the statistic of `--lat-pct`); [`evaluate`] holds each size against
+//!   them and words the FAIL line ("2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)");
+//!   [`profile`] loads the thresholds of an acceptance profile (TOML, every value sourced).
+//! * **Did this change regress?** [`results`] reads a CSV or JSON result file into rows;
+//!   [`compare`] joins two runs on (test, memory modes, GPU, size) and judges each change
+//!   against a tolerance.
+//! * **How much does GPUDirect buy?** [`modes`] sets host, staged and GPUDirect rows of one run
+//!   side by side with the speed-up per size.
+//!
+//! The crate knows nothing of verbs or CUDA: it reads what the benches wrote, so it runs on a
+//! laptop holding results copied off a cluster.
+//!
+//! ```
+//! use gdrperf_report::{BandwidthThreshold, ResultFile, Thresholds};
+//!
+//! let run = ResultFile::parse_csv("run.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,2048,41.2\nwrite_bw,65536,95\n")?;
+//! let thresholds = Thresholds {
+//!     min_bw: Some(BandwidthThreshold::parse("90Gb/s")?.resolve(None, false)?),
+//!     max_lat: None,
+//! };
+//! let failures: Vec<String> = run.rows.iter()
+//!     .map(|row| thresholds.evaluate(row))
+//!     .collect::<Result<Vec<_>, _>>()?
+//!     .into_iter().flatten().map(|failure| failure.to_string()).collect();
+//! assert_eq!(failures, ["2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)"]);
+//! # Ok::<(), gdrperf_report::ReportError>(())
+//! ```
+
+pub mod compare;
+pub mod error;
+pub mod evaluate;
+pub mod format;
+pub mod modes;
+pub mod profile;
+pub mod results;
+pub mod threshold;
+
+pub use compare::{compare_runs, Change, ComparedRow, Comparison};
+pub use error::{ReportError, Result};
+pub use evaluate::{evaluate_bandwidth, evaluate_latency, Failure, Thresholds, Verdict};
+pub use modes::{compare_memory_modes, ModeComparison, ModeGroup};
+pub use profile::{BandwidthCheck, LatencyCheck, Profile, SourcedValue, MEMORY_MODES};
+pub use results::{Better, ResultFile, ResultRow, RowKey, RowKind};
+pub use threshold::{
+    parse_port_rate, parse_tolerance, BandwidthLimit, BandwidthThreshold, BandwidthUnit, LatencyLimit,
+    LatencyStatistic, LatencyThreshold,
+};

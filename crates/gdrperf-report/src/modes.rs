@@ -1,0 +1,201 @@
+//! How much does GPUDirect buy? The memory modes of one run side by side per size, with each
+//! mode's speed-up over a baseline mode (staged copies by default: the alternative GPUDirect
+//! replaces).
+//!
+//! Host-memory rows carry no GPU, so they are set beside every GPU's rows of the same test and
+//! size: host is the reference the GPU modes are measured against.
+//!
+//! ```
+//! use gdrperf_report::{compare_memory_modes, ResultFile};
+//!
+//! let run = ResultFile::parse_csv("run.csv", "test,bytes,bw_avg_gbit_s,mem_local,gpu_local\n\
+//!     write_bw,65536,95,host,\nwrite_bw,65536,90,cuda,GPU0\nwrite_bw,65536,45,cuda-staged,GPU0\n")?;
+//! let modes = compare_memory_modes(&[run], None, None)?;
+//! assert_eq!(modes.baseline, "cuda-staged");
+//! assert_eq!(modes.groups[0].speedups, [Some(95.0 / 45.0), Some(1.0), Some(2.0)]);
+//! # Ok::<(), gdrperf_report::ReportError>(())
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::compare::index_rows;
+use crate::error::{ReportError, Result};
+use crate::format::table;
+use crate::results::{Better, ResultFile};
+
+/// (test, GPU, size): one line of the table.
+type GroupKey = (String, String, u64);
+
+/// The order modes are shown in: from the baseline of all baselines to GPUDirect.
+const MODE_ORDER: [&str; 3] = ["host", "cuda-staged", "cuda"];
+
+/// One (test, GPU, size) with a value per mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeGroup {
+    pub test: String,
+    pub gpu: String,
+    pub bytes: u64,
+    pub metric: String,
+    /// One per [`ModeComparison::modes`]; `None` where that mode has no row.
+    pub values: Vec<Option<f64>>,
+    /// Each mode's speed-up over the baseline (> 1: faster), `None` where either is missing.
+    pub speedups: Vec<Option<f64>>,
+}
+
+/// The modes of one run compared.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeComparison {
+    pub modes: Vec<String>,
+    pub baseline: String,
+    pub groups: Vec<ModeGroup>,
+}
+
+impl ModeComparison {
+    /// The table of `gdrperf compare RUN --by mem`.
+    pub fn render(&self) -> String {
+        let unit = |metric: &str| match metric {
+            "bw_avg_gbit_s" => "Gb/s".to_string(),
+            "t_typical_us" => "us".to_string(),
+            other => other.to_string(),
+        };
+        let mut header: Vec<String> = vec!["test".into(), "gpu".into(), "bytes".into(), "unit".into()];
+        header.extend(self.modes.iter().cloned());
+        let others: Vec<usize> = (0..self.modes.len()).filter(|&index| self.modes[index] != self.baseline).collect();
+        header.extend(others.iter().map(|&index| format!("{} vs {}", self.modes[index], self.baseline)));
+        let rows: Vec<Vec<String>> = self
+            .groups
+            .iter()
+            .map(|group| {
+                let mut row = vec![
+                    group.test.clone(),
+                    if group.gpu.is_empty() { "-".into() } else { group.gpu.clone() },
+                    group.bytes.to_string(),
+                    unit(&group.metric),
+                ];
+                row.extend(group.values.iter().map(|value| value.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())));
+                row.extend(others.iter().map(|&index| group.speedups[index].map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into())));
+                row
+            })
+            .collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut out = table(&header, &rows);
+        out.push_str(&format!(
+            "speed-up: how many times faster than {} (bandwidth ratio; for latency, {}'s time over the mode's)\n",
+            self.baseline, self.baseline
+        ));
+        out
+    }
+}
+
+/// Sets the memory modes of `files` (one run, possibly one file per mode) side by side.
+/// `metric`: the column (default per row kind); `baseline`: the mode speed-ups are relative to
+/// (default cuda-staged, else host, else the first mode).
+pub fn compare_memory_modes(files: &[ResultFile], metric: Option<&str>, baseline: Option<&str>) -> Result<ModeComparison> {
+    let rows = index_rows(files)?;
+    let present: BTreeSet<&str> = rows.keys().map(|key| key.memory.as_str()).collect();
+    let mut modes: Vec<String> = MODE_ORDER.iter().filter(|mode| present.contains(*mode)).map(|mode| mode.to_string()).collect();
+    modes.extend(present.iter().filter(|mode| !MODE_ORDER.contains(mode)).map(|mode| mode.to_string()));
+    if modes.len() < 2 {
+        return Err(ReportError::NothingToCompare(format!(
+            "--by mem needs rows of at least two memory modes; found {} (run the bench with --mem host, --mem cuda and \
+             --mem cuda-staged and pass every file)",
+            if modes.is_empty() { "none".to_string() } else { modes.join(", ") }
+        )));
+    }
+    let baseline = match baseline {
+        Some(mode) if modes.iter().any(|present| present == mode) => mode.to_string(),
+        Some(mode) => {
+            return Err(ReportError::NothingToCompare(format!("baseline mode {mode:?} has no rows; modes present: {}", modes.join(", "))))
+        }
+        None => ["cuda-staged", "host"].iter().find(|mode| present.contains(*mode)).map(|mode| mode.to_string()).unwrap_or_else(|| modes[0].clone()),
+    };
+
+    // (test, gpu, bytes) -> mode -> value. Host rows (no GPU) join every GPU of their test and size.
+    let mut groups: BTreeMap<GroupKey, BTreeMap<String, (f64, String)>> = BTreeMap::new();
+    for (key, row) in &rows {
+        let column = match metric {
+            Some(column) => column.to_string(),
+            None => row.kind().default_metric().map(|(column, _)| column.to_string()).unwrap_or_default(),
+        };
+        let value = row.number(&column).ok_or_else(|| ReportError::MissingColumn {
+            source_name: row.source().to_string(),
+            row: row.describe(),
+            column: if column.is_empty() { "bw_avg_gbit_s or t_typical_us".into() } else { column.clone() },
+            hint: if metric.is_none() { "; name the column with --metric".into() } else { String::new() },
+        })?;
+        groups.entry((key.test.clone(), key.gpu.clone(), key.bytes)).or_default().insert(key.memory.clone(), (value, column));
+    }
+    let gpu_groups: Vec<(String, String, u64)> = groups.keys().filter(|(_, gpu, _)| !gpu.is_empty()).cloned().collect();
+    let mut joined_host = BTreeSet::new();
+    for (test, gpu, bytes) in gpu_groups {
+        if let Some(host) = groups.get(&(test.clone(), String::new(), bytes)).cloned() {
+            joined_host.insert((test.clone(), bytes));
+            let group = groups.entry((test, gpu, bytes)).or_default();
+            for (mode, value) in host {
+                group.entry(mode).or_insert(value);
+            }
+        }
+    }
+    groups.retain(|(test, gpu, bytes), _| !(gpu.is_empty() && joined_host.contains(&(test.clone(), *bytes))));
+
+    let baseline_index = modes.iter().position(|mode| *mode == baseline).unwrap_or(0);
+    let groups = groups
+        .into_iter()
+        .map(|((test, gpu, bytes), by_mode)| {
+            let metric = by_mode.values().next().map(|(_, column)| column.clone()).unwrap_or_default();
+            let values: Vec<Option<f64>> = modes.iter().map(|mode| by_mode.get(mode).map(|(value, _)| *value)).collect();
+            let better = Better::for_column(&metric);
+            let speedups = values
+                .iter()
+                .map(|value| match (value, values[baseline_index]) {
+                    (Some(value), Some(reference)) if *value > 0.0 && reference > 0.0 => Some(match better {
+                        Better::Higher => value / reference,
+                        Better::Lower => reference / value,
+                    }),
+                    _ => None,
+                })
+                .collect();
+            ModeGroup { test, gpu, bytes, metric, values, speedups }
+        })
+        .collect();
+    Ok(ModeComparison { modes, baseline, groups })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_line_up_per_gpu_with_host_beside_each() {
+        let host = ResultFile::parse_csv("host.csv", "test,bytes,t_typical_us,mem_local\nread_lat,2,2.0,host\nread_lat,4,2.0,host\n").unwrap();
+        let gpus = ResultFile::parse_csv(
+            "gpu.csv",
+            "test,bytes,t_typical_us,mem_local,gpu_local\nread_lat,2,2.5,cuda,GPU0\nread_lat,2,8.0,cuda-staged,GPU0\nread_lat,2,2.6,cuda,GPU1\n",
+        )
+        .unwrap();
+        let modes = compare_memory_modes(&[host, gpus], None, None).unwrap();
+        assert_eq!(modes.modes, ["host", "cuda-staged", "cuda"]);
+        assert_eq!(modes.baseline, "cuda-staged");
+        let described: Vec<(String, u64)> = modes.groups.iter().map(|group| (group.gpu.clone(), group.bytes)).collect();
+        assert_eq!(described, [(String::new(), 4), ("GPU0".to_string(), 2), ("GPU1".to_string(), 2)]);
+        assert_eq!(modes.groups[1].values, [Some(2.0), Some(8.0), Some(2.5)]);
+        assert_eq!(modes.groups[1].speedups, [Some(4.0), Some(1.0), Some(3.2)], "latency: staged time over the mode's");
+        assert_eq!(modes.groups[2].speedups, [None, None, None], "GPU1 has no staged row to compare with");
+        let text = modes.render();
+        assert!(text.contains("cuda vs cuda-staged") && text.contains("3.20x"), "{text}");
+    }
+
+    #[test]
+    fn one_mode_is_not_enough() {
+        let host = ResultFile::parse_csv("host.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,2,1\n").unwrap();
+        let error = compare_memory_modes(std::slice::from_ref(&host), None, None).unwrap_err().to_string();
+        assert!(error.contains("at least two memory modes; found host"), "{error}");
+        let cuda = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s,mem_local\nwrite_bw,2,3,cuda\n").unwrap();
+        assert!(compare_memory_modes(&[host.clone(), cuda.clone()], None, Some("cuda-staged")).unwrap_err().to_string().contains("has no rows"));
+        let modes = compare_memory_modes(&[host, cuda], None, None).unwrap();
+        assert_eq!(modes.baseline, "host");
+        assert_eq!(modes.groups[0].speedups[1], Some(3.0));
+    }
+}

@@ -1,0 +1,354 @@
+//! Result files read back: the CSV and JSON that the bench binaries write.
+//!
+//! A row is kept as the columns it had (`BandwidthRow` and `LatencyRow` of the core crate, or
+//! anything else with a `bytes` column) rather than as one fixed struct, so that files written
+//! before a column was added, and files of tests that did not exist when this was written, still
+//! read. What a row *is* comes from its columns: `bw_avg_gbit_s` makes a bandwidth row,
+//! `t_typical_us` a latency row.
+//!
+//! ```
+//! use gdrperf_report::ResultFile;
+//!
+//! let csv = "test,bytes,bw_avg_gbit_s,mem_local,mem_remote\nwrite_bw,65536,91.5,cuda,cuda\n";
+//! let file = ResultFile::parse_csv("run.csv", csv)?;
+//! assert_eq!(file.rows[0].bytes(), 65536);
+//! assert_eq!(file.rows[0].memory(), "cuda");
+//! # Ok::<(), gdrperf_report::ReportError>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::{ReportError, Result};
+
+/// A result file: its metadata (what ran, where, when) and its rows in file order.
+#[derive(Debug, Clone)]
+pub struct ResultFile {
+    /// How to name the file in messages: its path as given.
+    pub name: String,
+    /// The JSON file's `metadata` object; for a CSV, its leading `# key: value` comment lines.
+    pub metadata: Map<String, Value>,
+    pub rows: Vec<ResultRow>,
+}
+
+impl ResultFile {
+    /// Reads a `.json` or `.csv` file (by extension; other names by their first character).
+    pub fn read(path: &Path) -> Result<ResultFile> {
+        let text = std::fs::read_to_string(path).map_err(|source| ReportError::ReadFile { path: path.to_path_buf(), source })?;
+        let name = path.display().to_string();
+        let extension = path.extension().and_then(|extension| extension.to_str()).unwrap_or("").to_ascii_lowercase();
+        let is_json = match extension.as_str() {
+            "json" => true,
+            "csv" => false,
+            _ => text.trim_start().starts_with(['{', '[']),
+        };
+        if is_json {
+            ResultFile::parse_json(&name, &text)
+        } else {
+            ResultFile::parse_csv(&name, &text)
+        }
+    }
+
+    /// `{"metadata": {...}, "results": [rows...]}` as the bench binaries write it, or a bare array of rows.
+    pub fn parse_json(name: &str, text: &str) -> Result<ResultFile> {
+        let fail = |reason: String| ReportError::JsonFile { path: name.into(), reason };
+        let document: Value = serde_json::from_str(text).map_err(|error| fail(error.to_string()))?;
+        let (metadata, results) = match document {
+            Value::Object(mut object) => {
+                let metadata = match object.remove("metadata") {
+                    Some(Value::Object(metadata)) => metadata,
+                    None | Some(Value::Null) => Map::new(),
+                    Some(_) => return Err(fail("\"metadata\" is not an object".into())),
+                };
+                match object.remove("results") {
+                    Some(Value::Array(results)) => (metadata, results),
+                    _ => return Err(fail("it has no \"results\" array".into())),
+                }
+            }
+            Value::Array(results) => (Map::new(), results),
+            _ => return Err(fail("expected an object with \"results\" or an array of rows".into())),
+        };
+        let rows = results
+            .into_iter()
+            .enumerate()
+            .map(|(index, value)| {
+                ResultRow::from_json(name, value).map_err(|reason| fail(format!("result {} {reason}", index + 1)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ResultFile { name: name.to_string(), metadata, rows })
+    }
+
+    /// A header line of column names, then one line per row. Leading lines starting with `#` are
+    /// metadata: `# key: value` becomes `metadata[key] = value`.
+    pub fn parse_csv(name: &str, text: &str) -> Result<ResultFile> {
+        let fail = |reason: String| ReportError::CsvFile { path: name.into(), reason };
+        let mut metadata = Map::new();
+        let mut body_start = 0;
+        for line in text.split_inclusive('\n') {
+            let Some(comment) = line.trim_start().strip_prefix('#') else { break };
+            if let Some((key, value)) = comment.split_once(':') {
+                metadata.insert(key.trim().to_string(), Value::String(value.trim().to_string()));
+            }
+            body_start += line.len();
+        }
+        let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(&text.as_bytes()[body_start..]);
+        let header: Vec<String> = reader.headers().map_err(|error| fail(error.to_string()))?.iter().map(str::to_string).collect();
+        if header.iter().all(|column| column != "bytes") {
+            return Err(fail(format!("its header has no \"bytes\" column (columns: {})", header.join(","))));
+        }
+        let mut rows = Vec::new();
+        for record in reader.records() {
+            let record = record.map_err(|error| fail(error.to_string()))?;
+            let fields: Map<String, Value> =
+                header.iter().zip(record.iter()).map(|(column, cell)| (column.clone(), Value::String(cell.to_string()))).collect();
+            rows.push(ResultRow::from_json(name, Value::Object(fields)).map_err(|reason| fail(format!("row {} {reason}", rows.len() + 1)))?);
+        }
+        Ok(ResultFile { name: name.to_string(), metadata, rows })
+    }
+
+    /// A metadata value as text ("" when absent): `metadata_text("host")`.
+    pub fn metadata_text(&self, key: &str) -> String {
+        match self.metadata.get(key) {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        }
+    }
+
+    /// One line saying what made this file: "gdrperf 0.1.0 on node1 (mlx5_0), 2026-12-02T17:04:05Z".
+    pub fn provenance(&self) -> String {
+        let version = self.metadata_text("gdrperf_version");
+        let commit = self.metadata_text("git_commit");
+        let host = self.metadata_text("host");
+        let device = self.metadata_text("device");
+        let date = self.metadata_text("date");
+        let mut made_by = match (version.is_empty(), commit.is_empty()) {
+            (true, _) => String::new(),
+            (false, true) => format!("gdrperf {version}"),
+            (false, false) => format!("gdrperf {version} ({commit})"),
+        };
+        if !host.is_empty() {
+            let on = if device.is_empty() { format!("on {host}") } else { format!("on {host} ({device})") };
+            made_by = if made_by.is_empty() { on } else { format!("{made_by} {on}") };
+        }
+        match (made_by.is_empty(), date.is_empty()) {
+            (true, true) => "no metadata".to_string(),
+            (true, false) => date,
+            (false, true) => made_by,
+            (false, false) => format!("{made_by}, {date}"),
+        }
+    }
+}
+
+/// Whether a larger value of a column is better: bandwidth and message rate up, latency down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+impl Better {
+    /// Latency and time columns (`_us`, `_s`, `_ns`) are better lower; everything else higher.
+    pub fn for_column(column: &str) -> Better {
+        if [ "_us", "_ns", "_s"].iter().any(|suffix| column.ends_with(suffix)) && !column.ends_with("_mib_s") && !column.ends_with("_gbit_s") {
+            Better::Lower
+        } else {
+            Better::Higher
+        }
+    }
+}
+
+/// What a row measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowKind {
+    Bandwidth,
+    Latency,
+    Other,
+}
+
+impl RowKind {
+    /// The column `compare` looks at unless told otherwise, and how it is shown.
+    pub fn default_metric(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            RowKind::Bandwidth => Some(("bw_avg_gbit_s", "Gb/s")),
+            RowKind::Latency => Some(("t_typical_us", "us")),
+            RowKind::Other => None,
+        }
+    }
+}
+
+/// One row of a result file: its columns by name, numbers and text as the file had them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRow {
+    source: String,
+    columns: BTreeMap<String, Value>,
+}
+
+impl ResultRow {
+    /// A row from a JSON object (a CSV record is given as an object of strings). `source` names
+    /// the file in messages. The row must have a non-negative integer `bytes` column.
+    pub fn from_json(source: &str, value: Value) -> Result<ResultRow, String> {
+        let Value::Object(object) = value else { return Err("is not an object".to_string()) };
+        let row = ResultRow { source: source.to_string(), columns: object.into_iter().collect() };
+        match row.columns.get("bytes") {
+            Some(Value::Number(number)) if number.as_u64().is_some() => Ok(row),
+            Some(Value::String(text)) if text.trim().parse::<u64>().is_ok() => Ok(row),
+            Some(other) => Err(format!("has a \"bytes\" value that is not a byte count: {other}")),
+            None => Err("has no \"bytes\" column".to_string()),
+        }
+    }
+
+    /// The file this row came from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// A numeric column; `None` when absent, empty or not a number.
+    pub fn number(&self, column: &str) -> Option<f64> {
+        match self.columns.get(column)? {
+            Value::Number(number) => number.as_f64(),
+            Value::String(text) => text.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// A column as text; "" when absent.
+    pub fn text(&self, column: &str) -> String {
+        match self.columns.get(column) {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        }
+    }
+
+    pub fn columns(&self) -> impl Iterator<Item = &str> {
+        self.columns.keys().map(String::as_str)
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.number("bytes").map(|bytes| bytes as u64).unwrap_or(0)
+    }
+
+    pub fn test(&self) -> String {
+        self.text("test")
+    }
+
+    /// The memory modes as one label: "cuda" when both sides use the same, "cuda/host"
+    /// (local/remote) when they differ, "host" when the file does not say.
+    pub fn memory(&self) -> String {
+        pair_label(&self.text("mem_local"), &self.text("mem_remote"), "host")
+    }
+
+    /// The GPUs as one label, the same way; "" for host memory.
+    pub fn gpu(&self) -> String {
+        pair_label(&self.text("gpu_local"), &self.text("gpu_remote"), "")
+    }
+
+    pub fn kind(&self) -> RowKind {
+        if self.columns.contains_key("bw_avg_gbit_s") {
+            RowKind::Bandwidth
+        } else if self.columns.contains_key("t_typical_us") {
+            RowKind::Latency
+        } else {
+            RowKind::Other
+        }
+    }
+
+    /// What `compare` joins on: (test, memory modes, GPUs, size).
+    pub fn key(&self) -> RowKey {
+        RowKey { test: self.test(), memory: self.memory(), gpu: self.gpu(), bytes: self.bytes() }
+    }
+
+    /// "write_bw cuda GPU0 65536 bytes", for messages.
+    pub fn describe(&self) -> String {
+        self.key().to_string()
+    }
+}
+
+/// Joins a local and a remote label: one when equal (or the remote one unknown), both otherwise.
+fn pair_label(local: &str, remote: &str, default: &str) -> String {
+    match (local.trim(), remote.trim()) {
+        ("", "") => default.to_string(),
+        (local, remote) if local == remote || remote.is_empty() => local.to_string(),
+        ("", remote) => format!("{default}/{remote}"),
+        (local, remote) => format!("{local}/{remote}"),
+    }
+}
+
+/// The identity of a row across runs.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowKey {
+    pub test: String,
+    pub memory: String,
+    pub gpu: String,
+    pub bytes: u64,
+}
+
+impl fmt::Display for RowKey {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let test = if self.test.is_empty() { "(no test)" } else { &self.test };
+        write!(out, "{test} {}", self.memory)?;
+        if !self.gpu.is_empty() {
+            write!(out, " {}", self.gpu)?;
+        }
+        write!(out, " {} bytes", self.bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JSON: &str = r#"{"metadata": {"gdrperf_version": "0.1.0", "host": "node1", "device": "mlx5_0", "date": "2026-12-02T17:04:05Z"},
+        "results": [{"test": "write_bw", "bytes": 2, "bw_avg_gbit_s": 0.5, "mem_local": "cuda", "mem_remote": "host", "gpu_local": "GPU0", "gpu_remote": ""}]}"#;
+
+    #[test]
+    fn json_files_read_with_their_metadata() {
+        let file = ResultFile::parse_json("a.json", JSON).unwrap();
+        assert_eq!(file.provenance(), "gdrperf 0.1.0 on node1 (mlx5_0), 2026-12-02T17:04:05Z");
+        let row = &file.rows[0];
+        assert_eq!((row.bytes(), row.memory(), row.gpu(), row.kind()), (2, "cuda/host".to_string(), "GPU0".to_string(), RowKind::Bandwidth));
+        assert_eq!(row.describe(), "write_bw cuda/host GPU0 2 bytes");
+        assert_eq!(row.number("bw_avg_gbit_s"), Some(0.5));
+    }
+
+    #[test]
+    fn csv_files_read_with_comment_metadata() {
+        let text = "# command: gdr-write-bw -a\n# host: node2\ntest,bytes,t_typical_us\nread_lat,2,1.75\nread_lat,4,1.80\n";
+        let file = ResultFile::parse_csv("b.csv", text).unwrap();
+        assert_eq!(file.metadata_text("command"), "gdr-write-bw -a");
+        assert_eq!(file.rows.len(), 2);
+        assert_eq!(file.rows[1].number("t_typical_us"), Some(1.8));
+        assert_eq!(file.rows[1].kind(), RowKind::Latency);
+        assert_eq!(file.rows[1].memory(), "host");
+    }
+
+    #[test]
+    fn malformed_files_say_what_is_wrong() {
+        let cases = [
+            (ResultFile::parse_json("x.json", "{\"metadata\": {}}"), "no \"results\" array"),
+            (ResultFile::parse_json("x.json", "{\"results\": [{\"test\": \"a\"}]}"), "result 1 has no \"bytes\" column"),
+            (ResultFile::parse_json("x.json", "{\"results\": [{\"bytes\": -3}]}"), "not a byte count"),
+            (ResultFile::parse_json("x.json", "not json"), "x.json is not a gdrperf JSON result file"),
+            (ResultFile::parse_csv("x.csv", "test,size\na,1\n"), "no \"bytes\" column"),
+            (ResultFile::parse_csv("x.csv", "test,bytes\na,1,7\n"), "x.csv is not a readable CSV"),
+            (ResultFile::parse_csv("x.csv", "test,bytes\na,many\n"), "row 1 has a \"bytes\" value"),
+        ];
+        for (result, expected) in cases {
+            let message = result.unwrap_err().to_string();
+            assert!(message.contains(expected), "{message:?} lacks {expected:?}");
+        }
+    }
+
+    #[test]
+    fn better_direction_follows_the_unit() {
+        assert_eq!(Better::for_column("bw_avg_gbit_s"), Better::Higher);
+        assert_eq!(Better::for_column("bw_peak_mib_s"), Better::Higher);
+        assert_eq!(Better::for_column("msg_rate_mpps"), Better::Higher);
+        assert_eq!(Better::for_column("p99_us"), Better::Lower);
+        assert_eq!(Better::for_column("elapsed_s"), Better::Lower);
+    }
+}
