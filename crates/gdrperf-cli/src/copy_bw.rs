@@ -1,9 +1,391 @@
-//! Placeholder: filled by its own change.
+//! `gdrperf copy-bw`: host<->GPU copy bandwidth and latency per GPU.
+//!
+//! In `--mem cuda-staged` mode every message crosses PCIe between the GPU and a
+//! pinned host buffer, so the pinned-copy figures here are the ceiling a staged
+//! bench can approach; pageable figures show what unpinned memory would cost, and
+//! the bidirectional figure what a bench copying both ways at once can expect.
+
+use std::fs::File;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use gdrperf_cuda::{CopyBench, CopyDirection, Cuda, Gpu, GpuSelection, HostMemory, Measurement};
+use serde::Serialize;
+
+/// Sizes measured when neither `-s` nor `-a` is given.
+const DEFAULT_SIZES: &[usize] = &[4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20];
+/// `-a` measures every power of two up to this.
+const ALL_SIZES_MAX: usize = 64 << 20;
+/// Latency is measured for sizes up to this; above it a copy's time is just size / bandwidth.
+const LATENCY_MAX_SIZE: usize = 1 << 20;
+/// With no `-n`, each measurement moves about this many bytes (within the bounds below).
+const AUTO_BYTES_PER_MEASUREMENT: usize = 1 << 30;
+const AUTO_MIN_ITERATIONS: usize = 20;
+const AUTO_MAX_ITERATIONS: usize = 1000;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// GPUs to measure: an index (0), a list (0,2,3), `all`, or a PCI bus id.
+    #[arg(long, default_value = "all", value_parser = parse_gpu_selection)]
+    gpu: GpuSelection,
+    /// The GPU at this PCI bus id (e.g. 0000:17:00.0), as `nvidia-smi` or `lspci -D` show it.
+    #[arg(long, value_parser = parse_gpu_bus_id, conflicts_with = "gpu")]
+    gpu_bus_id: Option<GpuSelection>,
+    /// One copy size in bytes; K, M, G suffixes mean KiB, MiB, GiB.
+    #[arg(short = 's', long = "size", value_parser = parse_size, conflicts_with = "all_sizes")]
+    size: Option<usize>,
+    /// Every power of two from 1 B to 64 MiB.
+    #[arg(short = 'a', long = "all")]
+    all_sizes: bool,
+    /// Copies per measurement [default: enough to move ~1 GiB, at least 20 and at most 1000].
+    #[arg(short = 'n', long = "iters", value_parser = parse_count)]
+    iterations: Option<usize>,
+    /// Write one CSV row per GPU, kind, direction and size (flushed as each completes).
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write all rows, with the driver and GPU descriptions, as JSON at the end.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+/// Parses `--gpu`.
+pub(crate) fn parse_gpu_selection(text: &str) -> Result<GpuSelection, String> {
+    GpuSelection::parse(text).map_err(|error| error.to_string())
+}
+
+/// Parses `--gpu-bus-id`.
+pub(crate) fn parse_gpu_bus_id(text: &str) -> Result<GpuSelection, String> {
+    GpuSelection::parse_bus_id(text).map_err(|error| error.to_string())
+}
+
+/// Parses a byte count: `4096`, `64K`, `1M`, `2G`, `1MiB`, `1m` (binary units).
+pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
+    let trimmed = text.trim();
+    let digits_end = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
+    let (digits, suffix) = trimmed.split_at(digits_end);
+    if digits.is_empty() {
+        return Err(format!("'{text}' is not a size: expected a number of bytes, optionally with K, M or G"));
+    }
+    let shift = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return Err(format!("'{text}': unknown size suffix '{suffix}' (use K, M or G)")),
+    };
+    let value: usize = digits.parse().map_err(|_| format!("'{text}' is too large"))?;
+    let bytes = value.checked_mul(1usize << shift).ok_or_else(|| format!("'{text}' is too large"))?;
+    if bytes == 0 {
+        return Err("size must be at least 1 byte".to_string());
+    }
+    Ok(bytes)
+}
+
+/// Parses a count that must be at least 1.
+pub(crate) fn parse_count(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(count) => Ok(count),
+        Err(_) => Err(format!("'{text}' is not a positive whole number")),
+    }
+}
+
+/// `1K` style rendering for tables.
+pub(crate) fn format_size(bytes: usize) -> String {
+    // The largest binary unit that divides the size exactly.
+    match bytes.trailing_zeros() {
+        _ if bytes == 0 => "0".to_string(),
+        30.. => format!("{}G", bytes >> 30),
+        20.. => format!("{}M", bytes >> 20),
+        10.. => format!("{}K", bytes >> 10),
+        _ => bytes.to_string(),
+    }
+}
+
+/// Copies per measurement when `-n` is not given.
+fn auto_iterations(size: usize) -> usize {
+    (AUTO_BYTES_PER_MEASUREMENT / size).clamp(AUTO_MIN_ITERATIONS, AUTO_MAX_ITERATIONS)
+}
+
+/// The validated plan of a run, built once from the flags.
+#[derive(Debug)]
+struct Plan {
+    selection: GpuSelection,
+    sizes: Vec<usize>,
+    iterations: Option<usize>,
+}
+
+impl Plan {
+    fn from_args(args: &Args) -> Plan {
+        let sizes = match (args.size, args.all_sizes) {
+            (Some(size), _) => vec![size],
+            (None, true) => (0..).map(|shift| 1usize << shift).take_while(|&size| size <= ALL_SIZES_MAX).collect(),
+            (None, false) => DEFAULT_SIZES.to_vec(),
+        };
+        Plan { selection: args.gpu_bus_id.clone().unwrap_or_else(|| args.gpu.clone()), sizes, iterations: args.iterations }
+    }
+
+    fn iterations_for(&self, size: usize) -> usize {
+        self.iterations.unwrap_or_else(|| auto_iterations(size))
+    }
+}
+
+/// One measured line: CSV row, JSON element and table line.
+#[derive(Debug, Clone, Serialize)]
+struct Row {
+    gpu: usize,
+    bus_id: String,
+    gpu_name: String,
+    kind: &'static str,
+    direction: &'static str,
+    size_bytes: usize,
+    iterations: usize,
+    bytes_moved: u64,
+    elapsed_s: f64,
+    bw_gbytes_s: f64,
+    lat_median_us: Option<f64>,
+    lat_min_us: Option<f64>,
+}
+
+const CSV_HEADER: [&str; 12] = [
+    "gpu",
+    "bus_id",
+    "gpu_name",
+    "kind",
+    "direction",
+    "size_bytes",
+    "iterations",
+    "bytes_moved",
+    "elapsed_s",
+    "bw_gbytes_s",
+    "lat_median_us",
+    "lat_min_us",
+];
+
+impl Row {
+    fn csv_fields(&self) -> [String; 12] {
+        let optional = |value: Option<f64>| value.map(|value| format!("{value:.3}")).unwrap_or_default();
+        [
+            self.gpu.to_string(),
+            self.bus_id.clone(),
+            self.gpu_name.clone(),
+            self.kind.to_string(),
+            self.direction.to_string(),
+            self.size_bytes.to_string(),
+            self.iterations.to_string(),
+            self.bytes_moved.to_string(),
+            format!("{:.6}", self.elapsed_s),
+            format!("{:.3}", self.bw_gbytes_s),
+            optional(self.lat_median_us),
+            optional(self.lat_min_us),
+        ]
+    }
+
+    fn table_line(&self) -> String {
+        let optional = |value: Option<f64>| value.map(|value| format!("{value:.2}")).unwrap_or_else(|| "-".to_string());
+        format!(
+            "{:>3} {:>9} {:>6} {:>8} {:>6} {:>10.2} {:>11} {:>9}",
+            self.gpu,
+            self.kind,
+            self.direction,
+            format_size(self.size_bytes),
+            self.iterations,
+            self.bw_gbytes_s,
+            optional(self.lat_median_us),
+            optional(self.lat_min_us)
+        )
+    }
+}
+
+const TABLE_HEADER: &str = "gpu      kind    dir     size  iters    bw GB/s  lat med us  lat min us";
+
+/// Median and minimum of latency samples, in microseconds.
+fn latency_summary(mut samples: Vec<Duration>) -> (Option<f64>, Option<f64>) {
+    if samples.is_empty() {
+        return (None, None);
+    }
+    samples.sort();
+    let micros = |duration: Duration| duration.as_secs_f64() * 1e6;
+    (Some(micros(samples[samples.len() / 2])), Some(micros(samples[0])))
+}
+
+/// Where rows go besides the console: the CSV as they come, the JSON at the end.
+struct Outputs {
+    csv: Option<csv::Writer<File>>,
+    rows: Vec<Row>,
+}
+
+impl Outputs {
+    fn create(args: &Args) -> anyhow::Result<Outputs> {
+        let csv = match &args.csv {
+            Some(path) => {
+                let file = File::create(path).with_context(|| format!("cannot create CSV file {}", path.display()))?;
+                let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(file);
+                writer.write_record(CSV_HEADER)?;
+                writer.flush()?;
+                Some(writer)
+            }
+            None => None,
+        };
+        if let Some(path) = &args.json {
+            // Created now so a bad path fails before minutes of measuring, filled at the end.
+            File::create(path).with_context(|| format!("cannot create JSON file {}", path.display()))?;
+        }
+        Ok(Outputs { csv, rows: Vec::new() })
+    }
+
+    fn push(&mut self, row: Row) -> anyhow::Result<()> {
+        println!("{}", row.table_line());
+        if let Some(writer) = &mut self.csv {
+            writer.write_record(row.csv_fields())?;
+            writer.flush()?;
+        }
+        self.rows.push(row);
+        Ok(())
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let plan = Plan::from_args(&args);
+    let cuda = Cuda::load()?;
+    let indices = cuda.resolve(&plan.selection)?;
+    let gpus = indices.iter().map(|&index| cuda.open_gpu(index)).collect::<Result<Vec<_>, _>>()?;
+    let mut outputs = Outputs::create(&args)?;
+    println!(
+        "gdrperf copy-bw: driver supports CUDA {} (kernel module {}); GB/s = 10^9 bytes/s; bidir counts both directions",
+        cuda.driver_version(),
+        cuda.kernel_module_version().unwrap_or_else(|| "unknown".to_string())
+    );
+    for gpu in &gpus {
+        let info = gpu.info();
+        println!("GPU {}: {} at {}, {} MiB", info.index, info.name, info.bus_id, info.total_memory_bytes >> 20);
+        println!("{TABLE_HEADER}");
+        measure_gpu(gpu, &plan, &mut outputs)?;
+    }
+    if let Some(path) = &args.json {
+        let document = serde_json::json!({
+            "tool": "gdrperf copy-bw",
+            "driver_cuda_version": cuda.driver_version().to_string(),
+            "kernel_module_version": cuda.kernel_module_version(),
+            "gpus": gpus.iter().map(|gpu| serde_json::json!({
+                "index": gpu.index(),
+                "name": gpu.info().name,
+                "bus_id": gpu.info().bus_id.to_string(),
+            })).collect::<Vec<_>>(),
+            "rows": outputs.rows,
+        });
+        let file = File::create(path).with_context(|| format!("cannot write JSON file {}", path.display()))?;
+        serde_json::to_writer_pretty(file, &document)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn measure_gpu(gpu: &Gpu, plan: &Plan, outputs: &mut Outputs) -> anyhow::Result<()> {
+    let max_size = plan.sizes.iter().copied().max().unwrap_or(1);
+    let mut bench = CopyBench::new(gpu, max_size)?;
+    let info = gpu.info();
+    let row = |kind: HostMemory, direction: &'static str, size, iterations, measurement: Measurement| Row {
+        gpu: info.index,
+        bus_id: info.bus_id.to_string(),
+        gpu_name: info.name.clone(),
+        kind: kind.label(),
+        direction,
+        size_bytes: size,
+        iterations,
+        bytes_moved: measurement.bytes,
+        elapsed_s: measurement.elapsed.as_secs_f64(),
+        bw_gbytes_s: measurement.gbytes_per_second(),
+        lat_median_us: None,
+        lat_min_us: None,
+    };
+    for &size in &plan.sizes {
+        let iterations = plan.iterations_for(size);
+        for memory in [HostMemory::Pinned, HostMemory::Pageable] {
+            for direction in [CopyDirection::HostToDevice, CopyDirection::DeviceToHost] {
+                let measurement = bench.bandwidth(memory, direction, size, iterations)?;
+                let mut line = row(memory, direction.label(), size, iterations, measurement);
+                if size <= LATENCY_MAX_SIZE {
+                    (line.lat_median_us, line.lat_min_us) =
+                        latency_summary(bench.latencies(memory, direction, size, iterations)?);
+                }
+                outputs.push(line)?;
+            }
+        }
+        let measurement = bench.bidirectional_bandwidth(HostMemory::Pinned, size, iterations)?;
+        outputs.push(row(HostMemory::Pinned, "bidir", size, iterations, measurement))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size(" 7b "), Ok(7));
+    }
+
+    #[test]
+    fn bad_sizes_are_refused() {
+        for bad in ["", "K", "0", "0K", "12Q", "-5", "1.5M", "99999999999999999999", "17179869184G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert!(parse_count("0").is_err());
+        assert!(parse_count("x").is_err());
+        assert_eq!(parse_count("25"), Ok(25));
+    }
+
+    #[test]
+    fn sizes_format_compactly() {
+        assert_eq!(format_size(1), "1");
+        assert_eq!(format_size(1_000_003), "1000003");
+        assert_eq!(format_size(4096), "4K");
+        assert_eq!(format_size(64 << 20), "64M");
+        assert_eq!(format_size(3 << 30), "3G");
+        assert_eq!(format_size(1536), "1536");
+    }
+
+    #[test]
+    fn auto_iterations_stay_within_bounds() {
+        assert_eq!(auto_iterations(1), AUTO_MAX_ITERATIONS);
+        assert_eq!(auto_iterations(64 << 20), AUTO_MIN_ITERATIONS);
+        assert_eq!(auto_iterations(4 << 20), 256);
+    }
+
+    #[test]
+    fn csv_row_matches_header() {
+        let row = Row {
+            gpu: 0,
+            bus_id: "0000:17:00.0".into(),
+            gpu_name: "NVIDIA H200".into(),
+            kind: "pinned",
+            direction: "h2d",
+            size_bytes: 4096,
+            iterations: 10,
+            bytes_moved: 40960,
+            elapsed_s: 0.001,
+            bw_gbytes_s: 0.04096,
+            lat_median_us: Some(5.0),
+            lat_min_us: None,
+        };
+        let fields = row.csv_fields();
+        assert_eq!(fields.len(), CSV_HEADER.len());
+        assert_eq!(fields[CSV_HEADER.iter().position(|h| *h == "bw_gbytes_s").unwrap()], "0.041");
+        assert_eq!(fields[CSV_HEADER.iter().position(|h| *h == "lat_min_us").unwrap()], "");
+    }
+
+    #[test]
+    fn latency_summary_takes_median_and_minimum() {
+        let samples = [5, 1, 3].iter().map(|&us| Duration::from_micros(us)).collect();
+        assert_eq!(latency_summary(samples), (Some(3.0), Some(1.0)));
+        assert_eq!(latency_summary(Vec::new()), (None, None));
+    }
 }

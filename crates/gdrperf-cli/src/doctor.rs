@@ -1,9 +1,86 @@
-//! Placeholder: filled by its own change.
+//! `gdrperf doctor`: can this node do GPUDirect RDMA, and which NIC goes with which GPU?
+//!
+//! The work is in the `gdrperf-doctor` library (sysfs topology, verdicts,
+//! rendering); this module only turns flags into a sysfs root, asks CUDA for
+//! the facts only CUDA knows, and prints.
+
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+use anyhow::Context;
+use gdrperf_doctor::{CudaFacts, CudaGpu};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("not implemented yet")
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  every verdict is OK: GPUDirect RDMA can work here at full speed
+  1  at least one WARN, no FAIL: it can work, but something costs speed or could not be
+     confirmed (GPU and NIC not under one PCIe switch, ACS redirect, IOMMU translating,
+     narrow PCIe link, CUDA not available to confirm GPU support)
+  2  at least one FAIL (no GPU, no hardware RDMA NIC, no active port, no NVIDIA driver,
+     GPU without GPUDirect support, no way to register GPU memory), or the doctor
+     itself could not run (bad --sysfs-root)";
+
+/// Flags of `gdrperf doctor`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXIT_CODES)]
+pub struct Args {
+    /// Directory holding the sys/ and proc/ trees to examine: / for this machine,
+    /// a fixture tree in tests. CUDA is asked only when this is /.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    sysfs_root: PathBuf,
+    /// Print one JSON document (the whole report) instead of the human report.
+    #[arg(long)]
+    json: bool,
+    /// Do not load libcuda: GPU facts from sysfs alone.
+    #[arg(long)]
+    no_cuda: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let cuda = cuda_facts(&args);
+    let report = gdrperf_doctor::diagnose(&args.sysfs_root, cuda)?;
+    if args.json {
+        let json = serde_json::to_string_pretty(&report).context("serializing the report")?;
+        println!("{json}");
+    } else {
+        print!("{report}");
+    }
+    Ok(ExitCode::from(report.exit_code))
+}
+
+/// What CUDA says about this machine's GPUs, or why it was not asked: CUDA
+/// describes the running machine, so a fixture root must not be mixed with it.
+fn cuda_facts(args: &Args) -> CudaFacts {
+    if args.no_cuda {
+        return CudaFacts::NotQueried { reason: "--no-cuda".to_string() };
+    }
+    let is_this_machine = std::fs::canonicalize(&args.sysfs_root).is_ok_and(|root| root == Path::new("/"));
+    if !is_this_machine {
+        return CudaFacts::NotQueried {
+            reason: format!("--sysfs-root {} is not this machine's /", args.sysfs_root.display()),
+        };
+    }
+    let cuda = match gdrperf_cuda::Cuda::load() {
+        Ok(cuda) => cuda,
+        Err(error) => return CudaFacts::Unavailable { reason: error.to_string() },
+    };
+    match cuda.gpus() {
+        Ok(gpus) => {
+            let version = cuda.driver_version();
+            CudaFacts::Available {
+                driver_api_version: (version.major * 1000 + version.minor * 10) as i32,
+                gpus: gpus
+                    .into_iter()
+                    .map(|gpu| CudaGpu {
+                        ordinal: gpu.index as u32,
+                        name: gpu.name,
+                        pci_bus_id: gpu.bus_id.to_string(),
+                        dma_buf_supported: gpu.gpudirect.dma_buf,
+                        gpu_direct_rdma_supported: gpu.gpudirect.rdma,
+                    })
+                    .collect(),
+            }
+        }
+        Err(error) => CudaFacts::Unavailable { reason: error.to_string() },
+    }
 }

@@ -1,0 +1,98 @@
+//! `gdrperf doctor` as a user runs it: the built binary on fixture trees.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use gdrperf_doctor::fixture::{FixtureDir, Machine};
+
+fn doctor(extra_args: &[&str], root: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+        .arg("doctor")
+        .arg("--sysfs-root")
+        .arg(root)
+        .args(extra_args)
+        .output()
+        .expect("running gdrperf")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("UTF-8 output")
+}
+
+#[test]
+fn dgx_fixture_pairs_gpus_with_nics_and_warns_that_cuda_was_not_asked() {
+    let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let output = doctor(&[], fixture.path());
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "  GPU0  PIX     NODE    NODE    NODE    SYS     SYS     SYS     SYS     NODE    0     mlx5_0 (PIX)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  GPU7  SYS     SYS     SYS     SYS     NODE    NODE    NODE    PIX     SYS     1     mlx5_7 (PIX)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("CUDA not queried: --sysfs-root"), "{text}");
+    assert!(text.contains("WARN  cuda:"), "{text}");
+    assert!(text.contains("--gdr auto would take: peermem"), "{text}");
+    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn json_output_is_one_document_agreeing_with_the_exit_code() {
+    let fixture = FixtureDir::with(&Machine::cross_socket()).unwrap();
+    let output = doctor(&["--json"], fixture.path());
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(json["exit_code"], 1);
+    assert_eq!(json["recommendations"][0]["nic"], "mlx5_0");
+    assert_eq!(json["recommendations"][0]["relation"], "SYS");
+    assert_eq!(json["gpudirect"]["auto"], "peermem");
+}
+
+#[test]
+fn gpu_node_without_nic_exits_two() {
+    let fixture = FixtureDir::with(&Machine::gpu_without_nic()).unwrap();
+    let output = doctor(&["--no-cuda"], fixture.path());
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains("FAIL  rdma-devices: no RDMA device"), "{text}");
+    assert!(text.contains("CUDA not queried: --no-cuda"), "{text}");
+    assert!(text.trim_end().ends_with("exit code 2: GPUDirect RDMA cannot work as found"), "{text}");
+}
+
+#[test]
+fn soft_roce_vm_lists_rxe0() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let output = doctor(&[], fixture.path());
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains("rxe0: software (rxe on eth0)"), "{text}");
+    assert!(text.contains("MTU 1024 (eth0 MTU 1500)"), "{text}");
+}
+
+#[test]
+fn a_root_without_sys_is_a_clear_error_not_a_panic() {
+    let empty = FixtureDir::empty().unwrap();
+    let output = doctor(&[], empty.path());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr.contains("has no sys/ directory"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(["doctor", "--help"]).output().unwrap();
+    let text = stdout(&output);
+    assert!(output.status.success());
+    for line in ["Exit codes:", "  0  every verdict is OK", "  1  at least one WARN", "  2  at least one FAIL"] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+}
