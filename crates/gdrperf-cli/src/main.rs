@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod accept;
+mod compare;
 mod copy_bw;
 mod doctor;
 mod selftest;
@@ -27,6 +29,10 @@ enum Command {
     CopyBw(copy_bw::Args),
     /// Exercise the GPU half (allocation, dma-buf export, staged pipeline) with data checked.
     Selftest(selftest::Args),
+    /// Does this node pass? Every GPU and its NIC against an acceptance profile: PASS/FAIL per row.
+    Accept(accept::Args),
+    /// Did this change regress? Two result files joined per size; or the memory modes of one run (--by mem).
+    Compare(compare::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +41,8 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args),
         Command::CopyBw(args) => copy_bw::run(args),
         Command::Selftest(args) => selftest::run(args),
+        Command::Accept(args) => accept::run(args),
+        Command::Compare(args) => compare::run(args),
     };
     match result {
         Ok(code) => code,

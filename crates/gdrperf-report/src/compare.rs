@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::error::{ReportError, Result};
-use crate::format::{percent_change, table};
+use crate::format::{percent_change, table, table_number};
 use crate::results::{Better, ResultFile, ResultRow, RowKey};
 
 /// How a value moved between the runs, judged against the tolerance.
@@ -76,8 +76,8 @@ impl Comparison {
                     if row.gpu.is_empty() { "-".into() } else { row.gpu.clone() },
                     row.bytes.to_string(),
                     row.metric.clone(),
-                    format!("{:.2}", row.base),
-                    format!("{:.2}", row.new),
+                    table_number(row.base),
+                    table_number(row.new),
                     percent_change(row.change),
                     match row.verdict {
                         Change::Regression => "REGRESSION".into(),
@@ -133,11 +133,16 @@ fn value_of(row: &ResultRow, column: &str) -> Result<f64> {
 
 /// The rows of several files by key, refusing two rows with one key.
 pub(crate) fn index_rows<'a>(files: impl IntoIterator<Item = &'a ResultFile>) -> Result<BTreeMap<RowKey, &'a ResultRow>> {
-    let mut index = BTreeMap::new();
+    let mut index: BTreeMap<RowKey, &ResultRow> = BTreeMap::new();
     for file in files {
         for row in &file.rows {
-            if index.insert(row.key(), row).is_some() {
-                return Err(ReportError::DuplicateRow { source_name: file.name.clone(), key: row.describe() });
+            if let Some(earlier) = index.insert(row.key(), row) {
+                let sources = if earlier.source() == row.source() {
+                    format!("{} (twice)", row.source())
+                } else {
+                    format!("{} and {}", earlier.source(), row.source())
+                };
+                return Err(ReportError::DuplicateRow { sources, key: row.describe() });
             }
         }
     }
@@ -258,7 +263,7 @@ mod tests {
         let other = file("other.csv", "test,bytes,bw_avg_gbit_s\nread_bw,2,1\n");
         assert!(compare_runs(&base, &other, None, 0.05).unwrap_err().to_string().contains("no row in common"));
         let twice = file("twice.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,2,1\nwrite_bw,2,3\n");
-        assert!(compare_runs(&twice, &base, None, 0.05).unwrap_err().to_string().contains("more than one row for write_bw host 2 bytes"));
+        assert!(compare_runs(&twice, &base, None, 0.05).unwrap_err().to_string().contains("twice.csv (twice) hold more than one row for write_bw host 2 bytes"));
         let error = compare_runs(&base, &base, Some("nope"), 0.05).unwrap_err().to_string();
         assert!(error.contains("no numeric \"nope\" column"), "{error}");
     }

@@ -32,8 +32,12 @@ pub enum ReportError {
     UnknownPortRate { threshold: String, detail: String },
 
     /// A result file could not be opened or read.
-    #[error("cannot read {path}: {source}")]
-    ReadFile { path: PathBuf, source: std::io::Error },
+    #[error("cannot read {path}: {error}")]
+    ReadFile { path: PathBuf, error: std::io::Error },
+
+    /// A summary file could not be written.
+    #[error("cannot write {path}: {error}")]
+    WriteFile { path: PathBuf, error: String },
 
     /// A JSON result file that is not `{"metadata": ..., "results": [...]}` (or a bare array of rows).
     #[error("{path} is not a gdrperf JSON result file: {reason}")]
@@ -47,20 +51,20 @@ pub enum ReportError {
     #[error("{source_name}: {row} has no numeric {column:?} column{hint}")]
     MissingColumn { source_name: String, row: String, column: String, hint: String },
 
-    /// Two rows of one input share a key, so a join would have to guess which one is meant.
+    /// Two rows of the inputs share a key, so a join would have to guess which one is meant.
     #[error(
-        "{source_name} has more than one row for {key}: compare joins one row per (test, memory, GPU, size); \
-         split the file per run, or compare the runs one by one"
+        "{sources} hold more than one row for {key}: compare joins one row per (test, memory, GPU, size) and \
+         side; give each run its own file, and compare runs two at a time"
     )]
-    DuplicateRow { source_name: String, key: String },
+    DuplicateRow { sources: String, key: String },
 
     /// Nothing to compare.
     #[error("{0}")]
     NothingToCompare(String),
 
     /// A profile file could not be read.
-    #[error("cannot read profile {path}: {source}")]
-    ReadProfile { path: PathBuf, source: std::io::Error },
+    #[error("cannot read profile {path}: {error}")]
+    ReadProfile { path: PathBuf, error: std::io::Error },
 
     /// A profile that is not valid TOML for the profile schema.
     #[error("profile {name}: {reason}")]

@@ -177,8 +177,9 @@ impl Verdict {
 }
 
 impl fmt::Display for Verdict {
+    /// The label, padded when a width is given (`{:<5}`).
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        out.write_str(self.label())
+        out.pad(self.label())
     }
 }
 

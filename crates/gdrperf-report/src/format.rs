@@ -16,6 +16,17 @@ pub fn number(x: f64) -> String {
     }
 }
 
+/// A measured value in a table column: two decimals from 1 up ("91.50"), three significant
+/// digits below ("0.000612"), so that Soft-RoCE's small figures do not all read "0.00".
+pub fn table_number(x: f64) -> String {
+    if x.abs() >= 1.0 || x == 0.0 || !x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        let decimals = (2 - x.abs().log10().floor() as i32).clamp(2, 9) as usize;
+        format!("{x:.decimals$}")
+    }
+}
+
 /// A relative change as a signed percentage with one decimal: "-54.2%", "+3.0%".
 pub fn percent_change(fraction: f64) -> String {
     format!("{:+.1}%", fraction * 100.0)
@@ -69,6 +80,14 @@ mod tests {
         assert_eq!(number(92.274688), "92.3");
         assert_eq!(number(0.001234), "0.00123");
         assert_eq!(number(-4.56789), "-4.57");
+    }
+
+    #[test]
+    fn table_numbers_never_round_to_zero() {
+        assert_eq!(table_number(91.5), "91.50");
+        assert_eq!(table_number(0.000612), "0.000612");
+        assert_eq!(table_number(0.25), "0.250");
+        assert_eq!(table_number(0.0), "0.00");
     }
 
     #[test]

@@ -29,6 +29,7 @@
 //! # Ok::<(), gdrperf_report::ReportError>(())
 //! ```
 
+pub mod acceptance;
 pub mod compare;
 pub mod error;
 pub mod evaluate;

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::compare::index_rows;
 use crate::error::{ReportError, Result};
-use crate::format::table;
+use crate::format::{table, table_number};
 use crate::results::{Better, ResultFile};
 
 /// (test, GPU, size): one line of the table.
@@ -74,7 +74,7 @@ impl ModeComparison {
                     group.bytes.to_string(),
                     unit(&group.metric),
                 ];
-                row.extend(group.values.iter().map(|value| value.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())));
+                row.extend(group.values.iter().map(|value| value.map(table_number).unwrap_or_else(|| "-".into())));
                 row.extend(others.iter().map(|&index| group.speedups[index].map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into())));
                 row
             })

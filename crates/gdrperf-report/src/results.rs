@@ -37,7 +37,7 @@ pub struct ResultFile {
 impl ResultFile {
     /// Reads a `.json` or `.csv` file (by extension; other names by their first character).
     pub fn read(path: &Path) -> Result<ResultFile> {
-        let text = std::fs::read_to_string(path).map_err(|source| ReportError::ReadFile { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|error| ReportError::ReadFile { path: path.to_path_buf(), error })?;
         let name = path.display().to_string();
         let extension = path.extension().and_then(|extension| extension.to_str()).unwrap_or("").to_ascii_lowercase();
         let is_json = match extension.as_str() {

@@ -1,0 +1,262 @@
+//! `gdrperf accept`: does this node pass? For every GPU and the NIC `gdrperf doctor` pairs it
+//! with, loopback write bandwidth and read latency in host, cuda and cuda-staged memory, held
+//! against the thresholds of an acceptance profile; one summary (table, CSV, JSON) with a
+//! PASS/FAIL per row and overall.
+//!
+//! The plan and the verdicts are in `gdrperf_report::acceptance` (pure, tested there); this
+//! module asks the doctor about the node, runs the bench binaries one at a time with a
+//! watchdog, and writes the summary.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use gdrperf_report::acceptance::{self, AcceptanceRow, Gpu, Nic, Node, PlannedRun, Step};
+use gdrperf_report::{Profile, ResultFile, Verdict, MEMORY_MODES};
+use serde_json::Value;
+
+const AFTER_HELP: &str = "\
+Examples:
+  gdrperf accept --profile ndr-400g
+  gdrperf accept --profile ./my-cluster.toml --mem host,cuda --out results/node7/acceptance
+  gdrperf accept --profile hdr-200g --dry-run     (print every bench command, run nothing)
+
+Built-in profiles: ndr-400g, hdr-200g (profiles/*.toml in the repository; each value names
+its source). A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
+(no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
+
+Exit codes:
+  0  every row passed (or was skipped)
+  1  at least one row missed its threshold
+  2  at least one row could not be measured, or the profile or doctor failed";
+
+/// Flags of `gdrperf accept`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Acceptance profile: a built-in name (ndr-400g, hdr-200g) or a TOML file.
+    #[arg(long, value_name = "NAME|PATH")]
+    profile: String,
+    /// Folder for the summary and each bench's result files [default: acceptance-<host>-<date>].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Only these memory modes (comma-separated) [default: every mode the profile has].
+    #[arg(long, value_delimiter = ',', value_name = "MODES")]
+    mem: Vec<String>,
+    /// Run everything on this RDMA device instead of the one the doctor pairs with each GPU.
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEVICE")]
+    ib_dev: Option<String>,
+    /// Folder holding the gdr-* bench binaries [default: beside gdrperf, else PATH].
+    #[arg(long, value_name = "DIR")]
+    bench_dir: Option<PathBuf>,
+    /// Longest a single bench run may take before it is stopped and counted an error.
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    run_timeout: u64,
+    /// Print the plan (every bench command) and exit without running anything.
+    #[arg(long)]
+    dry_run: bool,
+    /// Examine this sysfs root instead of / (passed to gdrperf doctor; for --dry-run on fixtures).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    sysfs_root: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(unknown) = args.mem.iter().find(|mode| !MEMORY_MODES.contains(&mode.as_str())) {
+        bail!("--mem {unknown}: not a memory mode (modes: {})", MEMORY_MODES.join(", "));
+    }
+    let profile = Profile::load(&args.profile)?;
+    let doctor = ask_doctor(&args.sysfs_root)?;
+    let node = node_from_doctor(&doctor, args.ib_dev.as_deref())?;
+    let steps = acceptance::plan(&profile, &node, &args.mem);
+    let warnings = acceptance::port_rate_warnings(&profile, &node);
+    println!("gdrperf accept: profile {} ({})", profile.name, profile.description);
+    for warning in &warnings {
+        println!("{warning}");
+    }
+
+    if args.dry_run {
+        for step in &steps {
+            match step {
+                Step::Run(run) => println!("run   {} {}", run.binary, run.args.join(" ")),
+                Step::Decided(row) => println!("{:<5} {} {}: {}", row.verdict, row.test, row.mem, row.detail),
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let host = hostname();
+    let date = gdrperf::output::utc_timestamp();
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("acceptance-{host}-{}", date.replace(':', ""))));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating the output folder {}", out.display()))?;
+    let total = steps.iter().filter(|step| matches!(step, Step::Run(_))).count();
+    let mut rows = Vec::new();
+    let mut done = 0;
+    for step in steps {
+        let row = match step {
+            Step::Decided(row) => row,
+            Step::Run(run) => {
+                done += 1;
+                let place = run.gpu.as_ref().map(|gpu| format!("{} on {}", gpu.label, run.nic.device)).unwrap_or_else(|| run.nic.device.clone());
+                println!("[{done}/{total}] {} --mem {} ({place}) ...", run.binary, run.mode);
+                let started = Instant::now();
+                let row = execute(&args, &profile, &run, &out);
+                println!("      {} in {:.0} s{}", row.verdict, started.elapsed().as_secs_f64(), if row.detail.is_empty() { String::new() } else { format!(": {}", row.detail) });
+                row
+            }
+        };
+        rows.push(row);
+    }
+
+    println!("\n{}", acceptance::render(&rows));
+    let metadata = serde_json::json!({
+        "profile": profile.name,
+        "profile_source": args.profile,
+        "gdrperf_version": env!("CARGO_PKG_VERSION"),
+        "argv": std::env::args().collect::<Vec<_>>(),
+        "host": host,
+        "date": date,
+        "warnings": warnings,
+        "gpus": node.gpus.iter().map(|(gpu, nic)| serde_json::json!({"gpu": gpu, "nic": nic})).collect::<Vec<_>>(),
+        "nics": node.nics,
+    });
+    acceptance::write_summary(&out, metadata, &rows)?;
+    println!("summary: {0}/summary.csv, {0}/summary.json", out.display());
+    Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict)).exit_code()))
+}
+
+/// Runs `gdrperf doctor --json` (this executable), so that CUDA is loaded in a process of its
+/// own and the facts are exactly what `gdrperf doctor` shows.
+fn ask_doctor(sysfs_root: &Path) -> anyhow::Result<Value> {
+    let myself = std::env::current_exe().context("finding the gdrperf executable to run `gdrperf doctor`")?;
+    let output = Command::new(&myself)
+        .args(["doctor", "--json", "--sysfs-root"])
+        .arg(sysfs_root)
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("running {} doctor --json", myself.display()))?;
+    // The doctor exits 1 or 2 when it has WARN or FAIL verdicts (no GPU, say): its report is
+    // still the answer. Only a report that is not JSON is an error.
+    serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("`gdrperf doctor --json` gave no report (exit status {})", output.status))
+}
+
+/// The NICs and GPUs to run on, from the doctor's report.
+fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node> {
+    let devices = doctor["rdma_devices"].as_array().cloned().unwrap_or_default();
+    let nic = |name: &str| -> Nic {
+        let device = devices.iter().find(|device| device["name"] == name);
+        let ports = device.and_then(|device| device["ports"].as_array().cloned()).unwrap_or_default();
+        let port = ports.iter().find(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE"))).or(ports.first());
+        Nic {
+            device: name.to_string(),
+            port: port.and_then(|port| port["number"].as_u64()).unwrap_or(1) as u32,
+            rate: port.and_then(|port| port["rate"].as_str()).map(str::to_string),
+        }
+    };
+    if let Some(name) = ib_dev {
+        if !devices.iter().any(|device| device["name"] == name) {
+            let present: Vec<&str> = devices.iter().filter_map(|device| device["name"].as_str()).collect();
+            bail!("-d/--ib-dev {name}: no such RDMA device (devices present: {})", if present.is_empty() { "none".into() } else { present.join(", ") });
+        }
+    }
+    let recommendations = doctor["recommendations"].as_array().cloned().unwrap_or_default();
+    let gpus: Vec<(Gpu, Option<Nic>)> = doctor["gpus"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|gpu| {
+            let bus_id = gpu["bus_id"].as_str().unwrap_or_default().to_string();
+            let recommended = recommendations.iter().find(|entry| entry["gpu_bus_id"] == bus_id.as_str()).and_then(|entry| entry["nic"].as_str());
+            let paired = ib_dev.or(recommended).map(nic);
+            (Gpu { label: gpu["label"].as_str().unwrap_or(&bus_id).to_string(), bus_id }, paired)
+        })
+        .collect();
+    // Host memory runs on each NIC a GPU uses; on a node without GPUs, on every NIC with an
+    // active port (or the one asked for).
+    let mut nics: Vec<Nic> = Vec::new();
+    let names: Vec<String> = match (ib_dev, gpus.is_empty()) {
+        (Some(name), _) => vec![name.to_string()],
+        (None, false) => gpus.iter().filter_map(|(_, nic)| nic.as_ref().map(|nic| nic.device.clone())).collect(),
+        (None, true) => devices
+            .iter()
+            .filter(|device| device["ports"].as_array().is_some_and(|ports| ports.iter().any(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE")))))
+            .filter_map(|device| device["name"].as_str().map(str::to_string))
+            .collect(),
+    };
+    for name in names {
+        if !nics.iter().any(|known| known.device == name) {
+            nics.push(nic(&name));
+        }
+    }
+    Ok(Node { nics, gpus })
+}
+
+/// Runs one bench with its output files in `out`, and judges what it wrote.
+fn execute(args: &Args, profile: &Profile, run: &PlannedRun, out: &Path) -> AcceptanceRow {
+    let Some(binary) = find_bench(args.bench_dir.as_deref(), &run.binary) else {
+        return run.error(format!(
+            "{} not found {}(build it: cargo build --release -p gdrperf-benches)",
+            run.binary,
+            args.bench_dir.as_ref().map(|dir| format!("in {} ", dir.display())).unwrap_or_else(|| "beside gdrperf or on PATH ".into())
+        ));
+    };
+    let json = out.join(format!("{}.json", run.stem));
+    let log = out.join(format!("{}.log", run.stem));
+    let mut command = Command::new(&binary);
+    command.args(&run.args).arg("--json").arg(&json).arg("--csv").arg(out.join(format!("{}.csv", run.stem)));
+    if run.kind == acceptance::CheckKind::Latency {
+        command.arg("--hdr-dir").arg(out.join(format!("{}-hdr", run.stem)));
+    }
+    let outcome = (|| -> anyhow::Result<std::process::ExitStatus> {
+        let log_file = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let deadline = Instant::now() + Duration::from_secs(args.run_timeout);
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                child.kill().ok();
+                child.wait().ok();
+                bail!("{} ran longer than --run-timeout {} s and was stopped (log: {})", run.binary, args.run_timeout, log.display());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })();
+    let status = match outcome {
+        Ok(status) => status,
+        Err(error) => return run.error(format!("{error:#}")),
+    };
+    if !status.success() {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let last = text.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("(no output)");
+        return run.error(format!("{} exited with {status}: {} (log: {})", run.binary, last.trim(), log.display()));
+    }
+    match ResultFile::read(&json) {
+        Ok(result) => run.judge(profile, &result, &json.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()),
+        Err(error) => run.error(error.to_string()),
+    }
+}
+
+/// The bench binary: in `--bench-dir`, else beside this executable, else on PATH.
+fn find_bench(bench_dir: Option<&Path>, name: &str) -> Option<PathBuf> {
+    if let Some(dir) = bench_dir {
+        return Some(dir.join(name)).filter(|path| path.is_file());
+    }
+    let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|dir| dir.join(name)));
+    beside
+        .filter(|path| path.is_file())
+        .or_else(|| std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|path| path.is_file())))
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|name| name.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+}

@@ -1,0 +1,90 @@
+//! `gdrperf compare`: did this change regress, and how much does GPUDirect buy?
+//!
+//! The work is in the `gdrperf-report` library (reading result files, joining, judging); this
+//! module only turns flags into calls and prints.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use gdrperf_report::{compare_memory_modes, compare_runs, parse_tolerance, ResultFile};
+
+const AFTER_HELP: &str = "\
+Examples:
+  gdrperf compare results/node1/before.json results/node1/after.json --tolerance 3%
+  gdrperf compare write_bw-host.csv write_bw-cuda.csv write_bw-cuda-staged.csv --by mem
+
+Rows are joined on (test, memory modes, GPU, size). Bandwidth rows compare bw_avg_gbit_s
+(higher is better), latency rows t_typical_us (lower is better); --metric names another
+column. Rows found in only one file are listed, never dropped.
+
+Exit codes:
+  0  no row regressed beyond the tolerance (always 0 with --by mem)
+  1  at least one row regressed
+  2  an input could not be read or joined";
+
+/// What to compare inside one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum By {
+    /// The memory modes side by side: host, cuda-staged, cuda.
+    Mem,
+}
+
+/// Flags of `gdrperf compare`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// BASE and NEW result files (CSV or JSON); with --by mem, the file(s) of one run.
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<PathBuf>,
+    /// How much worse a value may get before it counts as a regression (5%, 0.5%).
+    #[arg(long, default_value = "5%", value_name = "PERCENT")]
+    tolerance: String,
+    /// Compare the memory modes inside one run instead of two runs.
+    #[arg(long, value_enum)]
+    by: Option<By>,
+    /// With --by mem: the mode speed-ups are relative to (default cuda-staged, else host).
+    #[arg(long, value_name = "MODE", requires = "by")]
+    baseline: Option<String>,
+    /// The column to compare (default bw_avg_gbit_s for bandwidth, t_typical_us for latency).
+    #[arg(long, value_name = "COLUMN")]
+    metric: Option<String>,
+    /// Also write the comparison as JSON to this file.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let files = args.files.iter().map(|path| ResultFile::read(path)).collect::<Result<Vec<_>, _>>()?;
+    for file in &files {
+        println!("{}: {} rows, {}", file.name, file.rows.len(), file.provenance());
+    }
+    println!();
+    match args.by {
+        Some(By::Mem) => {
+            let modes = compare_memory_modes(&files, args.metric.as_deref(), args.baseline.as_deref())?;
+            print!("{}", modes.render());
+            write_json(&args, &modes)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            let [base, new] = files.as_slice() else {
+                bail!(
+                    "compare takes two files, BASE and NEW (got {}); to set the memory modes of one run side by side, add --by mem",
+                    files.len()
+                );
+            };
+            let tolerance = parse_tolerance(&args.tolerance)?;
+            let comparison = compare_runs(base, new, args.metric.as_deref(), tolerance)?;
+            print!("{}", comparison.render());
+            write_json(&args, &comparison)?;
+            Ok(if comparison.regressions() > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+    }
+}
+
+fn write_json(args: &Args, value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let Some(path) = &args.json else { return Ok(()) };
+    let text = serde_json::to_string_pretty(value).context("serializing the comparison")?;
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+}

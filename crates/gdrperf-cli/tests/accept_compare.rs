@@ -1,0 +1,178 @@
+//! `gdrperf accept` and `gdrperf compare` as a user runs them: the built binary on doctor
+//! fixture trees, with stand-in bench binaries (shell scripts writing a result file) so that the
+//! PASS, FAIL and ERROR paths and their exit codes are exercised without an RDMA device.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gdrperf_doctor::fixture::{FixtureDir, Machine};
+
+fn gdrperf(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(args).envs(env.iter().copied()).output().expect("running gdrperf")
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// A scratch folder removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let path = std::env::temp_dir().join(format!("gdrperf-cli-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        Scratch(path)
+    }
+
+    fn write(&self, name: &str, contents: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).unwrap();
+        path.display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// Stand-ins for gdr-write-bw and gdr-read-lat: they write one row with the figure from the
+/// environment (FAKE_BW Gb/s, FAKE_LAT us) to the --json path, or fail like a bench would.
+fn fake_benches(scratch: &Scratch) -> PathBuf {
+    let dir = scratch.0.join("bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, row) in [
+        ("gdr-write-bw", r#"{"test":"write_bw","bytes":$size,"bw_avg_gbit_s":$FAKE_BW,"mem_local":"$mem"}"#),
+        ("gdr-read-lat", r#"{"test":"read_lat","bytes":$size,"t_avg_us":$FAKE_LAT,"t_typical_us":$FAKE_LAT,"mem_local":"$mem"}"#),
+    ] {
+        let script = format!(
+            "#!/bin/sh\n[ -n \"$FAKE_FAIL\" ] && {{ echo \"{name}: error: $FAKE_FAIL\" >&2; exit 2; }}\n\
+             while [ $# -gt 0 ]; do case $1 in --json) json=$2;; -s) size=$2;; --mem) mem=$2;; esac; shift; done\n\
+             echo '{{\"metadata\":{{}},\"results\":['\"{}\"']}}' > \"$json\"\n",
+            row.replace('"', "\\\"")
+        );
+        let path = dir.join(name);
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    dir
+}
+
+const SMALL_PROFILE: &str = r#"
+name = "small"
+description = "test profile"
+[bandwidth]
+test = "write_bw"
+size = 4096
+iterations = 10
+source = "test"
+min_bw.host = { value = "10Gb/s", source = "test figure" }
+min_bw.cuda = { value = "10Gb/s", source = "test figure" }
+[latency]
+test = "read_lat"
+size = 2
+iterations = 10
+statistic = "average"
+source = "test"
+max_lat.host = { value = "5us", source = "test figure" }
+"#;
+
+fn accept(root: &Path, scratch: &Scratch, env: &[(&str, &str)]) -> (Output, String) {
+    let profile = scratch.write("small.toml", SMALL_PROFILE);
+    let bench_dir = fake_benches(scratch);
+    let out = scratch.0.join("out");
+    let output = gdrperf(
+        &["accept", "--profile", &profile, "--sysfs-root", root.to_str().unwrap(), "--bench-dir", bench_dir.to_str().unwrap(), "--out", out.to_str().unwrap()],
+        env,
+    );
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap_or_default();
+    (output, summary)
+}
+
+#[test]
+fn dry_run_plans_every_gpu_with_its_nic() {
+    let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let output = gdrperf(&["accept", "--profile", "ndr-400g", "--dry-run", "--sysfs-root", fixture.path().to_str().unwrap()], &[]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+    assert!(printed.contains("run   gdr-write-bw --loopback -d mlx5_3 -i 1 -s 65536 -D 30 -q 4 --report-gbits --mem cuda --gpu-bus-id 0000:61:00.0"), "{printed}");
+    assert!(printed.contains("run   gdr-read-lat --loopback -d mlx5_7 -i 1 -s 2 -n 10000 --mem cuda-staged --gpu-bus-id 0000:df:00.0"), "{printed}");
+    assert_eq!(printed.matches("run   gdr-").count(), 8 * 3 * 2, "8 GPUs x 3 modes x 2 tests:\n{printed}");
+}
+
+#[test]
+fn a_node_without_gpu_passes_on_host_and_skips_the_gpu_rows() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let scratch = Scratch::new("accept-pass");
+    let (output, summary) = accept(fixture.path(), &scratch, &[("FAKE_BW", "12.5"), ("FAKE_LAT", "3.1")]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+    assert!(printed.contains("overall: PASS (2 pass, 0 fail, 1 skip, 0 error)"), "{printed}");
+    assert!(summary.contains("rxe0,") && summary.contains(",SKIP,no NVIDIA GPU found by gdrperf doctor,"), "{summary}");
+}
+
+#[test]
+fn a_size_below_its_threshold_fails_with_exit_1() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let scratch = Scratch::new("accept-fail");
+    let (output, summary) = accept(fixture.path(), &scratch, &[("FAKE_BW", "4.1"), ("FAKE_LAT", "3.1")]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    assert!(printed.contains("4096 bytes: BW average 4.1 Gb/s < 10 Gb/s (-59.0%)"), "{printed}");
+    assert!(summary.contains(",FAIL,4096 bytes: BW average 4.1 Gb/s < 10 Gb/s (-59.0%),"), "{summary}");
+}
+
+#[test]
+fn a_bench_that_cannot_run_is_an_error_with_its_message() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let scratch = Scratch::new("accept-error");
+    let (output, _) = accept(fixture.path(), &scratch, &[("FAKE_FAIL", "RDMA device 'rxe0' not found")]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{printed}");
+    assert!(printed.contains("gdr-write-bw exited with exit status: 2: gdr-write-bw: error: RDMA device 'rxe0' not found"), "{printed}");
+}
+
+#[test]
+fn a_bad_profile_or_mode_is_a_clear_error() {
+    let output = gdrperf(&["accept", "--profile", "edr-100g", "--dry-run"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).contains("no profile named \"edr-100g\": built-in profiles are ndr-400g, hdr-200g"), "{}", text(&output));
+    let output = gdrperf(&["accept", "--profile", "ndr-400g", "--mem", "gpu", "--dry-run"], &[]);
+    assert!(text(&output).contains("--mem gpu: not a memory mode (modes: host, cuda, cuda-staged)"), "{}", text(&output));
+}
+
+#[test]
+fn compare_exits_1_on_a_regression_and_0_within_tolerance() {
+    let scratch = Scratch::new("compare");
+    let base = scratch.write("base.csv", "test,bytes,bw_avg_gbit_s,mem_local\nwrite_bw,4096,80,host\nwrite_bw,65536,95,host\n");
+    let new = scratch.write("new.json", r#"{"metadata": {"host": "node1"}, "results": [
+        {"test": "write_bw", "bytes": 4096, "bw_avg_gbit_s": 70, "mem_local": "host"},
+        {"test": "write_bw", "bytes": 65536, "bw_avg_gbit_s": 96, "mem_local": "host"}]}"#);
+    let output = gdrperf(&["compare", &base, &new], &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("-12.5%  REGRESSION") && text(&output).contains("1 of 2 rows regressed beyond 5%"), "{}", text(&output));
+    let output = gdrperf(&["compare", &base, &new, "--tolerance", "15%"], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let output = gdrperf(&["compare", &base, "/nonexistent.csv"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).contains("cannot read /nonexistent.csv"), "{}", text(&output));
+}
+
+#[test]
+fn compare_by_mem_shows_the_speedup_of_each_mode() {
+    let scratch = Scratch::new("compare-mem");
+    let run = scratch.write(
+        "run.csv",
+        "test,bytes,bw_avg_gbit_s,mem_local,gpu_local\nwrite_bw,65536,95,host,\nwrite_bw,65536,90,cuda,GPU0\nwrite_bw,65536,45,cuda-staged,GPU0\n",
+    );
+    let json = scratch.0.join("modes.json");
+    let output = gdrperf(&["compare", &run, "--by", "mem", "--json", json.to_str().unwrap()], &[]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+    assert!(printed.contains("cuda vs cuda-staged") && printed.contains("2.00x"), "{printed}");
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(written["baseline"], "cuda-staged");
+}

@@ -1,0 +1,359 @@
+//! Does this node pass? The plan and the verdicts of `gdrperf accept`: which bench runs on which
+//! NIC and GPU in which memory mode, and how each result is judged against its profile.
+//!
+//! Running the benches and asking `gdrperf doctor` about the node belong to the binary; what is
+//! here is pure, so that a plan for an eight-GPU node can be checked on a laptop.
+//!
+//! Host-memory runs go once per NIC (the GPU plays no part); GPU runs once per GPU, on the NIC
+//! the doctor recommends for it. A node without a GPU gets SKIP rows for the GPU modes, not FAIL:
+//! acceptance of a storage node's NICs is still an answer.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{ReportError, Result};
+use crate::evaluate::{evaluate_bandwidth, evaluate_latency, Verdict};
+use crate::format::{number, table};
+use crate::profile::{Profile, SourcedValue};
+use crate::results::ResultFile;
+use crate::threshold::{parse_port_rate, BandwidthThreshold, LatencyThreshold};
+
+/// An RDMA port to run on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Nic {
+    pub device: String,
+    pub port: u32,
+    /// sysfs words: "400 Gb/sec (4X NDR)".
+    pub rate: Option<String>,
+}
+
+/// A GPU to run on, named as the doctor names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gpu {
+    /// "GPU0".
+    pub label: String,
+    /// "0000:1b:00.0": what the benches' `--gpu-bus-id` takes (independent of CUDA's ordering).
+    pub bus_id: String,
+}
+
+/// What the doctor found: the NICs for host-memory runs, and each GPU with its NIC.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Node {
+    pub nics: Vec<Nic>,
+    pub gpus: Vec<(Gpu, Option<Nic>)>,
+}
+
+/// Bandwidth or latency: which half of a profile a run serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckKind {
+    Bandwidth,
+    Latency,
+}
+
+/// One bench run to make.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedRun {
+    pub kind: CheckKind,
+    pub test: String,
+    /// "gdr-write-bw".
+    pub binary: String,
+    pub mode: String,
+    pub nic: Nic,
+    pub gpu: Option<Gpu>,
+    /// The bench's arguments, output files not included.
+    pub args: Vec<String>,
+    /// Base name of this run's files: "write_bw-cuda-GPU0".
+    pub stem: String,
+    pub threshold: SourcedValue,
+}
+
+/// A step of the plan: a run, or a row that is decided without running (SKIP, ERROR).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Run(PlannedRun),
+    Decided(AcceptanceRow),
+}
+
+/// One line of the summary: the CSV columns of `summary.csv`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AcceptanceRow {
+    pub nic: String,
+    pub port_rate: String,
+    pub gpu: String,
+    pub gpu_bus_id: String,
+    pub test: String,
+    pub mem: String,
+    pub bytes: u64,
+    /// The result column judged: "bw_avg_gbit_s", "t_avg_us".
+    pub metric: String,
+    /// The measured value, in `unit`; empty when not measured.
+    pub value: Option<f64>,
+    pub unit: String,
+    pub threshold: String,
+    pub verdict: Verdict,
+    /// The FAIL line, the SKIP reason or the error.
+    pub detail: String,
+    pub threshold_source: String,
+    /// The bench's JSON result file, relative to the summary.
+    pub result_file: String,
+}
+
+/// Every step for `profile` on `node`, restricted to `modes` (the profile's own when empty).
+pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let wanted = |mode: &str| modes.is_empty() || modes.iter().any(|wanted| wanted == mode);
+    let checks = [
+        profile.bandwidth.as_ref().map(|check| (CheckKind::Bandwidth, &check.test, check.size, &check.min_bw)),
+        profile.latency.as_ref().map(|check| (CheckKind::Latency, &check.test, check.size, &check.max_lat)),
+    ];
+    for (kind, test, size, thresholds) in checks.into_iter().flatten() {
+        for (mode, threshold) in thresholds.iter().filter(|(mode, _)| wanted(mode)) {
+            let skeleton = |detail: String, verdict: Verdict| AcceptanceRow {
+                nic: String::new(),
+                port_rate: String::new(),
+                gpu: String::new(),
+                gpu_bus_id: String::new(),
+                test: test.clone(),
+                mem: mode.clone(),
+                bytes: size,
+                metric: String::new(),
+                value: None,
+                unit: String::new(),
+                threshold: threshold.value.clone(),
+                verdict,
+                detail,
+                threshold_source: threshold.source.clone(),
+                result_file: String::new(),
+            };
+            if mode == "host" {
+                if node.nics.is_empty() {
+                    steps.push(Step::Decided(skeleton("no RDMA device with an active port (see gdrperf doctor)".into(), Verdict::Error)));
+                }
+                for nic in &node.nics {
+                    steps.push(Step::Run(planned(profile, kind, mode, nic, None, threshold)));
+                }
+                continue;
+            }
+            if node.gpus.is_empty() {
+                steps.push(Step::Decided(skeleton("no NVIDIA GPU found by gdrperf doctor".into(), Verdict::Skip)));
+            }
+            for (gpu, nic) in &node.gpus {
+                match nic {
+                    Some(nic) => steps.push(Step::Run(planned(profile, kind, mode, nic, Some(gpu), threshold))),
+                    None => steps.push(Step::Decided(AcceptanceRow {
+                        gpu: gpu.label.clone(),
+                        gpu_bus_id: gpu.bus_id.clone(),
+                        ..skeleton("no RDMA device to pair with this GPU (see gdrperf doctor)".into(), Verdict::Error)
+                    })),
+                }
+            }
+        }
+    }
+    steps
+}
+
+fn planned(profile: &Profile, kind: CheckKind, mode: &str, nic: &Nic, gpu: Option<&Gpu>, threshold: &SourcedValue) -> PlannedRun {
+    let (test, size, duration_s, iterations) = match kind {
+        CheckKind::Bandwidth => {
+            let check = profile.bandwidth.as_ref().expect("planned from the bandwidth section");
+            (&check.test, check.size, check.duration_s, check.iterations)
+        }
+        CheckKind::Latency => {
+            let check = profile.latency.as_ref().expect("planned from the latency section");
+            (&check.test, check.size, check.duration_s, check.iterations)
+        }
+    };
+    let mut args: Vec<String> = vec!["--loopback".into(), "-d".into(), nic.device.clone(), "-i".into(), nic.port.to_string()];
+    args.extend(["-s".into(), size.to_string()]);
+    if let Some(seconds) = duration_s {
+        args.extend(["-D".into(), number(seconds)]);
+    }
+    if let Some(iterations) = iterations {
+        args.extend(["-n".into(), iterations.to_string()]);
+    }
+    if let (CheckKind::Bandwidth, Some(check)) = (kind, &profile.bandwidth) {
+        args.extend(["-q".into(), check.qps.to_string(), "--report-gbits".into()]);
+        if check.bidirectional {
+            args.push("-b".into());
+        }
+    }
+    args.extend(["--mem".into(), mode.to_string()]);
+    if let Some(gpu) = gpu {
+        args.extend(["--gpu-bus-id".into(), gpu.bus_id.clone()]);
+    }
+    let place = gpu.map(|gpu| gpu.label.clone()).unwrap_or_else(|| nic.device.clone());
+    PlannedRun {
+        kind,
+        test: test.clone(),
+        binary: format!("gdr-{}", test.replace('_', "-")),
+        mode: mode.to_string(),
+        nic: nic.clone(),
+        gpu: gpu.cloned(),
+        args,
+        stem: format!("{test}-{mode}-{place}"),
+        threshold: threshold.clone(),
+    }
+}
+
+impl PlannedRun {
+    /// The summary row before a verdict: where it ran and against what.
+    fn row(&self, result_file: &str) -> AcceptanceRow {
+        AcceptanceRow {
+            nic: self.nic.device.clone(),
+            port_rate: self.nic.rate.clone().unwrap_or_default(),
+            gpu: self.gpu.as_ref().map(|gpu| gpu.label.clone()).unwrap_or_default(),
+            gpu_bus_id: self.gpu.as_ref().map(|gpu| gpu.bus_id.clone()).unwrap_or_default(),
+            test: self.test.clone(),
+            mem: self.mode.clone(),
+            bytes: 0,
+            metric: String::new(),
+            value: None,
+            unit: String::new(),
+            threshold: self.threshold.value.clone(),
+            verdict: Verdict::Error,
+            detail: String::new(),
+            threshold_source: self.threshold.source.clone(),
+            result_file: result_file.to_string(),
+        }
+    }
+
+    /// The row of a run that did not produce a result (the bench is missing, exited non-zero).
+    pub fn error(&self, detail: String) -> AcceptanceRow {
+        AcceptanceRow { detail, ..self.row("") }
+    }
+
+    /// Judges the bench's result file against the threshold.
+    pub fn judge(&self, profile: &Profile, result: &ResultFile, result_file: &str) -> AcceptanceRow {
+        let mut row = self.row(result_file);
+        let size = match self.kind {
+            CheckKind::Bandwidth => profile.bandwidth.as_ref().map(|check| check.size),
+            CheckKind::Latency => profile.latency.as_ref().map(|check| check.size),
+        }
+        .unwrap_or(0);
+        row.bytes = size;
+        let Some(measured) = result.rows.iter().find(|candidate| candidate.bytes() == size) else {
+            row.detail = format!("{} has no row for {size} bytes", result.name);
+            return row;
+        };
+        let outcome = match self.kind {
+            CheckKind::Bandwidth => self.judge_bandwidth(profile, measured, &mut row),
+            CheckKind::Latency => self.judge_latency(profile, measured, &mut row),
+        };
+        if let Err(error) = outcome {
+            row.verdict = Verdict::Error;
+            row.detail = error.to_string();
+        }
+        row
+    }
+
+    fn judge_bandwidth(&self, profile: &Profile, measured: &crate::ResultRow, row: &mut AcceptanceRow) -> Result<()> {
+        let bidirectional = profile.bandwidth.as_ref().is_some_and(|check| check.bidirectional);
+        let limit = BandwidthThreshold::parse(&self.threshold.value)?.resolve(self.nic.rate.as_deref(), bidirectional)?;
+        row.metric = "bw_avg_gbit_s".into();
+        row.threshold = limit.to_string();
+        let Some(value) = measured.number("bw_avg_gbit_s") else {
+            row.detail = format!("{} has no bw_avg_gbit_s column", measured.source());
+            return Ok(());
+        };
+        row.value = Some(limit.unit.from_gbit(value));
+        row.unit = limit.unit.label().into();
+        let failure = evaluate_bandwidth(row.bytes, value, &limit);
+        row.verdict = if failure.is_some() { Verdict::Fail } else { Verdict::Pass };
+        row.detail = failure.map(|failure| failure.to_string()).unwrap_or_default();
+        Ok(())
+    }
+
+    fn judge_latency(&self, profile: &Profile, measured: &crate::ResultRow, row: &mut AcceptanceRow) -> Result<()> {
+        let statistic = profile.latency.as_ref().map(|check| check.statistic()).unwrap_or_default();
+        let limit = LatencyThreshold::parse(&self.threshold.value)?.on(statistic);
+        row.metric = statistic.column().into();
+        row.threshold = limit.to_string();
+        row.unit = "us".into();
+        let Some(value) = measured.number(statistic.column()) else {
+            row.detail = format!("{} has no {} column", measured.source(), statistic.column());
+            return Ok(());
+        };
+        row.value = Some(value);
+        let failure = evaluate_latency(row.bytes, value, &limit);
+        row.verdict = if failure.is_some() { Verdict::Fail } else { Verdict::Pass };
+        row.detail = failure.map(|failure| failure.to_string()).unwrap_or_default();
+        Ok(())
+    }
+}
+
+/// Lines warning that a NIC's port runs at another rate than the profile is meant for.
+pub fn port_rate_warnings(profile: &Profile, node: &Node) -> Vec<String> {
+    let Some(expected) = profile.port_rate.as_deref() else { return Vec::new() };
+    let expected_gbit_s = parse_port_rate(expected);
+    let mut nics: Vec<&Nic> = node.nics.iter().chain(node.gpus.iter().filter_map(|(_, nic)| nic.as_ref())).collect();
+    nics.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
+    nics.dedup_by(|a, b| a.device == b.device && a.port == b.port);
+    nics.into_iter()
+        .filter(|nic| nic.rate.as_deref().and_then(parse_port_rate) != expected_gbit_s)
+        .map(|nic| {
+            format!(
+                "WARN {} port {} runs at {}, profile {} expects {expected}",
+                nic.device,
+                nic.port,
+                nic.rate.as_deref().unwrap_or("an unknown rate"),
+                profile.name
+            )
+        })
+        .collect()
+}
+
+/// The summary table printed on screen.
+pub fn render(rows: &[AcceptanceRow]) -> String {
+    let lines: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            vec![
+                if row.nic.is_empty() { "-".into() } else { row.nic.clone() },
+                if row.gpu.is_empty() { "-".into() } else { row.gpu.clone() },
+                row.test.clone(),
+                row.mem.clone(),
+                row.bytes.to_string(),
+                row.value.map(|value| format!("{} {}", number(value), row.unit)).unwrap_or_else(|| "-".into()),
+                row.threshold.clone(),
+                row.verdict.to_string(),
+                row.detail.clone(),
+            ]
+        })
+        .collect();
+    let mut out = table(&["nic", "gpu", "test", "mem", "bytes", "measured", "threshold", "verdict", "detail"], &lines);
+    let overall = Verdict::overall(rows.iter().map(|row| row.verdict));
+    let count = |verdict: Verdict| rows.iter().filter(|row| row.verdict == verdict).count();
+    let _ = writeln!(
+        out,
+        "overall: {overall} ({} pass, {} fail, {} skip, {} error)",
+        count(Verdict::Pass),
+        count(Verdict::Fail),
+        count(Verdict::Skip),
+        count(Verdict::Error)
+    );
+    out
+}
+
+/// Writes `summary.csv` (one line per row, the columns of [`AcceptanceRow`]) and
+/// `summary.json` (`{"metadata": ..., "overall": "PASS", "results": [rows]}`) into `folder`.
+pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[AcceptanceRow]) -> Result<()> {
+    let fail = |path: &Path, error: String| ReportError::WriteFile { path: path.to_path_buf(), error };
+    let csv_path = folder.join("summary.csv");
+    let mut writer = csv::Writer::from_path(&csv_path).map_err(|error| fail(&csv_path, error.to_string()))?;
+    for row in rows {
+        writer.serialize(row).map_err(|error| fail(&csv_path, error.to_string()))?;
+    }
+    writer.flush().map_err(|error| fail(&csv_path, error.to_string()))?;
+    let json_path = folder.join("summary.json");
+    let overall = Verdict::overall(rows.iter().map(|row| row.verdict));
+    let document = serde_json::json!({ "metadata": metadata, "overall": overall, "results": rows });
+    let text = serde_json::to_string_pretty(&document).map_err(|error| fail(&json_path, error.to_string()))?;
+    std::fs::write(&json_path, text + "\n").map_err(|error| fail(&json_path, error.to_string()))
+}
+
+#[cfg(test)]
+#[path = "acceptance_tests.rs"]
+mod tests;

@@ -1,0 +1,164 @@
+//! Tests of the acceptance plan and verdicts (a file of its own to keep acceptance.rs short).
+
+use super::*;
+use crate::profile::Profile;
+
+const PROFILE: &str = r#"
+    name = "test"
+    description = "two checks, three modes"
+    port_rate = "200 Gb/sec (4X HDR)"
+    [bandwidth]
+    test = "write_bw"
+    size = 65536
+    qps = 4
+    duration_s = 5
+    source = "test"
+    min_bw.host = { value = "180Gb/s", source = "host source" }
+    min_bw.cuda = { value = "90%", source = "cuda source" }
+    min_bw.cuda-staged = { value = "11000MiB/s", source = "staged source" }
+    [latency]
+    test = "read_lat"
+    size = 2
+    iterations = 1000
+    statistic = "average"
+    source = "test"
+    max_lat.host = { value = "4.5us", source = "lat source" }
+"#;
+
+fn nic(device: &str) -> Nic {
+    Nic { device: device.into(), port: 1, rate: Some("200 Gb/sec (4X HDR)".into()) }
+}
+
+fn gpu(index: u32) -> Gpu {
+    Gpu { label: format!("GPU{index}"), bus_id: format!("0000:{:02x}:00.0", 0x1b + index) }
+}
+
+fn runs(steps: &[Step]) -> Vec<&PlannedRun> {
+    steps.iter().filter_map(|step| if let Step::Run(run) = step { Some(run) } else { None }).collect()
+}
+
+#[test]
+fn host_runs_once_per_nic_and_gpu_modes_once_per_gpu() {
+    let profile = Profile::parse("test", PROFILE).unwrap();
+    let node = Node { nics: vec![nic("mlx5_0"), nic("mlx5_1")], gpus: vec![(gpu(0), Some(nic("mlx5_0"))), (gpu(1), Some(nic("mlx5_1")))] };
+    let steps = plan(&profile, &node, &[]);
+    let stems: Vec<&str> = runs(&steps).iter().map(|run| run.stem.as_str()).collect();
+    assert_eq!(
+        stems,
+        [
+            "write_bw-cuda-GPU0", "write_bw-cuda-GPU1", "write_bw-cuda-staged-GPU0", "write_bw-cuda-staged-GPU1",
+            "write_bw-host-mlx5_0", "write_bw-host-mlx5_1", "read_lat-host-mlx5_0", "read_lat-host-mlx5_1",
+        ]
+    );
+    let cuda = runs(&steps)[1];
+    assert_eq!(cuda.binary, "gdr-write-bw");
+    assert_eq!(
+        cuda.args.join(" "),
+        "--loopback -d mlx5_1 -i 1 -s 65536 -D 5 -q 4 --report-gbits --mem cuda --gpu-bus-id 0000:1c:00.0"
+    );
+    let latency = runs(&steps)[6];
+    assert_eq!((latency.binary.as_str(), latency.args.join(" ").as_str()), ("gdr-read-lat", "--loopback -d mlx5_0 -i 1 -s 2 -n 1000 --mem host"));
+}
+
+#[test]
+fn a_node_without_gpus_skips_the_gpu_modes() {
+    let profile = Profile::parse("test", PROFILE).unwrap();
+    let steps = plan(&profile, &Node { nics: vec![nic("rxe0")], gpus: vec![] }, &[]);
+    let decided: Vec<(&str, Verdict, &str)> = steps
+        .iter()
+        .filter_map(|step| if let Step::Decided(row) = step { Some((row.mem.as_str(), row.verdict, row.detail.as_str())) } else { None })
+        .collect();
+    assert_eq!(decided, [("cuda", Verdict::Skip, "no NVIDIA GPU found by gdrperf doctor"), ("cuda-staged", Verdict::Skip, "no NVIDIA GPU found by gdrperf doctor")]);
+    assert_eq!(runs(&steps).len(), 2, "host bandwidth and latency on rxe0");
+}
+
+#[test]
+fn missing_nics_are_errors_and_modes_filter() {
+    let profile = Profile::parse("test", PROFILE).unwrap();
+    let node = Node { nics: vec![], gpus: vec![(gpu(0), None)] };
+    let steps = plan(&profile, &node, &["cuda".to_string(), "host".to_string()]);
+    let verdicts: Vec<(String, Verdict)> = steps
+        .iter()
+        .map(|step| match step {
+            Step::Decided(row) => (format!("{} {} {}", row.test, row.mem, row.gpu), row.verdict),
+            Step::Run(run) => (run.stem.clone(), Verdict::Pass),
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("write_bw cuda GPU0".to_string(), Verdict::Error),
+            ("write_bw host ".to_string(), Verdict::Error),
+            ("read_lat host ".to_string(), Verdict::Error),
+        ]
+    );
+}
+
+#[test]
+fn results_are_judged_against_their_threshold() {
+    let profile = Profile::parse("test", PROFILE).unwrap();
+    let node = Node { nics: vec![nic("mlx5_0")], gpus: vec![(gpu(0), Some(nic("mlx5_0")))] };
+    let steps = plan(&profile, &node, &[]);
+    let all = runs(&steps);
+    let cuda = all.iter().find(|run| run.stem == "write_bw-cuda-GPU0").unwrap();
+    let result = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,65536,150.0\n").unwrap();
+    let row = cuda.judge(&profile, &result, "write_bw-cuda-GPU0.json");
+    assert_eq!(row.verdict, Verdict::Fail);
+    assert_eq!(row.threshold, "180 Gb/s (90% of the 200 Gb/s port)");
+    assert_eq!(row.detail, "65536 bytes: BW average 150 Gb/s < 180 Gb/s (-16.7%; 90% of the 200 Gb/s port)");
+
+    let staged = all.iter().find(|run| run.mode == "cuda-staged").unwrap();
+    let row = staged.judge(&profile, &result, "x.json");
+    assert_eq!((row.verdict, row.unit.as_str()), (Verdict::Pass, "MiB/s"));
+    assert!((row.value.unwrap() - 17881.39).abs() < 0.01, "{:?}", row.value);
+
+    let latency = all.iter().find(|run| run.kind == CheckKind::Latency).unwrap();
+    let measured = ResultFile::parse_csv("lat.csv", "test,bytes,t_typical_us,t_avg_us\nread_lat,2,1.9,2.1\n").unwrap();
+    let row = latency.judge(&profile, &measured, "lat.json");
+    assert_eq!((row.verdict, row.metric.as_str(), row.value), (Verdict::Pass, "t_avg_us", Some(2.1)));
+
+    let wrong_size = ResultFile::parse_csv("lat.csv", "test,bytes,t_avg_us\nread_lat,4,2.1\n").unwrap();
+    let row = latency.judge(&profile, &wrong_size, "lat.json");
+    assert_eq!((row.verdict, row.detail.as_str()), (Verdict::Error, "lat.csv has no row for 2 bytes"));
+
+    let text = render(&[row, cuda.judge(&profile, &result, "c.json")]);
+    assert!(text.contains("overall: ERROR (0 pass, 1 fail, 0 skip, 1 error)"), "{text}");
+}
+
+#[test]
+fn a_percent_threshold_without_a_port_rate_is_an_error() {
+    let profile = Profile::parse("test", PROFILE).unwrap();
+    let unknown = Nic { rate: None, ..nic("mlx5_0") };
+    let steps = plan(&profile, &Node { nics: vec![], gpus: vec![(gpu(0), Some(unknown))] }, &["cuda".to_string()]);
+    let result = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,65536,190.0\n").unwrap();
+    let row = runs(&steps)[0].judge(&profile, &result, "c.json");
+    assert_eq!(row.verdict, Verdict::Error);
+    assert!(row.detail.contains("did not report one"), "{}", row.detail);
+}
+
+#[test]
+fn ports_at_another_rate_are_warned_about() {
+    let profile = Profile::parse("test", PROFILE).unwrap();
+    let slow = Nic { rate: Some("100 Gb/sec (4X EDR)".into()), ..nic("mlx5_1") };
+    let node = Node { nics: vec![nic("mlx5_0"), slow.clone()], gpus: vec![(gpu(0), Some(slow))] };
+    assert_eq!(port_rate_warnings(&profile, &node), ["WARN mlx5_1 port 1 runs at 100 Gb/sec (4X EDR), profile test expects 200 Gb/sec (4X HDR)"]);
+}
+
+#[test]
+fn summaries_are_written_as_csv_and_json() {
+    let folder = std::env::temp_dir().join(format!("gdrperf-report-summary-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let profile = Profile::parse("test", PROFILE).unwrap();
+    let steps = plan(&profile, &Node { nics: vec![nic("rxe0")], gpus: vec![] }, &["cuda".to_string()]);
+    let rows: Vec<AcceptanceRow> = steps.into_iter().filter_map(|step| if let Step::Decided(row) = step { Some(row) } else { None }).collect();
+    write_summary(&folder, serde_json::json!({"profile": "test"}), &rows).unwrap();
+    let csv = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    assert!(csv.starts_with("nic,port_rate,gpu,gpu_bus_id,test,mem,bytes,metric,value,unit,threshold,verdict,detail,"), "{csv}");
+    assert!(csv.contains(",SKIP,no NVIDIA GPU found by gdrperf doctor,"), "{csv}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(folder.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json["overall"], "PASS");
+    assert_eq!(json["results"][0]["verdict"], "SKIP");
+    let reread = ResultFile::read(&folder.join("summary.json")).unwrap();
+    assert_eq!(reread.rows.len(), 1, "the summary is itself a readable result file");
+    std::fs::remove_dir_all(&folder).unwrap();
+}
