@@ -27,7 +27,18 @@ struct Introduction {
     buffer: RemoteBuffer,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    // Print errors with their messages (Display), not as debug structures.
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let server_host = std::env::args().nth(1);
 
     // GPU side: load libcuda (a clear error, not a crash, where there is none), take GPU 0.

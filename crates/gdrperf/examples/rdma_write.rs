@@ -22,7 +22,18 @@ struct Introduction {
     buffer: RemoteBuffer,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    // Print errors with their messages (Display), not as debug structures.
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let server_host = std::env::args().nth(1);
 
     // 1. Open the device and pick the port and the GID (the address on RoCE; unused on IB).
