@@ -32,6 +32,8 @@ echo "== cargo test (unit and integration tests, no device needed)"
 cargo test --workspace --quiet 2>&1
 echo "== cargo build --release (binaries and examples for the VM)"
 cargo build --release --workspace --bins --examples --quiet 2>&1
+echo "== plot scripts on the committed example results (matplotlib from PyPI into .cache/plot-venv)"
+scripts/plot-tests.sh
 
 if [ "${GDRPERF_SKIP_VM:-0}" = 1 ]; then
     echo "== VM tests skipped (GDRPERF_SKIP_VM=1)"

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Tests of the plot scripts: each one run on the example result files committed under
+# results/softroce/examples (made by real gdr-* runs in the Soft-RoCE VM), checking that a PNG
+# is written, and that bad input fails with a message instead of a traceback.
+#   scripts/plot-tests.sh
+# matplotlib comes from PyPI into a virtual environment under .cache/plot-venv (git-ignored),
+# made the first time; python3-venv is installed with apt-get if the machine lacks it.
+# Ends with "N passed, N failed"; exit status non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+VENV=.cache/plot-venv
+EXAMPLES=results/softroce/examples
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+PASSED=0; FAILED=0
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+ensure_matplotlib() {
+    "$VENV/bin/python" -c 'import matplotlib' 2>/dev/null && return
+    rm -rf "$VENV"
+    if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
+        # Debian splits venv (ensurepip) out of python3.
+        echo "plot-tests.sh: installing python3-venv (apt-get)" >&2
+        rm -rf "$VENV"
+        { as_root apt-get update -q && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends python3-venv; } >/dev/null ||
+            { echo "plot-tests.sh: cannot install python3-venv" >&2; exit 2; }
+        python3 -m venv "$VENV" || { echo "plot-tests.sh: python3 -m venv failed" >&2; exit 2; }
+    fi
+    "$VENV/bin/pip" install -q matplotlib || { echo "plot-tests.sh: pip install matplotlib failed" >&2; exit 2; }
+}
+
+# png NAME FILE CMD...: CMD exits 0 and FILE is a non-empty PNG.
+png() {
+    local name=$1 file=$2; shift 2
+    if ! "$@" >"$OUT/$name.log" 2>&1; then
+        FAILED=$((FAILED + 1)); echo "FAIL - $name: exit $?"; tail -5 "$OUT/$name.log" | sed 's/^/       /'; return
+    fi
+    if [ -s "$file" ] && [ "$(head -c 8 "$file" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
+        PASSED=$((PASSED + 1)); echo "ok   - $name: $(wc -c <"$file") byte PNG"
+    else
+        FAILED=$((FAILED + 1)); echo "FAIL - $name: $file is not a PNG"
+    fi
+}
+
+# refuses NAME TEXT CMD...: CMD exits non-zero, says TEXT, shows no Python traceback.
+refuses() {
+    local name=$1 text=$2; shift 2
+    "$@" >"$OUT/$name.log" 2>&1
+    local status=$?
+    if [ $status != 0 ] && grep -qF -- "$text" "$OUT/$name.log" && ! grep -q Traceback "$OUT/$name.log"; then
+        PASSED=$((PASSED + 1)); echo "ok   - $name: refused ($text)"
+    else
+        FAILED=$((FAILED + 1)); echo "FAIL - $name: exit $status, wanted a message with '$text'"; tail -5 "$OUT/$name.log" | sed 's/^/       /'
+    fi
+}
+
+ensure_matplotlib
+PY="$VENV/bin/python"
+echo "# plot tests with matplotlib $("$PY" -c 'import matplotlib; print(matplotlib.__version__)')"
+
+png plot_bw_two_runs "$OUT/bw.png" \
+    "$PY" scripts/plot_bw.py "$EXAMPLES/write_bw-run1.json" "$EXAMPLES/write_bw-run2.csv" -o "$OUT/bw.png"
+png plot_bw_peak_mib "$OUT/peak.png" \
+    "$PY" scripts/plot_bw.py "$EXAMPLES/write_bw-run1.csv" --metric bw_peak_mib_s -o "$OUT/peak.png"
+png plot_lat_overlaid "$OUT/lat.png" \
+    "$PY" scripts/plot_lat.py "$EXAMPLES"/read_lat-hdr/*.hgrm --log-y -o "$OUT/lat.png"
+png plot_compare_runs "$OUT/ratio.png" \
+    "$PY" scripts/plot_compare.py "$EXAMPLES/write_bw-run1.json" "$EXAMPLES/write_bw-run2.json" -o "$OUT/ratio.png"
+png plot_compare_latency_runs "$OUT/lat-ratio.png" \
+    "$PY" scripts/plot_compare.py "$EXAMPLES/read_lat-2.json" "$EXAMPLES/read_lat-2.csv" -o "$OUT/lat-ratio.png"
+
+refuses plot_bw_missing_column "no numeric 't_typical_us' column" \
+    "$PY" scripts/plot_bw.py "$EXAMPLES/write_bw-run1.json" --metric t_typical_us -o "$OUT/x.png"
+refuses plot_lat_not_hgrm "has no percentile rows" \
+    "$PY" scripts/plot_lat.py "$EXAMPLES/write_bw-run1.csv" -o "$OUT/x.png"
+refuses plot_compare_one_mode "--by mem needs the baseline" \
+    "$PY" scripts/plot_compare.py "$EXAMPLES/write_bw-run1.json" --by mem -o "$OUT/x.png"
+refuses plot_compare_one_file "give BASE and NEW" \
+    "$PY" scripts/plot_compare.py "$EXAMPLES/write_bw-run1.json" -o "$OUT/x.png"
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]

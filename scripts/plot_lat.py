@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Latency percentile distributions from .hgrm files, several runs overlaid.
+
+The .hgrm text is what the gdr-*-lat benches write with --hdr-dir (one file per size) and what
+HdrHistogram's Java tools print: value, percentile, total count, 1/(1-percentile). As in
+HdrHistogram's plotter, x is the percentile on a log "nines" scale (90%, 99%, 99.9%, ...), so
+the tail gets as much room as the median; y is the latency in microseconds.
+
+    scripts/plot_lat.py results/node1/read_lat-host/2.hgrm results/node1/read_lat-cuda/2.hgrm -o lat.png
+    scripts/plot_lat.py a.hgrm b.hgrm --label before --label after --log-y -o lat.png
+"""
+import argparse
+import math
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display needed (CI, ssh sessions)
+import matplotlib.pyplot as plt  # noqa: E402  (after use())
+
+
+def read_hgrm(path):
+    """[(value_us, percentile)] of the table rows, and the footer's max (None if absent)."""
+    points, maximum = [], None
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.split()
+            if line.startswith("#[Max"):
+                maximum = float(line.split("=")[1].split(",")[0])
+                continue
+            if len(fields) < 3 or line.startswith("#"):
+                continue
+            try:
+                points.append((float(fields[0]), float(fields[1])))
+            except ValueError:
+                continue  # the header line
+    return points, maximum
+
+
+def nines(x, _position=None):
+    """Axis label of x = 1/(1-p): 1 -> 0%, 10 -> 90%, 1000 -> 99.9%."""
+    if x < 1.5:
+        return "0%"
+    digits = max(0, round(math.log10(x)) - 2)
+    return f"{100 * (1 - 1 / x):.{digits}f}%"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="+", help=".hgrm percentile distributions")
+    parser.add_argument("-o", "--output", required=True, help="image to write (.png, .svg, .pdf)")
+    parser.add_argument("--label", action="append", default=[],
+                        help="legend entry per file, in order (default: folder/file name)")
+    parser.add_argument("--log-y", action="store_true", help="log latency axis (for long tails)")
+    parser.add_argument("--title", default="latency by percentile")
+    args = parser.parse_args()
+    if args.label and len(args.label) != len(args.files):
+        sys.exit(f"plot_lat.py: {len(args.label)} --label for {len(args.files)} files: give one per file or none")
+
+    figure, axes = plt.subplots(figsize=(9, 5.5))
+    top = 10.0
+    for index, path in enumerate(args.files):
+        points, maximum = read_hgrm(path)
+        # Percentile 1.0 has no finite place on this axis; its value is the footer's Max.
+        finite = [(1 / (1 - p), value) for value, p in points if p < 1.0]
+        if not finite:
+            sys.exit(f"plot_lat.py: {path} has no percentile rows (is it an .hgrm file?)")
+        top = max(top, finite[-1][0])
+        name = args.label[index] if args.label else os.path.join(
+            os.path.basename(os.path.dirname(path)), os.path.basename(path))
+        if maximum is not None:
+            name += f" (max {maximum:g} us)"
+        axes.plot([x for x, _ in finite], [v for _, v in finite], drawstyle="steps-post", label=name)
+
+    axes.set_xscale("log")
+    axes.set_xlim(1, 10 ** math.ceil(math.log10(top)))
+    axes.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, numticks=12))
+    axes.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(nines))
+    axes.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    if args.log_y:
+        axes.set_yscale("log")
+    else:
+        axes.set_ylim(bottom=0)
+    axes.set_xlabel("percentile")
+    axes.set_ylabel("latency [us]")
+    axes.set_title(args.title)
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(args.output, dpi=120)
+    print(f"plot_lat.py: wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
