@@ -64,7 +64,9 @@ pub struct SendRequest {
     pub inline: bool,
 }
 
-/// The operation a [`SendRequest`] performs.
+/// The operation a [`SendRequest`] performs. Immediate values are in host byte order: the
+/// wire (and `ibv_send_wr`) carries them big-endian, so they are converted when posted, as
+/// [`crate::verbs::WorkCompletion::immediate`] converts them back.
 #[derive(Debug, Clone, Copy)]
 pub enum Operation {
     Write { remote_address: u64, rkey: u32 },
@@ -174,11 +176,11 @@ impl RcQueuePair {
             let buffer = match request.operation {
                 Operation::Write { remote_address, rkey } => work_request.setup_write(rkey, remote_address),
                 Operation::WriteWithImmediate { remote_address, rkey, immediate } => {
-                    work_request.setup_write_imm(rkey, remote_address, immediate)
+                    work_request.setup_write_imm(rkey, remote_address, immediate.to_be())
                 }
                 Operation::Read { remote_address, rkey } => work_request.setup_read(rkey, remote_address),
                 Operation::Send => work_request.setup_send(),
-                Operation::SendWithImmediate { immediate } => work_request.setup_send_imm(immediate),
+                Operation::SendWithImmediate { immediate } => work_request.setup_send_imm(immediate.to_be()),
             };
             if request.inline {
                 // SAFETY: the caller's LocalSlice points into a live registered buffer.
