@@ -21,7 +21,8 @@ const AFTER_HELP: &str = "\
 Examples:
   gdrperf accept --profile ndr-400g
   gdrperf accept --profile ./my-cluster.toml --mem host,cuda --out results/node7/acceptance
-  gdrperf accept --profile hdr-200g --dry-run     (print every bench command, run nothing)
+  gdrperf accept --profile hdr-200g --dry-run     (print every bench command, run nothing;
+                                                   exit 2 if a row cannot run, as for a real run)
 
 Built-in profiles: ndr-400g, hdr-200g (profiles/*.toml in the repository; each value names
 its source). A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
@@ -77,13 +78,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     if args.dry_run {
+        // The exit code says whether the plan itself can be carried out: 2 when a row is
+        // already an ERROR (no NIC), as the real run would end.
+        let mut decided = Vec::new();
         for step in &steps {
             match step {
                 Step::Run(run) => println!("run   {} {}", run.binary, run.args.join(" ")),
-                Step::Decided(row) => println!("{:<5} {} {}: {}", row.verdict, row.test, row.mem, row.detail),
+                Step::Decided(row) => {
+                    println!("{:<5} {} {}: {}", row.verdict, row.test, row.mem, row.detail);
+                    decided.push(row.verdict);
+                }
             }
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(ExitCode::from(Verdict::overall(decided.into_iter().chain([Verdict::Pass])).exit_code()));
     }
 
     let host = hostname();

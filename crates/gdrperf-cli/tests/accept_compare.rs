@@ -104,6 +104,16 @@ fn dry_run_plans_every_gpu_with_its_nic() {
 }
 
 #[test]
+fn dry_run_exits_2_when_a_row_cannot_run() {
+    let fixture = FixtureDir::with(&Machine::gpu_without_nic()).unwrap();
+    let output = gdrperf(&["accept", "--profile", "hdr-200g", "--dry-run", "--sysfs-root", fixture.path().to_str().unwrap()], &[]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{printed}");
+    assert!(printed.contains("ERROR write_bw cuda: no RDMA device to pair with this GPU"), "{printed}");
+    assert!(printed.contains("ERROR read_lat host: no RDMA device with an active port"), "{printed}");
+}
+
+#[test]
 fn a_node_without_gpu_passes_on_host_and_skips_the_gpu_rows() {
     let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
     let scratch = Scratch::new("accept-pass");

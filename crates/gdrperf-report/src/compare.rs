@@ -263,7 +263,7 @@ mod tests {
         let other = file("other.csv", "test,bytes,bw_avg_gbit_s\nread_bw,2,1\n");
         assert!(compare_runs(&base, &other, None, 0.05).unwrap_err().to_string().contains("no row in common"));
         let twice = file("twice.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,2,1\nwrite_bw,2,3\n");
-        assert!(compare_runs(&twice, &base, None, 0.05).unwrap_err().to_string().contains("twice.csv (twice) hold more than one row for write_bw host 2 bytes"));
+        assert!(compare_runs(&twice, &base, None, 0.05).unwrap_err().to_string().contains("twice.csv (twice) hold more than one row for write_bw host 2 bytes: rows are joined"));
         let error = compare_runs(&base, &base, Some("nope"), 0.05).unwrap_err().to_string();
         assert!(error.contains("no numeric \"nope\" column"), "{error}");
     }

@@ -53,8 +53,8 @@ pub enum ReportError {
 
     /// Two rows of the inputs share a key, so a join would have to guess which one is meant.
     #[error(
-        "{sources} hold more than one row for {key}: compare joins one row per (test, memory, GPU, size) and \
-         side; give each run its own file, and compare runs two at a time"
+        "{sources} hold more than one row for {key}: rows are joined on (test, memory modes, GPU, size), \
+         which must be unique within a run; give each run its own file"
     )]
     DuplicateRow { sources: String, key: String },
 
