@@ -108,7 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let place = run.gpu.as_ref().map(|gpu| format!("{} on {}", gpu.label, run.nic.device)).unwrap_or_else(|| run.nic.device.clone());
                 println!("[{done}/{total}] {} --mem {} ({place}) ...", run.binary, run.mode);
                 let started = Instant::now();
-                let row = execute(&args, &profile, &run, &out);
+                let row = execute(&args, &run, &out);
                 println!("      {} in {:.0} s{}", row.verdict, started.elapsed().as_secs_f64(), if row.detail.is_empty() { String::new() } else { format!(": {}", row.detail) });
                 row
             }
@@ -202,7 +202,7 @@ fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node
 }
 
 /// Runs one bench with its output files in `out`, and judges what it wrote.
-fn execute(args: &Args, profile: &Profile, run: &PlannedRun, out: &Path) -> AcceptanceRow {
+fn execute(args: &Args, run: &PlannedRun, out: &Path) -> AcceptanceRow {
     let Some(binary) = find_bench(args.bench_dir.as_deref(), &run.binary) else {
         return run.error(format!(
             "{} not found {}(build it: cargo build --release -p gdrperf-benches)",
@@ -248,7 +248,7 @@ fn execute(args: &Args, profile: &Profile, run: &PlannedRun, out: &Path) -> Acce
         return run.error(format!("{} exited with {status}: {} (log: {})", run.binary, last.trim(), log.display()));
     }
     match ResultFile::read(&json) {
-        Ok(result) => run.judge(profile, &result, &json.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()),
+        Ok(result) => run.judge(&result, &json.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()),
         Err(error) => run.error(error.to_string()),
     }
 }

@@ -17,8 +17,8 @@ use crate::error::{ReportError, Result};
 use crate::evaluate::{evaluate_bandwidth, evaluate_latency, Verdict};
 use crate::format::{number, table};
 use crate::profile::{Profile, SourcedValue};
-use crate::results::ResultFile;
-use crate::threshold::{parse_port_rate, BandwidthThreshold, LatencyThreshold};
+use crate::results::{ResultFile, ResultRow};
+use crate::threshold::{parse_port_rate, BandwidthThreshold, LatencyStatistic, LatencyThreshold};
 
 /// An RDMA port to run on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -68,6 +68,26 @@ pub struct PlannedRun {
     /// Base name of this run's files: "write_bw-cuda-GPU0".
     pub stem: String,
     pub threshold: SourcedValue,
+    /// The size judged.
+    pub bytes: u64,
+    /// Bandwidth: whether the row sums both directions (a share of the port doubles).
+    pub bidirectional: bool,
+    /// Latency: the statistic held against the threshold.
+    pub statistic: LatencyStatistic,
+}
+
+/// How one profile section runs: what `plan` needs of a [`crate::BandwidthCheck`] or
+/// [`crate::LatencyCheck`].
+struct Shape<'a> {
+    kind: CheckKind,
+    test: &'a str,
+    size: u64,
+    duration_s: Option<f64>,
+    iterations: Option<u64>,
+    /// Bandwidth only: QPs and direction.
+    qps: Option<u32>,
+    bidirectional: bool,
+    statistic: LatencyStatistic,
 }
 
 /// A step of the plan: a run, or a row that is decided without running (SKIP, ERROR).
@@ -106,19 +126,43 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
     let mut steps = Vec::new();
     let wanted = |mode: &str| modes.is_empty() || modes.iter().any(|wanted| wanted == mode);
     let checks = [
-        profile.bandwidth.as_ref().map(|check| (CheckKind::Bandwidth, &check.test, check.size, &check.min_bw)),
-        profile.latency.as_ref().map(|check| (CheckKind::Latency, &check.test, check.size, &check.max_lat)),
+        profile.bandwidth.as_ref().map(|check| {
+            let shape = Shape {
+                kind: CheckKind::Bandwidth,
+                test: &check.test,
+                size: check.size,
+                duration_s: check.duration_s,
+                iterations: check.iterations,
+                qps: Some(check.qps),
+                bidirectional: check.bidirectional,
+                statistic: LatencyStatistic::default(),
+            };
+            (shape, &check.min_bw)
+        }),
+        profile.latency.as_ref().map(|check| {
+            let shape = Shape {
+                kind: CheckKind::Latency,
+                test: &check.test,
+                size: check.size,
+                duration_s: check.duration_s,
+                iterations: check.iterations,
+                qps: None,
+                bidirectional: false,
+                statistic: check.statistic(),
+            };
+            (shape, &check.max_lat)
+        }),
     ];
-    for (kind, test, size, thresholds) in checks.into_iter().flatten() {
+    for (shape, thresholds) in checks.into_iter().flatten() {
         for (mode, threshold) in thresholds.iter().filter(|(mode, _)| wanted(mode)) {
             let skeleton = |detail: String, verdict: Verdict| AcceptanceRow {
                 nic: String::new(),
                 port_rate: String::new(),
                 gpu: String::new(),
                 gpu_bus_id: String::new(),
-                test: test.clone(),
+                test: shape.test.to_string(),
                 mem: mode.clone(),
-                bytes: size,
+                bytes: shape.size,
                 metric: String::new(),
                 value: None,
                 unit: String::new(),
@@ -133,7 +177,7 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
                     steps.push(Step::Decided(skeleton("no RDMA device with an active port (see gdrperf doctor)".into(), Verdict::Error)));
                 }
                 for nic in &node.nics {
-                    steps.push(Step::Run(planned(profile, kind, mode, nic, None, threshold)));
+                    steps.push(Step::Run(planned(&shape, mode, nic, None, threshold)));
                 }
                 continue;
             }
@@ -142,7 +186,7 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
             }
             for (gpu, nic) in &node.gpus {
                 match nic {
-                    Some(nic) => steps.push(Step::Run(planned(profile, kind, mode, nic, Some(gpu), threshold))),
+                    Some(nic) => steps.push(Step::Run(planned(&shape, mode, nic, Some(gpu), threshold))),
                     None => steps.push(Step::Decided(AcceptanceRow {
                         gpu: gpu.label.clone(),
                         gpu_bus_id: gpu.bus_id.clone(),
@@ -155,30 +199,21 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
     steps
 }
 
-fn planned(profile: &Profile, kind: CheckKind, mode: &str, nic: &Nic, gpu: Option<&Gpu>, threshold: &SourcedValue) -> PlannedRun {
-    let (test, size, duration_s, iterations) = match kind {
-        CheckKind::Bandwidth => {
-            let check = profile.bandwidth.as_ref().expect("planned from the bandwidth section");
-            (&check.test, check.size, check.duration_s, check.iterations)
-        }
-        CheckKind::Latency => {
-            let check = profile.latency.as_ref().expect("planned from the latency section");
-            (&check.test, check.size, check.duration_s, check.iterations)
-        }
-    };
+fn planned(shape: &Shape, mode: &str, nic: &Nic, gpu: Option<&Gpu>, threshold: &SourcedValue) -> PlannedRun {
+    let (test, size) = (shape.test, shape.size);
     let mut args: Vec<String> = vec!["--loopback".into(), "-d".into(), nic.device.clone(), "-i".into(), nic.port.to_string()];
     args.extend(["-s".into(), size.to_string()]);
-    if let Some(seconds) = duration_s {
+    if let Some(seconds) = shape.duration_s {
         args.extend(["-D".into(), number(seconds)]);
     }
-    if let Some(iterations) = iterations {
+    if let Some(iterations) = shape.iterations {
         args.extend(["-n".into(), iterations.to_string()]);
     }
-    if let (CheckKind::Bandwidth, Some(check)) = (kind, &profile.bandwidth) {
-        args.extend(["-q".into(), check.qps.to_string(), "--report-gbits".into()]);
-        if check.bidirectional {
-            args.push("-b".into());
-        }
+    if let Some(qps) = shape.qps {
+        args.extend(["-q".into(), qps.to_string(), "--report-gbits".into()]);
+    }
+    if shape.bidirectional {
+        args.push("-b".into());
     }
     args.extend(["--mem".into(), mode.to_string()]);
     if let Some(gpu) = gpu {
@@ -186,8 +221,8 @@ fn planned(profile: &Profile, kind: CheckKind, mode: &str, nic: &Nic, gpu: Optio
     }
     let place = gpu.map(|gpu| gpu.label.clone()).unwrap_or_else(|| nic.device.clone());
     PlannedRun {
-        kind,
-        test: test.clone(),
+        kind: shape.kind,
+        test: test.to_string(),
         binary: format!("gdr-{}", test.replace('_', "-")),
         mode: mode.to_string(),
         nic: nic.clone(),
@@ -195,6 +230,9 @@ fn planned(profile: &Profile, kind: CheckKind, mode: &str, nic: &Nic, gpu: Optio
         args,
         stem: format!("{test}-{mode}-{place}"),
         threshold: threshold.clone(),
+        bytes: size,
+        bidirectional: shape.bidirectional,
+        statistic: shape.statistic,
     }
 }
 
@@ -208,7 +246,7 @@ impl PlannedRun {
             gpu_bus_id: self.gpu.as_ref().map(|gpu| gpu.bus_id.clone()).unwrap_or_default(),
             test: self.test.clone(),
             mem: self.mode.clone(),
-            bytes: 0,
+            bytes: self.bytes,
             metric: String::new(),
             value: None,
             unit: String::new(),
@@ -226,21 +264,16 @@ impl PlannedRun {
     }
 
     /// Judges the bench's result file against the threshold.
-    pub fn judge(&self, profile: &Profile, result: &ResultFile, result_file: &str) -> AcceptanceRow {
+    pub fn judge(&self, result: &ResultFile, result_file: &str) -> AcceptanceRow {
         let mut row = self.row(result_file);
-        let size = match self.kind {
-            CheckKind::Bandwidth => profile.bandwidth.as_ref().map(|check| check.size),
-            CheckKind::Latency => profile.latency.as_ref().map(|check| check.size),
-        }
-        .unwrap_or(0);
-        row.bytes = size;
+        let size = self.bytes;
         let Some(measured) = result.rows.iter().find(|candidate| candidate.bytes() == size) else {
             row.detail = format!("{} has no row for {size} bytes", result.name);
             return row;
         };
         let outcome = match self.kind {
-            CheckKind::Bandwidth => self.judge_bandwidth(profile, measured, &mut row),
-            CheckKind::Latency => self.judge_latency(profile, measured, &mut row),
+            CheckKind::Bandwidth => self.judge_bandwidth(measured, &mut row),
+            CheckKind::Latency => self.judge_latency(measured, &mut row),
         };
         if let Err(error) = outcome {
             row.verdict = Verdict::Error;
@@ -249,9 +282,8 @@ impl PlannedRun {
         row
     }
 
-    fn judge_bandwidth(&self, profile: &Profile, measured: &crate::ResultRow, row: &mut AcceptanceRow) -> Result<()> {
-        let bidirectional = profile.bandwidth.as_ref().is_some_and(|check| check.bidirectional);
-        let limit = BandwidthThreshold::parse(&self.threshold.value)?.resolve(self.nic.rate.as_deref(), bidirectional)?;
+    fn judge_bandwidth(&self, measured: &ResultRow, row: &mut AcceptanceRow) -> Result<()> {
+        let limit = BandwidthThreshold::parse(&self.threshold.value)?.resolve(self.nic.rate.as_deref(), self.bidirectional)?;
         row.metric = "bw_avg_gbit_s".into();
         row.threshold = limit.to_string();
         let Some(value) = measured.number("bw_avg_gbit_s") else {
@@ -266,8 +298,8 @@ impl PlannedRun {
         Ok(())
     }
 
-    fn judge_latency(&self, profile: &Profile, measured: &crate::ResultRow, row: &mut AcceptanceRow) -> Result<()> {
-        let statistic = profile.latency.as_ref().map(|check| check.statistic()).unwrap_or_default();
+    fn judge_latency(&self, measured: &ResultRow, row: &mut AcceptanceRow) -> Result<()> {
+        let statistic = self.statistic;
         let limit = LatencyThreshold::parse(&self.threshold.value)?.on(statistic);
         row.metric = statistic.column().into();
         row.threshold = limit.to_string();

@@ -102,26 +102,26 @@ fn results_are_judged_against_their_threshold() {
     let all = runs(&steps);
     let cuda = all.iter().find(|run| run.stem == "write_bw-cuda-GPU0").unwrap();
     let result = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,65536,150.0\n").unwrap();
-    let row = cuda.judge(&profile, &result, "write_bw-cuda-GPU0.json");
+    let row = cuda.judge(&result, "write_bw-cuda-GPU0.json");
     assert_eq!(row.verdict, Verdict::Fail);
     assert_eq!(row.threshold, "180 Gb/s (90% of the 200 Gb/s port)");
     assert_eq!(row.detail, "65536 bytes: BW average 150 Gb/s < 180 Gb/s (-16.7%; 90% of the 200 Gb/s port)");
 
     let staged = all.iter().find(|run| run.mode == "cuda-staged").unwrap();
-    let row = staged.judge(&profile, &result, "x.json");
+    let row = staged.judge(&result, "x.json");
     assert_eq!((row.verdict, row.unit.as_str()), (Verdict::Pass, "MiB/s"));
     assert!((row.value.unwrap() - 17881.39).abs() < 0.01, "{:?}", row.value);
 
     let latency = all.iter().find(|run| run.kind == CheckKind::Latency).unwrap();
     let measured = ResultFile::parse_csv("lat.csv", "test,bytes,t_typical_us,t_avg_us\nread_lat,2,1.9,2.1\n").unwrap();
-    let row = latency.judge(&profile, &measured, "lat.json");
+    let row = latency.judge(&measured, "lat.json");
     assert_eq!((row.verdict, row.metric.as_str(), row.value), (Verdict::Pass, "t_avg_us", Some(2.1)));
 
     let wrong_size = ResultFile::parse_csv("lat.csv", "test,bytes,t_avg_us\nread_lat,4,2.1\n").unwrap();
-    let row = latency.judge(&profile, &wrong_size, "lat.json");
+    let row = latency.judge(&wrong_size, "lat.json");
     assert_eq!((row.verdict, row.detail.as_str()), (Verdict::Error, "lat.csv has no row for 2 bytes"));
 
-    let text = render(&[row, cuda.judge(&profile, &result, "c.json")]);
+    let text = render(&[row, cuda.judge(&result, "c.json")]);
     assert!(text.contains("overall: ERROR (0 pass, 1 fail, 0 skip, 1 error)"), "{text}");
 }
 
@@ -131,7 +131,7 @@ fn a_percent_threshold_without_a_port_rate_is_an_error() {
     let unknown = Nic { rate: None, ..nic("mlx5_0") };
     let steps = plan(&profile, &Node { nics: vec![], gpus: vec![(gpu(0), Some(unknown))] }, &["cuda".to_string()]);
     let result = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,65536,190.0\n").unwrap();
-    let row = runs(&steps)[0].judge(&profile, &result, "c.json");
+    let row = runs(&steps)[0].judge(&result, "c.json");
     assert_eq!(row.verdict, Verdict::Error);
     assert!(row.detail.contains("did not report one"), "{}", row.detail);
 }
