@@ -57,12 +57,15 @@ def main():
         baseline = args.baseline or next((m for m in ("cuda-staged", "host") if m in modes), modes[0])
         if baseline not in modes or len(modes) < 2:
             sys.exit(f"plot_compare.py: --by mem needs the baseline {baseline!r} and another mode; found {modes}")
+        gpus = sorted({key[2] for key in table if key[2]}) or [""]
         for (test, mode, gpu, size), value in table.items():
-            # Host rows have no GPU: hold each GPU's modes against its own baseline, else the host's.
-            reference = table.get((test, baseline, gpu, size), table.get((test, baseline, "", size)))
-            if mode != baseline and reference and value:
-                speedup = reference / value if lower_is_better else value / reference
-                lines.setdefault(f"{test} {mode} {gpu}".strip(), []).append((size, speedup))
+            # Host rows have no GPU: they are held against each GPU's baseline (as gdrperf
+            # compare --by mem sets them beside every GPU); a GPU without one uses the host's.
+            for group in [gpu] if gpu else gpus:
+                reference = table.get((test, baseline, group, size), table.get((test, baseline, "", size)))
+                if mode != baseline and reference and value:
+                    speedup = reference / value if lower_is_better else value / reference
+                    lines.setdefault(f"{test} {mode} {group}".strip(), []).append((size, speedup))
         ylabel, title = f"speed-up over {baseline} ({metric})", f"memory modes vs {baseline}"
     else:
         if len(args.files) != 2:
