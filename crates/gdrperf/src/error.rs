@@ -102,6 +102,14 @@ pub enum Error {
 
     #[error("{0}")]
     Memory(String),
+
+    #[error("cannot install the {signal} handler: {source}")]
+    Signal { signal: &'static str, source: io::Error },
+
+    /// Where in the sweep an error struck, so that a dead peer or a failed completion names
+    /// the size and the peer.
+    #[error("at {at} with peer {peer}: {source}")]
+    Sweep { at: String, peer: String, source: Box<Error> },
 }
 
 /// Shorthand used across the crate.

@@ -101,6 +101,17 @@ pub struct CommonArgs {
     /// Seconds to wait for the peer (connect, exchange) or for completion progress before giving up.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     pub timeout: u64,
+
+    /// Server: listen for the client on this address only (default: every address of this host).
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["host", "loopback"])]
+    pub bind: Option<String>,
+
+    /// Shared secret: the server reveals its buffer addresses and keys only to a client that
+    /// proves it knows the same token (an HMAC over a fresh challenge; the token itself never
+    /// crosses the network). Give both sides the same one, preferably through the environment:
+    /// other users of the host can read a command line.
+    #[arg(long, env = "GDRPERF_TOKEN", hide_env_values = true, value_name = "SECRET")]
+    pub token: Option<String>,
 }
 
 /// Where a side's benchmark buffers live.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
 use crate::error::{Error, Result};
+use crate::exchange::ExchangeError;
 use crate::harness::config::StopRule;
 use crate::harness::session::Session;
 use crate::verbs::completion::opcode;
@@ -102,12 +103,20 @@ fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option
     let clock = RunClock::start();
     let mut posting = true;
     let mut last_progress = Instant::now();
+    let mut stopped_by = None;
     loop {
         if let Limit::Time(duration) = limit {
             if posting && clock.origin().elapsed() >= duration {
                 posting = false;
             }
         }
+        // Ctrl-C: post nothing more and let what is in flight complete; a dead peer never
+        // completes it, so that ends the loop at once.
+        if posting && stopped_by.is_none() {
+            stopped_by = session.control.stop_requested();
+            posting = stopped_by.is_none();
+        }
+        session.control.check_peer()?;
         if posting {
             for (index, queue_pair) in session.local.queue_pairs.iter_mut().enumerate() {
                 let state = &mut progress[index];
@@ -178,7 +187,7 @@ fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option
             });
         }
         if !posting && progress.iter().all(|state| state.completed == state.posted) {
-            return Ok(());
+            return stopped_by.map_or(Ok(()), |signal| Err(ExchangeError::Interrupted(signal).into()));
         }
     }
 }

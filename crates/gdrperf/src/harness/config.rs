@@ -5,12 +5,14 @@
 //! pairs, sockets) never lives in this struct: it is plain data, shared read-only by both ends of
 //! a loopback run.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::exchange::Token;
 use crate::harness::args::{BandwidthArgs, CommonArgs, GdrPath, MemoryKind};
 use gdrperf_cuda::GpuSelection;
 use crate::verbs::Mtu;
@@ -76,6 +78,10 @@ pub struct BenchConfig {
     pub json: Option<PathBuf>,
     pub timeout: Duration,
     pub memory: MemoryConfig,
+    /// Server: the address to listen on (`None`: all of this host's IPv4 addresses).
+    pub bind: Option<IpAddr>,
+    /// The secret of the exchange's challenge; `None` runs it without (anyone may connect).
+    pub token: Option<Token>,
     /// The command line, for the metadata of result files.
     pub argv: Vec<String>,
 }
@@ -135,6 +141,19 @@ impl BenchConfig {
         if args.timeout == 0 {
             return Err(config("--timeout must be at least 1 second"));
         }
+        let bind = match &args.bind {
+            None => None,
+            Some(_) if role != Role::Server => return Err(config("--bind applies to the server (no HOST, no --loopback)")),
+            Some(text) => Some(text.parse::<IpAddr>().map_err(|_| {
+                config(&format!("--bind {text}: not an IP address (examples: 10.0.0.1, 0.0.0.0, ::)"))
+            })?),
+        };
+        let token = match &args.token {
+            None => None,
+            Some(text) => Some(Token::new(text).ok_or_else(|| {
+                config("--token (or GDRPERF_TOKEN) is empty: an empty secret protects nothing; unset it or give a secret")
+            })?),
+        };
         let memory = MemoryConfig::from_args(args)?;
         let largest = *sizes.iter().max().unwrap_or(&0) as u64;
         if largest * u64::from(args.qps) > 16 * MAX_MESSAGE_SIZE {
@@ -158,6 +177,8 @@ impl BenchConfig {
             json: args.json.clone(),
             timeout: Duration::from_secs(args.timeout),
             memory,
+            bind,
+            token,
             argv: std::env::args().collect(),
         })
     }
@@ -165,6 +186,11 @@ impl BenchConfig {
     /// The largest message of the sweep: the size of each QP's buffer.
     pub fn max_size(&self) -> usize {
         self.sizes.iter().copied().max().unwrap_or(1)
+    }
+
+    /// Where a server listens for its client.
+    pub fn listen_address(&self) -> SocketAddr {
+        SocketAddr::new(self.bind.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), self.tcp_port)
     }
 
     /// The settings both peers must share, compared field by field at the exchange.
@@ -288,6 +314,16 @@ mod tests {
     }
 
     #[test]
+    fn bind_picks_the_listening_address_and_the_token_stays_hidden() {
+        let (common, _) = build(&[]).unwrap();
+        assert_eq!(common.listen_address(), "0.0.0.0:18515".parse().unwrap());
+        let (common, _) = build(&["--bind", "::1", "-p", "7000", "--token", "s3cret"]).unwrap();
+        assert_eq!(common.listen_address(), "[::1]:7000".parse().unwrap());
+        assert!(common.token.is_some());
+        assert!(!format!("{common:?}").contains("s3cret"), "the secret must not appear in a debug print");
+    }
+
+    #[test]
     fn host_makes_a_client_and_all_sweeps_two_bytes_to_eight_mebibytes() {
         let (common, _) = build(&["-a", "node2"]).unwrap();
         assert_eq!(common.role, Role::Client { host: "node2".into() });
@@ -314,6 +350,10 @@ mod tests {
             (&["--mem", "cuda", "--gpu", "x"], "--gpu x"),
             (&["--mem", "cuda", "--gpu-bus-id", "17:00"], "--gpu-bus-id 17:00"),
             (&["--mem", "cuda-staged", "--gdr", "dmabuf"], "does not apply to cuda-staged"),
+            (&["--bind", "nowhere"], "--bind nowhere: not an IP address"),
+            (&["--bind", "10.0.0.1", "host1"], "cannot be used with"),
+            (&["--bind", "127.0.0.1", "--loopback"], "cannot be used with"),
+            (&["--token", ""], "--token (or GDRPERF_TOKEN) is empty"),
         ];
         for (arguments, expected) in cases {
             let message = build(arguments).err().map(|error| error.to_string()).unwrap_or_default();

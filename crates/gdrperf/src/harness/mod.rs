@@ -9,6 +9,7 @@ pub mod args;
 pub mod bandwidth;
 pub mod buffers;
 pub mod config;
+pub mod interrupt;
 pub mod session;
 pub mod sweep;
 
@@ -18,13 +19,19 @@ pub use session::{Session, Side};
 pub use sweep::{run, Benchmark, RunOutcome};
 
 /// Runs a bench binary's body and turns its result into the exit code: 0 when every size
-/// passed, 1 when a data check failed, 2 on any error (with the message on stderr).
+/// passed, 1 when a data check failed, 2 on any error (with the message on stderr), and 130 or 143
+/// when SIGINT or SIGTERM stopped the sweep (the shell's codes for those signals; the sizes
+/// finished before are in the result files).
 pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::ExitCode {
     let program = std::env::args().next().map(|path| {
         std::path::Path::new(&path).file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or(path)
     });
     let program = program.unwrap_or_else(|| "gdrperf".into());
     match body() {
+        Ok(RunOutcome { interrupted: Some(stop), .. }) => {
+            eprintln!("{program}: {stop}; the sizes finished before it are in the result files");
+            std::process::ExitCode::from(stop.signal.exit_code())
+        }
         Ok(outcome) if outcome.validation_failures.is_empty() => std::process::ExitCode::SUCCESS,
         Ok(outcome) => {
             for failure in &outcome.validation_failures {

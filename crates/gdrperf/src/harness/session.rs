@@ -140,7 +140,7 @@ impl Session {
     fn finish_connect(
         config: &BenchConfig, mut local: LocalResources, control: &mut Control, ours: &Hello,
     ) -> Result<(LocalResources, Hello, Mtu)> {
-        let peer = control.exchange_hello(ours)?;
+        let peer = control.exchange_hello(ours, config.token.as_ref())?;
         if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
             return Err(Error::Config(format!(
                 "peer offered {} QPs and {} buffers, we have {} QPs",

@@ -6,7 +6,7 @@
 //! client `StartSize` -> server prepares, `Ready` -> both measure -> client `SizeDone` ->
 //! server checks its memory, `SizeResult` (with its own measurement) -> client writes the row.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -14,8 +14,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::exchange::{Control, Message};
+use crate::exchange::{Control, Message, TurnAway};
 use crate::harness::config::{BenchConfig, Role, StopRule};
+use crate::harness::interrupt::{conclude, install_signal_handlers, Interruption, StopFlag, SweepPosition};
 use crate::harness::session::{hostname, LocalResources, Session, Side};
 use crate::output::{utc_timestamp, Console, Outputs, Row, RowContext};
 use crate::verbs::QueuePairSizes;
@@ -53,53 +54,77 @@ pub trait Benchmark: Sync {
 pub struct RunOutcome {
     /// Sizes whose data check failed (the sweep stops at the first).
     pub validation_failures: Vec<String>,
+    /// Set when SIGINT/SIGTERM stopped the sweep; the finished sizes are in the result files.
+    pub interrupted: Option<Interruption>,
 }
 
 /// Runs `benchmark` as `config` says. The only entry point a bench binary calls.
 pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutcome> {
+    // Signals are taken over only once connected: until then Ctrl-C simply ends the process,
+    // and there is nothing measured to save.
+    let stop = StopFlag::default();
     match &config.role {
         Role::Server => {
             let local = LocalResources::create(config, benchmark.queue_sizes())?;
-            let address = SocketAddr::from(([0, 0, 0, 0], config.tcp_port));
+            let address = config.listen_address();
             let listener = Control::listen(address)?;
-            eprintln!("gdr-{}: waiting for a client on TCP port {} (device {})", B::NAME.replace('_', "-"), config.tcp_port, local.device.name());
-            let session = Session::connect(config, local, Some(&listener), B::NAME, &benchmark.parameters())?;
-            serve(config, benchmark, session)?;
-            Ok(RunOutcome::default())
+            eprintln!("gdr-{}: waiting for a client on {address} (device {})", B::NAME.replace('_', "-"), local.device.name());
+            let mut session = Session::connect(config, local, Some(&listener), B::NAME, &benchmark.parameters())?;
+            // One client per run: whoever knocks from now on is told the server is busy.
+            let _turn_away = TurnAway::start(listener, session.control.peer());
+            install_signal_handlers(&stop)?;
+            session.control.set_stop_flag(stop);
+            serve(config, benchmark, session)
         }
         Role::Client { .. } => {
             let outputs = create_outputs::<B>(config)?;
             let local = LocalResources::create(config, benchmark.queue_sizes())?;
-            let session = Session::connect(config, local, None, B::NAME, &benchmark.parameters())?;
+            let mut session = Session::connect(config, local, None, B::NAME, &benchmark.parameters())?;
+            install_signal_handlers(&stop)?;
+            session.control.set_stop_flag(stop);
             drive(config, benchmark, session, outputs)
         }
-        Role::Loopback => run_loopback(config, benchmark),
+        Role::Loopback => {
+            install_signal_handlers(&stop)?;
+            run_loopback(config, benchmark, &stop)
+        }
     }
 }
 
 /// Both ends in one process: the server on a thread, on an ephemeral TCP port of 127.0.0.1.
-fn run_loopback<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutcome> {
+/// Only the client watches `stop`; the server thread follows it as a remote server would.
+fn run_loopback<B: Benchmark>(config: &BenchConfig, benchmark: &B, stop: &StopFlag) -> Result<RunOutcome> {
     let outputs = create_outputs::<B>(config)?;
     let listener = Control::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
     let port = listener.local_addr().map_err(|error| Error::Config(format!("loopback listener: {error}")))?.port();
     let client_config = BenchConfig { tcp_port: port, ..config.clone() };
     let server_config = BenchConfig { role: Role::Server, ..config.clone() };
     std::thread::scope(|scope| {
-        let server = scope.spawn(|| -> Result<()> {
+        let server = scope.spawn(|| -> Result<RunOutcome> {
             let local = LocalResources::create(&server_config, benchmark.queue_sizes())?;
             let session = Session::connect(&server_config, local, Some(&listener), B::NAME, &benchmark.parameters())?;
             serve(&server_config, benchmark, session)
         });
-        let client = LocalResources::create(&client_config, benchmark.queue_sizes())
-            .and_then(|local| Session::connect(&client_config, local, None, B::NAME, &benchmark.parameters()))
-            .and_then(|session| drive(&client_config, benchmark, session, outputs));
+        let client = match LocalResources::create(&client_config, benchmark.queue_sizes()) {
+            Ok(local) => Session::connect(&client_config, local, None, B::NAME, &benchmark.parameters()).and_then(|mut session| {
+                session.control.set_stop_flag(stop.clone());
+                drive(&client_config, benchmark, session, outputs)
+            }),
+            Err(error) => {
+                // The server thread waits in accept(): knock once, so that it sees the
+                // connection close and ends instead of waiting forever.
+                let _ = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)));
+                Err(error)
+            }
+        };
         let server = server.join().unwrap_or_else(|_| Err(Error::Config("the loopback server thread panicked".into())));
         // The client's error is the more telling one when both failed (the server then only saw
-        // the connection close).
+        // the connection close); a stopped client leaves the server with a "stopped" error.
         match (client, server) {
             (Err(error), _) => Err(error),
+            (Ok(outcome), _) if outcome.interrupted.is_some() => Ok(outcome),
             (Ok(_), Err(error)) => Err(error),
-            (Ok(outcome), Ok(())) => Ok(outcome),
+            (Ok(outcome), Ok(_)) => Ok(outcome),
         }
     })
 }
@@ -119,7 +144,8 @@ fn measurement_wait(config: &BenchConfig) -> Duration {
 }
 
 /// The server's loop: follow the client's steps until it says goodbye.
-fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session) -> Result<()> {
+fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session) -> Result<RunOutcome> {
+    let mut position = SweepPosition::new(config.sizes.len());
     let result = (|| -> Result<()> {
         loop {
             session.control.set_timeout(config.timeout.max(Duration::from_secs(60)));
@@ -131,6 +157,7 @@ fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
             if !config.sizes.contains(&size) {
                 return Err(Error::Config(format!("client asked for size {size}, not in the agreed sweep")));
             }
+            position.start(size);
             benchmark.prepare(&mut session, size)?;
             session.control.send(&Message::Ready, "telling the client we are ready")?;
             let ours = benchmark.measure(&mut session, size)?;
@@ -140,14 +167,13 @@ fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
                 other => return Err(unexpected(&session, "SizeDone", &other)),
             }
             let validation_error = benchmark.check(&mut session, size)?;
-            let report = ours.map(|report| serde_json::to_value(report)).transpose().map_err(|error| Error::Config(error.to_string()))?;
+            let report = ours.map(serde_json::to_value).transpose().map_err(|error| Error::Config(error.to_string()))?;
             session.control.send(&Message::SizeResult { size: size as u64, validation_error, report }, "sending our result")?;
+            position.finish();
         }
     })();
-    if let Err(error) = &result {
-        session.control.report_failure(&error.to_string());
-    }
-    result
+    let interrupted = conclude(&mut session, result, &position, "server")?;
+    Ok(RunOutcome { interrupted, ..RunOutcome::default() })
 }
 
 /// The client's sweep: lead each size, collect both sides' results, write rows.
@@ -156,8 +182,13 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
     outputs.start(&metadata(config, benchmark, &session))?;
     let progress = progress_bar(config.sizes.len());
     let mut outcome = RunOutcome::default();
+    let mut position = SweepPosition::new(config.sizes.len());
     let result = (|| -> Result<()> {
         for &size in &config.sizes {
+            if session.control.stop_requested().is_some() {
+                return Ok(());
+            }
+            position.start(size);
             progress.set_message(format!("{size} bytes"));
             benchmark.prepare(&mut session, size)?;
             session.control.set_timeout(config.timeout);
@@ -186,6 +217,7 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
                 progress.suspend(|| outputs.write_row(&row))?;
             }
             progress.inc(1);
+            position.finish();
             if !failures.is_empty() {
                 outcome.validation_failures.push(format!("{size} bytes: {}", failures.join("; ")));
                 break;
@@ -195,10 +227,8 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
         Ok(())
     })();
     progress.finish_and_clear();
-    if let Err(error) = &result {
-        session.control.report_failure(&error.to_string());
-    }
-    result.map(|()| outcome)
+    outcome.interrupted = conclude(&mut session, result, &position, "client")?;
+    Ok(outcome)
 }
 
 fn unexpected(session: &Session, expected: &'static str, got: &Message) -> Error {

@@ -5,17 +5,33 @@
 //! serde type framed as a 4-byte big-endian length plus JSON: readable in a packet capture,
 //! checked for version, bounded in size before anything is allocated, and each side compares the
 //! other's run parameters field by field so a mismatch names the field.
+//!
+//! The hello carries what lets a peer write into our memory (buffer addresses and rkeys), so the
+//! channel is guarded: the server speaks first with a challenge, and with a shared token
+//! ([`auth`]) neither side reveals its hello before the other proved it knows the token. A server
+//! serves one client per run; later ones are turned away ([`busy`]).
+
+mod auth;
+mod busy;
+mod watch;
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::harness::interrupt::{StopFlag, StopSignal};
 use crate::verbs::{Endpoint, RemoteBuffer};
 
+pub use auth::{Nonce, Token, AUTH_TAG_BYTES};
+pub use busy::TurnAway;
+pub use watch::{PeerWatch, PEER_CHECK_INTERVAL};
+
 /// Bumped whenever a message changes shape; peers of different versions refuse each other.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version 2 added the challenge that precedes the hellos.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// No legitimate message comes near this (a hello for 64 QPs is a few KiB): anything larger is
 /// refused before allocating, so a stray or hostile peer cannot make us allocate gigabytes.
@@ -59,6 +75,15 @@ pub enum ExchangeError {
 
     #[error("peer {peer} sent {got} while we expected {expected}")]
     Unexpected { peer: String, expected: &'static str, got: String },
+
+    #[error("authentication with peer {peer} failed: {detail}")]
+    Authentication { peer: String, detail: String },
+
+    #[error("cannot draw a random nonce from /dev/urandom: {0}")]
+    Random(#[source] io::Error),
+
+    #[error("stopped by {0}")]
+    Interrupted(StopSignal),
 }
 
 type ExchangeResult<T> = std::result::Result<T, ExchangeError>;
@@ -89,9 +114,15 @@ pub struct SideInfo {
     pub gpu: Option<String>,
 }
 
-/// Everything that travels after the hello.
+/// Everything that travels on the control channel, in the order it does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Message {
+    /// Server -> client, first: our version, a fresh random nonce, and whether we hold a token.
+    Challenge { version: u32, nonce: Nonce, token_required: bool },
+    /// Client -> server: its version, its own nonce, and with a token the HMAC proving it.
+    Proof { version: u32, nonce: Nonce, tag: Option<[u8; AUTH_TAG_BYTES]> },
+    /// Server -> client: the proof holds; with a token, the server's own HMAC in return.
+    Accepted { tag: Option<[u8; AUTH_TAG_BYTES]> },
     Hello(Box<Hello>),
     /// Client -> server: get ready for this message size (clear buffers, post receives).
     StartSize { size: u64 },
@@ -110,6 +141,9 @@ pub enum Message {
 impl Message {
     fn kind(&self) -> &'static str {
         match self {
+            Message::Challenge { .. } => "Challenge",
+            Message::Proof { .. } => "Proof",
+            Message::Accepted { .. } => "Accepted",
             Message::Hello(_) => "Hello",
             Message::StartSize { .. } => "StartSize",
             Message::Ready => "Ready",
@@ -130,16 +164,50 @@ pub fn encode(message: &Message) -> Vec<u8> {
     frame
 }
 
+/// Reads the 4-byte length prefix of a frame and refuses, before anything is allocated, a body
+/// longer than [`MAX_MESSAGE_BYTES`].
+pub fn frame_length(prefix: [u8; 4]) -> std::result::Result<usize, usize> {
+    let len = u32::from_be_bytes(prefix) as usize;
+    if len > MAX_MESSAGE_BYTES {
+        Err(len)
+    } else {
+        Ok(len)
+    }
+}
+
 /// Decodes the body of one frame (without its length prefix).
 pub fn decode_body(body: &[u8]) -> std::result::Result<Message, String> {
     serde_json::from_slice(body).map_err(|error| error.to_string())
 }
 
+/// Decodes one whole frame (prefix and body) from the start of `bytes`: the message and the
+/// bytes it took, `Ok(None)` when `bytes` holds only part of a frame. The same checks as
+/// [`Control::receive`], for callers that look at bytes without consuming them.
+pub fn decode_frame(bytes: &[u8]) -> std::result::Result<Option<(Message, usize)>, String> {
+    let Some(prefix) = bytes.get(..4) else { return Ok(None) };
+    let prefix: [u8; 4] = prefix.try_into().map_err(|_| "short prefix".to_string())?;
+    let len = frame_length(prefix).map_err(|len| format!("a {len}-byte message is over the limit of {MAX_MESSAGE_BYTES}"))?;
+    match bytes.get(4..4 + len) {
+        None => Ok(None),
+        Some(body) => decode_body(body).map(|message| Some((message, 4 + len))),
+    }
+}
+
+/// How long one read on the socket blocks before we look at the stop flag again: short enough
+/// that Ctrl-C feels immediate, long enough to cost nothing.
+const READ_SLICE: Duration = Duration::from_millis(200);
+
 /// A connected control channel to the peer.
 pub struct Control {
-    stream: TcpStream,
+    /// Shared with the [`PeerWatch`]es handed to measurement loops.
+    stream: Arc<TcpStream>,
     peer: String,
+    /// How long a receive waits for the peer in all (the socket itself waits [`READ_SLICE`]).
     timeout: Duration,
+    /// Whether we accepted this connection (the server speaks first).
+    accepted: bool,
+    /// The stop flag, checked by every wait, and the peer check of measurement loops.
+    watch: PeerWatch,
 }
 
 impl Control {
@@ -154,7 +222,9 @@ impl Control {
         let (stream, peer) = listener
             .accept()
             .map_err(|source| ExchangeError::Io { peer: local, during: "accepting a client".into(), source })?;
-        Control::from_stream(stream, peer.to_string(), timeout)
+        let mut control = Control::from_stream(stream, peer.to_string(), timeout)?;
+        control.accepted = true;
+        Ok(control)
     }
 
     /// Client side: connects to `host:port`, retrying refused connections until `timeout`, so
@@ -190,9 +260,11 @@ impl Control {
     fn from_stream(stream: TcpStream, peer: String, timeout: Duration) -> ExchangeResult<Control> {
         let setup = |source| ExchangeError::Io { peer: peer.clone(), during: "setting up the socket".into(), source };
         stream.set_nodelay(true).map_err(setup)?;
-        stream.set_read_timeout(Some(timeout)).map_err(setup)?;
+        stream.set_read_timeout(Some(READ_SLICE)).map_err(setup)?;
         stream.set_write_timeout(Some(timeout)).map_err(setup)?;
-        Ok(Control { stream, peer, timeout })
+        let stream = Arc::new(stream);
+        let watch = PeerWatch::new(Arc::clone(&stream), peer.clone(), StopFlag::default());
+        Ok(Control { stream, peer, timeout, accepted: false, watch })
     }
 
     pub fn peer(&self) -> &str {
@@ -202,23 +274,44 @@ impl Control {
     /// Changes how long a receive may wait (a long `-D` run waits longer for the peer's report).
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
-        let _ = self.stream.set_read_timeout(Some(timeout));
+    }
+
+    /// From now on every wait on the peer ends early with [`ExchangeError::Interrupted`] once
+    /// `stop` is set, and measurement loops can ask [`Control::stop_requested`].
+    pub fn set_stop_flag(&mut self, stop: StopFlag) {
+        self.watch.set_stop_flag(stop);
+    }
+
+    /// The signal that asked this run to stop, if any: measurement loops check it each turn.
+    #[inline]
+    pub fn stop_requested(&self) -> Option<StopSignal> {
+        self.watch.stop_requested()
+    }
+
+    /// For measurement loops: fails when the peer died or gave up (see [`PeerWatch`]).
+    #[inline]
+    pub fn check_peer(&self) -> ExchangeResult<()> {
+        self.watch.check_peer()
+    }
+
+    /// A watch of its own, for a loop that holds the session borrowed while it measures.
+    pub fn watch(&self) -> PeerWatch {
+        PeerWatch::new(Arc::clone(&self.stream), self.peer.clone(), self.watch.stop_flag())
     }
 
     pub fn send(&mut self, message: &Message, during: &str) -> ExchangeResult<()> {
-        self.stream.write_all(&encode(message)).map_err(|source| self.io_error(source, during))
+        (&*self.stream).write_all(&encode(message)).map_err(|source| self.io_error(source, during))
     }
 
     /// Receives one message. A `Failed` from the peer becomes [`ExchangeError::PeerFailed`].
+    /// Waits at most the timeout in all, and less once the stop flag is set.
     pub fn receive(&mut self, during: &str) -> ExchangeResult<Message> {
-        let mut length = [0u8; 4];
-        self.read_exact(&mut length, during)?;
-        let len = u32::from_be_bytes(length) as usize;
-        if len > MAX_MESSAGE_BYTES {
-            return Err(ExchangeError::TooLarge { peer: self.peer.clone(), len });
-        }
+        let deadline = Instant::now() + self.timeout;
+        let mut prefix = [0u8; 4];
+        self.read_until(&mut prefix, deadline, during)?;
+        let len = frame_length(prefix).map_err(|len| ExchangeError::TooLarge { peer: self.peer.clone(), len })?;
         let mut body = vec![0u8; len];
-        self.read_exact(&mut body, during)?;
+        self.read_until(&mut body, deadline, during)?;
         match decode_body(&body) {
             Ok(Message::Failed { message }) => Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message }),
             Ok(message) => Ok(message),
@@ -240,11 +333,17 @@ impl Control {
 
     /// Best effort: tells the peer why we stop, so it exits with our reason instead of waiting.
     pub fn report_failure(&mut self, message: &str) {
-        let _ = self.stream.write_all(&encode(&Message::Failed { message: message.to_string() }));
+        let _ = (&*self.stream).write_all(&encode(&Message::Failed { message: message.to_string() }));
     }
 
-    /// Sends our hello, reads the peer's, and checks version and shared parameters.
-    pub fn exchange_hello(&mut self, ours: &Hello) -> ExchangeResult<Hello> {
+    /// Authenticates the peer (see [`auth`]), then sends our hello, reads the peer's, and checks
+    /// version and shared parameters. Nothing of our hello leaves before the peer passed.
+    pub fn exchange_hello(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<Hello> {
+        if self.accepted {
+            self.authenticate_client(token)?;
+        } else {
+            self.authenticate_server(token)?;
+        }
         self.send(&Message::Hello(Box::new(ours.clone())), "sending our hello")?;
         let theirs = self.expect("Hello", "waiting for the peer's hello", |message| match message {
             Message::Hello(hello) => Ok(*hello),
@@ -260,8 +359,27 @@ impl Control {
         Ok(theirs)
     }
 
-    fn read_exact(&mut self, buffer: &mut [u8], during: &str) -> ExchangeResult<()> {
-        self.stream.read_exact(buffer).map_err(|source| self.io_error(source, during))
+    /// Fills `buffer` from the socket, one [`READ_SLICE`] at a time, looking at the stop flag and
+    /// the deadline between slices.
+    fn read_until(&mut self, buffer: &mut [u8], deadline: Instant, during: &str) -> ExchangeResult<()> {
+        let mut filled = 0;
+        while filled < buffer.len() {
+            if let Some(signal) = self.watch.stop_requested() {
+                return Err(ExchangeError::Interrupted(signal));
+            }
+            match (&*self.stream).read(&mut buffer[filled..]) {
+                Ok(0) => return Err(ExchangeError::Closed { peer: self.peer.clone(), during: during.to_string() }),
+                Ok(read) => filled += read,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) if matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    if Instant::now() >= deadline {
+                        return Err(self.io_error(error, during));
+                    }
+                }
+                Err(error) => return Err(self.io_error(error, during)),
+            }
+        }
+        Ok(())
     }
 
     fn io_error(&self, source: io::Error, during: &str) -> ExchangeError {
@@ -298,90 +416,4 @@ pub fn parameter_differences(ours: &serde_json::Value, theirs: &serde_json::Valu
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn hello() -> Hello {
-        Hello {
-            version: PROTOCOL_VERSION,
-            gdrperf_version: "0.1.0".into(),
-            host: "node1".into(),
-            parameters: json!({"test": "write_bw", "tx_depth": 128}),
-            side: SideInfo { device: "rxe0".into(), port: 1, active_mtu: 4096, memory: "host".into(), gpu: None },
-            endpoints: vec![Endpoint { qp_number: 17, psn: 0x1234, lid: 0, gid: None }],
-            buffers: vec![RemoteBuffer { address: 0x7000, rkey: 99, len: 4096 }],
-        }
-    }
-
-    #[test]
-    fn messages_round_trip_through_the_frame() {
-        let message = Message::Hello(Box::new(hello()));
-        let frame = encode(&message);
-        let len = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
-        assert_eq!(len, frame.len() - 4);
-        assert_eq!(decode_body(&frame[4..]).unwrap(), message);
-    }
-
-    #[test]
-    fn differences_name_each_field() {
-        let differences = parameter_differences(
-            &json!({"test": "write_bw", "tx_depth": 128, "qps": 1}),
-            &json!({"test": "write_bw", "tx_depth": 64, "validate": true}),
-        );
-        assert_eq!(
-            differences,
-            vec!["qps: ours 1, peer's null", "tx_depth: ours 128, peer's 64", "validate: ours null, peer's true"]
-        );
-    }
-
-    #[test]
-    fn garbage_and_truncated_bodies_are_errors_not_panics() {
-        assert!(decode_body(b"").is_err());
-        assert!(decode_body(b"{\"Hello\":").is_err());
-        assert!(decode_body(&[0xff, 0xfe, 0x00]).is_err());
-    }
-
-    #[test]
-    fn hello_exchange_over_loopback_checks_parameters() {
-        let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
-            let mut ours = hello();
-            ours.parameters = json!({"test": "write_bw", "tx_depth": 64});
-            control.exchange_hello(&ours)
-        });
-        let mut client = Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
-        let client_result = client.exchange_hello(&hello());
-        let server_result = server.join().unwrap();
-        let message = client_result.unwrap_err().to_string();
-        assert!(message.contains("tx_depth: ours 128, peer's 64"), "{message}");
-        assert!(server_result.unwrap_err().to_string().contains("tx_depth: ours 64, peer's 128"));
-    }
-
-    #[test]
-    fn oversized_frames_are_refused_before_allocation() {
-        let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let sender = std::thread::spawn(move || {
-            let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-            stream.write_all(&u32::MAX.to_be_bytes()).unwrap();
-        });
-        let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
-        sender.join().unwrap();
-        assert!(matches!(control.receive("testing"), Err(ExchangeError::TooLarge { .. })));
-    }
-
-    #[test]
-    fn connecting_to_nobody_times_out_with_a_clear_message() {
-        let port = {
-            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-            listener.local_addr().unwrap().port()
-        };
-        let started = Instant::now();
-        let error = Control::connect("127.0.0.1", port, Duration::from_millis(500), "gdr-write-bw").err().unwrap();
-        assert!(started.elapsed() < Duration::from_secs(3));
-        assert!(error.to_string().contains("cannot reach the server at 127.0.0.1"), "{error}");
-    }
-}
+mod tests;

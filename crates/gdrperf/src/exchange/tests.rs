@@ -1,0 +1,172 @@
+//! Tests of the framing and of the control channel over loopback TCP.
+
+use super::*;
+use serde_json::json;
+
+pub(crate) fn hello() -> Hello {
+    Hello {
+        version: PROTOCOL_VERSION,
+        gdrperf_version: "0.1.0".into(),
+        host: "node1".into(),
+        parameters: json!({"test": "write_bw", "tx_depth": 128}),
+        side: SideInfo { device: "rxe0".into(), port: 1, active_mtu: 4096, memory: "host".into(), gpu: None },
+        endpoints: vec![Endpoint { qp_number: 17, psn: 0x1234, lid: 0, gid: None }],
+        buffers: vec![RemoteBuffer { address: 0x7000, rkey: 99, len: 4096 }],
+    }
+}
+
+#[test]
+fn messages_round_trip_through_the_frame() {
+    let message = Message::Hello(Box::new(hello()));
+    let frame = encode(&message);
+    let len = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
+    assert_eq!(len, frame.len() - 4);
+    assert_eq!(decode_body(&frame[4..]).unwrap(), message);
+}
+
+#[test]
+fn differences_name_each_field() {
+    let differences = parameter_differences(
+        &json!({"test": "write_bw", "tx_depth": 128, "qps": 1}),
+        &json!({"test": "write_bw", "tx_depth": 64, "validate": true}),
+    );
+    assert_eq!(
+        differences,
+        vec!["qps: ours 1, peer's null", "tx_depth: ours 128, peer's 64", "validate: ours null, peer's true"]
+    );
+}
+
+#[test]
+fn garbage_and_truncated_bodies_are_errors_not_panics() {
+    assert!(decode_body(b"").is_err());
+    assert!(decode_body(b"{\"Hello\":").is_err());
+    assert!(decode_body(&[0xff, 0xfe, 0x00]).is_err());
+}
+
+#[test]
+fn hello_exchange_over_loopback_checks_parameters() {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
+        let mut ours = hello();
+        ours.parameters = json!({"test": "write_bw", "tx_depth": 64});
+        control.exchange_hello(&ours, None)
+    });
+    let mut client = Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
+    let client_result = client.exchange_hello(&hello(), None);
+    let server_result = server.join().unwrap();
+    let message = client_result.unwrap_err().to_string();
+    assert!(message.contains("tx_depth: ours 128, peer's 64"), "{message}");
+    assert!(server_result.unwrap_err().to_string().contains("tx_depth: ours 64, peer's 128"));
+}
+
+#[test]
+fn oversized_frames_are_refused_before_allocation() {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sender = std::thread::spawn(move || {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    });
+    let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
+    sender.join().unwrap();
+    assert!(matches!(control.receive("testing"), Err(ExchangeError::TooLarge { .. })));
+}
+
+#[test]
+fn connecting_to_nobody_times_out_with_a_clear_message() {
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let started = Instant::now();
+    let error = Control::connect("127.0.0.1", port, Duration::from_millis(500), "gdr-write-bw").err().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(error.to_string().contains("cannot reach the server at 127.0.0.1"), "{error}");
+}
+
+/// A connected pair over loopback TCP: (accepted side, raw client stream).
+fn pair() -> (Control, TcpStream) {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    (Control::accept(&listener, Duration::from_secs(5)).unwrap(), client)
+}
+
+#[test]
+fn a_frame_cut_short_is_a_closed_connection() {
+    let (mut control, mut client) = pair();
+    let frame = encode(&Message::Ready);
+    client.write_all(&frame[..frame.len() - 1]).unwrap();
+    drop(client);
+    assert!(matches!(control.receive("testing"), Err(ExchangeError::Closed { .. })));
+}
+
+#[test]
+fn a_stop_request_ends_a_long_wait_early() {
+    let (mut control, _client) = pair();
+    let stop = StopFlag::default();
+    control.set_stop_flag(stop.clone());
+    control.set_timeout(Duration::from_secs(3600));
+    let started = Instant::now();
+    let asker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        stop.request(StopSignal::Interrupt);
+    });
+    let result = control.receive("waiting for a size");
+    asker.join().unwrap();
+    assert!(matches!(result, Err(ExchangeError::Interrupted(StopSignal::Interrupt))), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn a_silent_peer_times_out_after_the_timeout() {
+    let (mut control, _client) = pair();
+    control.set_timeout(Duration::from_millis(500));
+    let started = Instant::now();
+    let result = control.receive("waiting for a size");
+    assert!(matches!(result, Err(ExchangeError::Timeout { .. })), "{result:?}");
+    assert!(started.elapsed() >= Duration::from_millis(500));
+}
+
+#[test]
+fn check_peer_sees_a_dead_peer_and_a_failure_without_consuming_other_messages() {
+    let (mut control, mut client) = pair();
+    let watch = control.watch();
+    assert!(watch.check_peer_now().is_ok(), "nothing sent yet");
+    client.write_all(&encode(&Message::SizeDone { size: 64, report: None })).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(watch.check_peer_now().is_ok(), "a SizeDone is left for the sweep");
+    assert_eq!(control.receive("testing").unwrap(), Message::SizeDone { size: 64, report: None });
+    client.write_all(&encode(&Message::Failed { message: "out of memory".into() })).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(matches!(watch.check_peer_now(), Err(ExchangeError::PeerFailed { message, .. }) if message == "out of memory"));
+    let _ = control.receive("consuming the failure");
+    drop(client);
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(matches!(watch.check_peer_now(), Err(ExchangeError::Closed { .. })));
+    std::thread::sleep(PEER_CHECK_INTERVAL);
+    assert!(matches!(control.check_peer(), Err(ExchangeError::Closed { .. })));
+    assert!(control.check_peer().is_ok(), "rate-limited: the next look comes only after the interval");
+}
+
+#[test]
+fn a_version_one_peer_is_named_as_such() {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // An old server sends its hello first, without a challenge.
+    let old_server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut old = hello();
+        old.version = 1;
+        stream.write_all(&encode(&Message::Hello(Box::new(old)))).unwrap();
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest);
+    });
+    let mut client = Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
+    let error = client.exchange_hello(&hello(), None).unwrap_err();
+    drop(client);
+    old_server.join().unwrap();
+    assert!(matches!(error, ExchangeError::Version { theirs: 1, ours: PROTOCOL_VERSION, .. }), "{error}");
+}

@@ -1,0 +1,257 @@
+# Faults, interruption and the exchange's guard, over rxe0: sourced by scripts/vm-tests.sh
+# (helpers: run, pass, fail, expect_in, next_port; outputs under $OUT).
+#
+# A benchmark used for acceptance must never hang a campaign, never lose what it measured and
+# never hand its memory keys to whoever connects. Each case below starts a real server and
+# client, breaks something on purpose, and checks the exit status, the message, the time it
+# took and what the result files kept. Sweeps use -a -D 1 so that every size takes a second
+# under TCG and a fault lands inside a size, not between two.
+
+SWEEP="-a -D 1 --warmup 4"
+
+# rows FILE: data rows of a CSV file (0 when missing).
+rows() { if [ -f "$1" ]; then echo $(( $(wc -l <"$1") - 1 )); else echo 0; fi; }
+
+# wait_rows FILE N: waits up to 60 s until FILE has N data rows.
+wait_rows() {
+    waited=0
+    while [ "$(rows "$1")" -lt "$2" ]; do
+        waited=$((waited + 1)); [ $waited -gt 300 ] && return 1
+        sleep 0.2
+    done
+}
+
+# wait_exit PID SECONDS: waits for PID (a child) at most SECONDS; sets $status and $took.
+# Returns 1 (after killing it) if it was still running.
+wait_exit() {
+    started=$(date +%s); waited=0
+    while kill -0 "$1" 2>/dev/null; do
+        waited=$((waited + 1))
+        if [ $waited -gt $(($2 * 5)) ]; then kill -9 "$1" 2>/dev/null; wait "$1"; status=hung; took=$2; return 1; fi
+        sleep 0.2
+    done
+    wait "$1"; status=$?; took=$(( $(date +%s) - started ))
+}
+
+# reap PID...: ends what is left of a case (never a bare `wait`, which would hang on a survivor).
+reap() { for pid in "$@"; do kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done; return 0; }
+
+# check_status NAME EXPECTED LOG: pass if $status is EXPECTED and LOG shows no panic.
+check_status() {
+    if grep -q "panicked\|RUST_BACKTRACE" "$3"; then fail "$1: no panic" "$(tail -5 "$3")"; return; fi
+    if [ "$status" = "$2" ]; then pass "$1: exits $2 (after ${took:-?} s)"; else fail "$1: exits $2" "exit $status" "$(tail -5 "$3")"; fi
+}
+
+# csv_intact NAME FILE MIN: FILE has at least MIN data rows, every line with the header's
+# number of fields (no row cut in half), and fewer than the 23 of a whole sweep.
+csv_intact() {
+    n=$(rows "$2")
+    broken=$(awk -F, 'NR == 1 { fields = NF; next } NF != fields { print "line " NR " has " NF " fields" }' "$2" 2>/dev/null)
+    if [ "$n" -ge "$3" ] && [ "$n" -lt 23 ] && [ -z "$broken" ]; then
+        pass "$1: csv keeps the $n sizes finished before"
+    else
+        fail "$1: csv keeps the sizes finished before" "$n rows (want $3..22) $broken"
+    fi
+}
+
+# start_pair NAME [SERVER OPTIONS] -- [CLIENT OPTIONS]: a server and a client of gdr-write-bw on
+# a fresh port, client CSV in $OUT/NAME.csv; sets $server and $client.
+start_pair() {
+    name=$1; shift
+    server_options=""; while [ "$1" != "--" ]; do server_options="$server_options $1"; shift; done; shift
+    next_port
+    gdr-write-bw -p $PORT $SWEEP $server_options >"$OUT/${name}_server.log" 2>&1 &
+    server=$!
+    gdr-write-bw -p $PORT $SWEEP "$@" --csv "$OUT/$name.csv" --json "$OUT/$name.json" 127.0.0.1 >"$OUT/$name.log" 2>&1 &
+    client=$!
+}
+
+# --- the server dies (kill -9) mid-sweep: the client names it and the size, keeps its rows -----
+start_pair kill_server --
+if wait_rows "$OUT/kill_server.csv" 4; then
+    kill -9 $server
+    wait_exit $client 12; check_status kill_server 2 "$OUT/kill_server.log"
+    expect_in kill_server "with peer softroce (127.0.0.1:$PORT)"
+    if grep -qE "at [0-9]+ bytes with peer" "$OUT/kill_server.log"; then pass "kill_server: names the size"; else fail "kill_server: names the size" "$(tail -3 "$OUT/kill_server.log")"; fi
+    csv_intact kill_server "$OUT/kill_server.csv" 4
+else
+    fail "kill_server: sweep started" "$(tail -5 "$OUT/kill_server.log")"; kill -9 $server $client
+fi
+reap $server $client
+
+# --- the client dies (kill -9) mid-sweep: the passive server names it and the size -----------
+start_pair kill_client --
+if wait_rows "$OUT/kill_client.csv" 4; then
+    kill -9 $client
+    wait_exit $server 12; check_status kill_client_server 2 "$OUT/kill_client_server.log"
+    expect_in kill_client_server "closed the connection while waiting for the client to finish the size"
+    if grep -qE "at [0-9]+ bytes with peer softroce \(127\.0\.0\.1:[0-9]+\)" "$OUT/kill_client_server.log"; then
+        pass "kill_client: the server names the size and the peer"
+    else
+        fail "kill_client: the server names the size and the peer" "$(tail -3 "$OUT/kill_client_server.log")"
+    fi
+    csv_intact kill_client "$OUT/kill_client.csv" 4
+else
+    fail "kill_client: sweep started" "$(tail -5 "$OUT/kill_client.log")"; kill -9 $server $client
+fi
+reap $server $client
+
+# --- SIGINT to the client: drain, keep the rows, exit 130; a second client is turned away -----
+start_pair sigint --
+if wait_rows "$OUT/sigint.csv" 4; then
+    # One client per run: a second one hears that the server is busy, and with whom.
+    run busy 2 gdr-write-bw -p $PORT -n 5 127.0.0.1 && pass "busy: a second client exits 2"
+    expect_in busy "busy: this server is already serving 127.0.0.1:"
+    kill -INT $client
+    wait_exit $client 10; check_status sigint 130 "$OUT/sigint.log"
+    expect_in sigint "stopped by SIGINT at"
+    csv_intact sigint "$OUT/sigint.csv" 4
+    # The exit message says how many sizes finished: the CSV and the JSON hold exactly those.
+    finished=$(sed -n 's/.*stopped by SIGINT at [0-9]* bytes, \([0-9]*\) of 23 sizes finished.*/\1/p' "$OUT/sigint.log")
+    json_rows=$(grep -c '"bw_avg_mib_s"' "$OUT/sigint.json")
+    if [ -n "$finished" ] && [ "$finished" = "$(rows "$OUT/sigint.csv")" ] && [ "$finished" = "$json_rows" ]; then
+        pass "sigint: csv and json hold the $finished finished sizes"
+    else
+        fail "sigint: csv and json hold the finished sizes" "message says '$finished', csv $(rows "$OUT/sigint.csv"), json $json_rows"
+    fi
+    wait_exit $server 10; check_status sigint_server 2 "$OUT/sigint_server.log"
+    expect_in sigint_server "the client was stopped by SIGINT"
+else
+    fail "sigint: sweep started" "$(tail -5 "$OUT/sigint.log")"; kill -9 $server $client
+fi
+reap $server $client
+
+# --- SIGTERM to the client: 143 ------------------------------------------------------------------
+start_pair sigterm --
+if wait_rows "$OUT/sigterm.csv" 3; then
+    kill -TERM $client
+    wait_exit $client 10; check_status sigterm 143 "$OUT/sigterm.log"
+    expect_in sigterm "stopped by SIGTERM"
+    csv_intact sigterm "$OUT/sigterm.csv" 3
+else
+    fail "sigterm: sweep started" "$(tail -5 "$OUT/sigterm.log")"; kill -9 $client
+fi
+reap $server $client
+
+# --- SIGINT to the server: 130 there, the client names the server's reason and keeps its rows --
+start_pair sigint_at_server --
+if wait_rows "$OUT/sigint_at_server.csv" 3; then
+    kill -INT $server
+    wait_exit $server 10; check_status sigint_at_server_server 130 "$OUT/sigint_at_server_server.log"
+    wait_exit $client 10; check_status sigint_at_server 2 "$OUT/sigint_at_server.log"
+    expect_in sigint_at_server "the server was stopped by SIGINT"
+    csv_intact sigint_at_server "$OUT/sigint_at_server.csv" 3
+else
+    fail "sigint_at_server: sweep started" "$(tail -5 "$OUT/sigint_at_server.log")"; kill -9 $server $client
+fi
+reap $server $client
+
+# --- two SIGINTs in a row: out at once, still 130 -------------------------------------------------
+start_pair double_sigint --
+if wait_rows "$OUT/double_sigint.csv" 3; then
+    kill -INT $client; kill -INT $client
+    wait_exit $client 5; check_status double_sigint 130 "$OUT/double_sigint.log"
+else
+    fail "double_sigint: sweep started" "$(tail -5 "$OUT/double_sigint.log")"; kill -9 $client
+fi
+reap $server $client
+
+# --- loopback, SIGINT: one process, both ends, same promises ----------------------------------
+gdr-write-bw --loopback $SWEEP --csv "$OUT/loopback_sigint.csv" >"$OUT/loopback_sigint.log" 2>&1 &
+loopback=$!
+if wait_rows "$OUT/loopback_sigint.csv" 3; then
+    kill -INT $loopback
+    wait_exit $loopback 10; check_status loopback_sigint 130 "$OUT/loopback_sigint.log"
+    csv_intact loopback_sigint "$OUT/loopback_sigint.csv" 3
+else
+    fail "loopback_sigint: sweep started" "$(tail -5 "$OUT/loopback_sigint.log")"
+fi
+reap $loopback
+
+# --- the port is taken: a clear message before anything is measured ---------------------------
+next_port
+gdr-write-bw -p $PORT -n 5 >"$OUT/port_owner.log" 2>&1 &
+owner=$!
+sleep 1
+run port_in_use 2 gdr-write-bw -p $PORT -n 5 && expect_in port_in_use "cannot listen on 0.0.0.0:$PORT"
+expect_in port_in_use "Address already in use"
+# Background jobs of a script start with SIGINT ignored: TERM ends a server still waiting.
+kill -TERM $owner; wait_exit $owner 5; reap $owner
+
+# --- --bind: the server listens where told -------------------------------------------------------
+next_port
+gdr-write-bw -p $PORT -n 5 --bind 127.0.0.1 >"$OUT/bind_server.log" 2>&1 &
+server=$!
+run bind 0 gdr-write-bw -p $PORT -n 5 127.0.0.1 && pass "bind: a client reaches a server bound to 127.0.0.1"
+wait_exit $server 10; check_status bind_server 0 "$OUT/bind_server.log"
+expect_in bind_server "waiting for a client on 127.0.0.1:$PORT"
+
+# --- unreachable host: a bounded wait and a clear message, no retry loop without end ---------
+next_port
+started=$(date +%s)
+run unreachable 2 gdr-write-bw -p $PORT --timeout 2 -n 5 10.255.255.1 && expect_in unreachable "cannot reach the server at 10.255.255.1:$PORT within 2 s"
+took=$(( $(date +%s) - started ))
+if [ $took -le 6 ]; then pass "unreachable: gives up after the timeout (${took} s)"; else fail "unreachable: gives up after the timeout" "took $took s"; fi
+
+# --- a different test on each side: refused at the exchange, both named -----------------------
+if command -v gdr-send-bw >/dev/null; then
+    next_port
+    gdr-write-bw -p $PORT -n 5 >"$OUT/other_test_server.log" 2>&1 &
+    server=$!
+    run other_test 2 gdr-send-bw -p $PORT -n 5 127.0.0.1 && expect_in other_test "test: ours \"send_bw\", peer's \"write_bw\""
+    wait_exit $server 10; check_status other_test_server 2 "$OUT/other_test_server.log"
+    expect_in other_test_server "test: ours \"write_bw\", peer's \"send_bw\""
+fi
+
+# --- the token: matching secrets connect; a wrong or missing one sees no key -------------------
+next_port
+GDRPERF_TOKEN=s3cret gdr-write-bw -p $PORT -n 5 >"$OUT/token_server.log" 2>&1 &
+server=$!
+run token_match 0 gdr-write-bw -p $PORT -n 5 --token s3cret 127.0.0.1 && pass "token: matching tokens measure"
+wait_exit $server 10; check_status token_match_server 0 "$OUT/token_server.log"
+
+next_port
+gdr-write-bw -p $PORT -n 5 --token s3cret >"$OUT/token_wrong_server.log" 2>&1 &
+server=$!
+run token_wrong 2 gdr-write-bw -p $PORT -n 5 --token guess 127.0.0.1 && expect_in token_wrong "authentication with peer 127.0.0.1:$PORT failed: the server refused: wrong token"
+wait_exit $server 10; check_status token_wrong_server 2 "$OUT/token_wrong_server.log"
+expect_in token_wrong_server "wrong token: the client's proof does not match"
+
+next_port
+gdr-write-bw -p $PORT -n 5 --token s3cret >"$OUT/token_missing_server.log" 2>&1 &
+server=$!
+run token_missing 2 gdr-write-bw -p $PORT -n 5 127.0.0.1 && expect_in token_missing "the server requires a token and this client has none"
+wait_exit $server 10; check_status token_missing_server 2 "$OUT/token_missing_server.log"
+
+next_port
+gdr-write-bw -p $PORT -n 5 >"$OUT/token_one_sided_server.log" 2>&1 &
+server=$!
+run token_one_sided 2 gdr-write-bw -p $PORT -n 5 --token s3cret 127.0.0.1 && expect_in token_one_sided "this client has a token and the server has none"
+wait_exit $server 10; check_status token_one_sided_server 2 "$OUT/token_one_sided_server.log"
+
+# What a stranger without the token receives: the challenge, then the refusal; no rkey.
+if command -v nc >/dev/null; then
+    next_port
+    gdr-write-bw -p $PORT -n 5 --token s3cret >"$OUT/stranger_server.log" 2>&1 &
+    server=$!
+    sleep 1
+    # A proof with a made-up tag, framed as the protocol wants (4-byte length, JSON).
+    body='{"Proof":{"version":2,"nonce":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"tag":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}'
+    { printf "\\000\\000\\000\\$(printf %o ${#body})"; printf %s "$body"; sleep 2; } | nc 127.0.0.1 $PORT >"$OUT/stranger.bin" 2>&1
+    wait_exit $server 10; check_status stranger_server 2 "$OUT/stranger_server.log"
+    if grep -q '"Challenge"' "$OUT/stranger.bin" && grep -q "wrong token" "$OUT/stranger.bin" && ! grep -qi 'rkey\|"Hello"' "$OUT/stranger.bin"; then
+        pass "stranger: got the challenge and a refusal, no hello and no rkey"
+    else
+        fail "stranger: got the challenge and a refusal, no hello and no rkey" "$(tr -c '[:print:]' . <"$OUT/stranger.bin" | head -c 400)"
+    fi
+fi
+
+# --- work completion errors: status, operation, size and a hint --------------------------------
+completion_test=$(ls -t target/release/deps/completion_errors-* 2>/dev/null | grep -v '\.d$' | head -1)
+if [ -n "$completion_test" ]; then
+    if run completion_errors 0 "$completion_test" --test-threads 1 --nocapture; then pass "completion errors: 3 cases on rxe0"; fi
+    expect_in completion_errors "checked: work completion error: remote access error"
+    expect_in completion_errors "on RDMA READ of 512 bytes"
+else
+    fail "completion errors" "not built: cargo test --release -p gdrperf --test completion_errors --no-run"
+fi
