@@ -3,6 +3,7 @@
 # command in it, so RDMA code can be exercised on machines with no RDMA NIC.
 #
 #   scripts/softroce.sh run [--timeout SECS] [--mem MB] -- 'CMD'
+#   scripts/softroce.sh pair [--timeout SECS] [--mem MB] -- 'CMD0' ['CMD1']
 #   scripts/softroce.sh prepare          # only build the cached kernel + initramfs
 #   scripts/softroce.sh shell [--mem MB] # interactive busybox shell (Ctrl-A x quits)
 #
@@ -12,6 +13,18 @@
 # GDRPERF_SOFTROCE=1. CMD runs under busybox sh; its stdout and stderr come out on
 # this script's stdout and its exit status becomes ours.
 # Exit status: CMD's; 124 on timeout (default 900 s); 125 on any set-up failure.
+#
+# `pair` boots two VMs, each with its own kernel and its own virtio NIC, joined by one virtual
+# Ethernet link; rxe0 is bound to that NIC (not to lo), so GIDs come from a real interface
+# address, the out-of-band exchange crosses a network and RoCE v2 packets cross a link. VM 0
+# runs CMD0, VM 1 runs CMD1 (default: CMD0 again), with GDRPERF_VM_INDEX (0/1), GDRPERF_VM_HOST,
+# GDRPERF_VM_IP, GDRPERF_PEER_HOST and GDRPERF_PEER_IP set; both resolve each other's names.
+# Their output comes out prefixed "vm0| " and "vm1| "; the exit status is VM 0's if non-zero,
+# else VM 1's (124/125 as above if either VM timed out or failed to start).
+# Addresses: the link is a QEMU UDP socket netdev between two ports of 127.0.0.1, so the host
+# only ever carries loopback datagrams; the guests use 192.0.2.10 and 192.0.2.11 from
+# 192.0.2.0/24 (TEST-NET-1, RFC 5737: reserved for documentation, routed nowhere). Nothing a
+# guest sends can leave this machine.
 #
 # Only qemu-system-x86 is installed on the host (if missing). The guest's kernel,
 # busybox and RDMA userland come from `apt-get download` + `dpkg -x` into
@@ -31,7 +44,7 @@ PACKAGES="busybox-static perftest ibverbs-utils ibverbs-providers libibverbs1 li
 # Loaded in this order (plus their dependencies). crc32_generic is not a declared
 # dependency of rdma_rxe, yet without it rxe fails to "init crc32 algorithm".
 MODULES="crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe rdma_ucm
-  virtio_pci netfs 9pnet 9pnet_virtio 9p"
+  virtio_pci virtio_net netfs 9pnet 9pnet_virtio 9p"
 SET_UP_FAILED=125
 
 say() { echo "softroce: $*" >&2; }
@@ -39,9 +52,13 @@ die() { say "error: $*"; exit "$SET_UP_FAILED"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 usage() {
-    sed -n '5,7p' "${BASH_SOURCE[0]}" | sed 's/^#  *//' >&2
+    sed -n '5,8p' "${BASH_SOURCE[0]}" | sed 's/^#  *//' >&2
     exit 2
 }
+
+# The two VMs of `pair`: host names and TEST-NET-1 addresses (see the header).
+PAIR_HOSTS=(gdrvm0 gdrvm1)
+PAIR_ADDRESSES=(192.0.2.10 192.0.2.11)
 
 # QEMU is the one thing installed on the host (CI starts from a bare Debian 12).
 ensure_qemu() {
@@ -184,15 +201,38 @@ prepare() {
     exec 9>&-
 }
 
+# The QEMU command line of one VM into the array QEMU. $1 = run folder, $2 = run|shell,
+# $3 = memory in MB; further arguments are extra kernel parameters.
+qemu_command() {
+    local run=$1 mode=$2 mem=$3; shift 3
+    case $REPO in *[[:space:]\"\\]*) die "the repository path must not contain spaces, quotes or backslashes: $REPO" ;; esac
+    QEMU=(qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem" -nodefaults -no-user-config
+        -display none -no-reboot -kernel "$CACHE/vmlinuz" -initrd "$CACHE/initrd.cpio"
+        -append "console=ttyS1 quiet loglevel=3 panic=-1 SOFTROCE_REPO=$REPO SOFTROCE_RUN=$(basename "$run") SOFTROCE_MODE=$mode $*"
+        -chardev "file,id=log,path=$run/console.log"
+        -virtfs "local,path=$REPO,mount_tag=repo,security_model=none,multidevs=remap")
+}
+
+# The VM's exit status from its run folder: the command's status, or a set-up failure with
+# the logs. $1 = run folder, $2 = QEMU's exit status, $3 = memory (for the hint), $4 = label.
+vm_status() {
+    local run=$1 rc=$2 mem=$3 label=${4:-the VM} status
+    if [ ! -f "$run/status" ]; then
+        say "error: $label stopped before the command finished (qemu exit $rc); its log:"
+        tail -n 30 "$run/qemu.log" "$run/console.log" >&2 2>/dev/null || true
+        [ -s "$run/console.log" ] || say "(no kernel output at all: too little memory for --mem $mem?)"
+        return "$SET_UP_FAILED"
+    fi
+    status=$(cat "$run/status")
+    [[ $status =~ ^[0-9]+$ ]] || { say "error: unreadable status '$status' from $label"; return "$SET_UP_FAILED"; }
+    return "$status"
+}
+
 # Boot the VM. $1 = run|shell, $2 = memory in MB, $3 = timeout in seconds (run only).
 boot() {
     local mode=$1 mem=$2 seconds=${3:-0}
-    case $REPO in *[[:space:]\"\\]*) die "the repository path must not contain spaces, quotes or backslashes: $REPO" ;; esac
-    local qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem" -nodefaults -no-user-config
-        -display none -no-reboot -kernel "$CACHE/vmlinuz" -initrd "$CACHE/initrd.cpio"
-        -append "console=ttyS1 quiet loglevel=3 panic=-1 SOFTROCE_REPO=$REPO SOFTROCE_RUN=$(basename "$RUN") SOFTROCE_MODE=$mode"
-        -chardev "file,id=log,path=$RUN/console.log"
-        -virtfs "local,path=$REPO,mount_tag=repo,security_model=none,multidevs=remap")
+    qemu_command "$RUN" "$mode" "$mem"
+    local qemu=("${QEMU[@]}")
     local rc=0
     if [ "$mode" = shell ]; then
         # Serial and QEMU monitor share the terminal: Ctrl-A x quits, Ctrl-C reaches the guest.
@@ -207,16 +247,60 @@ boot() {
             exit 124
         fi
     fi
-    if [ ! -f "$RUN/status" ]; then
-        say "error: the VM stopped before the command finished (qemu exit $rc); its log:"
-        tail -n 30 "$RUN/qemu.log" "$RUN/console.log" >&2 2>/dev/null || true
-        [ -s "$RUN/console.log" ] || say "(no kernel output at all: too little memory for --mem $mem?)"
-        exit "$SET_UP_FAILED"
-    fi
-    local status
-    status=$(cat "$RUN/status")
-    [[ $status =~ ^[0-9]+$ ]] || die "unreadable status '$status' from the VM"
+    local status=0
+    vm_status "$RUN" "$rc" "$mem" || status=$?
     exit "$status"
+}
+
+# Two UDP ports of 127.0.0.1 that nothing listens on, for the link between the VMs.
+free_udp_ports() {
+    local used first
+    used=$(ss -Hlun 2>/dev/null | awk '{print $4}' | sed 's/.*://' | sort -u)
+    for _ in $(seq 1 50); do
+        first=$((20000 + RANDOM % 40000))
+        if ! grep -qx -e "$first" -e "$((first + 1))" <<<"$used"; then echo "$first $((first + 1))"; return; fi
+    done
+    die "no two free UDP ports found on 127.0.0.1"
+}
+
+# Boot the two VMs of `pair` and wait for both. $1 = memory, $2 = timeout, $3/$4 = commands.
+boot_pair() {
+    local mem=$1 seconds=$2 ports port_text pids=() index
+    port_text=$(free_udp_ports)
+    read -r -a ports <<<"$port_text"
+    for index in 0 1; do
+        local run=${RUNS[$index]} peer=$((1 - index))
+        qemu_command "$run" run "$mem" SOFTROCE_INDEX=$index \
+            SOFTROCE_HOSTNAME=${PAIR_HOSTS[$index]} SOFTROCE_IP=${PAIR_ADDRESSES[$index]} \
+            SOFTROCE_PEER_HOST=${PAIR_HOSTS[$peer]} SOFTROCE_PEER_IP=${PAIR_ADDRESSES[$peer]}
+        # The link: each VM sends UDP datagrams to the other's port on 127.0.0.1.
+        QEMU+=(-netdev "socket,id=link,udp=127.0.0.1:${ports[$peer]},localaddr=127.0.0.1:${ports[$index]}"
+            -device "virtio-net-pci,netdev=link,mac=52:54:00:00:02:1$index")
+        timeout -k 10 "$seconds" "${QEMU[@]}" -chardev stdio,id=con,signal=off -serial chardev:con \
+            -serial chardev:log </dev/null 2>"$run/qemu.log" > >(sed -u "s/^/vm$index| /") &
+        pids+=($!)
+    done
+    trap 'say "interrupted"; kill "${pids[@]}" 2>/dev/null; wait; exit 130' INT TERM
+    local rcs=() statuses=()
+    for index in 0 1; do
+        local rc=0
+        wait "${pids[$index]}" || rc=$?
+        rcs+=("$rc")
+    done
+    wait   # the output filters
+    for index in 0 1; do
+        if [ "${rcs[$index]}" = 124 ] || [ "${rcs[$index]}" = 137 ]; then
+            say "vm$index timed out after $seconds s; killed it"
+            statuses+=(124)
+        else
+            local status=0
+            vm_status "${RUNS[$index]}" "${rcs[$index]}" "$mem" "vm$index" || status=$?
+            statuses+=("$status")
+        fi
+    done
+    say "vm0 exit ${statuses[0]}, vm1 exit ${statuses[1]}"
+    if [ "${statuses[0]}" != 0 ]; then exit "${statuses[0]}"; fi
+    exit "${statuses[1]}"
 }
 
 main() {
@@ -242,6 +326,15 @@ main() {
             trap 'say "interrupted"; exit 130' INT TERM
             printf '%s\n' "$*" >"$RUN/cmd"
             boot "$action" "$mem" "$seconds" ;;
+        pair)
+            [ $# -ge 1 ] && [ $# -le 2 ] || { say "pair needs one or two commands after --"; usage; }
+            prepare
+            RUNS=("$(mktemp -d "$CACHE/run/XXXXXXXX")" "$(mktemp -d "$CACHE/run/XXXXXXXX")")
+            trap 'rm -rf "${RUNS[@]}"' EXIT
+            trap 'say "interrupted"; exit 130' INT TERM
+            printf '%s\n' "$1" >"${RUNS[0]}/cmd"
+            printf '%s\n' "${2:-$1}" >"${RUNS[1]}/cmd"
+            boot_pair "$mem" "$seconds" ;;
         *) usage ;;
     esac
 }

@@ -41,3 +41,4 @@ if [ "${GDRPERF_SKIP_VM:-0}" = 1 ]; then
 fi
 echo "== integration tests over Soft-RoCE (QEMU VM)"
 scripts/softroce.sh run --timeout 1500 -- scripts/vm-tests.sh
+echo "== two-host tests over Soft-RoCE (two QEMU VMs on a virtual link; Slurm in them)" && scripts/two-host-tests.sh

@@ -13,6 +13,7 @@ mod compare;
 mod copy_bw;
 mod doctor;
 mod selftest;
+mod slurm;
 
 #[derive(Debug, Parser)]
 #[command(name = "gdrperf", version, about = "GPUDirect RDMA benchmark suite: tools beside the gdr-* benches")]
@@ -33,6 +34,8 @@ enum Command {
     Accept(accept::Args),
     /// Did this change regress? Two result files joined per size; or the memory modes of one run (--by mem).
     Compare(compare::Args),
+    /// Run a bench between node pairs of a Slurm step (under srun); gather and judge the job.
+    Slurm(slurm::Args),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
         Command::Selftest(args) => selftest::run(args),
         Command::Accept(args) => accept::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Slurm(args) => slurm::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,280 @@
+//! `gdrperf slurm`: run a bench between node pairs of a Slurm step, with no host names typed.
+//!
+//! ```text
+//! srun gdrperf slurm [--schedule pairs|ring|all-pairs] [--out DIR] -- gdr-write-bw -a --validate
+//! gdrperf slurm gather DIR     # merge the per-pair files again (rank 0 does it at the end)
+//! gdrperf slurm summary DIR    # pass/fail per pair and the failing nodes; exit 1 if any failed
+//! gdrperf slurm hostnames LIST # one node name per line, as `scontrol show hostnames` prints them
+//! ```
+//!
+//! Every task reads Slurm's environment, computes the same plan (gdrperf-cluster), and runs its
+//! part: the bench as server (no HOST) or as client of the peer's node, one TCP port per pair,
+//! the client's CSV/JSON into DIR/pairs. Rank 0 waits for all tasks, writes DIR/results.csv,
+//! DIR/results.json and DIR/summary.txt, and prints the summary.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use gdrperf_cluster::gather::gather;
+use gdrperf_cluster::layout::{OutputDir, RunPlan};
+use gdrperf_cluster::plan::{PairBy, Plan, Role};
+use gdrperf_cluster::schedule::Schedule;
+use gdrperf_cluster::step::SlurmStep;
+use gdrperf_cluster::summary::summarize;
+use gdrperf_cluster::task::{bench_command_line, run_task, BenchCommand, TaskOptions};
+use gdrperf_cluster::ClusterError;
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
+
+    /// Who meets whom: pairs (0-1, 2-3, ...), ring (each node serves the next: tells a bad node
+    /// from its peer), all-pairs (every pair once, in rounds: a fabric sweep).
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Pairs)]
+    schedule: ScheduleArg,
+
+    /// Pair nodes (local task k meets local task k of the peer node: one task per GPU) or tasks
+    /// (rank 0 with rank 1, even on one node).
+    #[arg(long = "pair-by", value_enum, default_value_t = PairByArg::Node)]
+    pair_by: PairByArg,
+
+    /// Output folder, on a file system all nodes share [default: gdrperf-slurm-JOB.STEP].
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    /// TCP port of the first pair of a round; pair i uses base + i.
+    #[arg(long = "base-port", default_value_t = 18515, value_name = "PORT")]
+    base_port: u16,
+
+    /// Host name a client connects to; {node} is the server's Slurm node name ("{node}-ib").
+    #[arg(long = "peer-host", default_value = "{node}", value_name = "TEMPLATE")]
+    peer_host: String,
+
+    /// Seconds to wait for a peer still busy with its previous round.
+    #[arg(long = "round-timeout", default_value_t = 600, value_name = "SECONDS")]
+    round_timeout: u64,
+
+    /// Seconds after which a bench still running is killed and its pair failed.
+    #[arg(long = "pair-timeout", default_value_t = 3600, value_name = "SECONDS")]
+    pair_timeout: u64,
+
+    /// Seconds rank 0 waits for the other tasks before gathering.
+    #[arg(long = "gather-timeout", default_value_t = 600, value_name = "SECONDS")]
+    gather_timeout: u64,
+
+    /// Rank 0 does not gather (run `gdrperf slurm gather DIR` afterwards).
+    #[arg(long = "no-gather")]
+    no_gather: bool,
+
+    /// Print this task's pairs and bench command lines, run nothing.
+    #[arg(long = "dry-run")]
+    dry_run: bool,
+
+    /// Where {gpu_bus_id} and {nic} are looked up (a sysfs fixture in tests).
+    #[arg(long = "sysfs-root", default_value = "/", value_name = "DIR", hide = true)]
+    sysfs_root: PathBuf,
+
+    /// The bench and its arguments, after `--`. Placeholders, expanded per task: {rank} {local}
+    /// {node} {peer} {role}; {gpu_bus_id} (the GPU of this local task, PCI order) and {nic}
+    /// (the RDMA device nearest to it, as `gdrperf doctor` pairs them).
+    #[arg(last = true, value_name = "BENCH ARGS")]
+    bench: Vec<String>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Merge a run's per-pair files into DIR/results.csv and DIR/results.json.
+    Gather {
+        /// The run's output folder.
+        dir: PathBuf,
+    },
+    /// Pass/fail per pair and the failing nodes (exit 1 if any pair failed).
+    Summary {
+        /// The run's output folder.
+        dir: PathBuf,
+    },
+    /// Expand a Slurm hostlist (node[01-04,07]) one name per line, as `scontrol show hostnames`
+    /// does, where scontrol is not installed [default: $SLURM_JOB_NODELIST].
+    Hostnames {
+        /// The hostlist.
+        list: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ScheduleArg {
+    Pairs,
+    Ring,
+    AllPairs,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum PairByArg {
+    Node,
+    Task,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match &args.action {
+        Some(Action::Gather { dir }) => {
+            let run = gather(&OutputDir::new(dir))?;
+            println!(
+                "gathered {} pairs into {} and {}",
+                run.outcomes.len(),
+                dir.join("results.csv").display(),
+                dir.join("results.json").display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Action::Summary { dir }) => {
+            let run = gather(&OutputDir::new(dir))?;
+            let summary = summarize(&run);
+            print!("{}", summary.text);
+            Ok(if run.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Some(Action::Hostnames { list }) => {
+            let list = match list.clone().or_else(|| std::env::var("SLURM_JOB_NODELIST").ok()) {
+                Some(list) => list,
+                None => anyhow::bail!("give a hostlist (node[01-04]), or run inside a job where SLURM_JOB_NODELIST is set"),
+            };
+            for name in gdrperf_cluster::hostlist::expand(&list)? {
+                println!("{name}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        None => run_step(args),
+    }
+}
+
+fn run_step(args: Args) -> anyhow::Result<ExitCode> {
+    let Some((name, bench_args)) = args.bench.split_first() else {
+        anyhow::bail!("name the bench after `--`: srun gdrperf slurm -- gdr-write-bw -a --validate");
+    };
+    BenchCommand::check_args(bench_args)?;
+    let step = SlurmStep::from_env()?;
+    let schedule = match args.schedule {
+        ScheduleArg::Pairs => Schedule::Pairs,
+        ScheduleArg::Ring => Schedule::Ring,
+        ScheduleArg::AllPairs => Schedule::AllPairs,
+    };
+    let pair_by = match args.pair_by {
+        PairByArg::Node => PairBy::Node,
+        PairByArg::Task => PairBy::Task,
+    };
+    let plan = RunPlan {
+        run_id: step.run_id(),
+        bench: bench_name(name),
+        bench_args: bench_args.to_vec(),
+        tasks: step.tasks,
+        nodes: step.nodes.clone(),
+        plan: Plan::new(&step, schedule, pair_by, args.base_port)?,
+    };
+    let bench = BenchCommand { program: bench_program(name), name: plan.bench.clone(), args: bench_args.to_vec() };
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("gdrperf-slurm-{}", step.run_id())));
+    let sysfs_root = args.sysfs_root.clone();
+    let local = step.placement(step.rank).local;
+    let machine = move |name: &str| -> Option<Result<String, ClusterError>> {
+        match name {
+            "gpu_bus_id" => Some(gpu_bus_id(&sysfs_root, local)),
+            "nic" => Some(gpu_bus_id(&sysfs_root, local).and_then(|bus_id| nearest_nic(&sysfs_root, &bus_id))),
+            _ => None,
+        }
+    };
+    if args.dry_run {
+        return dry_run(&step, &plan, &bench, &out, &args.peer_host, &machine);
+    }
+    let options = TaskOptions {
+        out: OutputDir::new(&out),
+        peer_host: args.peer_host.clone(),
+        round_timeout: Duration::from_secs(args.round_timeout),
+        pair_timeout: Duration::from_secs(args.pair_timeout),
+        gather_timeout: (!args.no_gather).then(|| Duration::from_secs(args.gather_timeout)),
+    };
+    let mut say = |line: &str| println!("gdrperf slurm: {line}");
+    let report = run_task(&step, &plan, &bench, &options, &machine, &mut say)
+        .with_context(|| format!("rank {} on {}", step.rank, step.node_of(step.rank)))?;
+    let mut failed = report.failed_runs > 0;
+    if let Some((run, summary)) = &report.gathered {
+        print!("{}", summary.text);
+        println!("gdrperf slurm: results in {} and {}", out.join("results.csv").display(), out.join("results.json").display());
+        failed |= run.failed() > 0;
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Prints what this task would do, for checking a layout before spending an allocation on it.
+fn dry_run(
+    step: &SlurmStep, plan: &RunPlan, bench: &BenchCommand, out: &Path, peer_host: &str,
+    machine: &dyn Fn(&str) -> Option<Result<String, ClusterError>>,
+) -> anyhow::Result<ExitCode> {
+    let rank = step.rank;
+    println!(
+        "rank {rank} of {} on {} (local task {}): schedule {} by {}, {} rounds, {} pairs, nodes {}",
+        step.tasks,
+        step.node_of(rank),
+        step.placement(rank).local,
+        plan.plan.schedule,
+        plan.plan.pair_by,
+        plan.plan.rounds,
+        plan.plan.pairs.len(),
+        step.nodes.join(",")
+    );
+    let out = OutputDir::new(out);
+    for pair in plan.plan.assignments(rank) {
+        let (role, line) = bench_command_line(step, pair, bench, &out, peer_host, machine)?;
+        let (peer_rank, peer_node) = match role {
+            Role::Server => (pair.client_rank, &pair.client_node),
+            Role::Client => (pair.server_rank, &pair.server_node),
+        };
+        println!("round {}: {} with {peer_node} (rank {peer_rank}): {}", pair.round, role.name(), line.join(" "));
+    }
+    for left in &plan.plan.left_out {
+        println!("left out: {left}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `gdr-write-bw` from `gdr-write-bw` or `/path/to/gdr-write-bw`.
+fn bench_name(given: &str) -> String {
+    Path::new(given).file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_else(|| given.to_string())
+}
+
+/// A bare name is looked up next to this gdrperf first (the bench binaries are built and
+/// installed together), then on PATH; a path is taken as it is.
+fn bench_program(given: &str) -> PathBuf {
+    if given.contains('/') {
+        return PathBuf::from(given);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join(given)))
+        .filter(|candidate| candidate.is_file())
+        .unwrap_or_else(|| PathBuf::from(given))
+}
+
+/// The PCI address of the `local`-th NVIDIA GPU in PCI order (what CUDA numbers as device
+/// `local` under CUDA_DEVICE_ORDER=PCI_BUS_ID).
+fn gpu_bus_id(sysfs_root: &Path, local: usize) -> Result<String, ClusterError> {
+    let problem = |reason: String| ClusterError::StepShape(format!("{{gpu_bus_id}} for local task {local}: {reason}"));
+    let sys = gdrperf_doctor::SysRoot::open(sysfs_root).map_err(|error| problem(error.to_string()))?;
+    let mut gpus: Vec<String> =
+        gdrperf_doctor::pci::scan(&sys).into_iter().filter(|device| device.is_nvidia_gpu()).map(|device| device.address).collect();
+    gpus.sort();
+    gpus.get(local).cloned().ok_or_else(|| {
+        problem(format!("this node has {} NVIDIA GPUs; run at most that many tasks per node (--ntasks-per-node)", gpus.len()))
+    })
+}
+
+/// The RDMA device `gdrperf doctor` pairs with the GPU at `bus_id`.
+fn nearest_nic(sysfs_root: &Path, bus_id: &str) -> Result<String, ClusterError> {
+    let problem = |reason: String| ClusterError::StepShape(format!("{{nic}} for GPU {bus_id}: {reason}"));
+    match gdrperf_doctor::recommend_nic(sysfs_root, bus_id) {
+        Ok(Some(nic)) => Ok(nic),
+        Ok(None) => Err(problem("this node has no RDMA device (see `gdrperf doctor`)".into())),
+        Err(error) => Err(problem(error.to_string())),
+    }
+}

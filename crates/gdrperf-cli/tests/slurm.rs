@@ -1,0 +1,238 @@
+//! `gdrperf slurm` as srun runs it: one process per rank with Slurm's variables, a shared output
+//! folder, and a stand-in bench (a shell script) whose exit status we control per node. The real
+//! benches over RDMA run in the two Soft-RoCE VMs (scripts/two-host-tests.sh); here we check the
+//! orchestration: roles, ports, rounds, records, the gathered files and the failing nodes.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use gdrperf_doctor::fixture::{FixtureDir, Machine};
+
+/// Stands in for a gdr-* bench: a server (no HOST) prints and exits; a client writes one row
+/// with both host names. It fails with a bench-like error on the node named by FAKE_BAD_NODE.
+const FAKE_BENCH: &str = r#"#!/bin/sh
+csv= json= host= port=
+while [ $# -gt 0 ]; do
+    case $1 in
+        -p) port=$2; shift 2 ;;
+        --csv) csv=$2; shift 2 ;;
+        --json) json=$2; shift 2 ;;
+        -*) shift ;;
+        *) host=$1; shift ;;
+    esac
+done
+echo "fake bench on $SLURMD_NODENAME, port $port, host '$host'"
+if [ "$SLURMD_NODENAME" = "$FAKE_BAD_NODE" ]; then
+    echo "gdr-write-bw: error: port 1 of mlx5_0 is DOWN" >&2
+    exit 2
+fi
+if [ -n "$host" ]; then
+    printf 'test,bytes,validation,host,peer_host\nwrite_bw,65536,%s,%s,%s\n' "${FAKE_VALIDATION:-pass}" "$SLURMD_NODENAME" "$host" >"$csv"
+    printf '{"metadata":{},"results":[{"test":"write_bw","bytes":65536,"host":"%s","peer_host":"%s"}]}\n' "$SLURMD_NODENAME" "$host" >"$json"
+fi
+"#;
+
+struct Cluster {
+    dir: FixtureDir,
+    nodes: Vec<String>,
+    nodelist: String,
+}
+
+impl Cluster {
+    /// `nodes` nodes named n1..nN, one task each.
+    fn new(nodes: usize) -> Cluster {
+        let dir = FixtureDir::empty().unwrap();
+        let bench = dir.path().join("fake-bench");
+        fs::write(&bench, FAKE_BENCH).unwrap();
+        Command::new("chmod").arg("755").arg(&bench).status().unwrap();
+        Cluster { dir, nodes: (1..=nodes).map(|n| format!("n{n}")).collect(), nodelist: format!("n[1-{nodes}]") }
+    }
+
+    fn out(&self) -> PathBuf {
+        self.dir.path().join("out")
+    }
+
+    /// Starts rank `rank` of the step as srun would.
+    fn start(&self, rank: usize, slurm_args: &[&str], env: &[(&str, &str)]) -> Child {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gdrperf"));
+        command
+            .arg("slurm")
+            .args(slurm_args)
+            .arg("--out")
+            .arg(self.out())
+            .arg("--")
+            .arg(self.dir.path().join("fake-bench"))
+            .arg("--validate")
+            .env("SLURM_JOB_ID", "4242")
+            .env("SLURM_STEP_ID", "0")
+            .env("SLURM_PROCID", rank.to_string())
+            .env("SLURM_NTASKS", self.nodes.len().to_string())
+            .env("SLURM_JOB_NODELIST", &self.nodelist)
+            .env("SLURM_TASKS_PER_NODE", format!("1(x{})", self.nodes.len()))
+            .env("SLURMD_NODENAME", &self.nodes[rank])
+            .env("SLURM_LOCALID", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        command.spawn().unwrap()
+    }
+
+    /// Runs the given ranks at once; their outputs in rank order.
+    fn run(&self, ranks: &[usize], slurm_args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
+        let children: Vec<Child> = ranks.iter().map(|&rank| self.start(rank, slurm_args, env)).collect();
+        children.into_iter().map(|child| child.wait_with_output().unwrap()).collect()
+    }
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+#[test]
+fn ring_of_four_measures_every_link_and_gathers_one_csv() {
+    let cluster = Cluster::new(4);
+    let outputs = cluster.run(&[0, 1, 2, 3], &["--schedule", "ring"], &[]);
+    for (rank, output) in outputs.iter().enumerate() {
+        assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output));
+    }
+    let rank0 = text(&outputs[0]);
+    assert!(rank0.contains("4 pairs: 4 passed, 0 failed"), "{rank0}");
+    assert!(rank0.contains("FAILING NODES: none"), "{rank0}");
+    // Rank 1 served n3 in round 1 and was the client of n1 in round 0, on the pair's port.
+    let rank1 = text(&outputs[1]);
+    assert!(rank1.contains("round 0: client with n1 (rank 0) on port 18515: exit 0"), "{rank1}");
+    assert!(rank1.contains("round 1: server with n3 (rank 2) on port 18515: exit 0"), "{rank1}");
+
+    let csv = read(&cluster.out().join("results.csv"));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "test,bytes,validation,host,peer_host,round,server_rank,client_rank,server_node,client_node");
+    assert_eq!(lines.len(), 5, "{csv}");
+    assert!(lines.contains(&"write_bw,65536,pass,n1,n4,1,3,0,n4,n1"), "{csv}");
+    let json: serde_json::Value = serde_json::from_str(&read(&cluster.out().join("results.json"))).unwrap();
+    assert_eq!(json["results"].as_array().unwrap().len(), 4);
+    assert_eq!(json["pairs"][0]["passed"], true);
+    assert_eq!(json["results"][0]["server_node"], "n1");
+    // The client was told the server's node name and the pair's port.
+    let client_log = read(&cluster.out().join("logs/r0_n1_n2_0-1.client.log"));
+    assert!(client_log.contains("port 18515, host 'n1'"), "{client_log}");
+}
+
+#[test]
+fn ring_names_the_one_bad_node_and_summary_exits_one() {
+    let cluster = Cluster::new(4);
+    let outputs = cluster.run(&[0, 1, 2, 3], &["--schedule", "ring"], &[("FAKE_BAD_NODE", "n3")]);
+    let rank0 = text(&outputs[0]);
+    assert_eq!(outputs[0].status.code(), Some(1), "{rank0}");
+    assert!(rank0.contains("FAILING NODES: n3\n"), "{rank0}");
+    assert!(rank0.contains("n3: 2 of 2 pairs failed"), "{rank0}");
+    assert!(rank0.contains("exit 2: gdr-write-bw: error: port 1 of mlx5_0 is DOWN"), "{rank0}");
+    assert_eq!(outputs[2].status.code(), Some(1), "the bad node's own task fails too");
+
+    let summary = Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(["slurm", "summary"]).arg(cluster.out()).output().unwrap();
+    assert_eq!(summary.status.code(), Some(1));
+    assert!(text(&summary).contains("FAILING NODES: n3\n"), "{}", text(&summary));
+    assert_eq!(read(&cluster.out().join("summary.txt")), String::from_utf8_lossy(&summary.stdout));
+}
+
+#[test]
+fn pairs_schedule_names_both_ends_and_leaves_the_odd_node_out() {
+    let cluster = Cluster::new(5);
+    let outputs = cluster.run(&[0, 1, 2, 3, 4], &[], &[("FAKE_VALIDATION", "fail")]);
+    let rank0 = text(&outputs[0]);
+    assert!(rank0.contains("data check failed at 65536 bytes"), "{rank0}");
+    assert!(rank0.contains("FAILING NODES: n1 n2 n3 n4"), "{rank0}");
+    assert!(rank0.contains("rerun these with --schedule ring"), "{rank0}");
+    assert!(rank0.contains("NOT TESTED: n5"), "{rank0}");
+    assert!(text(&outputs[4]).contains("no partner in the pairs schedule"));
+}
+
+#[test]
+fn a_task_that_never_starts_fails_its_pairs_without_hanging_the_others() {
+    let cluster = Cluster::new(4);
+    let args = ["--schedule", "ring", "--round-timeout", "2", "--gather-timeout", "3"];
+    let outputs = cluster.run(&[0, 1, 2], &args, &[]);
+    let rank0 = text(&outputs[0]);
+    assert_eq!(outputs[0].status.code(), Some(1), "{rank0}");
+    assert!(rank0.contains("ranks 3 did not finish within 3 s"), "{rank0}");
+    assert!(rank0.contains("no record from the client (rank 3 on n4)"), "{rank0}");
+    assert!(text(&outputs[2]).contains("not run: rank 3 (never started) was not ready for round 0"), "{}", text(&outputs[2]));
+    assert!(rank0.contains("FAILING NODES: n4"), "{rank0}");
+}
+
+#[test]
+fn a_folder_of_another_run_is_refused() {
+    let cluster = Cluster::new(2);
+    cluster.run(&[0, 1], &[], &[]);
+    let again = cluster.run(&[0], &[], &[("SLURM_JOB_ID", "4243")]);
+    assert_eq!(again[0].status.code(), Some(2));
+    assert!(text(&again[0]).contains("holds results of run 4242.0, this is run 4243.0"), "{}", text(&again[0]));
+}
+
+#[test]
+fn every_gpu_gets_its_nearest_nic_on_a_dgx() {
+    let machine = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+        .args(["slurm", "--dry-run", "--sysfs-root"])
+        .arg(machine.path())
+        .args(["--", "gdr-write-bw", "--mem", "cuda", "--gpu-bus-id", "{gpu_bus_id}", "-d", "{nic}"])
+        .env("SLURM_PROCID", "12")
+        .env("SLURM_NTASKS", "16")
+        .env("SLURM_JOB_NODELIST", "dgx[01-02]")
+        .env("SLURM_TASKS_PER_NODE", "8(x2)")
+        .output()
+        .unwrap();
+    let text = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    // Rank 12 is local task 4 of dgx02: the fifth GPU (9d) with mlx5_4, client of dgx01's rank 4.
+    assert!(text.contains("rank 12 of 16 on dgx02 (local task 4)"), "{text}");
+    assert!(
+        text.contains("round 0: client with dgx01 (rank 4): gdr-write-bw --mem cuda --gpu-bus-id 0000:9d:00.0 -d mlx5_4 -p 18519"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_invocations_fail_with_a_message() {
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gdrperf"));
+        command.arg("slurm").args(args).env_remove("SLURM_PROCID");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let output = command.output().unwrap();
+        (output.status.code(), text(&output))
+    };
+    let step = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "a,b")];
+    let (code, message) = run(&["--", "gdr-write-bw"], &[]);
+    assert_eq!(code, Some(2));
+    assert!(message.contains("SLURM_PROCID is not set: run this under srun"), "{message}");
+    let (code, message) = run(&["--dry-run", "--", "gdr-write-bw", "--csv", "x.csv"], &step);
+    assert_eq!(code, Some(2));
+    assert!(message.contains("each pair's CSV goes to the output folder"), "{message}");
+    let (code, message) = run(&["--dry-run", "--", "gdr-write-bw"], &[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1"), ("SLURM_JOB_NODELIST", "a[1-")]);
+    assert_eq!(code, Some(2));
+    assert!(message.contains("hostlist \"a[1-\""), "{message}");
+    let (code, message) = run(&[], &step);
+    assert_eq!(code, Some(2));
+    assert!(message.contains("name the bench after `--`"), "{message}");
+    let (code, message) = run(&["summary", "/nonexistent/gdrperf"], &[]);
+    assert_eq!(code, Some(2));
+    assert!(message.contains("holds no plan.json"), "{message}");
+}
+
+#[test]
+fn hostnames_prints_one_name_per_line() {
+    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(["slurm", "hostnames", "node[01-02,07],gpu-a[1-2]"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "node01\nnode02\nnode07\ngpu-a1\ngpu-a2\n");
+    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(["slurm", "hostnames", "node[3-1]"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).contains("range 3-1 runs backwards"), "{}", text(&output));
+}

@@ -1,0 +1,201 @@
+//! One CSV and one JSON per job from the per-pair files, and a verdict for every pair.
+//!
+//! A pair passes when both sides' benches exited 0, the client wrote at least one row and no
+//! row failed its data check. Everything else fails with a reason a person can act on: which
+//! side, which exit status, the last line the bench printed, or that a task left no record at
+//! all (it died, or its node did).
+//!
+//! The gathered rows are the benches' own rows (their `host` and `peer_host` columns name both
+//! ends) with five columns added at the end: `round`, `server_rank`, `client_rank`,
+//! `server_node`, `client_node` (Slurm's node names, which may differ from `hostname`).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{read_error, write_error, ClusterError, Result};
+use crate::layout::{read_json_if_present, write_json, OutputDir, PairRecord, RunPlan};
+use crate::plan::{BenchPair, Role};
+
+/// The columns appended to every gathered row.
+pub const ADDED_COLUMNS: [&str; 5] = ["round", "server_rank", "client_rank", "server_node", "client_node"];
+
+/// The verdict on one pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairOutcome {
+    #[serde(flatten)]
+    pub pair: BenchPair,
+    pub passed: bool,
+    pub reasons: Vec<String>,
+    pub rows: usize,
+    pub server_exit: Option<i32>,
+    pub client_exit: Option<i32>,
+}
+
+/// A gathered run.
+#[derive(Debug, Clone)]
+pub struct Gathered {
+    pub plan: RunPlan,
+    pub outcomes: Vec<PairOutcome>,
+}
+
+impl Gathered {
+    pub fn failed(&self) -> usize {
+        self.outcomes.iter().filter(|outcome| !outcome.passed).count()
+    }
+}
+
+/// Reads every pair's record and files under `dir`, writes `results.csv` and `results.json`.
+pub fn gather(dir: &OutputDir) -> Result<Gathered> {
+    let plan: RunPlan = read_json_if_present(&dir.plan())?.ok_or_else(|| ClusterError::NothingToGather { dir: dir.root.clone() })?;
+    let mut header: Option<Vec<String>> = None;
+    let mut csv_rows: Vec<Vec<String>> = Vec::new();
+    let mut json_rows: Vec<serde_json::Value> = Vec::new();
+    let mut outcomes = Vec::new();
+    for pair in &plan.plan.pairs {
+        let mut reasons = Vec::new();
+        let server = side_verdict(dir, pair, Role::Server, &plan.run_id, &mut reasons)?;
+        let client = side_verdict(dir, pair, Role::Client, &plan.run_id, &mut reasons)?;
+        let added = [
+            pair.round.to_string(),
+            pair.server_rank.to_string(),
+            pair.client_rank.to_string(),
+            pair.server_node.clone(),
+            pair.client_node.clone(),
+        ];
+        let rows = match read_csv(&dir.csv(pair))? {
+            None => 0,
+            Some((columns, records)) => {
+                match &header {
+                    None => header = Some(columns.clone()),
+                    Some(expected) if *expected != columns => {
+                        return Err(ClusterError::CsvColumns { path: dir.csv(pair), expected: expected.clone(), found: columns })
+                    }
+                    Some(_) => {}
+                }
+                let validation = columns.iter().position(|column| column == "validation");
+                let bytes = columns.iter().position(|column| column == "bytes");
+                let failed_sizes: Vec<&str> = records
+                    .iter()
+                    .filter(|record| validation.is_some_and(|index| record.get(index).map(String::as_str) == Some("fail")))
+                    .map(|record| bytes.and_then(|index| record.get(index)).map(String::as_str).unwrap_or("?"))
+                    .collect();
+                if !failed_sizes.is_empty() {
+                    reasons.push(format!("data check failed at {} bytes", failed_sizes.join(", ")));
+                }
+                let count = records.len();
+                csv_rows.extend(records.into_iter().map(|mut record| {
+                    record.extend(added.iter().cloned());
+                    record
+                }));
+                count
+            }
+        };
+        if rows == 0 && client == Some(0) {
+            reasons.push("the client exited 0 but wrote no result rows".into());
+        }
+        json_rows.extend(read_json_results(&dir.json(pair))?.into_iter().map(|mut row| {
+            if let Some(object) = row.as_object_mut() {
+                for (name, value) in ADDED_COLUMNS.iter().zip(&added) {
+                    let value = if name.ends_with("_node") { serde_json::json!(value) } else { serde_json::json!(value.parse::<u64>().unwrap_or(0)) };
+                    object.insert(name.to_string(), value);
+                }
+            }
+            row
+        }));
+        outcomes.push(PairOutcome { pair: pair.clone(), passed: reasons.is_empty(), reasons, rows, server_exit: server, client_exit: client });
+    }
+    write_csv(&dir.results_csv(), header.as_deref(), &csv_rows)?;
+    let document = serde_json::json!({
+        "run_id": plan.run_id,
+        "bench": plan.bench,
+        "bench_args": plan.bench_args,
+        "schedule": plan.plan.schedule,
+        "pair_by": plan.plan.pair_by,
+        "nodes": plan.nodes,
+        "left_out": plan.plan.left_out,
+        "pairs": outcomes,
+        "results": json_rows,
+    });
+    write_json(&dir.results_json(), &document)?;
+    Ok(Gathered { plan, outcomes })
+}
+
+/// Adds this side's failure reasons; returns its exit status.
+fn side_verdict(dir: &OutputDir, pair: &BenchPair, role: Role, run_id: &str, reasons: &mut Vec<String>) -> Result<Option<i32>> {
+    let (rank, node) = match role {
+        Role::Server => (pair.server_rank, &pair.server_node),
+        Role::Client => (pair.client_rank, &pair.client_node),
+    };
+    let who = format!("{} (rank {rank} on {node})", role.name());
+    let Some(record) = read_json_if_present::<PairRecord>(&dir.record(pair, role))? else {
+        reasons.push(format!("no record from the {who}: the task died, was killed, or has not finished"));
+        return Ok(None);
+    };
+    if record.run_id != run_id {
+        reasons.push(format!("the {who}'s record belongs to run {}, not {run_id}", record.run_id));
+        return Ok(None);
+    }
+    let log = dir.log(pair, role);
+    let log_name = log.strip_prefix(&dir.root).unwrap_or(&log).display().to_string();
+    match record.exit_code {
+        Some(0) => {}
+        Some(1) => reasons.push(format!("{who} exit 1: a size failed its data check or a threshold (see {log_name})")),
+        Some(code) => reasons.push(format!("{who} exit {code}: {}", last_line(&log).unwrap_or_else(|| format!("see {log_name}")))),
+        None => reasons.push(format!("{who}: {}", record.note.as_deref().unwrap_or("no exit status"))),
+    }
+    Ok(record.exit_code)
+}
+
+/// The last non-empty line of a log, which is where the benches put their error.
+pub fn last_line(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().rev().map(str::trim).find(|line| !line.is_empty()).map(str::to_string)
+}
+
+/// A CSV file read whole: its header and its records.
+type CsvTable = (Vec<String>, Vec<Vec<String>>);
+
+/// Header and records of a per-pair CSV; `None` when the file is absent.
+fn read_csv(path: &Path) -> Result<Option<CsvTable>> {
+    let mut reader = match csv::Reader::from_path(path) {
+        Ok(reader) => reader,
+        Err(error) => match error.kind() {
+            csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ => return Err(read_error(path, error)),
+        },
+    };
+    let header: Vec<String> = reader.headers().map_err(|error| read_error(path, error))?.iter().map(str::to_string).collect();
+    if header.is_empty() {
+        return Ok(None);
+    }
+    let mut records = Vec::new();
+    for record in reader.records() {
+        records.push(record.map_err(|error| read_error(path, error))?.iter().map(str::to_string).collect());
+    }
+    Ok(Some((header, records)))
+}
+
+/// The `results` array of a per-pair JSON file (empty when absent).
+fn read_json_results(path: &Path) -> Result<Vec<serde_json::Value>> {
+    let document: Option<serde_json::Value> = read_json_if_present(path)?;
+    Ok(document.and_then(|mut document| document.get_mut("results").map(serde_json::Value::take)).and_then(|results| match results {
+        serde_json::Value::Array(rows) => Some(rows),
+        _ => None,
+    }).unwrap_or_default())
+}
+
+fn write_csv(path: &Path, header: Option<&[String]>, rows: &[Vec<String>]) -> Result<()> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let csv_error = |error: csv::Error| write_error(path, std::io::Error::other(error));
+    if let Some(header) = header {
+        let mut columns = header.to_vec();
+        columns.extend(ADDED_COLUMNS.iter().map(|name| name.to_string()));
+        writer.write_record(&columns).map_err(csv_error)?;
+        for row in rows {
+            writer.write_record(row).map_err(csv_error)?;
+        }
+    }
+    let bytes = writer.into_inner().map_err(|error| write_error(path, std::io::Error::other(error.to_string())))?;
+    crate::layout::write_text(path, &String::from_utf8_lossy(&bytes))
+}

@@ -1,0 +1,47 @@
+#!/bin/bash
+# The Slurm half of scripts/two-host-tests.sh, submitted from gdrvm0 inside the two-node cluster
+# that scripts/softroce/slurm-vm.sh starts (runs in the Debian root: bash, srun, sbatch, scontrol):
+#
+#   scripts/softroce.sh pair -- 'scripts/softroce/slurm-vm.sh SHARED bash scripts/softroce/two-host-slurm.sh SHARED'
+#
+# Leaves in SHARED, for the host to judge:
+#   hostnames/N.{scontrol,gdrperf}  the same hostlists expanded by scontrol and by gdrperf
+#   pairs/                          srun -N2 -n2 gdrperf slurm (pairs schedule), write bandwidth
+#   ring/                           srun -N2 --ntasks-per-node=2, ring schedule: 2 servers per node
+#   broken/                         the pairs run again with a device that does not exist
+#   sbatch/                         scripts/slurm/acceptance.sbatch submitted with sbatch --wait
+#   *.status, *.log                 exit status and output of each of the four
+set -u
+SHARED=$1
+mkdir -p "$SHARED/hostnames"
+
+# Hostlists with zero padding, lists in brackets, several brackets, repeats, and the job's own.
+lists=("gdrvm[0-1]" "node[01-04,07],gpu-a[1-2]" "node[8-10]" "node[08-10]" "n[009-011]" "n[1-02]"
+       "r[1-2]n[3,5]" "x[1-3]y[1-2]z[5]" "x[1-2]y[1-2]z[1-2]" "a[1-2]b[1-2]c[1-2]d[1-2]" "b,a1,a1" "a b")
+for index in "${!lists[@]}"; do
+    printf '%s\n' "${lists[$index]}" >"$SHARED/hostnames/$index.list"
+    scontrol show hostnames "${lists[$index]}" >"$SHARED/hostnames/$index.scontrol" 2>&1
+    gdrperf slurm hostnames "${lists[$index]}" >"$SHARED/hostnames/$index.gdrperf" 2>&1
+done
+# Inside a job: the variable srun sets, expanded both ways on a compute node.
+srun -N2 -n2 bash -c 'scontrol show hostnames "$SLURM_JOB_NODELIST" >"$0/job.$SLURM_PROCID.scontrol"; gdrperf slurm hostnames >"$0/job.$SLURM_PROCID.gdrperf"' \
+    "$SHARED/hostnames"
+
+run() {  # NAME COMMAND...: output in NAME.log, exit status in NAME.status
+    local name=$1; shift
+    echo "== $name: $*"
+    "$@" >"$SHARED/$name.log" 2>&1
+    echo $? >"$SHARED/$name.status"
+    tail -n 6 "$SHARED/$name.log"
+}
+
+export GDRPERF_TOKEN=two-host-slurm
+run pairs srun -N2 -n2 gdrperf slurm --out "$SHARED/pairs" -- gdr-write-bw -s 64K -n 20 --validate --timeout 60
+run ring srun -N2 --ntasks-per-node=2 gdrperf slurm --schedule ring --pair-by node --out "$SHARED/ring" -- \
+    gdr-write-bw -s 4K -n 20 --validate --timeout 60
+# A broken bench on both nodes (no such device): the run must fail and name both nodes.
+run broken srun -N2 -n2 gdrperf slurm --out "$SHARED/broken" -- gdr-write-bw -s 4K -n 5 -d mlx5_9 --timeout 10
+# The acceptance example as a user submits it, on host memory (these VMs have no GPU).
+GDRPERF_OUT="$SHARED/sbatch" GDRPERF_MEM_ARGS="" GDRPERF_BENCH_ARGS="-s 64K -n 20 --validate --timeout 60" \
+    run sbatch sbatch --wait --nodes=2 --ntasks-per-node=1 --gres=none --output="$SHARED/sbatch.job.log" scripts/slurm/acceptance.sbatch
+exit 0

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Two-host integration tests over Soft-RoCE: two QEMU VMs, each with its own kernel and rxe0 on
+# its own virtio NIC, joined by a virtual link (scripts/softroce.sh pair). Run by scripts/test.sh
+# after the one-VM tests, from the host, with the release binaries built:
+#
+#   scripts/two-host-tests.sh
+#
+# 1. Benches across the link (scripts/softroce/two-host-benches.sh): server in gdrvm0, client in
+#    gdrvm1, host memory, --validate: write bandwidth (sweep, and 2 QPs both ways), read latency,
+#    send/recv bandwidth, write and send latency (those that are built). Checked: both sides exit
+#    0, the rows, the data check, both host names in every row, the GID taken from the client's
+#    interface address (::ffff:192.0.2.11), the bytes on eth0.
+# 2. Slurm (scripts/softroce/slurm-vm.sh + two-host-slurm.sh): a real two-node cluster (Debian's
+#    slurmctld, slurmd, munge) in the VMs; hostlists expanded by gdrperf and by scontrol compared;
+#    `srun -N2 -n2 gdrperf slurm` (pairs: one row per pair), a ring with two tasks per node, a run
+#    with a missing device (fails, names both nodes), scripts/slurm/acceptance.sbatch via sbatch. The Debian root is built once into
+#    .cache/slurm-root (debootstrap, needs root and the Debian mirror); GDRPERF_SKIP_SLURM=1
+#    skips this part.
+# Ends with "N passed, N failed"; the exit status is 1 if anything failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$(pwd -P)
+OUT=$REPO/.cache/two-host    # inside the repository: the VMs see it over 9p
+PASSED=0; FAILED=0; FAILURES=""
+
+pass() { PASSED=$((PASSED + 1)); echo "ok   - $1"; }
+fail() {
+    FAILED=$((FAILED + 1)); FAILURES="$FAILURES\n  $1"; echo "FAIL - $1"; shift
+    for line in "$@"; do printf '       %s\n' "$line"; done
+}
+check() {  # NAME PROBLEMS: pass when PROBLEMS is empty
+    if [ -z "$2" ]; then pass "$1"; else fail "$1" "$2"; fi
+}
+
+# check_rows NAME CSV ROWS: ROWS rows, validation pass, host gdrvm1 and peer_host gdrvm0 in each.
+check_rows() {
+    python3 - "$2" "$3" <<'EOF'
+import csv, sys
+path, want = sys.argv[1], int(sys.argv[2])
+try:
+    rows = list(csv.DictReader(open(path)))
+except OSError as error:
+    sys.exit(print(f"cannot read {path}: {error}"))
+problems = [] if len(rows) == want else [f"{len(rows)} rows, expected {want}"]
+for number, row in enumerate(rows, 1):
+    for column, expected in (("validation", "pass"), ("host", "gdrvm1"), ("peer_host", "gdrvm0")):
+        if row.get(column) != expected:
+            problems.append(f"row {number}: {column} {row.get(column)!r}, expected {expected!r}")
+print("; ".join(problems))
+EOF
+}
+
+# --- 1. benches across the link -----------------------------------------------------------------
+echo "== two VMs, benches across the link"
+rm -rf "$OUT" && mkdir -p "$OUT/benches"
+scripts/softroce.sh pair --timeout 1500 -- "scripts/softroce/two-host-benches.sh $OUT/benches"
+status=$?
+check "both VMs ran the bench cases (softroce.sh pair exit $status)" "$([ $status = 0 ] || echo "exit $status")"
+
+declare -A ROWS=([write_bw_sweep]=23 [write_bw_bidir]=1 [read_lat]=1 [send_bw]=1 [write_lat]=1 [send_lat]=1)
+ran=0
+for name in write_bw_sweep write_bw_bidir read_lat send_bw write_lat send_lat; do
+    dir=$OUT/benches
+    if [ -f "$dir/$name.skipped" ]; then echo "skip - $name: $(cat "$dir/$name.skipped")"; continue; fi
+    ran=$((ran + 1))
+    for side in server client; do
+        code=$(cat "$dir/$name.$side.status" 2>/dev/null || echo none)
+        check "$name: $side exits 0" "$([ "$code" = 0 ] || { echo "exit $code"; tail -n 5 "$dir/$name.$side.log" 2>/dev/null; })"
+    done
+    check "$name: ${ROWS[$name]} rows, validation pass, host gdrvm1, peer_host gdrvm0" "$(check_rows "$name" "$dir/$name.csv" "${ROWS[$name]}")"
+    check "$name: the client's GID is the RoCE v2 GID of its interface address ::ffff:192.0.2.11" \
+        "$(python3 -c 'import json, sys; gid = json.load(open(sys.argv[1]))["metadata"].get("gid") or ""
+print("" if "::ffff:192.0.2.11" in gid and "RoCE v2" in gid else f"gid {gid!r}")' "$dir/$name.json" 2>&1)"
+done
+check "write bandwidth, read latency and send/recv all ran" \
+    "$(for name in write_bw_sweep read_lat send_bw; do [ -f "$OUT/benches/$name.skipped" ] && echo "$name skipped"; done)"
+# The sweep alone moves 16 MiB x 6 from gdrvm1 to gdrvm0: RoCE v2 packets on the link, not on lo.
+read -r tx_before _ <"$OUT/benches/eth0.gdrvm1.before" 2>/dev/null
+read -r tx_after _ <"$OUT/benches/eth0.gdrvm1.after" 2>/dev/null
+sent=$(( ${tx_after:-0} - ${tx_before:-0} ))
+check "gdrvm1 sent $((sent >> 20)) MiB over eth0 (at least 96 MiB)" "$([ "$sent" -ge $((96 << 20)) ] || echo "only $sent bytes")"
+
+# --- 2. Slurm inside the VMs ---------------------------------------------------------------------
+if [ "${GDRPERF_SKIP_SLURM:-0}" = 1 ]; then
+    echo "== Slurm skipped (GDRPERF_SKIP_SLURM=1)"
+else
+    echo "== a two-node Slurm cluster in the VMs"
+    shared=$OUT/slurm
+    if ! scripts/softroce/slurm-root.sh >/dev/null; then
+        fail "the Debian root for Slurm is built (scripts/softroce/slurm-root.sh)"
+    else
+        scripts/softroce.sh pair --timeout 1500 -- \
+            "scripts/softroce/slurm-vm.sh $shared bash scripts/softroce/two-host-slurm.sh $shared"
+        status=$?
+        check "the cluster came up and ran the jobs (softroce.sh pair exit $status)" \
+            "$([ $status = 0 ] || { echo "exit $status"; tail -n 20 "$shared"/logs-gdrvm0/slurm/*.log 2>/dev/null; })"
+
+        problems=""
+        for list in "$shared"/hostnames/*.list; do
+            base=${list%.list}
+            cmp -s "$base.scontrol" "$base.gdrperf" ||
+                problems="$problems $(cat "$list"): scontrol '$(tr '\n' ' ' <"$base.scontrol")' gdrperf '$(tr '\n' ' ' <"$base.gdrperf")';"
+        done
+        count=$(ls "$shared"/hostnames/*.list 2>/dev/null | wc -l)
+        check "$count hostlists expand as scontrol show hostnames expands them" "$problems$([ "$count" -ge 10 ] || echo " only $count lists")"
+        check "inside the job, SLURM_JOB_NODELIST expands alike on both nodes" \
+            "$(for rank in 0 1; do cmp -s "$shared/hostnames/job.$rank.scontrol" "$shared/hostnames/job.$rank.gdrperf" && grep -qx gdrvm1 "$shared/hostnames/job.$rank.gdrperf" || echo "rank $rank differs or is missing"; done)"
+
+        for run in pairs ring sbatch; do  # (broken is meant to fail: checked below)
+            code=$(cat "$shared/$run.status" 2>/dev/null || echo none)
+            check "$run: exits 0" "$([ "$code" = 0 ] || { echo "exit $code"; tail -n 12 "$shared/$run.log" "$shared/sbatch.job.log" 2>/dev/null; })"
+        done
+        # pairs: one pair (gdrvm0 serves gdrvm1), one row; ring with two tasks per node: both
+        # directions x two local tasks = four pairs, one row each.
+        check "pairs: one row for the one pair" "$(check_rows pairs "$shared/pairs/results.csv" 1)"
+        check "pairs: the summary passes and names no node" \
+            "$(grep -q '^FAILING NODES: none' "$shared/pairs/summary.txt" 2>/dev/null && grep -q '1 pairs: 1 passed, 0 failed' "$shared/pairs/summary.txt" || cat "$shared/pairs/summary.txt" 2>&1)"
+        check "ring: four pairs (two rounds x two tasks per node), four rows" \
+            "$(python3 - "$shared/ring/results.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+pairs = sorted((r["server_node"], r["client_node"], r["host"], r["peer_host"], r["validation"]) for r in rows)
+want = sorted([("gdrvm0", "gdrvm1", "gdrvm1", "gdrvm0", "pass")] * 2 + [("gdrvm1", "gdrvm0", "gdrvm0", "gdrvm1", "pass")] * 2)
+ports = {r["server_rank"] + "-" + r["client_rank"] for r in rows}
+print("" if pairs == want and len(ports) == 4 else f"rows {pairs}, pairs {sorted(ports)}")
+EOF
+)"
+        check "broken: a missing device fails the run (exit 1), names both nodes and the reason" \
+            "$(code=$(cat "$shared/broken.status" 2>/dev/null); [ "$code" = 1 ] || echo "exit $code"
+               grep -q '^FAILING NODES: gdrvm0 gdrvm1$' "$shared/broken/summary.txt" 2>/dev/null || echo "summary: $(cat "$shared/broken/summary.txt" 2>&1)"
+               grep -q "RDMA device 'mlx5_9' not found" "$shared/broken/summary.txt" 2>/dev/null || echo "reason not in the summary")"
+        check "sbatch example: one row per pair, summary passes" \
+            "$(check_rows sbatch "$shared/sbatch/results.csv" 1)$(grep -q '^FAILING NODES: none' "$shared/sbatch/summary.txt" 2>/dev/null || echo ' no passing summary')"
+        summary_status=0
+        PATH="$REPO/target/release:$PATH" scripts/slurm/summary.sh "$shared/pairs" >"$OUT/summary-script.log" 2>&1 || summary_status=$?
+        check "scripts/slurm/summary.sh reads the run on the host" "$([ $summary_status = 0 ] || cat "$OUT/summary-script.log")"
+    fi
+fi
+
+printf "\nfailed tests:$FAILURES\n" | { [ "$FAILED" -gt 0 ] && cat || true; }
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
