@@ -6,6 +6,8 @@
 
 use clap::Parser;
 use gdrperf::harness::bandwidth::{stream, StreamOperation, StreamPlan};
+use gdrperf::harness::staged_receive;
+use gdrperf::harness::StopRule;
 use gdrperf::harness::buffers::pattern_seed;
 use gdrperf::harness::{self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
 use gdrperf::output::{BandwidthRow, RowContext};
@@ -36,6 +38,29 @@ impl WriteBandwidth {
     fn receives(&self, session: &Session) -> bool {
         !session.side.is_client() || self.bandwidth.bidirectional
     }
+
+    /// A staged receiver copies every arriving message on into its payload, so it must hear of
+    /// each one: the sender then writes with immediate data. One direction at a time, counted.
+    fn staged_receiver(&self, session: &mut Session) -> gdrperf::Result<bool> {
+        let ours = session.local.buffers.first_mut().is_some_and(|buffer| buffer.stager().is_some());
+        let peers = session.peer.side.memory.ends_with("staged");
+        if (ours || peers) && self.bandwidth.bidirectional {
+            return Err(gdrperf::Error::Config("staged memory runs one direction at a time: drop -b/--bidirectional".into()));
+        }
+        let receiver_is_staged = if session.side.is_client() { peers } else { ours };
+        if receiver_is_staged && matches!(self.common.stop, StopRule::Duration(_)) {
+            return Err(gdrperf::Error::Config("a staged receiver counts the messages it copies: use -n/--iters, not -D".into()));
+        }
+        Ok(receiver_is_staged)
+    }
+
+    /// Messages per QP and size, warm-up included (a staged receiver copies those too).
+    fn messages_per_qp(&self) -> u64 {
+        match self.common.stop {
+            StopRule::Iterations(iterations) => iterations + self.common.warmup,
+            StopRule::Duration(_) => 0,
+        }
+    }
 }
 
 impl Benchmark for WriteBandwidth {
@@ -45,7 +70,8 @@ impl Benchmark for WriteBandwidth {
     type Row = BandwidthRow;
 
     fn queue_sizes(&self) -> QueuePairSizes {
-        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: 1, max_inline: 0 }
+        // Receives are used only by a staged receiver, which keeps a TX depth of them posted.
+        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: self.common.tx_depth, max_inline: 0 }
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -60,6 +86,9 @@ impl Benchmark for WriteBandwidth {
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
+        if self.staged_receiver(session)? && !self.sends(session) {
+            staged_receive::post_receives(session, size, self.common.tx_depth, self.messages_per_qp())?;
+        }
         if !self.common.validate {
             return Ok(());
         }
@@ -78,8 +107,20 @@ impl Benchmark for WriteBandwidth {
     }
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<BandwidthFigures>> {
+        let staged_receiver = self.staged_receiver(session)?;
         if !self.sends(session) {
-            return Ok(None);
+            if !staged_receiver {
+                return Ok(None);
+            }
+            let report = staged_receive::receive(
+                session,
+                size,
+                self.common.tx_depth,
+                self.common.warmup,
+                self.messages_per_qp(),
+                self.common.timeout,
+            )?;
+            return Ok(Some(BandwidthFigures::from(&report)));
         }
         let plan = StreamPlan {
             size,
@@ -89,6 +130,7 @@ impl Benchmark for WriteBandwidth {
             tx_depth: self.common.tx_depth,
             cq_mod: self.bandwidth.cq_mod,
             stall_timeout: self.common.timeout,
+            notify_receiver: staged_receiver,
         };
         stream(session, &plan).map(|report| Some(BandwidthFigures::from(&report)))
     }
@@ -97,7 +139,7 @@ impl Benchmark for WriteBandwidth {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
-        for (index, buffer) in session.local.buffers.iter().enumerate() {
+        for (index, buffer) in session.local.buffers.iter_mut().enumerate() {
             if let Some(mismatch) = buffer.check_pattern(size, pattern_seed(size, index))? {
                 return Ok(Some(format!(
                     "QP {index}: byte {} is {:#04x}, expected {:#04x}",
@@ -108,8 +150,19 @@ impl Benchmark for WriteBandwidth {
         Ok(None)
     }
 
+    fn sums_both_directions(&self) -> bool {
+        self.bandwidth.bidirectional
+    }
+
     fn row(&self, context: &RowContext, ours: Option<BandwidthFigures>, peer: Option<BandwidthFigures>, validation: &str) -> Option<BandwidthRow> {
-        let reports: Vec<BandwidthFigures> = ours.into_iter().chain(peer).collect();
+        // Both directions add up; one direction seen from both ends (a staged receiver reports
+        // when data reached its payload) counts at the slower end, where the data arrived last.
+        let reports: Vec<BandwidthFigures> = match (ours, peer) {
+            (Some(sent), Some(landed)) if !self.bandwidth.bidirectional => {
+                vec![if landed.average_bytes_per_second < sent.average_bytes_per_second { landed } else { sent }]
+            }
+            (ours, peer) => ours.into_iter().chain(peer).collect(),
+        };
         let settings = BandwidthSettings {
             tx_depth: self.common.tx_depth,
             cq_mod: self.bandwidth.cq_mod,

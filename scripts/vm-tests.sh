@@ -20,7 +20,8 @@ next_port() { PORT=$((PORT + 1)); }
 # that nothing panicked.
 run() {
     name=$1; expected=$2; shift 2
-    "$@" >"$OUT/$name.log" 2>&1
+    # A hung command must fail its test, not the whole suite: each gets VM_TEST_TIMEOUT seconds.
+    timeout "${VM_TEST_TIMEOUT:-300}" "$@" >"$OUT/$name.log" 2>&1
     status=$?
     if grep -q "panicked\|RUST_BACKTRACE" "$OUT/$name.log"; then
         fail "$name" "panicked:" "$(tail -5 "$OUT/$name.log")"; return 1

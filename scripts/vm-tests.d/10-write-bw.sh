@@ -57,3 +57,9 @@ if grep -qF "tx_depth: ours 64, peer's 32" "$OUT/mismatch_server.log"; then pass
 run unwritable_csv 2 gdr-write-bw --loopback -n 5 --csv /nonexistent/dir/x.csv && expect_in unwritable_csv "/nonexistent/dir/x.csv"
 
 run no_cuda 2 gdr-write-bw --loopback --mem cuda -n 5 && expect_in no_cuda "libcuda.so not found"
+
+# --- acceptance thresholds: one failing size fails the run (exit 1) with a FAIL line -----------
+run threshold_fail 1 gdr-write-bw --loopback -s 4096 -n 50 --min-bw 100000Gb/s && expect_in threshold_fail "FAIL: 4096 bytes: BW average"
+run threshold_pass 0 gdr-write-bw --loopback -s 1M -n 20 -t 16 --min-bw 1MiB/s && pass "threshold_pass: 1 MiB/s passes at 1 MiB"
+run threshold_percent 0 gdr-write-bw --loopback -s 65536 -n 50 --min-bw 1% && pass "threshold_percent: 1% of the rxe port rate passes"
+run threshold_wrong_kind 2 gdr-write-bw --loopback -s 4096 -n 5 --max-lat 5us && expect_in threshold_wrong_kind "--max-lat applies to latency results"

@@ -16,7 +16,7 @@ pub struct CommonArgs {
     #[arg(long, conflicts_with = "host")]
     pub loopback: bool,
 
-    /// RDMA device to use (default: the first one listed).
+    /// RDMA device to use (default: the first one listed; `auto`: the one nearest to --gpu on PCIe).
     #[arg(short = 'd', long = "ib-dev", value_name = "DEVICE")]
     pub ib_dev: Option<String>,
 
@@ -80,6 +80,19 @@ pub struct CommonArgs {
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
 
+    /// Acceptance: fail any size whose average bandwidth is below this (90Gb/s, 11000MiB/s, or
+    /// 80% of the port's rate).
+    #[arg(long = "min-bw", value_name = "RATE", value_parser = parse_bandwidth_threshold)]
+    pub min_bw: Option<gdrperf_report::BandwidthThreshold>,
+
+    /// Acceptance: fail any size whose latency (the statistic of --lat-pct) is above this (5us).
+    #[arg(long = "max-lat", value_name = "TIME", value_parser = parse_latency_threshold)]
+    pub max_lat: Option<gdrperf_report::LatencyThreshold>,
+
+    /// The latency statistic --max-lat applies to: typical (median), avg, max, 99, 99.9, 99.99.
+    #[arg(long = "lat-pct", value_name = "STATISTIC", default_value = "typical", value_parser = parse_latency_statistic)]
+    pub lat_pct: gdrperf_report::LatencyStatistic,
+
     /// Where this side's buffers live: host (baseline), cuda (GPUDirect RDMA: the NIC reads and
     /// writes GPU memory), cuda-staged (GPU payload copied through pinned host memory).
     #[arg(long = "mem", value_enum, default_value_t = MemoryKind::Host, value_name = "KIND")]
@@ -121,6 +134,10 @@ pub enum MemoryKind {
     Host,
     Cuda,
     CudaStaged,
+    /// Host payload staged through a second host buffer: the staged code path without a GPU,
+    /// for tests.
+    #[value(hide = true)]
+    HostStaged,
 }
 
 impl MemoryKind {
@@ -129,6 +146,7 @@ impl MemoryKind {
             MemoryKind::Host => "host",
             MemoryKind::Cuda => "cuda",
             MemoryKind::CudaStaged => "cuda-staged",
+            MemoryKind::HostStaged => "host-staged",
         }
     }
 }
@@ -152,6 +170,18 @@ pub struct BandwidthArgs {
     /// Measure both directions at once (each side sends); bandwidth is the sum.
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
+}
+
+fn parse_bandwidth_threshold(text: &str) -> Result<gdrperf_report::BandwidthThreshold, String> {
+    gdrperf_report::BandwidthThreshold::parse(text).map_err(|error| error.to_string())
+}
+
+fn parse_latency_threshold(text: &str) -> Result<gdrperf_report::LatencyThreshold, String> {
+    gdrperf_report::LatencyThreshold::parse(text).map_err(|error| error.to_string())
+}
+
+fn parse_latency_statistic(text: &str) -> Result<gdrperf_report::LatencyStatistic, String> {
+    gdrperf_report::LatencyStatistic::parse(text).map_err(|error| error.to_string())
 }
 
 /// Parses "4096", "64K", "1M", "2G" (powers of two, as perftest users mean them).

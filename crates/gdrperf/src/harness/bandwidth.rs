@@ -6,6 +6,7 @@
 //! post and stopped at the last completion. Each completion tells how far its QP has come, since a
 //! signaled completion implies that every earlier request of that QP is done too.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
@@ -14,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::exchange::ExchangeError;
 use crate::harness::config::StopRule;
 use crate::harness::session::Session;
+use crate::harness::staging::{CopyId, Stager};
 use crate::verbs::completion::opcode;
 use crate::verbs::{Operation, SendRequest};
 
@@ -51,6 +53,9 @@ pub struct StreamPlan {
     pub cq_mod: u32,
     /// How long without any completion before we call the peer gone.
     pub stall_timeout: Duration,
+    /// Write with immediate data, so that each message also completes a receive at the peer:
+    /// a staged receiver must learn of every arrival to copy it onward.
+    pub notify_receiver: bool,
 }
 
 /// Bits of the work-request id that hold the message's sequence number; the QP index sits above.
@@ -87,11 +92,38 @@ enum Limit {
 struct Progress {
     posted: u64,
     completed: u64,
+    /// Staged buffers only: copies out to the bounce buffer started, and finished but not yet posted.
+    copies_started: u64,
+    copies_ready: u64,
+}
+
+/// Staged senders: keeps up to `window` copies out to the bounce buffer running ahead of the
+/// posts, so that the copy of the next message overlaps the wire time of the previous ones, and
+/// returns how many finished copies wait to be posted. Every message is copied: staging is
+/// measured at its true cost, not once per size.
+fn stage_ahead(
+    stager: &mut dyn Stager, pending: &mut VecDeque<CopyId>, state: &mut Progress, size: usize, target: Option<u64>,
+    window: u64,
+) -> Result<u64> {
+    let limit = target.unwrap_or(u64::MAX);
+    while (pending.len() as u64) < window && state.copies_started < limit {
+        pending.push_back(stager.begin_out(0..size)?);
+        state.copies_started += 1;
+    }
+    while let Some(&copy) = pending.front() {
+        if !stager.poll(copy)? {
+            break;
+        }
+        pending.pop_front();
+        state.copies_ready += 1;
+    }
+    Ok(state.copies_ready)
 }
 
 fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option<&mut BandwidthMeter>) -> Result<()> {
     let queue_count = session.local.queue_pairs.len();
     let mut progress = vec![Progress::default(); queue_count];
+    let mut pending_copies: Vec<VecDeque<CopyId>> = vec![VecDeque::new(); queue_count];
     let remotes: Vec<_> = (0..queue_count).map(|index| session.remote_buffer(index)).collect();
     let locals: Vec<_> = session.local.buffers.iter().map(|buffer| buffer.slice(plan.size)).collect();
     let cq_mod = u64::from(plan.cq_mod);
@@ -127,11 +159,26 @@ fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option
                     // last is signaled and every request is accounted for at the end.
                     None => room - room % cq_mod,
                 };
+                let staged = session.local.buffers[index].stager();
+                let staged_sender = staged.is_some();
+                let count = match staged {
+                    None => count,
+                    Some(stager) => {
+                        let ready = stage_ahead(stager, &mut pending_copies[index], state, plan.size, target, tx_depth)?;
+                        let usable = count.min(ready);
+                        if target.is_none() { usable - usable % cq_mod } else { usable }
+                    }
+                };
                 if count == 0 {
                     continue;
                 }
                 let first = state.posted;
                 let operation = match plan.operation {
+                    StreamOperation::Write if plan.notify_receiver => Operation::WriteWithImmediate {
+                        remote_address: remotes[index].address,
+                        rkey: remotes[index].rkey,
+                        immediate: index as u32,
+                    },
                     StreamOperation::Write => Operation::Write { remote_address: remotes[index].address, rkey: remotes[index].rkey },
                     StreamOperation::Read => Operation::Read { remote_address: remotes[index].address, rkey: remotes[index].rkey },
                 };
@@ -147,6 +194,9 @@ fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option
                     }
                 }))?;
                 state.posted += count;
+                if staged_sender {
+                    state.copies_ready -= count;
+                }
             }
             if let Some(target) = target {
                 posting = progress.iter().any(|state| state.posted < target);
@@ -187,6 +237,12 @@ fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option
             });
         }
         if !posting && progress.iter().all(|state| state.completed == state.posted) {
+            // A timed run can stop with copies started that will never be posted.
+            for buffer in &mut session.local.buffers {
+                if let Some(stager) = buffer.stager() {
+                    stager.finish()?;
+                }
+            }
             return stopped_by.map_or(Ok(()), |signal| Err(ExchangeError::Interrupted(signal).into()));
         }
     }

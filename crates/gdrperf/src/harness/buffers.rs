@@ -12,6 +12,7 @@ use sideway::ibverbs::protection_domain::ProtectionDomain;
 
 use crate::error::Result;
 use crate::harness::args::GdrPath;
+use crate::harness::staging::Stager;
 use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion};
 
 /// Where a buffer's bytes live.
@@ -21,6 +22,9 @@ pub enum Storage {
     /// GPU memory the NIC reads and writes directly (GPUDirect RDMA). The dma-buf, when that is
     /// how it was registered, is kept with the memory it exports.
     Gpu { memory: GpuBuffer, path: RegisteredPath, _dmabuf: Option<DmaBuf> },
+    /// A payload the NIC does not touch, copied through a registered bounce buffer: the staged
+    /// baseline (`cuda-staged`; `host-staged` runs the same path without a GPU).
+    Staged { stager: Box<dyn Stager>, kind: &'static str },
 }
 
 /// How GPU memory was made visible to the NIC.
@@ -47,6 +51,7 @@ impl Storage {
         match self {
             Storage::Host(_) => "host",
             Storage::Gpu { .. } => "cuda",
+            Storage::Staged { kind, .. } => kind,
         }
     }
 }
@@ -89,8 +94,24 @@ impl BenchBuffer {
         Ok(BenchBuffer { storage: Storage::Gpu { memory, path: RegisteredPath::PeerMem, _dmabuf: None }, region })
     }
 
+    /// Registers the bounce buffer of `stager`; the payload behind it is reached by copies only.
+    pub fn staged(pd: &Arc<ProtectionDomain>, stager: Box<dyn Stager>, kind: &'static str) -> Result<BenchBuffer> {
+        let (address, len) = stager.bounce();
+        // SAFETY: the bounce buffer belongs to `stager`, which moves into `storage` with the region.
+        let region = unsafe { MemoryRegion::register(pd, address, len, "staging bounce buffer")? };
+        Ok(BenchBuffer { storage: Storage::Staged { stager, kind }, region })
+    }
+
     pub fn kind(&self) -> &'static str {
         self.storage.kind()
+    }
+
+    /// The copy engine of a staged buffer (`None` for memory the NIC reaches directly).
+    pub fn stager(&mut self) -> Option<&mut dyn Stager> {
+        match &mut self.storage {
+            Storage::Staged { stager, .. } => Some(stager.as_mut()),
+            _ => None,
+        }
     }
 
     /// The GPU this buffer lives on and how the NIC reaches it, for headers and rows.
@@ -101,6 +122,7 @@ impl BenchBuffer {
                 let info = memory.gpu().info();
                 Some(format!("GPU {} {} ({}, {})", info.index, info.name, info.bus_id, path.label()))
             }
+            Storage::Staged { stager, .. } => Some(stager.describe()),
         }
     }
 
@@ -109,6 +131,7 @@ impl BenchBuffer {
         match &self.storage {
             Storage::Host(_) => None,
             Storage::Gpu { memory, .. } => Some(memory.gpu().index()),
+            Storage::Staged { stager, .. } => stager.gpu_index(),
         }
     }
 
@@ -131,6 +154,11 @@ impl BenchBuffer {
                 fill_pattern(&mut pattern, seed);
                 memory.write(0, &pattern)?;
             }
+            Storage::Staged { stager, .. } => {
+                let mut pattern = vec![0u8; len];
+                fill_pattern(&mut pattern, seed);
+                stager.write_payload(&pattern)?;
+            }
         }
         Ok(())
     }
@@ -141,17 +169,19 @@ impl BenchBuffer {
         match &mut self.storage {
             Storage::Host(memory) => memory.as_mut_slice()[..len].fill(0),
             Storage::Gpu { memory, .. } => memory.write(0, &vec![0u8; len])?,
+            Storage::Staged { stager, .. } => stager.write_payload(&vec![0u8; len])?,
         }
         Ok(())
     }
 
     /// Checks the first `len` bytes against the pattern of `seed`.
-    pub fn check_pattern(&self, len: usize, seed: u64) -> Result<Option<Mismatch>> {
-        Ok(match &self.storage {
+    pub fn check_pattern(&mut self, len: usize, seed: u64) -> Result<Option<Mismatch>> {
+        Ok(match &mut self.storage {
             Storage::Host(memory) => find_mismatch(&memory.as_slice()[..len], seed),
             // Copied down to the host after the run, then checked (SYNC_MEMOPS is set on the
             // allocation, so the copy sees everything the NIC wrote before the completion).
             Storage::Gpu { memory, .. } => find_mismatch(&memory.read(0..len)?, seed),
+            Storage::Staged { stager, .. } => find_mismatch(&stager.read_payload(len)?, seed),
         })
     }
 
@@ -160,7 +190,7 @@ impl BenchBuffer {
     pub fn host_bytes(&self) -> Option<&[u8]> {
         match &self.storage {
             Storage::Host(memory) => Some(memory.as_slice()),
-            Storage::Gpu { .. } => None,
+            Storage::Gpu { .. } | Storage::Staged { .. } => None,
         }
     }
 }

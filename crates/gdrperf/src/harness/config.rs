@@ -82,6 +82,8 @@ pub struct BenchConfig {
     pub bind: Option<IpAddr>,
     /// The secret of the exchange's challenge; `None` runs it without (anyone may connect).
     pub token: Option<Token>,
+    /// Acceptance thresholds as given; made absolute once the port's rate is known.
+    pub acceptance: Acceptance,
     /// The command line, for the metadata of result files.
     pub argv: Vec<String>,
 }
@@ -179,6 +181,7 @@ impl BenchConfig {
             memory,
             bind,
             token,
+            acceptance: Acceptance { min_bw: args.min_bw, max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)) },
             argv: std::env::args().collect(),
         })
     }
@@ -207,6 +210,25 @@ impl BenchConfig {
     }
 }
 
+/// `--min-bw` / `--max-lat` as the user wrote them.
+#[derive(Debug, Clone, Default)]
+pub struct Acceptance {
+    pub min_bw: Option<gdrperf_report::BandwidthThreshold>,
+    pub max_lat: Option<gdrperf_report::LatencyLimit>,
+}
+
+impl Acceptance {
+    /// Makes the thresholds absolute for a port whose kernel-reported rate is `port_rate`
+    /// ("100 Gb/sec (4X EDR)"); `bidirectional` rows sum two directions.
+    pub fn resolve(&self, port_rate: Option<&str>, bidirectional: bool) -> Result<gdrperf_report::Thresholds> {
+        let min_bw = match &self.min_bw {
+            None => None,
+            Some(threshold) => Some(threshold.resolve(port_rate, bidirectional).map_err(|error| config(&format!("--min-bw: {error}")))?),
+        };
+        Ok(gdrperf_report::Thresholds { min_bw, max_lat: self.max_lat.clone() })
+    }
+}
+
 /// Where this side's buffers live; each side chooses its own.
 #[derive(Debug, Clone)]
 pub struct MemoryConfig {
@@ -224,13 +246,13 @@ impl MemoryConfig {
             (None, None) => GpuSelection::Indices(vec![0]),
         };
         let gpu_given = args.gpu.is_some() || args.gpu_bus_id.is_some();
-        if args.mem == MemoryKind::Host && (gpu_given || args.gdr != GdrPath::Auto) {
+        if matches!(args.mem, MemoryKind::Host | MemoryKind::HostStaged) && (gpu_given || args.gdr != GdrPath::Auto) {
             return Err(config("--gpu, --gpu-bus-id and --gdr apply to GPU memory: add --mem cuda"));
         }
         if matches!(&gpu, GpuSelection::All) || matches!(&gpu, GpuSelection::Indices(list) if list.len() != 1) {
             return Err(config("--gpu takes one GPU per run for the bench binaries (run once per GPU)"));
         }
-        if args.mem == MemoryKind::CudaStaged && args.gdr != GdrPath::Auto {
+        if matches!(args.mem, MemoryKind::CudaStaged | MemoryKind::HostStaged) && args.gdr != GdrPath::Auto {
             return Err(config("--gdr does not apply to cuda-staged: the NIC only touches pinned host memory there"));
         }
         Ok(MemoryConfig { kind: args.mem, gpu, gdr: args.gdr })

@@ -6,11 +6,16 @@
 //! timing, validation, CSV/JSON/console) lives here, once.
 
 pub mod args;
+pub mod args_latency;
 pub mod bandwidth;
 pub mod buffers;
 pub mod config;
 pub mod interrupt;
+pub mod latency;
+pub mod send;
 pub mod session;
+pub mod staged_receive;
+pub mod staging;
 pub mod sweep;
 
 pub use args::{BandwidthArgs, CommonArgs};
@@ -32,10 +37,15 @@ pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::E
             eprintln!("{program}: {stop}; the sizes finished before it are in the result files");
             std::process::ExitCode::from(stop.signal.exit_code())
         }
-        Ok(outcome) if outcome.validation_failures.is_empty() => std::process::ExitCode::SUCCESS,
+        Ok(outcome) if outcome.validation_failures.is_empty() && outcome.threshold_failures.is_empty() => {
+            std::process::ExitCode::SUCCESS
+        }
         Ok(outcome) => {
             for failure in &outcome.validation_failures {
                 eprintln!("{program}: FAIL: data check failed at {failure}");
+            }
+            if !outcome.threshold_failures.is_empty() {
+                eprintln!("{program}: FAIL: {} size(s) missed the acceptance thresholds", outcome.threshold_failures.len());
             }
             std::process::ExitCode::from(1)
         }

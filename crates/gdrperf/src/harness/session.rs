@@ -12,6 +12,7 @@ use sideway::ibverbs::protection_domain::ProtectionDomain;
 use crate::error::{Error, Result};
 use crate::exchange::{Control, Hello, SideInfo, PROTOCOL_VERSION};
 use crate::harness::buffers::BenchBuffer;
+use crate::harness::staging::{CudaStager, HostStager};
 use crate::harness::args::MemoryKind;
 use crate::harness::config::{BenchConfig, MemoryConfig, Role};
 use crate::verbs::{CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair, RemoteBuffer};
@@ -41,7 +42,11 @@ impl LocalResources {
     /// being set up, and its message says more than a later registration failure would.
     pub fn create(config: &BenchConfig, sizes: QueuePairSizes) -> Result<LocalResources> {
         let gpu = open_gpu(&config.memory)?;
-        let device = Device::open(config.device.as_deref())?;
+        let device_name = match config.device.as_deref() {
+            Some("auto") => Some(nearest_nic(gpu.as_ref())?),
+            other => other.map(str::to_string),
+        };
+        let device = Device::open(device_name.as_deref())?;
         let port = device.active_port(config.ib_port)?;
         let gid = device.choose_gid(&port, config.gid_index)?;
         let protection_domain = device.alloc_pd()?;
@@ -52,9 +57,14 @@ impl LocalResources {
         let mut buffers = Vec::new();
         for _ in 0..config.qps {
             queue_pairs.push(RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?);
-            buffers.push(match &gpu {
-                None => BenchBuffer::host(&protection_domain, config.max_size())?,
-                Some(gpu) => BenchBuffer::gpu(&protection_domain, gpu, config.max_size(), config.memory.gdr)?,
+            let len = config.max_size();
+            buffers.push(match (config.memory.kind, &gpu) {
+                (MemoryKind::Cuda, Some(gpu)) => BenchBuffer::gpu(&protection_domain, gpu, len, config.memory.gdr)?,
+                (MemoryKind::CudaStaged, Some(gpu)) => {
+                    BenchBuffer::staged(&protection_domain, Box::new(CudaStager::new(gpu, len, len)?), "cuda-staged")?
+                }
+                (MemoryKind::HostStaged, _) => BenchBuffer::staged(&protection_domain, Box::new(HostStager::new(len)?), "host-staged")?,
+                _ => BenchBuffer::host(&protection_domain, len)?,
             });
         }
         Ok(LocalResources { device, port, gid, protection_domain, completion_queue, queue_pairs, buffers })
@@ -87,17 +97,27 @@ impl LocalResources {
 /// Loads CUDA and opens the run's GPU when the buffers live in GPU memory.
 fn open_gpu(memory: &MemoryConfig) -> Result<Option<gdrperf_cuda::Gpu>> {
     match memory.kind {
-        MemoryKind::Host => Ok(None),
-        MemoryKind::CudaStaged => Err(Error::Config(
-            "--mem cuda-staged is not wired into the bench binaries yet; `gdrperf selftest` and `gdrperf copy-bw` \
-             measure the staging pipeline on its own"
-                .into(),
-        )),
-        MemoryKind::Cuda => {
+        MemoryKind::Host | MemoryKind::HostStaged => Ok(None),
+        MemoryKind::Cuda | MemoryKind::CudaStaged => {
             let cuda = gdrperf_cuda::Cuda::load()?;
             let index = *cuda.resolve(&memory.gpu)?.first().ok_or_else(|| Error::Config("no GPU selected".into()))?;
             Ok(Some(cuda.open_gpu(index)?))
         }
+    }
+}
+
+/// `--ib-dev auto`: the RDMA device closest to the run's GPU on PCIe, as `gdrperf doctor`
+/// recommends it (same switch first; GPUs and NICs paired 1:1 on a DGX-like node).
+fn nearest_nic(gpu: Option<&gdrperf_cuda::Gpu>) -> Result<String> {
+    let gpu = gpu.ok_or_else(|| Error::Config("-d/--ib-dev auto picks the NIC nearest to the GPU: add --mem cuda (and --gpu)".into()))?;
+    let bus_id = gpu.info().bus_id.to_string();
+    match gdrperf_doctor::recommend_nic(std::path::Path::new("/"), &bus_id) {
+        Ok(Some(name)) => {
+            eprintln!("--ib-dev auto: {name} is the RDMA device nearest to GPU {} ({bus_id})", gpu.index());
+            Ok(name)
+        }
+        Ok(None) => Err(Error::NoDevice { detail: "--ib-dev auto found no RDMA device in /sys/class/infiniband".into() }),
+        Err(error) => Err(Error::Config(format!("--ib-dev auto: {error}"))),
     }
 }
 

@@ -45,6 +45,11 @@ pub trait Benchmark: Sync {
     fn measure(&self, session: &mut Session, size: usize) -> Result<Option<Self::Report>>;
     /// After both sides finished: checks this side's received data, `Some(reason)` if wrong.
     fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>>;
+    /// Whether a row sums both directions (a bandwidth threshold in % of the port then means
+    /// that share of both directions together).
+    fn sums_both_directions(&self) -> bool {
+        false
+    }
     /// The row of one size from both sides' reports.
     fn row(&self, context: &RowContext, ours: Option<Self::Report>, peer: Option<Self::Report>, validation: &str) -> Option<Self::Row>;
 }
@@ -56,6 +61,8 @@ pub struct RunOutcome {
     pub validation_failures: Vec<String>,
     /// Set when SIGINT/SIGTERM stopped the sweep; the finished sizes are in the result files.
     pub interrupted: Option<Interruption>,
+    /// Sizes that missed an acceptance threshold (--min-bw, --max-lat), as FAIL lines.
+    pub threshold_failures: Vec<String>,
 }
 
 /// Runs `benchmark` as `config` says. The only entry point a bench binary calls.
@@ -180,6 +187,7 @@ fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
 fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session, mut outputs: Outputs<B::Row>) -> Result<RunOutcome> {
     let context = row_context::<B>(config, &session);
     outputs.start(&metadata(config, benchmark, &session))?;
+    let thresholds = config.acceptance.resolve(session.local.port.rate.as_deref(), benchmark.sums_both_directions())?;
     let progress = progress_bar(config.sizes.len());
     let mut outcome = RunOutcome::default();
     let mut position = SweepPosition::new(config.sizes.len());
@@ -215,6 +223,10 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
             })?;
             if let Some(row) = benchmark.row(&context, ours, peer, validation) {
                 progress.suspend(|| outputs.write_row(&row))?;
+                for failure in check_thresholds(&thresholds, &row)? {
+                    progress.suspend(|| eprintln!("FAIL: {failure}"));
+                    outcome.threshold_failures.push(failure);
+                }
             }
             progress.inc(1);
             position.finish();
@@ -229,6 +241,17 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
     progress.finish_and_clear();
     outcome.interrupted = conclude(&mut session, result, &position, "client")?;
     Ok(outcome)
+}
+
+/// The FAIL lines of one row against the acceptance thresholds (empty when none are set).
+fn check_thresholds<R: Serialize>(thresholds: &gdrperf_report::Thresholds, row: &R) -> Result<Vec<String>> {
+    if thresholds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let value = serde_json::to_value(row).map_err(|error| Error::Config(error.to_string()))?;
+    let row = gdrperf_report::ResultRow::from_json("this run", value).map_err(Error::Config)?;
+    let failures = thresholds.evaluate(&row).map_err(|error| Error::Config(error.to_string()))?;
+    Ok(failures.iter().map(ToString::to_string).collect())
 }
 
 fn unexpected(session: &Session, expected: &'static str, got: &Message) -> Error {
