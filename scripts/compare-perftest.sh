@@ -1,30 +1,53 @@
 #!/usr/bin/env bash
-# gdrperf against Debian's perftest, same VM boot, same sizes, iterations, TX depth and CQ
-# moderation:   scripts/compare-perftest.sh write_bw
+# gdrperf against Debian's perftest, same VM boot, same sizes, iterations and queue settings:
+#   scripts/compare-perftest.sh write_bw send_bw read_lat write_lat send_lat
 # On the host it boots the Soft-RoCE VM (scripts/softroce.sh) and runs itself inside; inside the
 # VM it runs each tool 3 times per size, alternating, and writes
-# results/softroce/<test>-vs-perftest.csv: size, perftest MiB/s, gdrperf MiB/s, ratio (medians
-# of the 3 runs), headed by '#' lines with the command, machine and date.
-# Needs the release binaries (cargo build --release).
+# results/softroce/<test>-vs-perftest.csv, headed by '#' lines with the command, machine and date:
+# - bandwidth tests: size, perftest MiB/s, gdrperf MiB/s (sender's average), ratio gdrperf/perftest
+#   (>= 1 is as fast or faster);
+# - latency tests: size, perftest t_typical, gdrperf t_typical (median) in microseconds, ratio
+#   gdrperf/perftest (<= 1 is as fast or faster).
+# Each figure is the median of the 3 runs. perftest runs that print no result (under TCG its CPU
+# clock calibration sometimes gives up: "Correlation coefficient r^2 < 0.9") are retried.
+# perftest disables inline sends on devices it does not know (rxe among them), so gdrperf runs
+# with -I 0 here too: both tools do the same work. Needs the release binaries (cargo build --release).
 set -eu
 cd "$(dirname "$0")/.."
 
 if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
-    [ $# -ge 1 ] || { echo "usage: $0 write_bw" >&2; exit 2; }
+    [ $# -ge 1 ] || { echo "usage: $0 TEST... (write_bw send_bw read_lat write_lat send_lat)" >&2; exit 2; }
     cargo build --release --bins --quiet
     exec scripts/softroce.sh run --timeout 1500 -- "sh scripts/compare-perftest.sh $*"
 fi
 
 SIZES="4096 65536 1048576"
+LATENCY_SIZES="2 64 4096"
+LATENCY_ITERATIONS=1000
 ROUNDS=3
 DEPTH=128
 CQ_MOD=100
+RX_DEPTH=512
 PORT=19500
+TRIES=5
 
 iterations_for() { # about 32 MiB per run, between 64 and 2000 messages
     n=$((33554432 / $1)); [ $n -gt 2000 ] && n=2000; [ $n -lt 64 ] && n=64; echo $n
 }
 median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+
+# csv_column FILE NAME: the value of column NAME in the first data row of a CSV file.
+csv_column() { awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i } NR == 2 && c { print $c }' "$1"; }
+
+# retry CMD...: runs CMD (which prints one number, or nothing when perftest gave up) up to $TRIES times.
+retry() {
+    for try in $(seq $TRIES); do
+        value=$("$@") || true
+        [ -n "$value" ] && { echo "$value"; return; }
+        echo "  (no result from $1, try $try of $TRIES)" >&2
+    done
+    echo nan
+}
 
 # perftest_write_bw SIZE ITERS -> average MiB/s (perftest's "MB/sec" is MiB/s)
 perftest_write_bw() {
@@ -43,26 +66,75 @@ gdrperf_write_bw() {
     awk -F, 'NR == 2 { print $5 }' /tmp/compare.csv
 }
 
+# SEND/RECV bandwidth: the client's (sender's) average, as perftest's client prints it.
+perftest_send_bw() {
+    PORT=$((PORT + 1))
+    ib_send_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH >/dev/null 2>&1 &
+    sleep 1
+    ib_send_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH 127.0.0.1 2>/dev/null |
+        awk -v size="$1" '$1 == size && NF >= 5 { print $4 }'
+    wait
+}
+gdrperf_send_bw() {
+    PORT=$((PORT + 1)); rm -f /tmp/compare.csv
+    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH --warmup 0 >/dev/null 2>&1 &
+    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH --warmup 0 --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    wait
+    csv_column /tmp/compare.csv bw_avg_mib_s
+}
+
+# Latency: perftest's t_typical (5th column of its result line) and our median.
+perftest_latency() { # TOOL SIZE ITERATIONS
+    PORT=$((PORT + 1))
+    $1 -d rxe0 -x 1 -p $PORT -s "$2" -n "$3" >/dev/null 2>&1 &
+    sleep 1
+    $1 -d rxe0 -x 1 -p $PORT -s "$2" -n "$3" 127.0.0.1 2>/dev/null | awk -v size="$2" '$1 == size && NF >= 7 { print $5 }'
+    wait
+}
+gdrperf_latency() { # TOOL SIZE ITERATIONS [OPTIONS]
+    tool=$1 size=$2 iterations=$3; shift 3
+    PORT=$((PORT + 1)); rm -f /tmp/compare.csv
+    $tool -p $PORT -s "$size" -n "$iterations" "$@" >/dev/null 2>&1 &
+    $tool -p $PORT -s "$size" -n "$iterations" "$@" --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    wait
+    csv_column /tmp/compare.csv t_typical_us
+}
+perftest_read_lat() { perftest_latency ib_read_lat "$@"; }
+perftest_write_lat() { perftest_latency ib_write_lat "$@"; }
+perftest_send_lat() { perftest_latency ib_send_lat "$@"; }
+gdrperf_read_lat() { gdrperf_latency gdr-read-lat "$@"; }
+gdrperf_write_lat() { gdrperf_latency gdr-write-lat "$@" -I 0; }
+gdrperf_send_lat() { gdrperf_latency gdr-send-lat "$@" -I 0; }
+
+# compare TEST KIND: KIND is bw (higher is better) or lat (lower is better).
 compare() {
-    test=$1
+    test=$1 kind=$2
     out="results/softroce/$test-vs-perftest.csv"
     mkdir -p results/softroce
+    if [ "$kind" = bw ]; then
+        sizes=$SIZES settings="-t $DEPTH -Q $CQ_MOD"
+        if [ "$test" = send_bw ]; then settings="$settings -r $RX_DEPTH; sender's average"; fi
+        columns="size,iterations,perftest_mib_s,gdrperf_mib_s,ratio"
+    else
+        sizes=$LATENCY_SIZES settings="-n $LATENCY_ITERATIONS, tx depth 1, no inline (perftest's choice on rxe); t_typical = median"
+        columns="size,iterations,perftest_t_typical_us,gdrperf_t_typical_us,ratio"
+    fi
     {
-        echo "# command: scripts/compare-perftest.sh $test (sizes $SIZES; -t $DEPTH -Q $CQ_MOD; $ROUNDS alternating runs, medians)"
-        echo "# machine: Soft-RoCE rxe0 on lo in a QEMU TCG VM ($(nproc) vCPUs), kernel $(uname -r), $(ib_write_bw --version 2>/dev/null | head -1 || echo perftest)"
+        echo "# command: scripts/compare-perftest.sh $test (sizes $sizes; $settings; $ROUNDS alternating runs, medians; ratio = gdrperf / perftest)"
+        echo "# machine: Soft-RoCE rxe0 on lo in a QEMU TCG VM ($(nproc) vCPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)), kernel $(uname -r), $(ib_write_bw --version 2>/dev/null | head -1 || echo perftest)"
         echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-        echo "size,iterations,perftest_mib_s,gdrperf_mib_s,ratio"
+        echo "$columns"
     } >"$out"
-    for size in $SIZES; do
-        n=$(iterations_for "$size")
+    for size in $sizes; do
+        if [ "$kind" = bw ]; then n=$(iterations_for "$size"); else n=$LATENCY_ITERATIONS; fi
         p=""; g=""
         for round in $(seq $ROUNDS); do
-            p="$p $(perftest_$test "$size" "$n")"
-            g="$g $(gdrperf_$test "$size" "$n")"
+            p="$p $(retry perftest_$test "$size" "$n")"
+            g="$g $(retry gdrperf_$test "$size" "$n")"
         done
         # shellcheck disable=SC2086
         pm=$(median3 $p); gm=$(median3 $g)
-        ratio=$(awk -v p="$pm" -v g="$gm" 'BEGIN { if (p > 0) printf "%.3f", g / p; else print "nan" }')
+        ratio=$(awk -v p="$pm" -v g="$gm" 'BEGIN { if (p > 0 && g > 0) printf "%.3f", g / p; else print "nan" }')
         echo "$size,$n,$pm,$gm,$ratio" | tee -a "$out"
         echo "  $test $size bytes: perftest runs:$p | gdrperf runs:$g" >&2
     done
@@ -71,7 +143,8 @@ compare() {
 
 for test in "$@"; do
     case $test in
-        write_bw) compare write_bw ;;
-        *) echo "compare-perftest: unknown test '$test' (known: write_bw)" >&2; exit 2 ;;
+        write_bw | send_bw) compare "$test" bw ;;
+        read_lat | write_lat | send_lat) compare "$test" lat ;;
+        *) echo "compare-perftest: unknown test '$test' (known: write_bw send_bw read_lat write_lat send_lat)" >&2; exit 2 ;;
     esac
 done

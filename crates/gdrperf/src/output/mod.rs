@@ -6,7 +6,9 @@
 
 mod console;
 mod files;
+pub mod latency_row;
 pub mod rows;
+pub mod send_row;
 
 use std::path::Path;
 

@@ -1,0 +1,93 @@
+//! gdr-read-lat: RDMA READ latency, perftest's ib_read_lat on gdrperf's harness.
+//!
+//! The client reads the server's buffer, one READ outstanding at a time; a sample is the time
+//! from the post to the READ's completion, a whole round trip (not halved, as perftest reports
+//! it). The server's CPU takes no part. With `--validate` the server fills its buffer with a
+//! pattern and the client checks what its READs brought back.
+
+use clap::Parser;
+use gdrperf::harness::args_latency::{LatencyArgs, LatencyConfig, LatencyTest};
+use gdrperf::harness::buffers::pattern_seed;
+use gdrperf::harness::latency::{read_latency, refuse_staged_memory, LatencyPlan};
+use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
+use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
+use gdrperf::output::RowContext;
+use gdrperf::verbs::QueuePairSizes;
+
+#[derive(Parser)]
+#[command(name = "gdr-read-lat", version, about = "RDMA READ latency (server: no HOST; client: HOST; or --loopback)")]
+struct Cli {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    latency: LatencyArgs,
+}
+
+struct ReadLatency {
+    common: BenchConfig,
+    latency: LatencyConfig,
+    files: Option<LatencyFiles>,
+}
+
+impl Benchmark for ReadLatency {
+    const NAME: &'static str = "read_lat";
+    const TITLE: &'static str = "RDMA_Read Latency Test";
+    type Report = LatencyFigures;
+    type Row = LatencyRow;
+
+    fn queue_sizes(&self) -> QueuePairSizes {
+        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: 1, max_inline: 0 }
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({})
+    }
+
+    fn header(&self) -> Vec<(String, String)> {
+        vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())]
+    }
+
+    fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
+        refuse_staged_memory(session, "gdr-read-lat")?;
+        if self.common.validate {
+            let buffer = &mut session.local.buffers[0];
+            match session.side.is_client() {
+                true => buffer.clear(size)?,
+                false => buffer.fill_pattern(size, pattern_seed(size, 0))?,
+            }
+        }
+        Ok(())
+    }
+
+    fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
+        if !session.side.is_client() {
+            return Ok(None);
+        }
+        let plan = LatencyPlan::new(&self.common, size, false);
+        measure_size(self.files.as_ref(), size, |sink| read_latency(session, &plan, sink)).map(Some)
+    }
+
+    fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
+        if !self.common.validate || !session.side.is_client() {
+            return Ok(None);
+        }
+        let mismatch = session.local.buffers[0].check_pattern(size, pattern_seed(size, 0))?;
+        Ok(mismatch.map(|m| format!("byte {} read back as {:#04x}, expected {:#04x}", m.offset, m.found, m.expected)))
+    }
+
+    fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, _peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {
+        let settings = LatencySettings { arrival: "completion", inline_size: self.latency.inline_size };
+        ours.map(|figures| LatencyRow::new(context, settings, &figures, validation))
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let defaults = TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
+    gdrperf::harness::exit(|| {
+        let common = BenchConfig::from_args(&cli.common, defaults)?;
+        let latency = LatencyConfig::from_args(&cli.latency, &common, LatencyTest::Read)?;
+        let files = latency.files.any().then(|| LatencyFiles::create(&latency.files, "read_lat", &common.sizes)).transpose()?;
+        harness::run(&common.clone(), &ReadLatency { common, latency, files })
+    })
+}

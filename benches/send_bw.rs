@@ -1,0 +1,149 @@
+//! gdr-send-bw: SEND/RECV bandwidth, perftest's ib_send_bw on gdrperf's harness.
+//!
+//! The client streams SENDs; the server keeps `-r/--rx-depth` receives posted per QP and reposts
+//! each as it consumes it. Both sides measure: the row's `bw_*` columns are the sender's (what
+//! perftest's client prints), the `rx_*` columns the receiver's, sent back by the server. With
+//! `-b` both sides send and receive at once and each group is the sum of both directions.
+//! With `--validate` every received payload is checked as it is polled (see
+//! `gdrperf::harness::send`).
+
+use std::sync::{Mutex, MutexGuard};
+
+use clap::Parser;
+use gdrperf::harness::args_latency::{SendArgs, SendConfig};
+use gdrperf::harness::buffers::pattern_seed;
+use gdrperf::harness::latency::refuse_staged_memory;
+use gdrperf::harness::send::{stream_send, ReceiveQueues, SendPlan};
+use gdrperf::harness::{self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Side, TestDefaults};
+use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
+use gdrperf::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
+use gdrperf::output::RowContext;
+use gdrperf::verbs::QueuePairSizes;
+
+#[derive(Parser)]
+#[command(name = "gdr-send-bw", version, about = "SEND/RECV bandwidth (server: no HOST; client: HOST; or --loopback)")]
+struct Cli {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    bandwidth: BandwidthArgs,
+    #[command(flatten)]
+    send: SendArgs,
+}
+
+struct SendBandwidth {
+    common: BenchConfig,
+    bandwidth: BandwidthConfig,
+    send: SendConfig,
+    /// Each side's posted receives, kept across sizes (both sides live here in --loopback).
+    client_receives: Mutex<Option<ReceiveQueues>>,
+    server_receives: Mutex<Option<ReceiveQueues>>,
+}
+
+impl SendBandwidth {
+    fn sends(&self, session: &Session) -> bool {
+        session.side.is_client() || self.bandwidth.bidirectional
+    }
+
+    fn receives(&self, session: &Session) -> bool {
+        !session.side.is_client() || self.bandwidth.bidirectional
+    }
+
+    fn receive_queues(&self, side: Side) -> gdrperf::Result<MutexGuard<'_, Option<ReceiveQueues>>> {
+        let mutex = match side {
+            Side::Client => &self.client_receives,
+            Side::Server => &self.server_receives,
+        };
+        mutex.lock().map_err(|_| gdrperf::Error::Config("the other side's thread panicked".into()))
+    }
+}
+
+impl Benchmark for SendBandwidth {
+    const NAME: &'static str = "send_bw";
+    const TITLE: &'static str = "Send BW Test";
+    type Report = SendFigures;
+    type Row = SendBandwidthRow;
+
+    fn queue_sizes(&self) -> QueuePairSizes {
+        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: self.send.rx_depth, max_inline: self.send.inline_size }
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({ "cq_mod": self.bandwidth.cq_mod, "bidirectional": self.bandwidth.bidirectional })
+    }
+
+    fn header(&self) -> Vec<(String, String)> {
+        vec![
+            ("CQ moderation".into(), self.bandwidth.cq_mod.to_string()),
+            ("Direction".into(), if self.bandwidth.bidirectional { "bidirectional" } else { "client -> server" }.into()),
+            ("RX depth".into(), self.send.rx_depth.to_string()),
+            ("Inline".into(), format!("up to {} bytes", self.send.inline_size)),
+        ]
+    }
+
+    fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
+        refuse_staged_memory(session, "gdr-send-bw")?;
+        if self.common.validate && self.sends(session) {
+            for (index, buffer) in session.local.buffers.iter_mut().enumerate() {
+                buffer.fill_pattern(size, pattern_seed(size, index))?;
+            }
+        }
+        if self.receives(session) {
+            let mut queues = self.receive_queues(session.side)?;
+            if queues.is_none() {
+                *queues = Some(ReceiveQueues::post(session, self.send.rx_depth, self.common.validate, self.common.max_size())?);
+            }
+        }
+        Ok(())
+    }
+
+    fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<SendFigures>> {
+        let plan = SendPlan {
+            size,
+            stop: self.common.stop,
+            warmup: self.common.warmup,
+            tx_depth: self.common.tx_depth,
+            cq_mod: self.bandwidth.cq_mod,
+            inline: session.local.buffers[0].host_bytes().is_some() && size <= self.send.inline_size as usize,
+            sends: self.sends(session),
+            receives: self.receives(session),
+            stall_timeout: self.common.timeout,
+        };
+        let mut queues = self.receive_queues(session.side)?;
+        let reports = stream_send(session, &plan, queues.as_mut())?;
+        Ok(Some(SendFigures {
+            sent: reports.sent.as_ref().map(BandwidthFigures::from),
+            received: reports.received.as_ref().map(BandwidthFigures::from),
+            rx_depth: queues.as_ref().map(ReceiveQueues::depth).unwrap_or(0),
+        }))
+    }
+
+    fn check(&self, session: &mut Session, _size: usize) -> gdrperf::Result<Option<String>> {
+        if !self.common.validate || !self.receives(session) {
+            return Ok(None);
+        }
+        Ok(self.receive_queues(session.side)?.as_mut().and_then(ReceiveQueues::take_failure))
+    }
+
+    fn row(&self, context: &RowContext, ours: Option<SendFigures>, peer: Option<SendFigures>, validation: &str) -> Option<SendBandwidthRow> {
+        let settings = BandwidthSettings {
+            tx_depth: self.common.tx_depth,
+            cq_mod: self.bandwidth.cq_mod,
+            bidirectional: self.bandwidth.bidirectional,
+        };
+        let reports: Vec<SendFigures> = ours.into_iter().chain(peer).collect();
+        SendBandwidthRow::new(context, settings, SendSettings { inline_size: self.send.inline_size }, &reports, validation)
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let defaults = TestDefaults { size: 65536, iterations: 5000, tx_depth: 128, warmup: 16 };
+    gdrperf::harness::exit(|| {
+        let common = BenchConfig::from_args(&cli.common, defaults)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
+        let send = SendConfig::from_args(&cli.send)?;
+        let benchmark = SendBandwidth { common: common.clone(), bandwidth, send, client_receives: Mutex::new(None), server_receives: Mutex::new(None) };
+        harness::run(&common, &benchmark)
+    })
+}

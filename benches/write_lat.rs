@@ -1,0 +1,137 @@
+//! gdr-write-lat: RDMA WRITE latency, perftest's ib_write_lat on gdrperf's harness.
+//!
+//! Ping-pong: the client writes into the server's buffer, the server writes back as soon as the
+//! client's write has landed, and so on; a sample is half a round trip. A WRITE does not tell the
+//! receiver's CPU that it arrived, so with host memory on both sides each side spins on the last
+//! byte of its buffer (a new marker value per message, so a stale byte is never taken for an
+//! arrival). Where either buffer is not CPU-visible (GPU memory), or with --write-with-imm, both
+//! sides use WRITE_WITH_IMM instead and wait for the receive completion it produces.
+//!
+//! With `--validate` the client's pattern travels to the server and back, and both sides check
+//! it (all but the last byte, which carries the markers, in the last-byte poll).
+
+use clap::Parser;
+use gdrperf::harness::args_latency::{LatencyArgs, LatencyConfig, LatencyTest};
+use gdrperf::harness::buffers::pattern_seed;
+use gdrperf::harness::latency::{
+    ping_pong_initiator, ping_pong_responder, prepare_ping_pong, refuse_staged_memory, LatencyPlan, PingPong, PostedReceives, PING_PONG_RECEIVES,
+};
+use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
+use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
+use gdrperf::output::RowContext;
+use gdrperf::verbs::QueuePairSizes;
+
+#[derive(Parser)]
+#[command(name = "gdr-write-lat", version, about = "RDMA WRITE latency, ping-pong (server: no HOST; client: HOST; or --loopback)")]
+struct Cli {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    latency: LatencyArgs,
+}
+
+struct WriteLatency {
+    common: BenchConfig,
+    latency: LatencyConfig,
+    files: Option<LatencyFiles>,
+    receives: PostedReceives,
+}
+
+impl WriteLatency {
+    /// Polling needs CPU-visible memory on both sides; both sides decide alike from the same
+    /// two facts, so they always agree.
+    fn transport(&self, session: &Session) -> PingPong {
+        let local = &session.local.buffers[0];
+        let local_host = local.kind() == "host" && local.host_bytes().is_some();
+        self.transport_for(local_host, session.peer.side.memory == "host")
+    }
+
+    fn transport_for(&self, local_host: bool, peer_host: bool) -> PingPong {
+        if local_host && peer_host && !self.latency.write_with_imm {
+            PingPong::WritePollLastByte
+        } else {
+            PingPong::WriteWithImmediate
+        }
+    }
+
+    /// Bytes a data check covers: the last byte carries the poll markers.
+    fn checked_len(&self, session: &Session, size: usize) -> usize {
+        match self.transport(session) {
+            PingPong::WritePollLastByte => size - 1,
+            _ => size,
+        }
+    }
+}
+
+impl Benchmark for WriteLatency {
+    const NAME: &'static str = "write_lat";
+    const TITLE: &'static str = "RDMA_Write Latency Test";
+    type Report = LatencyFigures;
+    type Row = LatencyRow;
+
+    fn queue_sizes(&self) -> QueuePairSizes {
+        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: PING_PONG_RECEIVES, max_inline: self.latency.inline_size }
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({ "write_with_imm": self.latency.write_with_imm })
+    }
+
+    fn header(&self) -> Vec<(String, String)> {
+        vec![
+            ("Sample".into(), "half a WRITE ping-pong round trip".into()),
+            ("Arrival".into(), if self.latency.write_with_imm { "WRITE_WITH_IMM completion" } else { "last-byte poll (host memory), else WRITE_WITH_IMM" }.into()),
+            ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
+        ]
+    }
+
+    fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
+        refuse_staged_memory(session, "gdr-write-lat")?;
+        if self.common.validate {
+            let buffer = &mut session.local.buffers[0];
+            match session.side.is_client() {
+                true => buffer.fill_pattern(size, pattern_seed(size, 0))?,
+                false => buffer.clear(size)?,
+            }
+        }
+        let transport = self.transport(session);
+        prepare_ping_pong(session, transport, size, &self.receives)
+    }
+
+    fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
+        let transport = self.transport(session);
+        let cpu_visible = session.local.buffers[0].host_bytes().is_some();
+        let plan = LatencyPlan::new(&self.common, size, self.latency.inline(size, cpu_visible));
+        if !session.side.is_client() {
+            return ping_pong_responder(session, transport, &plan).map(|_| None);
+        }
+        measure_size(self.files.as_ref(), size, |sink| ping_pong_initiator(session, transport, &plan, sink)).map(Some)
+    }
+
+    fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
+        if !self.common.validate {
+            return Ok(None);
+        }
+        let len = self.checked_len(session, size);
+        let mismatch = session.local.buffers[0].check_pattern(len, pattern_seed(size, 0))?;
+        Ok(mismatch.map(|m| format!("byte {} is {:#04x}, expected {:#04x}", m.offset, m.found, m.expected)))
+    }
+
+    fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, _peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {
+        // The transport follows from the memory of both sides, which the context names.
+        let transport = self.transport_for(context.mem_local == "host", context.mem_remote == "host");
+        let settings = LatencySettings { arrival: transport.arrival(), inline_size: self.latency.inline_size };
+        ours.map(|figures| LatencyRow::new(context, settings, &figures, validation))
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let defaults = TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
+    gdrperf::harness::exit(|| {
+        let common = BenchConfig::from_args(&cli.common, defaults)?;
+        let latency = LatencyConfig::from_args(&cli.latency, &common, LatencyTest::Write)?;
+        let files = latency.files.any().then(|| LatencyFiles::create(&latency.files, "write_lat", &common.sizes)).transpose()?;
+        harness::run(&common.clone(), &WriteLatency { common, latency, files, receives: PostedReceives::default() })
+    })
+}

@@ -1,0 +1,531 @@
+//! The SEND/RECV streaming engine of gdr-send-bw: a sender keeping its queues full, a receiver
+//! keeping receives posted, both measured.
+//!
+//! Unlike an RDMA WRITE, a SEND needs the receiver's cooperation: every message consumes one
+//! receive the receiver posted beforehand, and a message that finds none is refused (RNR) and
+//! retried later, which costs bandwidth. So the receiver posts `-r/--rx-depth` receives per QP
+//! before the sender starts (in `prepare`, before the server says Ready) and reposts each one the
+//! moment its completion is polled. Receives cannot be taken back once posted, so they outlive a
+//! size: they are posted once per run ([`ReceiveQueues`]) and each receive covers the largest
+//! message of the sweep, so it fits whatever size consumes it.
+//!
+//! The sender works as the WRITE stream does (perftest's method: `-t` outstanding, one signaled
+//! in `-Q`, the clock started at the first post). The receiver, which cannot know when the first
+//! message was posted, starts its clock at the first receive completion, as perftest's receiver
+//! does, and counts every message from there. The last message of each phase (warm-up, measured)
+//! of each QP carries an immediate value, so the receiver knows where the phase ends even in a
+//! `-D` run, where no count is agreed.
+//!
+//! With `--validate` every payload is checked as it is polled, before its receive is reposted:
+//! each receive then needs a slot of its own, in a host-memory ring per QP, and the receives kept
+//! posted are as many as the ring has slots (the ring is capped at [`VALIDATION_RING_BYTES`]).
+//! The ring is host memory, so `--validate` is refused where the benchmark buffers are not: it
+//! would no longer measure receiving into them.
+//!
+//! Ctrl-C stops posting; what is in flight completes, and the size ends with the interruption.
+//! A peer that dies or gives up is noticed through the control channel (`check_peer`).
+
+use std::time::{Duration, Instant};
+
+use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
+
+use crate::error::{Error, Result};
+use crate::exchange::ExchangeError;
+use crate::harness::buffers::{find_mismatch, pattern_seed};
+use crate::harness::config::StopRule;
+use crate::harness::session::{LocalResources, Session};
+use crate::verbs::completion::opcode;
+use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, Operation, RcQueuePair, SendRequest, WorkCompletion};
+
+/// How one size is streamed by this side.
+#[derive(Debug, Clone, Copy)]
+pub struct SendPlan {
+    pub size: usize,
+    pub stop: StopRule,
+    pub warmup: u64,
+    pub tx_depth: u32,
+    pub cq_mod: u32,
+    pub inline: bool,
+    /// This side sends (the client; both sides when bidirectional).
+    pub sends: bool,
+    /// This side receives (the server; both sides when bidirectional).
+    pub receives: bool,
+    /// How long without any completion before we call the peer gone.
+    pub stall_timeout: Duration,
+}
+
+/// What this side measured: its sending, its receiving, or both.
+#[derive(Debug, Clone)]
+pub struct SendReports {
+    pub sent: Option<BandwidthReport>,
+    /// `None` also when too few messages came to time (a single one has no duration).
+    pub received: Option<BandwidthReport>,
+}
+
+/// The largest validation ring per side, all QPs together.
+pub const VALIDATION_RING_BYTES: usize = 64 << 20;
+
+/// Immediate value marking the last message of a phase.
+const PHASE_END: u32 = 0x5e4d_e4d0;
+/// Work-request ids: the top bit says receive, the QP index sits above the sequence or slot.
+const RECEIVE_FLAG: u64 = 1 << 63;
+const INDEX_SHIFT: u32 = 40;
+const LOW_MASK: u64 = (1 << INDEX_SHIFT) - 1;
+
+fn work_request_id(receive: bool, queue_pair: usize, low: u64) -> u64 {
+    (if receive { RECEIVE_FLAG } else { 0 }) | ((queue_pair as u64) << INDEX_SHIFT) | low
+}
+
+fn split_id(wr_id: u64) -> (usize, u64) {
+    (((wr_id & !RECEIVE_FLAG) >> INDEX_SHIFT) as usize, wr_id & LOW_MASK)
+}
+
+/// One side's receives, posted once and kept posted for the whole run.
+pub struct ReceiveQueues {
+    queues: Vec<QueueReceives>,
+    validate: bool,
+    /// The first payload that failed its check in the current size.
+    failure: Option<String>,
+}
+
+struct QueueReceives {
+    /// Where non-validating receives land: the QP's whole benchmark buffer.
+    target: LocalSlice,
+    ring: Option<ValidationRing>,
+    slots: u32,
+}
+
+/// Host memory with one slot per posted receive. The region is declared first so that it is
+/// deregistered before the memory is freed.
+struct ValidationRing {
+    region: MemoryRegion,
+    memory: HostBuffer,
+    stride: usize,
+}
+
+impl ReceiveQueues {
+    /// Posts `rx_depth` receives per QP (with `validate`, one per slot of a ring sized for
+    /// `max_size`-byte messages).
+    pub fn post(session: &mut Session, rx_depth: u32, validate: bool, max_size: usize) -> Result<ReceiveQueues> {
+        let local = &mut session.local;
+        let queue_count = local.queue_pairs.len();
+        let mut queues = Vec::with_capacity(queue_count);
+        for index in 0..queue_count {
+            let buffer = &local.buffers[index];
+            if validate && buffer.host_bytes().is_none() {
+                return Err(Error::Config(format!(
+                    "--validate on gdr-send-bw checks every payload in a host-memory ring, so it would not receive into \
+                     {} memory: check the data path with --mem host, or measure without --validate",
+                    buffer.kind()
+                )));
+            }
+            let target = buffer.slice(buffer.region().len());
+            let (ring, slots) = if validate {
+                let slots = (VALIDATION_RING_BYTES / (max_size.max(1) * queue_count)).clamp(1, rx_depth as usize);
+                let memory = HostBuffer::new(slots * max_size)?;
+                // SAFETY: the memory is stored next to the region, which is dropped first.
+                let region = unsafe {
+                    MemoryRegion::register(&local.protection_domain, memory.address(), memory.len(), "receive validation ring")?
+                };
+                (Some(ValidationRing { region, memory, stride: max_size }), slots as u32)
+            } else {
+                (None, rx_depth)
+            };
+            let queue = QueueReceives { target, ring, slots };
+            for slot in 0..queue.slots {
+                local.queue_pairs[index].post_receive(work_request_id(true, index, u64::from(slot)), queue.slot(slot))?;
+            }
+            queues.push(queue);
+        }
+        Ok(ReceiveQueues { queues, validate, failure: None })
+    }
+
+    /// Receives kept posted per QP (fewer than `-r` when a validation ring caps them).
+    pub fn depth(&self) -> u32 {
+        self.queues.first().map(|queue| queue.slots).unwrap_or(0)
+    }
+
+    /// The first failed payload check since the last call.
+    pub fn take_failure(&mut self) -> Option<String> {
+        self.failure.take()
+    }
+}
+
+impl QueueReceives {
+    fn slot(&self, slot: u32) -> LocalSlice {
+        match &self.ring {
+            Some(ring) => ring.region.slice(slot as usize * ring.stride, ring.stride),
+            None => self.target,
+        }
+    }
+}
+
+/// Streams one size on this side: sends, receives, or both at once, until both are done.
+pub fn stream_send(session: &mut Session, plan: &SendPlan, receives: Option<&mut ReceiveQueues>) -> Result<SendReports> {
+    let queue_count = session.local.queue_pairs.len();
+    let locals: Vec<LocalSlice> = session.local.buffers.iter().map(|buffer| buffer.slice(plan.size)).collect();
+    let mut sender = if plan.sends { Some(Sender::new(plan, queue_count)?) } else { None };
+    let mut receiver = match (plan.receives, receives) {
+        (false, _) => None,
+        (true, Some(queues)) => Some(Receiver::new(plan, queue_count, queues)?),
+        (true, None) => return Err(Error::Config("a receiving side needs its receives posted in prepare".into())),
+    };
+    let Session { local, control, .. } = session;
+    let LocalResources { queue_pairs, completion_queue, .. } = local;
+    let mut last_progress = Instant::now();
+    let mut stopped_by = None;
+    loop {
+        // Ctrl-C: post nothing more and let what is in flight complete; the receiving half
+        // cannot finish (the peer's phase ends will not come), so it is abandoned.
+        if stopped_by.is_none() {
+            stopped_by = control.stop_requested();
+        }
+        control.check_peer()?;
+        if let Some(sender) = sender.as_mut() {
+            if stopped_by.is_none() {
+                sender.post(queue_pairs, &locals)?;
+            }
+        }
+        let found = completion_queue.poll(|completion| {
+            if completion.wr_id & RECEIVE_FLAG != 0 {
+                match receiver.as_mut() {
+                    Some(receiver) => receiver.complete(&completion, queue_pairs),
+                    None => Err(unexpected(&completion, "no receive on a sending-only side")),
+                }
+            } else {
+                match sender.as_mut() {
+                    Some(sender) => sender.complete(&completion),
+                    None => Err(unexpected(&completion, "no send on a receiving-only side")),
+                }
+            }
+        })?;
+        if let Some(sender) = sender.as_mut() {
+            sender.after_poll();
+        }
+        if let Some(receiver) = receiver.as_mut() {
+            receiver.after_poll();
+        }
+        if found > 0 {
+            last_progress = Instant::now();
+        } else if last_progress.elapsed() > plan.stall_timeout {
+            return Err(Error::Stalled {
+                seconds: plan.stall_timeout.as_secs(),
+                during: format!("streaming SEND/RECV of {} bytes", plan.size),
+            });
+        }
+        if let Some(signal) = stopped_by {
+            if sender.as_ref().is_none_or(Sender::drained) {
+                return Err(ExchangeError::Interrupted(signal).into());
+            }
+            continue;
+        }
+        let sending_done = sender.as_ref().is_none_or(Sender::done);
+        let receiving_done = receiver.as_ref().is_none_or(Receiver::done);
+        if sending_done && receiving_done {
+            break;
+        }
+    }
+    let sent = sender.map(Sender::report).transpose()?;
+    let received = receiver.and_then(Receiver::report);
+    Ok(SendReports { sent, received })
+}
+
+fn unexpected(completion: &WorkCompletion, expected: &'static str) -> Error {
+    Error::UnexpectedCompletion { wr_id: completion.wr_id, opcode: completion.opcode, expected }
+}
+
+/// When a phase of sending ends.
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    Messages(u64),
+    Time(Duration),
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SendQueue {
+    posted: u64,
+    completed: u64,
+    /// The phase's last (immediate-carrying) message is posted.
+    ended: bool,
+}
+
+struct Sender {
+    queues: Vec<SendQueue>,
+    /// The current phase's limit; `None` once the measured phase is over.
+    limit: Option<Limit>,
+    measuring: bool,
+    measured_limit: Limit,
+    plan: SendPlan,
+    clock: RunClock,
+    meter: BandwidthMeter,
+    retired_now: u64,
+}
+
+impl Sender {
+    fn new(plan: &SendPlan, queue_count: usize) -> Result<Sender> {
+        let measured_limit = match plan.stop {
+            StopRule::Iterations(iterations) => Limit::Messages(iterations),
+            StopRule::Duration(duration) => Limit::Time(duration),
+        };
+        let expected_events = match plan.stop {
+            StopRule::Iterations(iterations) => (iterations / u64::from(plan.cq_mod) + 2) as usize * queue_count,
+            StopRule::Duration(_) => 1 << 16,
+        };
+        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|error| Error::Config(error.to_string()))?;
+        let (limit, measuring) = if plan.warmup > 0 { (Limit::Messages(plan.warmup), false) } else { (measured_limit, true) };
+        Ok(Sender {
+            queues: vec![SendQueue::default(); queue_count],
+            limit: Some(limit),
+            measuring,
+            measured_limit,
+            plan: *plan,
+            clock: RunClock::start(),
+            meter,
+            retired_now: 0,
+        })
+    }
+
+    fn done(&self) -> bool {
+        self.limit.is_none()
+    }
+
+    /// Every request posted so far is complete.
+    fn drained(&self) -> bool {
+        self.queues.iter().all(|state| state.completed == state.posted)
+    }
+
+    /// Fills every QP's send queue as far as the phase allows.
+    fn post(&mut self, queue_pairs: &mut [RcQueuePair], locals: &[LocalSlice]) -> Result<()> {
+        let Some(limit) = self.limit else { return Ok(()) };
+        let (tx_depth, cq_mod) = (u64::from(self.plan.tx_depth), u64::from(self.plan.cq_mod));
+        let out_of_time = match limit {
+            Limit::Time(duration) => self.clock.origin().elapsed() >= duration,
+            Limit::Messages(_) => false,
+        };
+        for (index, queue_pair) in queue_pairs.iter_mut().enumerate() {
+            let state = &mut self.queues[index];
+            let room = tx_depth - (state.posted - state.completed);
+            if state.ended || room == 0 {
+                continue;
+            }
+            // The last message of the phase is the one numbered `last`.
+            let (count, last) = match limit {
+                Limit::Messages(target) => (room.min(target - state.posted), target),
+                Limit::Time(_) if out_of_time => (1, state.posted + 1),
+                // Whole moderation groups only, so the last one posted is always signaled.
+                Limit::Time(_) => (room - room % cq_mod, u64::MAX),
+            };
+            if count == 0 {
+                continue;
+            }
+            let first = state.posted;
+            let (local, inline) = (locals[index], self.plan.inline);
+            queue_pair.post_send((1..=count).map(|offset| {
+                let sequence = first + offset;
+                SendRequest {
+                    wr_id: work_request_id(false, index, sequence),
+                    signaled: sequence.is_multiple_of(cq_mod) || sequence == last,
+                    local,
+                    operation: if sequence == last { Operation::SendWithImmediate { immediate: PHASE_END } } else { Operation::Send },
+                    inline,
+                }
+            }))?;
+            state.posted += count;
+            state.ended = state.posted == last;
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, completion: &WorkCompletion) -> Result<()> {
+        if !completion.is_success() {
+            return Err(completion.error("SEND", self.plan.size));
+        }
+        let (index, sequence) = split_id(completion.wr_id);
+        let state = self.queues.get_mut(index).filter(|state| sequence > state.completed && sequence <= state.posted);
+        let (Some(state), opcode::SEND) = (state, completion.opcode) else {
+            return Err(unexpected(completion, "SEND"));
+        };
+        if self.measuring {
+            self.retired_now += sequence - state.completed;
+        }
+        state.completed = sequence;
+        Ok(())
+    }
+
+    /// Feeds the meter (one clock read per poll) and moves to the next phase when every QP's
+    /// phase is posted and complete.
+    fn after_poll(&mut self) {
+        if self.retired_now > 0 {
+            self.meter.record_completion(self.clock.now_nanos(), self.retired_now as u32);
+            self.retired_now = 0;
+        }
+        if self.limit.is_none() || !self.queues.iter().all(|state| state.ended && state.completed == state.posted) {
+            return;
+        }
+        if self.measuring {
+            self.limit = None;
+        } else {
+            self.queues.iter_mut().for_each(|state| *state = SendQueue::default());
+            self.measuring = true;
+            self.limit = Some(self.measured_limit);
+            // The next loop turn posts at once: this is perftest's "first post".
+            self.clock = RunClock::start();
+        }
+    }
+
+    fn report(self) -> Result<BandwidthReport> {
+        let size = self.plan.size;
+        self.meter.report().map_err(|error| Error::Config(format!("no send bandwidth measured at {size} bytes: {error}")))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReceivePhase {
+    Warmup,
+    Measured,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ReceiveQueue {
+    phase: ReceivePhase,
+    /// Messages received in the current phase.
+    count: u64,
+}
+
+struct Receiver<'q> {
+    queues: &'q mut ReceiveQueues,
+    states: Vec<ReceiveQueue>,
+    plan: SendPlan,
+    seeds: Vec<u64>,
+    clock: Option<RunClock>,
+    meter: BandwidthMeter,
+    measured_now: u64,
+}
+
+impl<'q> Receiver<'q> {
+    fn new(plan: &SendPlan, queue_count: usize, queues: &'q mut ReceiveQueues) -> Result<Receiver<'q>> {
+        if queues.queues.len() != queue_count {
+            return Err(Error::Config("receives were posted for another number of QPs".into()));
+        }
+        let expected_events = match plan.stop {
+            StopRule::Iterations(iterations) => iterations as usize * queue_count,
+            StopRule::Duration(_) => 1 << 16,
+        };
+        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|error| Error::Config(error.to_string()))?;
+        let phase = if plan.warmup > 0 { ReceivePhase::Warmup } else { ReceivePhase::Measured };
+        queues.failure = None;
+        Ok(Receiver {
+            queues,
+            states: vec![ReceiveQueue { phase, count: 0 }; queue_count],
+            plan: *plan,
+            seeds: (0..queue_count).map(|index| pattern_seed(plan.size, index)).collect(),
+            clock: None,
+            meter,
+            measured_now: 0,
+        })
+    }
+
+    fn done(&self) -> bool {
+        self.states.iter().all(|state| state.phase == ReceivePhase::Done)
+    }
+
+    /// One received message: check it, repost its receive, advance the phase at a phase end.
+    fn complete(&mut self, completion: &WorkCompletion, queue_pairs: &mut [RcQueuePair]) -> Result<()> {
+        let size = self.plan.size;
+        if !completion.is_success() {
+            return Err(completion.error("receive", size));
+        }
+        let (index, slot) = split_id(completion.wr_id);
+        if index >= self.states.len() || index >= self.queues.queues.len() || completion.opcode != opcode::RECV {
+            return Err(unexpected(completion, "a receive completion"));
+        }
+        let state = &mut self.states[index];
+        if completion.byte_len as usize != size {
+            return Err(Error::Config(format!(
+                "QP {index} received a {}-byte message during the {size}-byte size (do both sides sweep the same sizes?)",
+                completion.byte_len
+            )));
+        }
+        if state.phase == ReceivePhase::Done {
+            return Err(unexpected(completion, "nothing after the phase's last message"));
+        }
+        if self.queues.validate {
+            check_slot(&mut self.queues.queues[index], &mut self.queues.failure, index, slot, size, self.seeds[index]);
+        }
+        let target = self.queues.queues[index].slot(slot as u32);
+        queue_pairs[index].post_receive(completion.wr_id, target)?;
+        state.count += 1;
+        if state.phase == ReceivePhase::Measured {
+            self.measured_now += 1;
+        }
+        match completion.immediate {
+            None => Ok(()),
+            Some(PHASE_END) => {
+                let expected = match (state.phase, self.plan.stop) {
+                    (ReceivePhase::Warmup, _) => Some(self.plan.warmup),
+                    (_, StopRule::Iterations(iterations)) => Some(iterations),
+                    (_, StopRule::Duration(_)) => None,
+                };
+                if let Some(expected) = expected.filter(|&expected| expected != state.count) {
+                    return Err(Error::Config(format!(
+                        "QP {index} received {} messages in a phase of {expected} (do both sides use the same -n and --warmup?)",
+                        state.count
+                    )));
+                }
+                state.phase = if state.phase == ReceivePhase::Warmup { ReceivePhase::Measured } else { ReceivePhase::Done };
+                state.count = 0;
+                Ok(())
+            }
+            Some(other) => Err(Error::Config(format!("QP {index} received immediate {other:#x}, not a gdr-send-bw sender"))),
+        }
+    }
+
+    /// The receiver's clock starts at its first measured message (time 0), as perftest's does.
+    fn after_poll(&mut self) {
+        if self.measured_now == 0 {
+            return;
+        }
+        let nanos = match self.clock {
+            Some(clock) => clock.now_nanos(),
+            None => {
+                self.clock = Some(RunClock::start());
+                0
+            }
+        };
+        self.meter.record_completion(nanos, self.measured_now as u32);
+        self.measured_now = 0;
+    }
+
+    fn report(self) -> Option<BandwidthReport> {
+        self.meter.report().ok()
+    }
+}
+
+/// Checks one received payload in its ring slot against the sender's pattern, then clears the
+/// slot so that a later receive which delivered nothing cannot pass on stale bytes.
+fn check_slot(queue: &mut QueueReceives, failure: &mut Option<String>, index: usize, slot: u64, size: usize, seed: u64) {
+    let Some(ring) = queue.ring.as_mut() else { return };
+    let start = slot as usize * ring.stride;
+    let bytes = &mut ring.memory.as_mut_slice()[start..start + size];
+    if let Some(mismatch) = find_mismatch(bytes, seed) {
+        failure.get_or_insert_with(|| {
+            format!("QP {index}: a received payload's byte {} is {:#04x}, expected {:#04x}", mismatch.offset, mismatch.found, mismatch.expected)
+        });
+    }
+    bytes.fill(0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_request_ids_round_trip() {
+        for (receive, queue_pair, low) in [(true, 0, 0), (false, 3, 12345), (true, 1023, LOW_MASK)] {
+            let id = work_request_id(receive, queue_pair, low);
+            assert_eq!(id & RECEIVE_FLAG != 0, receive);
+            assert_eq!(split_id(id), (queue_pair, low));
+        }
+    }
+}

@@ -1,0 +1,435 @@
+//! Result rows of the latency tests, and the files that keep each size's whole distribution.
+//!
+//! A row holds perftest's columns (t_min, t_max, t_typical, t_avg, t_stdev, 99%, 99.9%) plus
+//! 99.99%, all in microseconds with fractions: perftest's integer stdev reads as ~0 for sub-µs
+//! jitter, ours does not. The row's field names are the CSV column names, a published contract:
+//! add columns at the end, rename none.
+//!
+//! Besides the rows, [`LatencyFiles`] writes what the rows summarise away: per size the `.hgrm`
+//! percentile table (HdrHistogram's plotter reads it) and the V2-encoded histogram (`.hdr`, to
+//! merge or re-plot), the interval log of a long run (`--hlog`), and every raw sample (`-H`).
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use gdrperf_stats::hdrhistogram::Histogram;
+use gdrperf_stats::units::nanos_to_micros;
+use gdrperf_stats::{
+    write_percentile_distribution, write_raw_samples, write_v2_histogram, HdrOutputError, LatencyIntervalLog,
+    LatencyRecorder, PercentileSource, PercentileTableFormat, RawSampleOrder,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::harness::args_latency::LatencyFilePaths;
+use crate::harness::config::BandwidthUnit;
+use crate::harness::latency::{IntervalSink, LatencyRun};
+use crate::output::{Row, RowContext};
+
+/// What the measuring side found for one size, in integer nanoseconds (mean and deviation in
+/// floating point): the report that crosses the exchange and becomes a row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyFigures {
+    pub bytes: u64,
+    pub samples: u64,
+    pub t_min_nanos: u64,
+    pub t_max_nanos: u64,
+    pub t_typical_nanos: u64,
+    pub t_avg_nanos: f64,
+    pub t_stdev_nanos: f64,
+    pub p99_nanos: u64,
+    pub p99_9_nanos: u64,
+    pub p99_99_nanos: u64,
+    pub elapsed_nanos: u64,
+    /// Samples above the histogram's range (kept, clamped to its top).
+    pub saturated: u64,
+    /// Percentiles from the sorted exact samples, or from the histogram (runs above 10^6 samples).
+    pub exact_percentiles: bool,
+}
+
+impl LatencyFigures {
+    pub fn new(bytes: usize, run: &LatencyRun) -> Result<LatencyFigures> {
+        let summary = run.recorder.summary().map_err(|error| Error::Config(format!("{bytes} bytes: {error}")))?;
+        Ok(LatencyFigures {
+            bytes: bytes as u64,
+            samples: summary.count,
+            t_min_nanos: summary.t_min_nanos,
+            t_max_nanos: summary.t_max_nanos,
+            t_typical_nanos: summary.t_typical_nanos,
+            t_avg_nanos: summary.t_avg_nanos,
+            t_stdev_nanos: summary.t_stdev_nanos,
+            p99_nanos: summary.p99_nanos,
+            p99_9_nanos: summary.p99_9_nanos,
+            p99_99_nanos: summary.p99_99_nanos,
+            elapsed_nanos: run.elapsed_nanos,
+            saturated: summary.saturated,
+            exact_percentiles: summary.percentile_source == PercentileSource::ExactSamples,
+        })
+    }
+}
+
+/// Settings of a latency row that are not in the context.
+#[derive(Debug, Clone, Copy)]
+pub struct LatencySettings {
+    /// How arrival was detected: `completion` (READ), `poll_last_byte`, `write_imm_completion`,
+    /// `recv_completion`.
+    pub arrival: &'static str,
+    /// Messages up to this size were posted inline from host memory.
+    pub inline_size: u32,
+}
+
+/// One size of a latency test. Times in microseconds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LatencyRow {
+    pub test: String,
+    pub bytes: u64,
+    /// Samples taken (warm-up excluded).
+    pub iterations: u64,
+    pub t_min_us: f64,
+    pub t_max_us: f64,
+    /// The median.
+    pub t_typical_us: f64,
+    pub t_avg_us: f64,
+    /// Population standard deviation, in floating point.
+    pub t_stdev_us: f64,
+    pub p99_us: f64,
+    pub p99_9_us: f64,
+    pub p99_99_us: f64,
+    pub elapsed_s: f64,
+    pub mtu: u32,
+    /// `off`, `pass` or `fail`.
+    pub validation: String,
+    pub host: String,
+    pub peer_host: String,
+    pub device: String,
+    pub peer_device: String,
+    pub mem_local: String,
+    pub mem_remote: String,
+    pub gpu_local: String,
+    pub gpu_remote: String,
+    pub arrival: String,
+    pub inline_size: u32,
+    /// `exact_samples` or `histogram`.
+    pub percentile_source: String,
+    pub saturated_samples: u64,
+}
+
+impl LatencyRow {
+    pub fn new(context: &RowContext, settings: LatencySettings, figures: &LatencyFigures, validation: &str) -> LatencyRow {
+        let micros = |nanos: u64| nanos_to_micros(nanos as f64);
+        LatencyRow {
+            test: context.test.clone(),
+            bytes: figures.bytes,
+            iterations: figures.samples,
+            t_min_us: micros(figures.t_min_nanos),
+            t_max_us: micros(figures.t_max_nanos),
+            t_typical_us: micros(figures.t_typical_nanos),
+            t_avg_us: nanos_to_micros(figures.t_avg_nanos),
+            t_stdev_us: nanos_to_micros(figures.t_stdev_nanos),
+            p99_us: micros(figures.p99_nanos),
+            p99_9_us: micros(figures.p99_9_nanos),
+            p99_99_us: micros(figures.p99_99_nanos),
+            elapsed_s: figures.elapsed_nanos as f64 / 1e9,
+            mtu: context.mtu,
+            validation: validation.to_string(),
+            host: context.host.clone(),
+            peer_host: context.peer_host.clone(),
+            device: context.device.clone(),
+            peer_device: context.peer_device.clone(),
+            mem_local: context.mem_local.clone(),
+            mem_remote: context.mem_remote.clone(),
+            gpu_local: context.gpu_local.clone(),
+            gpu_remote: context.gpu_remote.clone(),
+            arrival: settings.arrival.to_string(),
+            inline_size: settings.inline_size,
+            percentile_source: if figures.exact_percentiles { "exact_samples" } else { "histogram" }.to_string(),
+            saturated_samples: figures.saturated,
+        }
+    }
+}
+
+impl Row for LatencyRow {
+    fn console_header(_unit: BandwidthUnit) -> String {
+        format!(
+            " {:<8} {:<12} {:>12} {:>12} {:>16} {:>12} {:>14} {:>12} {:>14} {:>15}  {}",
+            "#bytes",
+            "#iterations",
+            "t_min[usec]",
+            "t_max[usec]",
+            "t_typical[usec]",
+            "t_avg[usec]",
+            "t_stdev[usec]",
+            "99%[usec]",
+            "99.9%[usec]",
+            "99.99%[usec]",
+            "check"
+        )
+    }
+
+    fn console_line(&self, _unit: BandwidthUnit) -> String {
+        format!(
+            " {:<8} {:<12} {:>12.3} {:>12.3} {:>16.3} {:>12.3} {:>14.3} {:>12.3} {:>14.3} {:>15.3}  {}",
+            self.bytes,
+            self.iterations,
+            self.t_min_us,
+            self.t_max_us,
+            self.t_typical_us,
+            self.t_avg_us,
+            self.t_stdev_us,
+            self.p99_us,
+            self.p99_9_us,
+            self.p99_99_us,
+            self.validation
+        )
+    }
+}
+
+/// The latency files of a run (all optional), written by the side that takes the samples.
+#[derive(Debug, Clone)]
+pub struct LatencyFiles {
+    paths: LatencyFilePaths,
+    test: &'static str,
+    several_sizes: bool,
+}
+
+impl LatencyFiles {
+    /// Checks the destinations now (creating `--hdr-dir`), so that a bad path fails before
+    /// anything is measured.
+    pub fn create(paths: &LatencyFilePaths, test: &'static str, sizes: &[usize]) -> Result<LatencyFiles> {
+        if let Some(directory) = &paths.hdr_dir {
+            std::fs::create_dir_all(directory).map_err(|source| output_error(directory, source))?;
+        }
+        for path in [&paths.hlog, &paths.histogram_raw].into_iter().flatten() {
+            let parent = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(output_error(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory")));
+            }
+        }
+        Ok(LatencyFiles { paths: paths.clone(), test, several_sizes: sizes.len() > 1 })
+    }
+
+    /// Opens the interval log of one size, when `--hlog` asked for one.
+    pub fn interval_log(&self, size: usize) -> Result<Option<IntervalLogFile>> {
+        let Some(path) = &self.paths.hlog else { return Ok(None) };
+        let path = self.per_size(path, size);
+        let file = File::create(&path).map_err(|source| output_error(&path, source))?;
+        let tag = format!("{size}B");
+        let log = LatencyIntervalLog::new(BufWriter::new(file), SystemTime::now(), Some(&tag)).map_err(|error| hdr_error(&path, error))?;
+        Ok(Some(IntervalLogFile { log, path, period: self.paths.hlog_interval }))
+    }
+
+    /// Writes the `.hgrm` and `.hdr` files and the raw dump of one size, as asked. Returns the
+    /// paths written.
+    pub fn write(&self, size: usize, recorder: &LatencyRecorder) -> Result<Vec<PathBuf>> {
+        let mut written = Vec::new();
+        if let Some(directory) = &self.paths.hdr_dir {
+            let stem = directory.join(format!("{}-{size}B", self.test));
+            let table = stem.with_extension("hgrm");
+            let mut file = File::create(&table).map_err(|source| output_error(&table, source))?;
+            write_percentile_distribution(recorder.histogram(), &mut file, PercentileTableFormat::default())
+                .map_err(|error| hdr_error(&table, error))?;
+            written.push(table);
+            let encoded = stem.with_extension("hdr");
+            let mut file = BufWriter::new(File::create(&encoded).map_err(|source| output_error(&encoded, source))?);
+            write_v2_histogram(recorder.histogram(), &mut file).map_err(|error| hdr_error(&encoded, error))?;
+            std::io::Write::flush(&mut file).map_err(|source| output_error(&encoded, source))?;
+            written.push(encoded);
+        }
+        if let Some(path) = &self.paths.histogram_raw {
+            let path = self.per_size(path, size);
+            let samples = recorder.exact_samples().ok_or_else(|| {
+                Error::Config(format!("-H/--histogram-raw: the {size}-byte run kept no exact samples (more than -n were taken)"))
+            })?;
+            let mut file = File::create(&path).map_err(|source| output_error(&path, source))?;
+            write_raw_samples(samples, RawSampleOrder::AsRecorded, &mut file).map_err(|error| hdr_error(&path, error))?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+
+    /// `PATH` for a single size, `PATH` with `-<size>B` before its extension in a sweep.
+    fn per_size(&self, path: &Path, size: usize) -> PathBuf {
+        if self.several_sizes {
+            per_size_path(path, size)
+        } else {
+            path.to_path_buf()
+        }
+    }
+}
+
+/// Measures one size with its interval log open (when asked), then writes the size's files:
+/// the one place the latency binaries tie the engine and the files together.
+pub fn measure_size(
+    files: Option<&LatencyFiles>, size: usize, measure: impl FnOnce(Option<&mut dyn IntervalSink>) -> Result<LatencyRun>,
+) -> Result<LatencyFigures> {
+    let mut log = match files {
+        Some(files) => files.interval_log(size)?,
+        None => None,
+    };
+    let run = measure(log.as_mut().map(|log| log as &mut dyn IntervalSink))?;
+    if let Some(log) = log {
+        log.finish()?;
+    }
+    if let Some(files) = files {
+        files.write(size, &run.recorder)?;
+    }
+    LatencyFigures::new(size, &run)
+}
+
+/// `lat.hlog` -> `lat-64B.hlog`, `samples` -> `samples-64B`.
+pub fn per_size_path(path: &Path, size: usize) -> PathBuf {
+    let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(extension) => format!("{stem}-{size}B.{}", extension.to_string_lossy()),
+        None => format!("{stem}-{size}B"),
+    };
+    path.with_file_name(name)
+}
+
+/// The `--hlog` file of one size, fed at interval boundaries by the latency engine.
+pub struct IntervalLogFile {
+    log: LatencyIntervalLog<BufWriter<File>>,
+    path: PathBuf,
+    period: Duration,
+}
+
+impl IntervalLogFile {
+    /// Flushes the log; returns its path.
+    pub fn finish(self) -> Result<PathBuf> {
+        let path = self.path;
+        let mut writer = self.log.into_inner().map_err(|error| hdr_error(&path, error))?;
+        std::io::Write::flush(&mut writer).map_err(|source| output_error(&path, source))?;
+        Ok(path)
+    }
+}
+
+impl IntervalSink for IntervalLogFile {
+    fn period(&self) -> Duration {
+        self.period
+    }
+
+    fn interval(&mut self, cumulative: &Histogram<u64>, end_nanos: u64) -> Result<()> {
+        self.log.write_interval(cumulative, end_nanos).map_err(|error| hdr_error(&self.path, error))
+    }
+}
+
+fn output_error(path: &Path, source: std::io::Error) -> Error {
+    Error::Output { path: path.display().to_string(), source }
+}
+
+fn hdr_error(path: &Path, error: HdrOutputError) -> Error {
+    Error::Output { path: path.display().to_string(), source: std::io::Error::other(error.to_string()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gdrperf_stats::hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+
+    fn temporary_directory(name: &str) -> PathBuf {
+        let directory = std::env::temp_dir().join(format!("gdrperf-latency-row-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&directory);
+        std::fs::create_dir_all(&directory).unwrap();
+        directory
+    }
+
+    fn run_of(samples: &[u64]) -> LatencyRun {
+        let mut recorder = LatencyRecorder::new(samples.len() as u64).unwrap();
+        samples.iter().for_each(|&sample| recorder.record(sample));
+        LatencyRun { recorder, elapsed_nanos: samples.iter().sum() }
+    }
+
+    #[test]
+    fn row_reports_microseconds_with_fractions_and_ordered_percentiles() {
+        let samples: Vec<u64> = (1..=1000).map(|index| 1_000 + index).collect();
+        let figures = LatencyFigures::new(2, &run_of(&samples)).unwrap();
+        let context = RowContext { test: "write_lat".into(), mtu: 1024, ..RowContext::default() };
+        let row = LatencyRow::new(&context, LatencySettings { arrival: "poll_last_byte", inline_size: 220 }, &figures, "off");
+        assert_eq!((row.t_min_us, row.t_max_us, row.t_typical_us), (1.001, 2.0, 1.5));
+        assert!((row.t_stdev_us - 0.288_675).abs() < 1e-5, "{}", row.t_stdev_us);
+        assert!(row.t_min_us <= row.t_typical_us && row.t_typical_us <= row.p99_us);
+        assert!(row.p99_us <= row.p99_9_us && row.p99_9_us <= row.p99_99_us && row.p99_99_us <= row.t_max_us);
+        assert_eq!((row.iterations, row.percentile_source.as_str()), (1000, "exact_samples"));
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.serialize(&row).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        assert!(text.starts_with(
+            "test,bytes,iterations,t_min_us,t_max_us,t_typical_us,t_avg_us,t_stdev_us,p99_us,p99_9_us,p99_99_us,elapsed_s,mtu,validation,"
+        ), "{text}");
+    }
+
+    #[test]
+    fn per_size_paths_keep_the_extension() {
+        assert_eq!(per_size_path(Path::new("/tmp/lat.hlog"), 64), PathBuf::from("/tmp/lat-64B.hlog"));
+        assert_eq!(per_size_path(Path::new("samples"), 2), PathBuf::from("samples-2B"));
+    }
+
+    #[test]
+    fn files_hold_every_sample_and_the_interval_log_reads_back() {
+        let directory = temporary_directory("files");
+        let paths = LatencyFilePaths {
+            hdr_dir: Some(directory.join("hdr")),
+            hlog: Some(directory.join("lat.hlog")),
+            hlog_interval: Duration::from_millis(1),
+            histogram_raw: Some(directory.join("raw.txt")),
+        };
+        let files = LatencyFiles::create(&paths, "send_lat", &[2, 4]).unwrap();
+        let run = run_of(&[1500, 1700, 1600]);
+        let written = files.write(4, &run.recorder).unwrap();
+        let names: Vec<String> = written.iter().map(|path| path.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["send_lat-4B.hgrm", "send_lat-4B.hdr", "raw-4B.txt"]);
+        let table = std::fs::read_to_string(&written[0]).unwrap();
+        assert!(table.contains("Total count    =            3"), "{table}");
+        let raw = std::fs::read_to_string(&written[2]).unwrap();
+        assert_eq!(raw, "latency_ns\n1500\n1700\n1600\n");
+
+        let mut log = files.interval_log(4).unwrap().unwrap();
+        let mut recorder = LatencyRecorder::new(10).unwrap();
+        recorder.record(1000);
+        log.interval(recorder.histogram(), 1_000_000).unwrap();
+        recorder.record(2000);
+        recorder.record(3000);
+        log.interval(recorder.histogram(), 2_000_000).unwrap();
+        let path = log.finish().unwrap();
+        assert_eq!(path, directory.join("lat-4B.hlog"));
+        let text = std::fs::read(&path).unwrap();
+        let mut counts = Vec::new();
+        for entry in IntervalLogIterator::new(&text) {
+            if let LogEntry::Interval(interval) = entry.unwrap() {
+                assert_eq!(interval.tag().map(|tag| tag.as_str().to_string()).as_deref(), Some("4B"));
+                let encoded = base64_decode(interval.encoded_histogram());
+                let histogram: Histogram<u64> = gdrperf_stats::read_v2_histogram(&mut encoded.as_slice()).unwrap();
+                counts.push(histogram.len());
+            }
+        }
+        assert_eq!(counts, [1, 2], "each interval holds only its own samples");
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+
+    #[test]
+    fn a_missing_directory_fails_before_measuring() {
+        let paths = LatencyFilePaths { hlog: Some(PathBuf::from("/nonexistent/dir/x.hlog")), ..LatencyFilePaths::default() };
+        let error = LatencyFiles::create(&paths, "read_lat", &[2]).unwrap_err().to_string();
+        assert!(error.contains("/nonexistent/dir/x.hlog"), "{error}");
+    }
+
+    /// Standard base64, enough to read back an interval log line in a test.
+    fn base64_decode(text: &str) -> Vec<u8> {
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut bits = 0u32;
+        let mut count = 0;
+        let mut out = Vec::new();
+        for byte in text.bytes().filter(|byte| *byte != b'=') {
+            let value = alphabet.iter().position(|candidate| *candidate == byte).unwrap() as u32;
+            bits = (bits << 6) | value;
+            count += 6;
+            if count >= 8 {
+                count -= 8;
+                out.push((bits >> count) as u8);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,188 @@
+//! The result row of gdr-send-bw: the sender's figures in exactly the columns of
+//! [`BandwidthRow`] (so send and write bandwidth plot with one script), then the receiver's.
+//!
+//! Both sides of a SEND stream measure: the sender from its first post to its last completion,
+//! the receiver from its first receive completion to its last (perftest's two views). The
+//! `bw_*` columns are the sender's, as perftest's client prints them; the `rx_*` columns are
+//! the receiver's, which the server sends to the client at the end of each size. With `-b`,
+//! each group is the sum of both directions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::harness::config::BandwidthUnit;
+use crate::output::rows::{BandwidthFigures, BandwidthSettings};
+use crate::output::{BandwidthRow, Row, RowContext};
+
+/// What one side of a SEND stream measured for one size.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SendFigures {
+    pub sent: Option<BandwidthFigures>,
+    pub received: Option<BandwidthFigures>,
+    /// Receives this side kept posted per QP (0 when it did not receive).
+    pub rx_depth: u32,
+}
+
+/// Settings of a send row that are not in the context or the bandwidth settings.
+#[derive(Debug, Clone, Copy)]
+pub struct SendSettings {
+    pub inline_size: u32,
+}
+
+/// One size of gdr-send-bw. The columns up to `gpu_remote` are [`BandwidthRow`]'s.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SendBandwidthRow {
+    pub test: String,
+    pub bytes: u64,
+    pub iterations: u64,
+    pub bw_peak_mib_s: f64,
+    pub bw_avg_mib_s: f64,
+    pub bw_peak_gbit_s: f64,
+    pub bw_avg_gbit_s: f64,
+    pub msg_rate_mpps: f64,
+    pub elapsed_s: f64,
+    pub qps: u32,
+    pub tx_depth: u32,
+    pub cq_mod: u32,
+    pub bidirectional: bool,
+    pub mtu: u32,
+    pub validation: String,
+    pub host: String,
+    pub peer_host: String,
+    pub device: String,
+    pub peer_device: String,
+    pub mem_local: String,
+    pub mem_remote: String,
+    pub gpu_local: String,
+    pub gpu_remote: String,
+    /// Receives kept posted per QP (below `-r` when a `--validate` ring capped it).
+    pub rx_depth: u32,
+    pub inline_size: u32,
+    /// Messages the receiver counted; the receiver's figures are empty when it timed none.
+    pub rx_iterations: u64,
+    pub rx_bw_peak_mib_s: Option<f64>,
+    pub rx_bw_avg_mib_s: Option<f64>,
+    pub rx_bw_peak_gbit_s: Option<f64>,
+    pub rx_bw_avg_gbit_s: Option<f64>,
+    pub rx_msg_rate_mpps: Option<f64>,
+}
+
+impl SendBandwidthRow {
+    /// Builds the row from both sides' figures; `None` when nobody sent (cannot happen in a
+    /// completed size, where the client always sends).
+    pub fn new(
+        context: &RowContext, bandwidth: BandwidthSettings, send: SendSettings, reports: &[SendFigures], validation: &str,
+    ) -> Option<SendBandwidthRow> {
+        let sent: Vec<BandwidthFigures> = reports.iter().filter_map(|report| report.sent).collect();
+        let received: Vec<BandwidthFigures> = reports.iter().filter_map(|report| report.received).collect();
+        if sent.is_empty() {
+            return None;
+        }
+        let base = BandwidthRow::new(context, bandwidth, &sent, validation);
+        let rx = (!received.is_empty()).then(|| BandwidthRow::new(context, bandwidth, &received, validation));
+        Some(SendBandwidthRow {
+            test: base.test,
+            bytes: base.bytes,
+            iterations: base.iterations,
+            bw_peak_mib_s: base.bw_peak_mib_s,
+            bw_avg_mib_s: base.bw_avg_mib_s,
+            bw_peak_gbit_s: base.bw_peak_gbit_s,
+            bw_avg_gbit_s: base.bw_avg_gbit_s,
+            msg_rate_mpps: base.msg_rate_mpps,
+            elapsed_s: base.elapsed_s,
+            qps: base.qps,
+            tx_depth: base.tx_depth,
+            cq_mod: base.cq_mod,
+            bidirectional: base.bidirectional,
+            mtu: base.mtu,
+            validation: base.validation,
+            host: base.host,
+            peer_host: base.peer_host,
+            device: base.device,
+            peer_device: base.peer_device,
+            mem_local: base.mem_local,
+            mem_remote: base.mem_remote,
+            gpu_local: base.gpu_local,
+            gpu_remote: base.gpu_remote,
+            rx_depth: reports.iter().map(|report| report.rx_depth).max().unwrap_or(0),
+            inline_size: send.inline_size,
+            rx_iterations: rx.as_ref().map(|rx| rx.iterations).unwrap_or(0),
+            rx_bw_peak_mib_s: rx.as_ref().map(|rx| rx.bw_peak_mib_s),
+            rx_bw_avg_mib_s: rx.as_ref().map(|rx| rx.bw_avg_mib_s),
+            rx_bw_peak_gbit_s: rx.as_ref().map(|rx| rx.bw_peak_gbit_s),
+            rx_bw_avg_gbit_s: rx.as_ref().map(|rx| rx.bw_avg_gbit_s),
+            rx_msg_rate_mpps: rx.as_ref().map(|rx| rx.msg_rate_mpps),
+        })
+    }
+}
+
+impl Row for SendBandwidthRow {
+    fn console_header(unit: BandwidthUnit) -> String {
+        let unit = match unit {
+            BandwidthUnit::MebibytesPerSecond => "MiB/sec",
+            BandwidthUnit::GigabitsPerSecond => "Gb/sec",
+        };
+        format!(
+            " {:<10} {:<13} {:<20} {:<22} {:<14} {:<22} {}",
+            "#bytes",
+            "#iterations",
+            format!("BW peak[{unit}]"),
+            format!("BW average[{unit}]"),
+            "MsgRate[Mpps]",
+            format!("RX BW average[{unit}]"),
+            "check"
+        )
+    }
+
+    fn console_line(&self, unit: BandwidthUnit) -> String {
+        let (peak, average, received) = match unit {
+            BandwidthUnit::MebibytesPerSecond => (self.bw_peak_mib_s, self.bw_avg_mib_s, self.rx_bw_avg_mib_s),
+            BandwidthUnit::GigabitsPerSecond => (self.bw_peak_gbit_s, self.bw_avg_gbit_s, self.rx_bw_avg_gbit_s),
+        };
+        let received = received.map(|value| format!("{value:.2}")).unwrap_or_else(|| "n/a".into());
+        format!(
+            " {:<10} {:<13} {:<20.2} {:<22.2} {:<14.6} {:<22} {}",
+            self.bytes, self.iterations, peak, average, self.msg_rate_mpps, received, self.validation
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(bytes_per_second: f64, messages: u64) -> BandwidthFigures {
+        BandwidthFigures {
+            message_size_bytes: 65536,
+            messages,
+            elapsed_nanos: 1_000_000,
+            peak_bytes_per_second: bytes_per_second * 1.5,
+            average_bytes_per_second: bytes_per_second,
+            messages_per_second: bytes_per_second / 65536.0,
+        }
+    }
+
+    #[test]
+    fn sender_columns_match_bandwidth_row_and_receiver_columns_follow() {
+        let context = RowContext { test: "send_bw".into(), qps: 1, ..RowContext::default() };
+        let bandwidth = BandwidthSettings { tx_depth: 128, cq_mod: 100, bidirectional: false };
+        let client = SendFigures { sent: Some(figures(1_048_576.0 * 100.0, 5000)), received: None, rx_depth: 0 };
+        let server = SendFigures { sent: None, received: Some(figures(1_048_576.0 * 99.0, 5000)), rx_depth: 512 };
+        let row = SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client, server], "pass").unwrap();
+        assert_eq!((row.bw_avg_mib_s, row.rx_bw_avg_mib_s), (100.0, Some(99.0)));
+        assert_eq!((row.iterations, row.rx_iterations, row.rx_depth), (5000, 5000, 512));
+
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.serialize(&row).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        let header = text.lines().next().unwrap();
+        let mut reference = csv::Writer::from_writer(Vec::new());
+        reference.serialize(BandwidthRow::new(&context, bandwidth, &[figures(1.0, 1)], "pass")).unwrap();
+        let reference = String::from_utf8(reference.into_inner().unwrap()).unwrap();
+        assert!(header.starts_with(reference.lines().next().unwrap()), "{header}");
+        assert!(header.ends_with(",rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps"));
+
+        let lonely = SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client], "off").unwrap();
+        assert_eq!(lonely.rx_bw_avg_mib_s, None);
+        assert!(lonely.console_line(BandwidthUnit::MebibytesPerSecond).contains("n/a"));
+    }
+}

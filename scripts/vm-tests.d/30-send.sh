@@ -1,0 +1,62 @@
+# gdr-send-bw over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass, fail, expect_in,
+# check_bw_csv, next_port; outputs under $OUT).
+
+# check_rx_columns NAME FILE: the receiver's columns are there, positive, and its message count
+# equals the sender's.
+check_rx_columns() {
+    problems=$(awk -F, '
+        NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; if (!("rx_bw_avg_mib_s" in col)) print "no rx_bw_avg_mib_s column"; next }
+        {
+            if (!($col["rx_bw_avg_mib_s"] + 0 > 0)) print "row " NR - 1 ": receiver bandwidth " $col["rx_bw_avg_mib_s"]
+            if ($col["rx_iterations"] != $col["iterations"]) print "row " NR - 1 ": receiver counted " $col["rx_iterations"] ", sender " $col["iterations"]
+        }' "$2")
+    if [ -z "$problems" ]; then pass "$1: receiver figures present, counts agree"; else fail "$1: receiver figures" "$problems"; fi
+}
+
+# --- loopback sweep with every payload checked --------------------------------------------------
+if run send_bw_sweep 0 gdr-send-bw --loopback -a -n 20 -t 16 -Q 4 -r 32 --validate \
+        --csv "$OUT/send_bw.csv" --json "$OUT/send_bw.json"; then
+    pass "send_bw loopback -a --validate exits 0"
+fi
+check_bw_csv send_bw_sweep "$OUT/send_bw.csv" 23 pass
+check_rx_columns send_bw_sweep "$OUT/send_bw.csv"
+if [ "$(grep -c '"rx_bw_avg_mib_s"' "$OUT/send_bw.json")" = 23 ]; then pass "send_bw json has 23 results with receiver figures"; else fail "send_bw json has 23 results" "$(head -c 300 "$OUT/send_bw.json")"; fi
+expect_in send_bw_sweep "RX BW average[MiB/sec]"
+
+# --- server and client, several QPs, both directions, inline ------------------------------------
+next_port
+gdr-send-bw -p $PORT -s 65536 -n 50 -q 2 -b --validate >"$OUT/send_bw_server.log" 2>&1 &
+server=$!
+if run send_bw_client 0 gdr-send-bw -p $PORT -s 65536 -n 50 -q 2 -b --validate --csv "$OUT/send_bw_client.csv" 127.0.0.1; then
+    pass "send_bw server/client -q 2 -b --validate exits 0"
+fi
+wait $server; status=$?
+if [ $status = 0 ]; then pass "send_bw server exits 0"; else fail "send_bw server exits 0" "exit $status" "$(tail -5 "$OUT/send_bw_server.log")"; fi
+check_bw_csv send_bw_client "$OUT/send_bw_client.csv" 1 pass
+check_rx_columns send_bw_client "$OUT/send_bw_client.csv"
+if awk -F, 'NR == 2 { exit !($3 == 200) }' "$OUT/send_bw_client.csv"; then pass "send_bw -q 2 -b counts 2 x 2 x 50 messages"; else fail "send_bw -q 2 -b counts 200 messages" "$(cat "$OUT/send_bw_client.csv")"; fi
+
+if run send_bw_inline 0 gdr-send-bw --loopback -s 64 -n 200 -I 64 --validate --csv "$OUT/send_bw_inline.csv"; then
+    pass "send_bw -I 64 --validate exits 0"
+fi
+check_bw_csv send_bw_inline "$OUT/send_bw_inline.csv" 1 pass
+
+# --- duration mode: the receiver finds the end without a count ----------------------------------
+if run send_bw_duration 0 gdr-send-bw --loopback -s 4096 -D 1 --csv "$OUT/send_bw_duration.csv"; then
+    pass "send_bw -D 1 exits 0"
+fi
+check_bw_csv send_bw_duration "$OUT/send_bw_duration.csv" 1 off
+check_rx_columns send_bw_duration "$OUT/send_bw_duration.csv"
+
+# --- Ctrl-C on a bidirectional stream: in-flight sends drain, exit 130 -------------------------
+gdr-send-bw --loopback -s 4096 -b -D 120 >"$OUT/send_bw_interrupt.log" 2>&1 &
+pid=$!; sleep 4; kill -INT $pid; wait $pid; status=$?
+if [ $status = 130 ]; then pass "send_bw -b -D 120 stops on SIGINT with exit 130"; else fail "send_bw stops on SIGINT with exit 130" "exit $status" "$(tail -3 "$OUT/send_bw_interrupt.log")"; fi
+
+# --- bad input ------------------------------------------------------------------------------------
+run send_bw_rx_depth 2 gdr-send-bw --loopback -r 0 && expect_in send_bw_rx_depth "-r/--rx-depth must be between 1 and 16384"
+run send_bw_inline_big 2 gdr-send-bw --loopback -I 100000 && expect_in send_bw_inline_big "-I/--inline-size 100000"
+next_port
+gdr-send-bw -p $PORT -n 5 -s 4096 >"$OUT/send_bw_mismatch_server.log" 2>&1 &
+run send_bw_mismatch 2 gdr-send-bw -p $PORT -n 7 -s 4096 127.0.0.1 && expect_in send_bw_mismatch "stop"
+wait
