@@ -7,14 +7,11 @@
 
 pub mod args;
 pub mod args_latency;
-pub mod args_latency;
 pub mod bandwidth;
 pub mod buffers;
 pub mod config;
 pub mod interrupt;
 pub mod latency;
-pub mod latency;
-pub mod send;
 pub mod send;
 pub mod session;
 pub mod staged_receive;

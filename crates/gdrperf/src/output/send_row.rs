@@ -54,6 +54,8 @@ pub struct SendBandwidthRow {
     pub mem_remote: String,
     pub gpu_local: String,
     pub gpu_remote: String,
+    /// [`BandwidthRow`]'s staging copy time: always 0, staged memory is refused by gdr-send-bw.
+    pub copy_time_s: f64,
     /// Receives kept posted per QP (below `-r` when a `--validate` ring capped it).
     pub rx_depth: u32,
     pub inline_size: u32,
@@ -103,6 +105,7 @@ impl SendBandwidthRow {
             mem_remote: base.mem_remote,
             gpu_local: base.gpu_local,
             gpu_remote: base.gpu_remote,
+            copy_time_s: 0.0,
             rx_depth: reports.iter().map(|report| report.rx_depth).max().unwrap_or(0),
             inline_size: send.inline_size,
             rx_iterations: rx.as_ref().map(|rx| rx.iterations).unwrap_or(0),
@@ -151,14 +154,16 @@ mod tests {
     use super::*;
 
     fn figures(bytes_per_second: f64, messages: u64) -> BandwidthFigures {
-        BandwidthFigures {
-            message_size_bytes: 65536,
-            messages,
-            elapsed_nanos: 1_000_000,
-            peak_bytes_per_second: bytes_per_second * 1.5,
-            average_bytes_per_second: bytes_per_second,
-            messages_per_second: bytes_per_second / 65536.0,
-        }
+        // Through serde, as the figures arrive from the peer: fields added later take defaults.
+        serde_json::from_value(serde_json::json!({
+            "message_size_bytes": 65536,
+            "messages": messages,
+            "elapsed_nanos": 1_000_000,
+            "peak_bytes_per_second": bytes_per_second * 1.5,
+            "average_bytes_per_second": bytes_per_second,
+            "messages_per_second": bytes_per_second / 65536.0,
+        }))
+        .unwrap()
     }
 
     #[test]

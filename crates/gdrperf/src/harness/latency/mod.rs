@@ -1,0 +1,363 @@
+//! The latency engines: one message in flight at a time, every round trip timed and recorded.
+//!
+//! Two shapes, as in perftest:
+//! - **One-sided round trip** ([`read_latency`]): the client posts one RDMA READ and waits for
+//!   its completion; the server's CPU takes no part. A sample is the whole post-to-completion
+//!   time, not halved (a READ is a request and a response, and perftest reports it whole).
+//! - **Ping-pong** ([`ping_pong_initiator`] on the client, [`ping_pong_responder`] on the
+//!   server): the client sends, the server answers as soon as the message has landed, the client
+//!   waits for the answer. A sample is half the round trip.
+//!
+//! How a side learns that the peer's message has landed is the [`PingPong`] transport: an RDMA
+//! WRITE is invisible to the receiver's CPU unless it watches the memory, so with host memory
+//! it spins on the last byte of the buffer (the NIC writes a message in order, so the last byte
+//! arrives last); memory the CPU cannot read (GPU memory) is written with WRITE_WITH_IMM instead,
+//! which also consumes a posted receive and so produces a completion to wait for. SEND/RECV
+//! always completes a receive.
+//!
+//! A sample runs from just before the post to the moment the arrival is seen: recording, the
+//! reposting of receives and the reaping of send completions happen outside it, and nothing in
+//! the loop allocates (the recorder reserves everything up front, polling goes through the
+//! completion queue's preallocated array).
+//!
+//! The client ends a size with a STOP message (a marker byte, or an immediate value), so the
+//! server needs no iteration count and a `-D` run ends on both sides at the same message.
+
+mod samples;
+mod wire;
+
+use std::time::{Duration, Instant};
+
+use gdrperf_stats::hdrhistogram::Histogram;
+use gdrperf_stats::LatencyRecorder;
+
+use crate::error::{Error, Result};
+use crate::harness::config::{BenchConfig, StopRule};
+use crate::harness::session::{Session, Side};
+use crate::verbs::completion::opcode;
+use crate::verbs::{LocalSlice, Operation, RemoteBuffer};
+
+use samples::{Continue, RoundTrip, Samples};
+use wire::{Arrival, PollByte, Wire};
+
+/// How the two sides of a ping-pong pass the message back and forth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PingPong {
+    /// RDMA WRITE; the receiver spins on the last byte of its buffer (CPU-visible memory only).
+    WritePollLastByte,
+    /// RDMA WRITE_WITH_IMM; the receiver waits for the receive completion it produces.
+    WriteWithImmediate,
+    /// SEND; the receiver waits for the receive completion.
+    Send,
+}
+
+impl PingPong {
+    /// Whether each side must keep receives posted.
+    pub fn uses_receives(self) -> bool {
+        self != PingPong::WritePollLastByte
+    }
+
+    /// How arrival is detected, for the `arrival` column of result rows.
+    pub fn arrival(self) -> &'static str {
+        match self {
+            PingPong::WritePollLastByte => "poll_last_byte",
+            PingPong::WriteWithImmediate => "write_imm_completion",
+            PingPong::Send => "recv_completion",
+        }
+    }
+
+    fn operation_name(self) -> &'static str {
+        match self {
+            PingPong::WritePollLastByte => "RDMA WRITE",
+            PingPong::WriteWithImmediate => "RDMA WRITE with immediate",
+            PingPong::Send => "SEND",
+        }
+    }
+
+    /// The message numbered `sequence` (a request from the client, or the server's answer).
+    fn message(self, sequence: u64, remote: RemoteBuffer) -> Operation {
+        match self {
+            PingPong::WritePollLastByte => Operation::Write { remote_address: remote.address, rkey: remote.rkey },
+            PingPong::WriteWithImmediate => Operation::WriteWithImmediate {
+                remote_address: remote.address,
+                rkey: remote.rkey,
+                immediate: sequence_immediate(sequence),
+            },
+            PingPong::Send => Operation::Send,
+        }
+    }
+
+    /// The client's last message of a size: "no more requests".
+    fn stop(self, remote: RemoteBuffer) -> Operation {
+        match self {
+            PingPong::WritePollLastByte => Operation::Write { remote_address: remote.address, rkey: remote.rkey },
+            PingPong::WriteWithImmediate => {
+                Operation::WriteWithImmediate { remote_address: remote.address, rkey: remote.rkey, immediate: STOP_IMMEDIATE }
+            }
+            PingPong::Send => Operation::SendWithImmediate { immediate: STOP_IMMEDIATE },
+        }
+    }
+
+    fn receive_opcode(self) -> u32 {
+        match self {
+            PingPong::WriteWithImmediate => opcode::RECV_RDMA_WITH_IMM,
+            _ => opcode::RECV,
+        }
+    }
+}
+
+/// Receives each side keeps posted in a ping-pong: at least two, so that one is always posted
+/// while the other is being replaced, and the replacement can wait until after the answer.
+pub const PING_PONG_RECEIVES: u32 = 8;
+
+/// The immediate value of the STOP message; sequence immediates stay below it.
+const STOP_IMMEDIATE: u32 = u32::MAX;
+/// Marker bytes of the last-byte poll: the client's are 1..=127, the server's 128..=254, STOP is
+/// 255 and a reset byte is 0, so a byte never holds, before an arrival, the value it waits for.
+const STOP_MARKER: u8 = 255;
+const RESET_MARKER: u8 = 0;
+
+fn sequence_immediate(sequence: u64) -> u32 {
+    (sequence % (1 << 31)) as u32
+}
+
+fn client_marker(sequence: u64) -> u8 {
+    1 + (sequence % 127) as u8
+}
+
+fn server_marker(sequence: u64) -> u8 {
+    128 + (sequence % 127) as u8
+}
+
+/// Work-request ids: one message in flight each way, so the kind is all an id needs to say.
+const SEND_ID: u64 = 1;
+const RECEIVE_ID: u64 = 2;
+
+/// How one size is measured.
+#[derive(Debug, Clone, Copy)]
+pub struct LatencyPlan {
+    pub size: usize,
+    pub stop: StopRule,
+    /// Untimed round trips before the first sample.
+    pub warmup: u64,
+    /// Post the payload inline.
+    pub inline: bool,
+    /// How long to wait for any one arrival before calling the peer gone.
+    pub stall_timeout: Duration,
+}
+
+impl LatencyPlan {
+    /// The plan of one size from the run's settings; `inline` says whether this size is posted
+    /// inline (see [`crate::harness::args_latency::LatencyConfig::inline`]).
+    pub fn new(common: &BenchConfig, size: usize, inline: bool) -> LatencyPlan {
+        LatencyPlan { size, stop: common.stop, warmup: common.warmup, inline, stall_timeout: common.timeout }
+    }
+}
+
+/// Receives the cumulative histogram at interval boundaries (the `--hlog` interval log).
+pub trait IntervalSink {
+    /// Length of one interval.
+    fn period(&self) -> Duration;
+    /// The interval ending `end_nanos` after the first sample's start; `cumulative` holds every
+    /// sample so far. Called between samples, never inside one.
+    fn interval(&mut self, cumulative: &Histogram<u64>, end_nanos: u64) -> Result<()>;
+}
+
+/// What the initiator measured for one size.
+#[derive(Debug)]
+pub struct LatencyRun {
+    pub recorder: LatencyRecorder,
+    /// From the start of the first sample to the end of the last.
+    pub elapsed_nanos: u64,
+}
+
+/// Gets a side ready for a ping-pong size: receives posted (the first time: they are reposted as
+/// consumed, so the count stays constant), and for the last-byte poll, the byte this size polls
+/// reset, so that a value left by an earlier size is never taken for an arrival. Runs before
+/// the server says Ready, so the client's first message finds everything in place.
+pub fn prepare_ping_pong(session: &mut Session, transport: PingPong, size: usize, posted: &PostedReceives) -> Result<()> {
+    if transport.uses_receives() {
+        posted.ensure(session)?;
+    }
+    if transport == PingPong::WritePollLastByte {
+        PollByte::of(session, size)?.set(RESET_MARKER);
+    }
+    Ok(())
+}
+
+/// Refuses staged memory (`--mem cuda-staged`, `host-staged`): the latency and SEND engines
+/// post the registered buffer itself, and would time the bounce buffer alone, without the copy
+/// to or from the payload that staging is about. Staged kinds are named `*-staged`.
+pub fn refuse_staged_memory(session: &Session, program: &str) -> Result<()> {
+    let kind = session.local.buffers[0].kind();
+    if !kind.ends_with("-staged") {
+        return Ok(());
+    }
+    Err(Error::Config(format!(
+        "--mem {kind} is not supported by {program} (staging is measured by gdr-write-bw); use --mem host or --mem cuda"
+    )))
+}
+
+/// Remembers, per side, whether the ping-pong receives are posted. Receives outlive a size (they
+/// cannot be taken back), so they are posted once and then replaced one for one.
+#[derive(Debug, Default)]
+pub struct PostedReceives {
+    client: std::sync::atomic::AtomicBool,
+    server: std::sync::atomic::AtomicBool,
+}
+
+impl PostedReceives {
+    fn ensure(&self, session: &mut Session) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        let flag = match session.side {
+            Side::Client => &self.client,
+            Side::Server => &self.server,
+        };
+        if flag.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let whole = whole_buffer(session);
+        for _ in 0..PING_PONG_RECEIVES {
+            session.local.queue_pairs[0].post_receive(RECEIVE_ID, whole)?;
+        }
+        flag.store(true, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// Receives take the whole buffer: a receive posted during one size then fits any later one.
+fn whole_buffer(session: &Session) -> LocalSlice {
+    let buffer = &session.local.buffers[0];
+    buffer.slice(buffer.region().len())
+}
+
+/// The client's side of a ping-pong: `warmup` untimed round trips, then samples of half a round
+/// trip until the stop rule is met, then STOP.
+pub fn ping_pong_initiator(
+    session: &mut Session, transport: PingPong, plan: &LatencyPlan, sink: Option<&mut dyn IntervalSink>,
+) -> Result<LatencyRun> {
+    let byte = poll_byte_for(session, transport, plan.size)?;
+    let remote = session.remote_buffer(0);
+    let mut samples = Samples::new(plan, sink)?;
+    let mut wire = Wire::new(session, plan, transport.operation_name());
+    let mut sequence = 0u64;
+    loop {
+        wire.make_room()?;
+        if let Some(byte) = byte {
+            byte.set(client_marker(sequence));
+        }
+        let start = Instant::now();
+        wire.post(transport.message(sequence, remote))?;
+        match wire.wait_arrival(transport, byte, sequence, server_marker(sequence))? {
+            Arrival::Message => {}
+            Arrival::Stop => return Err(protocol("the server sent STOP, which only the client may send")),
+        }
+        let end = Instant::now();
+        if transport.uses_receives() {
+            wire.repost()?;
+        }
+        sequence += 1;
+        if samples.record(start, end, RoundTrip::Halved)? == Continue::Stop || wire.stop_requested() {
+            break;
+        }
+    }
+    // STOP even after Ctrl-C, so that the server leaves its loop at once.
+    wire.make_room()?;
+    if let Some(byte) = byte {
+        byte.set(STOP_MARKER);
+    }
+    wire.post(transport.stop(remote))?;
+    wire.drain()?;
+    wire.interrupted()?;
+    samples.finish()
+}
+
+/// The server's side of a ping-pong: answer every message as soon as it lands, until STOP.
+/// Returns how many messages it answered.
+pub fn ping_pong_responder(session: &mut Session, transport: PingPong, plan: &LatencyPlan) -> Result<u64> {
+    let byte = poll_byte_for(session, transport, plan.size)?;
+    let remote = session.remote_buffer(0);
+    let mut wire = Wire::new(session, plan, transport.operation_name());
+    let mut sequence = 0u64;
+    while wire.wait_arrival(transport, byte, sequence, client_marker(sequence))? == Arrival::Message {
+        wire.make_room()?;
+        if let Some(byte) = byte {
+            byte.set(server_marker(sequence));
+        }
+        wire.post(transport.message(sequence, remote))?;
+        if transport.uses_receives() {
+            wire.repost()?;
+        }
+        sequence += 1;
+    }
+    if transport.uses_receives() {
+        wire.repost()?; // the one STOP consumed
+    }
+    wire.drain()?;
+    if let StopRule::Iterations(iterations) = plan.stop {
+        let expected = plan.warmup + iterations;
+        if sequence != expected {
+            return Err(protocol(&format!("the client sent {sequence} messages before STOP, {expected} were agreed")));
+        }
+    }
+    Ok(sequence)
+}
+
+/// The client's side of read_lat: one RDMA READ of the server's buffer at a time.
+pub fn read_latency(session: &mut Session, plan: &LatencyPlan, sink: Option<&mut dyn IntervalSink>) -> Result<LatencyRun> {
+    let remote = session.remote_buffer(0);
+    let mut samples = Samples::new(plan, sink)?;
+    let mut wire = Wire::new(session, plan, "RDMA READ");
+    let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };
+    loop {
+        wire.make_room()?;
+        let start = Instant::now();
+        wire.post(read)?;
+        wire.drain()?;
+        let end = Instant::now();
+        if samples.record(start, end, RoundTrip::Whole)? == Continue::Stop || wire.stop_requested() {
+            break;
+        }
+    }
+    wire.interrupted()?;
+    samples.finish()
+}
+
+fn poll_byte_for(session: &Session, transport: PingPong, size: usize) -> Result<Option<PollByte>> {
+    match transport {
+        PingPong::WritePollLastByte => PollByte::of(session, size).map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn protocol(message: &str) -> Error {
+    Error::Config(format!("ping-pong out of step: {message}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_of_the_two_sides_never_meet_and_always_change() {
+        for sequence in 0..1000u64 {
+            let (client, server) = (client_marker(sequence), server_marker(sequence));
+            assert!((1..=127).contains(&client), "{client}");
+            assert!((128..=254).contains(&server), "{server}");
+            assert_ne!(client_marker(sequence + 1), client, "consecutive client markers differ");
+            assert_ne!(server_marker(sequence + 1), server);
+            for reserved in [STOP_MARKER, RESET_MARKER] {
+                assert_ne!(client, reserved);
+                assert_ne!(server, reserved);
+            }
+        }
+    }
+
+    #[test]
+    fn sequence_immediates_never_read_as_stop() {
+        for sequence in [0, 1, (1 << 31) - 1, 1 << 31, u64::from(u32::MAX), u64::MAX] {
+            assert_ne!(sequence_immediate(sequence), STOP_IMMEDIATE, "{sequence}");
+        }
+        assert_eq!(sequence_immediate(5), 5);
+    }
+}

@@ -1,0 +1,171 @@
+//! The samples of one size: the recorder, with the warm-up, the stop rule and the interval log
+//! around it. Pure bookkeeping, tested without a device.
+
+use std::time::Instant;
+
+use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
+use gdrperf_stats::{LatencyRecorder, RunClock};
+
+use crate::error::{Error, Result};
+use crate::harness::config::StopRule;
+
+use super::{IntervalSink, LatencyPlan, LatencyRun};
+
+/// A sample is a whole round trip (READ) or half of one (ping-pong).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RoundTrip {
+    Whole,
+    Halved,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Continue {
+    Go,
+    Stop,
+}
+
+/// The recorder with the warm-up, the stop rule and the interval log around it.
+pub(super) struct Samples<'a> {
+    recorder: LatencyRecorder,
+    warmup_left: u64,
+    stop: StopRule,
+    clock: Option<RunClock>,
+    last_end: Option<Instant>,
+    sink: Option<&'a mut dyn IntervalSink>,
+    next_interval: Option<Instant>,
+    recorded_at_last_interval: u64,
+}
+
+impl<'a> Samples<'a> {
+    pub(super) fn new(plan: &LatencyPlan, sink: Option<&'a mut dyn IntervalSink>) -> Result<Samples<'a>> {
+        // A -D run's count is unknown: keep exact samples up to the limit, beyond it the
+        // percentiles come from the histogram (the recorder says which in its summary).
+        let expected = match plan.stop {
+            StopRule::Iterations(iterations) => iterations,
+            StopRule::Duration(_) => EXACT_SAMPLE_LIMIT,
+        };
+        let recorder = LatencyRecorder::new(expected).map_err(|error| Error::Config(error.to_string()))?;
+        Ok(Samples {
+            recorder,
+            warmup_left: plan.warmup,
+            stop: plan.stop,
+            clock: None,
+            last_end: None,
+            sink,
+            next_interval: None,
+            recorded_at_last_interval: 0,
+        })
+    }
+
+    #[inline]
+    pub(super) fn record(&mut self, start: Instant, end: Instant, round_trip: RoundTrip) -> Result<Continue> {
+        if self.warmup_left > 0 {
+            self.warmup_left -= 1;
+            return Ok(Continue::Go);
+        }
+        let clock = *self.clock.get_or_insert_with(|| RunClock::starting_at(start));
+        let nanos = RunClock::starting_at(start).nanos_at(end);
+        self.recorder.record(match round_trip {
+            RoundTrip::Whole => nanos,
+            RoundTrip::Halved => nanos / 2,
+        });
+        self.last_end = Some(end);
+        if let Some(sink) = self.sink.as_deref_mut() {
+            let next = *self.next_interval.get_or_insert_with(|| start + sink.period());
+            if end >= next {
+                sink.interval(self.recorder.histogram(), clock.nanos_at(end))?;
+                self.recorded_at_last_interval = self.recorder.count();
+                let mut following = next + sink.period();
+                while following <= end {
+                    following += sink.period();
+                }
+                self.next_interval = Some(following);
+            }
+        }
+        let done = match self.stop {
+            StopRule::Iterations(iterations) => self.recorder.count() >= iterations,
+            StopRule::Duration(duration) => end.saturating_duration_since(clock.origin()) >= duration,
+        };
+        Ok(if done { Continue::Stop } else { Continue::Go })
+    }
+
+    pub(super) fn finish(mut self) -> Result<LatencyRun> {
+        let (clock, last_end) = match (self.clock, self.last_end) {
+            (Some(clock), Some(end)) => (clock, end),
+            _ => return Err(Error::Config("no latency sample was taken".into())),
+        };
+        let elapsed_nanos = clock.nanos_at(last_end);
+        if let Some(sink) = self.sink.as_deref_mut() {
+            if self.recorder.count() > self.recorded_at_last_interval {
+                sink.interval(self.recorder.histogram(), elapsed_nanos)?;
+            }
+        }
+        Ok(LatencyRun { recorder: self.recorder, elapsed_nanos })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gdrperf_stats::hdrhistogram::Histogram;
+    use std::time::Duration;
+
+    struct Log {
+        period: Duration,
+        ends: Vec<(u64, u64)>,
+    }
+
+    impl IntervalSink for Log {
+        fn period(&self) -> Duration {
+            self.period
+        }
+        fn interval(&mut self, cumulative: &Histogram<u64>, end_nanos: u64) -> Result<()> {
+            self.ends.push((cumulative.len(), end_nanos));
+            Ok(())
+        }
+    }
+
+    fn plan(stop: StopRule, warmup: u64) -> LatencyPlan {
+        LatencyPlan { size: 2, stop, warmup, inline: false, stall_timeout: Duration::from_secs(1) }
+    }
+
+    #[test]
+    fn warmup_is_not_recorded_and_halving_applies_to_ping_pong_only() {
+        let mut samples = Samples::new(&plan(StopRule::Iterations(2), 3), None).unwrap();
+        let origin = Instant::now();
+        let at = |micros: u64| origin + Duration::from_micros(micros);
+        for index in 0..3 {
+            assert_eq!(samples.record(at(index * 10), at(index * 10 + 9), RoundTrip::Halved).unwrap(), Continue::Go);
+        }
+        assert_eq!(samples.recorder.count(), 0, "warm-up samples are not counted");
+        assert_eq!(samples.record(at(100), at(104), RoundTrip::Halved).unwrap(), Continue::Go);
+        assert_eq!(samples.record(at(110), at(116), RoundTrip::Whole).unwrap(), Continue::Stop);
+        let run = samples.finish().unwrap();
+        let summary = run.recorder.summary().unwrap();
+        assert_eq!((summary.t_min_nanos, summary.t_max_nanos), (2_000, 6_000));
+        assert_eq!(run.elapsed_nanos, 16_000, "from the first sample's start to the last one's end");
+    }
+
+    #[test]
+    fn duration_runs_stop_on_time_and_write_every_interval_once() {
+        let mut log = Log { period: Duration::from_micros(100), ends: Vec::new() };
+        let mut samples = Samples::new(&plan(StopRule::Duration(Duration::from_micros(1000)), 0), Some(&mut log)).unwrap();
+        let origin = Instant::now();
+        let mut index = 0u64;
+        loop {
+            let start = origin + Duration::from_micros(index * 30);
+            let step = samples.record(start, start + Duration::from_micros(20), RoundTrip::Whole).unwrap();
+            index += 1;
+            if step == Continue::Stop {
+                break;
+            }
+        }
+        let run = samples.finish().unwrap();
+        assert!(run.elapsed_nanos >= 1_000_000 && run.elapsed_nanos < 1_030_000, "{}", run.elapsed_nanos);
+        assert_eq!(run.recorder.count(), index);
+        let ends = &log.ends;
+        assert!(ends.windows(2).all(|pair| pair[0].1 < pair[1].1 && pair[0].0 < pair[1].0), "{ends:?}");
+        assert_eq!(ends.last().map(|last| last.0), Some(index), "the final partial interval is written");
+        assert!((10..=11).contains(&ends.len()), "one line per 100 us of a 1 ms run: {ends:?}");
+    }
+}

@@ -1,0 +1,275 @@
+//! The wire of a latency engine: one QP, its completion queue and slices, for one size.
+//!
+//! Everything here runs inside or between timed samples, so nothing allocates and the waits
+//! look at the clock, the control channel and the stop flag only every few thousand turns.
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::exchange::{Control, ExchangeError};
+use crate::harness::session::Session;
+use crate::verbs::{CompletionQueue, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion};
+
+use super::{
+    protocol, sequence_immediate, whole_buffer, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID, STOP_IMMEDIATE, STOP_MARKER,
+};
+
+/// The last byte of a message in this side's buffer, read and written without references: the
+/// NIC writes it behind the compiler's back, so every access is volatile.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PollByte(*mut u8);
+
+impl PollByte {
+    pub(super) fn of(session: &Session, size: usize) -> Result<PollByte> {
+        let buffer = &session.local.buffers[0];
+        match buffer.host_bytes() {
+            Some(bytes) if size >= 1 && size <= bytes.len() => {
+                // Host memory is registered at its own address, so the region's address is the
+                // CPU's pointer to it (the allocation exposed it when the address was taken).
+                let address = buffer.region().address() + size as u64 - 1;
+                Ok(PollByte(address as usize as *mut u8))
+            }
+            Some(_) => Err(Error::Config(format!("message size {size} does not fit the buffer"))),
+            None => Err(Error::Config(format!(
+                "the last-byte poll needs memory the CPU can read, and this side's buffer is {} memory: \
+                 use WRITE_WITH_IMM (--write-with-imm)",
+                buffer.kind()
+            ))),
+        }
+    }
+
+    #[inline]
+    pub(super) fn get(self) -> u8 {
+        // SAFETY: points into this side's registered host buffer, which the session keeps alive
+        // for the whole run; a byte has no alignment or tearing concerns.
+        unsafe { std::ptr::read_volatile(self.0) }
+    }
+
+    #[inline]
+    pub(super) fn set(self, value: u8) {
+        // SAFETY: as in `get`; the peer never writes this byte while we do (strict alternation).
+        unsafe { std::ptr::write_volatile(self.0, value) }
+    }
+}
+
+/// What a wait saw land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Arrival {
+    Message,
+    Stop,
+}
+
+/// The QP, CQ and slices of one size, with the count of our unreaped signaled sends.
+pub(super) struct Wire<'a> {
+    queue_pair: &'a mut RcQueuePair,
+    completions: &'a mut CompletionQueue,
+    /// Checked between samples (Ctrl-C) and in long waits (a peer that died or gave up).
+    control: &'a mut Control,
+    local: LocalSlice,
+    receive: LocalSlice,
+    inline: bool,
+    send_depth: u64,
+    sends_outstanding: u64,
+    size: usize,
+    stall_timeout: Duration,
+    operation_name: &'static str,
+}
+
+impl<'a> Wire<'a> {
+    pub(super) fn new(session: &'a mut Session, plan: &LatencyPlan, operation_name: &'static str) -> Wire<'a> {
+        let receive = whole_buffer(session);
+        let Session { local, control, .. } = session;
+        let send_depth = u64::from(local.queue_pairs[0].sizes().send_depth.max(1));
+        Wire {
+            local: local.buffers[0].slice(plan.size),
+            receive,
+            queue_pair: &mut local.queue_pairs[0],
+            completions: &mut local.completion_queue,
+            control,
+            inline: plan.inline,
+            send_depth,
+            sends_outstanding: 0,
+            size: plan.size,
+            stall_timeout: plan.stall_timeout,
+            operation_name,
+        }
+    }
+
+    #[inline]
+    pub(super) fn post(&mut self, operation: Operation) -> Result<()> {
+        let request = SendRequest { wr_id: SEND_ID, signaled: true, local: self.local, operation, inline: self.inline };
+        self.queue_pair.post_send(std::iter::once(request))?;
+        self.sends_outstanding += 1;
+        Ok(())
+    }
+
+    #[inline]
+    pub(super) fn repost(&mut self) -> Result<()> {
+        self.queue_pair.post_receive(RECEIVE_ID, self.receive)
+    }
+
+    /// Polls once: retires our send completions, returns the receive completion if one came.
+    #[inline]
+    fn poll(&mut self) -> Result<Option<WorkCompletion>> {
+        let mut received = None;
+        let mut sends_done = 0u64;
+        let (size, operation_name) = (self.size, self.operation_name);
+        self.completions.poll(|completion| {
+            match completion.wr_id {
+                SEND_ID if completion.is_success() => sends_done += 1,
+                SEND_ID => return Err(completion.error(operation_name, size)),
+                RECEIVE_ID if !completion.is_success() => return Err(completion.error("receive", size)),
+                RECEIVE_ID if received.is_none() => received = Some(completion),
+                _ => {
+                    return Err(Error::UnexpectedCompletion {
+                        wr_id: completion.wr_id,
+                        opcode: completion.opcode,
+                        expected: "one message at a time",
+                    })
+                }
+            }
+            Ok(())
+        })?;
+        if sends_done > self.sends_outstanding {
+            return Err(protocol("more send completions than sends"));
+        }
+        self.sends_outstanding -= sends_done;
+        Ok(received)
+    }
+
+    /// Reaps send completions until another send fits the queue. A message arriving meanwhile
+    /// breaks the alternation.
+    #[inline]
+    pub(super) fn make_room(&mut self) -> Result<()> {
+        let mut patience = Patience::new(self.stall_timeout);
+        while self.sends_outstanding >= self.send_depth {
+            if let Some(completion) = self.poll()? {
+                return Err(unexpected_arrival(&completion));
+            }
+            self.tick(&mut patience, "waiting for a send completion")?;
+        }
+        Ok(())
+    }
+
+    /// Waits until every send is complete (the end of a READ sample, the end of a size).
+    #[inline]
+    pub(super) fn drain(&mut self) -> Result<()> {
+        let mut patience = Patience::new(self.stall_timeout);
+        while self.sends_outstanding > 0 {
+            if let Some(completion) = self.poll()? {
+                return Err(unexpected_arrival(&completion));
+            }
+            self.tick(&mut patience, "waiting for a send completion")?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the peer's message numbered `sequence` (or STOP), reaping our own send
+    /// completions meanwhile. `marker` is the byte value the last-byte poll waits for.
+    #[inline]
+    pub(super) fn wait_arrival(&mut self, transport: PingPong, byte: Option<PollByte>, sequence: u64, marker: u8) -> Result<Arrival> {
+        let mut patience = Patience::new(self.stall_timeout);
+        if let Some(byte) = byte {
+            loop {
+                match byte.get() {
+                    value if value == marker => return Ok(Arrival::Message),
+                    STOP_MARKER => return Ok(Arrival::Stop),
+                    _ => {}
+                }
+                if self.sends_outstanding > 0 {
+                    if let Some(completion) = self.poll()? {
+                        return Err(unexpected_arrival(&completion));
+                    }
+                }
+                self.tick(&mut patience, "waiting for the peer's write to land")?;
+            }
+        }
+        loop {
+            if let Some(completion) = self.poll()? {
+                return self.classify(transport, &completion, sequence);
+            }
+            self.tick(&mut patience, "waiting for the peer's message")?;
+        }
+    }
+
+    /// One turn of a wait: cheap, except every few thousand turns, when it looks at the clock
+    /// (stall), the control channel (a peer that died or gave up) and the stop flag.
+    #[inline]
+    fn tick(&mut self, patience: &mut Patience, during: &str) -> Result<()> {
+        if !patience.due() {
+            return Ok(());
+        }
+        patience.check_deadline(during, self.size)?;
+        self.control.check_peer()?;
+        match self.control.stop_requested() {
+            Some(signal) => Err(ExchangeError::Interrupted(signal).into()),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn stop_requested(&self) -> bool {
+        self.control.stop_requested().is_some()
+    }
+
+    /// After the loop: the error that says a signal cut the size short, if one did.
+    pub(super) fn interrupted(&self) -> Result<()> {
+        match self.control.stop_requested() {
+            Some(signal) => Err(ExchangeError::Interrupted(signal).into()),
+            None => Ok(()),
+        }
+    }
+
+    fn classify(&self, transport: PingPong, completion: &WorkCompletion, sequence: u64) -> Result<Arrival> {
+        if completion.opcode != transport.receive_opcode() {
+            return Err(unexpected_arrival(completion));
+        }
+        match (transport, completion.immediate) {
+            (_, Some(STOP_IMMEDIATE)) => Ok(Arrival::Stop),
+            (PingPong::WriteWithImmediate, Some(immediate)) if immediate == sequence_immediate(sequence) => Ok(Arrival::Message),
+            (PingPong::Send, None) if completion.byte_len as usize == self.size => Ok(Arrival::Message),
+            (PingPong::Send, None) => Err(protocol(&format!("received {} bytes, expected {}", completion.byte_len, self.size))),
+            _ => Err(protocol(&format!(
+                "message {sequence} arrived with immediate {:?}, expected {}",
+                completion.immediate,
+                sequence_immediate(sequence)
+            ))),
+        }
+    }
+}
+
+fn unexpected_arrival(completion: &WorkCompletion) -> Error {
+    Error::UnexpectedCompletion { wr_id: completion.wr_id, opcode: completion.opcode, expected: "the peer's message, one at a time" }
+}
+
+/// Stall detection without a clock read per spin: the deadline is only set after a few thousand
+/// spins, so a fast arrival costs no clock read at all.
+pub(super) struct Patience {
+    spins: u32,
+    deadline: Option<Instant>,
+    timeout: Duration,
+}
+
+impl Patience {
+    fn new(timeout: Duration) -> Patience {
+        Patience { spins: 0, deadline: None, timeout }
+    }
+
+    /// Counts a spin; true every few thousand.
+    #[inline]
+    fn due(&mut self) -> bool {
+        self.spins = self.spins.wrapping_add(1);
+        self.spins.is_multiple_of(4096)
+    }
+
+    fn check_deadline(&mut self, during: &str, size: usize) -> Result<()> {
+        let now = Instant::now();
+        match self.deadline {
+            None => self.deadline = Some(now + self.timeout),
+            Some(deadline) if now > deadline => {
+                return Err(Error::Stalled { seconds: self.timeout.as_secs(), during: format!("{during} ({size} bytes)") })
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+}
