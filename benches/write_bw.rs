@@ -112,6 +112,7 @@ impl Benchmark for WriteBandwidth {
             if !staged_receiver {
                 return Ok(None);
             }
+            let copying_before = copy_time(session);
             let report = staged_receive::receive(
                 session,
                 size,
@@ -120,7 +121,8 @@ impl Benchmark for WriteBandwidth {
                 self.messages_per_qp(),
                 self.common.timeout,
             )?;
-            return Ok(Some(BandwidthFigures::from(&report)));
+            let copy_seconds = (copy_time(session) - copying_before).as_secs_f64();
+            return Ok(Some(BandwidthFigures { copy_seconds, ..BandwidthFigures::from(&report) }));
         }
         let plan = StreamPlan {
             size,
@@ -132,7 +134,10 @@ impl Benchmark for WriteBandwidth {
             stall_timeout: self.common.timeout,
             notify_receiver: staged_receiver,
         };
-        stream(session, &plan).map(|report| Some(BandwidthFigures::from(&report)))
+        let copying_before = copy_time(session);
+        let report = stream(session, &plan)?;
+        let copy_seconds = (copy_time(session) - copying_before).as_secs_f64();
+        Ok(Some(BandwidthFigures { copy_seconds, ..BandwidthFigures::from(&report) }))
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
@@ -159,7 +164,9 @@ impl Benchmark for WriteBandwidth {
         // when data reached its payload) counts at the slower end, where the data arrived last.
         let reports: Vec<BandwidthFigures> = match (ours, peer) {
             (Some(sent), Some(landed)) if !self.bandwidth.bidirectional => {
-                vec![if landed.average_bytes_per_second < sent.average_bytes_per_second { landed } else { sent }]
+                let slower = if landed.average_bytes_per_second < sent.average_bytes_per_second { landed } else { sent };
+                // The copies of both ends are part of the cost, whichever end was slower.
+                vec![BandwidthFigures { copy_seconds: sent.copy_seconds + landed.copy_seconds, ..slower }]
             }
             (ours, peer) => ours.into_iter().chain(peer).collect(),
         };
@@ -170,6 +177,11 @@ impl Benchmark for WriteBandwidth {
         };
         (!reports.is_empty()).then(|| BandwidthRow::new(context, settings, &reports, validation))
     }
+}
+
+/// Copy time of this side's staged buffers so far (zero for memory the NIC reaches directly).
+fn copy_time(session: &mut Session) -> std::time::Duration {
+    session.local.buffers.iter_mut().filter_map(|buffer| buffer.stager().map(|stager| stager.copy_time())).sum()
 }
 
 fn main() -> std::process::ExitCode {

@@ -53,6 +53,9 @@ pub struct BandwidthRow {
     pub mem_remote: String,
     pub gpu_local: String,
     pub gpu_remote: String,
+    /// Staged memory: seconds both sides together spent copying between payload and bounce
+    /// buffers for this size, warm-up included (0 where nothing is staged).
+    pub copy_time_s: f64,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -65,6 +68,9 @@ pub struct BandwidthFigures {
     pub peak_bytes_per_second: f64,
     pub average_bytes_per_second: f64,
     pub messages_per_second: f64,
+    /// Staged memory: seconds this side spent in copies between payload and bounce buffer.
+    #[serde(default)]
+    pub copy_seconds: f64,
 }
 
 impl From<&BandwidthReport> for BandwidthFigures {
@@ -76,6 +82,7 @@ impl From<&BandwidthReport> for BandwidthFigures {
             peak_bytes_per_second: report.peak.bytes_per_second(),
             average_bytes_per_second: report.average.bytes_per_second(),
             messages_per_second: report.message_rate.messages_per_second(),
+            copy_seconds: 0.0,
         }
     }
 }
@@ -119,6 +126,7 @@ impl BandwidthRow {
             mem_remote: context.mem_remote.clone(),
             gpu_local: context.gpu_local.clone(),
             gpu_remote: context.gpu_remote.clone(),
+            copy_time_s: reports.iter().map(|report| report.copy_seconds).sum(),
         }
     }
 }
