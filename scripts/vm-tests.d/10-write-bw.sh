@@ -7,7 +7,7 @@ if run write_bw_loopback_sweep 0 gdr-write-bw --loopback -a -n 20 -t 16 -Q 4 --v
     pass "write_bw loopback -a --validate exits 0"
 fi
 check_bw_csv write_bw_loopback_sweep "$OUT/sweep.csv" 23 pass
-if grep -q '"results"' "$OUT/sweep.json" && grep -q '"gdrperf_version"' "$OUT/sweep.json" \
+if grep -q '"results"' "$OUT/sweep.json" && grep -q '"gdrperf_version"' "$OUT/sweep.json" && grep -q '"git_commit": "[0-9a-f]' "$OUT/sweep.json" \
         && [ "$(grep -c '"bw_avg_mib_s"' "$OUT/sweep.json")" = 23 ]; then
     pass "write_bw json has metadata and 23 results"
 else

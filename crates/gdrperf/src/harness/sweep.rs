@@ -318,6 +318,7 @@ fn metadata<B: Benchmark>(config: &BenchConfig, benchmark: &B, session: &Session
     serde_json::json!({
         "test": B::NAME,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
+        "git_commit": env!("GDRPERF_GIT_COMMIT"),
         "argv": config.argv,
         "date": utc_timestamp(),
         "host": hostname(),
@@ -329,6 +330,10 @@ fn metadata<B: Benchmark>(config: &BenchConfig, benchmark: &B, session: &Session
         "rate": local.port.rate,
         "mtu": session.mtu.bytes(),
         "gid": local.gid.map(|gid| gid.to_string()),
+        "memory": local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host"),
+        "gpu": local.buffers.first().and_then(|buffer| buffer.gpu_description()),
+        "nvidia_driver": std::fs::read_to_string("/sys/module/nvidia/version").ok().map(|text| text.trim().to_string()),
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|text| text.trim().to_string()),
         "peer": session.peer.side,
         "parameters": session.peer.parameters,
         "header": header,
