@@ -7,7 +7,7 @@
 
 use clap::Parser;
 use gdrperf::harness::args_latency::{LatencyArgs, LatencyConfig, LatencyTest};
-use gdrperf::harness::buffers::pattern_seed;
+use gdrperf::harness::buffers::{check_received, pattern_seed};
 use gdrperf::harness::latency::{read_latency, refuse_staged_memory, LatencyPlan};
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
@@ -71,8 +71,7 @@ impl Benchmark for ReadLatency {
         if !self.common.validate || !session.side.is_client() {
             return Ok(None);
         }
-        let mismatch = session.local.buffers[0].check_pattern(size, pattern_seed(size, 0))?;
-        Ok(mismatch.map(|m| format!("byte {} read back as {:#04x}, expected {:#04x}", m.offset, m.found, m.expected)))
+        check_received(&mut session.local.buffers[..1], size, size)
     }
 
     fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, _peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {

@@ -10,7 +10,7 @@
 
 use clap::Parser;
 use gdrperf::harness::args_latency::{LatencyArgs, LatencyConfig, LatencyTest};
-use gdrperf::harness::buffers::pattern_seed;
+use gdrperf::harness::buffers::{check_received, pattern_seed};
 use gdrperf::harness::latency::{
     ping_pong_initiator, ping_pong_responder, prepare_ping_pong, refuse_staged_memory, LatencyPlan, PingPong, PostedReceives, PING_PONG_RECEIVES,
 };
@@ -81,8 +81,7 @@ impl Benchmark for SendLatency {
         if !self.common.validate {
             return Ok(None);
         }
-        let mismatch = session.local.buffers[0].check_pattern(size, pattern_seed(size, 0))?;
-        Ok(mismatch.map(|m| format!("byte {} is {:#04x}, expected {:#04x}", m.offset, m.found, m.expected)))
+        check_received(&mut session.local.buffers[..1], size, size)
     }
 
     fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, _peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {

@@ -8,7 +8,7 @@ use clap::Parser;
 use gdrperf::harness::bandwidth::{stream, StreamOperation, StreamPlan};
 use gdrperf::harness::staged_receive;
 use gdrperf::harness::StopRule;
-use gdrperf::harness::buffers::pattern_seed;
+use gdrperf::harness::buffers::{check_received, pattern_seed};
 use gdrperf::harness::{self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
 use gdrperf::output::{BandwidthRow, RowContext};
 use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
@@ -144,15 +144,7 @@ impl Benchmark for WriteBandwidth {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
-        for (index, buffer) in session.local.buffers.iter_mut().enumerate() {
-            if let Some(mismatch) = buffer.check_pattern(size, pattern_seed(size, index))? {
-                return Ok(Some(format!(
-                    "QP {index}: byte {} is {:#04x}, expected {:#04x}",
-                    mismatch.offset, mismatch.found, mismatch.expected
-                )));
-            }
-        }
-        Ok(None)
+        check_received(&mut session.local.buffers, size, size)
     }
 
     fn sums_both_directions(&self) -> bool {

@@ -9,6 +9,7 @@
 //!    `ibv_reg_dmabuf_mr` hands it to the NIC) or, where dma-buf is unavailable, through
 //!    nvidia-peermem (plain `ibv_reg_mr` on the device pointer);
 //! 3. the CPU cannot read GPU memory, so filling and checking go through CUDA copies.
+//!
 //! The verbs calls (QP, connect, post, poll) are exactly the same: the NIC does not care.
 
 use std::io::{BufRead, BufReader, Write};

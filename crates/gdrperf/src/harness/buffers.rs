@@ -195,6 +195,20 @@ impl BenchBuffer {
     }
 }
 
+/// Checks the first `len` bytes of each buffer against the pattern a `size`-byte message of its
+/// QP carries; says where the first one differs ("QP 1: byte 17 is 0x00, expected 0x5b").
+pub fn check_received(buffers: &mut [BenchBuffer], size: usize, len: usize) -> Result<Option<String>> {
+    for (index, buffer) in buffers.iter_mut().enumerate() {
+        if let Some(mismatch) = buffer.check_pattern(len, pattern_seed(size, index))? {
+            return Ok(Some(format!(
+                "QP {index}: byte {} is {:#04x}, expected {:#04x}",
+                mismatch.offset, mismatch.found, mismatch.expected
+            )));
+        }
+    }
+    Ok(None)
+}
+
 /// Where a checked buffer first differs from its pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mismatch {

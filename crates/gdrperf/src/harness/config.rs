@@ -225,7 +225,7 @@ impl Acceptance {
             None => None,
             Some(threshold) => Some(threshold.resolve(port_rate, bidirectional).map_err(|error| config(&format!("--min-bw: {error}")))?),
         };
-        Ok(gdrperf_report::Thresholds { min_bw, max_lat: self.max_lat.clone() })
+        Ok(gdrperf_report::Thresholds { min_bw, max_lat: self.max_lat })
     }
 }
 
