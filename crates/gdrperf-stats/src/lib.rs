@@ -42,10 +42,12 @@ pub mod clock;
 pub mod error;
 pub mod hdr_output;
 pub mod latency;
+pub mod sample_clock;
 pub mod units;
 
 pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, CompletionWindow};
 pub use clock::RunClock;
+pub use sample_clock::{ClockSource, SampleClock};
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{
     read_v2_histogram, write_percentile_distribution, write_raw_samples, write_v2_histogram,

@@ -26,7 +26,9 @@
 mod samples;
 mod wire;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use gdrperf_stats::SampleClock;
 
 use gdrperf_stats::hdrhistogram::Histogram;
 use gdrperf_stats::LatencyRecorder;
@@ -239,6 +241,7 @@ pub fn ping_pong_initiator(
     let byte = poll_byte_for(session, transport, plan.size)?;
     let remote = session.remote_buffer(0);
     let mut samples = Samples::new(plan, sink)?;
+    let clock = SampleClock::new();
     let mut wire = Wire::new(session, plan, transport.operation_name());
     let mut sequence = 0u64;
     loop {
@@ -246,13 +249,13 @@ pub fn ping_pong_initiator(
         if let Some(byte) = byte {
             byte.set(client_marker(sequence));
         }
-        let start = Instant::now();
+        let start = clock.now();
         wire.post(transport.message(sequence, remote))?;
         match wire.wait_arrival(transport, byte, sequence, server_marker(sequence))? {
             Arrival::Message => {}
             Arrival::Stop => return Err(protocol("the server sent STOP, which only the client may send")),
         }
-        let end = Instant::now();
+        let end = clock.now();
         if transport.uses_receives() {
             wire.repost()?;
         }
@@ -307,14 +310,15 @@ pub fn ping_pong_responder(session: &mut Session, transport: PingPong, plan: &La
 pub fn read_latency(session: &mut Session, plan: &LatencyPlan, sink: Option<&mut dyn IntervalSink>) -> Result<LatencyRun> {
     let remote = session.remote_buffer(0);
     let mut samples = Samples::new(plan, sink)?;
+    let clock = SampleClock::new();
     let mut wire = Wire::new(session, plan, "RDMA READ");
     let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };
     loop {
         wire.make_room()?;
-        let start = Instant::now();
+        let start = clock.now();
         wire.post(read)?;
         wire.drain()?;
-        let end = Instant::now();
+        let end = clock.now();
         if samples.record(start, end, RoundTrip::Whole)? == Continue::Stop || wire.stop_requested() {
             break;
         }

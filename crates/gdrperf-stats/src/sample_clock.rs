@@ -1,0 +1,157 @@
+//! The clock read around every latency sample, made as cheap as the machine allows.
+//!
+//! A latency sample costs two clock reads, and at least one of them lands inside the measured
+//! interval. `Instant::now()` is a vDSO read of the TSC on most hosts (about 20 ns), but where the
+//! kernel's clocksource is not the TSC (virtual machines, notably the Soft-RoCE VM under QEMU TCG,
+//! whose clocksource is the HPET) every read is a system call and a device access costing
+//! microseconds: more than a Soft-RoCE round trip's own variation. perftest reads the cycle
+//! counter for the same reason. [`SampleClock`] reads the TSC directly when it is invariant
+//! (`constant_tsc` and `nonstop_tsc`) and its rate, measured twice at start-up against the
+//! monotonic clock, agrees with itself; otherwise it falls back to `Instant::now()`.
+//!
+//! It hands out `Instant`s (origin + cycles x ns/cycle, plain arithmetic), so the bookkeeping
+//! around samples (stop rule, interval log) is unchanged whichever source runs.
+
+use std::time::{Duration, Instant};
+
+/// Where [`SampleClock`] reads time from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClockSource {
+    /// `Instant::now()`: the kernel's monotonic clock.
+    Monotonic,
+    /// The CPU's invariant time-stamp counter, scaled by the measured rate.
+    Tsc { nanos_per_cycle: f64 },
+}
+
+/// A monotonic clock for timing individual samples. Cheap to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleClock {
+    source: ClockSource,
+    origin: Instant,
+    origin_cycles: u64,
+}
+
+/// How long each of the two calibration windows lasts: long enough that the two reads at its
+/// ends (microseconds at worst) are under 0.05% of it.
+const CALIBRATION_WINDOW: Duration = Duration::from_millis(10);
+
+/// The two measured rates must agree this closely for the TSC to be trusted.
+const CALIBRATION_AGREEMENT: f64 = 0.002;
+
+impl SampleClock {
+    /// The TSC when it is invariant and calibrates consistently, else the monotonic clock.
+    /// Takes 20 to 30 ms (the calibration windows) on x86-64.
+    pub fn new() -> SampleClock {
+        match tsc_nanos_per_cycle() {
+            Some(nanos_per_cycle) => SampleClock {
+                source: ClockSource::Tsc { nanos_per_cycle },
+                origin: Instant::now(),
+                origin_cycles: read_cycles(),
+            },
+            None => SampleClock::monotonic(),
+        }
+    }
+
+    /// Always `Instant::now()` (for comparison, and where the TSC is not wanted).
+    pub fn monotonic() -> SampleClock {
+        SampleClock { source: ClockSource::Monotonic, origin: Instant::now(), origin_cycles: 0 }
+    }
+
+    pub fn source(&self) -> ClockSource {
+        self.source
+    }
+
+    /// Now, as an `Instant`.
+    #[inline]
+    pub fn now(&self) -> Instant {
+        match self.source {
+            ClockSource::Monotonic => Instant::now(),
+            ClockSource::Tsc { nanos_per_cycle } => {
+                let cycles = read_cycles().wrapping_sub(self.origin_cycles);
+                self.origin + Duration::from_nanos((cycles as f64 * nanos_per_cycle) as u64)
+            }
+        }
+    }
+}
+
+impl Default for SampleClock {
+    fn default() -> Self {
+        SampleClock::new()
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn read_cycles() -> u64 {
+    // SAFETY: RDTSC has no preconditions on x86-64.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn read_cycles() -> u64 {
+    0
+}
+
+/// The TSC's nanoseconds per cycle, if its rate is steady: two measurements that agree where the
+/// CPU declares the TSC invariant, three where it does not (virtual CPUs often hide the flags of
+/// a TSC that is in fact steady, as QEMU's TCG does).
+fn tsc_nanos_per_cycle() -> Option<f64> {
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    let windows = if invariant_tsc() { 2 } else { 3 };
+    let rates: Vec<f64> = (0..windows).map(|_| measure_rate()).collect();
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    let steady = rates.iter().all(|rate| rate.is_finite() && *rate > 0.0 && (rate - mean).abs() / mean < CALIBRATION_AGREEMENT);
+    steady.then_some(mean)
+}
+
+/// `constant_tsc` (fixed rate) and `nonstop_tsc` (keeps counting in sleep states) in the flags.
+fn invariant_tsc() -> bool {
+    let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") else { return false };
+    let Some(flags) = cpuinfo.lines().find(|line| line.starts_with("flags")) else { return false };
+    let has = |flag: &str| flags.split_whitespace().any(|word| word == flag);
+    has("constant_tsc") && has("nonstop_tsc")
+}
+
+/// Nanoseconds per cycle over one calibration window (busy-waited: a sleep could migrate us).
+fn measure_rate() -> f64 {
+    let start = Instant::now();
+    let start_cycles = read_cycles();
+    while start.elapsed() < CALIBRATION_WINDOW {
+        std::hint::spin_loop();
+    }
+    let cycles = read_cycles().wrapping_sub(start_cycles);
+    let nanos = start.elapsed().as_nanos() as f64;
+    nanos / cycles as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_sources_agree_with_the_monotonic_clock_over_a_busy_wait() {
+        for clock in [SampleClock::new(), SampleClock::monotonic()] {
+            let (before, reference) = (clock.now(), Instant::now());
+            while reference.elapsed() < Duration::from_millis(30) {
+                std::hint::spin_loop();
+            }
+            let (measured, expected) = (clock.now() - before, reference.elapsed());
+            let error = (measured.as_secs_f64() - expected.as_secs_f64()).abs() / expected.as_secs_f64();
+            assert!(error < 0.05, "{:?}: measured {measured:?} over {expected:?}", clock.source());
+        }
+    }
+
+    #[test]
+    fn readings_never_go_backwards() {
+        let clock = SampleClock::new();
+        let mut last = clock.now();
+        for _ in 0..100_000 {
+            let now = clock.now();
+            assert!(now >= last, "{:?}", clock.source());
+            last = now;
+        }
+    }
+}
