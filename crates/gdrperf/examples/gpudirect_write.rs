@@ -72,7 +72,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut queue_pair = RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?;
 
     let stream = match &server_host {
-        Some(host) => TcpStream::connect((host.as_str(), 18601))?,
+        Some(host) => connect_with_retries(host, 18601)?,
         None => TcpListener::bind(("0.0.0.0", 18601))?.accept()?.0,
     };
     let mut reader = BufReader::new(stream.try_clone()?);
@@ -115,4 +115,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!("server: GPU {} holds \"{}\"", gpu.index(), String::from_utf8_lossy(&received));
     }
     Ok(())
+}
+
+/// The client may start before the server listens: retry for ten seconds, then give up.
+fn connect_with_retries(host: &str, port: u16) -> std::io::Result<TcpStream> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match TcpStream::connect((host, port)) {
+            Err(error) if std::time::Instant::now() < deadline && error.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            result => return result,
+        }
+    }
 }
