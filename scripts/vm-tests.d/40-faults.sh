@@ -168,6 +168,44 @@ else
 fi
 reap $loopback
 
+# --- the other engines: Ctrl-C keeps their finished sizes, a dead server is named -------------
+for bench in gdr-send-bw gdr-read-lat gdr-write-lat gdr-send-lat; do
+    command -v $bench >/dev/null || continue
+    tag=$(echo $bench | sed 's/^gdr-//; s/-/_/g')
+    next_port
+    $bench -p $PORT $SWEEP >"$OUT/${tag}_sigint_server.log" 2>&1 &
+    server=$!
+    $bench -p $PORT $SWEEP --csv "$OUT/${tag}_sigint.csv" 127.0.0.1 >"$OUT/${tag}_sigint.log" 2>&1 &
+    client=$!
+    if wait_rows "$OUT/${tag}_sigint.csv" 3; then
+        kill -INT $client
+        wait_exit $client 10; check_status ${tag}_sigint 130 "$OUT/${tag}_sigint.log"
+        csv_intact ${tag}_sigint "$OUT/${tag}_sigint.csv" 3
+        wait_exit $server 15; check_status ${tag}_sigint_server 2 "$OUT/${tag}_sigint_server.log"
+    else
+        fail "${tag}_sigint: sweep started" "$(tail -5 "$OUT/${tag}_sigint.log")"
+    fi
+    reap $server $client
+    next_port
+    $bench -p $PORT $SWEEP >"$OUT/${tag}_kill_server_server.log" 2>&1 &
+    server=$!
+    $bench -p $PORT $SWEEP --csv "$OUT/${tag}_kill_server.csv" 127.0.0.1 >"$OUT/${tag}_kill_server.log" 2>&1 &
+    client=$!
+    if wait_rows "$OUT/${tag}_kill_server.csv" 3; then
+        kill -9 $server
+        wait_exit $client 12; check_status ${tag}_kill_server 2 "$OUT/${tag}_kill_server.log"
+        if grep -qE "at [0-9]+ bytes with peer softroce" "$OUT/${tag}_kill_server.log"; then
+            pass "${tag}_kill_server: names the size and the peer"
+        else
+            fail "${tag}_kill_server: names the size and the peer" "$(tail -3 "$OUT/${tag}_kill_server.log")"
+        fi
+        csv_intact ${tag}_kill_server "$OUT/${tag}_kill_server.csv" 3
+    else
+        fail "${tag}_kill_server: sweep started" "$(tail -5 "$OUT/${tag}_kill_server.log")"
+    fi
+    reap $server $client
+done
+
 # --- the port is taken: a clear message before anything is measured ---------------------------
 next_port
 gdr-write-bw -p $PORT -n 5 >"$OUT/port_owner.log" 2>&1 &

@@ -1,7 +1,8 @@
 //! Fuzzing the exchange's message decoder: the one place where bytes from an unknown host reach
 //! our parser before anything is authenticated.
 //!
-//! Every property runs `GDRPERF_FUZZ_CASES` inputs (default 4000, seconds in CI) and
+//! Every property runs `GDRPERF_FUZZ_CASES` inputs (default 4000, seconds in CI; the two that
+//! open sockets run fewer, see [`socket_cases`]) and
 //! prints how many ran clean; `results/fuzz/exchange.md` records long runs. Inputs are random
 //! bytes, JSON-shaped token soup, valid messages mutated (bits flipped, bytes cut, inserted,
 //! length prefixes rewritten), and whole byte streams fed to a real socket. Each must be decoded
@@ -68,6 +69,12 @@ fn allocation_budget(len: usize) -> usize {
 
 fn cases() -> u32 {
     std::env::var("GDRPERF_FUZZ_CASES").ok().and_then(|text| text.parse().ok()).unwrap_or(4000)
+}
+
+/// Properties that open TCP connections run a tenth of the cases, at most 5000: each leaves a
+/// port in TIME_WAIT for a minute, and a long run must not exhaust the ephemeral range.
+fn socket_cases() -> u32 {
+    (cases() / 10).clamp(20, 5000)
 }
 
 /// Runs `property` on `cases` inputs of `strategy` and reports how many ran clean.
@@ -314,7 +321,6 @@ fn connected(timeout: Duration) -> (Control, TcpStream) {
 
 #[test]
 fn byte_streams_from_a_socket_end_in_a_message_or_an_error() {
-    // Sockets cost more than in-memory decoding: a tenth of the cases.
     let strategy = prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..300),
         token_soup().prop_map(|body| framed(&body)),
@@ -324,7 +330,7 @@ fn byte_streams_from_a_socket_end_in_a_message_or_an_error() {
             frame
         }),
     ];
-    fuzz("socket streams", (cases() / 10).max(20), strategy, |bytes| {
+    fuzz("socket streams", socket_cases(), strategy, |bytes| {
         let (mut control, mut peer) = connected(Duration::from_secs(5));
         peer.write_all(&bytes).unwrap();
         drop(peer);
@@ -344,7 +350,7 @@ fn byte_streams_from_a_socket_end_in_a_message_or_an_error() {
 #[test]
 fn peers_of_another_protocol_version_are_refused_naming_both() {
     let strategy = any::<u32>().prop_filter("another version", |version| *version != PROTOCOL_VERSION);
-    fuzz("version mismatch", (cases() / 10).max(20), strategy, |theirs| {
+    fuzz("version mismatch", socket_cases(), strategy, |theirs| {
         // A server of another version challenges us: the client refuses before its hello.
         let (mut client_side, mut server) = {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
