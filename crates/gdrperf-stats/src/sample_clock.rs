@@ -40,7 +40,7 @@ const CALIBRATION_AGREEMENT: f64 = 0.002;
 
 impl SampleClock {
     /// The TSC when it is invariant and calibrates consistently, else the monotonic clock.
-    /// Takes 20 to 30 ms (the calibration windows) on x86-64.
+    /// Takes 30 to 40 ms (the calibration windows) on x86-64.
     pub fn new() -> SampleClock {
         match tsc_nanos_per_cycle() {
             Some(nanos_per_cycle) => SampleClock {
@@ -101,6 +101,9 @@ fn tsc_nanos_per_cycle() -> Option<f64> {
         return None;
     }
     let windows = if invariant_tsc() { 2 } else { 3 };
+    // A first, discarded window: the first pass through the loop pays for page faults (and, under
+    // an emulator, for translating the loop), which skews its rate by a percent or more.
+    measure_rate();
     let rates: Vec<f64> = (0..windows).map(|_| measure_rate()).collect();
     let mean = rates.iter().sum::<f64>() / rates.len() as f64;
     let steady = rates.iter().all(|rate| rate.is_finite() && *rate > 0.0 && (rate - mean).abs() / mean < CALIBRATION_AGREEMENT);
