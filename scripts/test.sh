@@ -32,6 +32,8 @@ echo "== cargo test (unit and integration tests, no device needed)"
 cargo test --workspace --quiet 2>&1
 echo "== cargo build --release (binaries and examples for the VM)"
 cargo build --release --workspace --bins --examples --quiet 2>&1
+# The VM's completion-error test provokes bad rkeys and dead peers through the verbs layer directly.
+cargo test --release -p gdrperf --test completion_errors --no-run --quiet 2>&1
 echo "== plot scripts on the committed example results (matplotlib from PyPI into .cache/plot-venv)"
 scripts/plot-tests.sh
 
