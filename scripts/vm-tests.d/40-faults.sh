@@ -72,6 +72,8 @@ if wait_rows "$OUT/kill_server.csv" 4; then
     kill -9 $server
     wait_exit $client 12; check_status kill_server 2 "$OUT/kill_server.log"
     expect_in kill_server "with peer softroce (127.0.0.1:$PORT)"
+    # Not a key problem: whatever RDMA error followed, the message says the peer went away.
+    expect_in kill_server "peer 127.0.0.1:$PORT closed the connection"
     if grep -qE "at [0-9]+ bytes with peer" "$OUT/kill_server.log"; then pass "kill_server: names the size"; else fail "kill_server: names the size" "$(tail -3 "$OUT/kill_server.log")"; fi
     csv_intact kill_server "$OUT/kill_server.csv" 4
 else
@@ -182,6 +184,7 @@ for bench in gdr-send-bw gdr-read-lat gdr-write-lat gdr-send-lat; do
         wait_exit $client 10; check_status ${tag}_sigint 130 "$OUT/${tag}_sigint.log"
         csv_intact ${tag}_sigint "$OUT/${tag}_sigint.csv" 3
         wait_exit $server 15; check_status ${tag}_sigint_server 2 "$OUT/${tag}_sigint_server.log"
+        expect_in ${tag}_sigint_server "the client was stopped by SIGINT"
     else
         fail "${tag}_sigint: sweep started" "$(tail -5 "$OUT/${tag}_sigint.log")"
     fi
@@ -205,6 +208,24 @@ for bench in gdr-send-bw gdr-read-lat gdr-write-lat gdr-send-lat; do
     fi
     reap $server $client
 done
+
+# --- a ping-pong cut short by Ctrl-C under -n: the server blames the stop, not a miscount -----
+if command -v gdr-write-lat >/dev/null; then
+    next_port
+    gdr-write-lat -p $PORT -a -n 20000 >"$OUT/write_lat_iterations_server.log" 2>&1 &
+    server=$!
+    gdr-write-lat -p $PORT -a -n 20000 --csv "$OUT/write_lat_iterations.csv" 127.0.0.1 >"$OUT/write_lat_iterations.log" 2>&1 &
+    client=$!
+    if wait_rows "$OUT/write_lat_iterations.csv" 2; then
+        kill -INT $client
+        wait_exit $client 10; check_status write_lat_iterations 130 "$OUT/write_lat_iterations.log"
+        wait_exit $server 10; check_status write_lat_iterations_server 2 "$OUT/write_lat_iterations_server.log"
+        expect_in write_lat_iterations_server "the client was stopped by SIGINT"
+    else
+        fail "write_lat_iterations: sweep started" "$(tail -5 "$OUT/write_lat_iterations.log")"
+    fi
+    reap $server $client
+fi
 
 # --- the port is taken: a clear message before anything is measured ---------------------------
 next_port

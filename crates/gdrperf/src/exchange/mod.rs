@@ -206,6 +206,8 @@ pub struct Control {
     timeout: Duration,
     /// Whether we accepted this connection (the server speaks first).
     accepted: bool,
+    /// Whether we already told the peer why we stop: it reads one reason, the first.
+    failure_reported: bool,
     /// The stop flag, checked by every wait, and the peer check of measurement loops.
     watch: PeerWatch,
 }
@@ -264,7 +266,7 @@ impl Control {
         stream.set_write_timeout(Some(timeout)).map_err(setup)?;
         let stream = Arc::new(stream);
         let watch = PeerWatch::new(Arc::clone(&stream), peer.clone(), StopFlag::default());
-        Ok(Control { stream, peer, timeout, accepted: false, watch })
+        Ok(Control { stream, peer, timeout, accepted: false, failure_reported: false, watch })
     }
 
     pub fn peer(&self) -> &str {
@@ -332,8 +334,31 @@ impl Control {
     }
 
     /// Best effort: tells the peer why we stop, so it exits with our reason instead of waiting.
+    /// Only the first reason is sent: the peer stops reading after it.
     pub fn report_failure(&mut self, message: &str) {
-        let _ = (&*self.stream).write_all(&encode(&Message::Failed { message: message.to_string() }));
+        if !std::mem::replace(&mut self.failure_reported, true) {
+            let _ = (&*self.stream).write_all(&encode(&Message::Failed { message: message.to_string() }));
+        }
+    }
+
+    /// After a failure of our own (an RDMA error, most often): has the peer's end of the
+    /// connection closed or reported a failure within `patience`? A peer process that dies takes
+    /// its memory registrations with it, so our next RDMA request fails with "remote access
+    /// error", which would send the reader looking for a key problem; the closed socket tells
+    /// what really happened.
+    pub fn peer_gone(&self, patience: Duration) -> Option<ExchangeError> {
+        let deadline = Instant::now() + patience;
+        loop {
+            match self.watch.check_peer_now() {
+                Err(gone @ (ExchangeError::Closed { .. } | ExchangeError::PeerFailed { .. })) => return Some(gone),
+                Err(_) => return None,
+                Ok(()) => {}
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Authenticates the peer (see [`auth`]), then sends our hello, reads the peer's, and checks

@@ -18,6 +18,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::flag;
 
 use crate::error::{Error, Result};
+use crate::exchange::ExchangeError;
 use crate::harness::session::Session;
 
 /// The signals that stop a sweep.
@@ -168,11 +169,37 @@ pub fn conclude(session: &mut Session, result: Result<()>, position: &SweepPosit
         }
         (Ok(()), None) => Ok(None),
         (Err(error), None) => {
+            // Looked at before we report: our own report makes a live peer close the connection.
+            let error = blame_a_dead_peer(session, error);
             // The peer knows the size; it needs only what went wrong here.
             session.control.report_failure(&error.to_string());
             let peer = format!("{} ({})", session.peer.host, session.control.peer());
             Err(Error::Sweep { at: position.describe(), peer, source: Box::new(error) })
         }
+    }
+}
+
+/// Puts the peer's story first when ours is a consequence of it. An RDMA error or a stall right
+/// after the peer died or gave up is one: when the peer's socket closed or carries a failure,
+/// say that, and keep our error as what followed. Any other error of ours is only preceded by
+/// the peer's reported failure (a client stopped by Ctrl-C ends a ping-pong early, which the
+/// server sees as a miscount); a closed socket then proves nothing, since we may be the cause.
+fn blame_a_dead_peer(session: &Session, error: Error) -> Error {
+    if matches!(error, Error::Exchange(_)) {
+        return error; // already the peer's story
+    }
+    let consequence_of_death = matches!(error, Error::Completion { .. } | Error::Stalled { .. });
+    let patience = std::time::Duration::from_millis(if consequence_of_death { 500 } else { 200 });
+    match session.control.peer_gone(patience) {
+        Some(ExchangeError::Closed { peer, .. }) if consequence_of_death => Error::Exchange(ExchangeError::Closed {
+            peer,
+            during: format!("measuring (its process ended?); the error that followed here: {error}"),
+        }),
+        Some(ExchangeError::PeerFailed { peer, message }) => Error::Exchange(ExchangeError::PeerFailed {
+            peer,
+            message: format!("{message}; the error that followed here: {error}"),
+        }),
+        _ => error,
     }
 }
 
