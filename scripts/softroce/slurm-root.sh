@@ -25,9 +25,11 @@ command -v debootstrap >/dev/null || {
     say "installing debootstrap (apt-get)"
     as_root apt-get install -y -q --no-install-recommends debootstrap >&2
 }
-# The host's own mirror (it may be a local proxy or snapshot), else Debian's.
-MIRROR=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
+# The mirror this machine's apt already uses (it may be a local proxy or snapshot).
+MIRROR=${MIRROR:-$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}
+# deb822 sources first, then a classic sources.list.
+[ -n "$MIRROR" ] || MIRROR=$(awk '$1 == "deb" && $2 !~ /^\[/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
+[ -n "$MIRROR" ] || { say "no Debian mirror found in this machine's apt sources: set MIRROR=URL"; exit 1; }
 say "debootstrap $SUITE into $ROOT (once; a few minutes)"
 as_root rm -rf "$ROOT.partial" "$ROOT" "$ROOT.key"
 as_root debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$ROOT.partial" "$MIRROR" >"$REPO/.cache/slurm-root.log" 2>&1 ||
