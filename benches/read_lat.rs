@@ -6,10 +6,10 @@
 //! pattern and the client checks what its READs brought back.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{LatencyArgs, LatencyConfig, LatencyTest};
+use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
 use gdrperf::harness::buffers::{check_received, pattern_seed};
 use gdrperf::harness::latency::{read_latency, refuse_staged_memory, LatencyPlan};
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
+use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
@@ -82,11 +82,8 @@ impl Benchmark for ReadLatency {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let defaults = TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
     gdrperf::harness::exit(|| {
-        let common = BenchConfig::from_args(&cli.common, defaults)?;
-        let latency = LatencyConfig::from_args(&cli.latency, &common, LatencyTest::Read)?;
-        let files = latency.files.any().then(|| LatencyFiles::create(&latency.files, "read_lat", &common.sizes)).transpose()?;
+        let (common, latency, files) = latency_setup(&cli.common, &cli.latency, LatencyTest::Read, "read_lat")?;
         harness::run(&common.clone(), &ReadLatency { common, latency, files })
     })
 }

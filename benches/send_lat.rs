@@ -9,12 +9,12 @@
 //! their buffer after each size; every receive's length is checked as it completes.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{LatencyArgs, LatencyConfig, LatencyTest};
+use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
 use gdrperf::harness::buffers::{check_received, pattern_seed};
 use gdrperf::harness::latency::{
     ping_pong_initiator, ping_pong_responder, prepare_ping_pong, refuse_staged_memory, LatencyPlan, PingPong, PostedReceives, PING_PONG_RECEIVES,
 };
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
+use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
@@ -92,11 +92,8 @@ impl Benchmark for SendLatency {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let defaults = TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
     gdrperf::harness::exit(|| {
-        let common = BenchConfig::from_args(&cli.common, defaults)?;
-        let latency = LatencyConfig::from_args(&cli.latency, &common, LatencyTest::Send)?;
-        let files = latency.files.any().then(|| LatencyFiles::create(&latency.files, "send_lat", &common.sizes)).transpose()?;
+        let (common, latency, files) = latency_setup(&cli.common, &cli.latency, LatencyTest::Send, "send_lat")?;
         harness::run(&common.clone(), &SendLatency { common, latency, files, receives: PostedReceives::default() })
     })
 }

@@ -11,7 +11,9 @@ use std::time::Duration;
 use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 
 use crate::error::{Error, Result};
-use crate::harness::config::{BenchConfig, Role, StopRule};
+use crate::harness::args::CommonArgs;
+use crate::harness::config::{BenchConfig, Role, StopRule, TestDefaults};
+use crate::output::latency_row::LatencyFiles;
 
 /// Options every latency benchmark takes.
 #[derive(Debug, Clone, clap::Args)]
@@ -198,6 +200,20 @@ impl SendConfig {
 
 fn config(message: &str) -> Error {
     Error::Config(message.to_string())
+}
+
+/// perftest's defaults for its latency tests: 2-byte messages, 1000 iterations, one outstanding.
+pub const LATENCY_DEFAULTS: TestDefaults = TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
+
+/// What every latency binary builds from its command line, in one step: the common settings
+/// (with perftest's latency defaults), the latency settings, and the HDR files when asked for.
+pub fn latency_setup(
+    common: &CommonArgs, latency: &LatencyArgs, test: LatencyTest, name: &'static str,
+) -> Result<(BenchConfig, LatencyConfig, Option<LatencyFiles>)> {
+    let common = BenchConfig::from_args(common, LATENCY_DEFAULTS)?;
+    let latency = LatencyConfig::from_args(latency, &common, test)?;
+    let files = latency.files.any().then(|| LatencyFiles::create(&latency.files, name, &common.sizes)).transpose()?;
+    Ok((common, latency, files))
 }
 
 #[cfg(test)]
