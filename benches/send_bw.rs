@@ -69,16 +69,14 @@ impl Benchmark for SendBandwidth {
     }
 
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({ "cq_mod": self.bandwidth.cq_mod, "bidirectional": self.bandwidth.bidirectional })
+        self.bandwidth.parameters()
     }
 
     fn header(&self) -> Vec<(String, String)> {
-        vec![
-            ("CQ moderation".into(), self.bandwidth.cq_mod.to_string()),
-            ("Direction".into(), if self.bandwidth.bidirectional { "bidirectional" } else { "client -> server" }.into()),
-            ("RX depth".into(), self.send.rx_depth.to_string()),
-            ("Inline".into(), format!("up to {} bytes", self.send.inline_size)),
-        ]
+        let mut header = self.bandwidth.header();
+        header.push(("RX depth".into(), self.send.rx_depth.to_string()));
+        header.push(("Inline".into(), format!("up to {} bytes", self.send.inline_size)));
+        header
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {

@@ -75,14 +75,11 @@ impl Benchmark for WriteBandwidth {
     }
 
     fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({ "cq_mod": self.bandwidth.cq_mod, "bidirectional": self.bandwidth.bidirectional })
+        self.bandwidth.parameters()
     }
 
     fn header(&self) -> Vec<(String, String)> {
-        vec![
-            ("CQ moderation".into(), self.bandwidth.cq_mod.to_string()),
-            ("Direction".into(), if self.bandwidth.bidirectional { "bidirectional" } else { "client -> server" }.into()),
-        ]
+        self.bandwidth.header()
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {

@@ -270,6 +270,19 @@ pub struct BandwidthConfig {
 }
 
 impl BandwidthConfig {
+    /// The bandwidth settings both peers must share.
+    pub fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({ "cq_mod": self.cq_mod, "bidirectional": self.bidirectional })
+    }
+
+    /// The run-header lines of the bandwidth settings.
+    pub fn header(&self) -> Vec<(String, String)> {
+        vec![
+            ("CQ moderation".into(), self.cq_mod.to_string()),
+            ("Direction".into(), if self.bidirectional { "bidirectional" } else { "client -> server" }.into()),
+        ]
+    }
+
     pub fn from_args(args: &BandwidthArgs, common: &BenchConfig) -> Result<BandwidthConfig> {
         let cq_mod = match args.cq_mod {
             // perftest's default, shrunk to fit a small queue rather than failing a flag never typed.
