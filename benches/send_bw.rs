@@ -7,14 +7,12 @@
 //! With `--validate` every received payload is checked as it is polled (see
 //! `gdrperf::harness::send`).
 
-use std::sync::{Mutex, MutexGuard};
-
 use clap::Parser;
 use gdrperf::harness::args_latency::{SendArgs, SendConfig};
 use gdrperf::harness::buffers::pattern_seed;
 use gdrperf::harness::latency::refuse_staged_memory;
 use gdrperf::harness::send::{stream_send, ReceiveQueues, SendPlan};
-use gdrperf::harness::{self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Side, TestDefaults};
+use gdrperf::harness::{self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
 use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
 use gdrperf::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
 use gdrperf::output::RowContext;
@@ -35,9 +33,6 @@ struct SendBandwidth {
     common: BenchConfig,
     bandwidth: BandwidthConfig,
     send: SendConfig,
-    /// Each side's posted receives, kept across sizes (both sides live here in --loopback).
-    client_receives: Mutex<Option<ReceiveQueues>>,
-    server_receives: Mutex<Option<ReceiveQueues>>,
 }
 
 impl SendBandwidth {
@@ -47,14 +42,6 @@ impl SendBandwidth {
 
     fn receives(&self, session: &Session) -> bool {
         !session.side.is_client() || self.bandwidth.bidirectional
-    }
-
-    fn receive_queues(&self, side: Side) -> gdrperf::Result<MutexGuard<'_, Option<ReceiveQueues>>> {
-        let mutex = match side {
-            Side::Client => &self.client_receives,
-            Side::Server => &self.server_receives,
-        };
-        mutex.lock().map_err(|_| gdrperf::Error::Config("the other side's thread panicked".into()))
     }
 }
 
@@ -87,9 +74,10 @@ impl Benchmark for SendBandwidth {
             }
         }
         if self.receives(session) {
-            let mut queues = self.receive_queues(session.side)?;
-            if queues.is_none() {
-                *queues = Some(ReceiveQueues::post(session, self.send.rx_depth, self.common.validate, self.common.max_size())?);
+            // Posted once per connection and reposted as they are consumed, across sizes.
+            if session.state_mut::<ReceiveQueues>().is_none() {
+                let queues = ReceiveQueues::post(session, self.send.rx_depth, self.common.validate, self.common.max_size())?;
+                session.keep_state(queues);
             }
         }
         Ok(())
@@ -107,12 +95,17 @@ impl Benchmark for SendBandwidth {
             receives: self.receives(session),
             stall_timeout: self.common.timeout,
         };
-        let mut queues = self.receive_queues(session.side)?;
-        let reports = stream_send(session, &plan, queues.as_mut())?;
+        let mut queues = session.take_state::<ReceiveQueues>();
+        let reports = stream_send(session, &plan, queues.as_mut());
+        let rx_depth = queues.as_ref().map(ReceiveQueues::depth).unwrap_or(0);
+        if let Some(queues) = queues {
+            session.keep_state(queues);
+        }
+        let reports = reports?;
         Ok(Some(SendFigures {
             sent: reports.sent.as_ref().map(BandwidthFigures::from),
             received: reports.received.as_ref().map(BandwidthFigures::from),
-            rx_depth: queues.as_ref().map(ReceiveQueues::depth).unwrap_or(0),
+            rx_depth,
         }))
     }
 
@@ -120,7 +113,7 @@ impl Benchmark for SendBandwidth {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
-        Ok(self.receive_queues(session.side)?.as_mut().and_then(ReceiveQueues::take_failure))
+        Ok(session.state_mut::<ReceiveQueues>().and_then(ReceiveQueues::take_failure))
     }
 
     fn row(&self, context: &RowContext, ours: Option<SendFigures>, peer: Option<SendFigures>, validation: &str) -> Option<SendBandwidthRow> {
@@ -132,6 +125,14 @@ impl Benchmark for SendBandwidth {
         let reports: Vec<SendFigures> = ours.into_iter().chain(peer).collect();
         SendBandwidthRow::new(context, settings, SendSettings { inline_size: self.send.inline_size }, &reports, validation)
     }
+
+    fn concurrent(&self) -> bool {
+        self.bandwidth.concurrent
+    }
+
+    fn aggregate(&self, lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
+        SendBandwidthRow::aggregate(lanes)
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -141,7 +142,7 @@ fn main() -> std::process::ExitCode {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
         let send = SendConfig::from_args(&cli.send)?;
-        let benchmark = SendBandwidth { common: common.clone(), bandwidth, send, client_receives: Mutex::new(None), server_receives: Mutex::new(None) };
+        let benchmark = SendBandwidth { common: common.clone(), bandwidth, send };
         harness::run(&common, &benchmark)
     })
 }

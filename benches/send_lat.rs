@@ -94,6 +94,6 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
         let (common, latency, files) = latency_setup(&cli.common, &cli.latency, LatencyTest::Send, "send_lat")?;
-        harness::run(&common.clone(), &SendLatency { common, latency, files, receives: PostedReceives::default() })
+        harness::run(&common.clone(), &SendLatency { common, latency, files, receives: PostedReceives })
     })
 }

@@ -166,6 +166,14 @@ impl Benchmark for WriteBandwidth {
         };
         (!reports.is_empty()).then(|| BandwidthRow::new(context, settings, &reports, validation))
     }
+
+    fn concurrent(&self) -> bool {
+        self.bandwidth.concurrent
+    }
+
+    fn aggregate(&self, lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
+        BandwidthRow::aggregate(lanes)
+    }
 }
 
 /// Copy time of this side's staged buffers so far (zero for memory the NIC reaches directly).

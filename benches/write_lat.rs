@@ -128,6 +128,6 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
         let (common, latency, files) = latency_setup(&cli.common, &cli.latency, LatencyTest::Write, "write_lat")?;
-        harness::run(&common.clone(), &WriteLatency { common, latency, files, receives: PostedReceives::default() })
+        harness::run(&common.clone(), &WriteLatency { common, latency, files, receives: PostedReceives })
     })
 }

@@ -40,9 +40,11 @@ const COMMON: &[Case] = &[
     case(&["--loopback", "-t", "0"], &["-t/--tx-depth must be between 1 and 16384"]),
     case(&["--loopback", "-m", "1500"], &["-m/--mtu must be one of 256, 512, 1024, 2048, 4096"]),
     case(&["--loopback", "--timeout", "0"], &["--timeout must be at least 1 second"]),
-    case(&["--loopback", "--mem", "tpu"], &["invalid value 'tpu' for '--mem <KIND>'"]),
+    case(&["--loopback", "--mem", "tpu"], &["invalid value 'tpu' for '--mem <KIND[,KIND...]>'"]),
+    case(&["--loopback", "--mem", "host,cuda-staged,host"], &["--mem lists host twice"]),
+    case(&["--loopback", "--mem", "host", "-d", "rxe0,,rxe1"], &["-d/--ib-dev has an empty entry"]),
     case(&["--loopback", "--gpu", "1"], &["add --mem cuda"]),
-    case(&["--loopback", "--mem", "cuda", "--gpu", "0,1"], &["one GPU per run"]),
+    case(&["--loopback", "--mem", "cuda", "--gpu", "0,0"], &["--gpu 0,0"]),
     case(&["--loopback", "--mem", "cuda", "--gpu", "x"], &["--gpu x"]),
     case(&["--loopback", "--mem", "cuda", "--gpu-bus-id", "zz"], &["--gpu-bus-id zz"]),
     case(&["--loopback", "--mem", "cuda", "--gpu-bus-id", "0000:17:00"], &["--gpu-bus-id 0000:17:00"]),
@@ -63,6 +65,7 @@ const COMMON: &[Case] = &[
 const BANDWIDTH: &[Case] = &[
     case(&["--loopback", "-t", "8", "-Q", "9"], &["-Q/--cq-mod (9) must not exceed -t/--tx-depth (8)"]),
     case(&["--loopback", "-Q", "0"], &["-Q/--cq-mod must be at least 1"]),
+    case(&["--loopback", "--concurrent", "--mem", "host,host-staged"], &["--concurrent runs the GPUs (or devices) of one --mem kind"]),
 ];
 
 /// Options of the latency tests.
@@ -71,6 +74,7 @@ const LATENCY: &[Case] = &[
     case(&["--loopback", "--hlog-interval", "0"], &["--hlog-interval must be between 0.001 and 3600 seconds"]),
     case(&["--loopback", "-H", "/tmp/raw", "-D", "1"], &["-H/--histogram-raw keeps every sample in memory"]),
     case(&["--loopback", "-Q", "4"], &["unexpected argument '-Q'"]),
+    case(&["--loopback", "--concurrent"], &["unexpected argument '--concurrent'"]),
 ];
 
 const WRITE_BW: &[Case] = &[case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"])];

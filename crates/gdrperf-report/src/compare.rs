@@ -37,6 +37,8 @@ pub struct ComparedRow {
     pub test: String,
     pub memory: String,
     pub gpu: String,
+    /// The lane of a `--concurrent` run ("0", "all"); empty otherwise.
+    pub lane: String,
     pub bytes: u64,
     /// The column compared ("bw_avg_gbit_s").
     pub metric: String,
@@ -74,6 +76,7 @@ impl Comparison {
                     row.test.clone(),
                     row.memory.clone(),
                     if row.gpu.is_empty() { "-".into() } else { row.gpu.clone() },
+                    if row.lane.is_empty() { "-".into() } else { row.lane.clone() },
                     row.bytes.to_string(),
                     row.metric.clone(),
                     table_number(row.base),
@@ -87,7 +90,7 @@ impl Comparison {
                 ]
             })
             .collect();
-        let mut out = table(&["test", "mem", "gpu", "bytes", "metric", "base", "new", "change", ""], &rows);
+        let mut out = table(&["test", "mem", "gpu", "lane", "bytes", "metric", "base", "new", "change", ""], &rows);
         for (label, keys) in [("only in base", &self.only_in_base), ("only in new", &self.only_in_new)] {
             if !keys.is_empty() {
                 out.push_str(&format!("{label} ({}): {}\n", keys.len(), keys.join("; ")));
@@ -175,6 +178,7 @@ pub fn compare_runs(base: &ResultFile, new: &ResultFile, metric: Option<&str>, t
             test: key.test.clone(),
             memory: key.memory.clone(),
             gpu: key.gpu.clone(),
+            lane: key.lane.clone(),
             bytes: key.bytes,
             metric: column,
             base: base_value,
@@ -266,6 +270,18 @@ mod tests {
         assert!(compare_runs(&twice, &base, None, 0.05).unwrap_err().to_string().contains("twice.csv (twice) hold more than one row for write_bw host 2 bytes: rows are joined"));
         let error = compare_runs(&base, &base, Some("nope"), 0.05).unwrap_err().to_string();
         assert!(error.contains("no numeric \"nope\" column"), "{error}");
+    }
+
+    #[test]
+    fn lanes_of_a_concurrent_run_are_rows_of_their_own() {
+        let lanes = "test,bytes,bw_avg_gbit_s,lane\nwrite_bw,2,1,0\nwrite_bw,2,1,1\nwrite_bw,2,2,all\n";
+        let base = file("lanes.csv", lanes);
+        let new = file("lanes2.csv", &lanes.replace(",2,all", ",1.5,all"));
+        let report = compare_runs(&base, &new, None, 0.05).unwrap();
+        assert_eq!(report.rows.len(), 3);
+        let lanes: Vec<&str> = report.rows.iter().map(|row| row.lane.as_str()).collect();
+        assert_eq!(lanes, ["0", "1", "all"]);
+        assert!(report.render().lines().any(|line| line.contains("all") && line.contains("-25")), "{}", report.render());
     }
 
     #[test]

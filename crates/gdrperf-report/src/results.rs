@@ -257,9 +257,9 @@ impl ResultRow {
         }
     }
 
-    /// What `compare` joins on: (test, memory modes, GPUs, size).
+    /// What `compare` joins on: (test, memory modes, GPUs, lane of a concurrent run, size).
     pub fn key(&self) -> RowKey {
-        RowKey { test: self.test(), memory: self.memory(), gpu: self.gpu(), bytes: self.bytes() }
+        RowKey { test: self.test(), memory: self.memory(), gpu: self.gpu(), lane: self.text("lane"), bytes: self.bytes() }
     }
 
     /// "write_bw cuda GPU0 65536 bytes", for messages.
@@ -284,6 +284,8 @@ pub struct RowKey {
     pub test: String,
     pub memory: String,
     pub gpu: String,
+    /// `--concurrent` runs: "0", "1", ... or "all" (the aggregate); empty otherwise.
+    pub lane: String,
     pub bytes: u64,
 }
 
@@ -293,6 +295,11 @@ impl fmt::Display for RowKey {
         write!(out, "{test} {}", self.memory)?;
         if !self.gpu.is_empty() {
             write!(out, " {}", self.gpu)?;
+        }
+        match self.lane.as_str() {
+            "" => {}
+            "all" => write!(out, " all lanes")?,
+            lane => write!(out, " lane {lane}")?,
         }
         write!(out, " {} bytes", self.bytes)
     }

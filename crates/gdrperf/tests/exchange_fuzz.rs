@@ -139,8 +139,9 @@ fn hello() -> impl Strategy<Value = Hello> {
         side,
         proptest::collection::vec(endpoint, 0..4),
         proptest::collection::vec(buffer, 0..4),
+        (proptest::collection::vec(text(), 0..3), any::<u32>()),
     )
-        .prop_map(|(version, gdrperf_version, host, parameters, side, endpoints, buffers)| Hello {
+        .prop_map(|(version, gdrperf_version, host, parameters, side, endpoints, buffers, (placements, lane))| Hello {
             version,
             gdrperf_version,
             host,
@@ -148,6 +149,8 @@ fn hello() -> impl Strategy<Value = Hello> {
             side,
             endpoints,
             buffers,
+            placements,
+            lane,
         })
 }
 
@@ -170,6 +173,7 @@ fn message() -> impl Strategy<Value = Message> {
             .prop_map(|(size, validation_error, report)| Message::SizeResult { size, validation_error, report }),
         text().prop_map(|message| Message::Failed { message }),
         Just(Message::Goodbye),
+        any::<u32>().prop_map(|round| Message::NextPlacement { round }),
     ]
 }
 
@@ -368,6 +372,8 @@ fn peers_of_another_protocol_version_are_refused_naming_both() {
             side: SideInfo { device: "rxe0".into(), port: 1, active_mtu: 1024, memory: "host".into(), gpu: None },
             endpoints: vec![],
             buffers: vec![RemoteBuffer { address: 0x1000, rkey: 0x1234, len: 64 }],
+            placements: vec![],
+            lane: 0,
         };
         let error = client_side.exchange_hello(&hello, None).unwrap_err();
         prop_assert!(

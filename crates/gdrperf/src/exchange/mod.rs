@@ -30,8 +30,9 @@ pub use busy::TurnAway;
 pub use watch::{PeerWatch, PEER_CHECK_INTERVAL};
 
 /// Bumped whenever a message changes shape; peers of different versions refuse each other.
-/// Version 2 added the challenge that precedes the hellos.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Version 2 added the challenge that precedes the hellos; version 3 the placement list and lane
+/// of the hello and `NextPlacement` (several memory placements, or lanes, in one run).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// No legitimate message comes near this (a hello for 64 QPs is a few KiB): anything larger is
 /// refused before allocating, so a stray or hostile peer cannot make us allocate gigabytes.
@@ -100,6 +101,13 @@ pub struct Hello {
     pub side: SideInfo,
     pub endpoints: Vec<Endpoint>,
     pub buffers: Vec<RemoteBuffer>,
+    /// This side's memory placements for the run ("host", "cuda:0", ...), in run order: the
+    /// sides pair them up round by round (or lane by lane with `--concurrent`).
+    #[serde(default)]
+    pub placements: Vec<String>,
+    /// Which lane of a `--concurrent` run this connection carries (0 otherwise).
+    #[serde(default)]
+    pub lane: u32,
 }
 
 /// Per-side facts: shown in the run header and result rows, never required to match.
@@ -134,6 +142,9 @@ pub enum Message {
     SizeResult { size: u64, validation_error: Option<String>, report: Option<serde_json::Value> },
     /// Either side: I failed, here is why (so the peer can exit with that message, not a hang).
     Failed { message: String },
+    /// Client -> server: the sweep of one placement is over; both sides set up the next round's
+    /// resources and swap hellos again.
+    NextPlacement { round: u32 },
     /// Client -> server: the sweep is over.
     Goodbye,
 }
@@ -150,6 +161,7 @@ impl Message {
             Message::SizeDone { .. } => "SizeDone",
             Message::SizeResult { .. } => "SizeResult",
             Message::Failed { .. } => "Failed",
+            Message::NextPlacement { .. } => "NextPlacement",
             Message::Goodbye => "Goodbye",
         }
     }
@@ -224,6 +236,33 @@ impl Control {
         let (stream, peer) = listener
             .accept()
             .map_err(|source| ExchangeError::Io { peer: local, during: "accepting a client".into(), source })?;
+        let mut control = Control::from_stream(stream, peer.to_string(), timeout)?;
+        control.accepted = true;
+        Ok(control)
+    }
+
+    /// Server side: like [`Control::accept`], but gives up after `patience` (the later lanes of a
+    /// `--concurrent` run connect right after the first; none coming means the client failed).
+    pub fn accept_within(listener: &TcpListener, timeout: Duration, patience: Duration) -> ExchangeResult<Control> {
+        let local = listener.local_addr().map(|address| address.to_string()).unwrap_or_default();
+        let io_error = |source| ExchangeError::Io { peer: local.clone(), during: "accepting the next lane".into(), source };
+        listener.set_nonblocking(true).map_err(io_error)?;
+        let deadline = Instant::now() + patience;
+        let accepted = loop {
+            match listener.accept() {
+                Ok(accepted) => break Ok(accepted),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    break Err(ExchangeError::Timeout { peer: local.clone(), seconds: patience.as_secs(), during: "waiting for the next lane to connect".into() })
+                }
+                Err(error) => break Err(io_error(error)),
+            }
+        };
+        listener.set_nonblocking(false).map_err(io_error)?;
+        let (stream, peer) = accepted?;
+        stream.set_nonblocking(false).map_err(io_error)?;
         let mut control = Control::from_stream(stream, peer.to_string(), timeout)?;
         control.accepted = true;
         Ok(control)
@@ -369,6 +408,12 @@ impl Control {
         } else {
             self.authenticate_server(token)?;
         }
+        self.swap_hellos(ours)
+    }
+
+    /// Sends our hello, reads the peer's, and checks version and shared parameters: the part of
+    /// [`Control::exchange_hello`] that a later round repeats on the authenticated channel.
+    pub fn swap_hellos(&mut self, ours: &Hello) -> ExchangeResult<Hello> {
         self.send(&Message::Hello(Box::new(ours.clone())), "sending our hello")?;
         let theirs = self.expect("Hello", "waiting for the peer's hello", |message| match message {
             Message::Hello(hello) => Ok(*hello),

@@ -12,6 +12,8 @@ pub(crate) fn hello() -> Hello {
         side: SideInfo { device: "rxe0".into(), port: 1, active_mtu: 4096, memory: "host".into(), gpu: None },
         endpoints: vec![Endpoint { qp_number: 17, psn: 0x1234, lid: 0, gid: None }],
         buffers: vec![RemoteBuffer { address: 0x7000, rkey: 99, len: 4096 }],
+        placements: vec!["host".into(), "cuda:0".into()],
+        lane: 0,
     }
 }
 

@@ -16,9 +16,11 @@ pub struct CommonArgs {
     #[arg(long, conflicts_with = "host")]
     pub loopback: bool,
 
-    /// RDMA device to use (default: the first one listed; `auto`: the one nearest to --gpu on PCIe).
-    #[arg(short = 'd', long = "ib-dev", value_name = "DEVICE")]
-    pub ib_dev: Option<String>,
+    /// RDMA device to use (default: the first one listed; `auto`: the one nearest to each GPU on
+    /// PCIe). A list (mlx5_0,mlx5_1) pairs with the --gpu list in order, one NIC per GPU; with
+    /// host memory it runs once per device.
+    #[arg(short = 'd', long = "ib-dev", value_name = "DEVICE[,DEVICE...]", value_delimiter = ',')]
+    pub ib_dev: Vec<String>,
 
     /// Port of the RDMA device.
     #[arg(short = 'i', long = "ib-port", default_value_t = 1, value_name = "PORT")]
@@ -94,15 +96,17 @@ pub struct CommonArgs {
     pub lat_pct: gdrperf_report::LatencyStatistic,
 
     /// Where this side's buffers live: host (baseline), cuda (GPUDirect RDMA: the NIC reads and
-    /// writes GPU memory), cuda-staged (GPU payload copied through pinned host memory).
-    #[arg(long = "mem", value_enum, default_value_t = MemoryKind::Host, value_name = "KIND")]
-    pub mem: MemoryKind,
+    /// writes GPU memory), cuda-staged (GPU payload copied through pinned host memory). A list
+    /// (host,cuda,cuda-staged) runs each in turn, on every --gpu, into one table and CSV.
+    #[arg(long = "mem", value_enum, default_value = "host", value_name = "KIND[,KIND...]", value_delimiter = ',')]
+    pub mem: Vec<MemoryKind>,
 
-    /// GPU for --mem cuda: a CUDA device index (default 0).
-    #[arg(long = "gpu", value_name = "INDEX", conflicts_with = "gpu_bus_id")]
+    /// GPUs for the cuda kinds: a CUDA device index, a list (0,2,3) or `all` (default 0). The
+    /// run visits each in turn, or all at once with --concurrent (bandwidth tests).
+    #[arg(long = "gpu", value_name = "INDEX[,INDEX...]|all", conflicts_with = "gpu_bus_id")]
     pub gpu: Option<String>,
 
-    /// GPU for --mem cuda, by PCI address (0000:17:00.0).
+    /// GPU for the cuda kinds, by PCI address (0000:17:00.0).
     #[arg(long = "gpu-bus-id", value_name = "BDF")]
     pub gpu_bus_id: Option<String>,
 
@@ -170,6 +174,12 @@ pub struct BandwidthArgs {
     /// Measure both directions at once (each side sends); bandwidth is the sum.
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
+
+    /// Run every listed GPU (--gpu 0,1 / all) or device (-d a,b) at the same time: one thread,
+    /// control connection, QP set and buffer each, a row per lane and an aggregate row per size.
+    /// Both sides give it.
+    #[arg(long)]
+    pub concurrent: bool,
 }
 
 fn parse_bandwidth_threshold(text: &str) -> Result<gdrperf_report::BandwidthThreshold, String> {

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::exchange::Token;
+use crate::harness::placement::on_gpu;
 use crate::harness::args::{BandwidthArgs, CommonArgs, GdrPath, MemoryKind};
 use gdrperf_cuda::GpuSelection;
 use crate::verbs::Mtu;
@@ -62,7 +63,8 @@ pub fn all_sizes() -> Vec<usize> {
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
     pub role: Role,
-    pub device: Option<String>,
+    /// `-d`: RDMA devices as listed (empty: the first one the system lists).
+    pub devices: Vec<String>,
     pub ib_port: u8,
     pub gid_index: Option<u32>,
     pub tcp_port: u16,
@@ -163,7 +165,7 @@ impl BenchConfig {
         }
         Ok(BenchConfig {
             role,
-            device: args.ib_dev.clone(),
+            devices: check_devices(&args.ib_dev)?,
             ib_port: args.ib_port,
             gid_index: args.gid_index,
             tcp_port: args.port,
@@ -229,11 +231,13 @@ impl Acceptance {
     }
 }
 
-/// Where this side's buffers live; each side chooses its own.
+/// Where this side's buffers live; each side chooses its own. A list of kinds and GPUs is a
+/// sweep: [`crate::harness::placement::plan`] turns it into placements once CUDA is loaded.
 #[derive(Debug, Clone)]
 pub struct MemoryConfig {
-    pub kind: MemoryKind,
-    /// The GPU for the cuda kinds (parsed, checked against the machine when CUDA is loaded).
+    /// `--mem`, in the order given.
+    pub kinds: Vec<MemoryKind>,
+    /// The GPUs for the cuda kinds (parsed, checked against the machine when CUDA is loaded).
     pub gpu: GpuSelection,
     pub gdr: GdrPath,
 }
@@ -245,18 +249,31 @@ impl MemoryConfig {
             (None, Some(text)) => GpuSelection::parse_bus_id(text).map_err(|error| config(&format!("--gpu-bus-id {text}: {error}")))?,
             (None, None) => GpuSelection::Indices(vec![0]),
         };
+        let kinds = args.mem.clone();
+        if kinds.is_empty() {
+            return Err(config("--mem needs a kind: host, cuda or cuda-staged"));
+        }
+        if let Some(twice) = kinds.iter().enumerate().find(|(at, kind)| kinds[..*at].contains(kind)).map(|(_, kind)| kind) {
+            return Err(config(&format!("--mem lists {} twice", twice.label())));
+        }
         let gpu_given = args.gpu.is_some() || args.gpu_bus_id.is_some();
-        if matches!(args.mem, MemoryKind::Host | MemoryKind::HostStaged) && (gpu_given || args.gdr != GdrPath::Auto) {
+        let any_gpu = kinds.iter().any(|&kind| on_gpu(kind));
+        if !any_gpu && (gpu_given || args.gdr != GdrPath::Auto) {
             return Err(config("--gpu, --gpu-bus-id and --gdr apply to GPU memory: add --mem cuda"));
         }
-        if matches!(&gpu, GpuSelection::All) || matches!(&gpu, GpuSelection::Indices(list) if list.len() != 1) {
-            return Err(config("--gpu takes one GPU per run for the bench binaries (run once per GPU)"));
-        }
-        if matches!(args.mem, MemoryKind::CudaStaged | MemoryKind::HostStaged) && args.gdr != GdrPath::Auto {
+        if !kinds.contains(&MemoryKind::Cuda) && args.gdr != GdrPath::Auto {
             return Err(config("--gdr does not apply to cuda-staged: the NIC only touches pinned host memory there"));
         }
-        Ok(MemoryConfig { kind: args.mem, gpu, gdr: args.gdr })
+        Ok(MemoryConfig { kinds, gpu, gdr: args.gdr })
     }
+}
+
+/// `-d` entries: names, or `auto`; empty names (`-d a,,b`) are a typo.
+fn check_devices(devices: &[String]) -> Result<Vec<String>> {
+    if devices.iter().any(|device| device.trim().is_empty()) {
+        return Err(config("-d/--ib-dev has an empty entry: give device names separated by commas (mlx5_0,mlx5_1)"));
+    }
+    Ok(devices.iter().map(|device| device.trim().to_string()).collect())
 }
 
 /// perftest's CQ moderation: one signaled request in 100.
@@ -267,12 +284,14 @@ pub const DEFAULT_CQ_MODERATION: u32 = 100;
 pub struct BandwidthConfig {
     pub cq_mod: u32,
     pub bidirectional: bool,
+    /// `--concurrent`: every placement at once, one lane each.
+    pub concurrent: bool,
 }
 
 impl BandwidthConfig {
     /// The bandwidth settings both peers must share.
     pub fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({ "cq_mod": self.cq_mod, "bidirectional": self.bidirectional })
+        serde_json::json!({ "cq_mod": self.cq_mod, "bidirectional": self.bidirectional, "concurrent": self.concurrent })
     }
 
     /// The run-header lines of the bandwidth settings.
@@ -296,7 +315,10 @@ impl BandwidthConfig {
             }
             Some(cq_mod) => cq_mod,
         };
-        Ok(BandwidthConfig { cq_mod, bidirectional: args.bidirectional })
+        if args.concurrent && common.memory.kinds.len() > 1 {
+            return Err(config("--concurrent runs the GPUs (or devices) of one --mem kind at once: give one kind"));
+        }
+        Ok(BandwidthConfig { cq_mod, bidirectional: args.bidirectional, concurrent: args.concurrent })
     }
 }
 
@@ -381,7 +403,9 @@ mod tests {
             (&["--loopback", "host1"], "--loopback"),
             (&["-s", "4G"], "-s/--size"),
             (&["--gpu", "1"], "add --mem cuda"),
-            (&["--mem", "cuda", "--gpu", "0,1"], "one GPU per run"),
+            (&["--mem", "host,host"], "--mem lists host twice"),
+            (&["--mem", "host,cuda", "--concurrent"], "give one kind"),
+            (&["-d", "rxe0,,rxe1"], "empty entry"),
             (&["--mem", "cuda", "--gpu", "x"], "--gpu x"),
             (&["--mem", "cuda", "--gpu-bus-id", "17:00"], "--gpu-bus-id 17:00"),
             (&["--mem", "cuda-staged", "--gdr", "dmabuf"], "does not apply to cuda-staged"),

@@ -4,6 +4,7 @@
 //! exchange, connect), and the local half is done *before* waiting for the peer, so that a
 //! wrong device or port fails at once on the side that has it, not as a timeout on the other.
 
+use std::any::Any;
 use std::net::TcpListener;
 use std::sync::Arc;
 
@@ -14,7 +15,8 @@ use crate::exchange::{Control, Hello, SideInfo, PROTOCOL_VERSION};
 use crate::harness::buffers::BenchBuffer;
 use crate::harness::staging::{CudaStager, HostStager};
 use crate::harness::args::MemoryKind;
-use crate::harness::config::{BenchConfig, MemoryConfig, Role};
+use crate::harness::config::{BenchConfig, Role};
+use crate::harness::placement::Placement;
 use crate::verbs::{CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair, RemoteBuffer};
 
 /// Which end of the connection a [`Session`] is.
@@ -40,9 +42,9 @@ impl LocalResources {
     ///
     /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
     /// being set up, and its message says more than a later registration failure would.
-    pub fn create(config: &BenchConfig, sizes: QueuePairSizes) -> Result<LocalResources> {
-        let gpu = open_gpu(&config.memory)?;
-        let device_name = match config.device.as_deref() {
+    pub fn create(config: &BenchConfig, placement: &Placement, sizes: QueuePairSizes) -> Result<LocalResources> {
+        let gpu = open_gpu(placement)?;
+        let device_name = match placement.device.as_deref() {
             Some("auto") => Some(nearest_nic(gpu.as_ref())?),
             other => other.map(str::to_string),
         };
@@ -58,7 +60,7 @@ impl LocalResources {
         for _ in 0..config.qps {
             queue_pairs.push(RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?);
             let len = config.max_size();
-            buffers.push(match (config.memory.kind, &gpu) {
+            buffers.push(match (placement.kind, &gpu) {
                 (MemoryKind::Cuda, Some(gpu)) => BenchBuffer::gpu(&protection_domain, gpu, len, config.memory.gdr)?,
                 (MemoryKind::CudaStaged, Some(gpu)) => {
                     BenchBuffer::staged(&protection_domain, Box::new(CudaStager::new(gpu, len, len)?), "cuda-staged")?
@@ -70,10 +72,10 @@ impl LocalResources {
         Ok(LocalResources { device, port, gid, protection_domain, completion_queue, queue_pairs, buffers })
     }
 
-    fn hello(&self, config: &BenchConfig, test: &str, test_parameters: &serde_json::Value) -> Hello {
+    fn hello(&self, config: &BenchConfig, greeting: &Greeting) -> Hello {
         let mut parameters = config.shared_parameters();
-        parameters["test"] = serde_json::Value::String(test.to_string());
-        if let (Some(all), Some(extra)) = (parameters.as_object_mut(), test_parameters.as_object()) {
+        parameters["test"] = serde_json::Value::String(greeting.test.to_string());
+        if let (Some(all), Some(extra)) = (parameters.as_object_mut(), greeting.parameters.as_object()) {
             all.extend(extra.clone());
         }
         Hello {
@@ -90,19 +92,29 @@ impl LocalResources {
             },
             endpoints: self.queue_pairs.iter().map(|queue_pair| queue_pair.endpoint(self.port.lid, self.gid)).collect(),
             buffers: self.buffers.iter().map(|buffer| buffer.region().remote()).collect(),
+            placements: greeting.placements.clone(),
+            lane: greeting.lane,
         }
     }
 }
 
-/// Loads CUDA and opens the run's GPU when the buffers live in GPU memory.
-fn open_gpu(memory: &MemoryConfig) -> Result<Option<gdrperf_cuda::Gpu>> {
-    match memory.kind {
-        MemoryKind::Host | MemoryKind::HostStaged => Ok(None),
-        MemoryKind::Cuda | MemoryKind::CudaStaged => {
-            let cuda = gdrperf_cuda::Cuda::load()?;
-            let index = *cuda.resolve(&memory.gpu)?.first().ok_or_else(|| Error::Config("no GPU selected".into()))?;
-            Ok(Some(cuda.open_gpu(index)?))
-        }
+/// What a side says of its run besides its resources: the test, the parameters the peer must
+/// share, its placement list (so both sides agree on rounds or lanes) and which lane this is.
+#[derive(Debug, Clone)]
+pub struct Greeting {
+    pub test: &'static str,
+    pub parameters: serde_json::Value,
+    /// Labels of this side's placements ("host", "cuda:0"), in run order.
+    pub placements: Vec<String>,
+    /// The lane of a `--concurrent` run this connection carries (0 otherwise).
+    pub lane: u32,
+}
+
+/// Loads CUDA and opens the placement's GPU when its buffers live in GPU memory.
+fn open_gpu(placement: &Placement) -> Result<Option<gdrperf_cuda::Gpu>> {
+    match placement.gpu {
+        None => Ok(None),
+        Some(index) => Ok(Some(gdrperf_cuda::Cuda::load()?.open_gpu(index)?)),
     }
 }
 
@@ -129,27 +141,35 @@ pub struct Session {
     pub peer: Hello,
     /// The path MTU both QPs were connected with.
     pub mtu: Mtu,
+    /// What a benchmark keeps for this connection across sizes (receives posted once, for
+    /// instance). It lives here, not in the benchmark value, because that value is shared by
+    /// both ends of a loopback run and by every lane of a concurrent one; and it goes with the
+    /// QPs it belongs to when the next memory placement replaces them.
+    connection_state: Option<Box<dyn Any + Send>>,
 }
 
 impl Session {
     /// Waits for the peer (server: on `listener`; client: connects), exchanges hellos, connects
     /// every QP. On failure after the control channel exists, the peer is told why.
-    pub fn connect(
-        config: &BenchConfig, local: LocalResources, listener: Option<&TcpListener>, test: &str,
-        test_parameters: &serde_json::Value,
-    ) -> Result<Session> {
+    pub fn connect(config: &BenchConfig, local: LocalResources, listener: Option<&TcpListener>, greeting: &Greeting) -> Result<Session> {
+        let test = greeting.test;
         let (side, mut control) = match (&config.role, listener) {
-            (_, Some(listener)) => (Side::Server, Control::accept(listener, config.timeout)?),
+            // The first client may come whenever; the later lanes of a concurrent run follow it.
+            (_, Some(listener)) if greeting.lane == 0 => (Side::Server, Control::accept(listener, config.timeout)?),
+            (_, Some(listener)) => (Side::Server, Control::accept_within(listener, config.timeout, config.timeout)?),
             (Role::Client { host }, None) => {
                 (Side::Client, Control::connect(host, config.tcp_port, config.timeout, &format!("gdr-{}", test.replace('_', "-")))?)
             }
             (Role::Loopback, None) => (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?),
             (Role::Server, None) => return Err(Error::Config("a server needs a listening socket".into())),
         };
-        let ours = local.hello(config, test, test_parameters);
-        let result = Session::finish_connect(config, local, &mut control, &ours);
+        let ours = local.hello(config, greeting);
+        let result = control
+            .exchange_hello(&ours, config.token.as_ref())
+            .map_err(Error::from)
+            .and_then(|peer| Session::connect_queue_pairs(config, local, peer));
         match result {
-            Ok((local, peer, mtu)) => Ok(Session { side, local, control, peer, mtu }),
+            Ok((local, peer, mtu)) => Ok(Session { side, local, control, peer, mtu, connection_state: None }),
             Err(error) => {
                 control.report_failure(&error.to_string());
                 Err(error)
@@ -157,10 +177,43 @@ impl Session {
         }
     }
 
-    fn finish_connect(
-        config: &BenchConfig, mut local: LocalResources, control: &mut Control, ours: &Hello,
-    ) -> Result<(LocalResources, Hello, Mtu)> {
-        let peer = control.exchange_hello(ours, config.token.as_ref())?;
+    /// The next round of a run over several placements: this side's new resources replace the
+    /// old ones (QPs and buffers are made anew; an RC QP connects once), the hellos are swapped
+    /// again on the same, already authenticated, control channel, and the new QPs connected.
+    pub fn replace_resources(&mut self, config: &BenchConfig, local: LocalResources, greeting: &Greeting) -> Result<()> {
+        let ours = local.hello(config, greeting);
+        let peer = self.control.swap_hellos(&ours)?;
+        let (local, peer, mtu) = Session::connect_queue_pairs(config, local, peer)?;
+        self.local = local;
+        self.peer = peer;
+        self.mtu = mtu;
+        self.connection_state = None;
+        Ok(())
+    }
+
+    /// Keeps `state` for this connection (replacing what was kept).
+    pub fn keep_state<T: Any + Send>(&mut self, state: T) {
+        self.connection_state = Some(Box::new(state));
+    }
+
+    /// The state kept for this connection, if it is a `T`.
+    pub fn state_mut<T: Any + Send>(&mut self) -> Option<&mut T> {
+        self.connection_state.as_mut().and_then(|state| state.downcast_mut::<T>())
+    }
+
+    /// Takes the kept state out (to use it alongside `&mut self`); put it back with `keep_state`.
+    pub fn take_state<T: Any + Send>(&mut self) -> Option<T> {
+        match self.connection_state.take().map(|state| state.downcast::<T>()) {
+            Some(Ok(state)) => Some(*state),
+            Some(Err(other)) => {
+                self.connection_state = Some(other);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn connect_queue_pairs(config: &BenchConfig, mut local: LocalResources, peer: Hello) -> Result<(LocalResources, Hello, Mtu)> {
         if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
             return Err(Error::Config(format!(
                 "peer offered {} QPs and {} buffers, we have {} QPs",

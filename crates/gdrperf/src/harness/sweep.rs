@@ -6,7 +6,7 @@
 //! client `StartSize` -> server prepares, `Ready` -> both measure -> client `SizeDone` ->
 //! server checks its memory, `SizeResult` (with its own measurement) -> client writes the row.
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -17,7 +17,9 @@ use crate::error::{Error, Result};
 use crate::exchange::{Control, Message, TurnAway};
 use crate::harness::config::{BenchConfig, Role, StopRule};
 use crate::harness::interrupt::{conclude, install_signal_handlers, Interruption, StopFlag, SweepPosition};
-use crate::harness::session::{hostname, LocalResources, Session, Side};
+use crate::harness::lanes;
+use crate::harness::placement::{self, Placement};
+use crate::harness::session::{hostname, Greeting, LocalResources, Session, Side};
 use crate::output::{utc_timestamp, Console, Outputs, Row, RowContext};
 use crate::verbs::QueuePairSizes;
 
@@ -31,7 +33,7 @@ pub trait Benchmark: Sync {
     /// What one side measures for one size (sent to the peer as JSON).
     type Report: Serialize + DeserializeOwned + Send;
     /// The result row.
-    type Row: Row + 'static;
+    type Row: Row + Send + 'static;
 
     /// Queue sizes of each QP.
     fn queue_sizes(&self) -> QueuePairSizes;
@@ -52,6 +54,14 @@ pub trait Benchmark: Sync {
     }
     /// The row of one size from both sides' reports.
     fn row(&self, context: &RowContext, ours: Option<Self::Report>, peer: Option<Self::Report>, validation: &str) -> Option<Self::Row>;
+    /// `--concurrent`: every placement at once, one lane each (the bandwidth tests offer it).
+    fn concurrent(&self) -> bool {
+        false
+    }
+    /// The aggregate row of one size from the lanes' rows (`None`: the test has none).
+    fn aggregate(&self, _lanes: &[Self::Row]) -> Option<Self::Row> {
+        None
+    }
 }
 
 /// How a run ended when no error stopped it.
@@ -70,37 +80,66 @@ pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutco
     // Signals are taken over only once connected: until then Ctrl-C simply ends the process,
     // and there is nothing measured to save.
     let stop = StopFlag::default();
+    let placements = placement::plan(config)?;
     match &config.role {
         Role::Server => {
-            let local = LocalResources::create(config, benchmark.queue_sizes())?;
+            let local = LocalResources::create(config, &placements[0], benchmark.queue_sizes())?;
             let address = config.listen_address();
             let listener = Control::listen(address)?;
             eprintln!("gdr-{}: waiting for a client on {address} (device {})", B::NAME.replace('_', "-"), local.device.name());
-            let mut session = Session::connect(config, local, Some(&listener), B::NAME, &benchmark.parameters())?;
-            // One client per run: whoever knocks from now on is told the server is busy.
-            let _turn_away = TurnAway::start(listener, session.control.peer());
+            let session = Session::connect(config, local, Some(&listener), &greeting(benchmark, &placements, 0))?;
             install_signal_handlers(&stop)?;
-            session.control.set_stop_flag(stop);
-            serve(config, benchmark, session)
+            serve_connected(config, benchmark, &placements, listener, session, &stop)
         }
         Role::Client { .. } => {
             let outputs = create_outputs::<B>(config)?;
-            let local = LocalResources::create(config, benchmark.queue_sizes())?;
-            let mut session = Session::connect(config, local, None, B::NAME, &benchmark.parameters())?;
             install_signal_handlers(&stop)?;
-            session.control.set_stop_flag(stop);
-            drive(config, benchmark, session, outputs)
+            lead(config, benchmark, &placements, outputs, &stop)
         }
         Role::Loopback => {
             install_signal_handlers(&stop)?;
-            run_loopback(config, benchmark, &stop)
+            run_loopback(config, benchmark, &placements, &stop)
         }
     }
 }
 
+/// What this side says in its hello for round or lane `lane`.
+pub(crate) fn greeting<B: Benchmark>(benchmark: &B, placements: &[Placement], lane: u32) -> Greeting {
+    Greeting {
+        test: B::NAME,
+        parameters: benchmark.parameters(),
+        placements: placements.iter().map(Placement::label).collect(),
+        lane: if benchmark.concurrent() { lane } else { 0 },
+    }
+}
+
+/// The server once its first client is connected: one round after another, or the lanes.
+fn serve_connected<B: Benchmark>(
+    config: &BenchConfig, benchmark: &B, placements: &[Placement], listener: TcpListener, mut session: Session, stop: &StopFlag,
+) -> Result<RunOutcome> {
+    if benchmark.concurrent() {
+        return lanes::serve(config, benchmark, placements, listener, session, stop);
+    }
+    // One client per run: whoever knocks from now on is told the server is busy.
+    let _turn_away = TurnAway::start(listener, session.control.peer());
+    session.control.set_stop_flag(stop.clone());
+    serve(config, benchmark, placements, session)
+}
+
+/// The client: connects for the first placement, then leads the rounds (or the lanes).
+fn lead<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], outputs: Outputs<B::Row>, stop: &StopFlag) -> Result<RunOutcome> {
+    if benchmark.concurrent() {
+        return lanes::drive(config, benchmark, placements, outputs, stop);
+    }
+    let local = LocalResources::create(config, &placements[0], benchmark.queue_sizes())?;
+    let mut session = Session::connect(config, local, None, &greeting(benchmark, placements, 0))?;
+    session.control.set_stop_flag(stop.clone());
+    drive(config, benchmark, placements, session, outputs)
+}
+
 /// Both ends in one process: the server on a thread, on an ephemeral TCP port of 127.0.0.1.
 /// Only the client watches `stop`; the server thread follows it as a remote server would.
-fn run_loopback<B: Benchmark>(config: &BenchConfig, benchmark: &B, stop: &StopFlag) -> Result<RunOutcome> {
+fn run_loopback<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], stop: &StopFlag) -> Result<RunOutcome> {
     let outputs = create_outputs::<B>(config)?;
     let listener = Control::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
     let port = listener.local_addr().map_err(|error| Error::Config(format!("loopback listener: {error}")))?.port();
@@ -108,22 +147,17 @@ fn run_loopback<B: Benchmark>(config: &BenchConfig, benchmark: &B, stop: &StopFl
     let server_config = BenchConfig { role: Role::Server, ..config.clone() };
     std::thread::scope(|scope| {
         let server = scope.spawn(|| -> Result<RunOutcome> {
-            let local = LocalResources::create(&server_config, benchmark.queue_sizes())?;
-            let session = Session::connect(&server_config, local, Some(&listener), B::NAME, &benchmark.parameters())?;
-            serve(&server_config, benchmark, session)
+            let local = LocalResources::create(&server_config, &placements[0], benchmark.queue_sizes())?;
+            let session = Session::connect(&server_config, local, Some(&listener), &greeting(benchmark, placements, 0))?;
+            let listener = listener.try_clone().map_err(|error| Error::Config(format!("loopback listener: {error}")))?;
+            serve_connected(&server_config, benchmark, placements, listener, session, &StopFlag::default())
         });
-        let client = match LocalResources::create(&client_config, benchmark.queue_sizes()) {
-            Ok(local) => Session::connect(&client_config, local, None, B::NAME, &benchmark.parameters()).and_then(|mut session| {
-                session.control.set_stop_flag(stop.clone());
-                drive(&client_config, benchmark, session, outputs)
-            }),
-            Err(error) => {
-                // The server thread waits in accept(): knock once, so that it sees the
-                // connection close and ends instead of waiting forever.
-                let _ = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)));
-                Err(error)
-            }
-        };
+        let client = lead(&client_config, benchmark, placements, outputs, stop);
+        if client.is_err() && !server.is_finished() {
+            // The server thread may wait in accept(): knock once, so that it sees the
+            // connection close and ends instead of waiting forever.
+            let _ = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)));
+        }
         let server = server.join().unwrap_or_else(|_| Err(Error::Config("the loopback server thread panicked".into())));
         // The client's error is the more telling one when both failed (the server then only saw
         // the connection close); a stopped client leaves the server with a "stopped" error.
@@ -136,7 +170,7 @@ fn run_loopback<B: Benchmark>(config: &BenchConfig, benchmark: &B, stop: &StopFl
     })
 }
 
-fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<B::Row>> {
+pub(crate) fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<B::Row>> {
     Outputs::create(config.csv.as_deref(), config.json.as_deref(), Some(Console::new(B::TITLE, config.unit)))
 }
 
@@ -150,16 +184,40 @@ fn measurement_wait(config: &BenchConfig) -> Duration {
     }
 }
 
+/// How many rounds (or lanes) this side and its peer pair up into; a mismatch is reported to the
+/// peer, which reaches the same verdict from the same two lists.
+pub(crate) fn agree_on_count(session: &mut Session, placements: &[Placement]) -> Result<usize> {
+    let ours: Vec<String> = placements.iter().map(Placement::label).collect();
+    placement::pair_count(&ours, &session.peer.placements).map_err(|message| {
+        session.control.report_failure(&message);
+        Error::Config(message)
+    })
+}
+
+/// Sets up this side's resources of round `round` and connects them to the peer's.
+fn next_round<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], session: &mut Session, round: usize) -> Result<()> {
+    let local = LocalResources::create(config, placement::placement_for(placements, round), benchmark.queue_sizes())?;
+    session.replace_resources(config, local, &greeting(benchmark, placements, 0))?;
+    Ok(())
+}
+
 /// The server's loop: follow the client's steps until it says goodbye.
-fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session) -> Result<RunOutcome> {
-    let mut position = SweepPosition::new(config.sizes.len());
+pub(crate) fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], mut session: Session) -> Result<RunOutcome> {
+    let rounds = if benchmark.concurrent() { 1 } else { agree_on_count(&mut session, placements)? };
+    let mut position = SweepPosition::new(config.sizes.len() * rounds);
+    let mut round = 0;
     let result = (|| -> Result<()> {
         loop {
             session.control.set_timeout(config.timeout.max(Duration::from_secs(60)));
             let size = match session.control.receive("waiting for the client's next size")? {
                 Message::StartSize { size } => size as usize,
+                Message::NextPlacement { round: next } if next as usize == round + 1 && (next as usize) < rounds => {
+                    round = next as usize;
+                    next_round(config, benchmark, placements, &mut session, round)?;
+                    continue;
+                }
                 Message::Goodbye => return Ok(()),
-                other => return Err(unexpected(&session, "StartSize or Goodbye", &other)),
+                other => return Err(unexpected(&session, "StartSize, NextPlacement or Goodbye", &other)),
             };
             if !config.sizes.contains(&size) {
                 return Err(Error::Config(format!("client asked for size {size}, not in the agreed sweep")));
@@ -183,56 +241,83 @@ fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
     Ok(RunOutcome { interrupted, ..RunOutcome::default() })
 }
 
-/// The client's sweep: lead each size, collect both sides' results, write rows.
-fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session, mut outputs: Outputs<B::Row>) -> Result<RunOutcome> {
-    let context = row_context::<B>(config, &session);
-    outputs.start(&metadata(config, benchmark, &session))?;
-    let thresholds = config.acceptance.resolve(session.local.port.rate.as_deref(), benchmark.sums_both_directions())?;
-    let progress = progress_bar(config.sizes.len());
+/// One size as the client leads it, and what came of it.
+pub(crate) struct SizeStep<R> {
+    pub row: Option<R>,
+    /// Data-check failures of either side ("client: ...", "server: ...").
+    pub failures: Vec<String>,
+}
+
+/// Leads one size: the server prepares, `before_measure` runs (lanes wait for each other
+/// there), both measure, both check, and the two reports make the row.
+pub(crate) fn lead_size<B: Benchmark>(
+    config: &BenchConfig, benchmark: &B, session: &mut Session, context: &RowContext, size: usize, before_measure: &dyn Fn(),
+) -> Result<SizeStep<B::Row>> {
+    benchmark.prepare(session, size)?;
+    session.control.set_timeout(config.timeout);
+    session.control.send(&Message::StartSize { size: size as u64 }, "starting a size")?;
+    session.control.expect("Ready", "waiting for the server to get ready", |message| match message {
+        Message::Ready => Ok(()),
+        other => Err(other),
+    })?;
+    before_measure();
+    let ours = benchmark.measure(session, size)?;
+    session.control.send(&Message::SizeDone { size: size as u64, report: None }, "reporting the size done")?;
+    session.control.set_timeout(measurement_wait(config));
+    let (peer_error, peer_report) = session.control.expect("SizeResult", "waiting for the server's result", |message| match message {
+        Message::SizeResult { validation_error, report, .. } => Ok((validation_error, report)),
+        other => Err(other),
+    })?;
+    let our_error = benchmark.check(session, size)?;
+    let failures: Vec<String> =
+        [our_error.map(|e| format!("client: {e}")), peer_error.map(|e| format!("server: {e}"))].into_iter().flatten().collect();
+    let validation = if !config.validate { "off" } else if failures.is_empty() { "pass" } else { "fail" };
+    let peer = peer_report
+        .map(serde_json::from_value::<B::Report>)
+        .transpose()
+        .map_err(|error| Error::Config(format!("the server's report for {size} bytes is malformed: {error}")))?;
+    Ok(SizeStep { row: benchmark.row(context, ours, peer, validation), failures })
+}
+
+/// The client's sweep: each round's sizes, both sides' results collected, rows written.
+fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], mut session: Session, mut outputs: Outputs<B::Row>) -> Result<RunOutcome> {
+    let rounds = agree_on_count(&mut session, placements)?;
+    let progress = progress_bar(config.sizes.len() * rounds);
     let mut outcome = RunOutcome::default();
-    let mut position = SweepPosition::new(config.sizes.len());
+    let mut position = SweepPosition::new(config.sizes.len() * rounds);
     let result = (|| -> Result<()> {
-        for &size in &config.sizes {
-            if session.control.stop_requested().is_some() {
-                return Ok(());
-            }
-            position.start(size);
-            progress.set_message(format!("{size} bytes"));
-            benchmark.prepare(&mut session, size)?;
-            session.control.set_timeout(config.timeout);
-            session.control.send(&Message::StartSize { size: size as u64 }, "starting a size")?;
-            session.control.expect("Ready", "waiting for the server to get ready", |message| match message {
-                Message::Ready => Ok(()),
-                other => Err(other),
-            })?;
-            let ours = benchmark.measure(&mut session, size)?;
-            session.control.send(&Message::SizeDone { size: size as u64, report: None }, "reporting the size done")?;
-            session.control.set_timeout(measurement_wait(config));
-            let (peer_error, peer_report) = session.control.expect("SizeResult", "waiting for the server's result", |message| match message {
-                Message::SizeResult { validation_error, report, .. } => Ok((validation_error, report)),
-                other => Err(other),
-            })?;
-            let our_error = benchmark.check(&mut session, size)?;
-            let failures: Vec<String> = [our_error.map(|e| format!("client: {e}")), peer_error.map(|e| format!("server: {e}"))]
-                .into_iter()
-                .flatten()
-                .collect();
-            let validation = if !config.validate { "off" } else if failures.is_empty() { "pass" } else { "fail" };
-            let peer = peer_report.map(serde_json::from_value::<B::Report>).transpose().map_err(|error| {
-                Error::Config(format!("the server's report for {size} bytes is malformed: {error}"))
-            })?;
-            if let Some(row) = benchmark.row(&context, ours, peer, validation) {
-                progress.suspend(|| outputs.write_row(&row))?;
-                for failure in check_thresholds(&thresholds, &row)? {
-                    progress.suspend(|| eprintln!("FAIL: {failure}"));
-                    outcome.threshold_failures.push(failure);
+        'rounds: for round in 0..rounds {
+            if round > 0 {
+                if session.control.stop_requested().is_some() {
+                    return Ok(());
                 }
+                session.control.send(&Message::NextPlacement { round: round as u32 }, "starting the next memory placement")?;
+                next_round(config, benchmark, placements, &mut session, round)?;
             }
-            progress.inc(1);
-            position.finish();
-            if !failures.is_empty() {
-                outcome.validation_failures.push(format!("{size} bytes: {}", failures.join("; ")));
-                break;
+            let context = row_context::<B>(config, &session);
+            let metadata = metadata(config, benchmark, &session, placements, rounds);
+            progress.suspend(|| if round == 0 { outputs.start(&metadata) } else { outputs.section(&metadata) })?;
+            let thresholds = config.acceptance.resolve(session.local.port.rate.as_deref(), benchmark.sums_both_directions())?;
+            for &size in &config.sizes {
+                if session.control.stop_requested().is_some() {
+                    return Ok(());
+                }
+                position.start(size);
+                progress.set_message(format!("{size} bytes"));
+                let step = lead_size(config, benchmark, &mut session, &context, size, &|| ())?;
+                if let Some(row) = step.row {
+                    progress.suspend(|| outputs.write_row(&row))?;
+                    for failure in check_thresholds(&thresholds, &row)? {
+                        progress.suspend(|| eprintln!("FAIL: {failure}"));
+                        outcome.threshold_failures.push(failure);
+                    }
+                }
+                progress.inc(1);
+                position.finish();
+                if !step.failures.is_empty() {
+                    outcome.validation_failures.push(format!("{size} bytes: {}", step.failures.join("; ")));
+                    break 'rounds;
+                }
             }
         }
         session.control.send(&Message::Goodbye, "saying goodbye")?;
@@ -244,7 +329,7 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, mut session: Session
 }
 
 /// The FAIL lines of one row against the acceptance thresholds (empty when none are set).
-fn check_thresholds<R: Serialize>(thresholds: &gdrperf_report::Thresholds, row: &R) -> Result<Vec<String>> {
+pub(crate) fn check_thresholds<R: Serialize>(thresholds: &gdrperf_report::Thresholds, row: &R) -> Result<Vec<String>> {
     if thresholds.is_empty() {
         return Ok(Vec::new());
     }
@@ -262,7 +347,7 @@ fn unexpected(session: &Session, expected: &'static str, got: &Message) -> Error
     })
 }
 
-fn progress_bar(sizes: usize) -> ProgressBar {
+pub(crate) fn progress_bar(sizes: usize) -> ProgressBar {
     // indicatif draws nothing when stderr is not a terminal, so logs and CI stay clean.
     let bar = ProgressBar::new(sizes as u64);
     bar.set_style(
@@ -275,7 +360,7 @@ fn progress_bar(sizes: usize) -> ProgressBar {
     bar
 }
 
-fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session) -> RowContext {
+pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session) -> RowContext {
     RowContext {
         test: B::NAME.to_string(),
         host: hostname(),
@@ -288,11 +373,15 @@ fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session) -> RowCont
         mem_remote: session.peer.side.memory.clone(),
         gpu_local: session.local.buffers.first().and_then(|buffer| buffer.gpu_index()).map(|index| index.to_string()).unwrap_or_default(),
         gpu_remote: session.peer.side.gpu.clone().unwrap_or_default(),
+        lane: String::new(),
     }
 }
 
 /// The run header (console) and metadata (files): what ran, where, when, with what.
-fn metadata<B: Benchmark>(config: &BenchConfig, benchmark: &B, session: &Session) -> serde_json::Value {
+pub(crate) fn metadata<B: Benchmark>(
+    config: &BenchConfig, benchmark: &B, session: &Session, placements: &[Placement], rounds: usize,
+) -> serde_json::Value {
+    let labels: Vec<String> = placements.iter().map(Placement::label).collect();
     let local = &session.local;
     let mut header: Vec<(String, String)> = vec![
         ("Device".into(), format!("{} (firmware {})", local.device.name(), if local.device.firmware().is_empty() { "n/a" } else { local.device.firmware() })),
@@ -314,6 +403,9 @@ fn metadata<B: Benchmark>(config: &BenchConfig, benchmark: &B, session: &Session
         }),
         ("Data check".into(), if config.validate { "on".into() } else { "off".into() }),
     ];
+    if rounds > 1 {
+        header.push(("Placements".into(), format!("{rounds} in turn: local [{}], remote [{}]", labels.join(", "), session.peer.placements.join(", "))));
+    }
     header.extend(benchmark.header());
     serde_json::json!({
         "test": B::NAME,
@@ -335,6 +427,8 @@ fn metadata<B: Benchmark>(config: &BenchConfig, benchmark: &B, session: &Session
         "nvidia_driver": std::fs::read_to_string("/sys/module/nvidia/version").ok().map(|text| text.trim().to_string()),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|text| text.trim().to_string()),
         "peer": session.peer.side,
+        "placements": labels,
+        "peer_placements": session.peer.placements,
         "parameters": session.peer.parameters,
         "header": header,
     })
@@ -345,3 +439,4 @@ impl Side {
         self == Side::Client
     }
 }
+

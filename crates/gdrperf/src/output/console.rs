@@ -35,6 +35,22 @@ impl<R: Row> Exporter<R> for Console {
         Ok(())
     }
 
+    /// A short header for the next placement: only what changed (memory, GPU, device).
+    fn section(&mut self, metadata: &serde_json::Value) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{RULE}");
+        if let Some(header) = metadata.get("header").and_then(|header| header.as_array()) {
+            for entry in header {
+                let name = entry.get(0).and_then(|v| v.as_str()).unwrap_or_default();
+                if let ("Device" | "Memory" | "GPU", Some(value)) = (name, entry.get(1).and_then(|v| v.as_str())) {
+                    let _ = writeln!(out, " {name:<22}: {value}");
+                }
+            }
+        }
+        let _ = writeln!(out, "{RULE}\n{}", R::console_header(self.unit));
+        Ok(())
+    }
+
     fn write_row(&mut self, row: &R) -> Result<()> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", row.console_line(self.unit));

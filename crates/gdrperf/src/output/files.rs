@@ -70,6 +70,18 @@ impl<R: Row> Exporter<R> for JsonFile {
         self.rewrite()
     }
 
+    /// Later placements keep the run's metadata and add theirs under `sections`, in order: the
+    /// rows say which placement they belong to (`mem_local`, `gpu_local`, `device`).
+    fn section(&mut self, metadata: &serde_json::Value) -> Result<()> {
+        if let Some(run) = self.metadata.as_object_mut() {
+            let sections = run.entry("sections").or_insert_with(|| serde_json::json!([]));
+            if let Some(list) = sections.as_array_mut() {
+                list.push(metadata.clone());
+            }
+        }
+        self.rewrite()
+    }
+
     fn write_row(&mut self, row: &R) -> Result<()> {
         let value = serde_json::to_value(row).map_err(|error| output_error(&self.path, error.into()))?;
         self.results.push(value);

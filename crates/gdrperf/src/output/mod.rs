@@ -33,6 +33,10 @@ pub trait Row: Serialize {
 pub trait Exporter<R: Row> {
     /// The run is connected: here is what it runs on (header of the console, metadata of files).
     fn start(&mut self, metadata: &serde_json::Value) -> Result<()>;
+    /// A run over several memory placements moved on to the next one (new memory, GPU, device).
+    fn section(&mut self, _metadata: &serde_json::Value) -> Result<()> {
+        Ok(())
+    }
     /// One size is done.
     fn write_row(&mut self, row: &R) -> Result<()>;
 }
@@ -60,6 +64,10 @@ impl<R: Row + 'static> Outputs<R> {
 
     pub fn start(&mut self, metadata: &serde_json::Value) -> Result<()> {
         self.exporters.iter_mut().try_for_each(|exporter| exporter.start(metadata))
+    }
+
+    pub fn section(&mut self, metadata: &serde_json::Value) -> Result<()> {
+        self.exporters.iter_mut().try_for_each(|exporter| exporter.section(metadata))
     }
 
     pub fn write_row(&mut self, row: &R) -> Result<()> {

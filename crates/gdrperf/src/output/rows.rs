@@ -23,6 +23,8 @@ pub struct RowContext {
     pub mem_remote: String,
     pub gpu_local: String,
     pub gpu_remote: String,
+    /// The lane of a `--concurrent` run ("0", "1", ...; "all" for the aggregate), else empty.
+    pub lane: String,
 }
 
 /// One size of a bandwidth test.
@@ -56,6 +58,9 @@ pub struct BandwidthRow {
     /// Staged memory: seconds both sides together spent copying between payload and bounce
     /// buffers for this size, warm-up included (0 where nothing is staged).
     pub copy_time_s: f64,
+    /// `--concurrent`: the lane ("0", "1", ...) or "all" for the sum of the lanes; empty otherwise.
+    #[serde(default)]
+    pub lane: String,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -127,7 +132,69 @@ impl BandwidthRow {
             gpu_local: context.gpu_local.clone(),
             gpu_remote: context.gpu_remote.clone(),
             copy_time_s: reports.iter().map(|report| report.copy_seconds).sum(),
+            lane: context.lane.clone(),
         }
+    }
+
+    /// The aggregate row of one size of a `--concurrent` run: bandwidth, message rate, counts and
+    /// copy time summed over the lanes (they start each size together), elapsed time the longest
+    /// lane's, the places joined ("mlx5_0+mlx5_1"), and `lane` "all". `None` without lanes.
+    pub fn aggregate(lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
+        let first = lanes.first()?;
+        let sum = |pick: fn(&BandwidthRow) -> f64| lanes.iter().map(pick).sum::<f64>();
+        let join = |pick: fn(&BandwidthRow) -> &str| join_distinct(lanes.iter().map(pick));
+        Some(BandwidthRow {
+            iterations: lanes.iter().map(|row| row.iterations).sum(),
+            bw_peak_mib_s: sum(|row| row.bw_peak_mib_s),
+            bw_avg_mib_s: sum(|row| row.bw_avg_mib_s),
+            bw_peak_gbit_s: sum(|row| row.bw_peak_gbit_s),
+            bw_avg_gbit_s: sum(|row| row.bw_avg_gbit_s),
+            msg_rate_mpps: sum(|row| row.msg_rate_mpps),
+            elapsed_s: lanes.iter().map(|row| row.elapsed_s).fold(0.0, f64::max),
+            qps: lanes.iter().map(|row| row.qps).sum(),
+            validation: combined_validation(lanes.iter().map(|row| row.validation.as_str())),
+            device: join(|row| &row.device),
+            peer_device: join(|row| &row.peer_device),
+            mem_local: join(|row| &row.mem_local),
+            mem_remote: join(|row| &row.mem_remote),
+            gpu_local: join(|row| &row.gpu_local),
+            gpu_remote: join(|row| &row.gpu_remote),
+            copy_time_s: sum(|row| row.copy_time_s),
+            lane: "all".into(),
+            ..first.clone()
+        })
+    }
+}
+
+/// The distinct values in order of first appearance, joined with '+' ("mlx5_0+mlx5_1"; "host").
+pub fn join_distinct<'a>(values: impl Iterator<Item = &'a str>) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for value in values {
+        if !seen.contains(&value) {
+            seen.push(value);
+        }
+    }
+    seen.join("+")
+}
+
+/// "fail" if any lane failed its data check, "pass" if all passed, else "off".
+pub fn combined_validation<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> String {
+    if values.clone().any(|value| value == "fail") {
+        "fail".into()
+    } else if values.all(|value| value == "pass") {
+        "pass".into()
+    } else {
+        "off".into()
+    }
+}
+
+/// The console's note after a lane's line: "lane 1: rxe0, cuda:1", "all lanes".
+pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str) -> String {
+    match lane {
+        "" => String::new(),
+        "all" => "  all lanes".into(),
+        lane if gpu.is_empty() => format!("  lane {lane}: {device}, {mem}"),
+        lane => format!("  lane {lane}: {device}, {mem}:{gpu}"),
     }
 }
 
@@ -154,8 +221,14 @@ impl Row for BandwidthRow {
             BandwidthUnit::GigabitsPerSecond => (self.bw_peak_gbit_s, self.bw_avg_gbit_s),
         };
         format!(
-            " {:<10} {:<13} {:<20.2} {:<22.2} {:<14.6} {}",
-            self.bytes, self.iterations, peak, average, self.msg_rate_mpps, self.validation
+            " {:<10} {:<13} {:<20.2} {:<22.2} {:<14.6} {}{}",
+            self.bytes,
+            self.iterations,
+            peak,
+            average,
+            self.msg_rate_mpps,
+            self.validation,
+            lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local)
         )
     }
 }

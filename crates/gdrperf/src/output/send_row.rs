@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
-use crate::output::rows::{BandwidthFigures, BandwidthSettings};
+use crate::output::rows::{lane_note, BandwidthFigures, BandwidthSettings};
 use crate::output::{BandwidthRow, Row, RowContext};
 
 /// What one side of a SEND stream measured for one size.
@@ -66,6 +66,9 @@ pub struct SendBandwidthRow {
     pub rx_bw_peak_gbit_s: Option<f64>,
     pub rx_bw_avg_gbit_s: Option<f64>,
     pub rx_msg_rate_mpps: Option<f64>,
+    /// `--concurrent`: the lane ("0", "1", ...) or "all" for the sum of the lanes; empty otherwise.
+    #[serde(default)]
+    pub lane: String,
 }
 
 impl SendBandwidthRow {
@@ -114,7 +117,74 @@ impl SendBandwidthRow {
             rx_bw_peak_gbit_s: rx.as_ref().map(|rx| rx.bw_peak_gbit_s),
             rx_bw_avg_gbit_s: rx.as_ref().map(|rx| rx.bw_avg_gbit_s),
             rx_msg_rate_mpps: rx.as_ref().map(|rx| rx.msg_rate_mpps),
+            lane: context.lane.clone(),
         })
+    }
+
+    /// The aggregate row of one size of a `--concurrent` run: the sender's columns as
+    /// [`BandwidthRow::aggregate`] makes them, the receiver's summed where every lane has them.
+    pub fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
+        let first = lanes.first()?;
+        let sender: Vec<BandwidthRow> = lanes.iter().map(SendBandwidthRow::sender_columns).collect();
+        let base = BandwidthRow::aggregate(&sender)?;
+        let received = |pick: fn(&SendBandwidthRow) -> Option<f64>| lanes.iter().map(pick).sum::<Option<f64>>();
+        Some(SendBandwidthRow {
+            iterations: base.iterations,
+            bw_peak_mib_s: base.bw_peak_mib_s,
+            bw_avg_mib_s: base.bw_avg_mib_s,
+            bw_peak_gbit_s: base.bw_peak_gbit_s,
+            bw_avg_gbit_s: base.bw_avg_gbit_s,
+            msg_rate_mpps: base.msg_rate_mpps,
+            elapsed_s: base.elapsed_s,
+            qps: base.qps,
+            validation: base.validation,
+            device: base.device,
+            peer_device: base.peer_device,
+            mem_local: base.mem_local,
+            mem_remote: base.mem_remote,
+            gpu_local: base.gpu_local,
+            gpu_remote: base.gpu_remote,
+            copy_time_s: base.copy_time_s,
+            rx_iterations: lanes.iter().map(|row| row.rx_iterations).sum(),
+            rx_bw_peak_mib_s: received(|row| row.rx_bw_peak_mib_s),
+            rx_bw_avg_mib_s: received(|row| row.rx_bw_avg_mib_s),
+            rx_bw_peak_gbit_s: received(|row| row.rx_bw_peak_gbit_s),
+            rx_bw_avg_gbit_s: received(|row| row.rx_bw_avg_gbit_s),
+            rx_msg_rate_mpps: received(|row| row.rx_msg_rate_mpps),
+            lane: base.lane,
+            ..first.clone()
+        })
+    }
+
+    /// The columns this row shares with [`BandwidthRow`], as one.
+    fn sender_columns(&self) -> BandwidthRow {
+        BandwidthRow {
+            test: self.test.clone(),
+            bytes: self.bytes,
+            iterations: self.iterations,
+            bw_peak_mib_s: self.bw_peak_mib_s,
+            bw_avg_mib_s: self.bw_avg_mib_s,
+            bw_peak_gbit_s: self.bw_peak_gbit_s,
+            bw_avg_gbit_s: self.bw_avg_gbit_s,
+            msg_rate_mpps: self.msg_rate_mpps,
+            elapsed_s: self.elapsed_s,
+            qps: self.qps,
+            tx_depth: self.tx_depth,
+            cq_mod: self.cq_mod,
+            bidirectional: self.bidirectional,
+            mtu: self.mtu,
+            validation: self.validation.clone(),
+            host: self.host.clone(),
+            peer_host: self.peer_host.clone(),
+            device: self.device.clone(),
+            peer_device: self.peer_device.clone(),
+            mem_local: self.mem_local.clone(),
+            mem_remote: self.mem_remote.clone(),
+            gpu_local: self.gpu_local.clone(),
+            gpu_remote: self.gpu_remote.clone(),
+            copy_time_s: self.copy_time_s,
+            lane: self.lane.clone(),
+        }
     }
 }
 
@@ -143,8 +213,15 @@ impl Row for SendBandwidthRow {
         };
         let received = received.map(|value| format!("{value:.2}")).unwrap_or_else(|| "n/a".into());
         format!(
-            " {:<10} {:<13} {:<20.2} {:<22.2} {:<14.6} {:<22} {}",
-            self.bytes, self.iterations, peak, average, self.msg_rate_mpps, received, self.validation
+            " {:<10} {:<13} {:<20.2} {:<22.2} {:<14.6} {:<22} {}{}",
+            self.bytes,
+            self.iterations,
+            peak,
+            average,
+            self.msg_rate_mpps,
+            received,
+            self.validation,
+            lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local)
         )
     }
 }
@@ -183,8 +260,22 @@ mod tests {
         let mut reference = csv::Writer::from_writer(Vec::new());
         reference.serialize(BandwidthRow::new(&context, bandwidth, &[figures(1.0, 1)], "pass")).unwrap();
         let reference = String::from_utf8(reference.into_inner().unwrap()).unwrap();
-        assert!(header.starts_with(reference.lines().next().unwrap()), "{header}");
-        assert!(header.ends_with(",rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps"));
+        // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` ends both.
+        let shared = reference.lines().next().unwrap().trim_end_matches(",lane");
+        assert!(header.starts_with(shared), "{header}");
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane"));
+
+        let lanes: Vec<SendBandwidthRow> = ["0", "1"]
+            .iter()
+            .map(|lane| {
+                let context = RowContext { lane: lane.to_string(), device: format!("rxe{lane}"), ..context.clone() };
+                SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client, server], "pass").unwrap()
+            })
+            .collect();
+        let all = SendBandwidthRow::aggregate(&lanes).unwrap();
+        assert_eq!((all.bw_avg_mib_s, all.rx_bw_avg_mib_s, all.iterations, all.qps), (200.0, Some(198.0), 10000, 2));
+        assert_eq!((all.lane.as_str(), all.device.as_str(), all.validation.as_str()), ("all", "rxe0+rxe1", "pass"));
+        assert!(all.console_line(BandwidthUnit::MebibytesPerSecond).ends_with("all lanes"));
 
         let lonely = SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client], "off").unwrap();
         assert_eq!(lonely.rx_bw_avg_mib_s, None);

@@ -35,7 +35,7 @@ use gdrperf_stats::LatencyRecorder;
 
 use crate::error::{Error, Result};
 use crate::harness::config::{BenchConfig, StopRule};
-use crate::harness::session::{Session, Side};
+use crate::harness::session::Session;
 use crate::verbs::completion::opcode;
 use crate::verbs::{LocalSlice, Operation, RemoteBuffer};
 
@@ -200,29 +200,26 @@ pub fn refuse_staged_memory(session: &Session, program: &str) -> Result<()> {
     )))
 }
 
-/// Remembers, per side, whether the ping-pong receives are posted. Receives outlive a size (they
-/// cannot be taken back), so they are posted once and then replaced one for one.
+/// Posts the ping-pong receives once per connection. Receives outlive a size (they cannot be
+/// taken back), so they are posted once and then replaced one for one; whether they are is
+/// connection state ([`Session::keep_state`]), which goes with the QPs when a new memory
+/// placement replaces them.
 #[derive(Debug, Default)]
-pub struct PostedReceives {
-    client: std::sync::atomic::AtomicBool,
-    server: std::sync::atomic::AtomicBool,
-}
+pub struct PostedReceives;
+
+/// The mark, in a session's connection state, that its ping-pong receives are posted.
+struct ReceivesPosted;
 
 impl PostedReceives {
     fn ensure(&self, session: &mut Session) -> Result<()> {
-        use std::sync::atomic::Ordering;
-        let flag = match session.side {
-            Side::Client => &self.client,
-            Side::Server => &self.server,
-        };
-        if flag.load(Ordering::Acquire) {
+        if session.state_mut::<ReceivesPosted>().is_some() {
             return Ok(());
         }
         let whole = whole_buffer(session);
         for _ in 0..PING_PONG_RECEIVES {
             session.local.queue_pairs[0].post_receive(RECEIVE_ID, whole)?;
         }
-        flag.store(true, Ordering::Release);
+        session.keep_state(ReceivesPosted);
         Ok(())
     }
 }

@@ -1,0 +1,344 @@
+//! `--concurrent`: every placement of a run at the same time, one *lane* each.
+//!
+//! A lane is a whole connection of its own: a thread, a control connection, a device context,
+//! QPs and buffers (and, for GPU memory, its GPU's context), exactly what a run of one placement
+//! has. Sharing nothing on the data path is the point: the aggregate then shows what the node
+//! moves with all GPUs and NICs busy, and a lane that falls behind shows in its own row.
+//!
+//! The client connects the lanes one after another (lane 0's hello tells how many the server
+//! runs), so the server pairs them by the order they arrive, and checks the lane number each
+//! hello carries. Per size, every lane's server is made ready first; the client's lanes then
+//! wait for each other ([`LaneBarrier`]) and start measuring together. Rows go to the main
+//! thread, which writes them lane by lane, then the aggregate row, as soon as a size is complete.
+//! A lane that stops (error, data-check failure, signal) opens the barrier for good, so no other
+//! lane waits for it; the others finish the size they are in and stop.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::sync::mpsc;
+use std::sync::{Condvar, Mutex};
+
+use crate::error::{Error, Result};
+use crate::exchange::TurnAway;
+use crate::harness::config::BenchConfig;
+use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
+use crate::harness::placement::{placement_for, Placement};
+use crate::harness::session::{LocalResources, Session};
+use crate::harness::sweep::{self,
+    agree_on_count, check_thresholds, greeting, lead_size, metadata, progress_bar, row_context, Benchmark, RunOutcome,
+};
+use crate::output::Outputs;
+
+/// The server's side of a concurrent run: accepts the remaining lanes (the first one is
+/// `first`), then serves each on its own thread.
+pub(crate) fn serve<B: Benchmark>(
+    config: &BenchConfig, benchmark: &B, placements: &[Placement], listener: TcpListener, mut first: Session, stop: &StopFlag,
+) -> Result<RunOutcome> {
+    let lanes = agree_on_count(&mut first, placements)?;
+    let client_host = peer_host(first.control.peer()).to_string();
+    let mut sessions = vec![first];
+    for lane in 1..lanes {
+        match accept_lane(config, benchmark, placements, &listener, lane, &client_host) {
+            Ok(session) => sessions.push(session),
+            Err(error) => return Err(tell_all(&mut sessions, error)),
+        }
+    }
+    let _turn_away = TurnAway::start(listener, sessions[0].control.peer());
+    for session in &mut sessions {
+        session.control.set_stop_flag(stop.clone());
+    }
+    let outcomes: Vec<Result<RunOutcome>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = sessions
+            .into_iter()
+            .map(|session| scope.spawn(move || sweep::serve(config, benchmark, std::slice::from_ref(session_placement(placements, &session)), session)))
+            .collect();
+        threads.into_iter().map(|thread| thread.join().unwrap_or_else(|_| Err(panicked()))).collect()
+    });
+    let mut combined = RunOutcome::default();
+    for (lane, outcome) in outcomes.into_iter().enumerate() {
+        let outcome = outcome.map_err(|error| Error::Config(format!("lane {lane}: {error}")))?;
+        combined.interrupted = combined.interrupted.or(outcome.interrupted);
+    }
+    Ok(combined)
+}
+
+/// The placement a server lane already runs on (its resources exist): lane threads serve one
+/// placement each, for the whole run.
+fn session_placement<'a>(placements: &'a [Placement], session: &Session) -> &'a Placement {
+    placement_for(placements, session.peer.lane as usize)
+}
+
+fn accept_lane<B: Benchmark>(
+    config: &BenchConfig, benchmark: &B, placements: &[Placement], listener: &TcpListener, lane: usize, client_host: &str,
+) -> Result<Session> {
+    let local = LocalResources::create(config, placement_for(placements, lane), benchmark.queue_sizes())?;
+    let mut session = Session::connect(config, local, Some(listener), &greeting(benchmark, placements, lane as u32))?;
+    let (host, number) = (peer_host(session.control.peer()).to_string(), session.peer.lane as usize);
+    let wrong = if host != client_host {
+        Some(format!("lane {lane} came from {host}, lane 0 from {client_host}: one client per run"))
+    } else if number != lane {
+        Some(format!("the client's lane {number} arrived as lane {lane}: lanes connect in order"))
+    } else {
+        None
+    };
+    match wrong {
+        Some(message) => {
+            session.control.report_failure(&message);
+            Err(Error::Config(message))
+        }
+        None => Ok(session),
+    }
+}
+
+/// The host part of "10.0.0.2:41234" or "[::1]:41234".
+fn peer_host(address: &str) -> &str {
+    address.rsplit_once(':').map(|(host, _)| host).unwrap_or(address)
+}
+
+/// Tells every connected lane's peer why the run ends, and passes the error on.
+fn tell_all(sessions: &mut [Session], error: Error) -> Error {
+    for session in sessions {
+        session.control.report_failure(&error.to_string());
+    }
+    error
+}
+
+fn panicked() -> Error {
+    Error::Config("a lane thread panicked".into())
+}
+
+/// What a client lane hands the main thread for one size.
+struct LaneReport<R> {
+    lane: usize,
+    size_index: usize,
+    row: Option<R>,
+    failures: Vec<String>,
+}
+
+/// The client's side: connects every lane, runs them on threads, writes their rows and the
+/// aggregate row of each size as it completes.
+pub(crate) fn drive<B: Benchmark>(
+    config: &BenchConfig, benchmark: &B, placements: &[Placement], mut outputs: Outputs<B::Row>, stop: &StopFlag,
+) -> Result<RunOutcome> {
+    let mut sessions = vec![connect_lane(config, benchmark, placements, 0)?];
+    let lanes = agree_on_count(&mut sessions[0], placements)?;
+    for lane in 1..lanes {
+        match connect_lane(config, benchmark, placements, lane) {
+            Ok(session) => sessions.push(session),
+            Err(error) => return Err(tell_all(&mut sessions, error)),
+        }
+    }
+    let mut run_metadata = metadata(config, benchmark, &sessions[0], placements, 1);
+    run_metadata["lanes"] = serde_json::Value::Array(sessions.iter().map(lane_metadata).collect());
+    if let Some(header) = run_metadata["header"].as_array_mut() {
+        let lanes: Vec<String> = sessions.iter().map(lane_description).collect();
+        header.insert(0, serde_json::json!(["Lanes", format!("{} at once: {}", sessions.len(), lanes.join("; "))]));
+    }
+    outputs.start(&run_metadata)?;
+    let thresholds = config.acceptance.resolve(sessions[0].local.port.rate.as_deref(), benchmark.sums_both_directions())?;
+    for session in &mut sessions {
+        session.control.set_stop_flag(stop.clone());
+    }
+
+    let barrier = LaneBarrier::new(sessions.len());
+    let progress = progress_bar(config.sizes.len());
+    let mut outcome = RunOutcome::default();
+    let (sender, receiver) = mpsc::channel::<LaneReport<B::Row>>();
+    let lane_results: Vec<Result<Option<Interruption>>> = std::thread::scope(|scope| -> Result<Vec<_>> {
+        let threads: Vec<_> = sessions
+            .into_iter()
+            .enumerate()
+            .map(|(lane, session)| {
+                let (sender, barrier) = (sender.clone(), &barrier);
+                scope.spawn(move || run_lane(config, benchmark, session, lane, barrier, &sender))
+            })
+            .collect();
+        drop(sender);
+        // Rows of each size, lane by lane; written as soon as every lane has sent its own.
+        let mut pending: BTreeMap<usize, Vec<Option<B::Row>>> = BTreeMap::new();
+        let mut write = |rows: Vec<Option<B::Row>>, complete: bool, outcome: &mut RunOutcome| -> Result<()> {
+            let rows: Vec<B::Row> = rows.into_iter().flatten().collect();
+            for row in &rows {
+                progress.suspend(|| outputs.write_row(row))?;
+                for failure in check_thresholds(&thresholds, row)? {
+                    progress.suspend(|| eprintln!("FAIL: {failure}"));
+                    outcome.threshold_failures.push(failure);
+                }
+            }
+            if let Some(all) = complete.then(|| benchmark.aggregate(&rows)).flatten() {
+                progress.suspend(|| outputs.write_row(&all))?;
+            }
+            Ok(())
+        };
+        for report in receiver {
+            if !report.failures.is_empty() {
+                let size = config.sizes[report.size_index];
+                outcome.validation_failures.push(format!("{size} bytes, lane {}: {}", report.lane, report.failures.join("; ")));
+            }
+            let rows = pending.entry(report.size_index).or_insert_with(|| (0..lanes).map(|_| None).collect());
+            rows[report.lane] = report.row;
+            if rows.iter().all(Option::is_some) {
+                let rows = pending.remove(&report.size_index).unwrap_or_default();
+                write(rows, true, &mut outcome)?;
+                progress.inc(1);
+            }
+        }
+        // Sizes that not every lane finished (one stopped): what was measured is kept.
+        for (_, rows) in std::mem::take(&mut pending) {
+            write(rows, false, &mut outcome)?;
+        }
+        Ok(threads.into_iter().map(|thread| thread.join().unwrap_or_else(|_| Err(panicked()))).collect())
+    })?;
+    progress.finish_and_clear();
+    for (lane, result) in lane_results.into_iter().enumerate() {
+        let interrupted = result.map_err(|error| Error::Config(format!("lane {lane}: {error}")))?;
+        outcome.interrupted = outcome.interrupted.or(interrupted);
+    }
+    Ok(outcome)
+}
+
+fn connect_lane<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], lane: usize) -> Result<Session> {
+    let local = LocalResources::create(config, placement_for(placements, lane), benchmark.queue_sizes())?;
+    Session::connect(config, local, None, &greeting(benchmark, placements, lane as u32))
+}
+
+/// One client lane's sweep; its rows go to the main thread through `reports`.
+fn run_lane<B: Benchmark>(
+    config: &BenchConfig, benchmark: &B, mut session: Session, lane: usize, barrier: &LaneBarrier,
+    reports: &mpsc::Sender<LaneReport<B::Row>>,
+) -> Result<Option<Interruption>> {
+    let mut context = row_context::<B>(config, &session);
+    context.lane = lane.to_string();
+    let mut position = SweepPosition::new(config.sizes.len());
+    let result = (|| -> Result<()> {
+        for (size_index, &size) in config.sizes.iter().enumerate() {
+            if session.control.stop_requested().is_some() || barrier.is_open_for_good() {
+                break;
+            }
+            position.start(size);
+            let step = lead_size(config, benchmark, &mut session, &context, size, &|| barrier.wait())?;
+            let stop_here = !step.failures.is_empty();
+            let report = LaneReport { lane, size_index, row: step.row, failures: step.failures };
+            reports.send(report).map_err(|_| Error::Config("the run's writer has stopped".into()))?;
+            position.finish();
+            if stop_here {
+                break;
+            }
+        }
+        session.control.send(&crate::exchange::Message::Goodbye, "saying goodbye")?;
+        Ok(())
+    })();
+    // Whatever ended this lane, no other lane may wait for it from now on.
+    barrier.open_for_good();
+    conclude(&mut session, result, &position, "client")
+}
+
+fn lane_description(session: &Session) -> String {
+    let local = session.local.buffers.first().and_then(|buffer| buffer.gpu_description()).unwrap_or_else(|| "host".into());
+    format!("{} {} <-> {} {}", session.local.device.name(), local, session.peer.side.device, session.peer.side.memory)
+}
+
+fn lane_metadata(session: &Session) -> serde_json::Value {
+    serde_json::json!({
+        "device": session.local.device.name(),
+        "memory": session.local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host"),
+        "gpu": session.local.buffers.first().and_then(|buffer| buffer.gpu_description()),
+        "peer": session.peer.side,
+    })
+}
+
+/// Lets the lanes start each size's measurement together. Unlike `std::sync::Barrier` it can be
+/// opened for good: a lane that stops must never leave the others waiting for it.
+pub struct LaneBarrier {
+    lanes: usize,
+    state: Mutex<BarrierState>,
+    turn: Condvar,
+}
+
+#[derive(Default)]
+struct BarrierState {
+    arrived: usize,
+    generation: u64,
+    open: bool,
+}
+
+impl LaneBarrier {
+    pub fn new(lanes: usize) -> LaneBarrier {
+        LaneBarrier { lanes, state: Mutex::new(BarrierState::default()), turn: Condvar::new() }
+    }
+
+    /// Waits until every lane arrived, or returns at once when the barrier is open for good.
+    pub fn wait(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if state.open {
+            return;
+        }
+        state.arrived += 1;
+        if state.arrived == self.lanes {
+            state.arrived = 0;
+            state.generation += 1;
+            self.turn.notify_all();
+            return;
+        }
+        let generation = state.generation;
+        while state.generation == generation && !state.open {
+            state = self.turn.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// From now on nobody waits: called by every lane as it ends.
+    pub fn open_for_good(&self) {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).open = true;
+        self.turn.notify_all();
+    }
+
+    pub fn is_open_for_good(&self) -> bool {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).open
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn lanes_pass_together_size_after_size() {
+        let barrier = LaneBarrier::new(3);
+        let passed = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|| {
+                    for round in 0..50 {
+                        barrier.wait();
+                        passed.fetch_add(1, Ordering::SeqCst);
+                        // Nobody is a whole round ahead: all passed this round before the next.
+                        barrier.wait();
+                        assert!(passed.load(Ordering::SeqCst) >= 3 * (round + 1));
+                    }
+                });
+            }
+        });
+        assert_eq!(passed.load(Ordering::SeqCst), 150);
+    }
+
+    #[test]
+    fn a_lane_that_stops_frees_the_others() {
+        let barrier = LaneBarrier::new(2);
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| barrier.wait());
+            std::thread::sleep(Duration::from_millis(50));
+            barrier.open_for_good();
+            waiting.join().unwrap();
+        });
+        barrier.wait(); // and nobody waits later either
+        assert!(barrier.is_open_for_good());
+    }
+
+    #[test]
+    fn the_peer_host_drops_the_port() {
+        assert_eq!(peer_host("10.0.0.2:41234"), "10.0.0.2");
+        assert_eq!(peer_host("[::1]:5000"), "[::1]");
+    }
+}

@@ -1,0 +1,176 @@
+//! Where one side's buffers live, GPU by GPU and NIC by NIC, for a whole run.
+//!
+//! `--mem host,cuda,cuda-staged --gpu 0,1` asks for every combination in one run, so that
+//! "GPUDirect vs staged vs host" is one command and one CSV. The checked configuration keeps the
+//! request as the user wrote it ([`MemoryConfig`]); turning `--gpu all` into indices needs the
+//! CUDA driver, so the list of [`Placement`]s is built at run time, once, by [`plan`].
+//!
+//! A run steps through the placements one after the other (a *round* each: the whole size sweep
+//! on fresh QPs and buffers), or with `--concurrent` runs them at the same time, one *lane* (a
+//! thread, a control connection, QPs and buffers) each. Each side plans its own list; the two
+//! lists pair up in order, and a side with one placement uses it against every one of the
+//! peer's ([`pair_count`]).
+
+use crate::error::{Error, Result};
+use crate::harness::args::MemoryKind;
+use crate::harness::config::{BenchConfig, MemoryConfig};
+
+/// One arrangement of this side's memory: the kind, the GPU it lives on, the NIC it goes through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub kind: MemoryKind,
+    /// CUDA device index for the GPU kinds.
+    pub gpu: Option<usize>,
+    /// The RDMA device (`None`: the first one listed; `auto`: nearest to the GPU).
+    pub device: Option<String>,
+}
+
+impl Placement {
+    /// "host", "cuda:1", "cuda-staged:0", with "@mlx5_1" when a device was named.
+    pub fn label(&self) -> String {
+        let mut label = self.kind.label().to_string();
+        if let Some(gpu) = self.gpu {
+            label.push_str(&format!(":{gpu}"));
+        }
+        if let Some(device) = &self.device {
+            label.push_str(&format!("@{device}"));
+        }
+        label
+    }
+}
+
+/// Whether a kind keeps its payload in GPU memory (and so takes a GPU from `--gpu`).
+pub fn on_gpu(kind: MemoryKind) -> bool {
+    matches!(kind, MemoryKind::Cuda | MemoryKind::CudaStaged)
+}
+
+/// This side's placements, in the order the run visits them: kinds in the order given; a GPU
+/// kind once per selected GPU; host memory once per listed device (once when none is listed).
+///
+/// `-d` pairs with the GPUs in order when it lists as many devices as there are GPUs (one NIC
+/// per GPU, as on a DGX-like node); a single device serves every placement.
+pub fn plan(config: &BenchConfig) -> Result<Vec<Placement>> {
+    let gpus = match config.memory.kinds.iter().any(|&kind| on_gpu(kind)) {
+        true => gdrperf_cuda::Cuda::load()?.resolve(&config.memory.gpu)?,
+        false => Vec::new(),
+    };
+    plan_with(&config.memory, &config.devices, &gpus)
+}
+
+/// [`plan`] once the GPU selection is resolved to `gpus` (CUDA device indices).
+pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> Result<Vec<Placement>> {
+    let device_for_gpu = |position: usize| -> Result<Option<String>> {
+        match devices.len() {
+            0 => Ok(None),
+            1 => Ok(Some(devices[0].clone())),
+            count if count == gpus.len() => Ok(Some(devices[position].clone())),
+            count => Err(Error::Config(format!(
+                "-d/--ib-dev lists {count} devices for {} GPUs: give one device, or one per GPU in the order of --gpu",
+                gpus.len()
+            ))),
+        }
+    };
+    let mut placements = Vec::new();
+    for &kind in &memory.kinds {
+        if on_gpu(kind) {
+            for (position, &gpu) in gpus.iter().enumerate() {
+                placements.push(Placement { kind, gpu: Some(gpu), device: device_for_gpu(position)? });
+            }
+        } else if devices.is_empty() {
+            placements.push(Placement { kind, gpu: None, device: None });
+        } else {
+            for device in devices {
+                if device == "auto" {
+                    return Err(Error::Config(format!(
+                        "-d/--ib-dev auto picks the NIC nearest to a GPU; --mem {} has none: name the device",
+                        kind.label()
+                    )));
+                }
+                placements.push(Placement { kind, gpu: None, device: Some(device.clone()) });
+            }
+        }
+    }
+    if placements.is_empty() {
+        return Err(Error::Config("nothing to run: no memory kind or no GPU selected".into()));
+    }
+    Ok(placements)
+}
+
+/// How many rounds (or lanes) a run with these two lists makes: as many as the longer list, when
+/// the lists are equally long or one of them has a single placement (it then serves every one of
+/// the other's). Anything else cannot pair up, and both sides say so in the same words.
+pub fn pair_count(ours: &[String], theirs: &[String]) -> std::result::Result<usize, String> {
+    // A peer that sent no list runs one placement.
+    let (our_count, their_count) = (ours.len().max(1), theirs.len().max(1));
+    if our_count == their_count || our_count == 1 || their_count == 1 {
+        return Ok(our_count.max(their_count));
+    }
+    Err(format!(
+        "the two sides list {our_count} and {their_count} memory placements ([{}] here, [{}] there): \
+         they pair up in order, so give both sides as many, or one side a single one",
+        ours.join(", "),
+        theirs.join(", ")
+    ))
+}
+
+/// The placement a side uses in round (or lane) `index`: its own in order, or its only one.
+pub fn placement_for(placements: &[Placement], index: usize) -> &Placement {
+    if placements.len() == 1 {
+        &placements[0]
+    } else {
+        &placements[index]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::args::GdrPath;
+    use gdrperf_cuda::GpuSelection;
+
+    fn memory(kinds: &[MemoryKind]) -> MemoryConfig {
+        MemoryConfig { kinds: kinds.to_vec(), gpu: GpuSelection::Indices(vec![0]), gdr: GdrPath::Auto }
+    }
+
+    fn labels(placements: &[Placement]) -> Vec<String> {
+        placements.iter().map(Placement::label).collect()
+    }
+
+    #[test]
+    fn every_kind_meets_every_gpu_and_host_memory_appears_once() {
+        let all = memory(&[MemoryKind::Host, MemoryKind::Cuda, MemoryKind::CudaStaged]);
+        let placements = plan_with(&all, &[], &[0, 1]).unwrap();
+        assert_eq!(labels(&placements), ["host", "cuda:0", "cuda:1", "cuda-staged:0", "cuda-staged:1"]);
+    }
+
+    #[test]
+    fn devices_pair_with_gpus_in_order_or_serve_all() {
+        let cuda = memory(&[MemoryKind::Cuda]);
+        let paired = plan_with(&cuda, &["mlx5_0".into(), "mlx5_1".into()], &[2, 3]).unwrap();
+        assert_eq!(labels(&paired), ["cuda:2@mlx5_0", "cuda:3@mlx5_1"]);
+        let one = plan_with(&cuda, &["mlx5_4".into()], &[0, 1]).unwrap();
+        assert_eq!(labels(&one), ["cuda:0@mlx5_4", "cuda:1@mlx5_4"]);
+        let error = plan_with(&cuda, &["a".into(), "b".into(), "c".into()], &[0, 1]).unwrap_err().to_string();
+        assert!(error.contains("3 devices for 2 GPUs"), "{error}");
+    }
+
+    #[test]
+    fn host_memory_runs_once_per_listed_device_and_refuses_auto() {
+        let host = memory(&[MemoryKind::Host]);
+        assert_eq!(labels(&plan_with(&host, &["rxe0".into(), "rxe1".into()], &[]).unwrap()), ["host@rxe0", "host@rxe1"]);
+        let error = plan_with(&host, &["auto".into()], &[]).unwrap_err().to_string();
+        assert!(error.contains("nearest to a GPU"), "{error}");
+    }
+
+    #[test]
+    fn lists_pair_when_equal_or_when_one_side_has_one() {
+        let list = |n: usize| (0..n).map(|i| format!("cuda:{i}")).collect::<Vec<_>>();
+        assert_eq!(pair_count(&list(3), &list(3)), Ok(3));
+        assert_eq!(pair_count(&list(1), &list(5)), Ok(5));
+        assert_eq!(pair_count(&list(4), &[]), Ok(4), "a peer without a list runs one placement");
+        let error = pair_count(&list(2), &list(3)).unwrap_err();
+        assert!(error.contains("list 2 and 3") && error.contains("[cuda:0, cuda:1]"), "{error}");
+        let single = [Placement { kind: MemoryKind::Host, gpu: None, device: None }];
+        assert_eq!(placement_for(&single, 4).label(), "host");
+    }
+}
