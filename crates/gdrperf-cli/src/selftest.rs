@@ -37,7 +37,7 @@ pub struct Args {
     /// The GPU at this PCI bus id (e.g. 0000:17:00.0).
     #[arg(long, value_parser = parse_gpu_bus_id, conflicts_with = "gpu")]
     gpu_bus_id: Option<GpuSelection>,
-    /// Staging chunk size (K, M, G suffixes) [default: 4M, or the message size if smaller].
+    /// Staging chunk size (K, M, G suffixes) [default: 16M, or the message size if smaller].
     #[arg(long, value_parser = parse_size)]
     chunk_size: Option<usize>,
 }
