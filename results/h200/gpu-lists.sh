@@ -1,6 +1,6 @@
 #!/bin/bash
 # GPU placement resolution on the H200 (no RDMA NIC): the plan is built with CUDA before any device is opened.
-B=.carry
+B=${BIN_DIR:-.carry}   # the folder holding gdr-write-bw and gdr-send-bw
 run() { echo "## $*"; timeout 120 "$@" 2>&1 | tail -6; echo "exit=${PIPESTATUS[0]}"; }
 nvidia-smi --query-gpu=index,name,pci.bus_id --format=csv,noheader
 run $B/gdr-write-bw --loopback --mem host,cuda,cuda-staged --gpu all -s 64K -n 10
