@@ -95,4 +95,24 @@ mod tests {
         copy_in(&mut stager, 16, Duration::from_secs(1)).unwrap();
         assert_eq!(stager.read_payload(17).unwrap(), [vec![0xab; 16], vec![0]].concat());
     }
+
+    #[test]
+    fn validation_sees_the_payload_so_a_missing_or_corrupted_copy_in_fails_it() {
+        use crate::harness::buffers::{fill_pattern, find_mismatch, pattern_seed};
+        let (size, seed) = (4096, pattern_seed(4096, 0));
+        let mut stager = HostStager::new(size).unwrap();
+        let bounce = stager.bounce().0 as *mut u8;
+        let mut delivered = vec![0u8; size];
+        fill_pattern(&mut delivered, seed);
+        // SAFETY (every block below): the bounce buffer is alive and `size` bytes long, and the
+        // stager touches it only inside `copy_in`, never while these writes run.
+        unsafe { std::ptr::copy_nonoverlapping(delivered.as_ptr(), bounce, size) }; // what the NIC delivered
+        assert!(find_mismatch(&stager.read_payload(size).unwrap(), seed).is_some(), "not copied in yet");
+        unsafe { *bounce.add(100) ^= 0x40 }; // corrupted on the way in
+        copy_in(&mut stager, size, Duration::from_secs(1)).unwrap();
+        assert_eq!(find_mismatch(&stager.read_payload(size).unwrap(), seed).map(|mismatch| mismatch.offset), Some(100));
+        unsafe { *bounce.add(100) ^= 0x40 };
+        copy_in(&mut stager, size, Duration::from_secs(1)).unwrap();
+        assert_eq!(find_mismatch(&stager.read_payload(size).unwrap(), seed), None);
+    }
 }
