@@ -4,11 +4,16 @@
 //! from the post to the READ's completion, a whole round trip (not halved, as perftest reports
 //! it). The server's CPU takes no part. With `--validate` the server fills its buffer with a
 //! pattern and the client checks what its READs brought back.
+//!
+//! Staged memory (`--mem cuda-staged`): the reader's READ lands in its bounce buffer and is
+//! copied in to the payload before the sample ends (`copy_time_s` counts those copies). A
+//! staged server copies its payload out to its bounce buffer once per size, before the first
+//! READ, and does nothing per READ: its CPU takes no part in one, so there is no moment to copy.
 
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
-use gdrperf::harness::buffers::{check_received, pattern_seed};
-use gdrperf::harness::latency::{read_latency, refuse_staged_memory, LatencyPlan};
+use gdrperf::harness::buffers::{check_received, copy_time, pattern_seed};
+use gdrperf::harness::latency::{read_latency, stage_out_once, staged_read_latency, LatencyPlan};
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
@@ -44,17 +49,26 @@ impl Benchmark for ReadLatency {
     }
 
     fn header(&self) -> Vec<(String, String)> {
-        vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())]
+        let mut header = vec![
+            ("Sample".into(), "post to completion of one READ (a whole round trip)".into()),
+        ];
+        if self.common.memory.kinds.iter().any(|kind| kind.is_staged()) {
+            header.push(("Staging".into(), "the reader copies in after each READ, inside the sample; the server copies out once per size".into()));
+        }
+        header
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
-        refuse_staged_memory(session, "gdr-read-lat")?;
         if self.common.validate {
             let buffer = &mut session.local.buffers[0];
             match session.side.is_client() {
                 true => buffer.clear(size)?,
                 false => buffer.fill_pattern(size, pattern_seed(size, 0))?,
             }
+        }
+        if !session.side.is_client() {
+            // The passive side's only copy: its READs take no part of its CPU.
+            stage_out_once(session, size)?;
         }
         Ok(())
     }
@@ -64,7 +78,14 @@ impl Benchmark for ReadLatency {
             return Ok(None);
         }
         let plan = LatencyPlan::new(&self.common, size, false);
-        measure_size(self.files.as_ref(), size, |sink| read_latency(session, &plan, sink)).map(Some)
+        let staged = session.local.buffers[0].is_staged();
+        let copying_before = copy_time(&mut session.local.buffers);
+        let mut figures = measure_size(self.files.as_ref(), size, |sink| match staged {
+            false => read_latency(session, &plan, sink),
+            true => staged_read_latency(session, &plan, sink),
+        })?;
+        figures.copy_seconds = (copy_time(&mut session.local.buffers) - copying_before).as_secs_f64();
+        Ok(Some(figures))
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {

@@ -7,12 +7,18 @@
 //!
 //! With `--validate` the client's pattern travels to the server and back, and both sides check
 //! their buffer after each size; every receive's length is checked as it completes.
+//!
+//! Staged memory (`--mem cuda-staged`; on either side or both): the sender copies its payload
+//! out to the bounce buffer before each SEND, the receiver copies it in after the receive
+//! completes and before it answers; the copies are inside the timed round trip, and
+//! `copy_time_s` counts them. Staged messages are never inline (the payload is not host memory).
 
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
-use gdrperf::harness::buffers::{check_received, pattern_seed};
+use gdrperf::harness::buffers::{check_received, copy_time, pattern_seed};
 use gdrperf::harness::latency::{
-    ping_pong_initiator, ping_pong_responder, prepare_ping_pong, refuse_staged_memory, LatencyPlan, PingPong, PostedReceives, PING_PONG_RECEIVES,
+    ping_pong_initiator, ping_pong_responder, prepare_ping_pong, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
+    PostedReceives, PING_PONG_RECEIVES,
 };
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
@@ -50,14 +56,17 @@ impl Benchmark for SendLatency {
     }
 
     fn header(&self) -> Vec<(String, String)> {
-        vec![
+        let mut header = vec![
             ("Sample".into(), "half a SEND/RECV ping-pong round trip".into()),
             ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
-        ]
+        ];
+        if self.common.memory.kinds.iter().any(|kind| kind.is_staged()) {
+            header.push(("Staging".into(), "copy out before each SEND, copy in after each receive, inside the round trip".into()));
+        }
+        header
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
-        refuse_staged_memory(session, "gdr-send-lat")?;
         if self.common.validate {
             let buffer = &mut session.local.buffers[0];
             match session.side.is_client() {
@@ -71,10 +80,23 @@ impl Benchmark for SendLatency {
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
         let cpu_visible = session.local.buffers[0].host_bytes().is_some();
         let plan = LatencyPlan::new(&self.common, size, self.latency.inline(size, cpu_visible));
+        let staged = session.local.buffers[0].is_staged();
+        let copying_before = copy_time(&mut session.local.buffers);
         if !session.side.is_client() {
-            return ping_pong_responder(session, PingPong::Send, &plan).map(|_| None);
+            if !staged {
+                return ping_pong_responder(session, PingPong::Send, &plan).map(|_| None);
+            }
+            // The server takes no samples, but its copies are inside the client's.
+            staged_ping_pong_responder(session, PingPong::Send, &plan)?;
+            let copy_seconds = (copy_time(&mut session.local.buffers) - copying_before).as_secs_f64();
+            return Ok(Some(LatencyFigures::copies_only(size, copy_seconds)));
         }
-        measure_size(self.files.as_ref(), size, |sink| ping_pong_initiator(session, PingPong::Send, &plan, sink)).map(Some)
+        let mut figures = measure_size(self.files.as_ref(), size, |sink| match staged {
+            false => ping_pong_initiator(session, PingPong::Send, &plan, sink),
+            true => staged_ping_pong_initiator(session, PingPong::Send, &plan, sink),
+        })?;
+        figures.copy_seconds = (copy_time(&mut session.local.buffers) - copying_before).as_secs_f64();
+        Ok(Some(figures))
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
@@ -84,9 +106,11 @@ impl Benchmark for SendLatency {
         check_received(&mut session.local.buffers[..1], size, size)
     }
 
-    fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, _peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {
+    fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {
         let settings = LatencySettings { arrival: PingPong::Send.arrival(), inline_size: self.latency.inline_size };
-        ours.map(|figures| LatencyRow::new(context, settings, &figures, validation))
+        let mut row = LatencyRow::new(context, settings, &ours?, validation);
+        row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
+        Some(row)
     }
 }
 

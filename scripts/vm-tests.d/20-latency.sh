@@ -134,7 +134,6 @@ run write_lat_qps 2 gdr-write-lat --loopback -q 2 && expect_in write_lat_qps "-q
 run send_lat_raw_duration 2 gdr-send-lat --loopback -D 1 -H "$OUT/x" && expect_in send_lat_raw_duration "use it with -n"
 run lat_server_files 2 gdr-send-lat --hdr-dir "$OUT/x" && expect_in lat_server_files "by the client"
 run lat_bad_hlog 2 gdr-write-lat --loopback -n 5 --hlog /nonexistent/dir/x.hlog && expect_in lat_bad_hlog "/nonexistent/dir/x.hlog"
-run lat_staged 2 gdr-send-lat --loopback --mem host-staged -n 5 && expect_in lat_staged "--mem host-staged is not supported by gdr-send-lat"
 
 # --- acceptance thresholds apply to latency rows (the median by default) -----------------------
 run lat_threshold_fail 1 gdr-read-lat --loopback -n 20 --max-lat 1ns && expect_in lat_threshold_fail "missed the acceptance thresholds"

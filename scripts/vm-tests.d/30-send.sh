@@ -55,7 +55,6 @@ if [ $status = 130 ]; then pass "send_bw -b -D 120 stops on SIGINT with exit 130
 
 # --- bad input ------------------------------------------------------------------------------------
 run send_bw_rx_depth 2 gdr-send-bw --loopback -r 0 && expect_in send_bw_rx_depth "-r/--rx-depth must be between 1 and 16384"
-run send_bw_staged 2 gdr-send-bw --loopback --mem host-staged -n 5 && expect_in send_bw_staged "--mem host-staged is not supported by gdr-send-bw"
 run send_bw_inline_big 2 gdr-send-bw --loopback -I 100000 && expect_in send_bw_inline_big "-I/--inline-size 100000"
 next_port
 gdr-send-bw -p $PORT -n 5 -s 4096 >"$OUT/send_bw_mismatch_server.log" 2>&1 &

@@ -145,6 +145,11 @@ pub enum MemoryKind {
 }
 
 impl MemoryKind {
+    /// Whether the payload is reached through a bounce buffer (the engines copy every message).
+    pub fn is_staged(self) -> bool {
+        matches!(self, MemoryKind::CudaStaged | MemoryKind::HostStaged)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             MemoryKind::Host => "host",

@@ -114,6 +114,12 @@ impl BenchBuffer {
         }
     }
 
+    /// Whether the NIC reaches the payload through a bounce buffer only (`*-staged`): the
+    /// engines then copy every message in or out themselves.
+    pub fn is_staged(&self) -> bool {
+        matches!(self.storage, Storage::Staged { .. })
+    }
+
     /// The GPU this buffer lives on and how the NIC reaches it, for headers and rows.
     pub fn gpu_description(&self) -> Option<String> {
         match &self.storage {
@@ -193,6 +199,12 @@ impl BenchBuffer {
             Storage::Gpu { .. } | Storage::Staged { .. } => None,
         }
     }
+}
+
+/// Time the staged buffers among `buffers` have spent copying so far (zero where none is
+/// staged): a bench takes the difference around a size to report its copy time.
+pub fn copy_time(buffers: &mut [BenchBuffer]) -> std::time::Duration {
+    buffers.iter_mut().filter_map(|buffer| buffer.stager().map(|stager| stager.copy_time())).sum()
 }
 
 /// Checks the first `len` bytes of each buffer against the pattern a `size`-byte message of its

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use gdrperf_cuda::{Gpu, StageTicket, StagedBuffer, StagingConfig};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::verbs::HostBuffer;
 
 /// An outstanding copy, as handed out by a [`Stager`].
@@ -44,6 +44,28 @@ pub trait Stager: Send {
     fn describe(&self) -> String;
     /// The GPU index, if the payload is on one.
     fn gpu_index(&self) -> Option<usize>;
+}
+
+/// Spins until `copy` has finished. The clock is read only every few thousand turns, so a quick
+/// copy costs none, and a copy that never ends (a GPU gone bad) is reported as a stall after
+/// `timeout` instead of hanging the run. `what` says which copy ("copying 4096 bytes in").
+#[inline]
+pub fn wait_copy(stager: &mut dyn Stager, copy: CopyId, timeout: Duration, what: &dyn Fn() -> String) -> Result<()> {
+    let mut spins = 0u32;
+    let mut deadline = None;
+    while !stager.poll(copy)? {
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(4096) {
+            let now = Instant::now();
+            match deadline {
+                None => deadline = Some(now + timeout),
+                Some(deadline) if now > deadline => return Err(Error::Stalled { seconds: timeout.as_secs(), during: what() }),
+                Some(_) => {}
+            }
+        }
+        std::hint::spin_loop();
+    }
+    Ok(())
 }
 
 /// GPU payload, pinned host bounce buffer, copies on CUDA streams.

@@ -47,6 +47,11 @@ pub struct LatencyFigures {
     pub saturated: u64,
     /// Percentiles from the sorted exact samples, or from the histogram (runs above 10^6 samples).
     pub exact_percentiles: bool,
+    /// Staged memory: seconds this side spent copying between payload and bounce buffer during
+    /// the size, warm-up included (set by the bench around the run; 0 where nothing is staged).
+    /// Defaults to 0 in reports from peers that predate it.
+    #[serde(default)]
+    pub copy_seconds: f64,
 }
 
 impl LatencyFigures {
@@ -66,7 +71,29 @@ impl LatencyFigures {
             elapsed_nanos: run.elapsed_nanos,
             saturated: summary.saturated,
             exact_percentiles: summary.percentile_source == PercentileSource::ExactSamples,
+            copy_seconds: 0.0,
         })
+    }
+
+    /// The report of a side that takes no samples but copies inside the peer's (a staged
+    /// ping-pong server): its copy time only, so that the row can count both sides' copies.
+    pub fn copies_only(bytes: usize, copy_seconds: f64) -> LatencyFigures {
+        LatencyFigures {
+            bytes: bytes as u64,
+            samples: 0,
+            t_min_nanos: 0,
+            t_max_nanos: 0,
+            t_typical_nanos: 0,
+            t_avg_nanos: 0.0,
+            t_stdev_nanos: 0.0,
+            p99_nanos: 0,
+            p99_9_nanos: 0,
+            p99_99_nanos: 0,
+            elapsed_nanos: 0,
+            saturated: 0,
+            exact_percentiles: false,
+            copy_seconds,
+        }
     }
 }
 
@@ -114,6 +141,11 @@ pub struct LatencyRow {
     /// `exact_samples` or `histogram`.
     pub percentile_source: String,
     pub saturated_samples: u64,
+    /// Staged memory: seconds both sides together spent copying between payload and bounce
+    /// buffer for this size, warm-up included (0 where nothing is staged); the copies are
+    /// inside the samples. read_lat counts the reader's copies only: the passive server copies
+    /// its payload out once per size, outside any sample. Appended last: columns are a contract.
+    pub copy_time_s: f64,
 }
 
 impl LatencyRow {
@@ -146,6 +178,7 @@ impl LatencyRow {
             inline_size: settings.inline_size,
             percentile_source: if figures.exact_percentiles { "exact_samples" } else { "histogram" }.to_string(),
             saturated_samples: figures.saturated,
+            copy_time_s: figures.copy_seconds,
         }
     }
 }
@@ -431,5 +464,24 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn copy_time_is_the_last_column_and_old_reports_still_parse() {
+        let ours = LatencyFigures { t_min_nanos: 1000, t_typical_nanos: 1000, t_max_nanos: 1000, copy_seconds: 0.25, ..LatencyFigures::copies_only(2, 0.0) };
+        let context = RowContext { test: "write_lat".into(), ..RowContext::default() };
+        let settings = LatencySettings { arrival: "write_imm_completion", inline_size: 0 };
+        let row = LatencyRow::new(&context, settings, &ours, "pass");
+        assert_eq!(row.copy_time_s, 0.25);
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.serialize(&row).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        assert!(text.lines().next().unwrap().ends_with(",percentile_source,saturated_samples,copy_time_s"), "{text}");
+
+        // A peer without the field (an older gdrperf) reports no copies.
+        let mut old = serde_json::to_value(LatencyFigures::copies_only(2, 1.5)).unwrap();
+        old.as_object_mut().unwrap().remove("copy_seconds");
+        let parsed: LatencyFigures = serde_json::from_value(old).unwrap();
+        assert_eq!((parsed.copy_seconds, parsed.samples), (0.0, 0));
     }
 }

@@ -54,7 +54,9 @@ pub struct SendBandwidthRow {
     pub mem_remote: String,
     pub gpu_local: String,
     pub gpu_remote: String,
-    /// [`BandwidthRow`]'s staging copy time: always 0, staged memory is refused by gdr-send-bw.
+    /// [`BandwidthRow`]'s staging copy time: seconds both sides together spent copying between
+    /// payload and bounce buffer (the sender's copies out, the receiver's copies in), warm-up
+    /// included; 0 where nothing is staged.
     pub copy_time_s: f64,
     /// Receives kept posted per QP (below `-r` when a `--validate` ring capped it).
     pub rx_depth: u32,
@@ -108,7 +110,11 @@ impl SendBandwidthRow {
             mem_remote: base.mem_remote,
             gpu_local: base.gpu_local,
             gpu_remote: base.gpu_remote,
-            copy_time_s: 0.0,
+            copy_time_s: reports
+                .iter()
+                .flat_map(|report| report.sent.iter().chain(report.received.iter()))
+                .map(|figures| figures.copy_seconds)
+                .sum(),
             rx_depth: reports.iter().map(|report| report.rx_depth).max().unwrap_or(0),
             inline_size: send.inline_size,
             rx_iterations: rx.as_ref().map(|rx| rx.iterations).unwrap_or(0),
@@ -276,6 +282,13 @@ mod tests {
         assert_eq!((all.bw_avg_mib_s, all.rx_bw_avg_mib_s, all.iterations, all.qps), (200.0, Some(198.0), 10000, 2));
         assert_eq!((all.lane.as_str(), all.device.as_str(), all.validation.as_str()), ("all", "rxe0+rxe1", "pass"));
         assert!(all.console_line(BandwidthUnit::MebibytesPerSecond).ends_with("all lanes"));
+
+        // Staged: the sender's copies out and the receiver's copies in add up.
+        let staged_client = SendFigures { sent: Some(BandwidthFigures { copy_seconds: 0.5, ..figures(1.0, 1) }), ..client };
+        let staged_server = SendFigures { received: Some(BandwidthFigures { copy_seconds: 0.25, ..figures(1.0, 1) }), ..server };
+        let staged = SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[staged_client, staged_server], "pass").unwrap();
+        assert_eq!(staged.copy_time_s, 0.75);
+        assert_eq!(row.copy_time_s, 0.0);
 
         let lonely = SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client], "off").unwrap();
         assert_eq!(lonely.rx_bw_avg_mib_s, None);

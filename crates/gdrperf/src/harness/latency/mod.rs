@@ -22,8 +22,12 @@
 //!
 //! The client ends a size with a STOP message (a marker byte, or an immediate value), so the
 //! server needs no iteration count and a `-D` run ends on both sides at the same message.
+//!
+//! Staged memory (`--mem cuda-staged`) has engines of its own, in `staged.rs`: the same shapes
+//! with the copies between payload and bounce buffer inside the samples.
 
 mod samples;
+mod staged;
 mod wire;
 
 use std::time::Duration;
@@ -38,6 +42,8 @@ use crate::harness::config::{BenchConfig, StopRule};
 use crate::harness::session::Session;
 use crate::verbs::completion::opcode;
 use crate::verbs::{LocalSlice, Operation, RemoteBuffer};
+
+pub use staged::{stage_out_once, staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency};
 
 use samples::{Continue, RoundTrip, Samples};
 use wire::{Arrival, PollByte, Wire};
@@ -185,19 +191,6 @@ pub fn prepare_ping_pong(session: &mut Session, transport: PingPong, size: usize
         PollByte::of(session, size)?.set(RESET_MARKER);
     }
     Ok(())
-}
-
-/// Refuses staged memory (`--mem cuda-staged`, `host-staged`): the latency and SEND engines
-/// post the registered buffer itself, and would time the bounce buffer alone, without the copy
-/// to or from the payload that staging is about. Staged kinds are named `*-staged`.
-pub fn refuse_staged_memory(session: &Session, program: &str) -> Result<()> {
-    let kind = session.local.buffers[0].kind();
-    if !kind.ends_with("-staged") {
-        return Ok(());
-    }
-    Err(Error::Config(format!(
-        "--mem {kind} is not supported by {program} (staging is measured by gdr-write-bw); use --mem host or --mem cuda"
-    )))
 }
 
 /// Posts the ping-pong receives once per connection. Receives outlive a size (they cannot be

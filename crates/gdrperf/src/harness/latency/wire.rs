@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
-use crate::harness::session::Session;
+use crate::harness::session::{LocalResources, Session};
+use crate::harness::staging::Stager;
 use crate::verbs::{CompletionQueue, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion};
 
 use super::{
@@ -234,6 +235,40 @@ impl<'a> Wire<'a> {
                 sequence_immediate(sequence)
             ))),
         }
+    }
+}
+
+/// The staged engines (`super::staged`) copy between payload and bounce buffer around the posts
+/// and arrivals, so they need the wire and their buffer's copy engine at once; [`Wire::new`]
+/// borrows the whole session, so this borrows the two apart. Kept beside `new`, not merged
+/// into it, so the host engines' constructor stays as it is.
+impl<'a> Wire<'a> {
+    pub(super) fn with_stager(
+        session: &'a mut Session, plan: &LatencyPlan, operation_name: &'static str,
+    ) -> Result<(Wire<'a>, &'a mut dyn Stager)> {
+        let receive = whole_buffer(session);
+        let Session { local, control, .. } = session;
+        let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+        let send_depth = u64::from(queue_pairs[0].sizes().send_depth.max(1));
+        let local = buffers[0].slice(plan.size);
+        let kind = buffers[0].kind();
+        let stager = buffers[0]
+            .stager()
+            .ok_or_else(|| Error::Config(format!("the staged latency engine needs staged memory, and this side's is {kind}")))?;
+        let wire = Wire {
+            local,
+            receive,
+            queue_pair: &mut queue_pairs[0],
+            completions: completion_queue,
+            control,
+            inline: plan.inline,
+            send_depth,
+            sends_outstanding: 0,
+            size: plan.size,
+            stall_timeout: plan.stall_timeout,
+            operation_name,
+        };
+        Ok((wire, stager))
     }
 }
 

@@ -19,11 +19,18 @@
 //! With `--validate` every payload is checked as it is polled, before its receive is reposted:
 //! each receive then needs a slot of its own, in a host-memory ring per QP, and the receives kept
 //! posted are as many as the ring has slots (the ring is capped at [`VALIDATION_RING_BYTES`]).
-//! The ring is host memory, so `--validate` is refused where the benchmark buffers are not: it
-//! would no longer measure receiving into them.
+//! The ring is host memory, so `--validate` is refused where the benchmark buffers are GPU
+//! memory: it would no longer measure receiving into them.
+//!
+//! Staged memory (`--mem cuda-staged`) copies every message between payload and bounce buffer,
+//! the sender before posting, the receiver before reposting (see `staged.rs`; one direction at
+//! a time). Its `--validate` checks the payload after the size instead of a ring.
 //!
 //! Ctrl-C stops posting; what is in flight completes, and the size ends with the interruption.
 //! A peer that dies or gives up is noticed through the control channel (`check_peer`).
+
+mod receiver;
+mod staged;
 
 use std::time::{Duration, Instant};
 
@@ -31,11 +38,15 @@ use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeError;
-use crate::harness::buffers::{find_mismatch, pattern_seed};
+use crate::harness::buffers::BenchBuffer;
 use crate::harness::config::StopRule;
 use crate::harness::session::{LocalResources, Session};
 use crate::verbs::completion::opcode;
-use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, Operation, RcQueuePair, SendRequest, WorkCompletion};
+use crate::verbs::{LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion};
+
+pub use receiver::ReceiveQueues;
+use receiver::Receiver;
+use staged::OutPipeline;
 
 /// How one size is streamed by this side.
 #[derive(Debug, Clone, Copy)]
@@ -80,98 +91,18 @@ fn split_id(wr_id: u64) -> (usize, u64) {
     (((wr_id & !RECEIVE_FLAG) >> INDEX_SHIFT) as usize, wr_id & LOW_MASK)
 }
 
-/// One side's receives, posted once and kept posted for the whole run.
-pub struct ReceiveQueues {
-    queues: Vec<QueueReceives>,
-    validate: bool,
-    /// The first payload that failed its check in the current size.
-    failure: Option<String>,
-}
-
-struct QueueReceives {
-    /// Where non-validating receives land: the QP's whole benchmark buffer.
-    target: LocalSlice,
-    ring: Option<ValidationRing>,
-    slots: u32,
-}
-
-/// Host memory with one slot per posted receive. The region is declared first so that it is
-/// deregistered before the memory is freed.
-struct ValidationRing {
-    region: MemoryRegion,
-    memory: HostBuffer,
-    stride: usize,
-}
-
-impl ReceiveQueues {
-    /// Posts `rx_depth` receives per QP (with `validate`, one per slot of a ring sized for
-    /// `max_size`-byte messages).
-    pub fn post(session: &mut Session, rx_depth: u32, validate: bool, max_size: usize) -> Result<ReceiveQueues> {
-        let local = &mut session.local;
-        let queue_count = local.queue_pairs.len();
-        let mut queues = Vec::with_capacity(queue_count);
-        for index in 0..queue_count {
-            let buffer = &local.buffers[index];
-            if validate && buffer.host_bytes().is_none() {
-                return Err(Error::Config(format!(
-                    "--validate on gdr-send-bw checks every payload in a host-memory ring, so it would not receive into \
-                     {} memory: check the data path with --mem host, or measure without --validate",
-                    buffer.kind()
-                )));
-            }
-            let target = buffer.slice(buffer.region().len());
-            let (ring, slots) = if validate {
-                let slots = (VALIDATION_RING_BYTES / (max_size.max(1) * queue_count)).clamp(1, rx_depth as usize);
-                let memory = HostBuffer::new(slots * max_size)?;
-                // SAFETY: the memory is stored next to the region, which is dropped first.
-                let region = unsafe {
-                    MemoryRegion::register(&local.protection_domain, memory.address(), memory.len(), "receive validation ring")?
-                };
-                (Some(ValidationRing { region, memory, stride: max_size }), slots as u32)
-            } else {
-                (None, rx_depth)
-            };
-            let queue = QueueReceives { target, ring, slots };
-            for slot in 0..queue.slots {
-                local.queue_pairs[index].post_receive(work_request_id(true, index, u64::from(slot)), queue.slot(slot))?;
-            }
-            queues.push(queue);
-        }
-        Ok(ReceiveQueues { queues, validate, failure: None })
-    }
-
-    /// Receives kept posted per QP (fewer than `-r` when a validation ring caps them).
-    pub fn depth(&self) -> u32 {
-        self.queues.first().map(|queue| queue.slots).unwrap_or(0)
-    }
-
-    /// The first failed payload check since the last call.
-    pub fn take_failure(&mut self) -> Option<String> {
-        self.failure.take()
-    }
-}
-
-impl QueueReceives {
-    fn slot(&self, slot: u32) -> LocalSlice {
-        match &self.ring {
-            Some(ring) => ring.region.slice(slot as usize * ring.stride, ring.stride),
-            None => self.target,
-        }
-    }
-}
-
 /// Streams one size on this side: sends, receives, or both at once, until both are done.
 pub fn stream_send(session: &mut Session, plan: &SendPlan, receives: Option<&mut ReceiveQueues>) -> Result<SendReports> {
     let queue_count = session.local.queue_pairs.len();
     let locals: Vec<LocalSlice> = session.local.buffers.iter().map(|buffer| buffer.slice(plan.size)).collect();
-    let mut sender = if plan.sends { Some(Sender::new(plan, queue_count)?) } else { None };
+    let mut sender = if plan.sends { Some(Sender::new(plan, &session.local.buffers)?) } else { None };
     let mut receiver = match (plan.receives, receives) {
         (false, _) => None,
         (true, Some(queues)) => Some(Receiver::new(plan, queue_count, queues)?),
         (true, None) => return Err(Error::Config("a receiving side needs its receives posted in prepare".into())),
     };
     let Session { local, control, .. } = session;
-    let LocalResources { queue_pairs, completion_queue, .. } = local;
+    let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
     let mut last_progress = Instant::now();
     let mut stopped_by = None;
     loop {
@@ -183,13 +114,13 @@ pub fn stream_send(session: &mut Session, plan: &SendPlan, receives: Option<&mut
         control.check_peer()?;
         if let Some(sender) = sender.as_mut() {
             if stopped_by.is_none() {
-                sender.post(queue_pairs, &locals)?;
+                sender.post(queue_pairs, &locals, buffers)?;
             }
         }
         let found = completion_queue.poll(|completion| {
             if completion.wr_id & RECEIVE_FLAG != 0 {
                 match receiver.as_mut() {
-                    Some(receiver) => receiver.complete(&completion, queue_pairs),
+                    Some(receiver) => receiver.complete(&completion, queue_pairs, buffers),
                     None => Err(unexpected(&completion, "no receive on a sending-only side")),
                 }
             } else {
@@ -223,6 +154,12 @@ pub fn stream_send(session: &mut Session, plan: &SendPlan, receives: Option<&mut
         let receiving_done = receiver.as_ref().is_none_or(Receiver::done);
         if sending_done && receiving_done {
             break;
+        }
+    }
+    // A timed run can end with copies out started that were never posted.
+    for buffer in buffers.iter_mut() {
+        if let Some(stager) = buffer.stager() {
+            stager.finish()?;
         }
     }
     let sent = sender.map(Sender::report).transpose()?;
@@ -259,10 +196,13 @@ struct Sender {
     clock: RunClock,
     meter: BandwidthMeter,
     retired_now: u64,
+    /// Per QP, the copies out running ahead of the posts where its buffer is staged.
+    staging: Vec<Option<OutPipeline>>,
 }
 
 impl Sender {
-    fn new(plan: &SendPlan, queue_count: usize) -> Result<Sender> {
+    fn new(plan: &SendPlan, buffers: &[BenchBuffer]) -> Result<Sender> {
+        let queue_count = buffers.len();
         let measured_limit = match plan.stop {
             StopRule::Iterations(iterations) => Limit::Messages(iterations),
             StopRule::Duration(duration) => Limit::Time(duration),
@@ -282,6 +222,7 @@ impl Sender {
             clock: RunClock::start(),
             meter,
             retired_now: 0,
+            staging: buffers.iter().map(|buffer| buffer.is_staged().then(|| OutPipeline::new(plan.tx_depth))).collect(),
         })
     }
 
@@ -295,7 +236,7 @@ impl Sender {
     }
 
     /// Fills every QP's send queue as far as the phase allows.
-    fn post(&mut self, queue_pairs: &mut [RcQueuePair], locals: &[LocalSlice]) -> Result<()> {
+    fn post(&mut self, queue_pairs: &mut [RcQueuePair], locals: &[LocalSlice], buffers: &mut [BenchBuffer]) -> Result<()> {
         let Some(limit) = self.limit else { return Ok(()) };
         let (tx_depth, cq_mod) = (u64::from(self.plan.tx_depth), u64::from(self.plan.cq_mod));
         let out_of_time = match limit {
@@ -314,6 +255,25 @@ impl Sender {
                 Limit::Time(_) if out_of_time => (1, state.posted + 1),
                 // Whole moderation groups only, so the last one posted is always signaled.
                 Limit::Time(_) => (room - room % cq_mod, u64::MAX),
+            };
+            if count == 0 {
+                continue;
+            }
+            // A staged QP posts only messages whose copy out has finished.
+            let pipeline = self.staging[index].as_mut();
+            let count = match (pipeline, buffers[index].stager()) {
+                (Some(pipeline), Some(stager)) => {
+                    let (wanted, whole_groups) = match limit {
+                        Limit::Messages(target) => (target - state.posted, false),
+                        Limit::Time(_) if out_of_time => (1, false),
+                        Limit::Time(_) => (u64::MAX, true),
+                    };
+                    let usable = count.min(pipeline.advance(stager, self.plan.size, wanted)?);
+                    let usable = if whole_groups { usable - usable % cq_mod } else { usable };
+                    pipeline.posted(usable);
+                    usable
+                }
+                _ => count,
             };
             if count == 0 {
                 continue;
@@ -377,143 +337,6 @@ impl Sender {
         let size = self.plan.size;
         self.meter.report().map_err(|error| Error::Config(format!("no send bandwidth measured at {size} bytes: {error}")))
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ReceivePhase {
-    Warmup,
-    Measured,
-    Done,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct ReceiveQueue {
-    phase: ReceivePhase,
-    /// Messages received in the current phase.
-    count: u64,
-}
-
-struct Receiver<'q> {
-    queues: &'q mut ReceiveQueues,
-    states: Vec<ReceiveQueue>,
-    plan: SendPlan,
-    seeds: Vec<u64>,
-    clock: Option<RunClock>,
-    meter: BandwidthMeter,
-    measured_now: u64,
-}
-
-impl<'q> Receiver<'q> {
-    fn new(plan: &SendPlan, queue_count: usize, queues: &'q mut ReceiveQueues) -> Result<Receiver<'q>> {
-        if queues.queues.len() != queue_count {
-            return Err(Error::Config("receives were posted for another number of QPs".into()));
-        }
-        let expected_events = match plan.stop {
-            StopRule::Iterations(iterations) => iterations as usize * queue_count,
-            StopRule::Duration(_) => 1 << 16,
-        };
-        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|error| Error::Config(error.to_string()))?;
-        let phase = if plan.warmup > 0 { ReceivePhase::Warmup } else { ReceivePhase::Measured };
-        queues.failure = None;
-        Ok(Receiver {
-            queues,
-            states: vec![ReceiveQueue { phase, count: 0 }; queue_count],
-            plan: *plan,
-            seeds: (0..queue_count).map(|index| pattern_seed(plan.size, index)).collect(),
-            clock: None,
-            meter,
-            measured_now: 0,
-        })
-    }
-
-    fn done(&self) -> bool {
-        self.states.iter().all(|state| state.phase == ReceivePhase::Done)
-    }
-
-    /// One received message: check it, repost its receive, advance the phase at a phase end.
-    fn complete(&mut self, completion: &WorkCompletion, queue_pairs: &mut [RcQueuePair]) -> Result<()> {
-        let size = self.plan.size;
-        if !completion.is_success() {
-            return Err(completion.error("receive", size));
-        }
-        let (index, slot) = split_id(completion.wr_id);
-        if index >= self.states.len() || index >= self.queues.queues.len() || completion.opcode != opcode::RECV {
-            return Err(unexpected(completion, "a receive completion"));
-        }
-        let state = &mut self.states[index];
-        if completion.byte_len as usize != size {
-            return Err(Error::Config(format!(
-                "QP {index} received a {}-byte message during the {size}-byte size (do both sides sweep the same sizes?)",
-                completion.byte_len
-            )));
-        }
-        if state.phase == ReceivePhase::Done {
-            return Err(unexpected(completion, "nothing after the phase's last message"));
-        }
-        if self.queues.validate {
-            check_slot(&mut self.queues.queues[index], &mut self.queues.failure, index, slot, size, self.seeds[index]);
-        }
-        let target = self.queues.queues[index].slot(slot as u32);
-        queue_pairs[index].post_receive(completion.wr_id, target)?;
-        state.count += 1;
-        if state.phase == ReceivePhase::Measured {
-            self.measured_now += 1;
-        }
-        match completion.immediate {
-            None => Ok(()),
-            Some(PHASE_END) => {
-                let expected = match (state.phase, self.plan.stop) {
-                    (ReceivePhase::Warmup, _) => Some(self.plan.warmup),
-                    (_, StopRule::Iterations(iterations)) => Some(iterations),
-                    (_, StopRule::Duration(_)) => None,
-                };
-                if let Some(expected) = expected.filter(|&expected| expected != state.count) {
-                    return Err(Error::Config(format!(
-                        "QP {index} received {} messages in a phase of {expected} (do both sides use the same -n and --warmup?)",
-                        state.count
-                    )));
-                }
-                state.phase = if state.phase == ReceivePhase::Warmup { ReceivePhase::Measured } else { ReceivePhase::Done };
-                state.count = 0;
-                Ok(())
-            }
-            Some(other) => Err(Error::Config(format!("QP {index} received immediate {other:#x}, not a gdr-send-bw sender"))),
-        }
-    }
-
-    /// The receiver's clock starts at its first measured message (time 0), as perftest's does.
-    fn after_poll(&mut self) {
-        if self.measured_now == 0 {
-            return;
-        }
-        let nanos = match self.clock {
-            Some(clock) => clock.now_nanos(),
-            None => {
-                self.clock = Some(RunClock::start());
-                0
-            }
-        };
-        self.meter.record_completion(nanos, self.measured_now as u32);
-        self.measured_now = 0;
-    }
-
-    fn report(self) -> Option<BandwidthReport> {
-        self.meter.report().ok()
-    }
-}
-
-/// Checks one received payload in its ring slot against the sender's pattern, then clears the
-/// slot so that a later receive which delivered nothing cannot pass on stale bytes.
-fn check_slot(queue: &mut QueueReceives, failure: &mut Option<String>, index: usize, slot: u64, size: usize, seed: u64) {
-    let Some(ring) = queue.ring.as_mut() else { return };
-    let start = slot as usize * ring.stride;
-    let bytes = &mut ring.memory.as_mut_slice()[start..start + size];
-    if let Some(mismatch) = find_mismatch(bytes, seed) {
-        failure.get_or_insert_with(|| {
-            format!("QP {index}: a received payload's byte {} is {:#04x}, expected {:#04x}", mismatch.offset, mismatch.found, mismatch.expected)
-        });
-    }
-    bytes.fill(0);
 }
 
 #[cfg(test)]

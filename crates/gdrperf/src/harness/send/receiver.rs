@@ -1,0 +1,239 @@
+//! The receiving half of gdr-send-bw: the receives kept posted across sizes ([`ReceiveQueues`],
+//! with the `--validate` ring), and the receiver that counts, checks and reposts them during a
+//! size ([`Receiver`]). A staged receiver also copies each message in before reposting.
+
+use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
+
+use crate::error::{Error, Result};
+use crate::harness::buffers::{find_mismatch, pattern_seed, BenchBuffer};
+use crate::harness::config::StopRule;
+use crate::harness::session::Session;
+use crate::verbs::completion::opcode;
+use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RcQueuePair, WorkCompletion};
+
+use super::staged::copy_in;
+use super::{split_id, unexpected, work_request_id, SendPlan, PHASE_END, VALIDATION_RING_BYTES};
+
+/// One side's receives, posted once and kept posted for the whole run.
+pub struct ReceiveQueues {
+    queues: Vec<QueueReceives>,
+    validate: bool,
+    /// The first payload that failed its check in the current size.
+    failure: Option<String>,
+}
+
+struct QueueReceives {
+    /// Where non-validating receives land: the QP's whole benchmark buffer.
+    target: LocalSlice,
+    ring: Option<ValidationRing>,
+    slots: u32,
+}
+
+/// Host memory with one slot per posted receive. The region is declared first so that it is
+/// deregistered before the memory is freed.
+struct ValidationRing {
+    region: MemoryRegion,
+    memory: HostBuffer,
+    stride: usize,
+}
+
+impl ReceiveQueues {
+    /// Posts `rx_depth` receives per QP (with `validate`, one per slot of a ring sized for
+    /// `max_size`-byte messages).
+    pub fn post(session: &mut Session, rx_depth: u32, validate: bool, max_size: usize) -> Result<ReceiveQueues> {
+        let local = &mut session.local;
+        let queue_count = local.queue_pairs.len();
+        let mut queues = Vec::with_capacity(queue_count);
+        for index in 0..queue_count {
+            let buffer = &local.buffers[index];
+            // A staged payload is checked after the size instead (see `staged.rs`): its messages
+            // must land in the bounce buffer, to be copied in from there.
+            let use_ring = validate && !buffer.is_staged();
+            if use_ring && buffer.host_bytes().is_none() {
+                return Err(Error::Config(format!(
+                    "--validate on gdr-send-bw checks every payload in a host-memory ring, so it would not receive into \
+                     {} memory: check the data path with --mem host, or measure without --validate",
+                    buffer.kind()
+                )));
+            }
+            let target = buffer.slice(buffer.region().len());
+            let (ring, slots) = if use_ring {
+                let slots = (VALIDATION_RING_BYTES / (max_size.max(1) * queue_count)).clamp(1, rx_depth as usize);
+                let memory = HostBuffer::new(slots * max_size)?;
+                // SAFETY: the memory is stored next to the region, which is dropped first.
+                let region = unsafe {
+                    MemoryRegion::register(&local.protection_domain, memory.address(), memory.len(), "receive validation ring")?
+                };
+                (Some(ValidationRing { region, memory, stride: max_size }), slots as u32)
+            } else {
+                (None, rx_depth)
+            };
+            let queue = QueueReceives { target, ring, slots };
+            for slot in 0..queue.slots {
+                local.queue_pairs[index].post_receive(work_request_id(true, index, u64::from(slot)), queue.slot(slot))?;
+            }
+            queues.push(queue);
+        }
+        Ok(ReceiveQueues { queues, validate, failure: None })
+    }
+
+    /// Receives kept posted per QP (fewer than `-r` when a validation ring caps them).
+    pub fn depth(&self) -> u32 {
+        self.queues.first().map(|queue| queue.slots).unwrap_or(0)
+    }
+
+    /// The first failed payload check since the last call.
+    pub fn take_failure(&mut self) -> Option<String> {
+        self.failure.take()
+    }
+}
+
+impl QueueReceives {
+    fn slot(&self, slot: u32) -> LocalSlice {
+        match &self.ring {
+            Some(ring) => ring.region.slice(slot as usize * ring.stride, ring.stride),
+            None => self.target,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReceivePhase {
+    Warmup,
+    Measured,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ReceiveQueue {
+    phase: ReceivePhase,
+    /// Messages received in the current phase.
+    count: u64,
+}
+
+pub(super) struct Receiver<'q> {
+    queues: &'q mut ReceiveQueues,
+    states: Vec<ReceiveQueue>,
+    plan: SendPlan,
+    seeds: Vec<u64>,
+    clock: Option<RunClock>,
+    meter: BandwidthMeter,
+    measured_now: u64,
+}
+
+impl<'q> Receiver<'q> {
+    pub(super) fn new(plan: &SendPlan, queue_count: usize, queues: &'q mut ReceiveQueues) -> Result<Receiver<'q>> {
+        if queues.queues.len() != queue_count {
+            return Err(Error::Config("receives were posted for another number of QPs".into()));
+        }
+        let expected_events = match plan.stop {
+            StopRule::Iterations(iterations) => iterations as usize * queue_count,
+            StopRule::Duration(_) => 1 << 16,
+        };
+        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|error| Error::Config(error.to_string()))?;
+        let phase = if plan.warmup > 0 { ReceivePhase::Warmup } else { ReceivePhase::Measured };
+        queues.failure = None;
+        Ok(Receiver {
+            queues,
+            states: vec![ReceiveQueue { phase, count: 0 }; queue_count],
+            plan: *plan,
+            seeds: (0..queue_count).map(|index| pattern_seed(plan.size, index)).collect(),
+            clock: None,
+            meter,
+            measured_now: 0,
+        })
+    }
+
+    pub(super) fn done(&self) -> bool {
+        self.states.iter().all(|state| state.phase == ReceivePhase::Done)
+    }
+
+    /// One received message: check it, repost its receive, advance the phase at a phase end.
+    pub(super) fn complete(&mut self, completion: &WorkCompletion, queue_pairs: &mut [RcQueuePair], buffers: &mut [BenchBuffer]) -> Result<()> {
+        let size = self.plan.size;
+        if !completion.is_success() {
+            return Err(completion.error("receive", size));
+        }
+        let (index, slot) = split_id(completion.wr_id);
+        if index >= self.states.len() || index >= self.queues.queues.len() || completion.opcode != opcode::RECV {
+            return Err(unexpected(completion, "a receive completion"));
+        }
+        let state = &mut self.states[index];
+        if completion.byte_len as usize != size {
+            return Err(Error::Config(format!(
+                "QP {index} received a {}-byte message during the {size}-byte size (do both sides sweep the same sizes?)",
+                completion.byte_len
+            )));
+        }
+        if state.phase == ReceivePhase::Done {
+            return Err(unexpected(completion, "nothing after the phase's last message"));
+        }
+        if self.queues.validate {
+            check_slot(&mut self.queues.queues[index], &mut self.queues.failure, index, slot, size, self.seeds[index]);
+        }
+        if let Some(stager) = buffers.get_mut(index).and_then(BenchBuffer::stager) {
+            copy_in(stager, size, self.plan.stall_timeout)?;
+        }
+        let target = self.queues.queues[index].slot(slot as u32);
+        queue_pairs[index].post_receive(completion.wr_id, target)?;
+        state.count += 1;
+        if state.phase == ReceivePhase::Measured {
+            self.measured_now += 1;
+        }
+        match completion.immediate {
+            None => Ok(()),
+            Some(PHASE_END) => {
+                let expected = match (state.phase, self.plan.stop) {
+                    (ReceivePhase::Warmup, _) => Some(self.plan.warmup),
+                    (_, StopRule::Iterations(iterations)) => Some(iterations),
+                    (_, StopRule::Duration(_)) => None,
+                };
+                if let Some(expected) = expected.filter(|&expected| expected != state.count) {
+                    return Err(Error::Config(format!(
+                        "QP {index} received {} messages in a phase of {expected} (do both sides use the same -n and --warmup?)",
+                        state.count
+                    )));
+                }
+                state.phase = if state.phase == ReceivePhase::Warmup { ReceivePhase::Measured } else { ReceivePhase::Done };
+                state.count = 0;
+                Ok(())
+            }
+            Some(other) => Err(Error::Config(format!("QP {index} received immediate {other:#x}, not a gdr-send-bw sender"))),
+        }
+    }
+
+    /// The receiver's clock starts at its first measured message (time 0), as perftest's does.
+    pub(super) fn after_poll(&mut self) {
+        if self.measured_now == 0 {
+            return;
+        }
+        let nanos = match self.clock {
+            Some(clock) => clock.now_nanos(),
+            None => {
+                self.clock = Some(RunClock::start());
+                0
+            }
+        };
+        self.meter.record_completion(nanos, self.measured_now as u32);
+        self.measured_now = 0;
+    }
+
+    pub(super) fn report(self) -> Option<BandwidthReport> {
+        self.meter.report().ok()
+    }
+}
+
+/// Checks one received payload in its ring slot against the sender's pattern, then clears the
+/// slot so that a later receive which delivered nothing cannot pass on stale bytes.
+fn check_slot(queue: &mut QueueReceives, failure: &mut Option<String>, index: usize, slot: u64, size: usize, seed: u64) {
+    let Some(ring) = queue.ring.as_mut() else { return };
+    let start = slot as usize * ring.stride;
+    let bytes = &mut ring.memory.as_mut_slice()[start..start + size];
+    if let Some(mismatch) = find_mismatch(bytes, seed) {
+        failure.get_or_insert_with(|| {
+            format!("QP {index}: a received payload's byte {} is {:#04x}, expected {:#04x}", mismatch.offset, mismatch.found, mismatch.expected)
+        });
+    }
+    bytes.fill(0);
+}
+
