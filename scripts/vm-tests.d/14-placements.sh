@@ -51,6 +51,15 @@ for test in send_bw write_lat send_lat; do
     [ "$rows" = 2 ] && pass "rounds_$test: 2 rows" || fail "rounds_$test: 2 rows" "$rows rows"
 done
 
+# Staged and plain memory in one run of every two-sided test.
+for test in send_bw write_lat send_lat read_lat; do
+    binary=gdr-$(echo $test | tr _ -)
+    if run mixed_$test 0 $binary --loopback --mem host-staged,host -s 4096 -n 200 --validate --csv "$OUT/mixed_$test.csv"; then
+        pass "$test --mem host-staged,host in one run"
+    fi
+    expect_column mixed_$test "$OUT/mixed_$test.csv" mem_local "host-staged host"
+done
+
 # Lists that cannot pair up: both sides say why, in the same words.
 next_port
 gdr-write-bw -p $PORT -d rxe0,rxe0 -s 4096 -n 10 >"$OUT/rounds_mismatch_server.log" 2>&1 &
