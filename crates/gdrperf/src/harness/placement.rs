@@ -21,8 +21,11 @@ pub struct Placement {
     pub kind: MemoryKind,
     /// CUDA device index for the GPU kinds.
     pub gpu: Option<usize>,
-    /// The RDMA device (`None`: the first one listed; `auto`: nearest to the GPU).
+    /// The RDMA device (`None`: the first one listed; `auto`: nearest to `near_gpu`).
     pub device: Option<String>,
+    /// The GPU whose nearest NIC `-d auto` picks: the placement's own, or for host memory in a
+    /// run with GPUs the first of them (the host baseline then crosses the same NIC).
+    pub near_gpu: Option<usize>,
 }
 
 impl Placement {
@@ -74,19 +77,20 @@ pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> R
     for &kind in &memory.kinds {
         if on_gpu(kind) {
             for (position, &gpu) in gpus.iter().enumerate() {
-                placements.push(Placement { kind, gpu: Some(gpu), device: device_for_gpu(position)? });
+                placements.push(Placement { kind, gpu: Some(gpu), device: device_for_gpu(position)?, near_gpu: Some(gpu) });
             }
         } else if devices.is_empty() {
-            placements.push(Placement { kind, gpu: None, device: None });
+            placements.push(Placement { kind, gpu: None, device: None, near_gpu: None });
         } else {
             for device in devices {
-                if device == "auto" {
+                let near_gpu = gpus.first().copied();
+                if device == "auto" && near_gpu.is_none() {
                     return Err(Error::Config(format!(
                         "-d/--ib-dev auto picks the NIC nearest to a GPU; --mem {} has none: name the device",
                         kind.label()
                     )));
                 }
-                placements.push(Placement { kind, gpu: None, device: Some(device.clone()) });
+                placements.push(Placement { kind, gpu: None, device: Some(device.clone()), near_gpu });
             }
         }
     }
@@ -160,6 +164,11 @@ mod tests {
         assert_eq!(labels(&plan_with(&host, &["rxe0".into(), "rxe1".into()], &[]).unwrap()), ["host@rxe0", "host@rxe1"]);
         let error = plan_with(&host, &["auto".into()], &[]).unwrap_err().to_string();
         assert!(error.contains("nearest to a GPU"), "{error}");
+        // Beside GPU kinds, host memory takes the NIC nearest to the first GPU.
+        let modes = plan_with(&memory(&[MemoryKind::Host, MemoryKind::Cuda]), &["auto".into()], &[3, 1]).unwrap();
+        assert_eq!(labels(&modes), ["host@auto", "cuda:3@auto", "cuda:1@auto"]);
+        let near: Vec<Option<usize>> = modes.iter().map(|placement| placement.near_gpu).collect();
+        assert_eq!(near, [Some(3), Some(3), Some(1)]);
     }
 
     #[test]
@@ -170,7 +179,7 @@ mod tests {
         assert_eq!(pair_count(&list(4), &[]), Ok(4), "a peer without a list runs one placement");
         let error = pair_count(&list(2), &list(3)).unwrap_err();
         assert!(error.contains("list 2 and 3") && error.contains("[cuda:0, cuda:1]"), "{error}");
-        let single = [Placement { kind: MemoryKind::Host, gpu: None, device: None }];
+        let single = [Placement { kind: MemoryKind::Host, gpu: None, device: None, near_gpu: None }];
         assert_eq!(placement_for(&single, 4).label(), "host");
     }
 }

@@ -45,7 +45,7 @@ impl LocalResources {
     pub fn create(config: &BenchConfig, placement: &Placement, sizes: QueuePairSizes) -> Result<LocalResources> {
         let gpu = open_gpu(placement)?;
         let device_name = match placement.device.as_deref() {
-            Some("auto") => Some(nearest_nic(gpu.as_ref())?),
+            Some("auto") => Some(nearest_nic(placement.near_gpu)?),
             other => other.map(str::to_string),
         };
         let device = Device::open(device_name.as_deref())?;
@@ -118,14 +118,14 @@ fn open_gpu(placement: &Placement) -> Result<Option<gdrperf_cuda::Gpu>> {
     }
 }
 
-/// `--ib-dev auto`: the RDMA device closest to the run's GPU on PCIe, as `gdrperf doctor`
+/// `--ib-dev auto`: the RDMA device closest to GPU `near_gpu` on PCIe, as `gdrperf doctor`
 /// recommends it (same switch first; GPUs and NICs paired 1:1 on a DGX-like node).
-fn nearest_nic(gpu: Option<&gdrperf_cuda::Gpu>) -> Result<String> {
-    let gpu = gpu.ok_or_else(|| Error::Config("-d/--ib-dev auto picks the NIC nearest to the GPU: add --mem cuda (and --gpu)".into()))?;
-    let bus_id = gpu.info().bus_id.to_string();
+fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
+    let index = near_gpu.ok_or_else(|| Error::Config("-d/--ib-dev auto picks the NIC nearest to the GPU: add --mem cuda (and --gpu)".into()))?;
+    let bus_id = gdrperf_cuda::Cuda::load()?.gpu_info(index)?.bus_id.to_string();
     match gdrperf_doctor::recommend_nic(std::path::Path::new("/"), &bus_id) {
         Ok(Some(name)) => {
-            eprintln!("--ib-dev auto: {name} is the RDMA device nearest to GPU {} ({bus_id})", gpu.index());
+            eprintln!("--ib-dev auto: {name} is the RDMA device nearest to GPU {index} ({bus_id})");
             Ok(name)
         }
         Ok(None) => Err(Error::NoDevice { detail: "--ib-dev auto found no RDMA device in /sys/class/infiniband".into() }),
