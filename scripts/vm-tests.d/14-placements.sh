@@ -24,10 +24,10 @@ check_bw_csv rounds_loopback "$OUT/rounds.csv" 2 pass
 expect_column rounds_loopback "$OUT/rounds.csv" mem_local "host host-staged"
 expect_column rounds_loopback "$OUT/rounds.csv" mem_remote "host host-staged"
 expect_in rounds_loopback "Placements            : 2 in turn: local [host, host-staged]"
-if grep -q '"sections"' "$OUT/rounds.json" && grep -q '"placements"' "$OUT/rounds.json"; then
-    pass "rounds_loopback: json keeps the second placement's metadata"
+if grep -q '"sections"' "$OUT/rounds.json" && grep -q '"placements"' "$OUT/rounds.json" && grep -q '"status": "complete"' "$OUT/rounds.json"; then
+    pass "rounds_loopback: json keeps the second placement's metadata and says the run completed"
 else
-    fail "rounds_loopback: json keeps the second placement's metadata" "$(head -c 300 "$OUT/rounds.json")"
+    fail "rounds_loopback: json keeps the second placement's metadata and says the run completed" "$(head -c 300 "$OUT/rounds.json")"
 fi
 
 # A server with one placement serves each of the client's in turn; each side chooses its own.
@@ -112,7 +112,7 @@ run lanes_one_side 2 gdr-write-bw -p $PORT --concurrent -d rxe0,rxe0 -s 4096 -n 
 wait $server
 
 # Ctrl-C in a concurrent sweep: exit 130, every lane stops, finished sizes kept with their aggregate.
-gdr-write-bw --loopback --concurrent -d rxe0,rxe0 -a -D 1 --warmup 4 --csv "$OUT/lanes_int.csv" >"$OUT/lanes_int.log" 2>&1 &
+gdr-write-bw --loopback --concurrent -d rxe0,rxe0 -a -D 1 --warmup 4 --csv "$OUT/lanes_int.csv" --json "$OUT/lanes_int.json" >"$OUT/lanes_int.log" 2>&1 &
 pid=$!
 waited=0
 while [ "$(column "$OUT/lanes_int.csv" lane 2>/dev/null | grep -c all)" -lt 2 ] && [ $waited -lt 300 ]; do sleep 0.2; waited=$((waited + 1)); done
@@ -130,5 +130,10 @@ else
         pass "lanes_int: csv keeps $all finished sizes with their lanes"
     else
         fail "lanes_int: csv keeps finished sizes" "$all aggregate rows, $lanes lane rows"
+    fi
+    if grep -q '"status": "interrupted"' "$OUT/lanes_int.json" && grep -q 'stopped by SIGINT' "$OUT/lanes_int.json"; then
+        pass "lanes_int: json says the run was interrupted"
+    else
+        fail "lanes_int: json says the run was interrupted" "$(tail -8 "$OUT/lanes_int.json")"
     fi
 fi

@@ -76,6 +76,11 @@ if wait_rows "$OUT/kill_server.csv" 4; then
     expect_in kill_server "peer 127.0.0.1:$PORT closed the connection"
     if grep -qE "at [0-9]+ bytes with peer" "$OUT/kill_server.log"; then pass "kill_server: names the size"; else fail "kill_server: names the size" "$(tail -3 "$OUT/kill_server.log")"; fi
     csv_intact kill_server "$OUT/kill_server.csv" 4
+    if grep -q '"status": "failed"' "$OUT/kill_server.json" && grep -q 'closed the connection' "$OUT/kill_server.json"; then
+        pass "kill_server: json records the failure"
+    else
+        fail "kill_server: json records the failure" "$(tail -8 "$OUT/kill_server.json")"
+    fi
 else
     fail "kill_server: sweep started" "$(tail -5 "$OUT/kill_server.log")"; kill -9 $server $client
 fi
@@ -116,6 +121,7 @@ if wait_rows "$OUT/sigint.csv" 4; then
     else
         fail "sigint: csv and json hold the finished sizes" "message says '$finished', csv $(rows "$OUT/sigint.csv"), json $json_rows"
     fi
+    grep -q '"status": "interrupted"' "$OUT/sigint.json" && pass "sigint: json says interrupted" || fail "sigint: json says interrupted" "$(tail -8 "$OUT/sigint.json")"
     wait_exit $server 10; check_status sigint_server 2 "$OUT/sigint_server.log"
     expect_in sigint_server "the client was stopped by SIGINT"
 else
@@ -295,7 +301,7 @@ if command -v nc >/dev/null; then
     server=$!
     sleep 1
     # A proof with a made-up tag, framed as the protocol wants (4-byte length, JSON).
-    body='{"Proof":{"version":2,"nonce":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"tag":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}'
+    body='{"Proof":{"version":3,"nonce":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"tag":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}'
     { printf "\\000\\000\\000\\$(printf %o ${#body})"; printf %s "$body"; sleep 2; } | nc 127.0.0.1 $PORT >"$OUT/stranger.bin" 2>&1
     wait_exit $server 10; check_status stranger_server 2 "$OUT/stranger_server.log"
     if grep -q '"Challenge"' "$OUT/stranger.bin" && grep -q "wrong token" "$OUT/stranger.bin" && ! grep -qi 'rkey\|"Hello"' "$OUT/stranger.bin"; then

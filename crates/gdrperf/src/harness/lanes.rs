@@ -25,7 +25,7 @@ use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition}
 use crate::harness::placement::{placement_for, Placement};
 use crate::harness::session::{LocalResources, Session};
 use crate::harness::sweep::{self,
-    agree_on_count, check_thresholds, greeting, lead_size, metadata, progress_bar, row_context, Benchmark, RunOutcome,
+    agree_on_count, check_thresholds, finish_outputs, greeting, lead_size, metadata, progress_bar, row_context, Benchmark, RunOutcome,
 };
 use crate::output::Outputs;
 
@@ -190,11 +190,16 @@ pub(crate) fn drive<B: Benchmark>(
         Ok(threads.into_iter().map(|thread| thread.join().unwrap_or_else(|_| Err(panicked()))).collect())
     })?;
     progress.finish_and_clear();
+    // The first lane's error, else the first lane's interruption.
+    let mut concluded: Result<Option<Interruption>> = Ok(None);
     for (lane, result) in lane_results.into_iter().enumerate() {
-        let interrupted = result.map_err(|error| Error::Config(format!("lane {lane}: {error}")))?;
-        outcome.interrupted = outcome.interrupted.or(interrupted);
+        match (result, &concluded) {
+            (Err(error), Ok(_)) => concluded = Err(Error::Config(format!("lane {lane}: {error}"))),
+            (Ok(Some(stop)), Ok(None)) => concluded = Ok(Some(stop)),
+            _ => {}
+        }
     }
-    Ok(outcome)
+    finish_outputs(&mut outputs, outcome, concluded)
 }
 
 fn connect_lane<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], lane: usize) -> Result<Session> {

@@ -75,6 +75,38 @@ pub struct RunOutcome {
     pub threshold_failures: Vec<String>,
 }
 
+impl RunOutcome {
+    /// How the run ended, for the JSON file: `status` is "complete", "interrupted" or "failed".
+    pub fn summary(&self, error: Option<&Error>) -> serde_json::Value {
+        let status = match (error, &self.interrupted) {
+            (Some(_), _) => "failed",
+            (None, Some(_)) => "interrupted",
+            (None, None) => "complete",
+        };
+        serde_json::json!({
+            "status": status,
+            "interrupted": self.interrupted.as_ref().map(ToString::to_string),
+            "error": error.map(ToString::to_string),
+            "validation_failures": self.validation_failures,
+            "threshold_failures": self.threshold_failures,
+        })
+    }
+}
+
+/// Ends the client's run: the outcome goes into the files (a failure to write it is reported,
+/// not allowed to hide the run's own result), then the run's result is returned.
+pub(crate) fn finish_outputs<R: Row + 'static>(
+    outputs: &mut Outputs<R>, mut outcome: RunOutcome, concluded: Result<Option<Interruption>>,
+) -> Result<RunOutcome> {
+    if let Ok(interrupted) = &concluded {
+        outcome.interrupted = outcome.interrupted.take().or_else(|| interrupted.clone());
+    }
+    if let Err(error) = outputs.finish(&outcome.summary(concluded.as_ref().err())) {
+        eprintln!("gdrperf: could not record how the run ended: {error}");
+    }
+    concluded.map(|_| outcome)
+}
+
 /// Runs `benchmark` as `config` says. The only entry point a bench binary calls.
 pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutcome> {
     // Signals are taken over only once connected: until then Ctrl-C simply ends the process,
@@ -324,8 +356,8 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placem
         Ok(())
     })();
     progress.finish_and_clear();
-    outcome.interrupted = conclude(&mut session, result, &position, "client")?;
-    Ok(outcome)
+    let concluded = conclude(&mut session, result, &position, "client");
+    finish_outputs(&mut outputs, outcome, concluded)
 }
 
 /// The FAIL lines of one row against the acceptance thresholds (empty when none are set).

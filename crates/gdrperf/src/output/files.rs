@@ -37,23 +37,26 @@ impl<R: Row> Exporter<R> for CsvFile {
     }
 }
 
-/// `{"metadata": {...}, "results": [...]}`, rewritten whole (through a temporary file and a
-/// rename, so a reader never sees half a document) each time a size completes.
+/// `{"metadata": {...}, "results": [...], "outcome": {...}}`, rewritten whole (through a
+/// temporary file and a rename, so a reader never sees half a document) each time a size
+/// completes. `outcome` stays null until the run ends: null in a finished file means the process
+/// died before it could say how the run ended.
 pub struct JsonFile {
     path: PathBuf,
     metadata: serde_json::Value,
     results: Vec<serde_json::Value>,
+    outcome: serde_json::Value,
 }
 
 impl JsonFile {
     pub fn create(path: &Path) -> Result<JsonFile> {
-        let file = JsonFile { path: path.to_path_buf(), metadata: serde_json::json!({}), results: Vec::new() };
+        let file = JsonFile { path: path.to_path_buf(), metadata: serde_json::json!({}), results: Vec::new(), outcome: serde_json::Value::Null };
         file.rewrite()?;
         Ok(file)
     }
 
     fn rewrite(&self) -> Result<()> {
-        let document = serde_json::json!({ "metadata": self.metadata, "results": self.results });
+        let document = serde_json::json!({ "metadata": self.metadata, "results": self.results, "outcome": self.outcome });
         let mut temporary = self.path.clone().into_os_string();
         temporary.push(".partial");
         let temporary = PathBuf::from(temporary);
@@ -79,6 +82,11 @@ impl<R: Row> Exporter<R> for JsonFile {
                 list.push(metadata.clone());
             }
         }
+        self.rewrite()
+    }
+
+    fn finish(&mut self, outcome: &serde_json::Value) -> Result<()> {
+        self.outcome = outcome.clone();
         self.rewrite()
     }
 

@@ -37,6 +37,10 @@ pub trait Exporter<R: Row> {
     fn section(&mut self, _metadata: &serde_json::Value) -> Result<()> {
         Ok(())
     }
+    /// The run ended (completed, stopped by a signal, or failed): how, for the files' readers.
+    fn finish(&mut self, _outcome: &serde_json::Value) -> Result<()> {
+        Ok(())
+    }
     /// One size is done.
     fn write_row(&mut self, row: &R) -> Result<()>;
 }
@@ -68,6 +72,10 @@ impl<R: Row + 'static> Outputs<R> {
 
     pub fn section(&mut self, metadata: &serde_json::Value) -> Result<()> {
         self.exporters.iter_mut().try_for_each(|exporter| exporter.section(metadata))
+    }
+
+    pub fn finish(&mut self, outcome: &serde_json::Value) -> Result<()> {
+        self.exporters.iter_mut().try_for_each(|exporter| exporter.finish(outcome))
     }
 
     pub fn write_row(&mut self, row: &R) -> Result<()> {
