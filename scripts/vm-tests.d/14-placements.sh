@@ -137,3 +137,11 @@ else
         fail "lanes_int: json says the run was interrupted" "$(tail -8 "$OUT/lanes_int.json")"
     fi
 fi
+
+# --- the worked example of lanes: several threads, each with its own NIC context, QPs, buffers ---
+if run example_several_gpus 0 target/release/examples/several_gpus --host 3 rxe0; then
+    pass "examples/several_gpus runs three lanes at once (host memory here)"
+fi
+expect_in example_several_gpus "lane 2: host memory via rxe0"
+expect_in example_several_gpus "data checked"
+run example_several_gpus_bad 1 target/release/examples/several_gpus --host 2 nosuch && expect_in example_several_gpus_bad "lane 0: RDMA device 'nosuch' not found"
