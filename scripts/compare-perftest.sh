@@ -3,7 +3,8 @@
 #   scripts/compare-perftest.sh write_bw send_bw read_lat write_lat send_lat
 # On the host it boots the Soft-RoCE VM (scripts/softroce.sh) and runs itself inside; inside the
 # VM it runs each tool 3 times per size, alternating, and writes
-# results/softroce/<test>-vs-perftest.csv, headed by '#' lines with the command, machine and date:
+# results/softroce/<test>-vs-perftest.csv, headed by '#' lines with the command, machine, date and
+# the host's load average when it started (other QEMU VMs on the host slow every figure):
 # - bandwidth tests: size, perftest MiB/s, gdrperf MiB/s (sender's average), ratio gdrperf/perftest
 #   (>= 1 is as fast or faster);
 # - latency tests: size, perftest t_typical, gdrperf t_typical (median) in microseconds, ratio
@@ -18,7 +19,9 @@ cd "$(dirname "$0")/.."
 if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
     [ $# -ge 1 ] || { echo "usage: $0 TEST... (write_bw send_bw read_lat write_lat send_lat)" >&2; exit 2; }
     cargo build --release --bins --quiet
-    exec scripts/softroce.sh run --timeout 1500 -- "sh scripts/compare-perftest.sh $*"
+    # The VM cannot see the host's load, which moves every timing under TCG: hand it in.
+    load=$(cut -d' ' -f1-3 /proc/loadavg)
+    exec scripts/softroce.sh run --timeout 1500 -- "GDRPERF_HOST_LOAD='$load' sh scripts/compare-perftest.sh $*"
 fi
 
 SIZES="4096 65536 1048576"
@@ -122,7 +125,7 @@ compare() {
     {
         echo "# command: scripts/compare-perftest.sh $test (sizes $sizes; $settings; $ROUNDS alternating runs, medians; ratio = gdrperf / perftest)"
         echo "# machine: Soft-RoCE rxe0 on lo in a QEMU TCG VM ($(nproc) vCPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)), kernel $(uname -r), $(ib_write_bw --version 2>/dev/null | head -1 || echo perftest)"
-        echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ); host load average (1/5/15 min) at the start: ${GDRPERF_HOST_LOAD:-unknown}"
         echo "$columns"
     } >"$out"
     for size in $sizes; do

@@ -47,7 +47,7 @@ pub mod units;
 
 pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, CompletionWindow};
 pub use clock::RunClock;
-pub use sample_clock::{ClockSource, SampleClock};
+pub use sample_clock::{ClockSource, SampleClock, Stamp};
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{
     read_v2_histogram, write_percentile_distribution, write_raw_samples, write_v2_histogram,

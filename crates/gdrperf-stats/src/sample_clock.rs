@@ -10,7 +10,11 @@
 //! monotonic clock, agrees with itself; otherwise it falls back to `Instant::now()`.
 //!
 //! It hands out `Instant`s (origin + cycles x ns/cycle, plain arithmetic), so the bookkeeping
-//! around samples (stop rule, interval log) is unchanged whichever source runs.
+//! around samples (stop rule, interval log) is unchanged whichever source runs. A timed loop
+//! takes a raw [`Stamp`] instead ([`SampleClock::stamp`]: the bare RDTSC, as perftest's
+//! `get_cycles`) and converts it after the sample has ended ([`SampleClock::instant`]): the
+//! conversion (a floating-point multiply and a 64-bit division, both emulated helpers under QEMU
+//! TCG, 100 ns and more there) would otherwise sit inside the interval, after the start read.
 
 use std::time::{Duration, Instant};
 
@@ -38,6 +42,12 @@ const CALIBRATION_WINDOW: Duration = Duration::from_millis(10);
 /// The two measured rates must agree this closely for the TSC to be trusted.
 const CALIBRATION_AGREEMENT: f64 = 0.002;
 
+/// A raw clock reading, to be turned into an `Instant` by the [`SampleClock`] that took it once
+/// the timed interval is over. Cycles since the clock's origin (TSC), or nanoseconds since it
+/// (monotonic clock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp(u64);
+
 impl SampleClock {
     /// The TSC when it is invariant and calibrates consistently, else the monotonic clock.
     /// Takes 30 to 40 ms (the calibration windows) on x86-64.
@@ -64,12 +74,25 @@ impl SampleClock {
     /// Now, as an `Instant`.
     #[inline]
     pub fn now(&self) -> Instant {
+        self.instant(self.stamp())
+    }
+
+    /// Now, raw: the cheapest read there is (RDTSC alone on the TSC). Convert it with
+    /// [`SampleClock::instant`] outside the timed interval.
+    #[inline]
+    pub fn stamp(&self) -> Stamp {
         match self.source {
-            ClockSource::Monotonic => Instant::now(),
-            ClockSource::Tsc { nanos_per_cycle } => {
-                let cycles = read_cycles().wrapping_sub(self.origin_cycles);
-                self.origin + Duration::from_nanos((cycles as f64 * nanos_per_cycle) as u64)
-            }
+            ClockSource::Monotonic => Stamp(nanos(self.origin.elapsed())),
+            ClockSource::Tsc { .. } => Stamp(read_cycles().wrapping_sub(self.origin_cycles)),
+        }
+    }
+
+    /// The `Instant` of a stamp this clock took.
+    #[inline]
+    pub fn instant(&self, stamp: Stamp) -> Instant {
+        match self.source {
+            ClockSource::Monotonic => self.origin + Duration::from_nanos(stamp.0),
+            ClockSource::Tsc { nanos_per_cycle } => self.origin + Duration::from_nanos((stamp.0 as f64 * nanos_per_cycle) as u64),
         }
     }
 }
@@ -78,6 +101,10 @@ impl Default for SampleClock {
     fn default() -> Self {
         SampleClock::new()
     }
+}
+
+fn nanos(duration: Duration) -> u64 {
+    duration.as_secs().saturating_mul(1_000_000_000).saturating_add(u64::from(duration.subsec_nanos()))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -144,6 +171,15 @@ mod tests {
             let (measured, expected) = (clock.now() - before, reference.elapsed());
             let error = (measured.as_secs_f64() - expected.as_secs_f64()).abs() / expected.as_secs_f64();
             assert!(error < 0.05, "{:?}: measured {measured:?} over {expected:?}", clock.source());
+        }
+    }
+
+    #[test]
+    fn stamps_convert_to_the_instants_now_gives() {
+        for clock in [SampleClock::new(), SampleClock::monotonic()] {
+            let (before, stamp, after) = (clock.now(), clock.stamp(), clock.now());
+            let instant = clock.instant(stamp);
+            assert!(before <= instant && instant <= after, "{:?}: {before:?} {instant:?} {after:?}", clock.source());
         }
     }
 

@@ -16,8 +16,8 @@
 //! always completes a receive.
 //!
 //! A sample runs from just before the post to the moment the arrival is seen: recording, the
-//! reposting of receives and the reaping of send completions happen outside it, and nothing in
-//! the loop allocates (the recorder reserves everything up front, polling goes through the
+//! reposting of receives and the reaping of send completions happen outside it, the clock is
+//! read raw at both ends and converted afterwards, and nothing in the loop allocates (the recorder reserves everything up front, polling goes through the
 //! completion queue's preallocated array).
 //!
 //! The client ends a size with a STOP message (a marker byte, or an immediate value), so the
@@ -239,18 +239,18 @@ pub fn ping_pong_initiator(
         if let Some(byte) = byte {
             byte.set(client_marker(sequence));
         }
-        let start = clock.now();
+        let start = clock.stamp();
         wire.post(transport.message(sequence, remote))?;
         match wire.wait_arrival(transport, byte, sequence, server_marker(sequence))? {
             Arrival::Message => {}
             Arrival::Stop => return Err(protocol("the server sent STOP, which only the client may send")),
         }
-        let end = clock.now();
+        let end = clock.stamp();
         if transport.uses_receives() {
             wire.repost()?;
         }
         sequence += 1;
-        if samples.record(start, end, RoundTrip::Halved)? == Continue::Stop || wire.stop_requested() {
+        if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Halved)? == Continue::Stop || wire.stop_requested() {
             break;
         }
     }
@@ -305,11 +305,11 @@ pub fn read_latency(session: &mut Session, plan: &LatencyPlan, sink: Option<&mut
     let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };
     loop {
         wire.make_room()?;
-        let start = clock.now();
+        let start = clock.stamp();
         wire.post(read)?;
         wire.drain()?;
-        let end = clock.now();
-        if samples.record(start, end, RoundTrip::Whole)? == Continue::Stop || wire.stop_requested() {
+        let end = clock.stamp();
+        if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Whole)? == Continue::Stop || wire.stop_requested() {
             break;
         }
     }

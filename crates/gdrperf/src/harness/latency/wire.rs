@@ -194,12 +194,21 @@ impl<'a> Wire<'a> {
     }
 
     /// One turn of a wait: cheap, except every few thousand turns, when it looks at the clock
-    /// (stall), the control channel (a peer that died or gave up) and the stop flag.
-    #[inline]
+    /// (stall), the control channel (a peer that died or gave up) and the stop flag. The cheap
+    /// part is forced inline: a wait spins on it, and a call and return per spin (under QEMU TCG,
+    /// two translation-block lookups) would lengthen the spin and so the time to see an arrival.
+    #[inline(always)]
     fn tick(&mut self, patience: &mut Patience, during: &str) -> Result<()> {
         if !patience.due() {
             return Ok(());
         }
+        self.look_around(patience, during)
+    }
+
+    /// The rare part of [`Wire::tick`].
+    #[cold]
+    #[inline(never)]
+    fn look_around(&mut self, patience: &mut Patience, during: &str) -> Result<()> {
         patience.check_deadline(during, self.size)?;
         self.control.check_peer()?;
         match self.control.stop_requested() {
@@ -290,7 +299,7 @@ impl Patience {
     }
 
     /// Counts a spin; true every few thousand.
-    #[inline]
+    #[inline(always)]
     fn due(&mut self) -> bool {
         self.spins = self.spins.wrapping_add(1);
         self.spins.is_multiple_of(4096)
