@@ -15,10 +15,10 @@
 
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
-use gdrperf::harness::buffers::{check_received, copy_time, pattern_seed};
+use gdrperf::harness::buffers::copy_time;
 use gdrperf::harness::latency::{
-    ping_pong_initiator, ping_pong_responder, prepare_ping_pong, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
-    PostedReceives, PING_PONG_RECEIVES,
+    ping_pong_initiator, ping_pong_responder, check_ping_pong, ping_pong_buffer_len, prepare_ping_pong, prepare_ping_pong_check, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
+    PING_PONG_RECEIVES,
 };
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
@@ -38,7 +38,6 @@ struct SendLatency {
     common: BenchConfig,
     latency: LatencyConfig,
     files: Option<LatencyFiles>,
-    receives: PostedReceives,
 }
 
 impl Benchmark for SendLatency {
@@ -46,6 +45,10 @@ impl Benchmark for SendLatency {
     const TITLE: &'static str = "Send Latency Test";
     type Report = LatencyFigures;
     type Row = LatencyRow;
+
+    fn buffer_len(&self, largest_message: usize) -> usize {
+        ping_pong_buffer_len(largest_message)
+    }
 
     fn queue_sizes(&self) -> QueuePairSizes {
         QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: PING_PONG_RECEIVES, max_inline: self.latency.inline_size }
@@ -68,13 +71,9 @@ impl Benchmark for SendLatency {
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
         if self.common.validate {
-            let buffer = &mut session.local.buffers[0];
-            match session.side.is_client() {
-                true => buffer.fill_pattern(size, pattern_seed(size, 0))?,
-                false => buffer.clear(size)?,
-            }
+            prepare_ping_pong_check(session, size)?;
         }
-        prepare_ping_pong(session, PingPong::Send, size, &self.receives)
+        prepare_ping_pong(session, PingPong::Send, size)
     }
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
@@ -103,7 +102,7 @@ impl Benchmark for SendLatency {
         if !self.common.validate {
             return Ok(None);
         }
-        check_received(&mut session.local.buffers[..1], size, size)
+        check_ping_pong(session, size, size)
     }
 
     fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {
@@ -118,6 +117,6 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
         let (common, latency, files) = latency_setup(&cli.common, &cli.latency, LatencyTest::Send, "send_lat")?;
-        harness::run(&common.clone(), &SendLatency { common, latency, files, receives: PostedReceives })
+        harness::run(&common.clone(), &SendLatency { common, latency, files })
     })
 }

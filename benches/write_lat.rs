@@ -17,10 +17,10 @@
 
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
-use gdrperf::harness::buffers::{check_received, copy_time, pattern_seed};
+use gdrperf::harness::buffers::copy_time;
 use gdrperf::harness::latency::{
-    ping_pong_initiator, ping_pong_responder, prepare_ping_pong, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
-    PostedReceives, PING_PONG_RECEIVES,
+    ping_pong_initiator, ping_pong_responder, check_ping_pong, ping_pong_buffer_len, prepare_ping_pong, prepare_ping_pong_check, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
+    PING_PONG_RECEIVES,
 };
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
@@ -40,7 +40,6 @@ struct WriteLatency {
     common: BenchConfig,
     latency: LatencyConfig,
     files: Option<LatencyFiles>,
-    receives: PostedReceives,
 }
 
 impl WriteLatency {
@@ -75,6 +74,10 @@ impl Benchmark for WriteLatency {
     type Report = LatencyFigures;
     type Row = LatencyRow;
 
+    fn buffer_len(&self, largest_message: usize) -> usize {
+        ping_pong_buffer_len(largest_message)
+    }
+
     fn queue_sizes(&self) -> QueuePairSizes {
         QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: PING_PONG_RECEIVES, max_inline: self.latency.inline_size }
     }
@@ -97,14 +100,10 @@ impl Benchmark for WriteLatency {
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
         if self.common.validate {
-            let buffer = &mut session.local.buffers[0];
-            match session.side.is_client() {
-                true => buffer.fill_pattern(size, pattern_seed(size, 0))?,
-                false => buffer.clear(size)?,
-            }
+            prepare_ping_pong_check(session, size)?;
         }
         let transport = self.transport(session);
-        prepare_ping_pong(session, transport, size, &self.receives)
+        prepare_ping_pong(session, transport, size)
     }
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
@@ -135,7 +134,7 @@ impl Benchmark for WriteLatency {
             return Ok(None);
         }
         let len = self.checked_len(session, size);
-        check_received(&mut session.local.buffers[..1], size, len)
+        check_ping_pong(session, size, len)
     }
 
     fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {
@@ -152,6 +151,6 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
         let (common, latency, files) = latency_setup(&cli.common, &cli.latency, LatencyTest::Write, "write_lat")?;
-        harness::run(&common.clone(), &WriteLatency { common, latency, files, receives: PostedReceives })
+        harness::run(&common.clone(), &WriteLatency { common, latency, files })
     })
 }

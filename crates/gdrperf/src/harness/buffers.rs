@@ -5,6 +5,7 @@
 //! GPU memory (registered through dma-buf or nvidia-peermem) and staged copies plug in here as
 //! further kinds of [`Storage`], so that nothing above this file needs to know the difference.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use gdrperf_cuda::{DmaBuf, Gpu, GpuBuffer};
@@ -152,18 +153,23 @@ impl BenchBuffer {
 
     /// Writes the pattern of `seed` into the first `len` bytes (the source of a checked transfer).
     pub fn fill_pattern(&mut self, len: usize, seed: u64) -> Result<()> {
+        self.fill_pattern_at(0..len, seed)
+    }
+
+    /// Writes the pattern of `seed` into `range`, the pattern's first byte at `range.start`.
+    pub fn fill_pattern_at(&mut self, range: Range<usize>, seed: u64) -> Result<()> {
         match &mut self.storage {
-            Storage::Host(memory) => fill_pattern(&mut memory.as_mut_slice()[..len], seed),
+            Storage::Host(memory) => fill_pattern(&mut memory.as_mut_slice()[range], seed),
             // The pattern is made on the host and copied up: validation is not timed.
             Storage::Gpu { memory, .. } => {
-                let mut pattern = vec![0u8; len];
+                let mut pattern = vec![0u8; range.len()];
                 fill_pattern(&mut pattern, seed);
-                memory.write(0, &pattern)?;
+                memory.write(range.start, &pattern)?;
             }
             Storage::Staged { stager, .. } => {
-                let mut pattern = vec![0u8; len];
+                let mut pattern = vec![0u8; range.len()];
                 fill_pattern(&mut pattern, seed);
-                stager.write_payload(&pattern)?;
+                stager.write_payload_at(range.start, &pattern)?;
             }
         }
         Ok(())
@@ -172,22 +178,33 @@ impl BenchBuffer {
     /// Zeroes the first `len` bytes (the destination, so stale data from an earlier size or run
     /// cannot pass the check).
     pub fn clear(&mut self, len: usize) -> Result<()> {
+        self.clear_at(0..len)
+    }
+
+    /// Zeroes `range`.
+    pub fn clear_at(&mut self, range: Range<usize>) -> Result<()> {
         match &mut self.storage {
-            Storage::Host(memory) => memory.as_mut_slice()[..len].fill(0),
-            Storage::Gpu { memory, .. } => memory.write(0, &vec![0u8; len])?,
-            Storage::Staged { stager, .. } => stager.write_payload(&vec![0u8; len])?,
+            Storage::Host(memory) => memory.as_mut_slice()[range].fill(0),
+            Storage::Gpu { memory, .. } => memory.write(range.start, &vec![0u8; range.len()])?,
+            Storage::Staged { stager, .. } => stager.write_payload_at(range.start, &vec![0u8; range.len()])?,
         }
         Ok(())
     }
 
     /// Checks the first `len` bytes against the pattern of `seed`.
     pub fn check_pattern(&mut self, len: usize, seed: u64) -> Result<Option<Mismatch>> {
+        self.check_pattern_at(0..len, seed)
+    }
+
+    /// Checks `range` against the pattern of `seed` starting at `range.start`; a mismatch's
+    /// offset counts from `range.start`.
+    pub fn check_pattern_at(&mut self, range: Range<usize>, seed: u64) -> Result<Option<Mismatch>> {
         Ok(match &mut self.storage {
-            Storage::Host(memory) => find_mismatch(&memory.as_slice()[..len], seed),
+            Storage::Host(memory) => find_mismatch(&memory.as_slice()[range], seed),
             // Copied down to the host after the run, then checked (SYNC_MEMOPS is set on the
             // allocation, so the copy sees everything the NIC wrote before the completion).
-            Storage::Gpu { memory, .. } => find_mismatch(&memory.read(0..len)?, seed),
-            Storage::Staged { stager, .. } => find_mismatch(&stager.read_payload(len)?, seed),
+            Storage::Gpu { memory, .. } => find_mismatch(&memory.read(range)?, seed),
+            Storage::Staged { stager, .. } => find_mismatch(&stager.read_payload_range(range)?, seed),
         })
     }
 
@@ -210,11 +227,18 @@ pub fn copy_time(buffers: &mut [BenchBuffer]) -> std::time::Duration {
 /// Checks the first `len` bytes of each buffer against the pattern a `size`-byte message of its
 /// QP carries; says where the first one differs ("QP 1: byte 17 is 0x00, expected 0x5b").
 pub fn check_received(buffers: &mut [BenchBuffer], size: usize, len: usize) -> Result<Option<String>> {
+    check_received_at(buffers, size, 0..len)
+}
+
+/// [`check_received`] over `range` of each buffer (the pattern starts at `range.start`).
+pub fn check_received_at(buffers: &mut [BenchBuffer], size: usize, range: Range<usize>) -> Result<Option<String>> {
     for (index, buffer) in buffers.iter_mut().enumerate() {
-        if let Some(mismatch) = buffer.check_pattern(len, pattern_seed(size, index))? {
+        if let Some(mismatch) = buffer.check_pattern_at(range.clone(), pattern_seed(size, index))? {
             return Ok(Some(format!(
                 "QP {index}: byte {} is {:#04x}, expected {:#04x}",
-                mismatch.offset, mismatch.found, mismatch.expected
+                range.start + mismatch.offset,
+                mismatch.found,
+                mismatch.expected
             )));
         }
     }

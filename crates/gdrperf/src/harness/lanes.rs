@@ -23,9 +23,9 @@ use crate::exchange::TurnAway;
 use crate::harness::config::BenchConfig;
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
 use crate::harness::placement::{placement_for, Placement};
-use crate::harness::session::{LocalResources, Session};
+use crate::harness::session::Session;
 use crate::harness::sweep::{self,
-    agree_on_count, check_thresholds, finish_outputs, greeting, lead_size, metadata, progress_bar, row_context, Benchmark, RunOutcome,
+    agree_on_count, check_thresholds, create_local, finish_outputs, greeting, lead_size, metadata, progress_bar, row_context, Benchmark, RunOutcome,
 };
 use crate::output::Outputs;
 
@@ -71,7 +71,7 @@ fn session_placement<'a>(placements: &'a [Placement], session: &Session) -> &'a 
 fn accept_lane<B: Benchmark>(
     config: &BenchConfig, benchmark: &B, placements: &[Placement], listener: &TcpListener, lane: usize, client_host: &str,
 ) -> Result<Session> {
-    let local = LocalResources::create(config, placement_for(placements, lane), benchmark.queue_sizes())?;
+    let local = create_local(config, benchmark, placement_for(placements, lane))?;
     let mut session = Session::connect(config, local, Some(listener), &greeting(benchmark, placements, lane as u32))?;
     let (host, number) = (peer_host(session.control.peer()).to_string(), session.peer.lane as usize);
     let wrong = if host != client_host {
@@ -203,7 +203,7 @@ pub(crate) fn drive<B: Benchmark>(
 }
 
 fn connect_lane<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], lane: usize) -> Result<Session> {
-    let local = LocalResources::create(config, placement_for(placements, lane), benchmark.queue_sizes())?;
+    let local = create_local(config, benchmark, placement_for(placements, lane))?;
     Session::connect(config, local, None, &greeting(benchmark, placements, lane as u32))
 }
 

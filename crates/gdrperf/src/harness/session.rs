@@ -42,7 +42,7 @@ impl LocalResources {
     ///
     /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
     /// being set up, and its message says more than a later registration failure would.
-    pub fn create(config: &BenchConfig, placement: &Placement, sizes: QueuePairSizes) -> Result<LocalResources> {
+    pub fn create(config: &BenchConfig, placement: &Placement, sizes: QueuePairSizes, buffer_len: usize) -> Result<LocalResources> {
         let gpu = open_gpu(placement)?;
         let device_name = match placement.device.as_deref() {
             Some("auto") => Some(nearest_nic(placement.near_gpu)?),
@@ -59,7 +59,7 @@ impl LocalResources {
         let mut buffers = Vec::new();
         for _ in 0..config.qps {
             queue_pairs.push(RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?);
-            let len = config.max_size();
+            let len = buffer_len;
             buffers.push(match (placement.kind, &gpu) {
                 (MemoryKind::Cuda, Some(gpu)) => BenchBuffer::gpu(&protection_domain, gpu, len, config.memory.gdr)?,
                 (MemoryKind::CudaStaged, Some(gpu)) => {

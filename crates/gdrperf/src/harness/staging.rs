@@ -36,10 +36,18 @@ pub trait Stager: Send {
     fn finish(&mut self) -> Result<()>;
     /// Time spent copying so far (the caller-observed time of each copy, summed).
     fn copy_time(&self) -> Duration;
-    /// Writes `bytes` into the payload at offset 0 (untimed: validation).
-    fn write_payload(&mut self, bytes: &[u8]) -> Result<()>;
-    /// Reads the first `len` payload bytes (untimed: validation).
-    fn read_payload(&mut self, len: usize) -> Result<Vec<u8>>;
+    /// Writes `bytes` into the payload at `offset` (untimed: validation).
+    fn write_payload_at(&mut self, offset: usize, bytes: &[u8]) -> Result<()>;
+    /// Reads `range` of the payload (untimed: validation).
+    fn read_payload_range(&mut self, range: Range<usize>) -> Result<Vec<u8>>;
+    /// Writes `bytes` into the payload at offset 0.
+    fn write_payload(&mut self, bytes: &[u8]) -> Result<()> {
+        self.write_payload_at(0, bytes)
+    }
+    /// Reads the first `len` payload bytes.
+    fn read_payload(&mut self, len: usize) -> Result<Vec<u8>> {
+        self.read_payload_range(0..len)
+    }
     /// What the payload is, for headers ("GPU 0 NVIDIA H200 (0000:17:00.0)", "host").
     fn describe(&self) -> String;
     /// The GPU index, if the payload is on one.
@@ -128,14 +136,14 @@ impl Stager for CudaStager {
         self.copy_time
     }
 
-    fn write_payload(&mut self, bytes: &[u8]) -> Result<()> {
+    fn write_payload_at(&mut self, offset: usize, bytes: &[u8]) -> Result<()> {
         self.finish()?;
-        Ok(self.buffer.device_mut()?.write(0, bytes)?)
+        Ok(self.buffer.device_mut()?.write(offset, bytes)?)
     }
 
-    fn read_payload(&mut self, len: usize) -> Result<Vec<u8>> {
+    fn read_payload_range(&mut self, range: Range<usize>) -> Result<Vec<u8>> {
         self.finish()?;
-        Ok(self.buffer.device().read(0..len)?)
+        Ok(self.buffer.device().read(range)?)
     }
 
     fn describe(&self) -> String {
@@ -198,13 +206,13 @@ impl Stager for HostStager {
         self.copy_time
     }
 
-    fn write_payload(&mut self, bytes: &[u8]) -> Result<()> {
-        self.payload.as_mut_slice()[..bytes.len()].copy_from_slice(bytes);
+    fn write_payload_at(&mut self, offset: usize, bytes: &[u8]) -> Result<()> {
+        self.payload.as_mut_slice()[offset..offset + bytes.len()].copy_from_slice(bytes);
         Ok(())
     }
 
-    fn read_payload(&mut self, len: usize) -> Result<Vec<u8>> {
-        Ok(self.payload.as_slice()[..len].to_vec())
+    fn read_payload_range(&mut self, range: Range<usize>) -> Result<Vec<u8>> {
+        Ok(self.payload.as_slice()[range].to_vec())
     }
 
     fn describe(&self) -> String {

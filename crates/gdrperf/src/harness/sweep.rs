@@ -37,6 +37,10 @@ pub trait Benchmark: Sync {
 
     /// Queue sizes of each QP.
     fn queue_sizes(&self) -> QueuePairSizes;
+    /// Bytes of each QP's buffer for a sweep whose largest message is `largest_message`.
+    fn buffer_len(&self, largest_message: usize) -> usize {
+        largest_message
+    }
     /// Test-specific settings that both sides must share (merged into the common ones).
     fn parameters(&self) -> serde_json::Value;
     /// Extra header lines ("CQ moderation", "100").
@@ -115,7 +119,7 @@ pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutco
     let placements = placement::plan(config)?;
     match &config.role {
         Role::Server => {
-            let local = LocalResources::create(config, &placements[0], benchmark.queue_sizes())?;
+            let local = create_local(config, benchmark, &placements[0])?;
             let address = config.listen_address();
             let listener = Control::listen(address)?;
             eprintln!("gdr-{}: waiting for a client on {address} (device {})", B::NAME.replace('_', "-"), local.device.name());
@@ -133,6 +137,11 @@ pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutco
             run_loopback(config, benchmark, &placements, &stop)
         }
     }
+}
+
+/// This side's resources for `placement`, sized as the benchmark wants them.
+pub(crate) fn create_local<B: Benchmark>(config: &BenchConfig, benchmark: &B, placement: &Placement) -> Result<LocalResources> {
+    LocalResources::create(config, placement, benchmark.queue_sizes(), benchmark.buffer_len(config.max_size()))
 }
 
 /// What this side says in its hello for round or lane `lane`.
@@ -163,7 +172,7 @@ fn lead<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placeme
     if benchmark.concurrent() {
         return lanes::drive(config, benchmark, placements, outputs, stop);
     }
-    let local = LocalResources::create(config, &placements[0], benchmark.queue_sizes())?;
+    let local = create_local(config, benchmark, &placements[0])?;
     let mut session = Session::connect(config, local, None, &greeting(benchmark, placements, 0))?;
     session.control.set_stop_flag(stop.clone());
     drive(config, benchmark, placements, session, outputs)
@@ -179,7 +188,7 @@ fn run_loopback<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &
     let server_config = BenchConfig { role: Role::Server, ..config.clone() };
     std::thread::scope(|scope| {
         let server = scope.spawn(|| -> Result<RunOutcome> {
-            let local = LocalResources::create(&server_config, &placements[0], benchmark.queue_sizes())?;
+            let local = create_local(&server_config, benchmark, &placements[0])?;
             let session = Session::connect(&server_config, local, Some(&listener), &greeting(benchmark, placements, 0))?;
             let listener = listener.try_clone().map_err(|error| Error::Config(format!("loopback listener: {error}")))?;
             serve_connected(&server_config, benchmark, placements, listener, session, &StopFlag::default())
@@ -228,7 +237,7 @@ pub(crate) fn agree_on_count(session: &mut Session, placements: &[Placement]) ->
 
 /// Sets up this side's resources of round `round` and connects them to the peer's.
 fn next_round<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], session: &mut Session, round: usize) -> Result<()> {
-    let local = LocalResources::create(config, placement::placement_for(placements, round), benchmark.queue_sizes())?;
+    let local = create_local(config, benchmark, placement::placement_for(placements, round))?;
     session.replace_resources(config, local, &greeting(benchmark, placements, 0))?;
     Ok(())
 }

@@ -20,6 +20,12 @@
 //! read raw at both ends and converted afterwards, and nothing in the loop allocates (the recorder reserves everything up front, polling goes through the
 //! completion queue's preallocated array).
 //!
+//! Ping-pong buffers have two halves, as perftest's have: a side sends from the first and the
+//! peer's messages land in the second (its writes, and this side's receives), so a side never
+//! sends out of memory the peer's message has just been written into. Sending from the landing
+//! spot made Soft-RoCE copy each outgoing message out of lines the other CPU had just written:
+//! 4096-byte write_lat ran ~6% slower for it in the VM.
+//!
 //! The client ends a size with a STOP message (a marker byte, or an immediate value), so the
 //! server needs no iteration count and a `-D` run ends on both sides at the same message.
 //!
@@ -38,6 +44,7 @@ use gdrperf_stats::hdrhistogram::Histogram;
 use gdrperf_stats::LatencyRecorder;
 
 use crate::error::{Error, Result};
+use crate::harness::buffers::{check_received_at, pattern_seed};
 use crate::harness::config::{BenchConfig, StopRule};
 use crate::harness::session::Session;
 use crate::verbs::completion::opcode;
@@ -46,7 +53,7 @@ use crate::verbs::{LocalSlice, Operation, RemoteBuffer};
 pub use staged::{stage_out_once, staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency};
 
 use samples::{Continue, RoundTrip, Samples};
-use wire::{Arrival, PollByte, Wire};
+use wire::{Arrival, MarkerBytes, PollByte, Wire};
 
 /// How the two sides of a ping-pong pass the message back and forth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,48 +186,75 @@ pub struct LatencyRun {
     pub elapsed_nanos: u64,
 }
 
-/// Gets a side ready for a ping-pong size: receives posted (the first time: they are reposted as
-/// consumed, so the count stays constant), and for the last-byte poll, the byte this size polls
-/// reset, so that a value left by an earlier size is never taken for an arrival. Runs before
-/// the server says Ready, so the client's first message finds everything in place.
-pub fn prepare_ping_pong(session: &mut Session, transport: PingPong, size: usize, posted: &PostedReceives) -> Result<()> {
+/// The buffer a ping-pong side needs for messages up to `largest_message`: a sending half and a
+/// landing half (see the module docs).
+pub fn ping_pong_buffer_len(largest_message: usize) -> usize {
+    2 * largest_message
+}
+
+/// Where the landing half of a `len`-byte ping-pong buffer starts.
+pub fn landing_offset(len: usize) -> usize {
+    len / 2
+}
+
+/// The landing half of the peer's buffer: where our writes go.
+fn landing(remote: RemoteBuffer) -> RemoteBuffer {
+    let offset = landing_offset(remote.len as usize) as u64;
+    RemoteBuffer { address: remote.address + offset, rkey: remote.rkey, len: remote.len - offset }
+}
+
+/// Gets a side ready for a ping-pong size: receives posted (once per connection: they are
+/// reposted as consumed, so the count stays constant), and for the last-byte poll, the byte this
+/// size polls reset, so that a value left by an earlier size is never taken for an arrival. Runs
+/// before the server says Ready, so the client's first message finds everything in place.
+pub fn prepare_ping_pong(session: &mut Session, transport: PingPong, size: usize) -> Result<()> {
     if transport.uses_receives() {
-        posted.ensure(session)?;
+        post_receives_once(session)?;
     }
     if transport == PingPong::WritePollLastByte {
-        PollByte::of(session, size)?.set(RESET_MARKER);
+        PollByte::landing(session, size)?.set(RESET_MARKER);
     }
     Ok(())
 }
 
-/// Posts the ping-pong receives once per connection. Receives outlive a size (they cannot be
-/// taken back), so they are posted once and then replaced one for one; whether they are is
-/// connection state ([`Session::keep_state`]), which goes with the QPs when a new memory
-/// placement replaces them.
-#[derive(Debug, Default)]
-pub struct PostedReceives;
-
-/// The mark, in a session's connection state, that its ping-pong receives are posted.
-struct ReceivesPosted;
-
-impl PostedReceives {
-    fn ensure(&self, session: &mut Session) -> Result<()> {
-        if session.state_mut::<ReceivesPosted>().is_some() {
-            return Ok(());
-        }
-        let whole = whole_buffer(session);
-        for _ in 0..PING_PONG_RECEIVES {
-            session.local.queue_pairs[0].post_receive(RECEIVE_ID, whole)?;
-        }
-        session.keep_state(ReceivesPosted);
-        Ok(())
-    }
+/// `--validate` of a ping-pong, before a size: both sides send the pattern of the size from their
+/// first half, and clear their landing half, so a message that never landed fails the check.
+pub fn prepare_ping_pong_check(session: &mut Session, size: usize) -> Result<()> {
+    let buffer = &mut session.local.buffers[0];
+    let landing_at = landing_offset(buffer.region().len());
+    buffer.fill_pattern_at(0..size, pattern_seed(size, 0))?;
+    buffer.clear_at(landing_at..landing_at + size)
 }
 
-/// Receives take the whole buffer: a receive posted during one size then fits any later one.
-fn whole_buffer(session: &Session) -> LocalSlice {
-    let buffer = &session.local.buffers[0];
-    buffer.slice(buffer.region().len())
+/// `--validate` of a ping-pong, after a size: the first `len` bytes of the landing half hold the
+/// peer's pattern (`len` leaves out the last byte where the last-byte poll's markers travel).
+pub fn check_ping_pong(session: &mut Session, size: usize, len: usize) -> Result<Option<String>> {
+    let landing_at = landing_offset(session.local.buffers[0].region().len());
+    check_received_at(&mut session.local.buffers[..1], size, landing_at..landing_at + len)
+}
+
+/// The mark, in a session's connection state, that its ping-pong receives are posted. Receives
+/// outlive a size (they cannot be taken back), and go with the QPs when a new memory placement
+/// replaces them, as the connection state does ([`Session::keep_state`]).
+struct ReceivesPosted;
+
+fn post_receives_once(session: &mut Session) -> Result<()> {
+    if session.state_mut::<ReceivesPosted>().is_some() {
+        return Ok(());
+    }
+    let landing = landing_half(session);
+    for _ in 0..PING_PONG_RECEIVES {
+        session.local.queue_pairs[0].post_receive(RECEIVE_ID, landing)?;
+    }
+    session.keep_state(ReceivesPosted);
+    Ok(())
+}
+
+/// Receives take the whole landing half: a receive posted during one size then fits any later one.
+fn landing_half(session: &Session) -> LocalSlice {
+    let region = session.local.buffers[0].region();
+    let offset = landing_offset(region.len());
+    region.slice(offset, region.len() - offset)
 }
 
 /// The client's side of a ping-pong: `warmup` untimed round trips, then samples of half a round
@@ -228,20 +262,21 @@ fn whole_buffer(session: &Session) -> LocalSlice {
 pub fn ping_pong_initiator(
     session: &mut Session, transport: PingPong, plan: &LatencyPlan, sink: Option<&mut dyn IntervalSink>,
 ) -> Result<LatencyRun> {
-    let byte = poll_byte_for(session, transport, plan.size)?;
-    let remote = session.remote_buffer(0);
+    let bytes = marker_bytes_for(session, transport, plan.size)?;
+    let landing_byte = bytes.map(|bytes| bytes.landing);
+    let remote = landing(session.remote_buffer(0));
     let mut samples = Samples::new(plan, sink)?;
     let clock = SampleClock::new();
     let mut wire = Wire::new(session, plan, transport.operation_name());
     let mut sequence = 0u64;
     loop {
         wire.make_room()?;
-        if let Some(byte) = byte {
-            byte.set(client_marker(sequence));
+        if let Some(bytes) = bytes {
+            bytes.outgoing.set(client_marker(sequence));
         }
         let start = clock.stamp();
         wire.post(transport.message(sequence, remote))?;
-        match wire.wait_arrival(transport, byte, sequence, server_marker(sequence))? {
+        match wire.wait_arrival(transport, landing_byte, sequence, server_marker(sequence))? {
             Arrival::Message => {}
             Arrival::Stop => return Err(protocol("the server sent STOP, which only the client may send")),
         }
@@ -256,8 +291,8 @@ pub fn ping_pong_initiator(
     }
     // STOP even after Ctrl-C, so that the server leaves its loop at once.
     wire.make_room()?;
-    if let Some(byte) = byte {
-        byte.set(STOP_MARKER);
+    if let Some(bytes) = bytes {
+        bytes.outgoing.set(STOP_MARKER);
     }
     wire.post(transport.stop(remote))?;
     wire.drain()?;
@@ -268,14 +303,15 @@ pub fn ping_pong_initiator(
 /// The server's side of a ping-pong: answer every message as soon as it lands, until STOP.
 /// Returns how many messages it answered.
 pub fn ping_pong_responder(session: &mut Session, transport: PingPong, plan: &LatencyPlan) -> Result<u64> {
-    let byte = poll_byte_for(session, transport, plan.size)?;
-    let remote = session.remote_buffer(0);
+    let bytes = marker_bytes_for(session, transport, plan.size)?;
+    let landing_byte = bytes.map(|bytes| bytes.landing);
+    let remote = landing(session.remote_buffer(0));
     let mut wire = Wire::new(session, plan, transport.operation_name());
     let mut sequence = 0u64;
-    while wire.wait_arrival(transport, byte, sequence, client_marker(sequence))? == Arrival::Message {
+    while wire.wait_arrival(transport, landing_byte, sequence, client_marker(sequence))? == Arrival::Message {
         wire.make_room()?;
-        if let Some(byte) = byte {
-            byte.set(server_marker(sequence));
+        if let Some(bytes) = bytes {
+            bytes.outgoing.set(server_marker(sequence));
         }
         wire.post(transport.message(sequence, remote))?;
         if transport.uses_receives() {
@@ -317,9 +353,9 @@ pub fn read_latency(session: &mut Session, plan: &LatencyPlan, sink: Option<&mut
     samples.finish()
 }
 
-fn poll_byte_for(session: &Session, transport: PingPong, size: usize) -> Result<Option<PollByte>> {
+fn marker_bytes_for(session: &Session, transport: PingPong, size: usize) -> Result<Option<MarkerBytes>> {
     match transport {
-        PingPong::WritePollLastByte => PollByte::of(session, size).map(Some),
+        PingPong::WritePollLastByte => MarkerBytes::of(session, size).map(Some),
         _ => Ok(None),
     }
 }

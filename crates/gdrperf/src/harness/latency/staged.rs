@@ -33,7 +33,7 @@ use crate::verbs::Operation;
 
 use super::samples::{Continue, RoundTrip, Samples};
 use super::wire::{Arrival, Wire};
-use super::{protocol, IntervalSink, LatencyPlan, LatencyRun, PingPong};
+use super::{landing, landing_offset, protocol, IntervalSink, LatencyPlan, LatencyRun, PingPong};
 
 /// The marker a last-byte poll would wait for: unused here (no staged side polls), any value.
 const NO_MARKER: u8 = 0;
@@ -42,32 +42,36 @@ const NO_MARKER: u8 = 0;
 /// message in flight, so there is nothing for a copy to overlap with.
 struct Copies<'a> {
     stager: &'a mut dyn Stager,
-    range: Range<usize>,
+    /// What goes out: the message at the start of the buffer.
+    outgoing: Range<usize>,
+    /// Where messages land: the landing half of a ping-pong buffer, the start for a READ.
+    landing: Range<usize>,
     timeout: Duration,
 }
 
 impl<'a> Copies<'a> {
-    fn new(stager: &'a mut dyn Stager, plan: &LatencyPlan) -> Copies<'a> {
-        Copies { stager, range: 0..plan.size, timeout: plan.stall_timeout }
+    /// Copies of `plan.size` bytes, landing at `landing_offset`.
+    fn new(stager: &'a mut dyn Stager, plan: &LatencyPlan, landing_offset: usize) -> Copies<'a> {
+        Copies { stager, outgoing: 0..plan.size, landing: landing_offset..landing_offset + plan.size, timeout: plan.stall_timeout }
     }
 
     /// Payload -> bounce buffer, before a post.
     #[inline]
     fn copy_out(&mut self) -> Result<()> {
-        let copy = self.stager.begin_out(self.range.clone())?;
+        let copy = self.stager.begin_out(self.outgoing.clone())?;
         self.wait(copy, "out to")
     }
 
     /// Bounce buffer -> payload, after an arrival.
     #[inline]
     fn copy_in(&mut self) -> Result<()> {
-        let copy = self.stager.begin_in(self.range.clone())?;
+        let copy = self.stager.begin_in(self.landing.clone())?;
         self.wait(copy, "in from")
     }
 
     #[inline]
     fn wait(&mut self, copy: CopyId, direction: &str) -> Result<()> {
-        let len = self.range.len();
+        let len = self.outgoing.len();
         wait_copy(self.stager, copy, self.timeout, &|| format!("copying {len} bytes {direction} the bounce buffer"))
     }
 }
@@ -90,11 +94,12 @@ pub fn staged_ping_pong_initiator(
     session: &mut Session, transport: PingPong, plan: &LatencyPlan, sink: Option<&mut dyn IntervalSink>,
 ) -> Result<LatencyRun> {
     let transport = completion_transport(transport)?;
-    let remote = session.remote_buffer(0);
+    let remote = landing(session.remote_buffer(0));
+    let landing_at = landing_offset(session.local.buffers[0].region().len());
     let mut samples = Samples::new(plan, sink)?;
     let clock = SampleClock::new();
     let (mut wire, stager) = Wire::with_stager(session, plan, transport.operation_name())?;
-    let mut copies = Copies::new(stager, plan);
+    let mut copies = Copies::new(stager, plan, landing_at);
     let mut sequence = 0u64;
     loop {
         wire.make_room()?;
@@ -122,13 +127,15 @@ pub fn staged_ping_pong_initiator(
 }
 
 /// The server's side of a staged ping-pong: copy each message in, copy the answer out, send it.
-/// The answer is the payload just copied in, so with `--validate` the client's pattern makes the
-/// whole trip through both payloads. Returns how many messages it answered.
+/// Messages land in the payload's landing half and answers leave from its first half (see the
+/// module docs of `super`), so with `--validate` each side checks what the other sent. Returns
+/// how many messages it answered.
 pub fn staged_ping_pong_responder(session: &mut Session, transport: PingPong, plan: &LatencyPlan) -> Result<u64> {
     let transport = completion_transport(transport)?;
-    let remote = session.remote_buffer(0);
+    let remote = landing(session.remote_buffer(0));
+    let landing_at = landing_offset(session.local.buffers[0].region().len());
     let (mut wire, stager) = Wire::with_stager(session, plan, transport.operation_name())?;
-    let mut copies = Copies::new(stager, plan);
+    let mut copies = Copies::new(stager, plan, landing_at);
     let mut sequence = 0u64;
     while wire.wait_arrival(transport, None, sequence, NO_MARKER)? == Arrival::Message {
         copies.copy_in()?;
@@ -156,7 +163,8 @@ pub fn staged_read_latency(session: &mut Session, plan: &LatencyPlan, sink: Opti
     let mut samples = Samples::new(plan, sink)?;
     let clock = SampleClock::new();
     let (mut wire, stager) = Wire::with_stager(session, plan, "RDMA READ")?;
-    let mut copies = Copies::new(stager, plan);
+    // A READ lands where it is posted from: the start of the buffer.
+    let mut copies = Copies::new(stager, plan, 0);
     let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };
     loop {
         wire.make_room()?;

@@ -12,7 +12,7 @@ use crate::harness::staging::Stager;
 use crate::verbs::{CompletionQueue, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion};
 
 use super::{
-    protocol, sequence_immediate, whole_buffer, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID, STOP_IMMEDIATE, STOP_MARKER,
+    landing_half, landing_offset, protocol, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID, STOP_IMMEDIATE, STOP_MARKER,
 };
 
 /// The last byte of a message in this side's buffer, read and written without references: the
@@ -21,13 +21,24 @@ use super::{
 pub(super) struct PollByte(*mut u8);
 
 impl PollByte {
-    pub(super) fn of(session: &Session, size: usize) -> Result<PollByte> {
+    /// The last byte of a `size`-byte message landing in this side's buffer.
+    pub(super) fn landing(session: &Session, size: usize) -> Result<PollByte> {
+        let offset = landing_offset(session.local.buffers[0].region().len());
+        PollByte::at(session, offset, size)
+    }
+
+    /// The last byte of a `size`-byte message this side sends.
+    pub(super) fn outgoing(session: &Session, size: usize) -> Result<PollByte> {
+        PollByte::at(session, 0, size)
+    }
+
+    fn at(session: &Session, offset: usize, size: usize) -> Result<PollByte> {
         let buffer = &session.local.buffers[0];
         match buffer.host_bytes() {
-            Some(bytes) if size >= 1 && size <= bytes.len() => {
+            Some(bytes) if size >= 1 && offset + size <= bytes.len() => {
                 // Host memory is registered at its own address, so the region's address is the
                 // CPU's pointer to it (the allocation exposed it when the address was taken).
-                let address = buffer.region().address() + size as u64 - 1;
+                let address = buffer.region().address() + (offset + size) as u64 - 1;
                 Ok(PollByte(address as usize as *mut u8))
             }
             Some(_) => Err(Error::Config(format!("message size {size} does not fit the buffer"))),
@@ -50,6 +61,20 @@ impl PollByte {
     pub(super) fn set(self, value: u8) {
         // SAFETY: as in `get`; the peer never writes this byte while we do (strict alternation).
         unsafe { std::ptr::write_volatile(self.0, value) }
+    }
+}
+
+/// The last-byte poll's two bytes: the one our message carries our marker in, and the one the
+/// peer's message lands on.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MarkerBytes {
+    pub(super) outgoing: PollByte,
+    pub(super) landing: PollByte,
+}
+
+impl MarkerBytes {
+    pub(super) fn of(session: &Session, size: usize) -> Result<MarkerBytes> {
+        Ok(MarkerBytes { outgoing: PollByte::outgoing(session, size)?, landing: PollByte::landing(session, size)? })
     }
 }
 
@@ -78,7 +103,7 @@ pub(super) struct Wire<'a> {
 
 impl<'a> Wire<'a> {
     pub(super) fn new(session: &'a mut Session, plan: &LatencyPlan, operation_name: &'static str) -> Wire<'a> {
-        let receive = whole_buffer(session);
+        let receive = landing_half(session);
         let Session { local, control, .. } = session;
         let send_depth = u64::from(local.queue_pairs[0].sizes().send_depth.max(1));
         Wire {
@@ -255,7 +280,7 @@ impl<'a> Wire<'a> {
     pub(super) fn with_stager(
         session: &'a mut Session, plan: &LatencyPlan, operation_name: &'static str,
     ) -> Result<(Wire<'a>, &'a mut dyn Stager)> {
-        let receive = whole_buffer(session);
+        let receive = landing_half(session);
         let Session { local, control, .. } = session;
         let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
         let send_depth = u64::from(queue_pairs[0].sizes().send_depth.max(1));
