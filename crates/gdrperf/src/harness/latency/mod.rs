@@ -187,10 +187,14 @@ pub struct LatencyRun {
 }
 
 /// The buffer a ping-pong side needs for messages up to `largest_message`: a sending half and a
-/// landing half (see the module docs).
+/// landing half (see the module docs), each a whole number of pages, as perftest lays them out:
+/// a 2-byte message then lands a page away from the one going out, not in the same cache line.
 pub fn ping_pong_buffer_len(largest_message: usize) -> usize {
-    2 * largest_message
+    2 * largest_message.next_multiple_of(HALF_ALIGNMENT)
 }
+
+/// The unit of a ping-pong buffer's halves: a page.
+const HALF_ALIGNMENT: usize = 4096;
 
 /// Where the landing half of a `len`-byte ping-pong buffer starts.
 pub fn landing_offset(len: usize) -> usize {
