@@ -327,6 +327,12 @@ pub fn ping_pong_responder(session: &mut Session, transport: PingPong, plan: &La
         wire.repost()?; // the one STOP consumed
     }
     wire.drain()?;
+    expect_all_messages(plan, sequence)
+}
+
+/// A responder's count at STOP: with `-n`, exactly the agreed warm-up and measured messages
+/// (fewer means the client stopped early, more that the two sides disagree). Returns the count.
+fn expect_all_messages(plan: &LatencyPlan, sequence: u64) -> Result<u64> {
     if let StopRule::Iterations(iterations) = plan.stop {
         let expected = plan.warmup + iterations;
         if sequence != expected {

@@ -26,14 +26,13 @@ use std::time::Duration;
 use gdrperf_stats::SampleClock;
 
 use crate::error::{Error, Result};
-use crate::harness::config::StopRule;
 use crate::harness::session::Session;
 use crate::harness::staging::{wait_copy, CopyId, Stager};
 use crate::verbs::Operation;
 
 use super::samples::{Continue, RoundTrip, Samples};
 use super::wire::{Arrival, Wire};
-use super::{landing, landing_offset, protocol, IntervalSink, LatencyPlan, LatencyRun, PingPong};
+use super::{expect_all_messages, landing, landing_offset, protocol, IntervalSink, LatencyPlan, LatencyRun, PingPong};
 
 /// The marker a last-byte poll would wait for: unused here (no staged side polls), any value.
 const NO_MARKER: u8 = 0;
@@ -147,13 +146,7 @@ pub fn staged_ping_pong_responder(session: &mut Session, transport: PingPong, pl
     }
     wire.repost()?; // the one STOP consumed
     wire.drain()?;
-    if let StopRule::Iterations(iterations) = plan.stop {
-        let expected = plan.warmup + iterations;
-        if sequence != expected {
-            return Err(protocol(&format!("the client sent {sequence} messages before STOP, {expected} were agreed")));
-        }
-    }
-    Ok(sequence)
+    expect_all_messages(plan, sequence)
 }
 
 /// The client's side of a staged read_lat: each READ lands in the bounce buffer, and the sample

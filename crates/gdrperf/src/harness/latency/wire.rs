@@ -105,13 +105,23 @@ impl<'a> Wire<'a> {
     pub(super) fn new(session: &'a mut Session, plan: &LatencyPlan, operation_name: &'static str) -> Wire<'a> {
         let receive = landing_half(session);
         let Session { local, control, .. } = session;
-        let send_depth = u64::from(local.queue_pairs[0].sizes().send_depth.max(1));
+        let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+        let local = buffers[0].slice(plan.size);
+        Wire::assemble(&mut queue_pairs[0], completion_queue, control, local, receive, plan, operation_name)
+    }
+
+    /// The wire from its borrowed parts ([`Wire::new`], [`Wire::with_stager`]).
+    fn assemble(
+        queue_pair: &'a mut RcQueuePair, completions: &'a mut CompletionQueue, control: &'a mut Control, local: LocalSlice,
+        receive: LocalSlice, plan: &LatencyPlan, operation_name: &'static str,
+    ) -> Wire<'a> {
+        let send_depth = u64::from(queue_pair.sizes().send_depth.max(1));
         Wire {
-            local: local.buffers[0].slice(plan.size),
-            receive,
-            queue_pair: &mut local.queue_pairs[0],
-            completions: &mut local.completion_queue,
+            queue_pair,
+            completions,
             control,
+            local,
+            receive,
             inline: plan.inline,
             send_depth,
             sends_outstanding: 0,
@@ -274,8 +284,7 @@ impl<'a> Wire<'a> {
 
 /// The staged engines (`super::staged`) copy between payload and bounce buffer around the posts
 /// and arrivals, so they need the wire and their buffer's copy engine at once; [`Wire::new`]
-/// borrows the whole session, so this borrows the two apart. Kept beside `new`, not merged
-/// into it, so the host engines' constructor stays as it is.
+/// borrows the whole session, so this borrows the two apart.
 impl<'a> Wire<'a> {
     pub(super) fn with_stager(
         session: &'a mut Session, plan: &LatencyPlan, operation_name: &'static str,
@@ -283,25 +292,12 @@ impl<'a> Wire<'a> {
         let receive = landing_half(session);
         let Session { local, control, .. } = session;
         let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
-        let send_depth = u64::from(queue_pairs[0].sizes().send_depth.max(1));
         let local = buffers[0].slice(plan.size);
         let kind = buffers[0].kind();
         let stager = buffers[0]
             .stager()
             .ok_or_else(|| Error::Config(format!("the staged latency engine needs staged memory, and this side's is {kind}")))?;
-        let wire = Wire {
-            local,
-            receive,
-            queue_pair: &mut queue_pairs[0],
-            completions: completion_queue,
-            control,
-            inline: plan.inline,
-            send_depth,
-            sends_outstanding: 0,
-            size: plan.size,
-            stall_timeout: plan.stall_timeout,
-            operation_name,
-        };
+        let wire = Wire::assemble(&mut queue_pairs[0], completion_queue, control, local, receive, plan, operation_name);
         Ok((wire, stager))
     }
 }
