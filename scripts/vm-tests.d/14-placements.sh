@@ -111,6 +111,19 @@ server=$!
 run lanes_one_side 2 gdr-write-bw -p $PORT --concurrent -d rxe0,rxe0 -s 4096 -n 10 127.0.0.1 && expect_in lanes_one_side "concurrent: ours true, peer's false"
 wait $server
 
+# A client whose second lane cannot start: both sides exit 2 at once, the server with its reason.
+next_port
+gdr-write-bw -p $PORT --concurrent -s 4096 -n 10 >"$OUT/lanes_bad_server.log" 2>&1 &
+server=$!
+started=$(date +%s)
+run lanes_bad 2 gdr-write-bw -p $PORT --concurrent -d rxe0,nosuch -s 4096 -n 10 127.0.0.1 && expect_in lanes_bad "RDMA device 'nosuch' not found"
+wait $server; status=$?; took=$(( $(date +%s) - started ))
+if [ $status = 2 ] && [ $took -lt 5 ] && grep -q "reported an error: RDMA device 'nosuch' not found" "$OUT/lanes_bad_server.log"; then
+    pass "lanes_bad: the server exits 2 at once with the client's reason"
+else
+    fail "lanes_bad: the server exits 2 at once with the client's reason" "exit $status after $took s" "$(tail -2 "$OUT/lanes_bad_server.log")"
+fi
+
 # Ctrl-C in a concurrent sweep: exit 130, every lane stops, finished sizes kept with their aggregate.
 gdr-write-bw --loopback --concurrent -d rxe0,rxe0 -a -D 1 --warmup 4 --csv "$OUT/lanes_int.csv" --json "$OUT/lanes_int.json" >"$OUT/lanes_int.log" 2>&1 &
 pid=$!

@@ -241,21 +241,32 @@ impl Control {
         Ok(control)
     }
 
-    /// Server side: like [`Control::accept`], but gives up after `patience` (the later lanes of a
-    /// `--concurrent` run connect right after the first; none coming means the client failed).
-    pub fn accept_within(listener: &TcpListener, timeout: Duration, patience: Duration) -> ExchangeResult<Control> {
-        let local = listener.local_addr().map(|address| address.to_string()).unwrap_or_default();
-        let io_error = |source| ExchangeError::Io { peer: local.clone(), during: "accepting the next lane".into(), source };
+    /// Server side: like [`Control::accept`], but gives up after `patience`, or as soon as
+    /// `give_up` has a reason (the later lanes of a `--concurrent` run connect right after the
+    /// first; none coming means the client failed, and its first lane's connection says why).
+    /// `client` names who is expected, for the messages.
+    pub fn accept_within(
+        listener: &TcpListener, timeout: Duration, patience: Duration, client: &str,
+        give_up: &mut dyn FnMut() -> Option<ExchangeError>,
+    ) -> ExchangeResult<Control> {
+        let io_error = |source| ExchangeError::Io { peer: client.to_string(), during: "accepting the next lane".into(), source };
         listener.set_nonblocking(true).map_err(io_error)?;
         let deadline = Instant::now() + patience;
         let accepted = loop {
             match listener.accept() {
                 Ok(accepted) => break Ok(accepted),
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10))
-                }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                    break Err(ExchangeError::Timeout { peer: local.clone(), seconds: patience.as_secs(), during: "waiting for the next lane to connect".into() })
+                    if let Some(reason) = give_up() {
+                        break Err(reason);
+                    }
+                    if Instant::now() >= deadline {
+                        break Err(ExchangeError::Timeout {
+                            peer: client.to_string(),
+                            seconds: patience.as_secs(),
+                            during: "waiting for its next lane to connect".into(),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(10))
                 }
                 Err(error) => break Err(io_error(error)),
             }

@@ -38,7 +38,7 @@ pub(crate) fn serve<B: Benchmark>(
     let client_host = peer_host(first.control.peer()).to_string();
     let mut sessions = vec![first];
     for lane in 1..lanes {
-        match accept_lane(config, benchmark, placements, &listener, lane, &client_host) {
+        match accept_lane(config, benchmark, placements, &listener, lane, &client_host, &sessions[0]) {
             Ok(session) => sessions.push(session),
             Err(error) => return Err(tell_all(&mut sessions, error)),
         }
@@ -70,9 +70,15 @@ fn session_placement<'a>(placements: &'a [Placement], session: &Session) -> &'a 
 
 fn accept_lane<B: Benchmark>(
     config: &BenchConfig, benchmark: &B, placements: &[Placement], listener: &TcpListener, lane: usize, client_host: &str,
+    first: &Session,
 ) -> Result<Session> {
     let local = create_local(config, benchmark, placement_for(placements, lane))?;
-    let mut session = Session::connect(config, local, Some(listener), &greeting(benchmark, placements, lane as u32))?;
+    // While waiting, lane 0's connection is watched: a client that failed to set up this lane
+    // says so there (or hangs up), and the server ends with its reason at once.
+    let client = format!("the client {}", first.control.peer());
+    let mut give_up = || first.control.peer_gone(std::time::Duration::ZERO);
+    let accepted = crate::exchange::Control::accept_within(listener, config.timeout, config.timeout, &client, &mut give_up)?;
+    let mut session = Session::connect_on(config, local, Some(accepted), &greeting(benchmark, placements, lane as u32))?;
     let (host, number) = (peer_host(session.control.peer()).to_string(), session.peer.lane as usize);
     let wrong = if host != client_host {
         Some(format!("lane {lane} came from {host}, lane 0 from {client_host}: one client per run"))

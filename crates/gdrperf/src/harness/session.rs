@@ -152,11 +152,19 @@ impl Session {
     /// Waits for the peer (server: on `listener`; client: connects), exchanges hellos, connects
     /// every QP. On failure after the control channel exists, the peer is told why.
     pub fn connect(config: &BenchConfig, local: LocalResources, listener: Option<&TcpListener>, greeting: &Greeting) -> Result<Session> {
+        let control = match (&config.role, listener) {
+            (_, Some(listener)) => Some(Control::accept(listener, config.timeout)?),
+            _ => None,
+        };
+        Session::connect_on(config, local, control, greeting)
+    }
+
+    /// [`Session::connect`] with the server's connection already accepted (`accepted`), or
+    /// `None` for a client, which connects here.
+    pub fn connect_on(config: &BenchConfig, local: LocalResources, accepted: Option<Control>, greeting: &Greeting) -> Result<Session> {
         let test = greeting.test;
-        let (side, mut control) = match (&config.role, listener) {
-            // The first client may come whenever; the later lanes of a concurrent run follow it.
-            (_, Some(listener)) if greeting.lane == 0 => (Side::Server, Control::accept(listener, config.timeout)?),
-            (_, Some(listener)) => (Side::Server, Control::accept_within(listener, config.timeout, config.timeout)?),
+        let (side, mut control) = match (&config.role, accepted) {
+            (_, Some(control)) => (Side::Server, control),
             (Role::Client { host }, None) => {
                 (Side::Client, Control::connect(host, config.tcp_port, config.timeout, &format!("gdr-{}", test.replace('_', "-")))?)
             }
