@@ -25,7 +25,8 @@ use crate::error::{ReportError, Result};
 use crate::format::{table, table_number};
 use crate::results::{Better, ResultFile};
 
-/// (test, GPU, size): one line of the table.
+/// (test, place, size): one line of the table; the place is the GPU, with the lane of a
+/// `--concurrent` run where there is one.
 type GroupKey = (String, String, u64);
 
 /// The order modes are shown in: from the baseline of all baselines to GPUDirect.
@@ -125,7 +126,13 @@ pub fn compare_memory_modes(files: &[ResultFile], metric: Option<&str>, baseline
             column: if column.is_empty() { "bw_avg_gbit_s or t_typical_us".into() } else { column.clone() },
             hint: if metric.is_none() { "; name the column with --metric".into() } else { String::new() },
         })?;
-        groups.entry((key.test.clone(), key.gpu.clone(), key.bytes)).or_default().insert(key.memory.clone(), (value, column));
+        // A lane of a --concurrent run is a place of its own ("GPU0 (lane 0)", "(lane all)"), so
+        // the lanes' rows never overwrite each other.
+        let place = match key.lane.as_str() {
+            "" => key.gpu.clone(),
+            lane => format!("{} (lane {lane})", key.gpu).trim_start().to_string(),
+        };
+        groups.entry((key.test.clone(), place, key.bytes)).or_default().insert(key.memory.clone(), (value, column));
     }
     let gpu_groups: Vec<(String, String, u64)> = groups.keys().filter(|(_, gpu, _)| !gpu.is_empty()).cloned().collect();
     let mut joined_host = BTreeSet::new();
@@ -185,6 +192,21 @@ mod tests {
         assert_eq!(modes.groups[2].speedups, [None, None, None], "GPU1 has no staged row to compare with");
         let text = modes.render();
         assert!(text.contains("cuda vs cuda-staged") && text.contains("3.20x"), "{text}");
+    }
+
+    #[test]
+    fn lanes_of_concurrent_runs_keep_their_own_lines() {
+        let host = ResultFile::parse_csv(
+            "host.csv",
+            "test,bytes,bw_avg_gbit_s,mem_local,lane\nwrite_bw,2,1,host,0\nwrite_bw,2,2,host,1\nwrite_bw,2,3,host,all\n",
+        )
+        .unwrap();
+        let cuda = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s,mem_local,gpu_local,lane\nwrite_bw,2,4,cuda,0,0\n").unwrap();
+        let modes = compare_memory_modes(&[host, cuda], None, None).unwrap();
+        let places: Vec<&str> = modes.groups.iter().map(|group| group.gpu.as_str()).collect();
+        assert_eq!(places, ["(lane 0)", "(lane 1)", "(lane all)", "0 (lane 0)"]);
+        let host_values: Vec<Option<f64>> = modes.groups.iter().take(3).map(|group| group.values[0]).collect();
+        assert_eq!(host_values, [Some(1.0), Some(2.0), Some(3.0)], "no lane overwrote another");
     }
 
     #[test]
