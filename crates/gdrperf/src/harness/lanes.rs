@@ -24,8 +24,9 @@ use crate::harness::config::BenchConfig;
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
 use crate::harness::placement::{placement_for, Placement};
 use crate::harness::session::Session;
-use crate::harness::sweep::{self,
-    agree_on_count, check_thresholds, create_local, finish_outputs, greeting, lead_size, metadata, progress_bar, row_context, Benchmark, RunOutcome,
+use crate::harness::sweep::{
+    self, agree_on_count, create_local, finish_outputs, greeting, lead_size, metadata, progress_bar, row_context, write_and_judge,
+    Benchmark, RunOutcome,
 };
 use crate::output::Outputs;
 
@@ -50,7 +51,8 @@ pub(crate) fn serve<B: Benchmark>(
     let outcomes: Vec<Result<RunOutcome>> = std::thread::scope(|scope| {
         let threads: Vec<_> = sessions
             .into_iter()
-            .map(|session| scope.spawn(move || sweep::serve(config, benchmark, std::slice::from_ref(session_placement(placements, &session)), session)))
+            // A concurrent run has one round: each lane keeps the placement it was accepted with.
+            .map(|session| scope.spawn(move || sweep::serve(config, benchmark, placements, session)))
             .collect();
         threads.into_iter().map(|thread| thread.join().unwrap_or_else(|_| Err(panicked()))).collect()
     });
@@ -60,12 +62,6 @@ pub(crate) fn serve<B: Benchmark>(
         combined.interrupted = combined.interrupted.or(outcome.interrupted);
     }
     Ok(combined)
-}
-
-/// The placement a server lane already runs on (its resources exist): lane threads serve one
-/// placement each, for the whole run.
-fn session_placement<'a>(placements: &'a [Placement], session: &Session) -> &'a Placement {
-    placement_for(placements, session.peer.lane as usize)
 }
 
 fn accept_lane<B: Benchmark>(
@@ -165,11 +161,7 @@ pub(crate) fn drive<B: Benchmark>(
         let mut write = |rows: Vec<Option<B::Row>>, complete: bool, outcome: &mut RunOutcome| -> Result<()> {
             let rows: Vec<B::Row> = rows.into_iter().flatten().collect();
             for row in &rows {
-                progress.suspend(|| outputs.write_row(row))?;
-                for failure in check_thresholds(&thresholds, row)? {
-                    progress.suspend(|| eprintln!("FAIL: {failure}"));
-                    outcome.threshold_failures.push(failure);
-                }
+                write_and_judge(&mut outputs, &progress, &thresholds, row, outcome)?;
             }
             if let Some(all) = complete.then(|| benchmark.aggregate(&rows)).flatten() {
                 progress.suspend(|| outputs.write_row(&all))?;

@@ -42,6 +42,11 @@ impl Placement {
     }
 }
 
+/// The labels of `placements`, in order: what a side announces in its hello and headers.
+pub fn labels(placements: &[Placement]) -> Vec<String> {
+    placements.iter().map(Placement::label).collect()
+}
+
 /// Whether a kind keeps its payload in GPU memory (and so takes a GPU from `--gpu`).
 pub fn on_gpu(kind: MemoryKind) -> bool {
     matches!(kind, MemoryKind::Cuda | MemoryKind::CudaStaged)
@@ -134,10 +139,6 @@ mod tests {
 
     fn memory(kinds: &[MemoryKind]) -> MemoryConfig {
         MemoryConfig { kinds: kinds.to_vec(), gpu: GpuSelection::Indices(vec![0]), gdr: GdrPath::Auto }
-    }
-
-    fn labels(placements: &[Placement]) -> Vec<String> {
-        placements.iter().map(Placement::label).collect()
     }
 
     #[test]

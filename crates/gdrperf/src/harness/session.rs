@@ -59,14 +59,13 @@ impl LocalResources {
         let mut buffers = Vec::new();
         for _ in 0..config.qps {
             queue_pairs.push(RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?);
-            let len = buffer_len;
             buffers.push(match (placement.kind, &gpu) {
-                (MemoryKind::Cuda, Some(gpu)) => BenchBuffer::gpu(&protection_domain, gpu, len, config.memory.gdr)?,
+                (MemoryKind::Cuda, Some(gpu)) => BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr)?,
                 (MemoryKind::CudaStaged, Some(gpu)) => {
-                    BenchBuffer::staged(&protection_domain, Box::new(CudaStager::new(gpu, len, len)?), "cuda-staged")?
+                    BenchBuffer::staged(&protection_domain, Box::new(CudaStager::new(gpu, buffer_len, buffer_len)?), "cuda-staged")?
                 }
-                (MemoryKind::HostStaged, _) => BenchBuffer::staged(&protection_domain, Box::new(HostStager::new(len)?), "host-staged")?,
-                _ => BenchBuffer::host(&protection_domain, len)?,
+                (MemoryKind::HostStaged, _) => BenchBuffer::staged(&protection_domain, Box::new(HostStager::new(buffer_len)?), "host-staged")?,
+                _ => BenchBuffer::host(&protection_domain, buffer_len)?,
             });
         }
         Ok(LocalResources { device, port, gid, protection_domain, completion_queue, queue_pairs, buffers })

@@ -149,7 +149,7 @@ pub(crate) fn greeting<B: Benchmark>(benchmark: &B, placements: &[Placement], la
     Greeting {
         test: B::NAME,
         parameters: benchmark.parameters(),
-        placements: placements.iter().map(Placement::label).collect(),
+        placements: placement::labels(placements),
         lane: if benchmark.concurrent() { lane } else { 0 },
     }
 }
@@ -228,8 +228,7 @@ fn measurement_wait(config: &BenchConfig) -> Duration {
 /// How many rounds (or lanes) this side and its peer pair up into; a mismatch is reported to the
 /// peer, which reaches the same verdict from the same two lists.
 pub(crate) fn agree_on_count(session: &mut Session, placements: &[Placement]) -> Result<usize> {
-    let ours: Vec<String> = placements.iter().map(Placement::label).collect();
-    placement::pair_count(&ours, &session.peer.placements).map_err(|message| {
+    placement::pair_count(&placement::labels(placements), &session.peer.placements).map_err(|message| {
         session.control.report_failure(&message);
         Error::Config(message)
     })
@@ -347,11 +346,7 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placem
                 progress.set_message(format!("{size} bytes"));
                 let step = lead_size(config, benchmark, &mut session, &context, size, &|| ())?;
                 if let Some(row) = step.row {
-                    progress.suspend(|| outputs.write_row(&row))?;
-                    for failure in check_thresholds(&thresholds, &row)? {
-                        progress.suspend(|| eprintln!("FAIL: {failure}"));
-                        outcome.threshold_failures.push(failure);
-                    }
+                    write_and_judge(&mut outputs, &progress, &thresholds, &row, &mut outcome)?;
                 }
                 progress.inc(1);
                 position.finish();
@@ -369,8 +364,21 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placem
     finish_outputs(&mut outputs, outcome, concluded)
 }
 
+/// Writes one row, then holds it against the thresholds: each miss is a FAIL line on stderr and
+/// in `outcome` (the sequential sweep and the lanes of a concurrent run alike).
+pub(crate) fn write_and_judge<R: Row + 'static>(
+    outputs: &mut Outputs<R>, progress: &ProgressBar, thresholds: &gdrperf_report::Thresholds, row: &R, outcome: &mut RunOutcome,
+) -> Result<()> {
+    progress.suspend(|| outputs.write_row(row))?;
+    for failure in check_thresholds(thresholds, row)? {
+        progress.suspend(|| eprintln!("FAIL: {failure}"));
+        outcome.threshold_failures.push(failure);
+    }
+    Ok(())
+}
+
 /// The FAIL lines of one row against the acceptance thresholds (empty when none are set).
-pub(crate) fn check_thresholds<R: Serialize>(thresholds: &gdrperf_report::Thresholds, row: &R) -> Result<Vec<String>> {
+fn check_thresholds<R: Serialize>(thresholds: &gdrperf_report::Thresholds, row: &R) -> Result<Vec<String>> {
     if thresholds.is_empty() {
         return Ok(Vec::new());
     }
@@ -422,7 +430,7 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
 pub(crate) fn metadata<B: Benchmark>(
     config: &BenchConfig, benchmark: &B, session: &Session, placements: &[Placement], rounds: usize,
 ) -> serde_json::Value {
-    let labels: Vec<String> = placements.iter().map(Placement::label).collect();
+    let labels = placement::labels(placements);
     let local = &session.local;
     let mut header: Vec<(String, String)> = vec![
         ("Device".into(), format!("{} (firmware {})", local.device.name(), if local.device.firmware().is_empty() { "n/a" } else { local.device.firmware() })),

@@ -85,8 +85,45 @@ impl SendBandwidthRow {
             return None;
         }
         let base = BandwidthRow::new(context, bandwidth, &sent, validation);
-        let rx = (!received.is_empty()).then(|| BandwidthRow::new(context, bandwidth, &received, validation));
-        Some(SendBandwidthRow {
+        let rx_depth = reports.iter().map(|report| report.rx_depth).max().unwrap_or(0);
+        let mut row = SendBandwidthRow::from_sender(base, rx_depth, send.inline_size);
+        // Both ends' copies: the sender's out and the receiver's in.
+        row.copy_time_s = reports
+            .iter()
+            .flat_map(|report| report.sent.iter().chain(report.received.iter()))
+            .map(|figures| figures.copy_seconds)
+            .sum();
+        if !received.is_empty() {
+            let rx = BandwidthRow::new(context, bandwidth, &received, validation);
+            row.rx_iterations = rx.iterations;
+            row.rx_bw_peak_mib_s = Some(rx.bw_peak_mib_s);
+            row.rx_bw_avg_mib_s = Some(rx.bw_avg_mib_s);
+            row.rx_bw_peak_gbit_s = Some(rx.bw_peak_gbit_s);
+            row.rx_bw_avg_gbit_s = Some(rx.bw_avg_gbit_s);
+            row.rx_msg_rate_mpps = Some(rx.msg_rate_mpps);
+        }
+        Some(row)
+    }
+
+    /// The aggregate row of one size of a `--concurrent` run: the sender's columns as
+    /// [`BandwidthRow::aggregate`] makes them, the receiver's summed where every lane has them.
+    pub fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
+        let first = lanes.first()?;
+        let sender: Vec<BandwidthRow> = lanes.iter().map(SendBandwidthRow::sender_columns).collect();
+        let mut row = SendBandwidthRow::from_sender(BandwidthRow::aggregate(&sender)?, first.rx_depth, first.inline_size);
+        let received = |pick: fn(&SendBandwidthRow) -> Option<f64>| lanes.iter().map(pick).sum::<Option<f64>>();
+        row.rx_iterations = lanes.iter().map(|row| row.rx_iterations).sum();
+        row.rx_bw_peak_mib_s = received(|row| row.rx_bw_peak_mib_s);
+        row.rx_bw_avg_mib_s = received(|row| row.rx_bw_avg_mib_s);
+        row.rx_bw_peak_gbit_s = received(|row| row.rx_bw_peak_gbit_s);
+        row.rx_bw_avg_gbit_s = received(|row| row.rx_bw_avg_gbit_s);
+        row.rx_msg_rate_mpps = received(|row| row.rx_msg_rate_mpps);
+        Some(row)
+    }
+
+    /// A row whose sender columns are `base`'s, with no receiver figures yet.
+    fn from_sender(base: BandwidthRow, rx_depth: u32, inline_size: u32) -> SendBandwidthRow {
+        SendBandwidthRow {
             test: base.test,
             bytes: base.bytes,
             iterations: base.iterations,
@@ -110,56 +147,17 @@ impl SendBandwidthRow {
             mem_remote: base.mem_remote,
             gpu_local: base.gpu_local,
             gpu_remote: base.gpu_remote,
-            copy_time_s: reports
-                .iter()
-                .flat_map(|report| report.sent.iter().chain(report.received.iter()))
-                .map(|figures| figures.copy_seconds)
-                .sum(),
-            rx_depth: reports.iter().map(|report| report.rx_depth).max().unwrap_or(0),
-            inline_size: send.inline_size,
-            rx_iterations: rx.as_ref().map(|rx| rx.iterations).unwrap_or(0),
-            rx_bw_peak_mib_s: rx.as_ref().map(|rx| rx.bw_peak_mib_s),
-            rx_bw_avg_mib_s: rx.as_ref().map(|rx| rx.bw_avg_mib_s),
-            rx_bw_peak_gbit_s: rx.as_ref().map(|rx| rx.bw_peak_gbit_s),
-            rx_bw_avg_gbit_s: rx.as_ref().map(|rx| rx.bw_avg_gbit_s),
-            rx_msg_rate_mpps: rx.as_ref().map(|rx| rx.msg_rate_mpps),
-            lane: context.lane.clone(),
-        })
-    }
-
-    /// The aggregate row of one size of a `--concurrent` run: the sender's columns as
-    /// [`BandwidthRow::aggregate`] makes them, the receiver's summed where every lane has them.
-    pub fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
-        let first = lanes.first()?;
-        let sender: Vec<BandwidthRow> = lanes.iter().map(SendBandwidthRow::sender_columns).collect();
-        let base = BandwidthRow::aggregate(&sender)?;
-        let received = |pick: fn(&SendBandwidthRow) -> Option<f64>| lanes.iter().map(pick).sum::<Option<f64>>();
-        Some(SendBandwidthRow {
-            iterations: base.iterations,
-            bw_peak_mib_s: base.bw_peak_mib_s,
-            bw_avg_mib_s: base.bw_avg_mib_s,
-            bw_peak_gbit_s: base.bw_peak_gbit_s,
-            bw_avg_gbit_s: base.bw_avg_gbit_s,
-            msg_rate_mpps: base.msg_rate_mpps,
-            elapsed_s: base.elapsed_s,
-            qps: base.qps,
-            validation: base.validation,
-            device: base.device,
-            peer_device: base.peer_device,
-            mem_local: base.mem_local,
-            mem_remote: base.mem_remote,
-            gpu_local: base.gpu_local,
-            gpu_remote: base.gpu_remote,
             copy_time_s: base.copy_time_s,
-            rx_iterations: lanes.iter().map(|row| row.rx_iterations).sum(),
-            rx_bw_peak_mib_s: received(|row| row.rx_bw_peak_mib_s),
-            rx_bw_avg_mib_s: received(|row| row.rx_bw_avg_mib_s),
-            rx_bw_peak_gbit_s: received(|row| row.rx_bw_peak_gbit_s),
-            rx_bw_avg_gbit_s: received(|row| row.rx_bw_avg_gbit_s),
-            rx_msg_rate_mpps: received(|row| row.rx_msg_rate_mpps),
+            rx_depth,
+            inline_size,
+            rx_iterations: 0,
+            rx_bw_peak_mib_s: None,
+            rx_bw_avg_mib_s: None,
+            rx_bw_peak_gbit_s: None,
+            rx_bw_avg_gbit_s: None,
+            rx_msg_rate_mpps: None,
             lane: base.lane,
-            ..first.clone()
-        })
+        }
     }
 
     /// The columns this row shares with [`BandwidthRow`], as one.
