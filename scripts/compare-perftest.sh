@@ -9,8 +9,11 @@
 #   (>= 1 is as fast or faster);
 # - latency tests: size, perftest t_typical, gdrperf t_typical (median) in microseconds, ratio
 #   gdrperf/perftest (<= 1 is as fast or faster).
-# Each figure is the median of the 3 runs. perftest runs that print no result (under TCG its CPU
-# clock calibration sometimes gives up: "Correlation coefficient r^2 < 0.9") are retried.
+# Each figure is the median of the 3 runs (COMPARE_ROUNDS=N: N runs, odd), and every run's figure
+# follows the table as '# runs' lines: under TCG runs of one tool spread by 10-20%, so a single
+# ratio means little without them. Runs that print no number (under TCG perftest's CPU clock
+# calibration sometimes gives up: "Correlation coefficient r^2 < 0.9"; or it prints "inf") are
+# retried.
 # perftest disables inline sends on devices it does not know (rxe among them), so gdrperf runs
 # with -I 0 here too: both tools do the same work. Needs the release binaries (cargo build --release).
 set -eu
@@ -21,13 +24,13 @@ if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
     cargo build --release --bins --quiet
     # The VM cannot see the host's load, which moves every timing under TCG: hand it in.
     load=$(cut -d' ' -f1-3 /proc/loadavg)
-    exec scripts/softroce.sh run --timeout 1500 -- "GDRPERF_HOST_LOAD='$load' sh scripts/compare-perftest.sh $*"
+    exec scripts/softroce.sh run --timeout 1500 -- "GDRPERF_HOST_LOAD='$load' COMPARE_ROUNDS=${COMPARE_ROUNDS:-3} sh scripts/compare-perftest.sh $*"
 fi
 
 SIZES="4096 65536 1048576"
 LATENCY_SIZES="2 64 4096"
 LATENCY_ITERATIONS=1000
-ROUNDS=3
+ROUNDS=${COMPARE_ROUNDS:-3} # odd: the median is then one of the runs
 DEPTH=128
 CQ_MOD=100
 RX_DEPTH=512
@@ -37,16 +40,19 @@ TRIES=5
 iterations_for() { # about 32 MiB per run, between 64 and 2000 messages
     n=$((33554432 / $1)); [ $n -gt 2000 ] && n=2000; [ $n -lt 64 ] && n=64; echo $n
 }
-median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 
 # csv_column FILE NAME: the value of column NAME in the first data row of a CSV file.
 csv_column() { awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i } NR == 2 && c { print $c }' "$1"; }
+
+# is_number TEXT: TEXT is one finite number above zero.
+is_number() { echo "$1" | awk 'NR == 1 && NF == 1 && $1 ~ /^[0-9]+(\.[0-9]+)?$/ && $1 + 0 > 0 { ok = 1 } END { exit !ok }'; }
 
 # retry CMD...: runs CMD (which prints one number, or nothing when perftest gave up) up to $TRIES times.
 retry() {
     for try in $(seq $TRIES); do
         value=$("$@") || true
-        [ -n "$value" ] && { echo "$value"; return; }
+        is_number "$value" && { echo "$value"; return; }
         echo "  (no result from $1, try $try of $TRIES)" >&2
     done
     echo nan
@@ -123,11 +129,12 @@ compare() {
         columns="size,iterations,perftest_t_typical_us,gdrperf_t_typical_us,ratio"
     fi
     {
-        echo "# command: scripts/compare-perftest.sh $test (sizes $sizes; $settings; $ROUNDS alternating runs, medians; ratio = gdrperf / perftest)"
+        echo "# command: COMPARE_ROUNDS=$ROUNDS scripts/compare-perftest.sh $test (sizes $sizes; $settings; $ROUNDS alternating runs, medians; ratio = gdrperf / perftest)"
         echo "# machine: Soft-RoCE rxe0 on lo in a QEMU TCG VM ($(nproc) vCPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)), kernel $(uname -r), $(ib_write_bw --version 2>/dev/null | head -1 || echo perftest)"
         echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ); host load average (1/5/15 min) at the start: ${GDRPERF_HOST_LOAD:-unknown}"
         echo "$columns"
     } >"$out"
+    runs=""
     for size in $sizes; do
         if [ "$kind" = bw ]; then n=$(iterations_for "$size"); else n=$LATENCY_ITERATIONS; fi
         p=""; g=""
@@ -136,11 +143,14 @@ compare() {
             g="$g $(retry gdrperf_$test "$size" "$n")"
         done
         # shellcheck disable=SC2086
-        pm=$(median3 $p); gm=$(median3 $g)
+        pm=$(median $p); gm=$(median $g)
         ratio=$(awk -v p="$pm" -v g="$gm" 'BEGIN { if (p > 0 && g > 0) printf "%.3f", g / p; else print "nan" }')
         echo "$size,$n,$pm,$gm,$ratio" | tee -a "$out"
         echo "  $test $size bytes: perftest runs:$p | gdrperf runs:$g" >&2
+        runs="$runs# runs, $size bytes, in order (alternating): perftest$p | gdrperf$g
+"
     done
+    printf '%s' "$runs" >>"$out"
     echo "wrote $out"
 }
 
