@@ -13,7 +13,10 @@
 # follows the table as '# runs' lines: under TCG runs of one tool spread by 10-20%, so a single
 # ratio means little without them. Runs that print no number (under TCG perftest's CPU clock
 # calibration sometimes gives up: "Correlation coefficient r^2 < 0.9"; or it prints "inf") are
-# retried.
+# retried. p_value says whether the two tools' runs differ beyond that spread: the two-sided p
+# of a Mann-Whitney U test of the runs (near 1: indistinguishable; under 0.05: a real difference).
+# A ratio above 1 with a large p_value is the VM's noise, not a verdict; 3 runs a tool can never
+# reach 0.05 (COMPARE_ROUNDS=11 or more can).
 # perftest disables inline sends on devices it does not know (rxe among them), so gdrperf runs
 # with -I 0 here too: both tools do the same work. Needs the release binaries (cargo build --release).
 set -eu
@@ -47,6 +50,34 @@ csv_column() { awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i 
 
 # is_number TEXT: TEXT is one finite number above zero.
 is_number() { echo "$1" | awk 'NR == 1 && NF == 1 && $1 ~ /^[0-9]+(\.[0-9]+)?$/ && $1 + 0 > 0 { ok = 1 } END { exit !ok }'; }
+
+# mann_whitney "A values" "B values": two-sided p of a Mann-Whitney U test (normal approximation,
+# ties given their mean rank), to tell a ratio from the runs' spread.
+mann_whitney() {
+    { for v in $1; do echo "$v a"; done; for v in $2; do echo "$v b"; done; } | sort -g | awk '
+        { value[NR] = $1; group[NR] = $2 }
+        END {
+            for (i = 1; i <= NR; i = j + 1) {
+                for (j = i; j < NR && value[j + 1] == value[i]; j++) {}
+                t = j - i + 1; ties += t * t * t - t
+                for (k = i; k <= j; k++) if (group[k] == "a") { ranks += (i + j) / 2; n1++ }
+            }
+            n2 = NR - n1
+            if (n1 == 0 || n2 == 0) { print "nan"; exit }
+            u = ranks - n1 * (n1 + 1) / 2
+            sd = root(n1 * n2 / 12 * ((NR + 1) - ties / (NR * (NR - 1))))
+            if (sd == 0) { print "1.000"; exit }
+            z = (u - n1 * n2 / 2) / sd; if (z < 0) z = -z
+            # two-sided p = erfc(z / sqrt 2), Abramowitz-Stegun 7.1.26 for erf
+            x = z / root(2); t = 1 / (1 + 0.3275911 * x)
+            erfc = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))) / exponential(x * x)
+            printf "%.3f\n", erfc
+        }
+        # The VM'"'"'s busybox awk has no math library: square root by Newton'"'"'s method, e^y (y >= 0) as
+        # (1 + y/1024 + ...)^1024 by ten squarings.
+        function root(v,  r, i) { if (v <= 0) return 0; r = v > 1 ? v : 1; for (i = 0; i < 60; i++) r = (r + v / r) / 2; return r }
+        function exponential(y,  e, i) { y /= 1024; e = 1 + y * (1 + y / 2 * (1 + y / 3 * (1 + y / 4))); for (i = 0; i < 10; i++) e *= e; return e }'
+}
 
 # retry CMD...: runs CMD (which prints one number, or nothing when perftest gave up) up to $TRIES times.
 retry() {
@@ -123,10 +154,10 @@ compare() {
     if [ "$kind" = bw ]; then
         sizes=$SIZES settings="-t $DEPTH -Q $CQ_MOD"
         if [ "$test" = send_bw ]; then settings="$settings -r $RX_DEPTH; sender's average"; fi
-        columns="size,iterations,perftest_mib_s,gdrperf_mib_s,ratio"
+        columns="size,iterations,perftest_mib_s,gdrperf_mib_s,ratio,p_value"
     else
         sizes=$LATENCY_SIZES settings="-n $LATENCY_ITERATIONS, tx depth 1, no inline (perftest's choice on rxe); t_typical = median"
-        columns="size,iterations,perftest_t_typical_us,gdrperf_t_typical_us,ratio"
+        columns="size,iterations,perftest_t_typical_us,gdrperf_t_typical_us,ratio,p_value"
     fi
     {
         echo "# command: COMPARE_ROUNDS=$ROUNDS scripts/compare-perftest.sh $test (sizes $sizes; $settings; $ROUNDS alternating runs, medians; ratio = gdrperf / perftest)"
@@ -145,7 +176,7 @@ compare() {
         # shellcheck disable=SC2086
         pm=$(median $p); gm=$(median $g)
         ratio=$(awk -v p="$pm" -v g="$gm" 'BEGIN { if (p > 0 && g > 0) printf "%.3f", g / p; else print "nan" }')
-        echo "$size,$n,$pm,$gm,$ratio" | tee -a "$out"
+        echo "$size,$n,$pm,$gm,$ratio,$(mann_whitney "$p" "$g")" | tee -a "$out"
         echo "  $test $size bytes: perftest runs:$p | gdrperf runs:$g" >&2
         runs="$runs# runs, $size bytes, in order (alternating): perftest$p | gdrperf$g
 "
