@@ -22,6 +22,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 
+case ${COMPARE_ROUNDS:-3} in
+    *[!0-9]* | '' | *[02468]) echo "compare-perftest: COMPARE_ROUNDS must be an odd whole number (got '$COMPARE_ROUNDS')" >&2; exit 2 ;;
+esac
+
 if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
     [ $# -ge 1 ] || { echo "usage: $0 TEST... (write_bw send_bw read_lat write_lat send_lat)" >&2; exit 2; }
     cargo build --release --bins --quiet
@@ -33,7 +37,7 @@ fi
 SIZES="4096 65536 1048576"
 LATENCY_SIZES="2 64 4096"
 LATENCY_ITERATIONS=1000
-ROUNDS=${COMPARE_ROUNDS:-3} # odd: the median is then one of the runs
+ROUNDS=${COMPARE_ROUNDS:-3} # odd (checked above): the median is then one of the runs
 DEPTH=128
 CQ_MOD=100
 RX_DEPTH=512

@@ -149,18 +149,15 @@ const CALIBRATION_ATTEMPTS: usize = 3;
 /// `Instant::now()`, a few times, and the tightest pair is kept (a preemption or a slow clock read
 /// between the two would otherwise count as time in one window's rate).
 fn paired_reading() -> (Instant, u64) {
-    let mut best: Option<(u64, Instant, u64)> = None;
-    for _ in 0..PAIRED_READ_TRIES {
+    // (bracket in cycles, the clock's reading, the TSC halfway through the bracket)
+    let read = || {
         let before = read_cycles();
         let now = Instant::now();
-        let after = read_cycles();
-        let bracket = after.wrapping_sub(before);
-        if best.is_none_or(|(tightest, ..)| bracket < tightest) {
-            best = Some((bracket, now, before + bracket / 2));
-        }
-    }
-    let (_, now, cycles) = best.expect("PAIRED_READ_TRIES is above zero");
-    (now, cycles)
+        let bracket = read_cycles().wrapping_sub(before);
+        (bracket, now, before + bracket / 2)
+    };
+    let tightest = (1..PAIRED_READ_TRIES).map(|_| read()).fold(read(), |best, next| if next.0 < best.0 { next } else { best });
+    (tightest.1, tightest.2)
 }
 
 /// Reads per [`paired_reading`].
