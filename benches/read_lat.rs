@@ -20,7 +20,11 @@ use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
 
 #[derive(Parser)]
-#[command(name = "gdr-read-lat", version, about = "RDMA READ latency (server: no HOST; client: HOST; or --loopback)")]
+#[command(
+    name = "gdr-read-lat",
+    version,
+    about = "RDMA READ latency (server: no HOST; client: HOST; or --loopback)"
+)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -49,9 +53,8 @@ impl Benchmark for ReadLatency {
     }
 
     fn header(&self) -> Vec<(String, String)> {
-        let mut header = vec![
-            ("Sample".into(), "post to completion of one READ (a whole round trip)".into()),
-        ];
+        let mut header =
+            vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())];
         if self.common.memory.kinds.iter().any(|kind| kind.is_staged()) {
             header.push(("Staging".into(), "the reader copies in after each READ, inside the sample; the server copies out once per size".into()));
         }
@@ -95,7 +98,13 @@ impl Benchmark for ReadLatency {
         check_received(&mut session.local.buffers[..1], size, size)
     }
 
-    fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, _peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<LatencyFigures>,
+        _peer: Option<LatencyFigures>,
+        validation: &str,
+    ) -> Option<LatencyRow> {
         let settings = LatencySettings { arrival: "completion", inline_size: self.latency.inline_size };
         ours.map(|figures| LatencyRow::new(context, settings, &figures, validation))
     }
@@ -104,7 +113,8 @@ impl Benchmark for ReadLatency {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
-        let (common, latency, files) = latency_setup(&cli.common, &cli.latency, LatencyTest::Read, "read_lat")?;
+        let (common, latency, files) =
+            latency_setup(&cli.common, &cli.latency, LatencyTest::Read, "read_lat")?;
         harness::run(&common.clone(), &ReadLatency { common, latency, files })
     })
 }

@@ -16,14 +16,20 @@ use clap::Parser;
 use gdrperf::harness::args_latency::{SendArgs, SendConfig};
 use gdrperf::harness::buffers::{check_received, copy_time, pattern_seed};
 use gdrperf::harness::send::{stream_send, ReceiveQueues, SendPlan};
-use gdrperf::harness::{self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
+use gdrperf::harness::{
+    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults,
+};
 use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
 use gdrperf::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
 use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
 
 #[derive(Parser)]
-#[command(name = "gdr-send-bw", version, about = "SEND/RECV bandwidth (server: no HOST; client: HOST; or --loopback)")]
+#[command(
+    name = "gdr-send-bw",
+    version,
+    about = "SEND/RECV bandwidth (server: no HOST; client: HOST; or --loopback)"
+)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -53,7 +59,9 @@ impl SendBandwidth {
     fn refuse_staged_bidirectional(&self, session: &Session) -> gdrperf::Result<()> {
         let staged = session.local.buffers[0].is_staged() || session.peer.side.memory.ends_with("-staged");
         if staged && self.bandwidth.bidirectional {
-            return Err(gdrperf::Error::Config("staged memory runs one direction at a time: drop -b/--bidirectional".into()));
+            return Err(gdrperf::Error::Config(
+                "staged memory runs one direction at a time: drop -b/--bidirectional".into(),
+            ));
         }
         Ok(())
     }
@@ -62,7 +70,6 @@ impl SendBandwidth {
     fn staged_receiver(&self, session: &Session) -> bool {
         self.receives(session) && session.local.buffers[0].is_staged()
     }
-
 }
 
 impl Benchmark for SendBandwidth {
@@ -72,7 +79,11 @@ impl Benchmark for SendBandwidth {
     type Row = SendBandwidthRow;
 
     fn queue_sizes(&self) -> QueuePairSizes {
-        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: self.send.rx_depth, max_inline: self.send.inline_size }
+        QueuePairSizes {
+            send_depth: self.common.tx_depth,
+            recv_depth: self.send.rx_depth,
+            max_inline: self.send.inline_size,
+        }
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -101,7 +112,12 @@ impl Benchmark for SendBandwidth {
         if self.receives(session) {
             // Posted once per connection and reposted as they are consumed, across sizes.
             if session.state_mut::<ReceiveQueues>().is_none() {
-                let queues = ReceiveQueues::post(session, self.send.rx_depth, self.common.validate, self.common.max_size())?;
+                let queues = ReceiveQueues::post(
+                    session,
+                    self.send.rx_depth,
+                    self.common.validate,
+                    self.common.max_size(),
+                )?;
                 session.keep_state(queues);
             }
         }
@@ -150,14 +166,26 @@ impl Benchmark for SendBandwidth {
         Ok(failure)
     }
 
-    fn row(&self, context: &RowContext, ours: Option<SendFigures>, peer: Option<SendFigures>, validation: &str) -> Option<SendBandwidthRow> {
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<SendFigures>,
+        peer: Option<SendFigures>,
+        validation: &str,
+    ) -> Option<SendBandwidthRow> {
         let settings = BandwidthSettings {
             tx_depth: self.common.tx_depth,
             cq_mod: self.bandwidth.cq_mod,
             bidirectional: self.bandwidth.bidirectional,
         };
         let reports: Vec<SendFigures> = ours.into_iter().chain(peer).collect();
-        SendBandwidthRow::new(context, settings, SendSettings { inline_size: self.send.inline_size }, &reports, validation)
+        SendBandwidthRow::new(
+            context,
+            settings,
+            SendSettings { inline_size: self.send.inline_size },
+            &reports,
+            validation,
+        )
     }
 
     fn concurrent(&self) -> bool {

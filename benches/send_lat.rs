@@ -17,7 +17,8 @@ use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
 use gdrperf::harness::buffers::copy_time;
 use gdrperf::harness::latency::{
-    ping_pong_initiator, ping_pong_responder, check_ping_pong, ping_pong_buffer_len, prepare_ping_pong, prepare_ping_pong_check, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
+    check_ping_pong, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
+    prepare_ping_pong_check, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
     PING_PONG_RECEIVES,
 };
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
@@ -26,7 +27,11 @@ use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
 
 #[derive(Parser)]
-#[command(name = "gdr-send-lat", version, about = "SEND/RECV latency, ping-pong (server: no HOST; client: HOST; or --loopback)")]
+#[command(
+    name = "gdr-send-lat",
+    version,
+    about = "SEND/RECV latency, ping-pong (server: no HOST; client: HOST; or --loopback)"
+)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -51,7 +56,11 @@ impl Benchmark for SendLatency {
     }
 
     fn queue_sizes(&self) -> QueuePairSizes {
-        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: PING_PONG_RECEIVES, max_inline: self.latency.inline_size }
+        QueuePairSizes {
+            send_depth: self.common.tx_depth,
+            recv_depth: PING_PONG_RECEIVES,
+            max_inline: self.latency.inline_size,
+        }
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -64,7 +73,10 @@ impl Benchmark for SendLatency {
             ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
         ];
         if self.common.memory.kinds.iter().any(|kind| kind.is_staged()) {
-            header.push(("Staging".into(), "copy out before each SEND, copy in after each receive, inside the round trip".into()));
+            header.push((
+                "Staging".into(),
+                "copy out before each SEND, copy in after each receive, inside the round trip".into(),
+            ));
         }
         header
     }
@@ -105,8 +117,15 @@ impl Benchmark for SendLatency {
         check_ping_pong(session, size, size)
     }
 
-    fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {
-        let settings = LatencySettings { arrival: PingPong::Send.arrival(), inline_size: self.latency.inline_size };
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<LatencyFigures>,
+        peer: Option<LatencyFigures>,
+        validation: &str,
+    ) -> Option<LatencyRow> {
+        let settings =
+            LatencySettings { arrival: PingPong::Send.arrival(), inline_size: self.latency.inline_size };
         let mut row = LatencyRow::new(context, settings, &ours?, validation);
         row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
         Some(row)
@@ -116,7 +135,8 @@ impl Benchmark for SendLatency {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
-        let (common, latency, files) = latency_setup(&cli.common, &cli.latency, LatencyTest::Send, "send_lat")?;
+        let (common, latency, files) =
+            latency_setup(&cli.common, &cli.latency, LatencyTest::Send, "send_lat")?;
         harness::run(&common.clone(), &SendLatency { common, latency, files })
     })
 }

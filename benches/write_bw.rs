@@ -6,16 +6,22 @@
 
 use clap::Parser;
 use gdrperf::harness::bandwidth::{stream, StreamOperation, StreamPlan};
+use gdrperf::harness::buffers::{check_received, pattern_seed};
 use gdrperf::harness::staged_receive;
 use gdrperf::harness::StopRule;
-use gdrperf::harness::buffers::{check_received, pattern_seed};
-use gdrperf::harness::{self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults};
-use gdrperf::output::{BandwidthRow, RowContext};
+use gdrperf::harness::{
+    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults,
+};
 use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
+use gdrperf::output::{BandwidthRow, RowContext};
 use gdrperf::verbs::QueuePairSizes;
 
 #[derive(Parser)]
-#[command(name = "gdr-write-bw", version, about = "RDMA WRITE bandwidth (server: no HOST; client: HOST; or --loopback)")]
+#[command(
+    name = "gdr-write-bw",
+    version,
+    about = "RDMA WRITE bandwidth (server: no HOST; client: HOST; or --loopback)"
+)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -45,11 +51,15 @@ impl WriteBandwidth {
         let ours = session.local.buffers.first_mut().is_some_and(|buffer| buffer.stager().is_some());
         let peers = session.peer.side.memory.ends_with("staged");
         if (ours || peers) && self.bandwidth.bidirectional {
-            return Err(gdrperf::Error::Config("staged memory runs one direction at a time: drop -b/--bidirectional".into()));
+            return Err(gdrperf::Error::Config(
+                "staged memory runs one direction at a time: drop -b/--bidirectional".into(),
+            ));
         }
         let receiver_is_staged = if session.side.is_client() { peers } else { ours };
         if receiver_is_staged && matches!(self.common.stop, StopRule::Duration(_)) {
-            return Err(gdrperf::Error::Config("a staged receiver counts the messages it copies: use -n/--iters, not -D".into()));
+            return Err(gdrperf::Error::Config(
+                "a staged receiver counts the messages it copies: use -n/--iters, not -D".into(),
+            ));
         }
         Ok(receiver_is_staged)
     }
@@ -148,12 +158,22 @@ impl Benchmark for WriteBandwidth {
         self.bandwidth.bidirectional
     }
 
-    fn row(&self, context: &RowContext, ours: Option<BandwidthFigures>, peer: Option<BandwidthFigures>, validation: &str) -> Option<BandwidthRow> {
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<BandwidthFigures>,
+        peer: Option<BandwidthFigures>,
+        validation: &str,
+    ) -> Option<BandwidthRow> {
         // Both directions add up; one direction seen from both ends (a staged receiver reports
         // when data reached its payload) counts at the slower end, where the data arrived last.
         let reports: Vec<BandwidthFigures> = match (ours, peer) {
             (Some(sent), Some(landed)) if !self.bandwidth.bidirectional => {
-                let slower = if landed.average_bytes_per_second < sent.average_bytes_per_second { landed } else { sent };
+                let slower = if landed.average_bytes_per_second < sent.average_bytes_per_second {
+                    landed
+                } else {
+                    sent
+                };
                 // The copies of both ends are part of the cost, whichever end was slower.
                 vec![BandwidthFigures { copy_seconds: sent.copy_seconds + landed.copy_seconds, ..slower }]
             }
@@ -178,7 +198,12 @@ impl Benchmark for WriteBandwidth {
 
 /// Copy time of this side's staged buffers so far (zero for memory the NIC reaches directly).
 fn copy_time(session: &mut Session) -> std::time::Duration {
-    session.local.buffers.iter_mut().filter_map(|buffer| buffer.stager().map(|stager| stager.copy_time())).sum()
+    session
+        .local
+        .buffers
+        .iter_mut()
+        .filter_map(|buffer| buffer.stager().map(|stager| stager.copy_time()))
+        .sum()
 }
 
 fn main() -> std::process::ExitCode {

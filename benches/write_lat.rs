@@ -19,7 +19,8 @@ use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
 use gdrperf::harness::buffers::copy_time;
 use gdrperf::harness::latency::{
-    ping_pong_initiator, ping_pong_responder, check_ping_pong, ping_pong_buffer_len, prepare_ping_pong, prepare_ping_pong_check, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
+    check_ping_pong, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
+    prepare_ping_pong_check, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
     PING_PONG_RECEIVES,
 };
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
@@ -28,7 +29,11 @@ use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
 
 #[derive(Parser)]
-#[command(name = "gdr-write-lat", version, about = "RDMA WRITE latency, ping-pong (server: no HOST; client: HOST; or --loopback)")]
+#[command(
+    name = "gdr-write-lat",
+    version,
+    about = "RDMA WRITE latency, ping-pong (server: no HOST; client: HOST; or --loopback)"
+)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -79,7 +84,11 @@ impl Benchmark for WriteLatency {
     }
 
     fn queue_sizes(&self) -> QueuePairSizes {
-        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: PING_PONG_RECEIVES, max_inline: self.latency.inline_size }
+        QueuePairSizes {
+            send_depth: self.common.tx_depth,
+            recv_depth: PING_PONG_RECEIVES,
+            max_inline: self.latency.inline_size,
+        }
     }
 
     fn parameters(&self) -> serde_json::Value {
@@ -89,11 +98,22 @@ impl Benchmark for WriteLatency {
     fn header(&self) -> Vec<(String, String)> {
         let mut header = vec![
             ("Sample".into(), "half a WRITE ping-pong round trip".into()),
-            ("Arrival".into(), if self.latency.write_with_imm { "WRITE_WITH_IMM completion" } else { "last-byte poll (host memory), else WRITE_WITH_IMM" }.into()),
+            (
+                "Arrival".into(),
+                if self.latency.write_with_imm {
+                    "WRITE_WITH_IMM completion"
+                } else {
+                    "last-byte poll (host memory), else WRITE_WITH_IMM"
+                }
+                .into(),
+            ),
             ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
         ];
         if self.common.memory.kinds.iter().any(|kind| kind.is_staged()) {
-            header.push(("Staging".into(), "copy out before each write, copy in after each arrival, inside the round trip".into()));
+            header.push((
+                "Staging".into(),
+                "copy out before each write, copy in after each arrival, inside the round trip".into(),
+            ));
         }
         header
     }
@@ -137,10 +157,17 @@ impl Benchmark for WriteLatency {
         check_ping_pong(session, size, len)
     }
 
-    fn row(&self, context: &RowContext, ours: Option<LatencyFigures>, peer: Option<LatencyFigures>, validation: &str) -> Option<LatencyRow> {
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<LatencyFigures>,
+        peer: Option<LatencyFigures>,
+        validation: &str,
+    ) -> Option<LatencyRow> {
         // The transport follows from the memory of both sides, which the context names.
         let transport = self.transport_for(context.mem_local == "host", context.mem_remote == "host");
-        let settings = LatencySettings { arrival: transport.arrival(), inline_size: self.latency.inline_size };
+        let settings =
+            LatencySettings { arrival: transport.arrival(), inline_size: self.latency.inline_size };
         let mut row = LatencyRow::new(context, settings, &ours?, validation);
         row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
         Some(row)
@@ -150,7 +177,8 @@ impl Benchmark for WriteLatency {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
-        let (common, latency, files) = latency_setup(&cli.common, &cli.latency, LatencyTest::Write, "write_lat")?;
+        let (common, latency, files) =
+            latency_setup(&cli.common, &cli.latency, LatencyTest::Write, "write_lat")?;
         harness::run(&common.clone(), &WriteLatency { common, latency, files })
     })
 }

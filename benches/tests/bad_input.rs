@@ -48,11 +48,23 @@ const COMMON: &[Case] = &[
     case(&["--loopback", "--mem", "cuda", "--gpu", "x"], &["--gpu x"]),
     case(&["--loopback", "--mem", "cuda", "--gpu-bus-id", "zz"], &["--gpu-bus-id zz"]),
     case(&["--loopback", "--mem", "cuda", "--gpu-bus-id", "0000:17:00"], &["--gpu-bus-id 0000:17:00"]),
-    case(&["--loopback", "--mem", "cuda", "--gpu", "1", "--gpu-bus-id", "0000:17:00.0"], &["cannot be used with"]),
+    case(
+        &["--loopback", "--mem", "cuda", "--gpu", "1", "--gpu-bus-id", "0000:17:00.0"],
+        &["cannot be used with"],
+    ),
     // Out of range only shows once CUDA is loaded: without a driver, that is what is missing.
-    case(&["--loopback", "--mem", "cuda", "--gpu", "99", "-n", "5"], &["libcuda.so not found", "GPU 99", "99"]),
-    case(&["--loopback", "-d", "mlx5_9", "-n", "5"], &["RDMA device 'mlx5_9' not found", "no RDMA device found"]),
-    case(&["--loopback", "-n", "5", "--csv", "/nonexistent/dir/x.csv"], &["writing results to /nonexistent/dir/x.csv"]),
+    case(
+        &["--loopback", "--mem", "cuda", "--gpu", "99", "-n", "5"],
+        &["libcuda.so not found", "GPU 99", "99"],
+    ),
+    case(
+        &["--loopback", "-d", "mlx5_9", "-n", "5"],
+        &["RDMA device 'mlx5_9' not found", "no RDMA device found"],
+    ),
+    case(
+        &["--loopback", "-n", "5", "--csv", "/nonexistent/dir/x.csv"],
+        &["writing results to /nonexistent/dir/x.csv"],
+    ),
     case(&["--loopback", "-n", "5", "--json", "/nonexistent/dir/x.json"], &["/nonexistent/dir/x.json"]),
     case(&["--bind", "nowhere"], &["--bind nowhere: not an IP address"]),
     case(&["--bind", "10.0.0.1", "host1"], &["'--bind <ADDR>' cannot be used with '[HOST]'"]),
@@ -65,13 +77,19 @@ const COMMON: &[Case] = &[
 const BANDWIDTH: &[Case] = &[
     case(&["--loopback", "-t", "8", "-Q", "9"], &["-Q/--cq-mod (9) must not exceed -t/--tx-depth (8)"]),
     case(&["--loopback", "-Q", "0"], &["-Q/--cq-mod must be at least 1"]),
-    case(&["--loopback", "--concurrent", "--mem", "host,host-staged"], &["--concurrent runs the GPUs (or devices) of one --mem kind"]),
+    case(
+        &["--loopback", "--concurrent", "--mem", "host,host-staged"],
+        &["--concurrent runs the GPUs (or devices) of one --mem kind"],
+    ),
 ];
 
 /// Options of the latency tests.
 const LATENCY: &[Case] = &[
     case(&["--loopback", "-q", "2"], &["latency tests time one message at a time over one QP"]),
-    case(&["--loopback", "--hlog-interval", "0"], &["--hlog-interval must be between 0.001 and 3600 seconds"]),
+    case(
+        &["--loopback", "--hlog-interval", "0"],
+        &["--hlog-interval must be between 0.001 and 3600 seconds"],
+    ),
     case(&["--loopback", "-H", "/tmp/raw", "-D", "1"], &["-H/--histogram-raw keeps every sample in memory"]),
     case(&["--loopback", "-Q", "4"], &["unexpected argument '-Q'"]),
     case(&["--loopback", "--concurrent"], &["unexpected argument '--concurrent'"]),
@@ -89,7 +107,8 @@ const READ_LAT: &[Case] = &[
     case(&["--loopback", "--write-with-imm"], &["--write-with-imm applies to gdr-write-lat only"]),
 ];
 
-const WRITE_LAT: &[Case] = &[case(&["--loopback", "-I", "5000"], &["-I/--inline-size 5000 is above 1024 bytes"])];
+const WRITE_LAT: &[Case] =
+    &[case(&["--loopback", "-I", "5000"], &["-I/--inline-size 5000 is above 1024 bytes"])];
 
 const SEND_LAT: &[Case] = &[
     case(&["--loopback", "-I", "5000"], &["-I/--inline-size 5000 is above 1024 bytes"]),
@@ -137,7 +156,10 @@ fn every_binary_refuses_bad_input_with_exit_2_and_a_message_naming_it() {
             let (code, stderr) = run(binary, case.arguments, &[]);
             checked += 1;
             if code != 2 || !case.expected.iter().any(|text| stderr.contains(text)) {
-                failures.push(format!("{name} {:?}: exit {code}, expected 2 and one of {:?}; stderr: {stderr}", case.arguments, case.expected));
+                failures.push(format!(
+                    "{name} {:?}: exit {code}, expected 2 and one of {:?}; stderr: {stderr}",
+                    case.arguments, case.expected
+                ));
             }
         }
     }

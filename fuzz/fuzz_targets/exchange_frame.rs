@@ -11,7 +11,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(Some((message, used))) = decode_frame(data) {
         assert!(used <= data.len());
         let again = encode(&message);
-        assert!(matches!(decode_frame(&again), Ok(Some(_))), "a decoded message must encode to a decodable frame");
+        assert!(
+            matches!(decode_frame(&again), Ok(Some(_))),
+            "a decoded message must encode to a decodable frame"
+        );
     }
     let _ = decode_body(data);
 });

@@ -95,7 +95,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
     let host = hostname();
     let date = gdrperf::output::utc_timestamp();
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("acceptance-{host}-{}", date.replace(':', ""))));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("acceptance-{host}-{}", date.replace(':', ""))));
     std::fs::create_dir_all(&out).with_context(|| format!("creating the output folder {}", out.display()))?;
     let total = steps.iter().filter(|step| matches!(step, Step::Run(_))).count();
     let mut rows = Vec::new();
@@ -105,11 +108,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Step::Decided(row) => row,
             Step::Run(run) => {
                 done += 1;
-                let place = run.gpu.as_ref().map(|gpu| format!("{} on {}", gpu.label, run.nic.device)).unwrap_or_else(|| run.nic.device.clone());
+                let place = run
+                    .gpu
+                    .as_ref()
+                    .map(|gpu| format!("{} on {}", gpu.label, run.nic.device))
+                    .unwrap_or_else(|| run.nic.device.clone());
                 println!("[{done}/{total}] {} --mem {} ({place}) ...", run.binary, run.mode);
                 let started = Instant::now();
                 let row = execute(&args, &run, &out);
-                println!("      {} in {:.0} s{}", row.verdict, started.elapsed().as_secs_f64(), if row.detail.is_empty() { String::new() } else { format!(": {}", row.detail) });
+                println!(
+                    "      {} in {:.0} s{}",
+                    row.verdict,
+                    started.elapsed().as_secs_f64(),
+                    if row.detail.is_empty() { String::new() } else { format!(": {}", row.detail) }
+                );
                 row
             }
         };
@@ -155,7 +167,10 @@ fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node
     let nic = |name: &str| -> Nic {
         let device = devices.iter().find(|device| device["name"] == name);
         let ports = device.and_then(|device| device["ports"].as_array().cloned()).unwrap_or_default();
-        let port = ports.iter().find(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE"))).or(ports.first());
+        let port = ports
+            .iter()
+            .find(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE")))
+            .or(ports.first());
         Nic {
             device: name.to_string(),
             port: port.and_then(|port| port["number"].as_u64()).unwrap_or(1) as u32,
@@ -165,7 +180,10 @@ fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node
     if let Some(name) = ib_dev {
         if !devices.iter().any(|device| device["name"] == name) {
             let present: Vec<&str> = devices.iter().filter_map(|device| device["name"].as_str()).collect();
-            bail!("-d/--ib-dev {name}: no such RDMA device (devices present: {})", if present.is_empty() { "none".into() } else { present.join(", ") });
+            bail!(
+                "-d/--ib-dev {name}: no such RDMA device (devices present: {})",
+                if present.is_empty() { "none".into() } else { present.join(", ") }
+            );
         }
     }
     let recommendations = doctor["recommendations"].as_array().cloned().unwrap_or_default();
@@ -176,7 +194,10 @@ fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node
         .iter()
         .map(|gpu| {
             let bus_id = gpu["bus_id"].as_str().unwrap_or_default().to_string();
-            let recommended = recommendations.iter().find(|entry| entry["gpu_bus_id"] == bus_id.as_str()).and_then(|entry| entry["nic"].as_str());
+            let recommended = recommendations
+                .iter()
+                .find(|entry| entry["gpu_bus_id"] == bus_id.as_str())
+                .and_then(|entry| entry["nic"].as_str());
             let paired = ib_dev.or(recommended).map(nic);
             (Gpu { label: gpu["label"].as_str().unwrap_or(&bus_id).to_string(), bus_id }, paired)
         })
@@ -186,10 +207,18 @@ fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node
     let mut nics: Vec<Nic> = Vec::new();
     let names: Vec<String> = match (ib_dev, gpus.is_empty()) {
         (Some(name), _) => vec![name.to_string()],
-        (None, false) => gpus.iter().filter_map(|(_, nic)| nic.as_ref().map(|nic| nic.device.clone())).collect(),
+        (None, false) => {
+            gpus.iter().filter_map(|(_, nic)| nic.as_ref().map(|nic| nic.device.clone())).collect()
+        }
         (None, true) => devices
             .iter()
-            .filter(|device| device["ports"].as_array().is_some_and(|ports| ports.iter().any(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE")))))
+            .filter(|device| {
+                device["ports"].as_array().is_some_and(|ports| {
+                    ports
+                        .iter()
+                        .any(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE")))
+                })
+            })
             .filter_map(|device| device["name"].as_str().map(str::to_string))
             .collect(),
     };
@@ -207,7 +236,10 @@ fn execute(args: &Args, run: &PlannedRun, out: &Path) -> AcceptanceRow {
         return run.error(format!(
             "{} not found {}(build it: cargo build --release -p gdrperf-benches)",
             run.binary,
-            args.bench_dir.as_ref().map(|dir| format!("in {} ", dir.display())).unwrap_or_else(|| "beside gdrperf or on PATH ".into())
+            args.bench_dir
+                .as_ref()
+                .map(|dir| format!("in {} ", dir.display()))
+                .unwrap_or_else(|| "beside gdrperf or on PATH ".into())
         ));
     };
     let json = out.join(format!("{}.json", run.stem));
@@ -233,7 +265,12 @@ fn execute(args: &Args, run: &PlannedRun, out: &Path) -> AcceptanceRow {
             if Instant::now() > deadline {
                 child.kill().ok();
                 child.wait().ok();
-                bail!("{} ran longer than --run-timeout {} s and was stopped (log: {})", run.binary, args.run_timeout, log.display());
+                bail!(
+                    "{} ran longer than --run-timeout {} s and was stopped (log: {})",
+                    run.binary,
+                    args.run_timeout,
+                    log.display()
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -245,10 +282,18 @@ fn execute(args: &Args, run: &PlannedRun, out: &Path) -> AcceptanceRow {
     if !status.success() {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let last = text.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("(no output)");
-        return run.error(format!("{} exited with {status}: {} (log: {})", run.binary, last.trim(), log.display()));
+        return run.error(format!(
+            "{} exited with {status}: {} (log: {})",
+            run.binary,
+            last.trim(),
+            log.display()
+        ));
     }
     match ResultFile::read(&json) {
-        Ok(result) => run.judge(&result, &json.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default()),
+        Ok(result) => run.judge(
+            &result,
+            &json.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default(),
+        ),
         Err(error) => run.error(error.to_string()),
     }
 }
@@ -259,11 +304,15 @@ fn find_bench(bench_dir: Option<&Path>, name: &str) -> Option<PathBuf> {
         return Some(dir.join(name)).filter(|path| path.is_file());
     }
     let beside = std::env::current_exe().ok().and_then(|exe| exe.parent().map(|dir| dir.join(name)));
-    beside
-        .filter(|path| path.is_file())
-        .or_else(|| std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).map(|dir| dir.join(name)).find(|path| path.is_file())))
+    beside.filter(|path| path.is_file()).or_else(|| {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path).map(|dir| dir.join(name)).find(|path| path.is_file())
+        })
+    })
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|name| name.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
 }

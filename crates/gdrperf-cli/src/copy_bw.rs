@@ -121,10 +121,16 @@ impl Plan {
     fn from_args(args: &Args) -> Plan {
         let sizes = match (args.size, args.all_sizes) {
             (Some(size), _) => vec![size],
-            (None, true) => (0..).map(|shift| 1usize << shift).take_while(|&size| size <= ALL_SIZES_MAX).collect(),
+            (None, true) => {
+                (0..).map(|shift| 1usize << shift).take_while(|&size| size <= ALL_SIZES_MAX).collect()
+            }
             (None, false) => DEFAULT_SIZES.to_vec(),
         };
-        Plan { selection: args.gpu_bus_id.clone().unwrap_or_else(|| args.gpu.clone()), sizes, iterations: args.iterations }
+        Plan {
+            selection: args.gpu_bus_id.clone().unwrap_or_else(|| args.gpu.clone()),
+            sizes,
+            iterations: args.iterations,
+        }
     }
 
     fn iterations_for(&self, size: usize) -> usize {
@@ -184,7 +190,8 @@ impl Row {
     }
 
     fn table_line(&self) -> String {
-        let optional = |value: Option<f64>| value.map(|value| format!("{value:.2}")).unwrap_or_else(|| "-".to_string());
+        let optional =
+            |value: Option<f64>| value.map(|value| format!("{value:.2}")).unwrap_or_else(|| "-".to_string());
         format!(
             "{:>3} {:>9} {:>6} {:>8} {:>6} {:>10.2} {:>11} {:>9}",
             self.gpu,
@@ -221,7 +228,8 @@ impl Outputs {
     fn create(args: &Args) -> anyhow::Result<Outputs> {
         let csv = match &args.csv {
             Some(path) => {
-                let file = File::create(path).with_context(|| format!("cannot create CSV file {}", path.display()))?;
+                let file = File::create(path)
+                    .with_context(|| format!("cannot create CSV file {}", path.display()))?;
                 let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(file);
                 writer.write_record(CSV_HEADER)?;
                 writer.flush()?;
@@ -260,7 +268,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     );
     for gpu in &gpus {
         let info = gpu.info();
-        println!("GPU {}: {} at {}, {} MiB", info.index, info.name, info.bus_id, info.total_memory_bytes >> 20);
+        println!(
+            "GPU {}: {} at {}, {} MiB",
+            info.index,
+            info.name,
+            info.bus_id,
+            info.total_memory_bytes >> 20
+        );
         println!("{TABLE_HEADER}");
         measure_gpu(gpu, &plan, &mut outputs)?;
     }
@@ -276,7 +290,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             })).collect::<Vec<_>>(),
             "rows": outputs.rows,
         });
-        let file = File::create(path).with_context(|| format!("cannot write JSON file {}", path.display()))?;
+        let file =
+            File::create(path).with_context(|| format!("cannot write JSON file {}", path.display()))?;
         serde_json::to_writer_pretty(file, &document)?;
     }
     Ok(ExitCode::SUCCESS)

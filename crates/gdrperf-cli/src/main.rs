@@ -16,7 +16,11 @@ mod selftest;
 mod slurm;
 
 #[derive(Debug, Parser)]
-#[command(name = "gdrperf", version, about = "GPUDirect RDMA benchmark suite: tools beside the gdr-* benches")]
+#[command(
+    name = "gdrperf",
+    version,
+    about = "GPUDirect RDMA benchmark suite: tools beside the gdr-* benches"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -13,8 +13,8 @@ use std::thread;
 
 use gdrperf_cuda::pattern::{first_mismatch, pattern};
 use gdrperf_cuda::{
-    staged_throughput, CopyBench, CopyDirection, Cuda, DmaBufMapping, Gpu, GpuSelection, HostMemory, MessageFlow,
-    StageOperation, StagedBuffer, StagingConfig,
+    staged_throughput, CopyBench, CopyDirection, Cuda, DmaBufMapping, Gpu, GpuSelection, HostMemory,
+    MessageFlow, StageOperation, StagedBuffer, StagingConfig,
 };
 
 use crate::copy_bw::{format_size, parse_gpu_bus_id, parse_gpu_selection, parse_size};
@@ -88,7 +88,8 @@ impl Report {
 }
 
 fn staging_config(args: &Args, message_size: usize) -> StagingConfig {
-    let chunk_size = args.chunk_size.unwrap_or_else(|| StagingConfig::for_message_size(message_size).chunk_size);
+    let chunk_size =
+        args.chunk_size.unwrap_or_else(|| StagingConfig::for_message_size(message_size).chunk_size);
     StagingConfig { chunk_size }
 }
 
@@ -181,7 +182,9 @@ fn check_memory(gpu: &Gpu, report: &mut Report) {
         "sync-memops",
         match buffer.sync_memops() {
             Ok(true) => Ok("CU_POINTER_ATTRIBUTE_SYNC_MEMOPS reads back 1".to_string()),
-            Ok(false) => Err(anyhow::anyhow!("CU_POINTER_ATTRIBUTE_SYNC_MEMOPS reads back 0 after being set")),
+            Ok(false) => {
+                Err(anyhow::anyhow!("CU_POINTER_ATTRIBUTE_SYNC_MEMOPS reads back 0 after being set"))
+            }
             Err(error) => Err(error.into()),
         },
     );
@@ -209,7 +212,12 @@ fn check_memory(gpu: &Gpu, report: &mut Report) {
 }
 
 /// One staged round trip with the data checked both ways.
-fn staged_check(gpu: &Gpu, buffer_len: usize, range: Range<usize>, config: StagingConfig) -> anyhow::Result<String> {
+fn staged_check(
+    gpu: &Gpu,
+    buffer_len: usize,
+    range: Range<usize>,
+    config: StagingConfig,
+) -> anyhow::Result<String> {
     let mut staged = StagedBuffer::new(gpu, buffer_len, config)?;
     let size = range.len();
     let outbound = pattern(size, size as u64);
@@ -219,14 +227,22 @@ fn staged_check(gpu: &Gpu, buffer_len: usize, range: Range<usize>, config: Stagi
     let out_time = staged.stage_out(range.clone())?;
     let host = &staged.host_bytes()?[range.clone()];
     if let Some(at) = first_mismatch(&outbound, host) {
-        anyhow::bail!("GPU->host: first wrong byte at {at} (expected {:#04x}, got {:#04x})", outbound[at], host[at]);
+        anyhow::bail!(
+            "GPU->host: first wrong byte at {at} (expected {:#04x}, got {:#04x})",
+            outbound[at],
+            host[at]
+        );
     }
     staged.host_bytes_mut()?[range.clone()].copy_from_slice(&inbound);
     staged.device_mut()?.fill(0)?;
     let in_time = staged.stage_in(range.clone())?;
     let device = staged.device().read(range.clone())?;
     if let Some(at) = first_mismatch(&inbound, &device) {
-        anyhow::bail!("host->GPU: first wrong byte at {at} (expected {:#04x}, got {:#04x})", inbound[at], device[at]);
+        anyhow::bail!(
+            "host->GPU: first wrong byte at {at} (expected {:#04x}, got {:#04x})",
+            inbound[at],
+            device[at]
+        );
     }
     Ok(format!(
         "GPU->host and host->GPU data intact ({} chunk(s) of <= {}, out {:.1} us, in {:.1} us)",
@@ -239,7 +255,8 @@ fn staged_check(gpu: &Gpu, buffer_len: usize, range: Range<usize>, config: Stagi
 
 fn check_staging(gpu: &Gpu, args: &Args, report: &mut Report) {
     let index = gpu.index();
-    let mut sizes: Vec<usize> = (0..).map(|shift| 1usize << shift).take_while(|&size| size <= LARGEST_SIZE).collect();
+    let mut sizes: Vec<usize> =
+        (0..).map(|shift| 1usize << shift).take_while(|&size| size <= LARGEST_SIZE).collect();
     sizes.extend_from_slice(ODD_SIZES);
     sizes.sort_unstable();
     let config = |size| staging_config(args, size);
@@ -261,7 +278,9 @@ fn check_staging(gpu: &Gpu, args: &Args, report: &mut Report) {
     // The same GPU used from two threads at once, each with its own buffers.
     let result = thread::scope(|scope| {
         let workers: Vec<_> = (0..2)
-            .map(|worker| scope.spawn(move || staged_check(gpu, 5 << 20, worker..(4 << 20) + worker, chunked)))
+            .map(|worker| {
+                scope.spawn(move || staged_check(gpu, 5 << 20, worker..(4 << 20) + worker, chunked))
+            })
             .collect();
         workers
             .into_iter()
@@ -278,7 +297,9 @@ fn ordering(gpu: &Gpu, config: StagingConfig) -> anyhow::Result<String> {
     let len = 16 << 20;
     let (gpu_data, host_data) = (pattern(len, 1), pattern(len, 2));
     let mut staged = StagedBuffer::new(gpu, len, config)?;
-    for (first, second) in [(StageOperation::In, StageOperation::Out), (StageOperation::Out, StageOperation::In)] {
+    for (first, second) in
+        [(StageOperation::In, StageOperation::Out), (StageOperation::Out, StageOperation::In)]
+    {
         staged.device_mut()?.write(0, &gpu_data)?;
         staged.host_bytes_mut()?.copy_from_slice(&host_data);
         let first_ticket = staged.begin(first, 0..len)?;
@@ -355,9 +376,14 @@ fn measure_throughput(gpu: &Gpu, args: &Args) -> anyhow::Result<bool> {
     for size in sizes {
         let messages = (THROUGHPUT_BYTES / size).clamp(20, 1000);
         let config = staging_config(args, size);
-        let d2h = bench.bandwidth(HostMemory::Pinned, CopyDirection::DeviceToHost, size, messages)?.gbytes_per_second();
-        let h2d = bench.bandwidth(HostMemory::Pinned, CopyDirection::HostToDevice, size, messages)?.gbytes_per_second();
-        let bidir = bench.bidirectional_bandwidth(HostMemory::Pinned, size, messages)?.gbytes_per_second() / 2.0;
+        let d2h = bench
+            .bandwidth(HostMemory::Pinned, CopyDirection::DeviceToHost, size, messages)?
+            .gbytes_per_second();
+        let h2d = bench
+            .bandwidth(HostMemory::Pinned, CopyDirection::HostToDevice, size, messages)?
+            .gbytes_per_second();
+        let bidir =
+            bench.bidirectional_bandwidth(HostMemory::Pinned, size, messages)?.gbytes_per_second() / 2.0;
         let staged = |operation, flow| -> anyhow::Result<f64> {
             Ok(staged_throughput(gpu, size, messages, config, operation, flow)?.gbytes_per_second())
         };
@@ -366,7 +392,8 @@ fn measure_throughput(gpu: &Gpu, args: &Args) -> anyhow::Result<bool> {
         let round_trip = staged(StageOperation::RoundTrip, MessageFlow::Streamed)?;
         let one_by_one = staged(StageOperation::RoundTrip, MessageFlow::OneAtATime)?;
         let ratio = |value: f64, ceiling: f64| if ceiling > 0.0 { value / ceiling } else { 0.0 };
-        let (out_ratio, in_ratio, round_trip_ratio) = (ratio(out, d2h), ratio(into_gpu, h2d), ratio(round_trip, d2h.min(h2d)));
+        let (out_ratio, in_ratio, round_trip_ratio) =
+            (ratio(out, d2h), ratio(into_gpu, h2d), ratio(round_trip, d2h.min(h2d)));
         println!(
             "PERF  gpu{index}: {:>8} {:>6} {:>5} {:>6.2} {:>6.2} {:>9.2} {:>7.2} {:>5.3} {:>7.2} {:>5.3} {:>7.2} {:>5.3} {:>7.2}",
             format_size(size),
@@ -391,7 +418,11 @@ fn measure_throughput(gpu: &Gpu, args: &Args) -> anyhow::Result<bool> {
         }
     }
     let verdict = |(worst, size): (f64, usize)| {
-        format!("{} (worst ratio {worst:.3} at {})", if worst >= TARGET_RATIO { "MET" } else { "NOT MET" }, format_size(size))
+        format!(
+            "{} (worst ratio {worst:.3} at {})",
+            if worst >= TARGET_RATIO { "MET" } else { "NOT MET" },
+            format_size(size)
+        )
     };
     println!(
         "TARGET gpu{index}: staged GPU->host->GPU round trip >= {:.0}% of pinned-copy bandwidth for messages >= {}: {}",

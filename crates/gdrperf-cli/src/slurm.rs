@@ -139,7 +139,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Action::Hostnames { list }) => {
             let list = match list.clone().or_else(|| std::env::var("SLURM_JOB_NODELIST").ok()) {
                 Some(list) => list,
-                None => anyhow::bail!("give a hostlist (node[01-04]), or run inside a job where SLURM_JOB_NODELIST is set"),
+                None => anyhow::bail!(
+                    "give a hostlist (node[01-04]), or run inside a job where SLURM_JOB_NODELIST is set"
+                ),
             };
             for name in gdrperf_cluster::hostlist::expand(&list)? {
                 println!("{name}");
@@ -173,14 +175,17 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         nodes: step.nodes.clone(),
         plan: Plan::new(&step, schedule, pair_by, args.base_port)?,
     };
-    let bench = BenchCommand { program: bench_program(name), name: plan.bench.clone(), args: bench_args.to_vec() };
+    let bench =
+        BenchCommand { program: bench_program(name), name: plan.bench.clone(), args: bench_args.to_vec() };
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("gdrperf-slurm-{}", step.run_id())));
     let sysfs_root = args.sysfs_root.clone();
     let local = step.placement(step.rank).local;
     let machine = move |name: &str| -> Option<Result<String, ClusterError>> {
         match name {
             "gpu_bus_id" => Some(gpu_bus_id(&sysfs_root, local)),
-            "nic" => Some(gpu_bus_id(&sysfs_root, local).and_then(|bus_id| nearest_nic(&sysfs_root, &bus_id))),
+            "nic" => {
+                Some(gpu_bus_id(&sysfs_root, local).and_then(|bus_id| nearest_nic(&sysfs_root, &bus_id)))
+            }
             _ => None,
         }
     };
@@ -200,7 +205,11 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
     let mut failed = report.failed_runs > 0;
     if let Some((run, summary)) = &report.gathered {
         print!("{}", summary.text);
-        println!("gdrperf slurm: results in {} and {}", out.join("results.csv").display(), out.join("results.json").display());
+        println!(
+            "gdrperf slurm: results in {} and {}",
+            out.join("results.csv").display(),
+            out.join("results.json").display()
+        );
         failed |= run.failed() > 0;
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
@@ -208,7 +217,11 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Prints what this task would do, for checking a layout before spending an allocation on it.
 fn dry_run(
-    step: &SlurmStep, plan: &RunPlan, bench: &BenchCommand, out: &Path, peer_host: &str,
+    step: &SlurmStep,
+    plan: &RunPlan,
+    bench: &BenchCommand,
+    out: &Path,
+    peer_host: &str,
     machine: &dyn Fn(&str) -> Option<Result<String, ClusterError>>,
 ) -> anyhow::Result<ExitCode> {
     let rank = step.rank;
@@ -230,7 +243,12 @@ fn dry_run(
             Role::Server => (pair.client_rank, &pair.client_node),
             Role::Client => (pair.server_rank, &pair.server_node),
         };
-        println!("round {}: {} with {peer_node} (rank {peer_rank}): {}", pair.round, role.name(), line.join(" "));
+        println!(
+            "round {}: {} with {peer_node} (rank {peer_rank}): {}",
+            pair.round,
+            role.name(),
+            line.join(" ")
+        );
     }
     for left in &plan.plan.left_out {
         println!("left out: {left}");
@@ -240,7 +258,10 @@ fn dry_run(
 
 /// `gdr-write-bw` from `gdr-write-bw` or `/path/to/gdr-write-bw`.
 fn bench_name(given: &str) -> String {
-    Path::new(given).file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_else(|| given.to_string())
+    Path::new(given)
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_else(|| given.to_string())
 }
 
 /// A bare name is looked up next to this gdrperf first (the bench binaries are built and
@@ -259,13 +280,20 @@ fn bench_program(given: &str) -> PathBuf {
 /// The PCI address of the `local`-th NVIDIA GPU in PCI order (what CUDA numbers as device
 /// `local` under CUDA_DEVICE_ORDER=PCI_BUS_ID).
 fn gpu_bus_id(sysfs_root: &Path, local: usize) -> Result<String, ClusterError> {
-    let problem = |reason: String| ClusterError::StepShape(format!("{{gpu_bus_id}} for local task {local}: {reason}"));
+    let problem =
+        |reason: String| ClusterError::StepShape(format!("{{gpu_bus_id}} for local task {local}: {reason}"));
     let sys = gdrperf_doctor::SysRoot::open(sysfs_root).map_err(|error| problem(error.to_string()))?;
-    let mut gpus: Vec<String> =
-        gdrperf_doctor::pci::scan(&sys).into_iter().filter(|device| device.is_nvidia_gpu()).map(|device| device.address).collect();
+    let mut gpus: Vec<String> = gdrperf_doctor::pci::scan(&sys)
+        .into_iter()
+        .filter(|device| device.is_nvidia_gpu())
+        .map(|device| device.address)
+        .collect();
     gpus.sort();
     gpus.get(local).cloned().ok_or_else(|| {
-        problem(format!("this node has {} NVIDIA GPUs; run at most that many tasks per node (--ntasks-per-node)", gpus.len()))
+        problem(format!(
+            "this node has {} NVIDIA GPUs; run at most that many tasks per node (--ntasks-per-node)",
+            gpus.len()
+        ))
     })
 }
 

@@ -9,7 +9,11 @@ use std::process::{Command, Output};
 use gdrperf_doctor::fixture::{FixtureDir, Machine};
 
 fn gdrperf(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(args).envs(env.iter().copied()).output().expect("running gdrperf")
+    Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("running gdrperf")
 }
 
 fn text(output: &Output) -> String {
@@ -46,7 +50,10 @@ fn fake_benches(scratch: &Scratch) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     for (name, row) in [
         ("gdr-write-bw", r#"{"test":"write_bw","bytes":$size,"bw_avg_gbit_s":$FAKE_BW,"mem_local":"$mem"}"#),
-        ("gdr-read-lat", r#"{"test":"read_lat","bytes":$size,"t_avg_us":$FAKE_LAT,"t_typical_us":$FAKE_LAT,"mem_local":"$mem"}"#),
+        (
+            "gdr-read-lat",
+            r#"{"test":"read_lat","bytes":$size,"t_avg_us":$FAKE_LAT,"t_typical_us":$FAKE_LAT,"mem_local":"$mem"}"#,
+        ),
     ] {
         let script = format!(
             "#!/bin/sh\n[ -n \"$FAKE_FAIL\" ] && {{ echo \"{name}: error: $FAKE_FAIL\" >&2; exit 2; }}\n\
@@ -85,7 +92,17 @@ fn accept(root: &Path, scratch: &Scratch, env: &[(&str, &str)]) -> (Output, Stri
     let bench_dir = fake_benches(scratch);
     let out = scratch.0.join("out");
     let output = gdrperf(
-        &["accept", "--profile", &profile, "--sysfs-root", root.to_str().unwrap(), "--bench-dir", bench_dir.to_str().unwrap(), "--out", out.to_str().unwrap()],
+        &[
+            "accept",
+            "--profile",
+            &profile,
+            "--sysfs-root",
+            root.to_str().unwrap(),
+            "--bench-dir",
+            bench_dir.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
         env,
     );
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap_or_default();
@@ -95,7 +112,10 @@ fn accept(root: &Path, scratch: &Scratch, env: &[(&str, &str)]) -> (Output, Stri
 #[test]
 fn dry_run_plans_every_gpu_with_its_nic() {
     let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
-    let output = gdrperf(&["accept", "--profile", "ndr-400g", "--dry-run", "--sysfs-root", fixture.path().to_str().unwrap()], &[]);
+    let output = gdrperf(
+        &["accept", "--profile", "ndr-400g", "--dry-run", "--sysfs-root", fixture.path().to_str().unwrap()],
+        &[],
+    );
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(0), "{printed}");
     assert!(printed.contains("run   gdr-write-bw --loopback -d mlx5_3 -i 1 -s 65536 -D 30 -q 4 --report-gbits --mem cuda --gpu-bus-id 0000:61:00.0"), "{printed}");
@@ -106,7 +126,10 @@ fn dry_run_plans_every_gpu_with_its_nic() {
 #[test]
 fn dry_run_exits_2_when_a_row_cannot_run() {
     let fixture = FixtureDir::with(&Machine::gpu_without_nic()).unwrap();
-    let output = gdrperf(&["accept", "--profile", "hdr-200g", "--dry-run", "--sysfs-root", fixture.path().to_str().unwrap()], &[]);
+    let output = gdrperf(
+        &["accept", "--profile", "hdr-200g", "--dry-run", "--sysfs-root", fixture.path().to_str().unwrap()],
+        &[],
+    );
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(2), "{printed}");
     assert!(printed.contains("ERROR write_bw cuda: no RDMA device to pair with this GPU"), "{printed}");
@@ -121,7 +144,10 @@ fn a_node_without_gpu_passes_on_host_and_skips_the_gpu_rows() {
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(0), "{printed}");
     assert!(printed.contains("overall: PASS (2 pass, 0 fail, 1 skip, 0 error)"), "{printed}");
-    assert!(summary.contains("rxe0,") && summary.contains(",SKIP,no NVIDIA GPU found by gdrperf doctor,"), "{summary}");
+    assert!(
+        summary.contains("rxe0,") && summary.contains(",SKIP,no NVIDIA GPU found by gdrperf doctor,"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -142,28 +168,52 @@ fn a_bench_that_cannot_run_is_an_error_with_its_message() {
     let (output, _) = accept(fixture.path(), &scratch, &[("FAKE_FAIL", "RDMA device 'rxe0' not found")]);
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(2), "{printed}");
-    assert!(printed.contains("gdr-write-bw exited with exit status: 2: gdr-write-bw: error: RDMA device 'rxe0' not found"), "{printed}");
+    assert!(
+        printed.contains(
+            "gdr-write-bw exited with exit status: 2: gdr-write-bw: error: RDMA device 'rxe0' not found"
+        ),
+        "{printed}"
+    );
 }
 
 #[test]
 fn a_bad_profile_or_mode_is_a_clear_error() {
     let output = gdrperf(&["accept", "--profile", "edr-100g", "--dry-run"], &[]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(text(&output).contains("no profile named \"edr-100g\": built-in profiles are ndr-400g, hdr-200g"), "{}", text(&output));
+    assert!(
+        text(&output).contains("no profile named \"edr-100g\": built-in profiles are ndr-400g, hdr-200g"),
+        "{}",
+        text(&output)
+    );
     let output = gdrperf(&["accept", "--profile", "ndr-400g", "--mem", "gpu", "--dry-run"], &[]);
-    assert!(text(&output).contains("--mem gpu: not a memory mode (modes: host, cuda, cuda-staged)"), "{}", text(&output));
+    assert!(
+        text(&output).contains("--mem gpu: not a memory mode (modes: host, cuda, cuda-staged)"),
+        "{}",
+        text(&output)
+    );
 }
 
 #[test]
 fn compare_exits_1_on_a_regression_and_0_within_tolerance() {
     let scratch = Scratch::new("compare");
-    let base = scratch.write("base.csv", "test,bytes,bw_avg_gbit_s,mem_local\nwrite_bw,4096,80,host\nwrite_bw,65536,95,host\n");
-    let new = scratch.write("new.json", r#"{"metadata": {"host": "node1"}, "results": [
+    let base = scratch.write(
+        "base.csv",
+        "test,bytes,bw_avg_gbit_s,mem_local\nwrite_bw,4096,80,host\nwrite_bw,65536,95,host\n",
+    );
+    let new = scratch.write(
+        "new.json",
+        r#"{"metadata": {"host": "node1"}, "results": [
         {"test": "write_bw", "bytes": 4096, "bw_avg_gbit_s": 70, "mem_local": "host"},
-        {"test": "write_bw", "bytes": 65536, "bw_avg_gbit_s": 96, "mem_local": "host"}]}"#);
+        {"test": "write_bw", "bytes": 65536, "bw_avg_gbit_s": 96, "mem_local": "host"}]}"#,
+    );
     let output = gdrperf(&["compare", &base, &new], &[]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    assert!(text(&output).contains("-12.5%  REGRESSION") && text(&output).contains("1 of 2 rows regressed beyond 5%"), "{}", text(&output));
+    assert!(
+        text(&output).contains("-12.5%  REGRESSION")
+            && text(&output).contains("1 of 2 rows regressed beyond 5%"),
+        "{}",
+        text(&output)
+    );
     let output = gdrperf(&["compare", &base, &new, "--tolerance", "15%"], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let output = gdrperf(&["compare", &base, "/nonexistent.csv"], &[]);

@@ -20,7 +20,12 @@ fn without_libcuda_selftest_and_copy_bw_explain_and_exit_2() {
         eprintln!("skipped: libcuda is present on this machine");
         return;
     }
-    for args in [&["selftest"][..], &["copy-bw", "-a"], &["copy-bw", "--gpu", "3", "-s", "4K"], &["selftest", "--gpu-bus-id", "17:00.0"]] {
+    for args in [
+        &["selftest"][..],
+        &["copy-bw", "-a"],
+        &["copy-bw", "--gpu", "3", "-s", "4K"],
+        &["selftest", "--gpu-bus-id", "17:00.0"],
+    ] {
         let output = gdrperf(args);
         assert_clean_error(&output, "libcuda.so not found");
         assert_clean_error(&output, "--mem host needs no GPU");

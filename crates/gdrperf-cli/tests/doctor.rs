@@ -47,7 +47,8 @@ fn dgx_fixture_pairs_gpus_with_nics_and_warns_that_cuda_was_not_asked() {
 fn json_output_is_one_document_agreeing_with_the_exit_code() {
     let fixture = FixtureDir::with(&Machine::cross_socket()).unwrap();
     let output = doctor(&["--json"], fixture.path());
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(json["exit_code"], 1);
     assert_eq!(json["recommendations"][0]["nic"], "mlx5_0");
@@ -92,7 +93,9 @@ fn help_documents_the_exit_codes() {
     let output = Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(["doctor", "--help"]).output().unwrap();
     let text = stdout(&output);
     assert!(output.status.success());
-    for line in ["Exit codes:", "  0  every verdict is OK", "  1  at least one WARN", "  2  at least one FAIL"] {
+    for line in
+        ["Exit codes:", "  0  every verdict is OK", "  1  at least one WARN", "  2  at least one FAIL"]
+    {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");
     }
 }

@@ -46,7 +46,11 @@ impl Cluster {
         let bench = dir.path().join("fake-bench");
         fs::write(&bench, FAKE_BENCH).unwrap();
         Command::new("chmod").arg("755").arg(&bench).status().unwrap();
-        Cluster { dir, nodes: (1..=nodes).map(|n| format!("n{n}")).collect(), nodelist: format!("n[1-{nodes}]") }
+        Cluster {
+            dir,
+            nodes: (1..=nodes).map(|n| format!("n{n}")).collect(),
+            nodelist: format!("n[1-{nodes}]"),
+        }
     }
 
     fn out(&self) -> PathBuf {
@@ -112,7 +116,10 @@ fn ring_of_four_measures_every_link_and_gathers_one_csv() {
 
     let csv = read(&cluster.out().join("results.csv"));
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "test,bytes,validation,host,peer_host,round,server_rank,client_rank,server_node,client_node");
+    assert_eq!(
+        lines[0],
+        "test,bytes,validation,host,peer_host,round,server_rank,client_rank,server_node,client_node"
+    );
     assert_eq!(lines.len(), 5, "{csv}");
     assert!(lines.contains(&"write_bw,65536,pass,n1,n4,1,3,0,n4,n1"), "{csv}");
     let json: serde_json::Value = serde_json::from_str(&read(&cluster.out().join("results.json"))).unwrap();
@@ -135,7 +142,11 @@ fn ring_names_the_one_bad_node_and_summary_exits_one() {
     assert!(rank0.contains("exit 2: gdr-write-bw: error: port 1 of mlx5_0 is DOWN"), "{rank0}");
     assert_eq!(outputs[2].status.code(), Some(1), "the bad node's own task fails too");
 
-    let summary = Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(["slurm", "summary"]).arg(cluster.out()).output().unwrap();
+    let summary = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+        .args(["slurm", "summary"])
+        .arg(cluster.out())
+        .output()
+        .unwrap();
     assert_eq!(summary.status.code(), Some(1));
     assert!(text(&summary).contains("FAILING NODES: n3\n"), "{}", text(&summary));
     assert_eq!(read(&cluster.out().join("summary.txt")), String::from_utf8_lossy(&summary.stdout));
@@ -162,7 +173,11 @@ fn a_task_that_never_starts_fails_its_pairs_without_hanging_the_others() {
     assert_eq!(outputs[0].status.code(), Some(1), "{rank0}");
     assert!(rank0.contains("ranks 3 did not finish within 3 s"), "{rank0}");
     assert!(rank0.contains("no record from the client (rank 3 on n4)"), "{rank0}");
-    assert!(text(&outputs[2]).contains("not run: rank 3 (never started) was not ready for round 0"), "{}", text(&outputs[2]));
+    assert!(
+        text(&outputs[2]).contains("not run: rank 3 (never started) was not ready for round 0"),
+        "{}",
+        text(&outputs[2])
+    );
     assert!(rank0.contains("FAILING NODES: n4"), "{rank0}");
 }
 
@@ -172,7 +187,11 @@ fn a_folder_of_another_run_is_refused() {
     cluster.run(&[0, 1], &[], &[]);
     let again = cluster.run(&[0], &[], &[("SLURM_JOB_ID", "4243")]);
     assert_eq!(again[0].status.code(), Some(2));
-    assert!(text(&again[0]).contains("holds results of run 4242.0, this is run 4243.0"), "{}", text(&again[0]));
+    assert!(
+        text(&again[0]).contains("holds results of run 4242.0, this is run 4243.0"),
+        "{}",
+        text(&again[0])
+    );
 }
 
 #[test]
@@ -193,11 +212,11 @@ fn every_gpu_gets_its_nearest_nic_on_a_dgx() {
     // Rank 12 is local task 4 of dgx02: the fifth GPU (9d) with mlx5_4, client of dgx01's rank 4.
     assert!(text.contains("rank 12 of 16 on dgx02 (local task 4)"), "{text}");
     // The bench may be named as given or resolved to the copy beside gdrperf (when built).
-    let line = text.lines().find(|line| line.starts_with("round 0: client with dgx01 (rank 4): ")).unwrap_or_default();
-    assert!(
-        line.contains("gdr-write-bw --mem cuda --gpu-bus-id 0000:9d:00.0 -d mlx5_4 -p 18519"),
-        "{text}"
-    );
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("round 0: client with dgx01 (rank 4): "))
+        .unwrap_or_default();
+    assert!(line.contains("gdr-write-bw --mem cuda --gpu-bus-id 0000:9d:00.0 -d mlx5_4 -p 18519"), "{text}");
 }
 
 #[test]
@@ -218,7 +237,10 @@ fn bad_invocations_fail_with_a_message() {
     let (code, message) = run(&["--dry-run", "--", "gdr-write-bw", "--csv", "x.csv"], &step);
     assert_eq!(code, Some(2));
     assert!(message.contains("each pair's CSV goes to the output folder"), "{message}");
-    let (code, message) = run(&["--dry-run", "--", "gdr-write-bw"], &[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1"), ("SLURM_JOB_NODELIST", "a[1-")]);
+    let (code, message) = run(
+        &["--dry-run", "--", "gdr-write-bw"],
+        &[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1"), ("SLURM_JOB_NODELIST", "a[1-")],
+    );
     assert_eq!(code, Some(2));
     assert!(message.contains("hostlist \"a[1-\""), "{message}");
     let (code, message) = run(&[], &step);
@@ -231,10 +253,16 @@ fn bad_invocations_fail_with_a_message() {
 
 #[test]
 fn hostnames_prints_one_name_per_line() {
-    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(["slurm", "hostnames", "node[01-02,07],gpu-a[1-2]"]).output().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+        .args(["slurm", "hostnames", "node[01-02,07],gpu-a[1-2]"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&output.stdout), "node01\nnode02\nnode07\ngpu-a1\ngpu-a2\n");
-    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(["slurm", "hostnames", "node[3-1]"]).output().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+        .args(["slurm", "hostnames", "node[3-1]"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output).contains("range 3-1 runs backwards"), "{}", text(&output));
 }

@@ -47,7 +47,8 @@ impl Gathered {
 
 /// Reads every pair's record and files under `dir`, writes `results.csv` and `results.json`.
 pub fn gather(dir: &OutputDir) -> Result<Gathered> {
-    let plan: RunPlan = read_json_if_present(&dir.plan())?.ok_or_else(|| ClusterError::NothingToGather { dir: dir.root.clone() })?;
+    let plan: RunPlan = read_json_if_present(&dir.plan())?
+        .ok_or_else(|| ClusterError::NothingToGather { dir: dir.root.clone() })?;
     let mut header: Option<Vec<String>> = None;
     let mut csv_rows: Vec<Vec<String>> = Vec::new();
     let mut json_rows: Vec<serde_json::Value> = Vec::new();
@@ -69,7 +70,11 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
                 match &header {
                     None => header = Some(columns.clone()),
                     Some(expected) if *expected != columns => {
-                        return Err(ClusterError::CsvColumns { path: dir.csv(pair), expected: expected.clone(), found: columns })
+                        return Err(ClusterError::CsvColumns {
+                            path: dir.csv(pair),
+                            expected: expected.clone(),
+                            found: columns,
+                        })
                     }
                     Some(_) => {}
                 }
@@ -77,8 +82,12 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
                 let bytes = columns.iter().position(|column| column == "bytes");
                 let failed_sizes: Vec<&str> = records
                     .iter()
-                    .filter(|record| validation.is_some_and(|index| record.get(index).map(String::as_str) == Some("fail")))
-                    .map(|record| bytes.and_then(|index| record.get(index)).map(String::as_str).unwrap_or("?"))
+                    .filter(|record| {
+                        validation.is_some_and(|index| record.get(index).map(String::as_str) == Some("fail"))
+                    })
+                    .map(|record| {
+                        bytes.and_then(|index| record.get(index)).map(String::as_str).unwrap_or("?")
+                    })
                     .collect();
                 if !failed_sizes.is_empty() {
                     reasons.push(format!("data check failed at {} bytes", failed_sizes.join(", ")));
@@ -97,13 +106,24 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
         json_rows.extend(read_json_results(&dir.json(pair))?.into_iter().map(|mut row| {
             if let Some(object) = row.as_object_mut() {
                 for (name, value) in ADDED_COLUMNS.iter().zip(&added) {
-                    let value = if name.ends_with("_node") { serde_json::json!(value) } else { serde_json::json!(value.parse::<u64>().unwrap_or(0)) };
+                    let value = if name.ends_with("_node") {
+                        serde_json::json!(value)
+                    } else {
+                        serde_json::json!(value.parse::<u64>().unwrap_or(0))
+                    };
                     object.insert(name.to_string(), value);
                 }
             }
             row
         }));
-        outcomes.push(PairOutcome { pair: pair.clone(), passed: reasons.is_empty(), reasons, rows, server_exit: server, client_exit: client });
+        outcomes.push(PairOutcome {
+            pair: pair.clone(),
+            passed: reasons.is_empty(),
+            reasons,
+            rows,
+            server_exit: server,
+            client_exit: client,
+        });
     }
     write_csv(&dir.results_csv(), header.as_deref(), &csv_rows)?;
     let document = serde_json::json!({
@@ -122,7 +142,13 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
 }
 
 /// Adds this side's failure reasons; returns its exit status.
-fn side_verdict(dir: &OutputDir, pair: &BenchPair, role: Role, run_id: &str, reasons: &mut Vec<String>) -> Result<Option<i32>> {
+fn side_verdict(
+    dir: &OutputDir,
+    pair: &BenchPair,
+    role: Role,
+    run_id: &str,
+    reasons: &mut Vec<String>,
+) -> Result<Option<i32>> {
     let (rank, node) = match role {
         Role::Server => (pair.server_rank, &pair.server_node),
         Role::Client => (pair.client_rank, &pair.client_node),
@@ -140,8 +166,12 @@ fn side_verdict(dir: &OutputDir, pair: &BenchPair, role: Role, run_id: &str, rea
     let log_name = log.strip_prefix(&dir.root).unwrap_or(&log).display().to_string();
     match record.exit_code {
         Some(0) => {}
-        Some(1) => reasons.push(format!("{who} exit 1: a size failed its data check or a threshold (see {log_name})")),
-        Some(code) => reasons.push(format!("{who} exit {code}: {}", last_line(&log).unwrap_or_else(|| format!("see {log_name}")))),
+        Some(1) => reasons
+            .push(format!("{who} exit 1: a size failed its data check or a threshold (see {log_name})")),
+        Some(code) => reasons.push(format!(
+            "{who} exit {code}: {}",
+            last_line(&log).unwrap_or_else(|| format!("see {log_name}"))
+        )),
         None => reasons.push(format!("{who}: {}", record.note.as_deref().unwrap_or("no exit status"))),
     }
     Ok(record.exit_code)
@@ -165,7 +195,8 @@ fn read_csv(path: &Path) -> Result<Option<CsvTable>> {
             _ => return Err(read_error(path, error)),
         },
     };
-    let header: Vec<String> = reader.headers().map_err(|error| read_error(path, error))?.iter().map(str::to_string).collect();
+    let header: Vec<String> =
+        reader.headers().map_err(|error| read_error(path, error))?.iter().map(str::to_string).collect();
     if header.is_empty() {
         return Ok(None);
     }
@@ -179,10 +210,13 @@ fn read_csv(path: &Path) -> Result<Option<CsvTable>> {
 /// The `results` array of a per-pair JSON file (empty when absent).
 fn read_json_results(path: &Path) -> Result<Vec<serde_json::Value>> {
     let document: Option<serde_json::Value> = read_json_if_present(path)?;
-    Ok(document.and_then(|mut document| document.get_mut("results").map(serde_json::Value::take)).and_then(|results| match results {
-        serde_json::Value::Array(rows) => Some(rows),
-        _ => None,
-    }).unwrap_or_default())
+    Ok(document
+        .and_then(|mut document| document.get_mut("results").map(serde_json::Value::take))
+        .and_then(|results| match results {
+            serde_json::Value::Array(rows) => Some(rows),
+            _ => None,
+        })
+        .unwrap_or_default())
 }
 
 fn write_csv(path: &Path, header: Option<&[String]>, rows: &[Vec<String>]) -> Result<()> {
@@ -196,6 +230,7 @@ fn write_csv(path: &Path, header: Option<&[String]>, rows: &[Vec<String>]) -> Re
             writer.write_record(row).map_err(csv_error)?;
         }
     }
-    let bytes = writer.into_inner().map_err(|error| write_error(path, std::io::Error::other(error.to_string())))?;
+    let bytes =
+        writer.into_inner().map_err(|error| write_error(path, std::io::Error::other(error.to_string())))?;
     crate::layout::write_text(path, &String::from_utf8_lossy(&bytes))
 }

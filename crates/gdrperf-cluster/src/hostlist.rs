@@ -32,7 +32,9 @@ pub fn expand(text: &str) -> Result<Vec<String>> {
     let mut names = Vec::new();
     for item in split_top_level(text).map_err(fail)? {
         let pieces = parse_item(item).map_err(fail)?;
-        let count = pieces.iter().try_fold(1usize, |count, piece| count.checked_mul(piece.alternatives.len()).filter(|&n| n <= MAX_HOSTS));
+        let count = pieces.iter().try_fold(1usize, |count, piece| {
+            count.checked_mul(piece.alternatives.len()).filter(|&n| n <= MAX_HOSTS)
+        });
         match count {
             Some(count) if names.len() + count <= MAX_HOSTS => {}
             _ => return Err(fail(format!("more than {MAX_HOSTS} names"))),
@@ -129,7 +131,9 @@ fn combine(pieces: &[Piece], out: &mut Vec<String>) {
     // An odometer over `order`: the last wheel turns fastest.
     let mut choice = vec![0usize; pieces.len()];
     loop {
-        out.push(pieces.iter().zip(&choice).map(|(piece, &index)| piece.alternatives[index].as_str()).collect());
+        out.push(
+            pieces.iter().zip(&choice).map(|(piece, &index)| piece.alternatives[index].as_str()).collect(),
+        );
         let mut wheel = order.len();
         loop {
             if wheel == 0 {
@@ -187,7 +191,10 @@ mod tests {
             ["x1y1z1", "x1y1z2", "x2y1z1", "x2y1z2", "x1y2z1", "x1y2z2", "x2y2z1", "x2y2z2"]
         );
         assert_eq!(names("x[5]y[1-2]z[1-2]"), ["x5y1z1", "x5y1z2", "x5y2z1", "x5y2z2"]);
-        assert_eq!(names("a[1-2]b[1-2]c[1-2]d[1-2]")[..6], ["a1b1c1d1", "a1b1c1d2", "a2b1c1d1", "a2b1c1d2", "a1b2c1d1", "a1b2c1d2"]);
+        assert_eq!(
+            names("a[1-2]b[1-2]c[1-2]d[1-2]")[..6],
+            ["a1b1c1d1", "a1b1c1d2", "a2b1c1d1", "a2b1c1d2", "a1b2c1d1", "a1b2c1d2"]
+        );
         assert_eq!(names("a[1-2]b[1-2]c[1-2]d[1-2]")[8], "a1b1c2d1");
     }
 

@@ -116,7 +116,11 @@ impl OutputDir {
     /// Refuses a folder that already holds another run's files, so that stale records of an
     /// earlier job are never gathered as this one's.
     pub fn check_not_foreign(&self, run_id: &str) -> Result<()> {
-        let foreign = |found: String| ClusterError::ForeignRun { dir: self.root.clone(), found, ours: run_id.to_string() };
+        let foreign = |found: String| ClusterError::ForeignRun {
+            dir: self.root.clone(),
+            found,
+            ours: run_id.to_string(),
+        };
         if let Some(plan) = read_json_if_present::<RunPlan>(&self.plan())? {
             if plan.run_id != run_id {
                 return Err(foreign(plan.run_id));
@@ -140,7 +144,8 @@ impl OutputDir {
 
 /// Writes `value` as JSON to `path` through a temporary file and a rename.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(|error| write_error(path, std::io::Error::other(error)))?;
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|error| write_error(path, std::io::Error::other(error)))?;
     write_text(path, &(text + "\n"))
 }
 

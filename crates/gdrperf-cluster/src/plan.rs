@@ -58,7 +58,10 @@ impl BenchPair {
     /// Names this pair's files: both node names, the round and both ranks, so names stay unique
     /// when two tasks of one node pair with each other.
     pub fn label(&self) -> String {
-        format!("r{}_{}_{}_{}-{}", self.round, self.server_node, self.client_node, self.server_rank, self.client_rank)
+        format!(
+            "r{}_{}_{}_{}-{}",
+            self.round, self.server_node, self.client_node, self.server_rank, self.client_rank
+        )
     }
 
     /// The other end of the pair for `rank` and the role `rank` takes.
@@ -132,7 +135,15 @@ impl Plan {
                     let (client_rank, client_node) = endpoint(pair.client, local);
                     let port = (u32::from(base_port) + (index * per_unit + local) as u32) as u16;
                     let local = step.placement(server_rank).local;
-                    pairs.push(BenchPair { round, server_rank, server_node, client_rank, client_node, local, port });
+                    pairs.push(BenchPair {
+                        round,
+                        server_rank,
+                        server_node,
+                        client_rank,
+                        client_node,
+                        local,
+                        port,
+                    });
                 }
             }
         }
@@ -179,7 +190,11 @@ mod tests {
     #[test]
     fn one_task_per_node_pairs_ranks_zero_one_two_three() {
         let plan = Plan::new(&step(0, "n[1-5]", "1(x5)", 5), Schedule::Pairs, PairBy::Node, 18515).unwrap();
-        let summary: Vec<_> = plan.pairs.iter().map(|p| (p.server_rank, p.client_rank, p.client_node.as_str(), p.port)).collect();
+        let summary: Vec<_> = plan
+            .pairs
+            .iter()
+            .map(|p| (p.server_rank, p.client_rank, p.client_node.as_str(), p.port))
+            .collect();
         assert_eq!(summary, [(0, 1, "n2", 18515), (2, 3, "n4", 18516)]);
         assert_eq!(plan.left_out, ["n5"]);
         assert_eq!(plan.pairs[1].label(), "r0_n3_n4_2-3");
@@ -189,7 +204,8 @@ mod tests {
     fn gpus_pair_with_the_same_local_task_on_the_peer_node() {
         // Two nodes with 4 tasks each (block layout): ranks 0-3 on a, 4-7 on b.
         let plan = Plan::new(&step(5, "a,b", "4(x2)", 8), Schedule::Pairs, PairBy::Node, 20000).unwrap();
-        let summary: Vec<_> = plan.pairs.iter().map(|p| (p.server_rank, p.client_rank, p.local, p.port)).collect();
+        let summary: Vec<_> =
+            plan.pairs.iter().map(|p| (p.server_rank, p.client_rank, p.local, p.port)).collect();
         assert_eq!(summary, [(0, 4, 0, 20000), (1, 5, 1, 20001), (2, 6, 2, 20002), (3, 7, 3, 20003)]);
         let mine: Vec<_> = plan.assignments(5).map(|p| p.side_of(5).unwrap().0).collect();
         assert_eq!(mine, [Role::Client]);
@@ -212,7 +228,9 @@ mod tests {
 
     #[test]
     fn impossible_steps_are_refused_with_the_way_out() {
-        let message = |step: &SlurmStep, by: PairBy, port: u16| Plan::new(step, Schedule::Pairs, by, port).unwrap_err().to_string();
+        let message = |step: &SlurmStep, by: PairBy, port: u16| {
+            Plan::new(step, Schedule::Pairs, by, port).unwrap_err().to_string()
+        };
         assert!(message(&step(0, "solo", "2", 2), PairBy::Node, 18515).contains("--pair-by task"));
         assert!(message(&step(0, "a,b", "2,1", 3), PairBy::Node, 18515).contains("same number of tasks"));
         assert!(message(&step(0, "n[1-4]", "1(x4)", 4), PairBy::Node, 65535).contains("lower --base-port"));

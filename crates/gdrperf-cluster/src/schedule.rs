@@ -46,7 +46,9 @@ impl Schedule {
             return Vec::new();
         }
         match self {
-            Schedule::Pairs => vec![(0..units / 2).map(|index| Pair { server: 2 * index, client: 2 * index + 1 }).collect()],
+            Schedule::Pairs => {
+                vec![(0..units / 2).map(|index| Pair { server: 2 * index, client: 2 * index + 1 }).collect()]
+            }
             Schedule::Ring => ring(units),
             Schedule::AllPairs => all_pairs(units),
         }
@@ -64,7 +66,8 @@ fn ring(units: usize) -> Vec<Vec<Pair>> {
     // the first round already uses, and unit N-1, which the second uses: it gets a round alone.
     let last = units - 1;
     let odd_count = units % 2 == 1;
-    let even: Vec<Pair> = (0..units).step_by(2).filter(|&server| !odd_count || server != last).map(edge).collect();
+    let even: Vec<Pair> =
+        (0..units).step_by(2).filter(|&server| !odd_count || server != last).map(edge).collect();
     let odd: Vec<Pair> = (1..units).step_by(2).map(edge).collect();
     let mut rounds = vec![even, odd];
     if odd_count {
@@ -109,7 +112,9 @@ mod tests {
     fn rounds_are_disjoint(rounds: &[Vec<Pair>]) -> bool {
         rounds.iter().all(|round| {
             let mut seen = HashSet::new();
-            round.iter().all(|pair| pair.server != pair.client && seen.insert(pair.server) && seen.insert(pair.client))
+            round.iter().all(|pair| {
+                pair.server != pair.client && seen.insert(pair.server) && seen.insert(pair.client)
+            })
         })
     }
 
@@ -122,7 +127,10 @@ mod tests {
 
     #[test]
     fn ring_of_two_measures_both_directions() {
-        assert_eq!(Schedule::Ring.rounds(2), vec![vec![Pair { server: 0, client: 1 }], vec![Pair { server: 1, client: 0 }]]);
+        assert_eq!(
+            Schedule::Ring.rounds(2),
+            vec![vec![Pair { server: 0, client: 1 }], vec![Pair { server: 1, client: 0 }]]
+        );
     }
 
     #[test]
@@ -150,8 +158,11 @@ mod tests {
         for units in 2..48 {
             let rounds = Schedule::AllPairs.rounds(units);
             assert!(rounds_are_disjoint(&rounds), "{units} units");
-            let unordered: Vec<(usize, usize)> =
-                rounds.concat().iter().map(|pair| (pair.server.min(pair.client), pair.server.max(pair.client))).collect();
+            let unordered: Vec<(usize, usize)> = rounds
+                .concat()
+                .iter()
+                .map(|pair| (pair.server.min(pair.client), pair.server.max(pair.client)))
+                .collect();
             let set: HashSet<(usize, usize)> = unordered.iter().copied().collect();
             assert_eq!(unordered.len(), units * (units - 1) / 2, "{units} units");
             assert_eq!(set.len(), unordered.len(), "{units} units");
@@ -160,7 +171,11 @@ mod tests {
             if units > 3 {
                 for unit in 0..units {
                     let served = rounds.concat().iter().filter(|pair| pair.server == unit).count();
-                    assert!(served > 0 && served < units - 1, "unit {unit} of {units} served {served} of {}", units - 1);
+                    assert!(
+                        served > 0 && served < units - 1,
+                        "unit {unit} of {units} served {served} of {}",
+                        units - 1
+                    );
                 }
             }
         }
@@ -171,7 +186,8 @@ mod tests {
         for units in 2..200 {
             let rounds = Schedule::Pairs.rounds(units);
             assert!(rounds_are_disjoint(&rounds), "{units} units");
-            let covered: HashSet<usize> = rounds.concat().iter().flat_map(|pair| [pair.server, pair.client]).collect();
+            let covered: HashSet<usize> =
+                rounds.concat().iter().flat_map(|pair| [pair.server, pair.client]).collect();
             assert_eq!(covered.len(), units - units % 2, "{units} units");
         }
     }

@@ -58,10 +58,16 @@ impl SlurmStep {
 
     /// Reads the step from any variable lookup (tests pass a map).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<SlurmStep> {
-        let first = |names: &[&'static str]| names.iter().find_map(|&name| lookup(name).map(|value| (name, value)));
-        let required = |names: &[&'static str]| first(names).ok_or(ClusterError::MissingVariable { name: names[0] });
+        let first =
+            |names: &[&'static str]| names.iter().find_map(|&name| lookup(name).map(|value| (name, value)));
+        let required =
+            |names: &[&'static str]| first(names).ok_or(ClusterError::MissingVariable { name: names[0] });
         let number = |(name, value): (&'static str, String)| -> Result<usize> {
-            value.trim().parse().map_err(|_| ClusterError::BadVariable { name, value, reason: "not a number".into() })
+            value.trim().parse().map_err(|_| ClusterError::BadVariable {
+                name,
+                value,
+                reason: "not a number".into(),
+            })
         };
 
         let rank = number(required(&["SLURM_PROCID"])?)?;
@@ -224,7 +230,8 @@ mod tests {
     use super::*;
 
     fn step(variables: &[(&str, &str)]) -> Result<SlurmStep> {
-        let map: HashMap<String, String> = variables.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> =
+            variables.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         SlurmStep::from_lookup(|name| map.get(name).cloned())
     }
 
@@ -270,7 +277,8 @@ mod tests {
 
     #[test]
     fn one_task_per_node_needs_no_tasks_per_node_list() {
-        let step = step(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "n[1-2]")]).unwrap();
+        let step =
+            step(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "n[1-2]")]).unwrap();
         assert_eq!(step.tasks_per_node, [1, 1]);
         assert_eq!(step.run_id(), "nojob.0");
     }
@@ -279,14 +287,31 @@ mod tests {
     fn outside_srun_and_inconsistent_steps_are_named() {
         let message = |variables: &[(&str, &str)]| step(variables).unwrap_err().to_string();
         assert!(message(&[]).contains("SLURM_PROCID is not set: run this under srun"));
-        assert!(message(&[("SLURM_PROCID", "x"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "a")]).contains("not a number"));
-        assert!(message(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "3"), ("SLURM_JOB_NODELIST", "a,b"), ("SLURM_TASKS_PER_NODE", "1(x2)")])
-            .contains("add up to 2, not the step's 3 tasks"));
-        assert!(message(&[("SLURM_PROCID", "5"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "a,b")]).contains("not below"));
-        assert!(message(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "a,b"), ("SLURM_DISTRIBUTION", "plane=2")])
-            .contains("only block and cyclic"));
+        assert!(message(&[("SLURM_PROCID", "x"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "a")])
+            .contains("not a number"));
+        assert!(message(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "3"),
+            ("SLURM_JOB_NODELIST", "a,b"),
+            ("SLURM_TASKS_PER_NODE", "1(x2)")
+        ])
+        .contains("add up to 2, not the step's 3 tasks"));
+        assert!(message(&[("SLURM_PROCID", "5"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "a,b")])
+            .contains("not below"));
+        assert!(message(&[
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_NODELIST", "a,b"),
+            ("SLURM_DISTRIBUTION", "plane=2")
+        ])
+        .contains("only block and cyclic"));
         // Slurm says we are elsewhere than the block layout puts us.
-        assert!(message(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_JOB_NODELIST", "a,b"), ("SLURMD_NODENAME", "a")])
-            .contains("SLURMD_NODENAME is a"));
+        assert!(message(&[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_NODELIST", "a,b"),
+            ("SLURMD_NODENAME", "a")
+        ])
+        .contains("SLURMD_NODENAME is a"));
     }
 }

@@ -42,7 +42,11 @@ pub fn summarize(run: &Gathered) -> Summary {
         let mut ends = vec![outcome.pair.server_node.as_str(), outcome.pair.client_node.as_str()];
         ends.dedup(); // two tasks of one node count once
         for node in ends {
-            let tally = tallies.entry(node).or_insert_with(|| NodeTally { node: node.to_string(), passed: 0, failed: 0 });
+            let tally = tallies.entry(node).or_insert_with(|| NodeTally {
+                node: node.to_string(),
+                passed: 0,
+                failed: 0,
+            });
             if outcome.passed {
                 tally.passed += 1;
             } else {
@@ -50,8 +54,10 @@ pub fn summarize(run: &Gathered) -> Summary {
             }
         }
     }
-    let in_failed_pairs: Vec<String> = tallies.values().filter(|t| t.failed > 0).map(|t| t.node.clone()).collect();
-    let mut suspects: Vec<String> = tallies.values().filter(|t| t.failed > t.passed).map(|t| t.node.clone()).collect();
+    let in_failed_pairs: Vec<String> =
+        tallies.values().filter(|t| t.failed > 0).map(|t| t.node.clone()).collect();
+    let mut suspects: Vec<String> =
+        tallies.values().filter(|t| t.failed > t.passed).map(|t| t.node.clone()).collect();
     if suspects.is_empty() {
         suspects = in_failed_pairs.clone();
     }
@@ -78,7 +84,13 @@ pub fn summarize(run: &Gathered) -> Summary {
         let _ = write!(
             text,
             "{verdict}  round {}  {} (rank {}, server) <- {} (rank {}, client)  port {}  {} rows",
-            pair.round, pair.server_node, pair.server_rank, pair.client_node, pair.client_rank, pair.port, outcome.rows
+            pair.round,
+            pair.server_node,
+            pair.server_rank,
+            pair.client_node,
+            pair.client_rank,
+            pair.port,
+            outcome.rows
         );
         if !outcome.passed {
             let _ = write!(text, ": {}", outcome.reasons.join("; "));
@@ -86,17 +98,31 @@ pub fn summarize(run: &Gathered) -> Summary {
         text.push('\n');
     }
     if !plan.plan.left_out.is_empty() {
-        let _ = writeln!(text, "NOT TESTED: {} (no partner in the {} schedule)", plan.plan.left_out.join(" "), plan.plan.schedule);
+        let _ = writeln!(
+            text,
+            "NOT TESTED: {} (no partner in the {} schedule)",
+            plan.plan.left_out.join(" "),
+            plan.plan.schedule
+        );
     }
     if failed == 0 {
         let _ = writeln!(text, "FAILING NODES: none");
     } else {
         let _ = writeln!(text, "FAILING NODES: {}", suspects.join(" "));
         for tally in tallies.values().filter(|t| t.failed > 0) {
-            let _ = writeln!(text, "  {}: {} of {} pairs failed", tally.node, tally.failed, tally.failed + tally.passed);
+            let _ = writeln!(
+                text,
+                "  {}: {} of {} pairs failed",
+                tally.node,
+                tally.failed,
+                tally.failed + tally.passed
+            );
         }
         if plan.plan.schedule == "pairs" {
-            let _ = writeln!(text, "  (a pair cannot tell which of its two nodes failed: rerun these with --schedule ring)");
+            let _ = writeln!(
+                text,
+                "  (a pair cannot tell which of its two nodes failed: rerun these with --schedule ring)"
+            );
         }
     }
     let tallies = tallies.into_values().collect();

@@ -46,7 +46,10 @@ impl BenchCommand {
             for (flag, reason) in RESERVED_FLAGS {
                 let attached = flag.len() == 2 && argument.starts_with(flag) && argument.len() > 2;
                 if argument == flag || argument.starts_with(&format!("{flag}=")) || attached {
-                    return Err(ClusterError::BenchArgument { argument: argument.clone(), reason: reason.to_string() });
+                    return Err(ClusterError::BenchArgument {
+                        argument: argument.clone(),
+                        reason: reason.to_string(),
+                    });
                 }
             }
         }
@@ -91,7 +94,9 @@ pub fn expand_placeholders(argument: &str, value: &dyn Fn(&str) -> Option<Result
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
         match after.find('}') {
-            Some(close) if after[..close].bytes().all(|b| b.is_ascii_lowercase() || b == b'_') && close > 0 => {
+            Some(close)
+                if after[..close].bytes().all(|b| b.is_ascii_lowercase() || b == b'_') && close > 0 =>
+            {
                 let name = &after[..close];
                 let expanded = value(name).ok_or_else(|| ClusterError::UnknownPlaceholder {
                     name: name.to_string(),
@@ -114,15 +119,20 @@ pub fn expand_placeholders(argument: &str, value: &dyn Fn(&str) -> Option<Result
 /// Runs this task's rounds; rank 0 then gathers. `extra` resolves the placeholders that need
 /// the machine (`{gpu_bus_id}`, `{nic}`); `say` prints a progress line.
 pub fn run_task(
-    step: &SlurmStep, plan: &RunPlan, bench: &BenchCommand, options: &TaskOptions,
-    extra: &dyn Fn(&str) -> Option<Result<String>>, say: &mut dyn FnMut(&str),
+    step: &SlurmStep,
+    plan: &RunPlan,
+    bench: &BenchCommand,
+    options: &TaskOptions,
+    extra: &dyn Fn(&str) -> Option<Result<String>>,
+    say: &mut dyn FnMut(&str),
 ) -> Result<TaskReport> {
     let out = &options.out;
     out.create()?;
     out.check_not_foreign(&plan.run_id)?;
     let rank = step.rank;
     let node = step.node_of(rank).to_string();
-    let progress = |rounds_done: usize| Progress { run_id: plan.run_id.clone(), rank, node: node.clone(), rounds_done };
+    let progress =
+        |rounds_done: usize| Progress { run_id: plan.run_id.clone(), rank, node: node.clone(), rounds_done };
     if rank == 0 {
         write_json(&out.plan(), plan)?;
     }
@@ -131,7 +141,10 @@ pub fn run_task(
     let mut failed_runs = 0;
     let mine: Vec<&BenchPair> = plan.plan.assignments(rank).collect();
     if mine.is_empty() {
-        say(&format!("rank {rank} ({node}): no partner in the {} schedule; nothing to measure", plan.plan.schedule));
+        say(&format!(
+            "rank {rank} ({node}): no partner in the {} schedule; nothing to measure",
+            plan.plan.schedule
+        ));
     }
     for round in 0..plan.plan.rounds {
         if let Some(pair) = mine.iter().find(|pair| pair.round == round) {
@@ -172,7 +185,11 @@ pub fn run_task(
         Some(timeout) if rank == 0 => {
             let missing = wait_for_all(out, &plan.run_id, step.tasks, timeout);
             if !missing.is_empty() {
-                say(&format!("ranks {} did not finish within {} s; gathering what is there", join(&missing), timeout.as_secs()));
+                say(&format!(
+                    "ranks {} did not finish within {} s; gathering what is there",
+                    join(&missing),
+                    timeout.as_secs()
+                ));
             }
             let run = gather(out)?;
             let summary = summarize(&run);
@@ -185,7 +202,13 @@ pub fn run_task(
 }
 
 /// Waits until `peer_rank` has finished `round` rounds (so it is free for this one).
-fn wait_for_peer(out: &OutputDir, run_id: &str, peer_rank: usize, round: usize, timeout: Duration) -> Result<()> {
+fn wait_for_peer(
+    out: &OutputDir,
+    run_id: &str,
+    peer_rank: usize,
+    round: usize,
+    timeout: Duration,
+) -> Result<()> {
     let start = Instant::now();
     loop {
         if let Ok(Some(progress)) = read_json_if_present::<Progress>(&out.progress(peer_rank)) {
@@ -194,7 +217,8 @@ fn wait_for_peer(out: &OutputDir, run_id: &str, peer_rank: usize, round: usize, 
             }
         }
         if start.elapsed() >= timeout {
-            let node = read_json_if_present::<Progress>(&out.progress(peer_rank)).ok().flatten().map(|p| p.node);
+            let node =
+                read_json_if_present::<Progress>(&out.progress(peer_rank)).ok().flatten().map(|p| p.node);
             return Err(ClusterError::PeerWait {
                 peer_rank,
                 peer_node: node.unwrap_or_else(|| "never started".into()),
@@ -223,13 +247,17 @@ fn wait_for_all(out: &OutputDir, run_id: &str, tasks: usize, timeout: Duration) 
 /// The bench command line of `rank`'s side of `pair`: the shared arguments with placeholders
 /// expanded, the pair's port, and for the client its result files and the server's host.
 pub fn bench_command_line(
-    step: &SlurmStep, pair: &BenchPair, bench: &BenchCommand, out: &OutputDir, peer_host: &str,
+    step: &SlurmStep,
+    pair: &BenchPair,
+    bench: &BenchCommand,
+    out: &OutputDir,
+    peer_host: &str,
     extra: &dyn Fn(&str) -> Option<Result<String>>,
 ) -> Result<(Role, Vec<String>)> {
     let rank = step.rank;
-    let (role, peer_rank, peer_node) = pair.side_of(rank).ok_or_else(|| {
-        ClusterError::StepShape(format!("rank {rank} is not in pair {}", pair.label()))
-    })?;
+    let (role, peer_rank, peer_node) = pair
+        .side_of(rank)
+        .ok_or_else(|| ClusterError::StepShape(format!("rank {rank} is not in pair {}", pair.label())))?;
     let placement = step.placement(rank);
     let value = |name: &str| -> Option<Result<String>> {
         match name {
@@ -257,7 +285,11 @@ pub fn bench_command_line(
 
 /// Runs the bench for one pair on this side and records how it ended.
 fn run_pair(
-    step: &SlurmStep, pair: &BenchPair, bench: &BenchCommand, options: &TaskOptions, run_id: &str,
+    step: &SlurmStep,
+    pair: &BenchPair,
+    bench: &BenchCommand,
+    options: &TaskOptions,
+    run_id: &str,
     extra: &dyn Fn(&str) -> Option<Result<String>>,
 ) -> Result<PairRecord> {
     let out = &options.out;
@@ -275,7 +307,13 @@ fn run_pair(
         seconds: start.elapsed().as_secs_f64(),
         command: command.clone(),
     };
-    let mut child = match Command::new(&bench.program).args(&command[1..]).stdin(Stdio::null()).stdout(log).stderr(log_err).spawn() {
+    let mut child = match Command::new(&bench.program)
+        .args(&command[1..])
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn()
+    {
         Ok(child) => child,
         Err(source) => {
             let error = ClusterError::Spawn { program: bench.program.display().to_string(), source };
@@ -300,7 +338,10 @@ fn run_pair(
                 client_done_at = Some(Instant::now());
             }
             if client_done_at.is_some_and(|at| at.elapsed() >= SERVER_GRACE) {
-                kill_reason = Some(format!("killed: still waiting {} s after its client had finished", SERVER_GRACE.as_secs()));
+                kill_reason = Some(format!(
+                    "killed: still waiting {} s after its client had finished",
+                    SERVER_GRACE.as_secs()
+                ));
             }
         }
         if let Some(reason) = kill_reason {
@@ -337,9 +378,12 @@ mod tests {
 
     #[test]
     fn reserved_flags_are_refused_in_every_spelling() {
-        let check = |args: &[&str]| BenchCommand::check_args(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>());
+        let check =
+            |args: &[&str]| BenchCommand::check_args(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>());
         assert!(check(&["-a", "--validate", "-s", "64K", "-x", "3"]).is_ok());
-        for bad in [&["-p", "1"][..], &["-p1234"], &["--port=1"], &["--csv", "x"], &["--json=y"], &["--loopback"]] {
+        for bad in
+            [&["-p", "1"][..], &["-p1234"], &["--port=1"], &["--csv", "x"], &["--json=y"], &["--loopback"]]
+        {
             let error = check(bad).unwrap_err().to_string();
             assert!(error.starts_with("bench argument"), "{error}");
         }

@@ -71,7 +71,9 @@ pub struct CopyBench {
 impl CopyBench {
     pub fn new(gpu: &Gpu, max_size: usize) -> Result<Self, CudaError> {
         let stream = || {
-            gpu.context().new_stream().map_err(|error| CudaError::StreamCreate { gpu: gpu.index(), code: error.into() })
+            gpu.context()
+                .new_stream()
+                .map_err(|error| CudaError::StreamCreate { gpu: gpu.index(), code: error.into() })
         };
         // Pageable memory is touched now so page faults are not timed.
         Ok(CopyBench {
@@ -93,13 +95,23 @@ impl CopyBench {
             return Err(CudaError::ZeroCount { what: "iterations" });
         }
         if size == 0 || size > self.max_size {
-            return Err(CudaError::RangeOutOfBounds { what: "copy benchmark buffer", range: 0..size, len: self.max_size });
+            return Err(CudaError::RangeOutOfBounds {
+                what: "copy benchmark buffer",
+                range: 0..size,
+                len: self.max_size,
+            });
         }
         Ok(())
     }
 
     /// Queues one copy of `size` bytes using buffer pair `pair` on stream `pair`.
-    fn enqueue(&mut self, memory: HostMemory, direction: CopyDirection, size: usize, pair: usize) -> Result<(), CudaError> {
+    fn enqueue(
+        &mut self,
+        memory: HostMemory,
+        direction: CopyDirection,
+        size: usize,
+        pair: usize,
+    ) -> Result<(), CudaError> {
         let host = match memory {
             HostMemory::Pinned => self.pinned[pair].as_mut_ptr(),
             HostMemory::Pageable => self.pageable[pair].as_mut_ptr(),
@@ -110,17 +122,22 @@ impl CopyBench {
         // copy: every public method synchronizes the streams before returning.
         let status = unsafe {
             match direction {
-                CopyDirection::HostToDevice => sys::cuMemcpyHtoDAsync_v2(device, host as *const _, size, stream),
-                CopyDirection::DeviceToHost => sys::cuMemcpyDtoHAsync_v2(host as *mut _, device, size, stream),
+                CopyDirection::HostToDevice => {
+                    sys::cuMemcpyHtoDAsync_v2(device, host as *const _, size, stream)
+                }
+                CopyDirection::DeviceToHost => {
+                    sys::cuMemcpyDtoHAsync_v2(host as *mut _, device, size, stream)
+                }
             }
         };
         status.result().map_err(|error| self.device[pair].copy_error(direction, size, error))
     }
 
     fn synchronize(&self, pair: usize) -> Result<(), CudaError> {
-        self.streams[pair]
-            .synchronize()
-            .map_err(|error| CudaError::StreamSynchronize { gpu: self.gpu.index(), code: DriverCode::from(error) })
+        self.streams[pair].synchronize().map_err(|error| CudaError::StreamSynchronize {
+            gpu: self.gpu.index(),
+            code: DriverCode::from(error),
+        })
     }
 
     /// `iterations` back-to-back copies of `size` bytes in one direction (after one untimed warm-up copy).

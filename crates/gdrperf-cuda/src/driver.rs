@@ -147,7 +147,10 @@ impl Cuda {
             .map_err(|error| CudaError::DriverVersion { code: error.into() })?;
         let device_count =
             result::device::get_count().map_err(|error| CudaError::DeviceCount { code: error.into() })?;
-        Ok(Cuda { driver_version: DriverVersion::from_encoded(encoded), device_count: device_count.max(0) as usize })
+        Ok(Cuda {
+            driver_version: DriverVersion::from_encoded(encoded),
+            device_count: device_count.max(0) as usize,
+        })
     }
 
     pub fn driver_version(&self) -> DriverVersion {
@@ -181,8 +184,10 @@ impl Cuda {
     /// Describes GPU `gpu` without creating a context on it.
     pub fn gpu_info(&self, gpu: usize) -> Result<GpuInfo, CudaError> {
         self.check_index(gpu)?;
-        let device = result::device::get(gpu as c_int).map_err(|error| CudaError::DeviceGet { gpu, code: error.into() })?;
-        let name = result::device::get_name(device).map_err(|error| CudaError::DeviceName { gpu, code: error.into() })?;
+        let device = result::device::get(gpu as c_int)
+            .map_err(|error| CudaError::DeviceGet { gpu, code: error.into() })?;
+        let name = result::device::get_name(device)
+            .map_err(|error| CudaError::DeviceName { gpu, code: error.into() })?;
         // SAFETY: `device` came from cuDeviceGet.
         let total_memory_bytes = unsafe { result::device::total_mem(device) }
             .map_err(|error| CudaError::TotalMemory { gpu, code: error.into() })?;
@@ -192,7 +197,9 @@ impl Cuda {
                 .map_err(|error| CudaError::DeviceAttribute { gpu, attribute: label, code: error.into() })
         };
         // Attributes newer than the driver come back as CUDA_ERROR_INVALID_VALUE: unknown, not an error.
-        let optional = |attribute: CUdevice_attribute, label: &'static str| -> Result<Option<i32>, CudaError> {
+        let optional = |attribute: CUdevice_attribute,
+                        label: &'static str|
+         -> Result<Option<i32>, CudaError> {
             match unsafe { result::device::get_attribute(device, attribute) } {
                 Ok(value) => Ok(Some(value)),
                 Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)) => Ok(None),
@@ -251,7 +258,8 @@ impl Cuda {
     /// other library in the process, as the CUDA runtime does).
     pub fn open_gpu(&self, gpu: usize) -> Result<Gpu, CudaError> {
         let info = self.gpu_info(gpu)?;
-        let context = CudaContext::new(gpu).map_err(|error| CudaError::ContextRetain { gpu, code: error.into() })?;
+        let context =
+            CudaContext::new(gpu).map_err(|error| CudaError::ContextRetain { gpu, code: error.into() })?;
         Ok(Gpu { context, info: Arc::new(info) })
     }
 }

@@ -213,7 +213,10 @@ pub enum CudaError {
     )]
     DmaBufUnavailable,
 
-    #[error("cuMemGetHandleForAddressRange(DMA_BUF_FD{mapping}) of {bytes} bytes on GPU {gpu} failed: {code}{}", dmabuf_hint(code, mapping))]
+    #[error(
+        "cuMemGetHandleForAddressRange(DMA_BUF_FD{mapping}) of {bytes} bytes on GPU {gpu} failed: {code}{}",
+        dmabuf_hint(code, mapping)
+    )]
     DmaBufExport { gpu: usize, bytes: usize, mapping: &'static str, code: DriverCode },
 
     #[error("cuMemGetHandleForAddressRange on GPU {gpu} returned the invalid file descriptor {fd}")]
@@ -288,9 +291,17 @@ mod tests {
 
     #[test]
     fn out_of_memory_gets_a_hint_and_unknown_codes_do_not() {
-        let oom = CudaError::DeviceAlloc { gpu: 1, bytes: 10, code: DriverCode(CUresult::CUDA_ERROR_OUT_OF_MEMORY) };
+        let oom = CudaError::DeviceAlloc {
+            gpu: 1,
+            bytes: 10,
+            code: DriverCode(CUresult::CUDA_ERROR_OUT_OF_MEMORY),
+        };
         assert!(oom.to_string().contains("smaller message size"), "{oom}");
-        let plain = CudaError::DeviceAlloc { gpu: 1, bytes: 10, code: DriverCode(CUresult::CUDA_ERROR_LAUNCH_FAILED) };
+        let plain = CudaError::DeviceAlloc {
+            gpu: 1,
+            bytes: 10,
+            code: DriverCode(CUresult::CUDA_ERROR_LAUNCH_FAILED),
+        };
         assert!(plain.to_string().ends_with("CUDA_ERROR_LAUNCH_FAILED"), "{plain}");
     }
 

@@ -72,8 +72,11 @@ impl GpuBuffer {
         let page_rounded_len = round_up(len, page);
         let bytes = page_rounded_len + page;
         // SAFETY: a context is current; the memory is only handed out as raw addresses.
-        let allocation = unsafe { result::malloc_sync(bytes) }
-            .map_err(|error| CudaError::DeviceAlloc { gpu: gpu.index(), bytes, code: error.into() })?;
+        let allocation = unsafe { result::malloc_sync(bytes) }.map_err(|error| CudaError::DeviceAlloc {
+            gpu: gpu.index(),
+            bytes,
+            code: error.into(),
+        })?;
         let start = round_up(allocation as usize, page) as CUdeviceptr;
         let buffer = GpuBuffer { gpu: gpu.clone(), allocation, start, len, page_rounded_len };
         buffer.set_sync_memops()?;
@@ -216,8 +219,11 @@ impl GpuBuffer {
     pub fn fill(&mut self, value: u8) -> Result<(), CudaError> {
         self.gpu.bind_to_thread()?;
         // SAFETY: the whole buffer lies inside the allocation.
-        unsafe { result::memset_d8_sync(self.start, value, self.len) }
-            .map_err(|error| CudaError::Memset { gpu: self.gpu.index(), bytes: self.len, code: error.into() })
+        unsafe { result::memset_d8_sync(self.start, value, self.len) }.map_err(|error| CudaError::Memset {
+            gpu: self.gpu.index(),
+            bytes: self.len,
+            code: error.into(),
+        })
     }
 
     pub(crate) fn copy_error(&self, direction: CopyDirection, bytes: usize, error: DriverError) -> CudaError {

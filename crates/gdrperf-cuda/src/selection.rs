@@ -33,7 +33,10 @@ impl FromStr for PciBusId {
     /// Accepts `0000:17:00.0`, nvidia-smi's `00000000:17:00.0` and the short `17:00.0`
     /// (domain 0), in either case.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let malformed = |reason: &str| SelectionError::MalformedBusId { input: text.to_string(), reason: reason.to_string() };
+        let malformed = |reason: &str| SelectionError::MalformedBusId {
+            input: text.to_string(),
+            reason: reason.to_string(),
+        };
         let trimmed = text.trim();
         let (address, function) = trimmed.rsplit_once('.').ok_or_else(|| malformed("missing '.function'"))?;
         let parts: Vec<&str> = address.split(':').collect();
@@ -44,7 +47,9 @@ impl FromStr for PciBusId {
         };
         let field = |value: &str, max_digits: usize, name: &str| -> Result<u32, SelectionError> {
             if value.is_empty() || value.len() > max_digits || !value.chars().all(|c| c.is_ascii_hexdigit()) {
-                return Err(malformed(&format!("{name} '{value}' is not {max_digits} hex digit(s) or fewer")));
+                return Err(malformed(&format!(
+                    "{name} '{value}' is not {max_digits} hex digit(s) or fewer"
+                )));
             }
             u32::from_str_radix(value, 16).map_err(|_| malformed(&format!("{name} '{value}' is not hex")))
         };
@@ -124,14 +129,14 @@ impl GpuSelection {
                 }
                 Ok(indices.clone())
             }
-            GpuSelection::BusId(wanted) => bus_ids
-                .iter()
-                .position(|bus_id| bus_id == wanted)
-                .map(|index| vec![index])
-                .ok_or_else(|| SelectionError::NoSuchBusId {
-                    bus_id: *wanted,
-                    available: bus_ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-                }),
+            GpuSelection::BusId(wanted) => {
+                bus_ids.iter().position(|bus_id| bus_id == wanted).map(|index| vec![index]).ok_or_else(|| {
+                    SelectionError::NoSuchBusId {
+                        bus_id: *wanted,
+                        available: bus_ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                    }
+                })
+            }
         }
     }
 }
@@ -166,7 +171,9 @@ pub enum SelectionError {
     MalformedIndex { input: String, part: String },
     #[error("GPU {index} is listed twice in the GPU selection")]
     Duplicate { index: usize },
-    #[error("bad PCI bus id '{input}': {reason} (expected e.g. 0000:17:00.0, as `nvidia-smi` or `lspci -D` show)")]
+    #[error(
+        "bad PCI bus id '{input}': {reason} (expected e.g. 0000:17:00.0, as `nvidia-smi` or `lspci -D` show)"
+    )]
     MalformedBusId { input: String, reason: String },
     #[error("no CUDA GPU is visible to this process: check `nvidia-smi` and CUDA_VISIBLE_DEVICES")]
     NoGpus,
@@ -199,7 +206,16 @@ mod tests {
 
     #[test]
     fn bus_id_rejects_malformed_text() {
-        for bad in ["", "17:00", "0000:17:00:0", "zz:00.0", "0000:170:00.0", "0000:17:20.0", "0000:17:00.8", "1:2:3:4.0"] {
+        for bad in [
+            "",
+            "17:00",
+            "0000:17:00:0",
+            "zz:00.0",
+            "0000:170:00.0",
+            "0000:17:20.0",
+            "0000:17:00.8",
+            "1:2:3:4.0",
+        ] {
             let error = bad.parse::<PciBusId>().unwrap_err();
             assert!(matches!(error, SelectionError::MalformedBusId { .. }), "{bad}: {error}");
         }

@@ -243,7 +243,9 @@ impl StagedBuffer {
         let device = GpuBuffer::new(gpu, len)?;
         let host = PinnedHostBuffer::new(gpu, len)?;
         let stream = || {
-            gpu.context().new_stream().map_err(|error| CudaError::StreamCreate { gpu: gpu.index(), code: error.into() })
+            gpu.context()
+                .new_stream()
+                .map_err(|error| CudaError::StreamCreate { gpu: gpu.index(), code: error.into() })
         };
         let streams = [stream()?, stream()?];
         let grid_chunks = len.div_ceil(config.chunk_size);
@@ -342,7 +344,11 @@ impl StagedBuffer {
     }
 
     /// Queues the copies of `operation` over `range` and returns without waiting.
-    pub fn begin(&mut self, operation: StageOperation, range: Range<usize>) -> Result<StageTicket, CudaError> {
+    pub fn begin(
+        &mut self,
+        operation: StageOperation,
+        range: Range<usize>,
+    ) -> Result<StageTicket, CudaError> {
         check_range("staged buffer", &range, self.len())?;
         let started = Instant::now();
         self.gpu.bind_to_thread()?;
@@ -367,7 +373,9 @@ impl StagedBuffer {
         let stream = &self.streams[slot];
         if self.hazards.must_wait(chunk.grid_index, direction) {
             if let Some(event) = &self.chunk_events[chunk.grid_index][1 - slot] {
-                stream.wait(event).map_err(|error| CudaError::StreamWait { gpu: self.gpu.index(), code: error.into() })?;
+                stream
+                    .wait(event)
+                    .map_err(|error| CudaError::StreamWait { gpu: self.gpu.index(), code: error.into() })?;
             }
         }
         let device = self.device.device_ptr() + chunk.range.start as u64;
@@ -377,19 +385,27 @@ impl StagedBuffer {
         let status = unsafe {
             let host = self.host.as_ptr().add(chunk.range.start);
             match direction {
-                CopyDirection::DeviceToHost => sys::cuMemcpyDtoHAsync_v2(host as *mut _, device, bytes, stream.cu_stream()),
-                CopyDirection::HostToDevice => sys::cuMemcpyHtoDAsync_v2(device, host as *const _, bytes, stream.cu_stream()),
+                CopyDirection::DeviceToHost => {
+                    sys::cuMemcpyDtoHAsync_v2(host as *mut _, device, bytes, stream.cu_stream())
+                }
+                CopyDirection::HostToDevice => {
+                    sys::cuMemcpyHtoDAsync_v2(device, host as *const _, bytes, stream.cu_stream())
+                }
             }
         };
         status.result().map_err(|error| self.device.copy_error(direction, bytes, error))?;
         let event = match &mut self.chunk_events[chunk.grid_index][slot] {
             Some(event) => event,
-            empty => empty.insert(self.gpu.context().new_event(None).map_err(|error| CudaError::EventCreate {
-                gpu: self.gpu.index(),
-                code: error.into(),
-            })?),
+            empty => empty.insert(
+                self.gpu
+                    .context()
+                    .new_event(None)
+                    .map_err(|error| CudaError::EventCreate { gpu: self.gpu.index(), code: error.into() })?,
+            ),
         };
-        event.record(stream).map_err(|error| CudaError::EventRecord { gpu: self.gpu.index(), code: error.into() })?;
+        event
+            .record(stream)
+            .map_err(|error| CudaError::EventRecord { gpu: self.gpu.index(), code: error.into() })?;
         self.hazards.copied(chunk.grid_index, direction);
         Ok(())
     }
@@ -423,9 +439,10 @@ impl StagedBuffer {
     /// Blocks until every queued copy on this buffer's streams has finished.
     pub fn synchronize(&mut self) -> Result<(), CudaError> {
         for stream in &self.streams {
-            stream
-                .synchronize()
-                .map_err(|error| CudaError::StreamSynchronize { gpu: self.gpu.index(), code: error.into() })?;
+            stream.synchronize().map_err(|error| CudaError::StreamSynchronize {
+                gpu: self.gpu.index(),
+                code: error.into(),
+            })?;
         }
         self.hazards.clear();
         Ok(())
@@ -453,7 +470,10 @@ mod tests {
     use CopyDirection::{DeviceToHost as Out, HostToDevice as In};
 
     fn plan(range: Range<usize>, chunk_size: usize) -> Vec<(usize, usize, usize)> {
-        plan_chunks(range, chunk_size).into_iter().map(|c| (c.range.start, c.range.end, c.grid_index)).collect()
+        plan_chunks(range, chunk_size)
+            .into_iter()
+            .map(|c| (c.range.start, c.range.end, c.grid_index))
+            .collect()
     }
 
     #[test]
@@ -464,7 +484,10 @@ mod tests {
 
     #[test]
     fn large_message_is_cut_on_the_grid() {
-        assert_eq!(plan(0..4096, 1024), vec![(0, 1024, 0), (1024, 2048, 1), (2048, 3072, 2), (3072, 4096, 3)]);
+        assert_eq!(
+            plan(0..4096, 1024),
+            vec![(0, 1024, 0), (1024, 2048, 1), (2048, 3072, 2), (3072, 4096, 3)]
+        );
         assert_eq!(plan(0..3000, 1024), vec![(0, 1024, 0), (1024, 2048, 1), (2048, 3000, 2)]);
     }
 

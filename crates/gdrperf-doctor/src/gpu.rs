@@ -84,12 +84,16 @@ pub fn merge(pci_devices: &[PciDevice], cuda: &CudaFacts) -> Vec<Gpu> {
     let mut gpus: Vec<Gpu> = cuda_gpus
         .iter()
         .map(|cuda_gpu| {
-            let bus_id = pci::normalize_bus_id(&cuda_gpu.pci_bus_id).unwrap_or_else(|| cuda_gpu.pci_bus_id.clone());
+            let bus_id =
+                pci::normalize_bus_id(&cuda_gpu.pci_bus_id).unwrap_or_else(|| cuda_gpu.pci_bus_id.clone());
             Gpu {
                 label: format!("GPU{}", cuda_gpu.ordinal),
                 cuda_ordinal: Some(cuda_gpu.ordinal),
                 name: Some(cuda_gpu.name.clone()),
-                pci: sysfs_gpus.iter().find(|device| device.address == bus_id).map(|device| (*device).clone()),
+                pci: sysfs_gpus
+                    .iter()
+                    .find(|device| device.address == bus_id)
+                    .map(|device| (*device).clone()),
                 bus_id,
                 dma_buf_supported: cuda_gpu.dma_buf_supported,
                 gpu_direct_rdma_supported: cuda_gpu.gpu_direct_rdma_supported,
@@ -175,7 +179,8 @@ mod tests {
     #[test]
     fn driver_version_is_found_in_either_proc_spelling() {
         let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release Build  (dvs-builder@U16)  Tue Mar  5 22:15:33 UTC 2024\nGCC version:  gcc version 12.2.0";
-        let proprietary = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023";
+        let proprietary =
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023";
         assert_eq!(version_from_proc_text(open).as_deref(), Some("550.54.15"));
         assert_eq!(version_from_proc_text(proprietary).as_deref(), Some("535.104.05"));
         assert_eq!(version_from_proc_text("garbage"), None);

@@ -71,7 +71,12 @@ pub fn auto_path(dma_buf_usable: Option<bool>, peermem_loaded: bool) -> GdrPath 
 }
 
 impl GpuDirect {
-    pub fn assess(driver: &NvidiaDriver, gpus: &[Gpu], cuda: &CudaFacts, kernel_release: Option<&str>) -> Self {
+    pub fn assess(
+        driver: &NvidiaDriver,
+        gpus: &[Gpu],
+        cuda: &CudaFacts,
+        kernel_release: Option<&str>,
+    ) -> Self {
         let mut failures = Vec::new();
         let mut unconfirmed = Vec::new();
         if !driver.loaded {
@@ -79,17 +84,21 @@ impl GpuDirect {
         }
         match driver.open_kernel_module {
             Some(true) => {}
-            Some(false) => failures
-                .push("the proprietary NVIDIA kernel module cannot export dma-buf (the open one can)".to_string()),
+            Some(false) => failures.push(
+                "the proprietary NVIDIA kernel module cannot export dma-buf (the open one can)".to_string(),
+            ),
             None if driver.loaded => {
-                unconfirmed
-                    .push("NVIDIA kernel module flavour unknown (/proc/driver/nvidia/version unreadable)".to_string());
+                unconfirmed.push(
+                    "NVIDIA kernel module flavour unknown (/proc/driver/nvidia/version unreadable)"
+                        .to_string(),
+                );
             }
             None => {}
         }
         match kernel_release.and_then(kernel_version) {
             Some(version) if version < DMA_BUF_MINIMUM_KERNEL => {
-                failures.push(format!("Linux {}.{} predates dma-buf registration (5.12)", version.0, version.1));
+                failures
+                    .push(format!("Linux {}.{} predates dma-buf registration (5.12)", version.0, version.1));
             }
             Some(_) => {}
             None => unconfirmed.push("kernel release unknown".to_string()),

@@ -45,7 +45,8 @@ impl Iommu {
     pub fn read(sys: &SysRoot, devices: &[&PciDevice]) -> Self {
         let units = sys.list("sys/class/iommu");
         let group_count = sys.list("sys/kernel/iommu_groups").len();
-        let cmdline_options = sys.read_text("proc/cmdline").map(|text| iommu_options(&text)).unwrap_or_default();
+        let cmdline_options =
+            sys.read_text("proc/cmdline").map(|text| iommu_options(&text)).unwrap_or_default();
         let mut translated_devices = Vec::new();
         let mut identity = 0;
         for device in devices {
@@ -75,7 +76,9 @@ impl Iommu {
 fn iommu_options(cmdline: &str) -> Vec<String> {
     cmdline
         .split_whitespace()
-        .filter(|word| word.starts_with("iommu") || word.starts_with("intel_iommu=") || word.starts_with("amd_iommu="))
+        .filter(|word| {
+            word.starts_with("iommu") || word.starts_with("intel_iommu=") || word.starts_with("amd_iommu=")
+        })
         .map(str::to_string)
         .collect()
 }
@@ -90,7 +93,8 @@ mod tests {
 
     #[test]
     fn only_iommu_words_are_kept_from_the_command_line() {
-        let options = iommu_options("BOOT_IMAGE=/vmlinuz ro quiet intel_iommu=on iommu=pt pci=realloc amd_iommu=off");
+        let options =
+            iommu_options("BOOT_IMAGE=/vmlinuz ro quiet intel_iommu=on iommu=pt pci=realloc amd_iommu=off");
         assert_eq!(options, ["intel_iommu=on", "iommu=pt", "amd_iommu=off"]);
         assert!(cmdline_asks_passthrough(&options));
         assert!(!cmdline_asks_passthrough(&iommu_options("intel_iommu=on")));

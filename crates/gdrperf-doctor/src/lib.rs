@@ -76,8 +76,8 @@ pub fn diagnose(sysfs_root: &Path, cuda: CudaFacts) -> Result<Report, DoctorErro
 /// NICs (as `gdrperf doctor` shows). `Ok(None)` when the node has no RDMA
 /// device at all. Accepts CUDA's bus id spelling (`00000000:1B:00.0`).
 pub fn recommend_nic(sysfs_root: &Path, gpu_bus_id: &str) -> Result<Option<String>, DoctorError> {
-    let bus_id =
-        pci::normalize_bus_id(gpu_bus_id).ok_or_else(|| DoctorError::BadBusId { bus_id: gpu_bus_id.to_string() })?;
+    let bus_id = pci::normalize_bus_id(gpu_bus_id)
+        .ok_or_else(|| DoctorError::BadBusId { bus_id: gpu_bus_id.to_string() })?;
     let sys = SysRoot::open(sysfs_root)?;
     let inventory = report::Inventory::scan(&sys);
     if !inventory.pci_devices.iter().any(|device| device.address == bus_id && device.is_nvidia_gpu()) {

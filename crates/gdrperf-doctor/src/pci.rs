@@ -131,13 +131,17 @@ impl PciDevice {
     /// controller, or a Mellanox/NVIDIA network controller (ConnectX in Ethernet mode).
     pub fn is_rdma_capable_network_controller(&self) -> bool {
         let Some(class) = self.class else { return false };
-        class >> 8 == SUBCLASS_INFINIBAND || (class >> 16 == CLASS_NETWORK && self.vendor == Some(VENDOR_MELLANOX))
+        class >> 8 == SUBCLASS_INFINIBAND
+            || (class >> 16 == CLASS_NETWORK && self.vendor == Some(VENDOR_MELLANOX))
     }
 }
 
 /// All PCI functions under `sys/bus/pci/devices`, in address order.
 pub fn scan(sys: &SysRoot) -> Vec<PciDevice> {
-    sys.list("sys/bus/pci/devices").iter().filter_map(|address| PciDevice::read_by_address(sys, address)).collect()
+    sys.list("sys/bus/pci/devices")
+        .iter()
+        .filter_map(|address| PciDevice::read_by_address(sys, address))
+        .collect()
 }
 
 /// Whether `text` is a PCI address `DDDD:BB:DD.F` (sysfs spelling, lower-case hex).
@@ -206,7 +210,8 @@ pub fn read_acs(sys: &SysRoot, address: &str) -> AcsState {
 /// Walks the PCIe extended capability list (each header: id in bits 0..16,
 /// version in 16..20, next offset in 20..32) looking for ACS.
 pub fn acs_from_config(config: &[u8]) -> AcsState {
-    let read_u32 = |offset: usize| config.get(offset..offset + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let read_u32 =
+        |offset: usize| config.get(offset..offset + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
     if config.len() < EXTENDED_CONFIG_START + 4 {
         return AcsState::Unreadable;
     }

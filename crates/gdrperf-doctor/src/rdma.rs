@@ -144,8 +144,10 @@ fn read_device(sys: &SysRoot, name: String) -> RdmaDevice {
     let backing = match pci {
         Some(pci) => Backing::Hardware { pci: Box::new(pci) },
         None => Backing::Software {
-            driver: if node_type.as_deref().is_some_and(|t| t.contains("RNIC")) { "siw" } else { "rxe" }.to_string(),
-            netdev: parent.or_else(|| ports.iter().flat_map(|port| &port.gids).find_map(|gid| gid.netdev.clone())),
+            driver: if node_type.as_deref().is_some_and(|t| t.contains("RNIC")) { "siw" } else { "rxe" }
+                .to_string(),
+            netdev: parent
+                .or_else(|| ports.iter().flat_map(|port| &port.gids).find_map(|gid| gid.netdev.clone())),
         },
     };
     RdmaDevice { name, backing, node_type, firmware: sys.read_text(directory.join("fw_ver")), ports }
@@ -198,7 +200,8 @@ fn read_gid(sys: &SysRoot, port_directory: &std::path::Path, index: u32, roce: b
     if address.is_unspecified() {
         return None;
     }
-    let ip_family = roce.then(|| if address.to_ipv4_mapped().is_some() { "IPv4" } else { "IPv6" }.to_string());
+    let ip_family =
+        roce.then(|| if address.to_ipv4_mapped().is_some() { "IPv4" } else { "IPv6" }.to_string());
     Some(Gid {
         index,
         gid: match address.to_ipv4_mapped() {

@@ -12,7 +12,12 @@ use crate::topology::Relation;
 
 impl fmt::Display for Report {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(out, "gdrperf doctor: sysfs root {}, kernel {}", self.sysfs_root, or_unknown(&self.kernel_release))?;
+        writeln!(
+            out,
+            "gdrperf doctor: sysfs root {}, kernel {}",
+            self.sysfs_root,
+            or_unknown(&self.kernel_release)
+        )?;
         render_rdma(self, out)?;
         render_gpus(self, out)?;
         render_gpudirect(self, out)?;
@@ -204,7 +209,12 @@ fn render_gpudirect(report: &Report, out: &mut fmt::Formatter<'_>) -> fmt::Resul
 fn render_topology(report: &Report, out: &mut fmt::Formatter<'_>) -> fmt::Result {
     writeln!(out, "\nTopology (nvidia-smi topo words, from sysfs)")?;
     if report.gpus.is_empty() || report.rdma_devices.is_empty() {
-        writeln!(out, "  nothing to pair: {} GPUs, {} RDMA devices", report.gpus.len(), report.rdma_devices.len())?;
+        writeln!(
+            out,
+            "  nothing to pair: {} GPUs, {} RDMA devices",
+            report.gpus.len(),
+            report.rdma_devices.len()
+        )?;
         return Ok(());
     }
     let nics: Vec<&str> = report.rdma_devices.iter().map(|device| device.name.as_str()).collect();
@@ -257,7 +267,10 @@ fn render_topology(report: &Report, out: &mut fmt::Formatter<'_>) -> fmt::Result
     let acs = if acs.checked == 0 {
         "no PCI bridges on the GPU-NIC paths".to_string()
     } else if acs.unreadable == acs.checked {
-        format!("not checked: config space of the {} bridges on GPU-NIC paths is unreadable (needs root)", acs.checked)
+        format!(
+            "not checked: config space of the {} bridges on GPU-NIC paths is unreadable (needs root)",
+            acs.checked
+        )
     } else {
         let mut text = format!("{} bridges on GPU-NIC paths checked", acs.checked);
         if acs.unreadable > 0 {

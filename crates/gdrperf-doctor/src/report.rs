@@ -74,7 +74,11 @@ impl Report {
     }
 
     pub fn gpu_label<'a>(&'a self, gpu_bus_id: &'a str) -> &'a str {
-        self.gpus.iter().find(|gpu| gpu.bus_id == gpu_bus_id).map(|gpu| gpu.label.as_str()).unwrap_or(gpu_bus_id)
+        self.gpus
+            .iter()
+            .find(|gpu| gpu.bus_id == gpu_bus_id)
+            .map(|gpu| gpu.label.as_str())
+            .unwrap_or(gpu_bus_id)
     }
 }
 
@@ -95,7 +99,9 @@ impl Inventory {
             .map(|device| NicCandidate {
                 name: &device.name,
                 endpoint: match &device.backing {
-                    Backing::Hardware { pci } => Some(Endpoint { location: &pci.location, numa_node: pci.numa_node }),
+                    Backing::Hardware { pci } => {
+                        Some(Endpoint { location: &pci.location, numa_node: pci.numa_node })
+                    }
                     Backing::Software { .. } => None,
                 },
                 has_active_port: device.ports.iter().any(|port| port.is_active()),

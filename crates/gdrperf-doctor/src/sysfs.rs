@@ -79,7 +79,8 @@ impl SysRoot {
         let Ok(entries) = fs::read_dir(self.path(relative)) else {
             return Vec::new();
         };
-        let mut names: Vec<String> = entries.filter_map(|entry| entry.ok()?.file_name().into_string().ok()).collect();
+        let mut names: Vec<String> =
+            entries.filter_map(|entry| entry.ok()?.file_name().into_string().ok()).collect();
         names.sort();
         names
     }

@@ -156,7 +156,8 @@ pub struct Recommendation {
 /// of real servers and deterministic everywhere.
 pub fn recommend(gpus: &[(String, Endpoint)], nics: &[NicCandidate]) -> Vec<Recommendation> {
     let any_hardware = nics.iter().any(|nic| nic.endpoint.is_some());
-    let candidates: Vec<&NicCandidate> = nics.iter().filter(|nic| nic.endpoint.is_some() || !any_hardware).collect();
+    let candidates: Vec<&NicCandidate> =
+        nics.iter().filter(|nic| nic.endpoint.is_some() || !any_hardware).collect();
     let mut times_given = vec![0usize; candidates.len()];
     let mut recommendations = Vec::new();
     for (gpu_bus_id, gpu) in gpus {
@@ -168,7 +169,8 @@ pub fn recommend(gpus: &[(String, Endpoint)], nics: &[NicCandidate]) -> Vec<Reco
                 }
                 None => (Relation::SW, 0),
             };
-            let rank = (relation, switches, times_given[index], Reverse(nic.has_active_port), name_order(nic.name));
+            let rank =
+                (relation, switches, times_given[index], Reverse(nic.has_active_port), name_order(nic.name));
             (rank, index, relation)
         });
         let Some((_, chosen, relation)) = scored.min_by(|x, y| x.0.cmp(&y.0)) else {
@@ -203,7 +205,10 @@ mod tests {
 
     fn relation(a: &str, a_numa: Option<u32>, b: &str, b_numa: Option<u32>) -> PciePath {
         let (a, b) = (location(a), location(b));
-        path_between(Endpoint { location: &a, numa_node: a_numa }, Endpoint { location: &b, numa_node: b_numa })
+        path_between(
+            Endpoint { location: &a, numa_node: a_numa },
+            Endpoint { location: &b, numa_node: b_numa },
+        )
     }
 
     const SWITCH: &str = "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
@@ -253,7 +258,12 @@ mod tests {
     #[test]
     fn devices_directly_on_the_root_bus_share_only_the_host_bridge() {
         // Virtual machines often put every device straight on bus 00.
-        let path = relation("sys/devices/pci0000:00/0000:00:04.0", None, "sys/devices/pci0000:00/0000:00:05.0", None);
+        let path = relation(
+            "sys/devices/pci0000:00/0000:00:04.0",
+            None,
+            "sys/devices/pci0000:00/0000:00:05.0",
+            None,
+        );
         assert_eq!(path.relation, Relation::PHB);
         assert!(path.bridges.is_empty());
     }
@@ -271,8 +281,10 @@ mod tests {
             NicCandidate { name: "mlx5_0", endpoint: Some(endpoint(&nic_x)), has_active_port: true },
         ];
         let recommendations = recommend(&gpus, &nics);
-        let chosen: Vec<(&str, Relation, usize)> =
-            recommendations.iter().map(|r| (r.nic.as_str(), r.relation, r.shared_with_earlier_gpus)).collect();
+        let chosen: Vec<(&str, Relation, usize)> = recommendations
+            .iter()
+            .map(|r| (r.nic.as_str(), r.relation, r.shared_with_earlier_gpus))
+            .collect();
         assert_eq!(chosen, [("mlx5_0", Relation::PIX, 0), ("mlx5_1", Relation::PIX, 0)]);
     }
 

@@ -83,8 +83,10 @@ fn is_hardware(device: &RdmaDevice) -> bool {
 }
 
 fn judge_rdma_devices(report: &Report, verdicts: &mut Vec<Verdict>) {
-    let hardware: Vec<&str> = report.rdma_devices.iter().filter(|d| is_hardware(d)).map(|d| d.name.as_str()).collect();
-    let software: Vec<&str> = report.rdma_devices.iter().filter(|d| !is_hardware(d)).map(|d| d.name.as_str()).collect();
+    let hardware: Vec<&str> =
+        report.rdma_devices.iter().filter(|d| is_hardware(d)).map(|d| d.name.as_str()).collect();
+    let software: Vec<&str> =
+        report.rdma_devices.iter().filter(|d| !is_hardware(d)).map(|d| d.name.as_str()).collect();
     for controller in &report.network_controllers_without_rdma {
         let driver = controller.driver.as_deref().unwrap_or("no driver");
         verdicts.push(verdict(
@@ -310,7 +312,12 @@ fn judge_topology(report: &Report, verdicts: &mut Vec<Verdict>) {
     }
     let checked = report.acs.checked > report.acs.unreadable;
     if !acs_warned && checked && !close.is_empty() {
-        verdicts.push(verdict(Level::Ok, "acs", "no ACS redirection between paired GPUs and NICs".to_string(), None));
+        verdicts.push(verdict(
+            Level::Ok,
+            "acs",
+            "no ACS redirection between paired GPUs and NICs".to_string(),
+            None,
+        ));
     }
 }
 
@@ -319,7 +326,9 @@ fn judge_iommu(report: &Report, verdicts: &mut Vec<Verdict>) {
     let fix = "boot with iommu=pt (Intel: intel_iommu=on iommu=pt) or with the IOMMU off; GPUDirect RDMA on bare metal needs untranslated peer DMA";
     match iommu.mode {
         IommuMode::Off => verdicts.push(verdict(Level::Ok, "iommu", "IOMMU off".to_string(), None)),
-        IommuMode::Passthrough => verdicts.push(verdict(Level::Ok, "iommu", "IOMMU in pass-through".to_string(), None)),
+        IommuMode::Passthrough => {
+            verdicts.push(verdict(Level::Ok, "iommu", "IOMMU in pass-through".to_string(), None))
+        }
         IommuMode::Translated => verdicts.push(verdict(
             Level::Warn,
             "iommu",

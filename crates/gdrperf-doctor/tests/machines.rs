@@ -98,7 +98,11 @@ fn dgx_ports_report_link_mtu_and_gids() {
 
     let storage = report.rdma_devices.iter().find(|d| d.name == "mlx5_8").unwrap();
     let port = &storage.ports[0];
-    assert!(matches!(&port.mtu, PortMtu::FromNetdev { netdev_mtu: 9000, active_mtu: 4096, .. }), "{:?}", port.mtu);
+    assert!(
+        matches!(&port.mtu, PortMtu::FromNetdev { netdev_mtu: 9000, active_mtu: 4096, .. }),
+        "{:?}",
+        port.mtu
+    );
     let roce_v2_ipv4: Vec<&str> = port
         .gids
         .iter()
@@ -125,7 +129,9 @@ fn acs_redirect_on_a_switch_port_between_pair_is_flagged() {
 #[test]
 fn a_gpu_without_gpudirect_support_fails() {
     let without_cuda = report_for(&Machine::dgx_h100_like(), not_queried());
-    let CudaFacts::Available { driver_api_version, mut gpus } = cuda_all_capable(&without_cuda) else { unreachable!() };
+    let CudaFacts::Available { driver_api_version, mut gpus } = cuda_all_capable(&without_cuda) else {
+        unreachable!()
+    };
     gpus[2].gpu_direct_rdma_supported = Some(false);
     let report = report_for(&Machine::dgx_h100_like(), CudaFacts::Available { driver_api_version, gpus });
     assert_eq!(report.exit_code, 2);
@@ -135,7 +141,9 @@ fn a_gpu_without_gpudirect_support_fails() {
 #[test]
 fn gpus_hidden_from_cuda_stay_in_the_report() {
     let without_cuda = report_for(&Machine::dgx_h100_like(), not_queried());
-    let CudaFacts::Available { driver_api_version, mut gpus } = cuda_all_capable(&without_cuda) else { unreachable!() };
+    let CudaFacts::Available { driver_api_version, mut gpus } = cuda_all_capable(&without_cuda) else {
+        unreachable!()
+    };
     gpus.truncate(1);
     let report = report_for(&Machine::dgx_h100_like(), CudaFacts::Available { driver_api_version, gpus });
     assert_eq!(report.gpus.len(), 8);
@@ -158,7 +166,9 @@ fn infiniband_ports_waiting_for_a_subnet_manager_fail_with_that_hint() {
         "0000:dc:00.0",
         "0000:aa:00.0",
     ] {
-        let Function::Nic(nic) = &mut machine.find_mut(address).unwrap().function else { panic!("{address} is a NIC") };
+        let Function::Nic(nic) = &mut machine.find_mut(address).unwrap().function else {
+            panic!("{address} is a NIC")
+        };
         nic.state = PortState::Init;
     }
     let report = report_for(&machine, not_queried());
@@ -175,9 +185,8 @@ fn a_recommended_nic_that_is_down_warns() {
     let report = report_for(&machine, not_queried());
     // Still the closest NIC: the topology answer does not change with the link.
     assert_eq!(report.recommendation_for("0000:9d:00.0").unwrap().nic, "mlx5_4");
-    assert!(
-        levels_of(&report, "ports").contains(&(Level::Warn, "mlx5_4 is recommended for a GPU but has no ACTIVE port"))
-    );
+    assert!(levels_of(&report, "ports")
+        .contains(&(Level::Warn, "mlx5_4 is recommended for a GPU but has no ACTIVE port")));
 }
 
 #[test]
@@ -214,7 +223,10 @@ fn a_gpu_node_without_nic_fails() {
     let machine = Machine::gpu_without_nic();
     let report = report_for(&machine, not_queried());
     assert_eq!(report.exit_code, 2);
-    assert_eq!(levels_of(&report, "rdma-devices"), [(Level::Fail, "no RDMA device in /sys/class/infiniband")]);
+    assert_eq!(
+        levels_of(&report, "rdma-devices"),
+        [(Level::Fail, "no RDMA device in /sys/class/infiniband")]
+    );
     assert!(report.recommendations.is_empty() && report.pairs.is_empty());
     assert_eq!(report.gpus.len(), 1);
     assert_eq!(report.gpus[0].numa_node(), None);
@@ -232,7 +244,10 @@ fn a_soft_roce_vm_lists_rxe_as_software_and_fails_gpudirect() {
         matches!(&rxe.backing, Backing::Software { driver, netdev: Some(netdev) } if driver == "rxe" && netdev == "eth0")
     );
     assert!(matches!(&rxe.ports[0].mtu, PortMtu::FromNetdev { netdev_mtu: 1500, active_mtu: 1024, .. }));
-    assert!(rxe.ports[0].gids.iter().any(|g| g.gid == "::ffff:10.0.2.15" && g.gid_type.as_deref() == Some("RoCE v2")));
+    assert!(rxe.ports[0]
+        .gids
+        .iter()
+        .any(|g| g.gid == "::ffff:10.0.2.15" && g.gid_type.as_deref() == Some("RoCE v2")));
     assert_eq!(levels_of(&report, "gpus")[0].0, Level::Fail);
     assert!(levels_of(&report, "rdma-devices")[0].1.starts_with("only software RDMA devices (rxe0)"));
     assert!(report.network_controllers_without_rdma.is_empty(), "virtio-net is not an RDMA controller");
@@ -265,11 +280,20 @@ fn shared_switch_machine() -> Machine {
                 vec![
                     ("0000:02:00.0", PciNode::gpu("0000:03:00.0", 0x20b0)),
                     ("0000:02:01.0", PciNode::gpu("0000:04:00.0", 0x20b0)),
-                    ("0000:02:02.0", PciNode::infiniband_nic("0000:05:00.0", "mlx5_1", "200 Gb/sec (4X HDR)")),
-                    ("0000:02:03.0", PciNode::infiniband_nic("0000:06:00.0", "mlx5_0", "200 Gb/sec (4X HDR)")),
+                    (
+                        "0000:02:02.0",
+                        PciNode::infiniband_nic("0000:05:00.0", "mlx5_1", "200 Gb/sec (4X HDR)"),
+                    ),
+                    (
+                        "0000:02:03.0",
+                        PciNode::infiniband_nic("0000:06:00.0", "mlx5_0", "200 Gb/sec (4X HDR)"),
+                    ),
                     (
                         "0000:02:04.0",
-                        PciNode::switch("0000:07:00.0", vec![("0000:08:00.0", PciNode::gpu("0000:09:00.0", 0x20b0))]),
+                        PciNode::switch(
+                            "0000:07:00.0",
+                            vec![("0000:08:00.0", PciNode::gpu("0000:09:00.0", 0x20b0))],
+                        ),
                     ),
                 ],
             )],
@@ -281,7 +305,8 @@ fn shared_switch_machine() -> Machine {
 #[test]
 fn gpus_sharing_a_switch_with_two_nics_pair_one_to_one() {
     let report = report_for(&shared_switch_machine(), not_queried());
-    let chosen: Vec<(&str, Relation)> = report.recommendations.iter().map(|r| (r.nic.as_str(), r.relation)).collect();
+    let chosen: Vec<(&str, Relation)> =
+        report.recommendations.iter().map(|r| (r.nic.as_str(), r.relation)).collect();
     assert_eq!(chosen, [("mlx5_0", Relation::PIX), ("mlx5_1", Relation::PIX), ("mlx5_0", Relation::PXB)]);
     assert_eq!(relation(&report, "0000:03:00.0", "mlx5_1"), Relation::PIX);
 }
@@ -308,7 +333,10 @@ fn connectx_without_its_rdma_driver_and_narrow_links_warn() {
     assert_eq!(report.network_controllers_without_rdma.len(), 1);
     assert!(levels_of(&report, "rdma-devices")
         .contains(&(Level::Warn, "PCI network controller 0000:aa:00.0 (mlx5_core) has no RDMA device")));
-    assert_eq!(levels_of(&report, "pcie-link"), [(Level::Warn, "mlx5_0 (0000:18:00.0) trained at PCIe x8 of x16")]);
+    assert_eq!(
+        levels_of(&report, "pcie-link"),
+        [(Level::Warn, "mlx5_0 (0000:18:00.0) trained at PCIe x8 of x16")]
+    );
 }
 
 #[test]

@@ -174,7 +174,10 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
             };
             if mode == "host" {
                 if node.nics.is_empty() {
-                    steps.push(Step::Decided(skeleton("no RDMA device with an active port (see gdrperf doctor)".into(), Verdict::Error)));
+                    steps.push(Step::Decided(skeleton(
+                        "no RDMA device with an active port (see gdrperf doctor)".into(),
+                        Verdict::Error,
+                    )));
                 }
                 for nic in &node.nics {
                     steps.push(Step::Run(planned(&shape, mode, nic, None, threshold)));
@@ -182,7 +185,10 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
                 continue;
             }
             if node.gpus.is_empty() {
-                steps.push(Step::Decided(skeleton("no NVIDIA GPU found by gdrperf doctor".into(), Verdict::Skip)));
+                steps.push(Step::Decided(skeleton(
+                    "no NVIDIA GPU found by gdrperf doctor".into(),
+                    Verdict::Skip,
+                )));
             }
             for (gpu, nic) in &node.gpus {
                 match nic {
@@ -190,7 +196,10 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
                     None => steps.push(Step::Decided(AcceptanceRow {
                         gpu: gpu.label.clone(),
                         gpu_bus_id: gpu.bus_id.clone(),
-                        ..skeleton("no RDMA device to pair with this GPU (see gdrperf doctor)".into(), Verdict::Error)
+                        ..skeleton(
+                            "no RDMA device to pair with this GPU (see gdrperf doctor)".into(),
+                            Verdict::Error,
+                        )
                     })),
                 }
             }
@@ -201,7 +210,8 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
 
 fn planned(shape: &Shape, mode: &str, nic: &Nic, gpu: Option<&Gpu>, threshold: &SourcedValue) -> PlannedRun {
     let (test, size) = (shape.test, shape.size);
-    let mut args: Vec<String> = vec!["--loopback".into(), "-d".into(), nic.device.clone(), "-i".into(), nic.port.to_string()];
+    let mut args: Vec<String> =
+        vec!["--loopback".into(), "-d".into(), nic.device.clone(), "-i".into(), nic.port.to_string()];
     args.extend(["-s".into(), size.to_string()]);
     if let Some(seconds) = shape.duration_s {
         args.extend(["-D".into(), number(seconds)]);
@@ -283,7 +293,8 @@ impl PlannedRun {
     }
 
     fn judge_bandwidth(&self, measured: &ResultRow, row: &mut AcceptanceRow) -> Result<()> {
-        let limit = BandwidthThreshold::parse(&self.threshold.value)?.resolve(self.nic.rate.as_deref(), self.bidirectional)?;
+        let limit = BandwidthThreshold::parse(&self.threshold.value)?
+            .resolve(self.nic.rate.as_deref(), self.bidirectional)?;
         row.metric = "bw_avg_gbit_s".into();
         row.threshold = limit.to_string();
         let Some(value) = measured.number("bw_avg_gbit_s") else {
@@ -320,7 +331,8 @@ impl PlannedRun {
 pub fn port_rate_warnings(profile: &Profile, node: &Node) -> Vec<String> {
     let Some(expected) = profile.port_rate.as_deref() else { return Vec::new() };
     let expected_gbit_s = parse_port_rate(expected);
-    let mut nics: Vec<&Nic> = node.nics.iter().chain(node.gpus.iter().filter_map(|(_, nic)| nic.as_ref())).collect();
+    let mut nics: Vec<&Nic> =
+        node.nics.iter().chain(node.gpus.iter().filter_map(|(_, nic)| nic.as_ref())).collect();
     nics.sort_by(|a, b| (&a.device, a.port).cmp(&(&b.device, b.port)));
     nics.dedup_by(|a, b| a.device == b.device && a.port == b.port);
     nics.into_iter()
@@ -348,14 +360,17 @@ pub fn render(rows: &[AcceptanceRow]) -> String {
                 row.test.clone(),
                 row.mem.clone(),
                 row.bytes.to_string(),
-                row.value.map(|value| format!("{} {}", number(value), row.unit)).unwrap_or_else(|| "-".into()),
+                row.value
+                    .map(|value| format!("{} {}", number(value), row.unit))
+                    .unwrap_or_else(|| "-".into()),
                 row.threshold.clone(),
                 row.verdict.to_string(),
                 row.detail.clone(),
             ]
         })
         .collect();
-    let mut out = table(&["nic", "gpu", "test", "mem", "bytes", "measured", "threshold", "verdict", "detail"], &lines);
+    let mut out =
+        table(&["nic", "gpu", "test", "mem", "bytes", "measured", "threshold", "verdict", "detail"], &lines);
     let overall = Verdict::overall(rows.iter().map(|row| row.verdict));
     let count = |verdict: Verdict| rows.iter().filter(|row| row.verdict == verdict).count();
     let _ = writeln!(
@@ -382,7 +397,8 @@ pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[Accepta
     let json_path = folder.join("summary.json");
     let overall = Verdict::overall(rows.iter().map(|row| row.verdict));
     let document = serde_json::json!({ "metadata": metadata, "overall": overall, "results": rows });
-    let text = serde_json::to_string_pretty(&document).map_err(|error| fail(&json_path, error.to_string()))?;
+    let text =
+        serde_json::to_string_pretty(&document).map_err(|error| fail(&json_path, error.to_string()))?;
     std::fs::write(&json_path, text + "\n").map_err(|error| fail(&json_path, error.to_string()))
 }
 

@@ -40,14 +40,23 @@ fn runs(steps: &[Step]) -> Vec<&PlannedRun> {
 #[test]
 fn host_runs_once_per_nic_and_gpu_modes_once_per_gpu() {
     let profile = Profile::parse("test", PROFILE).unwrap();
-    let node = Node { nics: vec![nic("mlx5_0"), nic("mlx5_1")], gpus: vec![(gpu(0), Some(nic("mlx5_0"))), (gpu(1), Some(nic("mlx5_1")))] };
+    let node = Node {
+        nics: vec![nic("mlx5_0"), nic("mlx5_1")],
+        gpus: vec![(gpu(0), Some(nic("mlx5_0"))), (gpu(1), Some(nic("mlx5_1")))],
+    };
     let steps = plan(&profile, &node, &[]);
     let stems: Vec<&str> = runs(&steps).iter().map(|run| run.stem.as_str()).collect();
     assert_eq!(
         stems,
         [
-            "write_bw-cuda-GPU0", "write_bw-cuda-GPU1", "write_bw-cuda-staged-GPU0", "write_bw-cuda-staged-GPU1",
-            "write_bw-host-mlx5_0", "write_bw-host-mlx5_1", "read_lat-host-mlx5_0", "read_lat-host-mlx5_1",
+            "write_bw-cuda-GPU0",
+            "write_bw-cuda-GPU1",
+            "write_bw-cuda-staged-GPU0",
+            "write_bw-cuda-staged-GPU1",
+            "write_bw-host-mlx5_0",
+            "write_bw-host-mlx5_1",
+            "read_lat-host-mlx5_0",
+            "read_lat-host-mlx5_1",
         ]
     );
     let cuda = runs(&steps)[1];
@@ -57,7 +66,10 @@ fn host_runs_once_per_nic_and_gpu_modes_once_per_gpu() {
         "--loopback -d mlx5_1 -i 1 -s 65536 -D 5 -q 4 --report-gbits --mem cuda --gpu-bus-id 0000:1c:00.0"
     );
     let latency = runs(&steps)[6];
-    assert_eq!((latency.binary.as_str(), latency.args.join(" ").as_str()), ("gdr-read-lat", "--loopback -d mlx5_0 -i 1 -s 2 -n 1000 --mem host"));
+    assert_eq!(
+        (latency.binary.as_str(), latency.args.join(" ").as_str()),
+        ("gdr-read-lat", "--loopback -d mlx5_0 -i 1 -s 2 -n 1000 --mem host")
+    );
 }
 
 #[test]
@@ -66,9 +78,21 @@ fn a_node_without_gpus_skips_the_gpu_modes() {
     let steps = plan(&profile, &Node { nics: vec![nic("rxe0")], gpus: vec![] }, &[]);
     let decided: Vec<(&str, Verdict, &str)> = steps
         .iter()
-        .filter_map(|step| if let Step::Decided(row) = step { Some((row.mem.as_str(), row.verdict, row.detail.as_str())) } else { None })
+        .filter_map(|step| {
+            if let Step::Decided(row) = step {
+                Some((row.mem.as_str(), row.verdict, row.detail.as_str()))
+            } else {
+                None
+            }
+        })
         .collect();
-    assert_eq!(decided, [("cuda", Verdict::Skip, "no NVIDIA GPU found by gdrperf doctor"), ("cuda-staged", Verdict::Skip, "no NVIDIA GPU found by gdrperf doctor")]);
+    assert_eq!(
+        decided,
+        [
+            ("cuda", Verdict::Skip, "no NVIDIA GPU found by gdrperf doctor"),
+            ("cuda-staged", Verdict::Skip, "no NVIDIA GPU found by gdrperf doctor")
+        ]
+    );
     assert_eq!(runs(&steps).len(), 2, "host bandwidth and latency on rxe0");
 }
 
@@ -101,7 +125,8 @@ fn results_are_judged_against_their_threshold() {
     let steps = plan(&profile, &node, &[]);
     let all = runs(&steps);
     let cuda = all.iter().find(|run| run.stem == "write_bw-cuda-GPU0").unwrap();
-    let result = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,65536,150.0\n").unwrap();
+    let result =
+        ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,65536,150.0\n").unwrap();
     let row = cuda.judge(&result, "write_bw-cuda-GPU0.json");
     assert_eq!(row.verdict, Verdict::Fail);
     assert_eq!(row.threshold, "180 Gb/s (90% of the 200 Gb/s port)");
@@ -113,7 +138,8 @@ fn results_are_judged_against_their_threshold() {
     assert!((row.value.unwrap() - 17881.39).abs() < 0.01, "{:?}", row.value);
 
     let latency = all.iter().find(|run| run.kind == CheckKind::Latency).unwrap();
-    let measured = ResultFile::parse_csv("lat.csv", "test,bytes,t_typical_us,t_avg_us\nread_lat,2,1.9,2.1\n").unwrap();
+    let measured =
+        ResultFile::parse_csv("lat.csv", "test,bytes,t_typical_us,t_avg_us\nread_lat,2,1.9,2.1\n").unwrap();
     let row = latency.judge(&measured, "lat.json");
     assert_eq!((row.verdict, row.metric.as_str(), row.value), (Verdict::Pass, "t_avg_us", Some(2.1)));
 
@@ -129,8 +155,10 @@ fn results_are_judged_against_their_threshold() {
 fn a_percent_threshold_without_a_port_rate_is_an_error() {
     let profile = Profile::parse("test", PROFILE).unwrap();
     let unknown = Nic { rate: None, ..nic("mlx5_0") };
-    let steps = plan(&profile, &Node { nics: vec![], gpus: vec![(gpu(0), Some(unknown))] }, &["cuda".to_string()]);
-    let result = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,65536,190.0\n").unwrap();
+    let steps =
+        plan(&profile, &Node { nics: vec![], gpus: vec![(gpu(0), Some(unknown))] }, &["cuda".to_string()]);
+    let result =
+        ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,65536,190.0\n").unwrap();
     let row = runs(&steps)[0].judge(&result, "c.json");
     assert_eq!(row.verdict, Verdict::Error);
     assert!(row.detail.contains("did not report one"), "{}", row.detail);
@@ -141,7 +169,10 @@ fn ports_at_another_rate_are_warned_about() {
     let profile = Profile::parse("test", PROFILE).unwrap();
     let slow = Nic { rate: Some("100 Gb/sec (4X EDR)".into()), ..nic("mlx5_1") };
     let node = Node { nics: vec![nic("mlx5_0"), slow.clone()], gpus: vec![(gpu(0), Some(slow))] };
-    assert_eq!(port_rate_warnings(&profile, &node), ["WARN mlx5_1 port 1 runs at 100 Gb/sec (4X EDR), profile test expects 200 Gb/sec (4X HDR)"]);
+    assert_eq!(
+        port_rate_warnings(&profile, &node),
+        ["WARN mlx5_1 port 1 runs at 100 Gb/sec (4X EDR), profile test expects 200 Gb/sec (4X HDR)"]
+    );
 }
 
 #[test]
@@ -150,12 +181,21 @@ fn summaries_are_written_as_csv_and_json() {
     std::fs::create_dir_all(&folder).unwrap();
     let profile = Profile::parse("test", PROFILE).unwrap();
     let steps = plan(&profile, &Node { nics: vec![nic("rxe0")], gpus: vec![] }, &["cuda".to_string()]);
-    let rows: Vec<AcceptanceRow> = steps.into_iter().filter_map(|step| if let Step::Decided(row) = step { Some(row) } else { None }).collect();
+    let rows: Vec<AcceptanceRow> = steps
+        .into_iter()
+        .filter_map(|step| if let Step::Decided(row) = step { Some(row) } else { None })
+        .collect();
     write_summary(&folder, serde_json::json!({"profile": "test"}), &rows).unwrap();
     let csv = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
-    assert!(csv.starts_with("nic,port_rate,gpu,gpu_bus_id,test,mem,bytes,metric,value,unit,threshold,verdict,detail,"), "{csv}");
+    assert!(
+        csv.starts_with(
+            "nic,port_rate,gpu,gpu_bus_id,test,mem,bytes,metric,value,unit,threshold,verdict,detail,"
+        ),
+        "{csv}"
+    );
     assert!(csv.contains(",SKIP,no NVIDIA GPU found by gdrperf doctor,"), "{csv}");
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(folder.join("summary.json")).unwrap()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("summary.json")).unwrap()).unwrap();
     assert_eq!(json["overall"], "PASS");
     assert_eq!(json["results"][0]["verdict"], "SKIP");
     let reread = ResultFile::read(&folder.join("summary.json")).unwrap();

@@ -90,7 +90,8 @@ impl Comparison {
                 ]
             })
             .collect();
-        let mut out = table(&["test", "mem", "gpu", "lane", "bytes", "metric", "base", "new", "change", ""], &rows);
+        let mut out =
+            table(&["test", "mem", "gpu", "lane", "bytes", "metric", "base", "new", "change", ""], &rows);
         for (label, keys) in [("only in base", &self.only_in_base), ("only in new", &self.only_in_new)] {
             if !keys.is_empty() {
                 out.push_str(&format!("{label} ({}): {}\n", keys.len(), keys.join("; ")));
@@ -135,7 +136,9 @@ fn value_of(row: &ResultRow, column: &str) -> Result<f64> {
 }
 
 /// The rows of several files by key, refusing two rows with one key.
-pub(crate) fn index_rows<'a>(files: impl IntoIterator<Item = &'a ResultFile>) -> Result<BTreeMap<RowKey, &'a ResultRow>> {
+pub(crate) fn index_rows<'a>(
+    files: impl IntoIterator<Item = &'a ResultFile>,
+) -> Result<BTreeMap<RowKey, &'a ResultRow>> {
     let mut index: BTreeMap<RowKey, &ResultRow> = BTreeMap::new();
     for file in files {
         for row in &file.rows {
@@ -154,7 +157,12 @@ pub(crate) fn index_rows<'a>(files: impl IntoIterator<Item = &'a ResultFile>) ->
 
 /// Joins `base` and `new` and judges each pair. `metric`: the column to compare (default per
 /// row kind); `tolerance`: a fraction (0.05 for 5%).
-pub fn compare_runs(base: &ResultFile, new: &ResultFile, metric: Option<&str>, tolerance: f64) -> Result<Comparison> {
+pub fn compare_runs(
+    base: &ResultFile,
+    new: &ResultFile,
+    metric: Option<&str>,
+    tolerance: f64,
+) -> Result<Comparison> {
     let base_rows = index_rows([base])?;
     let new_rows = index_rows([new])?;
     let mut rows = Vec::new();
@@ -237,14 +245,23 @@ mod tests {
         assert_eq!(verdicts, [Change::Same, Change::Regression, Change::Improvement]);
         assert_eq!(comparison.regressions(), 1);
         let text = comparison.render();
-        assert!(text.contains("-10.0%") && text.contains("REGRESSION") && text.contains("1 of 3 rows regressed beyond 5%"), "{text}");
+        assert!(
+            text.contains("-10.0%")
+                && text.contains("REGRESSION")
+                && text.contains("1 of 3 rows regressed beyond 5%"),
+            "{text}"
+        );
     }
 
     #[test]
     fn latency_rises_are_regressions() {
         let base = file("base.csv", "test,bytes,t_typical_us,p99_us\nread_lat,2,2.0,3.0\n");
         let new = file("new.csv", "test,bytes,t_typical_us,p99_us\nread_lat,2,2.05,4.0\n");
-        assert_eq!(compare_runs(&base, &new, None, 0.05).unwrap().regressions(), 0, "typical +2.5% is within 5%");
+        assert_eq!(
+            compare_runs(&base, &new, None, 0.05).unwrap().regressions(),
+            0,
+            "typical +2.5% is within 5%"
+        );
         let p99 = compare_runs(&base, &new, Some("p99_us"), 0.05).unwrap();
         assert_eq!(p99.rows[0].verdict, Change::Regression);
         assert!((p99.rows[0].change - 1.0 / 3.0).abs() < 1e-12);
@@ -252,8 +269,14 @@ mod tests {
 
     #[test]
     fn rows_only_in_one_run_are_listed_and_joins_respect_memory_and_gpu() {
-        let base = file("base.csv", "test,bytes,bw_avg_gbit_s,mem_local,gpu_local\nwrite_bw,2,1,host,\nwrite_bw,2,1,cuda,GPU0\n");
-        let new = file("new.csv", "test,bytes,bw_avg_gbit_s,mem_local,gpu_local\nwrite_bw,2,1,cuda,GPU0\nwrite_bw,2,1,cuda,GPU1\n");
+        let base = file(
+            "base.csv",
+            "test,bytes,bw_avg_gbit_s,mem_local,gpu_local\nwrite_bw,2,1,host,\nwrite_bw,2,1,cuda,GPU0\n",
+        );
+        let new = file(
+            "new.csv",
+            "test,bytes,bw_avg_gbit_s,mem_local,gpu_local\nwrite_bw,2,1,cuda,GPU0\nwrite_bw,2,1,cuda,GPU1\n",
+        );
         let comparison = compare_runs(&base, &new, None, 0.05).unwrap();
         assert_eq!(comparison.rows.len(), 1);
         assert_eq!(comparison.only_in_base, ["write_bw host 2 bytes"]);
@@ -265,9 +288,15 @@ mod tests {
     fn unjoinable_inputs_are_errors() {
         let base = file("base.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,2,1\n");
         let other = file("other.csv", "test,bytes,bw_avg_gbit_s\nread_bw,2,1\n");
-        assert!(compare_runs(&base, &other, None, 0.05).unwrap_err().to_string().contains("no row in common"));
+        assert!(compare_runs(&base, &other, None, 0.05)
+            .unwrap_err()
+            .to_string()
+            .contains("no row in common"));
         let twice = file("twice.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,2,1\nwrite_bw,2,3\n");
-        assert!(compare_runs(&twice, &base, None, 0.05).unwrap_err().to_string().contains("twice.csv (twice) hold more than one row for write_bw host 2 bytes: rows are joined"));
+        assert!(compare_runs(&twice, &base, None, 0.05)
+            .unwrap_err()
+            .to_string()
+            .contains("twice.csv (twice) hold more than one row for write_bw host 2 bytes: rows are joined"));
         let error = compare_runs(&base, &base, Some("nope"), 0.05).unwrap_err().to_string();
         assert!(error.contains("no numeric \"nope\" column"), "{error}");
     }
@@ -281,7 +310,11 @@ mod tests {
         assert_eq!(report.rows.len(), 3);
         let lanes: Vec<&str> = report.rows.iter().map(|row| row.lane.as_str()).collect();
         assert_eq!(lanes, ["0", "1", "all"]);
-        assert!(report.render().lines().any(|line| line.contains("all") && line.contains("-25")), "{}", report.render());
+        assert!(
+            report.render().lines().any(|line| line.contains("all") && line.contains("-25")),
+            "{}",
+            report.render()
+        );
     }
 
     #[test]

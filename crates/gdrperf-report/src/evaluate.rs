@@ -206,9 +206,13 @@ mod tests {
 
     #[test]
     fn a_percent_threshold_names_the_port() {
-        let limit = BandwidthThreshold::parse("90%").unwrap().resolve(Some("200 Gb/sec (4X HDR)"), false).unwrap();
+        let limit =
+            BandwidthThreshold::parse("90%").unwrap().resolve(Some("200 Gb/sec (4X HDR)"), false).unwrap();
         let failure = evaluate_bandwidth(4096, 150.0, &limit).unwrap();
-        assert_eq!(failure.to_string(), "4096 bytes: BW average 150 Gb/s < 180 Gb/s (-16.7%; 90% of the 200 Gb/s port)");
+        assert_eq!(
+            failure.to_string(),
+            "4096 bytes: BW average 150 Gb/s < 180 Gb/s (-16.7%; 90% of the 200 Gb/s port)"
+        );
     }
 
     #[test]
@@ -234,12 +238,21 @@ mod tests {
         assert_eq!(failures.len(), 1);
         assert_eq!(failures[0].to_string(), "2 bytes: latency p99 9.5 us > 5 us (+90.0%)");
 
-        let typical = Thresholds { min_bw: None, max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::Typical)) };
+        let typical = Thresholds {
+            min_bw: None,
+            max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::Typical)),
+        };
         assert!(typical.evaluate(&row).unwrap().is_empty());
 
-        let wrong_kind = Thresholds { min_bw: Some(BandwidthThreshold::parse("1Gb/s").unwrap().resolve(None, false).unwrap()), max_lat: None };
+        let wrong_kind = Thresholds {
+            min_bw: Some(BandwidthThreshold::parse("1Gb/s").unwrap().resolve(None, false).unwrap()),
+            max_lat: None,
+        };
         let error = wrong_kind.evaluate(&row).unwrap_err().to_string();
-        assert!(error.contains("bw_avg_gbit_s") && error.contains("--min-bw applies to bandwidth"), "{error}");
+        assert!(
+            error.contains("bw_avg_gbit_s") && error.contains("--min-bw applies to bandwidth"),
+            "{error}"
+        );
     }
 
     #[test]

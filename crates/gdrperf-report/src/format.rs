@@ -39,12 +39,23 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let columns = header.len();
     let cell = |row: &Vec<String>, index: usize| row.get(index).cloned().unwrap_or_default();
     let widths: Vec<usize> = (0..columns)
-        .map(|index| rows.iter().map(|row| cell(row, index).chars().count()).chain([header[index].chars().count()]).max().unwrap_or(0))
+        .map(|index| {
+            rows.iter()
+                .map(|row| cell(row, index).chars().count())
+                .chain([header[index].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let numeric: Vec<bool> = (0..columns)
         .map(|index| {
-            let mut cells = rows.iter().map(|row| cell(row, index)).filter(|text| !text.is_empty() && text != "-").peekable();
-            cells.peek().is_some() && cells.all(|text| text.trim_end_matches(['%', 'x']).parse::<f64>().is_ok())
+            let mut cells = rows
+                .iter()
+                .map(|row| cell(row, index))
+                .filter(|text| !text.is_empty() && text != "-")
+                .peekable();
+            cells.peek().is_some()
+                && cells.all(|text| text.trim_end_matches(['%', 'x']).parse::<f64>().is_ok())
         })
         .collect();
     let line = |cells: Vec<String>| {
@@ -98,7 +109,10 @@ mod tests {
 
     #[test]
     fn tables_align_columns() {
-        let text = table(&["test", "value"], &[vec!["write_bw".into(), "1.5".into()], vec!["x".into(), "100.25".into()]]);
+        let text = table(
+            &["test", "value"],
+            &[vec!["write_bw".into(), "1.5".into()], vec!["x".into(), "100.25".into()]],
+        );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "test       value");
         assert_eq!(lines[1], "write_bw     1.5");

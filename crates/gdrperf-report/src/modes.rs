@@ -63,7 +63,8 @@ impl ModeComparison {
         };
         let mut header: Vec<String> = vec!["test".into(), "gpu".into(), "bytes".into(), "unit".into()];
         header.extend(self.modes.iter().cloned());
-        let others: Vec<usize> = (0..self.modes.len()).filter(|&index| self.modes[index] != self.baseline).collect();
+        let others: Vec<usize> =
+            (0..self.modes.len()).filter(|&index| self.modes[index] != self.baseline).collect();
         header.extend(others.iter().map(|&index| format!("{} vs {}", self.modes[index], self.baseline)));
         let rows: Vec<Vec<String>> = self
             .groups
@@ -75,8 +76,12 @@ impl ModeComparison {
                     group.bytes.to_string(),
                     unit(&group.metric),
                 ];
-                row.extend(group.values.iter().map(|value| value.map(table_number).unwrap_or_else(|| "-".into())));
-                row.extend(others.iter().map(|&index| group.speedups[index].map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into())));
+                row.extend(
+                    group.values.iter().map(|value| value.map(table_number).unwrap_or_else(|| "-".into())),
+                );
+                row.extend(others.iter().map(|&index| {
+                    group.speedups[index].map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into())
+                }));
                 row
             })
             .collect();
@@ -93,10 +98,15 @@ impl ModeComparison {
 /// Sets the memory modes of `files` (one run, possibly one file per mode) side by side.
 /// `metric`: the column (default per row kind); `baseline`: the mode speed-ups are relative to
 /// (default cuda-staged, else host, else the first mode).
-pub fn compare_memory_modes(files: &[ResultFile], metric: Option<&str>, baseline: Option<&str>) -> Result<ModeComparison> {
+pub fn compare_memory_modes(
+    files: &[ResultFile],
+    metric: Option<&str>,
+    baseline: Option<&str>,
+) -> Result<ModeComparison> {
     let rows = index_rows(files)?;
     let present: BTreeSet<&str> = rows.keys().map(|key| key.memory.as_str()).collect();
-    let mut modes: Vec<String> = MODE_ORDER.iter().filter(|mode| present.contains(*mode)).map(|mode| mode.to_string()).collect();
+    let mut modes: Vec<String> =
+        MODE_ORDER.iter().filter(|mode| present.contains(*mode)).map(|mode| mode.to_string()).collect();
     modes.extend(present.iter().filter(|mode| !MODE_ORDER.contains(mode)).map(|mode| mode.to_string()));
     if modes.len() < 2 {
         return Err(ReportError::NothingToCompare(format!(
@@ -108,9 +118,16 @@ pub fn compare_memory_modes(files: &[ResultFile], metric: Option<&str>, baseline
     let baseline = match baseline {
         Some(mode) if modes.iter().any(|present| present == mode) => mode.to_string(),
         Some(mode) => {
-            return Err(ReportError::NothingToCompare(format!("baseline mode {mode:?} has no rows; modes present: {}", modes.join(", "))))
+            return Err(ReportError::NothingToCompare(format!(
+                "baseline mode {mode:?} has no rows; modes present: {}",
+                modes.join(", ")
+            )))
         }
-        None => ["cuda-staged", "host"].iter().find(|mode| present.contains(*mode)).map(|mode| mode.to_string()).unwrap_or_else(|| modes[0].clone()),
+        None => ["cuda-staged", "host"]
+            .iter()
+            .find(|mode| present.contains(*mode))
+            .map(|mode| mode.to_string())
+            .unwrap_or_else(|| modes[0].clone()),
     };
 
     // (test, gpu, bytes) -> mode -> value. Host rows (no GPU) join every GPU of their test and size.
@@ -132,9 +149,13 @@ pub fn compare_memory_modes(files: &[ResultFile], metric: Option<&str>, baseline
             "" => key.gpu.clone(),
             lane => format!("{} (lane {lane})", key.gpu).trim_start().to_string(),
         };
-        groups.entry((key.test.clone(), place, key.bytes)).or_default().insert(key.memory.clone(), (value, column));
+        groups
+            .entry((key.test.clone(), place, key.bytes))
+            .or_default()
+            .insert(key.memory.clone(), (value, column));
     }
-    let gpu_groups: Vec<(String, String, u64)> = groups.keys().filter(|(_, gpu, _)| !gpu.is_empty()).cloned().collect();
+    let gpu_groups: Vec<(String, String, u64)> =
+        groups.keys().filter(|(_, gpu, _)| !gpu.is_empty()).cloned().collect();
     let mut joined_host = BTreeSet::new();
     for (test, gpu, bytes) in gpu_groups {
         if let Some(host) = groups.get(&(test.clone(), String::new(), bytes)).cloned() {
@@ -152,7 +173,8 @@ pub fn compare_memory_modes(files: &[ResultFile], metric: Option<&str>, baseline
         .into_iter()
         .map(|((test, gpu, bytes), by_mode)| {
             let metric = by_mode.values().next().map(|(_, column)| column.clone()).unwrap_or_default();
-            let values: Vec<Option<f64>> = modes.iter().map(|mode| by_mode.get(mode).map(|(value, _)| *value)).collect();
+            let values: Vec<Option<f64>> =
+                modes.iter().map(|mode| by_mode.get(mode).map(|(value, _)| *value)).collect();
             let better = Better::for_column(&metric);
             let speedups = values
                 .iter()
@@ -176,7 +198,11 @@ mod tests {
 
     #[test]
     fn modes_line_up_per_gpu_with_host_beside_each() {
-        let host = ResultFile::parse_csv("host.csv", "test,bytes,t_typical_us,mem_local\nread_lat,2,2.0,host\nread_lat,4,2.0,host\n").unwrap();
+        let host = ResultFile::parse_csv(
+            "host.csv",
+            "test,bytes,t_typical_us,mem_local\nread_lat,2,2.0,host\nread_lat,4,2.0,host\n",
+        )
+        .unwrap();
         let gpus = ResultFile::parse_csv(
             "gpu.csv",
             "test,bytes,t_typical_us,mem_local,gpu_local\nread_lat,2,2.5,cuda,GPU0\nread_lat,2,8.0,cuda-staged,GPU0\nread_lat,2,2.6,cuda,GPU1\n",
@@ -185,10 +211,15 @@ mod tests {
         let modes = compare_memory_modes(&[host, gpus], None, None).unwrap();
         assert_eq!(modes.modes, ["host", "cuda-staged", "cuda"]);
         assert_eq!(modes.baseline, "cuda-staged");
-        let described: Vec<(String, u64)> = modes.groups.iter().map(|group| (group.gpu.clone(), group.bytes)).collect();
+        let described: Vec<(String, u64)> =
+            modes.groups.iter().map(|group| (group.gpu.clone(), group.bytes)).collect();
         assert_eq!(described, [(String::new(), 4), ("GPU0".to_string(), 2), ("GPU1".to_string(), 2)]);
         assert_eq!(modes.groups[1].values, [Some(2.0), Some(8.0), Some(2.5)]);
-        assert_eq!(modes.groups[1].speedups, [Some(4.0), Some(1.0), Some(3.2)], "latency: staged time over the mode's");
+        assert_eq!(
+            modes.groups[1].speedups,
+            [Some(4.0), Some(1.0), Some(3.2)],
+            "latency: staged time over the mode's"
+        );
         assert_eq!(modes.groups[2].speedups, [None, None, None], "GPU1 has no staged row to compare with");
         let text = modes.render();
         assert!(text.contains("cuda vs cuda-staged") && text.contains("3.20x"), "{text}");
@@ -201,11 +232,16 @@ mod tests {
             "test,bytes,bw_avg_gbit_s,mem_local,lane\nwrite_bw,2,1,host,0\nwrite_bw,2,2,host,1\nwrite_bw,2,3,host,all\n",
         )
         .unwrap();
-        let cuda = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s,mem_local,gpu_local,lane\nwrite_bw,2,4,cuda,0,0\n").unwrap();
+        let cuda = ResultFile::parse_csv(
+            "cuda.csv",
+            "test,bytes,bw_avg_gbit_s,mem_local,gpu_local,lane\nwrite_bw,2,4,cuda,0,0\n",
+        )
+        .unwrap();
         let modes = compare_memory_modes(&[host, cuda], None, None).unwrap();
         let places: Vec<&str> = modes.groups.iter().map(|group| group.gpu.as_str()).collect();
         assert_eq!(places, ["(lane 0)", "(lane 1)", "(lane all)", "0 (lane 0)"]);
-        let host_values: Vec<Option<f64>> = modes.groups.iter().take(3).map(|group| group.values[0]).collect();
+        let host_values: Vec<Option<f64>> =
+            modes.groups.iter().take(3).map(|group| group.values[0]).collect();
         assert_eq!(host_values, [Some(1.0), Some(2.0), Some(3.0)], "no lane overwrote another");
     }
 
@@ -214,8 +250,13 @@ mod tests {
         let host = ResultFile::parse_csv("host.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,2,1\n").unwrap();
         let error = compare_memory_modes(std::slice::from_ref(&host), None, None).unwrap_err().to_string();
         assert!(error.contains("at least two memory modes; found host"), "{error}");
-        let cuda = ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s,mem_local\nwrite_bw,2,3,cuda\n").unwrap();
-        assert!(compare_memory_modes(&[host.clone(), cuda.clone()], None, Some("cuda-staged")).unwrap_err().to_string().contains("has no rows"));
+        let cuda =
+            ResultFile::parse_csv("cuda.csv", "test,bytes,bw_avg_gbit_s,mem_local\nwrite_bw,2,3,cuda\n")
+                .unwrap();
+        assert!(compare_memory_modes(&[host.clone(), cuda.clone()], None, Some("cuda-staged"))
+            .unwrap_err()
+            .to_string()
+            .contains("has no rows"));
         let modes = compare_memory_modes(&[host, cuda], None, None).unwrap();
         assert_eq!(modes.baseline, "host");
         assert_eq!(modes.groups[0].speedups[1], Some(3.0));

@@ -119,12 +119,16 @@ impl Profile {
     pub fn load(name_or_path: &str) -> Result<Profile> {
         let path = Path::new(name_or_path);
         if path.exists() || name_or_path.contains('/') || name_or_path.ends_with(".toml") {
-            let text = std::fs::read_to_string(path).map_err(|error| ReportError::ReadProfile { path: path.to_path_buf(), error })?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|error| ReportError::ReadProfile { path: path.to_path_buf(), error })?;
             return Profile::parse(name_or_path, &text);
         }
         match BUILTIN.iter().find(|(name, _)| *name == name_or_path) {
             Some((name, text)) => Profile::parse(name, text),
-            None => Err(ReportError::UnknownProfile { name: name_or_path.to_string(), builtin: Profile::builtin_names().join(", ") }),
+            None => Err(ReportError::UnknownProfile {
+                name: name_or_path.to_string(),
+                builtin: Profile::builtin_names().join(", "),
+            }),
         }
     }
 
@@ -132,18 +136,42 @@ impl Profile {
     /// the benches know, every value name its source.
     pub fn parse(origin: &str, text: &str) -> Result<Profile> {
         let fail = |reason: String| ReportError::Profile { name: origin.to_string(), reason };
-        let profile: Profile = toml::from_str(text).map_err(|error| fail(error.to_string().trim().to_string()))?;
+        let profile: Profile =
+            toml::from_str(text).map_err(|error| fail(error.to_string().trim().to_string()))?;
         if profile.bandwidth.is_none() && profile.latency.is_none() {
-            return Err(fail("it has neither a [bandwidth] nor a [latency] section: nothing to check".into()));
+            return Err(fail(
+                "it has neither a [bandwidth] nor a [latency] section: nothing to check".into(),
+            ));
         }
         if let Some(check) = &profile.bandwidth {
-            check_run("[bandwidth]", &check.test, "_bw", check.size, check.duration_s, check.iterations, &check.source).map_err(&fail)?;
-            check_values("min_bw", &check.min_bw, |value| BandwidthThreshold::parse(value).map(|_| ())).map_err(&fail)?;
+            check_run(
+                "[bandwidth]",
+                &check.test,
+                "_bw",
+                check.size,
+                check.duration_s,
+                check.iterations,
+                &check.source,
+            )
+            .map_err(&fail)?;
+            check_values("min_bw", &check.min_bw, |value| BandwidthThreshold::parse(value).map(|_| ()))
+                .map_err(&fail)?;
         }
         if let Some(check) = &profile.latency {
-            check_run("[latency]", &check.test, "_lat", check.size, check.duration_s, check.iterations, &check.source).map_err(&fail)?;
-            LatencyStatistic::parse(&check.statistic).map_err(|error| fail(format!("[latency] statistic: {error}")))?;
-            check_values("max_lat", &check.max_lat, |value| LatencyThreshold::parse(value).map(|_| ())).map_err(&fail)?;
+            check_run(
+                "[latency]",
+                &check.test,
+                "_lat",
+                check.size,
+                check.duration_s,
+                check.iterations,
+                &check.source,
+            )
+            .map_err(&fail)?;
+            LatencyStatistic::parse(&check.statistic)
+                .map_err(|error| fail(format!("[latency] statistic: {error}")))?;
+            check_values("max_lat", &check.max_lat, |value| LatencyThreshold::parse(value).map(|_| ()))
+                .map_err(&fail)?;
         }
         Ok(profile)
     }
@@ -156,9 +184,19 @@ impl LatencyCheck {
     }
 }
 
-fn check_run(section: &str, test: &str, suffix: &str, size: u64, duration_s: Option<f64>, iterations: Option<u64>, source: &str) -> Result<(), String> {
+fn check_run(
+    section: &str,
+    test: &str,
+    suffix: &str,
+    size: u64,
+    duration_s: Option<f64>,
+    iterations: Option<u64>,
+    source: &str,
+) -> Result<(), String> {
     if !test.ends_with(suffix) || !test.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
-        return Err(format!("{section} test {test:?} must be a bench name ending in {suffix} (like write_bw, read_lat)"));
+        return Err(format!(
+            "{section} test {test:?} must be a bench name ending in {suffix} (like write_bw, read_lat)"
+        ));
     }
     if size == 0 {
         return Err(format!("{section} size must be at least 1 byte"));
@@ -175,7 +213,11 @@ fn check_run(section: &str, test: &str, suffix: &str, size: u64, duration_s: Opt
     Ok(())
 }
 
-fn check_values(table: &str, values: &BTreeMap<String, SourcedValue>, parse: impl Fn(&str) -> Result<()>) -> Result<(), String> {
+fn check_values(
+    table: &str,
+    values: &BTreeMap<String, SourcedValue>,
+    parse: impl Fn(&str) -> Result<()>,
+) -> Result<(), String> {
     if values.is_empty() {
         return Err(format!("{table} has no memory mode: give at least one of {}", MEMORY_MODES.join(", ")));
     }
@@ -214,10 +256,16 @@ mod tests {
             let bandwidth = profile.bandwidth.as_ref().expect("a bandwidth section");
             let latency = profile.latency.as_ref().expect("a latency section");
             for mode in MEMORY_MODES {
-                assert!(bandwidth.min_bw.contains_key(mode) && latency.max_lat.contains_key(mode), "{name} lacks {mode}");
+                assert!(
+                    bandwidth.min_bw.contains_key(mode) && latency.max_lat.contains_key(mode),
+                    "{name} lacks {mode}"
+                );
             }
             let sources = bandwidth.min_bw.values().chain(latency.max_lat.values());
-            assert!(sources.clone().all(|value| value.source.len() > 20), "{name}: a source too short to say anything");
+            assert!(
+                sources.clone().all(|value| value.source.len() > 20),
+                "{name}: a source too short to say anything"
+            );
         }
     }
 
@@ -236,7 +284,10 @@ mod tests {
             (CUSTOM.replace("min_bw.host", "min_bw.gpu"), "min_bw.gpu: unknown memory mode"),
             (CUSTOM.replace("source = \"test\" }", "source = \"\" }"), "source is empty"),
             (CUSTOM.replace("write_bw", "write"), "must be a bench name ending in _bw"),
-            (CUSTOM.replace("iterations = 100", "iterations = 100\nduration_s = 5"), "both duration_s and iterations"),
+            (
+                CUSTOM.replace("iterations = 100", "iterations = 100\nduration_s = 5"),
+                "both duration_s and iterations",
+            ),
             (CUSTOM.replace("size = 4096", "size = 4096\nsizes = [1]"), "unknown field `sizes`"),
             ("name = \"x\"\ndescription = \"y\"\n".to_string(), "neither a [bandwidth] nor a [latency]"),
         ];
@@ -246,6 +297,9 @@ mod tests {
         }
         let unknown = Profile::load("edr-100g").unwrap_err().to_string();
         assert!(unknown.contains("ndr-400g, hdr-200g"), "{unknown}");
-        assert!(Profile::load("/nonexistent/p.toml").unwrap_err().to_string().contains("cannot read profile /nonexistent/p.toml"));
+        assert!(Profile::load("/nonexistent/p.toml")
+            .unwrap_err()
+            .to_string()
+            .contains("cannot read profile /nonexistent/p.toml"));
     }
 }

@@ -37,9 +37,11 @@ pub struct ResultFile {
 impl ResultFile {
     /// Reads a `.json` or `.csv` file (by extension; other names by their first character).
     pub fn read(path: &Path) -> Result<ResultFile> {
-        let text = std::fs::read_to_string(path).map_err(|error| ReportError::ReadFile { path: path.to_path_buf(), error })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| ReportError::ReadFile { path: path.to_path_buf(), error })?;
         let name = path.display().to_string();
-        let extension = path.extension().and_then(|extension| extension.to_str()).unwrap_or("").to_ascii_lowercase();
+        let extension =
+            path.extension().and_then(|extension| extension.to_str()).unwrap_or("").to_ascii_lowercase();
         let is_json = match extension.as_str() {
             "json" => true,
             "csv" => false,
@@ -75,7 +77,8 @@ impl ResultFile {
             .into_iter()
             .enumerate()
             .map(|(index, value)| {
-                ResultRow::from_json(name, value).map_err(|reason| fail(format!("result {} {reason}", index + 1)))
+                ResultRow::from_json(name, value)
+                    .map_err(|reason| fail(format!("result {} {reason}", index + 1)))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(ResultFile { name: name.to_string(), metadata, rows })
@@ -94,17 +97,25 @@ impl ResultFile {
             }
             body_start += line.len();
         }
-        let mut reader = csv::ReaderBuilder::new().flexible(false).from_reader(&text.as_bytes()[body_start..]);
-        let header: Vec<String> = reader.headers().map_err(|error| fail(error.to_string()))?.iter().map(str::to_string).collect();
+        let mut reader =
+            csv::ReaderBuilder::new().flexible(false).from_reader(&text.as_bytes()[body_start..]);
+        let header: Vec<String> =
+            reader.headers().map_err(|error| fail(error.to_string()))?.iter().map(str::to_string).collect();
         if header.iter().all(|column| column != "bytes") {
             return Err(fail(format!("its header has no \"bytes\" column (columns: {})", header.join(","))));
         }
         let mut rows = Vec::new();
         for record in reader.records() {
             let record = record.map_err(|error| fail(error.to_string()))?;
-            let fields: Map<String, Value> =
-                header.iter().zip(record.iter()).map(|(column, cell)| (column.clone(), Value::String(cell.to_string()))).collect();
-            rows.push(ResultRow::from_json(name, Value::Object(fields)).map_err(|reason| fail(format!("row {} {reason}", rows.len() + 1)))?);
+            let fields: Map<String, Value> = header
+                .iter()
+                .zip(record.iter())
+                .map(|(column, cell)| (column.clone(), Value::String(cell.to_string())))
+                .collect();
+            rows.push(
+                ResultRow::from_json(name, Value::Object(fields))
+                    .map_err(|reason| fail(format!("row {} {reason}", rows.len() + 1)))?,
+            );
         }
         Ok(ResultFile { name: name.to_string(), metadata, rows })
     }
@@ -153,7 +164,10 @@ pub enum Better {
 impl Better {
     /// Latency and time columns (`_us`, `_s`, `_ns`) are better lower; everything else higher.
     pub fn for_column(column: &str) -> Better {
-        if [ "_us", "_ns", "_s"].iter().any(|suffix| column.ends_with(suffix)) && !column.ends_with("_mib_s") && !column.ends_with("_gbit_s") {
+        if ["_us", "_ns", "_s"].iter().any(|suffix| column.ends_with(suffix))
+            && !column.ends_with("_mib_s")
+            && !column.ends_with("_gbit_s")
+        {
             Better::Lower
         } else {
             Better::Higher
@@ -259,7 +273,13 @@ impl ResultRow {
 
     /// What `compare` joins on: (test, memory modes, GPUs, lane of a concurrent run, size).
     pub fn key(&self) -> RowKey {
-        RowKey { test: self.test(), memory: self.memory(), gpu: self.gpu(), lane: self.text("lane"), bytes: self.bytes() }
+        RowKey {
+            test: self.test(),
+            memory: self.memory(),
+            gpu: self.gpu(),
+            lane: self.text("lane"),
+            bytes: self.bytes(),
+        }
     }
 
     /// "write_bw cuda GPU0 65536 bytes", for messages.
@@ -317,7 +337,10 @@ mod tests {
         let file = ResultFile::parse_json("a.json", JSON).unwrap();
         assert_eq!(file.provenance(), "gdrperf 0.1.0 on node1 (mlx5_0), 2026-12-02T17:04:05Z");
         let row = &file.rows[0];
-        assert_eq!((row.bytes(), row.memory(), row.gpu(), row.kind()), (2, "cuda/host".to_string(), "GPU0".to_string(), RowKind::Bandwidth));
+        assert_eq!(
+            (row.bytes(), row.memory(), row.gpu(), row.kind()),
+            (2, "cuda/host".to_string(), "GPU0".to_string(), RowKind::Bandwidth)
+        );
         assert_eq!(row.describe(), "write_bw cuda/host GPU0 2 bytes");
         assert_eq!(row.number("bw_avg_gbit_s"), Some(0.5));
     }
@@ -337,7 +360,10 @@ mod tests {
     fn malformed_files_say_what_is_wrong() {
         let cases = [
             (ResultFile::parse_json("x.json", "{\"metadata\": {}}"), "no \"results\" array"),
-            (ResultFile::parse_json("x.json", "{\"results\": [{\"test\": \"a\"}]}"), "result 1 has no \"bytes\" column"),
+            (
+                ResultFile::parse_json("x.json", "{\"results\": [{\"test\": \"a\"}]}"),
+                "result 1 has no \"bytes\" column",
+            ),
             (ResultFile::parse_json("x.json", "{\"results\": [{\"bytes\": -3}]}"), "not a byte count"),
             (ResultFile::parse_json("x.json", "not json"), "x.json is not a gdrperf JSON result file"),
             (ResultFile::parse_csv("x.csv", "test,size\na,1\n"), "no \"bytes\" column"),

@@ -76,18 +76,25 @@ impl BandwidthThreshold {
     /// Parses `90Gb/s`, `90 Gbit/s`, `90Gbps`, `11000MiB/s`, `80%` (unit names in any case).
     /// A bare number is refused: Gb/s and MiB/s differ by a factor of 8.4, too much to guess.
     pub fn parse(text: &str) -> Result<BandwidthThreshold> {
-        let fail = |reason: &str| ReportError::BandwidthThreshold { text: text.to_string(), reason: reason.to_string() };
+        let fail = |reason: &str| ReportError::BandwidthThreshold {
+            text: text.to_string(),
+            reason: reason.to_string(),
+        };
         let (value, unit) = split_number(text).ok_or_else(|| fail("it does not start with a number"))?;
         if !(value.is_finite() && value > 0.0) {
             return Err(fail("it must be a positive number"));
         }
         match unit.to_ascii_lowercase().as_str() {
-            "gb/s" | "gbit/s" | "gbps" | "gb/sec" | "gbit/sec" => Ok(BandwidthThreshold::GigabitsPerSecond(value)),
+            "gb/s" | "gbit/s" | "gbps" | "gb/sec" | "gbit/sec" => {
+                Ok(BandwidthThreshold::GigabitsPerSecond(value))
+            }
             "mib/s" | "mib/sec" => Ok(BandwidthThreshold::MebibytesPerSecond(value)),
             "%" if value <= 100.0 => Ok(BandwidthThreshold::PercentOfPort(value)),
             "%" => Err(fail("a share of the port rate cannot exceed 100%")),
             "" => Err(fail("it has no unit")),
-            "mb/s" | "mbps" | "mb/sec" => Err(fail("MB/s and Mb/s are ambiguous here; use MiB/s (2^20 bytes/s) or Gb/s (10^9 bits/s)")),
+            "mb/s" | "mbps" | "mb/sec" => {
+                Err(fail("MB/s and Mb/s are ambiguous here; use MiB/s (2^20 bytes/s) or Gb/s (10^9 bits/s)"))
+            }
             _ => Err(fail(&format!("unknown unit {unit:?}"))),
         }
     }
@@ -101,18 +108,26 @@ impl BandwidthThreshold {
             BandwidthThreshold::GigabitsPerSecond(gbit_s) => {
                 BandwidthLimit { gbit_s, unit: BandwidthUnit::GigabitsPerSecond, basis: None }
             }
-            BandwidthThreshold::MebibytesPerSecond(mib_s) => {
-                BandwidthLimit { gbit_s: mib_to_gbit(mib_s), unit: BandwidthUnit::MebibytesPerSecond, basis: None }
-            }
+            BandwidthThreshold::MebibytesPerSecond(mib_s) => BandwidthLimit {
+                gbit_s: mib_to_gbit(mib_s),
+                unit: BandwidthUnit::MebibytesPerSecond,
+                basis: None,
+            },
             BandwidthThreshold::PercentOfPort(percent) => {
-                let unknown = |detail: String| ReportError::UnknownPortRate { threshold: self.to_string(), detail };
+                let unknown =
+                    |detail: String| ReportError::UnknownPortRate { threshold: self.to_string(), detail };
                 let text = port_rate.ok_or_else(|| unknown(String::new()))?;
-                let port_gbit_s = parse_port_rate(text).ok_or_else(|| unknown(format!(" (sysfs says {text:?})")))?;
+                let port_gbit_s =
+                    parse_port_rate(text).ok_or_else(|| unknown(format!(" (sysfs says {text:?})")))?;
                 let both = if bidirectional { " in each direction" } else { "" };
                 BandwidthLimit {
                     gbit_s: percent / 100.0 * port_gbit_s * directions,
                     unit: BandwidthUnit::GigabitsPerSecond,
-                    basis: Some(format!("{}% of the {} Gb/s port{both}", number(percent), number(port_gbit_s))),
+                    basis: Some(format!(
+                        "{}% of the {} Gb/s port{both}",
+                        number(percent),
+                        number(port_gbit_s)
+                    )),
                 }
             }
         })
@@ -176,7 +191,10 @@ impl LatencyThreshold {
     /// Parses `5us`, `5 us`, `5µs`, `800ns`, `0.01ms`; a bare number is microseconds, the unit
     /// every latency column is in.
     pub fn parse(text: &str) -> Result<LatencyThreshold> {
-        let fail = |reason: &str| ReportError::LatencyThreshold { text: text.to_string(), reason: reason.to_string() };
+        let fail = |reason: &str| ReportError::LatencyThreshold {
+            text: text.to_string(),
+            reason: reason.to_string(),
+        };
         let (value, unit) = split_number(text).ok_or_else(|| fail("it does not start with a number"))?;
         if !(value.is_finite() && value > 0.0) {
             return Err(fail("it must be a positive number"));
@@ -244,7 +262,12 @@ impl LatencyStatistic {
             "99" => LatencyStatistic::P99,
             "99.9" => LatencyStatistic::P99_9,
             "99.99" => LatencyStatistic::P99_99,
-            _ => return Err(ReportError::LatencyStatistic { text: text.to_string(), accepted: STATISTIC_NAMES }),
+            _ => {
+                return Err(ReportError::LatencyStatistic {
+                    text: text.to_string(),
+                    accepted: STATISTIC_NAMES,
+                })
+            }
         })
     }
 
@@ -329,10 +352,19 @@ mod tests {
     #[test]
     fn bandwidth_thresholds_parse_in_every_spelling() {
         assert_eq!(BandwidthThreshold::parse("90Gb/s").unwrap(), BandwidthThreshold::GigabitsPerSecond(90.0));
-        assert_eq!(BandwidthThreshold::parse(" 90 gbps ").unwrap(), BandwidthThreshold::GigabitsPerSecond(90.0));
-        assert_eq!(BandwidthThreshold::parse("11000MiB/s").unwrap(), BandwidthThreshold::MebibytesPerSecond(11000.0));
+        assert_eq!(
+            BandwidthThreshold::parse(" 90 gbps ").unwrap(),
+            BandwidthThreshold::GigabitsPerSecond(90.0)
+        );
+        assert_eq!(
+            BandwidthThreshold::parse("11000MiB/s").unwrap(),
+            BandwidthThreshold::MebibytesPerSecond(11000.0)
+        );
         assert_eq!(BandwidthThreshold::parse("80%").unwrap(), BandwidthThreshold::PercentOfPort(80.0));
-        assert_eq!(BandwidthThreshold::parse("2.5e1Gb/s").unwrap(), BandwidthThreshold::GigabitsPerSecond(25.0));
+        assert_eq!(
+            BandwidthThreshold::parse("2.5e1Gb/s").unwrap(),
+            BandwidthThreshold::GigabitsPerSecond(25.0)
+        );
     }
 
     #[test]
@@ -347,7 +379,10 @@ mod tests {
             ("90furlongs", "unknown unit"),
         ] {
             let message = BandwidthThreshold::parse(text).unwrap_err().to_string();
-            assert!(message.contains(reason) && message.contains("90Gb/s, 11000MiB/s or 80%"), "{text}: {message}");
+            assert!(
+                message.contains(reason) && message.contains("90Gb/s, 11000MiB/s or 80%"),
+                "{text}: {message}"
+            );
         }
     }
 

@@ -74,12 +74,7 @@ fn latency_sample(c: &mut Criterion) {
             let clock = RunClock::start();
             timed_in_chunks(
                 iterations,
-                |chunk| {
-                    (
-                        LatencyRecorder::new(chunk).expect("default recorder"),
-                        clock.now_nanos(),
-                    )
-                },
+                |chunk| (LatencyRecorder::new(chunk).expect("default recorder"), clock.now_nanos()),
                 |(recorder, previous), _| {
                     let now = clock.now_nanos();
                     recorder.record(now - *previous);
@@ -98,17 +93,14 @@ fn bandwidth_event(c: &mut Criterion) {
     group.bench_function("record_completion_only", |b| {
         b.iter_custom(|iterations| {
             timed_in_chunks(iterations, meter_for, |meter, index| {
-                meter
-                    .record_completion(black_box(synthetic_latency_nanos(index) + index * 4_096), 4)
+                meter.record_completion(black_box(synthetic_latency_nanos(index) + index * 4_096), 4)
             })
         })
     });
     group.bench_function("clock_read+record_completion", |b| {
         b.iter_custom(|iterations| {
             let clock = RunClock::start();
-            timed_in_chunks(iterations, meter_for, |meter, _| {
-                meter.record_completion(clock.now_nanos(), 4)
-            })
+            timed_in_chunks(iterations, meter_for, |meter, _| meter.record_completion(clock.now_nanos(), 4))
         })
     });
     group.finish();

@@ -19,7 +19,10 @@ fn main() {
         std::hint::black_box(Instant::now());
     }
     let monotonic = started.elapsed() / (reads / 20);
-    println!("sample clock: {:?}, {sample_clock:?} per read; Instant::now(): {monotonic:?} per read", clock.source());
+    println!(
+        "sample clock: {:?}, {sample_clock:?} per read; Instant::now(): {monotonic:?} per read",
+        clock.source()
+    );
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: RDTSC has no preconditions on x86-64.

@@ -109,10 +109,7 @@ impl BandwidthMeter {
     /// `expected_completion_events` events (typically `iterations / cq_mod`, rounded up).
     ///
     /// The reservation is the only allocation this meter ever makes; 12 bytes per event.
-    pub fn new(
-        message_size_bytes: u64,
-        expected_completion_events: usize,
-    ) -> Result<Self, StatsError> {
+    pub fn new(message_size_bytes: u64, expected_completion_events: usize) -> Result<Self, StatsError> {
         if message_size_bytes == 0 {
             return Err(StatsError::ZeroMessageSize);
         }
@@ -157,8 +154,7 @@ impl BandwidthMeter {
 
         if nanos > window_start {
             let window = CompletionWindow {
-                messages: u64::from(messages)
-                    + std::mem::take(&mut self.messages_before_first_window),
+                messages: u64::from(messages) + std::mem::take(&mut self.messages_before_first_window),
                 nanos: nanos - window_start,
             };
             self.last_window = Some(window);
@@ -221,9 +217,7 @@ impl BandwidthMeter {
 
     /// Timeline slots reserved at construction (for tests and capacity planning).
     pub fn timeline_capacity(&self) -> usize {
-        self.timeline_nanos
-            .capacity()
-            .min(self.timeline_messages.capacity())
+        self.timeline_nanos.capacity().min(self.timeline_messages.capacity())
     }
 
     /// Computes the report. O(1), so it can also be called mid-run for progress output.
@@ -234,9 +228,8 @@ impl BandwidthMeter {
         if self.total_messages == 0 {
             return Err(StatsError::NoCompletions);
         }
-        let peak_window = self.peak_window.ok_or(StatsError::ZeroElapsedTime {
-            messages: self.total_messages,
-        })?;
+        let peak_window =
+            self.peak_window.ok_or(StatsError::ZeroElapsedTime { messages: self.total_messages })?;
         let elapsed_nanos = self.last_completion_nanos;
         let bytes = self.total_messages.saturating_mul(self.message_size_bytes);
         let peak_bytes = peak_window.messages.saturating_mul(self.message_size_bytes);
@@ -292,10 +285,7 @@ mod tests {
 
     #[test]
     fn zero_message_size_is_rejected() {
-        assert!(matches!(
-            BandwidthMeter::new(0, 8),
-            Err(StatsError::ZeroMessageSize)
-        ));
+        assert!(matches!(BandwidthMeter::new(0, 8), Err(StatsError::ZeroMessageSize)));
     }
 
     #[test]
@@ -309,10 +299,7 @@ mod tests {
         let mut meter = BandwidthMeter::new(64, 8).unwrap();
         meter.record_completion(0, 4);
         meter.record_completion(0, 4);
-        assert!(matches!(
-            meter.report(),
-            Err(StatsError::ZeroElapsedTime { messages: 8 })
-        ));
+        assert!(matches!(meter.report(), Err(StatsError::ZeroElapsedTime { messages: 8 })));
     }
 
     #[test]
@@ -322,13 +309,7 @@ mod tests {
         meter.record_completion(200, 1);
         let report = meter.report().unwrap();
         assert_eq!(report.completion_events, 1);
-        assert_eq!(
-            report.peak_window,
-            CompletionWindow {
-                messages: 1,
-                nanos: 200
-            }
-        );
+        assert_eq!(report.peak_window, CompletionWindow { messages: 1, nanos: 200 });
     }
 
     #[test]
@@ -340,13 +321,7 @@ mod tests {
         assert_eq!(report.clamped_timestamps, 1);
         assert_eq!(report.elapsed_nanos, 1000);
         // The clamped event joins the first window: 2 messages in 1000 ns.
-        assert_eq!(
-            report.peak_window,
-            CompletionWindow {
-                messages: 2,
-                nanos: 1000
-            }
-        );
+        assert_eq!(report.peak_window, CompletionWindow { messages: 2, nanos: 1000 });
         let stored: Vec<_> = meter.timeline().map(|event| event.nanos).collect();
         assert_eq!(stored, vec![1000, 1000]);
     }
@@ -359,37 +334,19 @@ mod tests {
         for event in 1..=events {
             meter.record_completion(event * 100, 2);
         }
-        assert_eq!(
-            meter.timeline_capacity(),
-            reserved,
-            "the timeline must never grow"
-        );
+        assert_eq!(meter.timeline_capacity(), reserved, "the timeline must never grow");
         assert_eq!(meter.timeline().len(), reserved);
         let report = meter.report().unwrap();
         assert_eq!(report.timeline_events_not_stored, events - reserved as u64);
-        assert_eq!(
-            report.messages,
-            events * 2,
-            "overflowing events still count"
-        );
+        assert_eq!(report.messages, events * 2, "overflowing events still count");
         assert_eq!(report.elapsed_nanos, events * 100);
     }
 
     #[test]
     fn window_comparison_is_exact_for_equal_rates() {
-        let slow = CompletionWindow {
-            messages: 2,
-            nanos: 10,
-        };
-        let same = CompletionWindow {
-            messages: 4,
-            nanos: 20,
-        };
+        let slow = CompletionWindow { messages: 2, nanos: 10 };
+        let same = CompletionWindow { messages: 4, nanos: 20 };
         assert!(!same.is_faster_than(&slow));
-        assert!(CompletionWindow {
-            messages: 5,
-            nanos: 20
-        }
-        .is_faster_than(&slow));
+        assert!(CompletionWindow { messages: 5, nanos: 20 }.is_faster_than(&slow));
     }
 }

@@ -20,9 +20,7 @@ impl RunClock {
     /// Starts the clock now. Call this immediately before posting the first work request, so that
     /// bandwidth is measured from the first post exactly as perftest does.
     pub fn start() -> Self {
-        Self {
-            origin: Instant::now(),
-        }
+        Self { origin: Instant::now() }
     }
 
     /// Starts the clock at an `Instant` the caller already read (e.g. the one taken for the first
@@ -51,10 +49,7 @@ impl RunClock {
         let elapsed = instant.saturating_duration_since(self.origin);
         // Seconds and sub-second nanoseconds in u64 arithmetic: cheaper than `as_nanos()`'s u128
         // on this per-sample path.
-        elapsed
-            .as_secs()
-            .saturating_mul(1_000_000_000)
-            .saturating_add(u64::from(elapsed.subsec_nanos()))
+        elapsed.as_secs().saturating_mul(1_000_000_000).saturating_add(u64::from(elapsed.subsec_nanos()))
     }
 }
 
@@ -67,20 +62,14 @@ mod tests {
     fn nanos_at_measures_from_the_origin() {
         let origin = Instant::now();
         let clock = RunClock::starting_at(origin);
-        assert_eq!(
-            clock.nanos_at(origin + Duration::from_micros(1500)),
-            1_500_000
-        );
+        assert_eq!(clock.nanos_at(origin + Duration::from_micros(1500)), 1_500_000);
     }
 
     #[test]
     fn whole_seconds_and_fractions_both_count() {
         let origin = Instant::now();
         let clock = RunClock::starting_at(origin);
-        assert_eq!(
-            clock.nanos_at(origin + Duration::new(3, 250)),
-            3_000_000_250
-        );
+        assert_eq!(clock.nanos_at(origin + Duration::new(3, 250)), 3_000_000_250);
     }
 
     #[test]

@@ -57,19 +57,17 @@ pub enum StatsError {
 #[derive(Debug, Error)]
 pub enum HdrOutputError {
     /// `write_percentile_distribution` could not write the `.hgrm` text.
-    #[error("writing the .hgrm percentile distribution failed: {0}; check the output path and free disk space")]
+    #[error(
+        "writing the .hgrm percentile distribution failed: {0}; check the output path and free disk space"
+    )]
     WritePercentiles(#[source] io::Error),
 
     /// `write_v2_histogram` could not encode or write the histogram.
-    #[error(
-        "writing the V2-encoded histogram failed: {0}; check the output path and free disk space"
-    )]
+    #[error("writing the V2-encoded histogram failed: {0}; check the output path and free disk space")]
     WriteV2(#[source] V2SerializeError),
 
     /// `read_v2_histogram` could not decode the input.
-    #[error(
-        "reading a V2-encoded histogram failed: {0}; is the file a gdrperf/HdrHistogram .hdr file?"
-    )]
+    #[error("reading a V2-encoded histogram failed: {0}; is the file a gdrperf/HdrHistogram .hdr file?")]
     ReadV2(#[source] DeserializeError),
 
     /// `LatencyIntervalLog::new` was given a tag HdrHistogram's log format cannot hold.
@@ -77,9 +75,7 @@ pub enum HdrOutputError {
     InvalidTag(String),
 
     /// `LatencyIntervalLog::new` could not write the log header.
-    #[error(
-        "writing the interval log header failed: {0}; check the output path and free disk space"
-    )]
+    #[error("writing the interval log header failed: {0}; check the output path and free disk space")]
     WriteIntervalHeader(#[source] io::Error),
 
     /// `LatencyIntervalLog::write_interval` was given an end time before the previous interval's end.
@@ -119,8 +115,6 @@ pub enum HdrOutputError {
     FlushIntervalLog(#[source] io::Error),
 
     /// `write_raw_samples` could not write the sample dump.
-    #[error(
-        "writing the raw latency samples failed: {0}; check the output path and free disk space"
-    )]
+    #[error("writing the raw latency samples failed: {0}; check the output path and free disk space")]
     WriteRawSamples(#[source] io::Error),
 }

@@ -80,11 +80,7 @@ fn write_percentile_table<W: Write>(
     let mut out = BufWriter::new(out);
     let decimals = usize::from(histogram.sigfig());
     let ratio = format.value_unit_scaling_ratio;
-    writeln!(
-        out,
-        "{:>12} {:>14} {:>10} {:>14}\n",
-        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
-    )?;
+    writeln!(out, "{:>12} {:>14} {:>10} {:>14}\n", "Value", "Percentile", "TotalCount", "1/(1-Percentile)")?;
     // The quantile iterator never ends on an empty histogram's (non-existent) last value, so only
     // iterate when there is something to print; an empty table with a footer is still valid.
     if !histogram.is_empty() {
@@ -95,10 +91,7 @@ fn write_percentile_table<W: Write>(
             let quantile = step.quantile_iterated_to();
             if quantile < 1.0 {
                 let inverse = 1.0 / (1.0 - quantile);
-                writeln!(
-                    out,
-                    "{value:12.decimals$} {quantile:2.12} {total_count:10} {inverse:14.2}"
-                )?;
+                writeln!(out, "{value:12.decimals$} {quantile:2.12} {total_count:10} {inverse:14.2}")?;
             } else {
                 writeln!(out, "{value:12.decimals$} {quantile:2.12} {total_count:10}")?;
             }
@@ -107,15 +100,8 @@ fn write_percentile_table<W: Write>(
     let mean = histogram.mean() / ratio;
     let deviation = histogram.stdev() / ratio;
     let max = histogram.max() as f64 / ratio;
-    writeln!(
-        out,
-        "#[Mean    = {mean:12.decimals$}, StdDeviation   = {deviation:12.decimals$}]"
-    )?;
-    writeln!(
-        out,
-        "#[Max     = {max:12.decimals$}, Total count    = {:12}]",
-        histogram.len()
-    )?;
+    writeln!(out, "#[Mean    = {mean:12.decimals$}, StdDeviation   = {deviation:12.decimals$}]")?;
+    writeln!(out, "#[Max     = {max:12.decimals$}, Total count    = {:12}]", histogram.len())?;
     writeln!(
         out,
         "#[Buckets = {:12}, SubBuckets     = {:12}]",
@@ -136,16 +122,12 @@ pub fn write_v2_histogram<W: Write>(
     histogram: &Histogram<u64>,
     out: &mut W,
 ) -> Result<usize, HdrOutputError> {
-    V2Serializer::new()
-        .serialize(histogram, out)
-        .map_err(HdrOutputError::WriteV2)
+    V2Serializer::new().serialize(histogram, out).map_err(HdrOutputError::WriteV2)
 }
 
 /// Reads a histogram written by [`write_v2_histogram`] (or any V2 / V2-deflate encoder, e.g. Java's).
 pub fn read_v2_histogram<R: Read>(input: &mut R) -> Result<Histogram<u64>, HdrOutputError> {
-    Deserializer::new()
-        .deserialize(input)
-        .map_err(HdrOutputError::ReadV2)
+    Deserializer::new().deserialize(input).map_err(HdrOutputError::ReadV2)
 }
 
 /// Order of a raw sample dump.
@@ -212,11 +194,7 @@ impl<W: Write> LatencyIntervalLog<W> {
     /// Starts a log on `out` and writes its header. `run_start` is the wall-clock time of the
     /// run's [`crate::RunClock`] origin; `tag` (optional) labels every interval, e.g. the message
     /// size, and may not contain `,`, space, `\r` or `\n`.
-    pub fn new(
-        mut out: W,
-        run_start: SystemTime,
-        tag: Option<&str>,
-    ) -> Result<Self, HdrOutputError> {
+    pub fn new(mut out: W, run_start: SystemTime, tag: Option<&str>) -> Result<Self, HdrOutputError> {
         if let Some(text) = tag {
             if text.is_empty() || Tag::new(text).is_none() {
                 return Err(HdrOutputError::InvalidTag(text.to_owned()));
@@ -224,11 +202,7 @@ impl<W: Write> LatencyIntervalLog<W> {
         }
         let mut serializer = V2DeflateSerializer::new();
         IntervalLogWriterBuilder::new()
-            .add_comment(concat!(
-                "[Logged with gdrperf-stats ",
-                env!("CARGO_PKG_VERSION"),
-                "]"
-            ))
+            .add_comment(concat!("[Logged with gdrperf-stats ", env!("CARGO_PKG_VERSION"), "]"))
             .add_comment("[Histogram log format version 1.3]")
             .add_comment("[Values are latencies in nanoseconds; Interval_Max is in nanoseconds]")
             .with_start_time(run_start)
@@ -265,21 +239,11 @@ impl<W: Write> LatencyIntervalLog<W> {
                 end_nanos,
             });
         }
-        let previous = self
-            .previous_cumulative
-            .get_or_insert_with(|| Histogram::new_from(cumulative));
-        let interval = self
-            .interval
-            .get_or_insert_with(|| Histogram::new_from(cumulative));
-        interval
-            .set_to(cumulative)
-            .map_err(HdrOutputError::IntervalHistogramRange)?;
-        interval
-            .subtract(&*previous)
-            .map_err(HdrOutputError::IntervalHistogramShrank)?;
-        previous
-            .set_to(cumulative)
-            .map_err(HdrOutputError::IntervalHistogramRange)?;
+        let previous = self.previous_cumulative.get_or_insert_with(|| Histogram::new_from(cumulative));
+        let interval = self.interval.get_or_insert_with(|| Histogram::new_from(cumulative));
+        interval.set_to(cumulative).map_err(HdrOutputError::IntervalHistogramRange)?;
+        interval.subtract(&*previous).map_err(HdrOutputError::IntervalHistogramShrank)?;
+        previous.set_to(cumulative).map_err(HdrOutputError::IntervalHistogramRange)?;
 
         let start = Duration::from_nanos(self.previous_end_nanos);
         let length = Duration::from_nanos(end_nanos - self.previous_end_nanos);
@@ -318,10 +282,7 @@ mod tests {
         for bad in ["", "a,b", "a b", "a\nb"] {
             let mut out = Vec::new();
             let result = LatencyIntervalLog::new(&mut out, SystemTime::UNIX_EPOCH, Some(bad));
-            assert!(
-                matches!(result, Err(HdrOutputError::InvalidTag(_))),
-                "{bad:?}"
-            );
+            assert!(matches!(result, Err(HdrOutputError::InvalidTag(_))), "{bad:?}");
             assert!(out.is_empty());
         }
     }

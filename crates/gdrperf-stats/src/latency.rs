@@ -95,9 +95,7 @@ impl Moments {
         let deviation = i128::from(nanos) - i128::from(self.shift);
         let magnitude = u128::from(nanos.abs_diff(self.shift));
         self.shifted_sum = self.shifted_sum.saturating_add(deviation);
-        self.shifted_sum_of_squares = self
-            .shifted_sum_of_squares
-            .saturating_add(magnitude * magnitude);
+        self.shifted_sum_of_squares = self.shifted_sum_of_squares.saturating_add(magnitude * magnitude);
     }
 
     fn mean(&self) -> f64 {
@@ -127,14 +125,12 @@ impl LatencyRecorder {
         expected_iterations: u64,
         max_trackable_nanos: u64,
     ) -> Result<Self, StatsError> {
-        let histogram =
-            Histogram::<u64>::new_with_bounds(1, max_trackable_nanos, SIGNIFICANT_DIGITS).map_err(
-                |source| StatsError::HistogramCreation {
-                    max_trackable_nanos,
-                    significant_digits: SIGNIFICANT_DIGITS,
-                    source,
-                },
-            )?;
+        let histogram = Histogram::<u64>::new_with_bounds(1, max_trackable_nanos, SIGNIFICANT_DIGITS)
+            .map_err(|source| StatsError::HistogramCreation {
+                max_trackable_nanos,
+                significant_digits: SIGNIFICANT_DIGITS,
+                source,
+            })?;
         // new_with_bounds already disables auto-resize; say so explicitly, it is load-bearing:
         // a resize would allocate in the hot path.
         let mut histogram = histogram;
@@ -158,8 +154,7 @@ impl LatencyRecorder {
         if nanos > self.max_trackable_nanos {
             self.saturated += 1;
         }
-        self.histogram
-            .saturating_record(nanos.min(self.max_trackable_nanos));
+        self.histogram.saturating_record(nanos.min(self.max_trackable_nanos));
         if let Some(buffer) = self.exact_samples.as_mut() {
             if buffer.len() < buffer.capacity() {
                 buffer.push(nanos);
@@ -212,17 +207,10 @@ impl LatencyRecorder {
             Some(samples) => {
                 let mut sorted = samples.to_vec();
                 sorted.sort_unstable();
-                (
-                    OrderStatistics::from_sorted(&sorted),
-                    PercentileSource::ExactSamples,
-                )
+                (OrderStatistics::from_sorted(&sorted), PercentileSource::ExactSamples)
             }
             None => (
-                OrderStatistics::from_histogram(
-                    &self.histogram,
-                    self.moments.min,
-                    self.moments.max,
-                ),
+                OrderStatistics::from_histogram(&self.histogram, self.moments.min, self.moments.max),
                 PercentileSource::Histogram,
             ),
         };
@@ -261,12 +249,7 @@ struct OrderStatistics {
 impl OrderStatistics {
     fn from_sorted(sorted: &[u64]) -> Self {
         let at = |quantile: f64| sorted[nearest_rank_index(quantile, sorted.len())];
-        Self {
-            median: at(0.5),
-            p99: at(0.99),
-            p99_9: at(0.999),
-            p99_99: at(0.9999),
-        }
+        Self { median: at(0.5), p99: at(0.99), p99_9: at(0.999), p99_99: at(0.9999) }
     }
 
     /// HDR reports the highest value equivalent to the bucket holding the rank; the exact min
@@ -274,12 +257,7 @@ impl OrderStatistics {
     /// an artefact of bucketing, not a measurement).
     fn from_histogram(histogram: &Histogram<u64>, min: u64, max: u64) -> Self {
         let at = |quantile: f64| histogram.value_at_quantile(quantile).clamp(min, max);
-        Self {
-            median: at(0.5),
-            p99: at(0.99),
-            p99_9: at(0.999),
-            p99_99: at(0.9999),
-        }
+        Self { median: at(0.5), p99: at(0.99), p99_9: at(0.999), p99_99: at(0.9999) }
     }
 }
 
@@ -358,20 +336,14 @@ mod tests {
     #[test]
     fn summary_without_samples_is_an_error() {
         let recorder = LatencyRecorder::new(10).unwrap();
-        assert!(matches!(
-            recorder.summary(),
-            Err(StatsError::NoLatencySamples)
-        ));
+        assert!(matches!(recorder.summary(), Err(StatsError::NoLatencySamples)));
     }
 
     #[test]
     fn a_range_below_two_nanoseconds_is_a_creation_error() {
         assert!(matches!(
             LatencyRecorder::with_max_trackable(10, 1),
-            Err(StatsError::HistogramCreation {
-                max_trackable_nanos: 1,
-                ..
-            })
+            Err(StatsError::HistogramCreation { max_trackable_nanos: 1, .. })
         ));
     }
 
@@ -385,17 +357,10 @@ mod tests {
     #[test]
     fn exact_buffer_is_kept_up_to_the_limit_only() {
         assert_eq!(
-            LatencyRecorder::new(EXACT_SAMPLE_LIMIT)
-                .unwrap()
-                .exact_capacity() as u64,
+            LatencyRecorder::new(EXACT_SAMPLE_LIMIT).unwrap().exact_capacity() as u64,
             EXACT_SAMPLE_LIMIT
         );
-        assert_eq!(
-            LatencyRecorder::new(EXACT_SAMPLE_LIMIT + 1)
-                .unwrap()
-                .exact_capacity(),
-            0
-        );
+        assert_eq!(LatencyRecorder::new(EXACT_SAMPLE_LIMIT + 1).unwrap().exact_capacity(), 0);
     }
 
     #[test]
@@ -406,11 +371,7 @@ mod tests {
             recorder.record(sample);
         }
         assert_eq!(recorder.saturated(), 2);
-        assert_eq!(
-            recorder.histogram().len(),
-            4,
-            "every sample is in the histogram"
-        );
+        assert_eq!(recorder.histogram().len(), 4, "every sample is in the histogram");
         assert_eq!(recorder.histogram().count_at(high), 2);
         let summary = recorder.summary().unwrap();
         assert_eq!(summary.saturated, 2);
@@ -424,11 +385,7 @@ mod tests {
         for sample in 0..(capacity as u64 + 50) {
             recorder.record(1000 + sample);
         }
-        assert_eq!(
-            recorder.exact_capacity(),
-            capacity,
-            "the exact buffer must never grow"
-        );
+        assert_eq!(recorder.exact_capacity(), capacity, "the exact buffer must never grow");
         assert!(recorder.exact_samples().is_none(), "no partial dump");
         let summary = recorder.summary().unwrap();
         assert_eq!(summary.percentile_source, PercentileSource::Histogram);

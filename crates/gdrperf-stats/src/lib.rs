@@ -47,13 +47,13 @@ pub mod units;
 
 pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, CompletionWindow};
 pub use clock::RunClock;
-pub use sample_clock::{ClockSource, SampleClock, Stamp};
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{
     read_v2_histogram, write_percentile_distribution, write_raw_samples, write_v2_histogram,
     LatencyIntervalLog, PercentileTableFormat, RawSampleOrder,
 };
 pub use latency::{LatencyRecorder, LatencySummary, PercentileSource};
+pub use sample_clock::{ClockSource, SampleClock, Stamp};
 pub use units::{Bandwidth, MessageRate};
 
 /// Re-exported so callers name the same `Histogram` type this crate returns.

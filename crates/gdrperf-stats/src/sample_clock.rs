@@ -92,7 +92,9 @@ impl SampleClock {
     pub fn instant(&self, stamp: Stamp) -> Instant {
         match self.source {
             ClockSource::Monotonic => self.origin + Duration::from_nanos(stamp.0),
-            ClockSource::Tsc { nanos_per_cycle } => self.origin + Duration::from_nanos((stamp.0 as f64 * nanos_per_cycle) as u64),
+            ClockSource::Tsc { nanos_per_cycle } => {
+                self.origin + Duration::from_nanos((stamp.0 as f64 * nanos_per_cycle) as u64)
+            }
         }
     }
 }
@@ -137,7 +139,9 @@ fn tsc_nanos_per_cycle() -> Option<f64> {
     (0..CALIBRATION_ATTEMPTS).find_map(|_| {
         let rates: Vec<f64> = (0..windows).map(|_| measure_rate()).collect();
         let mean = rates.iter().sum::<f64>() / rates.len() as f64;
-        let steady = rates.iter().all(|rate| rate.is_finite() && *rate > 0.0 && (rate - mean).abs() / mean < CALIBRATION_AGREEMENT);
+        let steady = rates.iter().all(|rate| {
+            rate.is_finite() && *rate > 0.0 && (rate - mean).abs() / mean < CALIBRATION_AGREEMENT
+        });
         steady.then_some(mean)
     })
 }
@@ -156,7 +160,10 @@ fn paired_reading() -> (Instant, u64) {
         let bracket = read_cycles().wrapping_sub(before);
         (bracket, now, before + bracket / 2)
     };
-    let tightest = (1..PAIRED_READ_TRIES).map(|_| read()).fold(read(), |best, next| if next.0 < best.0 { next } else { best });
+    let tightest =
+        (1..PAIRED_READ_TRIES)
+            .map(|_| read())
+            .fold(read(), |best, next| if next.0 < best.0 { next } else { best });
     (tightest.1, tightest.2)
 }
 
@@ -203,7 +210,11 @@ mod tests {
         for clock in [SampleClock::new(), SampleClock::monotonic()] {
             let (before, stamp, after) = (clock.now(), clock.stamp(), clock.now());
             let instant = clock.instant(stamp);
-            assert!(before <= instant && instant <= after, "{:?}: {before:?} {instant:?} {after:?}", clock.source());
+            assert!(
+                before <= instant && instant <= after,
+                "{:?}: {before:?} {instant:?} {after:?}",
+                clock.source()
+            );
         }
     }
 

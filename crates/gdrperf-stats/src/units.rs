@@ -53,9 +53,7 @@ impl Bandwidth {
         if nanos == 0 {
             return Self::default();
         }
-        Self {
-            bytes_per_second: bytes as f64 * NANOS_PER_SECOND / nanos as f64,
-        }
+        Self { bytes_per_second: bytes as f64 * NANOS_PER_SECOND / nanos as f64 }
     }
 
     /// Builds a rate from bytes per second.
@@ -104,9 +102,7 @@ impl MessageRate {
         if nanos == 0 {
             return Self::default();
         }
-        Self {
-            messages_per_second: messages as f64 * NANOS_PER_SECOND / nanos as f64,
-        }
+        Self { messages_per_second: messages as f64 * NANOS_PER_SECOND / nanos as f64 }
     }
 
     /// The rate in messages per second.
@@ -149,19 +145,13 @@ mod tests {
 
     #[test]
     fn zero_duration_gives_zero_rates_not_infinity() {
-        assert_eq!(
-            Bandwidth::from_bytes_and_nanos(100, 0).bytes_per_second(),
-            0.0
-        );
+        assert_eq!(Bandwidth::from_bytes_and_nanos(100, 0).bytes_per_second(), 0.0);
         assert_eq!(MessageRate::from_messages_and_nanos(100, 0).mpps(), 0.0);
     }
 
     #[test]
     fn three_million_messages_in_half_a_second_is_6_mpps() {
-        assert_eq!(
-            MessageRate::from_messages_and_nanos(3_000_000, 500_000_000).mpps(),
-            6.0
-        );
+        assert_eq!(MessageRate::from_messages_and_nanos(3_000_000, 500_000_000).mpps(), 6.0);
     }
 
     #[test]

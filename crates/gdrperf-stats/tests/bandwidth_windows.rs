@@ -21,30 +21,15 @@ fn steady_stream_with_one_fast_window() {
     assert_eq!(report.messages, 40);
     assert_eq!(report.bytes, 163_840);
     assert_eq!(report.elapsed_nanos, 3_600);
-    assert_eq!(
-        report.peak_window,
-        CompletionWindow {
-            messages: 8,
-            nanos: 400
-        }
-    );
+    assert_eq!(report.peak_window, CompletionWindow { messages: 8, nanos: 400 });
     // Peak: 32768 B / 400 ns = 81.92 B/ns = 8.192e10 B/s = 78125 MiB/s = 655.36 Gb/s.
     assert!(close(report.peak.bytes_per_second(), 8.192e10));
     assert!(close(report.peak.mib_per_second(), 78_125.0));
     assert!(close(report.peak.gbit_per_second(), 655.36));
     // Average: 163840 B / 3600 ns = 4.5511e10 B/s = 43402.777... MiB/s = 364.0888... Gb/s.
-    assert!(close(
-        report.average.mib_per_second(),
-        163_840.0 / 3_600.0 * 1e9 / 1_048_576.0
-    ));
-    assert!(close(
-        report.average.mib_per_second(),
-        43_402.777_777_777_78
-    ));
-    assert!(close(
-        report.average.gbit_per_second(),
-        364.088_888_888_888_9
-    ));
+    assert!(close(report.average.mib_per_second(), 163_840.0 / 3_600.0 * 1e9 / 1_048_576.0));
+    assert!(close(report.average.mib_per_second(), 43_402.777_777_777_78));
+    assert!(close(report.average.gbit_per_second(), 364.088_888_888_888_9));
     // Message rate: 40 messages / 3.6 µs = 11.111 Mpps.
     assert!(close(report.message_rate.mpps(), 11.111_111_111_111_11));
 }
@@ -55,13 +40,7 @@ fn first_window_starts_at_the_first_post() {
     let mut meter = BandwidthMeter::new(1 << 20, 1).unwrap();
     meter.record_completion(1_000_000, 16);
     let report = meter.report().unwrap();
-    assert_eq!(
-        report.peak_window,
-        CompletionWindow {
-            messages: 16,
-            nanos: 1_000_000
-        }
-    );
+    assert_eq!(report.peak_window, CompletionWindow { messages: 16, nanos: 1_000_000 });
     assert!(close(report.peak.mib_per_second(), 16_000.0));
     assert_eq!(report.peak, report.average);
 }
@@ -75,18 +54,9 @@ fn partial_last_window_counts_its_actual_messages() {
     meter.record_completion(2_000, 4);
     meter.record_completion(2_200, 2);
     let report = meter.report().unwrap();
-    assert_eq!(
-        report.peak_window,
-        CompletionWindow {
-            messages: 2,
-            nanos: 200
-        }
-    );
+    assert_eq!(report.peak_window, CompletionWindow { messages: 2, nanos: 200 });
     assert!(close(report.peak.bytes_per_second(), 1.0e10)); // 2000 B / 200 ns
-    assert!(close(
-        report.average.bytes_per_second(),
-        10_000.0 / 2_200.0 * 1e9
-    ));
+    assert!(close(report.average.bytes_per_second(), 10_000.0 / 2_200.0 * 1e9));
 }
 
 #[test]
@@ -98,13 +68,7 @@ fn completions_seen_by_one_poll_share_one_window() {
     meter.record_completion(1_000, 4);
     meter.record_completion(2_000, 4);
     let report = meter.report().unwrap();
-    assert_eq!(
-        report.peak_window,
-        CompletionWindow {
-            messages: 8,
-            nanos: 1_000
-        }
-    );
+    assert_eq!(report.peak_window, CompletionWindow { messages: 8, nanos: 1_000 });
     assert!(close(report.peak.bytes_per_second(), 8.0e8));
     assert_eq!(report.completion_events, 3);
 }
@@ -115,13 +79,7 @@ fn completions_at_the_first_post_instant_join_the_first_window() {
     meter.record_completion(0, 4);
     meter.record_completion(500, 4);
     let report = meter.report().unwrap();
-    assert_eq!(
-        report.peak_window,
-        CompletionWindow {
-            messages: 8,
-            nanos: 500
-        }
-    );
+    assert_eq!(report.peak_window, CompletionWindow { messages: 8, nanos: 500 });
 }
 
 /// The peak recomputed offline from the stored timeline, the slow and obvious way: group events
@@ -169,10 +127,7 @@ fn online_peak_equals_offline_recomputation_on_random_sequences() {
             meter.record_completion(nanos, messages);
             timeline.push((nanos, messages));
         }
-        let stored: Vec<(u64, u32)> = meter
-            .timeline()
-            .map(|event| (event.nanos, event.messages))
-            .collect();
+        let stored: Vec<(u64, u32)> = meter.timeline().map(|event| (event.nanos, event.messages)).collect();
         assert_eq!(stored, timeline);
         if nanos == 0 {
             assert!(meter.report().is_err());
@@ -188,10 +143,7 @@ fn online_peak_equals_offline_recomputation_on_random_sequences() {
             report.peak_window,
             (messages, window_nanos)
         );
-        assert_eq!(
-            report.messages,
-            timeline.iter().map(|&(_, m)| u64::from(m)).sum::<u64>()
-        );
+        assert_eq!(report.messages, timeline.iter().map(|&(_, m)| u64::from(m)).sum::<u64>());
         assert!(report.peak.bytes_per_second() >= report.average.bytes_per_second());
     }
 }

@@ -9,8 +9,8 @@ use gdrperf_stats::hdrhistogram::serialization::interval_log::{IntervalLogIterat
 use gdrperf_stats::hdrhistogram::serialization::Deserializer;
 use gdrperf_stats::hdrhistogram::Histogram;
 use gdrperf_stats::{
-    read_v2_histogram, write_percentile_distribution, write_raw_samples, write_v2_histogram,
-    HdrOutputError, LatencyIntervalLog, LatencyRecorder, PercentileTableFormat, RawSampleOrder,
+    read_v2_histogram, write_percentile_distribution, write_raw_samples, write_v2_histogram, HdrOutputError,
+    LatencyIntervalLog, LatencyRecorder, PercentileTableFormat, RawSampleOrder,
 };
 use std::time::{Duration, SystemTime};
 
@@ -55,10 +55,7 @@ fn parse_rows(text: &str) -> Vec<HgrmRow> {
 }
 
 fn footer_value(text: &str, label: &str) -> String {
-    let start = text
-        .find(label)
-        .unwrap_or_else(|| panic!("{label} missing"))
-        + label.len();
+    let start = text.find(label).unwrap_or_else(|| panic!("{label} missing")) + label.len();
     let rest = &text[start..];
     let end = rest.find([',', ']']).unwrap();
     rest[..end].trim().trim_start_matches('=').trim().to_owned()
@@ -77,21 +74,11 @@ fn hgrm_table_parses_with_monotonic_columns_and_a_final_row_at_one() {
         let rows = parse_rows(&text);
         assert!(rows.len() > 20, "only {} rows", rows.len());
         assert_eq!(rows[0].percentile, 0.0);
-        assert_eq!(
-            rows[0].value,
-            histogram.min() as f64 / 1000.0,
-            "first row is the minimum, in µs"
-        );
+        assert_eq!(rows[0].value, histogram.min() as f64 / 1000.0, "first row is the minimum, in µs");
         for pair in rows.windows(2) {
             assert!(pair[1].value >= pair[0].value, "values must not decrease");
-            assert!(
-                pair[1].percentile > pair[0].percentile,
-                "percentiles must increase"
-            );
-            assert!(
-                pair[1].total_count >= pair[0].total_count,
-                "counts must not decrease"
-            );
+            assert!(pair[1].percentile > pair[0].percentile, "percentiles must increase");
+            assert!(pair[1].total_count >= pair[0].total_count, "counts must not decrease");
         }
         for row in &rows[..rows.len() - 1] {
             assert!((0.0..1.0).contains(&row.percentile));
@@ -100,21 +87,12 @@ fn hgrm_table_parses_with_monotonic_columns_and_a_final_row_at_one() {
         }
         let last = rows.last().unwrap();
         assert_eq!(last.percentile, 1.0);
-        assert!(
-            last.inverse.is_none(),
-            "the final row has three columns, as in Java"
-        );
+        assert!(last.inverse.is_none(), "the final row has three columns, as in Java");
         assert_eq!(last.total_count, samples.len() as u64);
         assert_eq!(last.value, histogram.max() as f64 / 1000.0);
 
-        assert_eq!(
-            footer_value(&text, "Total count"),
-            samples.len().to_string()
-        );
-        assert_eq!(
-            footer_value(&text, "#[Max"),
-            format!("{:.3}", histogram.max() as f64 / 1000.0)
-        );
+        assert_eq!(footer_value(&text, "Total count"), samples.len().to_string());
+        assert_eq!(footer_value(&text, "#[Max"), format!("{:.3}", histogram.max() as f64 / 1000.0));
         assert_eq!(footer_value(&text, "SubBuckets"), "2048");
         let mean: f64 = footer_value(&text, "#[Mean").parse().unwrap();
         assert!((mean - histogram.mean() / 1000.0).abs() < 1e-3);
@@ -127,9 +105,7 @@ fn hgrm_ticks_follow_javas_five_per_half_distance() {
     let samples: Vec<u64> = (1..=100_000).collect();
     let text = hgrm_text(recorder_with(&samples).histogram());
     let percentiles: Vec<f64> = parse_rows(&text).iter().map(|row| row.percentile).collect();
-    let expected_start = [
-        0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.775, 0.8,
-    ];
+    let expected_start = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.775, 0.8];
     for (got, want) in percentiles.iter().zip(expected_start) {
         assert!((got - want).abs() < 1e-12, "{percentiles:?}");
     }
@@ -154,18 +130,13 @@ fn v2_encoding_round_trips_exactly() {
     assert_eq!(written, encoded.len());
     let decoded = read_v2_histogram(&mut encoded.as_slice()).unwrap();
     assert_eq!(decoded.len(), original.len());
-    assert_eq!(
-        (decoded.min(), decoded.max()),
-        (original.min(), original.max())
-    );
+    assert_eq!((decoded.min(), decoded.max()), (original.min(), original.max()));
     assert_eq!(
         (decoded.low(), decoded.high(), decoded.sigfig()),
         (original.low(), original.high(), original.sigfig())
     );
     let recorded = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
-        h.iter_recorded()
-            .map(|v| (v.value_iterated_to(), v.count_at_value()))
-            .collect()
+        h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect()
     };
     assert_eq!(recorded(&decoded), recorded(original));
 }
@@ -173,10 +144,7 @@ fn v2_encoding_round_trips_exactly() {
 #[test]
 fn reading_garbage_as_v2_is_an_error() {
     let garbage = b"definitely not a histogram";
-    assert!(matches!(
-        read_v2_histogram(&mut &garbage[..]),
-        Err(HdrOutputError::ReadV2(_))
-    ));
+    assert!(matches!(read_v2_histogram(&mut &garbage[..]), Err(HdrOutputError::ReadV2(_))));
 }
 
 #[test]
@@ -189,16 +157,12 @@ fn interval_log_holds_each_intervals_own_samples() {
         for &sample in *samples {
             recorder.record(sample);
         }
-        log.write_interval(recorder.histogram(), (index as u64 + 1) * 1_000_000_000)
-            .unwrap();
+        log.write_interval(recorder.histogram(), (index as u64 + 1) * 1_000_000_000).unwrap();
     }
     let bytes = log.into_inner().unwrap();
     let text = String::from_utf8(bytes.clone()).unwrap();
     assert!(text.contains("#[StartTime: 1700000000.000"), "{text}");
-    assert!(
-        text.contains("\"StartTimestamp\",\"Interval_Length\""),
-        "{text}"
-    );
+    assert!(text.contains("\"StartTimestamp\",\"Interval_Length\""), "{text}");
 
     let mut saw_start_time = false;
     let mut seen = Vec::new();
@@ -212,9 +176,8 @@ fn interval_log_holds_each_intervals_own_samples() {
             LogEntry::Interval(interval) => {
                 assert_eq!(interval.tag().map(|t| t.as_str()), Some("size=4096"));
                 let encoded = base64_decode(interval.encoded_histogram());
-                let histogram: Histogram<u64> = Deserializer::new()
-                    .deserialize(&mut encoded.as_slice())
-                    .unwrap();
+                let histogram: Histogram<u64> =
+                    Deserializer::new().deserialize(&mut encoded.as_slice()).unwrap();
                 seen.push((interval.start_timestamp(), interval.duration(), histogram));
             }
         }
@@ -226,11 +189,7 @@ fn interval_log_holds_each_intervals_own_samples() {
         assert_eq!(*length, Duration::from_secs(1));
         assert_eq!(histogram.len(), samples.len() as u64, "interval {index}");
         for &sample in samples {
-            assert_eq!(
-                histogram.count_at(sample),
-                1,
-                "interval {index} sample {sample}"
-            );
+            assert_eq!(histogram.count_at(sample), 1, "interval {index} sample {sample}");
         }
     }
 }
@@ -244,18 +203,12 @@ fn interval_log_rejects_backwards_ends_and_shrinking_histograms() {
     log.write_interval(recorder.histogram(), 2_000).unwrap();
     assert!(matches!(
         log.write_interval(recorder.histogram(), 1_000),
-        Err(HdrOutputError::IntervalEndsBackwards {
-            previous_end_nanos: 2_000,
-            end_nanos: 1_000
-        })
+        Err(HdrOutputError::IntervalEndsBackwards { previous_end_nanos: 2_000, end_nanos: 1_000 })
     ));
     let fresh = LatencyRecorder::new(10).unwrap();
     let mut smaller = fresh.histogram().clone();
     smaller.record(1_000).unwrap();
-    assert!(matches!(
-        log.write_interval(&smaller, 3_000),
-        Err(HdrOutputError::IntervalHistogramShrank(_))
-    ));
+    assert!(matches!(log.write_interval(&smaller, 3_000), Err(HdrOutputError::IntervalHistogramShrank(_))));
 }
 
 #[test]
@@ -269,8 +222,5 @@ fn raw_dump_has_a_unit_header_and_every_sample() {
     );
     let mut sorted = Vec::new();
     write_raw_samples(&samples, RawSampleOrder::Sorted, &mut sorted).unwrap();
-    assert_eq!(
-        String::from_utf8(sorted).unwrap(),
-        "latency_ns\n1000\n1000\n2000\n3000\n"
-    );
+    assert_eq!(String::from_utf8(sorted).unwrap(), "latency_ns\n1000\n1000\n2000\n3000\n");
 }

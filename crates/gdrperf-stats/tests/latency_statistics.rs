@@ -3,8 +3,7 @@
 mod common;
 
 use common::{
-    bimodal_samples, long_tail_samples, sorted_percentile, two_pass_mean_and_deviation,
-    uniform_samples,
+    bimodal_samples, long_tail_samples, sorted_percentile, two_pass_mean_and_deviation, uniform_samples,
 };
 use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 use gdrperf_stats::{LatencyRecorder, LatencySummary, PercentileSource};
@@ -29,40 +28,19 @@ fn summarise(samples: &[u64], expected_iterations: u64) -> LatencySummary {
 }
 
 fn reported_percentiles(summary: &LatencySummary) -> [u64; 4] {
-    [
-        summary.t_typical_nanos,
-        summary.p99_nanos,
-        summary.p99_9_nanos,
-        summary.p99_99_nanos,
-    ]
+    [summary.t_typical_nanos, summary.p99_nanos, summary.p99_9_nanos, summary.p99_99_nanos]
 }
 
 #[test]
 fn exact_buffer_percentiles_equal_sort_based_percentiles() {
     for (name, samples) in distributions() {
         let summary = summarise(&samples, SAMPLES as u64);
-        assert_eq!(
-            summary.percentile_source,
-            PercentileSource::ExactSamples,
-            "{name}"
-        );
+        assert_eq!(summary.percentile_source, PercentileSource::ExactSamples, "{name}");
         for (reported, quantile) in reported_percentiles(&summary).into_iter().zip(QUANTILES) {
-            assert_eq!(
-                reported,
-                sorted_percentile(&samples, quantile),
-                "{name} q={quantile}"
-            );
+            assert_eq!(reported, sorted_percentile(&samples, quantile), "{name} q={quantile}");
         }
-        assert_eq!(
-            summary.t_min_nanos,
-            *samples.iter().min().unwrap(),
-            "{name}"
-        );
-        assert_eq!(
-            summary.t_max_nanos,
-            *samples.iter().max().unwrap(),
-            "{name}"
-        );
+        assert_eq!(summary.t_min_nanos, *samples.iter().min().unwrap(), "{name}");
+        assert_eq!(summary.t_max_nanos, *samples.iter().max().unwrap(), "{name}");
         assert_eq!(summary.count, SAMPLES as u64);
     }
 }
@@ -72,36 +50,18 @@ fn histogram_percentiles_agree_with_sort_based_within_three_significant_digits()
     for (name, samples) in distributions() {
         // More expected iterations than the exact limit: no exact buffer, HDR percentiles.
         let summary = summarise(&samples, EXACT_SAMPLE_LIMIT + 1);
-        assert_eq!(
-            summary.percentile_source,
-            PercentileSource::Histogram,
-            "{name}"
-        );
+        assert_eq!(summary.percentile_source, PercentileSource::Histogram, "{name}");
         for (reported, quantile) in reported_percentiles(&summary).into_iter().zip(QUANTILES) {
             let exact = sorted_percentile(&samples, quantile);
             // HDR reports the top of the bucket holding the exact value: never below it, and
             // at most one part in 10^3 above it.
-            assert!(
-                reported >= exact,
-                "{name} q={quantile}: {reported} < {exact}"
-            );
+            assert!(reported >= exact, "{name} q={quantile}: {reported} < {exact}");
             let relative = (reported - exact) as f64 / exact as f64;
-            assert!(
-                relative <= 1e-3,
-                "{name} q={quantile}: {reported} vs {exact} ({relative:e})"
-            );
+            assert!(relative <= 1e-3, "{name} q={quantile}: {reported} vs {exact} ({relative:e})");
         }
         // min, max stay exact on the histogram path too.
-        assert_eq!(
-            summary.t_min_nanos,
-            *samples.iter().min().unwrap(),
-            "{name}"
-        );
-        assert_eq!(
-            summary.t_max_nanos,
-            *samples.iter().max().unwrap(),
-            "{name}"
-        );
+        assert_eq!(summary.t_min_nanos, *samples.iter().min().unwrap(), "{name}");
+        assert_eq!(summary.t_max_nanos, *samples.iter().max().unwrap(), "{name}");
     }
 }
 
@@ -158,11 +118,7 @@ fn deviation_survives_a_large_mean_with_a_tiny_spread() {
     // 30 s latencies jittering by 1 ns: sum-of-squares formulas without shifting lose all digits.
     let samples: Vec<u64> = (0..30_000).map(|i| 30_000_000_000 + i % 3).collect();
     let summary = summarise(&samples, samples.len() as u64);
-    assert!(
-        (summary.t_stdev_nanos - (2.0_f64 / 3.0).sqrt()).abs() < 1e-9,
-        "{}",
-        summary.t_stdev_nanos
-    );
+    assert!((summary.t_stdev_nanos - (2.0_f64 / 3.0).sqrt()).abs() < 1e-9, "{}", summary.t_stdev_nanos);
     assert!((summary.t_avg_nanos - 30_000_000_001.0).abs() < 1e-6);
 }
 
@@ -171,19 +127,13 @@ fn recording_never_grows_the_exact_buffer_or_the_histogram() {
     let mut recorder = LatencyRecorder::new(10_000).unwrap();
     let buffer_capacity = recorder.exact_capacity();
     let histogram_slots = recorder.histogram().distinct_values();
-    for sample in long_tail_samples(10_000, 5)
-        .into_iter()
-        .chain([u64::MAX, 0])
-    {
+    for sample in long_tail_samples(10_000, 5).into_iter().chain([u64::MAX, 0]) {
         recorder.record(sample);
     }
     assert_eq!(recorder.exact_capacity(), buffer_capacity);
     assert_eq!(recorder.histogram().distinct_values(), histogram_slots);
     assert_eq!(recorder.count(), 10_002);
-    assert!(
-        recorder.exact_samples().is_none(),
-        "two samples beyond the reservation: no partial dump"
-    );
+    assert!(recorder.exact_samples().is_none(), "two samples beyond the reservation: no partial dump");
     assert_eq!(recorder.saturated(), 1);
 }
 

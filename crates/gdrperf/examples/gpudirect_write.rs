@@ -59,11 +59,25 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     // SAFETY: gpu_buffer (and the dma-buf) live until the end of main.
     let region = match &dmabuf {
         Ok(dmabuf) => unsafe {
-            MemoryRegion::register_dmabuf(&protection_domain, dmabuf.raw_fd(), dmabuf.offset(), dmabuf.iova(), LEN, "GPU memory via dma-buf")?
+            MemoryRegion::register_dmabuf(
+                &protection_domain,
+                dmabuf.raw_fd(),
+                dmabuf.offset(),
+                dmabuf.iova(),
+                LEN,
+                "GPU memory via dma-buf",
+            )?
         },
         Err(error) => {
             eprintln!("dma-buf export failed ({error}); trying nvidia-peermem");
-            unsafe { MemoryRegion::register(&protection_domain, gpu_buffer.device_ptr(), LEN, "GPU memory via nvidia-peermem")? }
+            unsafe {
+                MemoryRegion::register(
+                    &protection_domain,
+                    gpu_buffer.device_ptr(),
+                    LEN,
+                    "GPU memory via nvidia-peermem",
+                )?
+            }
         }
     };
 
@@ -82,7 +96,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut line = String::new();
     reader.read_line(&mut line)?;
     let theirs: Introduction = serde_json::from_str(&line)?;
-    let path = PathSettings { port: port.number, mtu: port.active_mtu, local_gid: gid, read_depth: 1, service_level: 0 };
+    let path = PathSettings {
+        port: port.number,
+        mtu: port.active_mtu,
+        local_gid: gid,
+        read_depth: 1,
+        service_level: 0,
+    };
     queue_pair.connect(&theirs.endpoint, &path)?;
 
     if server_host.is_some() {
@@ -90,7 +110,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         // there and writes it into the server's GPU memory.
         gpu_buffer.write(0, MESSAGE)?;
         let write = Operation::Write { remote_address: theirs.buffer.address, rkey: theirs.buffer.rkey };
-        let request = SendRequest { wr_id: 1, signaled: true, local: region.slice(0, MESSAGE.len()), operation: write, inline: false };
+        let request = SendRequest {
+            wr_id: 1,
+            signaled: true,
+            local: region.slice(0, MESSAGE.len()),
+            operation: write,
+            inline: false,
+        };
         queue_pair.post_send([request])?;
         let mut done = false;
         while !done {
@@ -122,7 +148,10 @@ fn connect_with_retries(host: &str, port: u16) -> std::io::Result<TcpStream> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         match TcpStream::connect((host, port)) {
-            Err(error) if std::time::Instant::now() < deadline && error.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Err(error)
+                if std::time::Instant::now() < deadline
+                    && error.kind() == std::io::ErrorKind::ConnectionRefused =>
+            {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
             result => return result,

@@ -46,7 +46,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let protection_domain = device.alloc_pd()?;
     let buffer = HostBuffer::new(4096)?;
     // SAFETY: `buffer` lives until the end of main, longer than the registration.
-    let region = unsafe { MemoryRegion::register(&protection_domain, buffer.address(), buffer.len(), "example buffer")? };
+    let region = unsafe {
+        MemoryRegion::register(&protection_domain, buffer.address(), buffer.len(), "example buffer")?
+    };
 
     // 3. A completion queue, and a reliable-connected QP that reports into it.
     let mut completion_queue = CompletionQueue::new(&device, 16)?;
@@ -67,7 +69,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let theirs: Introduction = serde_json::from_str(&line)?;
 
     // 5. Connect: INIT -> ready to receive -> ready to send, towards the peer's QP.
-    let path = PathSettings { port: port.number, mtu: port.active_mtu, local_gid: gid, read_depth: 1, service_level: 0 };
+    let path = PathSettings {
+        port: port.number,
+        mtu: port.active_mtu,
+        local_gid: gid,
+        read_depth: 1,
+        service_level: 0,
+    };
     queue_pair.connect(&theirs.endpoint, &path)?;
 
     if server_host.is_some() {
@@ -76,7 +84,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let mut buffer = buffer;
         buffer.as_mut_slice()[..MESSAGE.len()].copy_from_slice(MESSAGE);
         let write = Operation::Write { remote_address: theirs.buffer.address, rkey: theirs.buffer.rkey };
-        let request = SendRequest { wr_id: 1, signaled: true, local: region.slice(0, MESSAGE.len()), operation: write, inline: false };
+        let request = SendRequest {
+            wr_id: 1,
+            signaled: true,
+            local: region.slice(0, MESSAGE.len()),
+            operation: write,
+            inline: false,
+        };
         queue_pair.post_send([request])?;
         let mut done = false;
         while !done {
@@ -96,7 +110,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         reader.read_line(&mut line)?;
         let received = &buffer.as_slice()[..MESSAGE.len()];
         if received != MESSAGE {
-            return Err(format!("server: buffer holds {:?}, not the client's message", String::from_utf8_lossy(received)).into());
+            return Err(format!(
+                "server: buffer holds {:?}, not the client's message",
+                String::from_utf8_lossy(received)
+            )
+            .into());
         }
         println!("server: found \"{}\"", String::from_utf8_lossy(received));
     }
@@ -108,7 +126,10 @@ fn connect_with_retries(host: &str, port: u16) -> std::io::Result<TcpStream> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         match TcpStream::connect((host, port)) {
-            Err(error) if std::time::Instant::now() < deadline && error.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Err(error)
+                if std::time::Instant::now() < deadline
+                    && error.kind() == std::io::ErrorKind::ConnectionRefused =>
+            {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
             result => return result,

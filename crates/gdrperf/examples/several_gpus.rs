@@ -15,7 +15,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use gdrperf::verbs::{CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, ProtectionDomain};
+use gdrperf::verbs::{
+    CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, ProtectionDomain,
+};
 use gdrperf::verbs::{QueuePairSizes, RcQueuePair, SendRequest};
 use gdrperf_cuda::{Cuda, Gpu, GpuBuffer, GpuSelection};
 
@@ -49,12 +51,19 @@ fn main() -> std::process::ExitCode {
 fn run() -> Result<(), AnyError> {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let (lanes, devices): (Vec<Memory>, Option<&String>) = match arguments.as_slice() {
-        [flag, count, rest @ ..] if flag == "--host" => ((0..count.parse::<usize>()?).map(|_| Memory::Host).collect(), rest.first()),
+        [flag, count, rest @ ..] if flag == "--host" => {
+            ((0..count.parse::<usize>()?).map(|_| Memory::Host).collect(), rest.first())
+        }
         rest => {
             // Loads libcuda at run time: a clear error, not a crash, where there is none.
             let cuda = Cuda::load()?;
             let gpus = cuda.resolve(&GpuSelection::All)?;
-            (gpus.into_iter().map(|index| cuda.open_gpu(index).map(Memory::Gpu)).collect::<Result<_, _>>()?, rest.first())
+            (
+                gpus.into_iter()
+                    .map(|index| cuda.open_gpu(index).map(Memory::Gpu))
+                    .collect::<Result<_, _>>()?,
+                rest.first(),
+            )
         }
     };
     let devices: Vec<&str> = devices.map(|list| list.split(',').collect()).unwrap_or_default();
@@ -69,7 +78,10 @@ fn run() -> Result<(), AnyError> {
                 scope.spawn(move || lane(index, memory, device))
             })
             .collect();
-        threads.into_iter().map(|thread| thread.join().unwrap_or_else(|_| Err("the lane panicked".into()))).collect()
+        threads
+            .into_iter()
+            .map(|thread| thread.join().unwrap_or_else(|_| Err("the lane panicked".into())))
+            .collect()
     });
     let mut total = 0.0;
     for (index, result) in results.into_iter().enumerate() {
@@ -84,7 +96,9 @@ fn lane(index: usize, memory: Memory, device_name: Option<String>) -> Result<f64
     // The NIC: the one named, else the one nearest to this lane's GPU on PCIe, else the first.
     let device_name = match (device_name, &memory) {
         (Some(name), _) => Some(name),
-        (None, Memory::Gpu(gpu)) => gdrperf_doctor::recommend_nic(std::path::Path::new("/"), &gpu.info().bus_id.to_string())?,
+        (None, Memory::Gpu(gpu)) => {
+            gdrperf_doctor::recommend_nic(std::path::Path::new("/"), &gpu.info().bus_id.to_string())?
+        }
         (None, Memory::Host) => None,
     };
     let device = Device::open(device_name.as_deref())?;
@@ -102,7 +116,13 @@ fn lane(index: usize, memory: Memory, device_name: Option<String>) -> Result<f64
     let sizes = QueuePairSizes { send_depth: 4, recv_depth: 1, max_inline: 0 };
     let mut sender = RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?;
     let mut receiver = RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?;
-    let path = PathSettings { port: port.number, mtu: port.active_mtu, local_gid: gid, read_depth: 1, service_level: 0 };
+    let path = PathSettings {
+        port: port.number,
+        mtu: port.active_mtu,
+        local_gid: gid,
+        read_depth: 1,
+        service_level: 0,
+    };
     let (sender_end, receiver_end) = (sender.endpoint(port.lid, gid), receiver.endpoint(port.lid, gid));
     sender.connect(&receiver_end, &path)?;
     receiver.connect(&sender_end, &path)?;
@@ -114,7 +134,13 @@ fn lane(index: usize, memory: Memory, device_name: Option<String>) -> Result<f64
     let write = Operation::Write { remote_address: target.address, rkey: target.rkey };
     let started = Instant::now();
     for number in 0..WRITES {
-        let request = SendRequest { wr_id: number as u64, signaled: true, local: source_region.slice(0, LEN), operation: write, inline: false };
+        let request = SendRequest {
+            wr_id: number as u64,
+            signaled: true,
+            local: source_region.slice(0, LEN),
+            operation: write,
+            inline: false,
+        };
         sender.post_send([request])?;
         let mut done = false;
         while !done {
@@ -136,7 +162,11 @@ fn lane(index: usize, memory: Memory, device_name: Option<String>) -> Result<f64
         Memory::Gpu(gpu) => format!("GPU {} ({})", gpu.index(), gpu.info().bus_id),
         Memory::Host => "host memory".to_string(),
     };
-    println!("lane {index}: {place} via {}: {WRITES} x {LEN} B in {:.1} ms = {rate:.2} GB/s, data checked", device.name(), seconds * 1e3);
+    println!(
+        "lane {index}: {place} via {}: {WRITES} x {LEN} B in {:.1} ms = {rate:.2} GB/s, data checked",
+        device.name(),
+        seconds * 1e3
+    );
     Ok(rate)
 }
 
@@ -154,12 +184,28 @@ fn register(protection_domain: &Arc<ProtectionDomain>, buffer: &Buffer) -> Resul
     // SAFETY (all three): the buffer outlives its registration (both live until the lane ends,
     // and the region is declared after the buffer, so it is dropped first).
     Ok(match buffer {
-        Buffer::Host(host) => unsafe { MemoryRegion::register(protection_domain, host.address(), host.len(), "host buffer")? },
+        Buffer::Host(host) => unsafe {
+            MemoryRegion::register(protection_domain, host.address(), host.len(), "host buffer")?
+        },
         Buffer::Gpu(gpu) => match gpu.export_dmabuf() {
             Ok(dmabuf) => unsafe {
-                MemoryRegion::register_dmabuf(protection_domain, dmabuf.raw_fd(), dmabuf.offset(), dmabuf.iova(), LEN, "GPU memory via dma-buf")?
+                MemoryRegion::register_dmabuf(
+                    protection_domain,
+                    dmabuf.raw_fd(),
+                    dmabuf.offset(),
+                    dmabuf.iova(),
+                    LEN,
+                    "GPU memory via dma-buf",
+                )?
             },
-            Err(_) => unsafe { MemoryRegion::register(protection_domain, gpu.device_ptr(), LEN, "GPU memory via nvidia-peermem")? },
+            Err(_) => unsafe {
+                MemoryRegion::register(
+                    protection_domain,
+                    gpu.device_ptr(),
+                    LEN,
+                    "GPU memory via nvidia-peermem",
+                )?
+            },
         },
     })
 }

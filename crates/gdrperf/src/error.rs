@@ -53,8 +53,10 @@ pub enum Error {
     #[error("ibv_create_cq (depth {depth}) failed: {source}")]
     CreateCq { depth: u32, source: io::Error },
 
-    #[error("ibv_create_qp_ex (send depth {send_depth}, recv depth {recv_depth}) failed: {source}; \
-             lower -t/--tx-depth or -r/--rx-depth")]
+    #[error(
+        "ibv_create_qp_ex (send depth {send_depth}, recv depth {recv_depth}) failed: {source}; \
+             lower -t/--tx-depth or -r/--rx-depth"
+    )]
     CreateQp { send_depth: u32, recv_depth: u32, source: io::Error },
 
     #[error("ibv_modify_qp to {state} failed: {detail}")]
@@ -72,9 +74,18 @@ pub enum Error {
     #[error("ibv_poll_cq failed: {0}")]
     PollCq(#[source] io::Error),
 
-    #[error("work completion error: {status_name} (status {status}, vendor error {vendor_err:#x}) on {op} \
-             of {bytes} bytes{hint}")]
-    Completion { status_name: String, status: u32, vendor_err: u32, op: &'static str, bytes: usize, hint: &'static str },
+    #[error(
+        "work completion error: {status_name} (status {status}, vendor error {vendor_err:#x}) on {op} \
+             of {bytes} bytes{hint}"
+    )]
+    Completion {
+        status_name: String,
+        status: u32,
+        vendor_err: u32,
+        op: &'static str,
+        bytes: usize,
+        hint: &'static str,
+    },
 
     #[error("unexpected work completion: wr_id {wr_id:#x}, opcode {opcode} while waiting for {expected}")]
     UnexpectedCompletion { wr_id: u64, opcode: u32, expected: &'static str },

@@ -8,7 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use gdrperf::verbs::{CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, QueuePairSizes};
+use gdrperf::verbs::{
+    CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, QueuePairSizes,
+};
 use gdrperf::verbs::{RcQueuePair, SendRequest};
 
 fn have_device() -> bool {
@@ -28,14 +30,25 @@ fn failed_request(read: bool, len: usize, corrupt: impl Fn(u64, u32) -> (u64, u3
     let protection_domain = device.alloc_pd().unwrap();
     let (source, target) = (HostBuffer::new(4096).unwrap(), HostBuffer::new(4096).unwrap());
     // SAFETY: both buffers outlive their registrations (dropped in reverse order at the end).
-    let source_region = unsafe { MemoryRegion::register(&protection_domain, source.address(), source.len(), "source") }.unwrap();
-    let target_region = unsafe { MemoryRegion::register(&protection_domain, target.address(), target.len(), "target") }.unwrap();
+    let source_region =
+        unsafe { MemoryRegion::register(&protection_domain, source.address(), source.len(), "source") }
+            .unwrap();
+    let target_region =
+        unsafe { MemoryRegion::register(&protection_domain, target.address(), target.len(), "target") }
+            .unwrap();
     let mut completions = CompletionQueue::new(&device, 16).unwrap();
     let sizes = QueuePairSizes { send_depth: 4, recv_depth: 1, max_inline: 0 };
     let mut sender = RcQueuePair::new(&protection_domain, &completions, sizes, port.number).unwrap();
     let mut receiver = RcQueuePair::new(&protection_domain, &completions, sizes, port.number).unwrap();
-    let path = PathSettings { port: port.number, mtu: port.active_mtu, local_gid: gid, read_depth: 1, service_level: 0 };
-    let (sender_endpoint, receiver_endpoint) = (sender.endpoint(port.lid, gid), receiver.endpoint(port.lid, gid));
+    let path = PathSettings {
+        port: port.number,
+        mtu: port.active_mtu,
+        local_gid: gid,
+        read_depth: 1,
+        service_level: 0,
+    };
+    let (sender_endpoint, receiver_endpoint) =
+        (sender.endpoint(port.lid, gid), receiver.endpoint(port.lid, gid));
     sender.connect(&receiver_endpoint, &path).unwrap();
     receiver.connect(&sender_endpoint, &path).unwrap();
 
@@ -46,7 +59,13 @@ fn failed_request(read: bool, len: usize, corrupt: impl Fn(u64, u32) -> (u64, u3
     } else {
         (Operation::Write { remote_address, rkey }, "RDMA WRITE")
     };
-    let request = SendRequest { wr_id: 7, signaled: true, local: source_region.slice(0, len), operation, inline: false };
+    let request = SendRequest {
+        wr_id: 7,
+        signaled: true,
+        local: source_region.slice(0, len),
+        operation,
+        inline: false,
+    };
     sender.post_send([request]).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut outcome = None;
@@ -54,7 +73,11 @@ fn failed_request(read: bool, len: usize, corrupt: impl Fn(u64, u32) -> (u64, u3
         assert!(Instant::now() < deadline, "no completion within 30 s");
         completions
             .poll(|completion| {
-                outcome = Some(if completion.is_success() { "success".to_string() } else { completion.error(name, len).to_string() });
+                outcome = Some(if completion.is_success() {
+                    "success".to_string()
+                } else {
+                    completion.error(name, len).to_string()
+                });
                 Ok(())
             })
             .unwrap();

@@ -51,7 +51,10 @@ fn payload_goes_out_to_the_bounce_buffer_and_back_in_intact() {
         stager.write_payload(&vec![0u8; len]).expect("clear");
         let copy = stager.begin_in(0..len).expect("in");
         wait(&mut stager, copy);
-        assert!(stager.read_payload(len).expect("read") == data, "{len} bytes: payload differs after stage-in");
+        assert!(
+            stager.read_payload(len).expect("read") == data,
+            "{len} bytes: payload differs after stage-in"
+        );
         assert!(stager.copy_time() > std::time::Duration::ZERO);
     }
 }

@@ -17,8 +17,8 @@ use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use gdrperf::exchange::{
-    decode_body, decode_frame, encode, frame_length, Control, ExchangeError, Hello, Message, SideInfo, AUTH_TAG_BYTES,
-    MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
+    decode_body, decode_frame, encode, frame_length, Control, ExchangeError, Hello, Message, SideInfo,
+    AUTH_TAG_BYTES, MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
 };
 use gdrperf::verbs::{Endpoint, Gid, RemoteBuffer};
 use proptest::prelude::*;
@@ -78,7 +78,12 @@ fn socket_cases() -> u32 {
 }
 
 /// Runs `property` on `cases` inputs of `strategy` and reports how many ran clean.
-fn fuzz<S: Strategy>(name: &str, cases: u32, strategy: S, property: impl Fn(S::Value) -> Result<(), TestCaseError>) {
+fn fuzz<S: Strategy>(
+    name: &str,
+    cases: u32,
+    strategy: S,
+    property: impl Fn(S::Value) -> Result<(), TestCaseError>,
+) {
     let config = Config { cases, failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new(config);
     let executions = std::sync::atomic::AtomicU64::new(0);
@@ -126,11 +131,21 @@ fn report() -> impl Strategy<Value = Option<serde_json::Value>> {
 }
 
 fn hello() -> impl Strategy<Value = Hello> {
-    let endpoint = (any::<u32>(), any::<u32>(), any::<u16>(), proptest::option::of(proptest::array::uniform16(any::<u8>())))
+    let endpoint = (
+        any::<u32>(),
+        any::<u32>(),
+        any::<u16>(),
+        proptest::option::of(proptest::array::uniform16(any::<u8>())),
+    )
         .prop_map(|(qp_number, psn, lid, gid)| Endpoint { qp_number, psn, lid, gid: gid.map(Gid) });
-    let buffer = (any::<u64>(), any::<u32>(), any::<u64>()).prop_map(|(address, rkey, len)| RemoteBuffer { address, rkey, len });
-    let side = (text(), any::<u8>(), any::<u32>(), text(), proptest::option::of(text()))
-        .prop_map(|(device, port, active_mtu, memory, gpu)| SideInfo { device, port, active_mtu, memory, gpu });
+    let buffer = (any::<u64>(), any::<u32>(), any::<u64>()).prop_map(|(address, rkey, len)| RemoteBuffer {
+        address,
+        rkey,
+        len,
+    });
+    let side = (text(), any::<u8>(), any::<u32>(), text(), proptest::option::of(text())).prop_map(
+        |(device, port, active_mtu, memory, gpu)| SideInfo { device, port, active_mtu, memory, gpu },
+    );
     (
         any::<u32>(),
         text(),
@@ -141,17 +156,21 @@ fn hello() -> impl Strategy<Value = Hello> {
         proptest::collection::vec(buffer, 0..4),
         (proptest::collection::vec(text(), 0..3), any::<u32>()),
     )
-        .prop_map(|(version, gdrperf_version, host, parameters, side, endpoints, buffers, (placements, lane))| Hello {
-            version,
-            gdrperf_version,
-            host,
-            parameters,
-            side,
-            endpoints,
-            buffers,
-            placements,
-            lane,
-        })
+        .prop_map(
+            |(version, gdrperf_version, host, parameters, side, endpoints, buffers, (placements, lane))| {
+                Hello {
+                    version,
+                    gdrperf_version,
+                    host,
+                    parameters,
+                    side,
+                    endpoints,
+                    buffers,
+                    placements,
+                    lane,
+                }
+            },
+        )
 }
 
 fn tag() -> impl Strategy<Value = Option<[u8; AUTH_TAG_BYTES]>> {
@@ -160,8 +179,9 @@ fn tag() -> impl Strategy<Value = Option<[u8; AUTH_TAG_BYTES]>> {
 
 fn message() -> impl Strategy<Value = Message> {
     prop_oneof![
-        (any::<u32>(), proptest::array::uniform32(any::<u8>()), any::<bool>())
-            .prop_map(|(version, nonce, token_required)| Message::Challenge { version, nonce, token_required }),
+        (any::<u32>(), proptest::array::uniform32(any::<u8>()), any::<bool>()).prop_map(
+            |(version, nonce, token_required)| Message::Challenge { version, nonce, token_required }
+        ),
         (any::<u32>(), proptest::array::uniform32(any::<u8>()), tag())
             .prop_map(|(version, nonce, tag)| Message::Proof { version, nonce, tag }),
         tag().prop_map(|tag| Message::Accepted { tag }),
@@ -169,8 +189,9 @@ fn message() -> impl Strategy<Value = Message> {
         any::<u64>().prop_map(|size| Message::StartSize { size }),
         Just(Message::Ready),
         (any::<u64>(), report()).prop_map(|(size, report)| Message::SizeDone { size, report }),
-        (any::<u64>(), proptest::option::of(text()), report())
-            .prop_map(|(size, validation_error, report)| Message::SizeResult { size, validation_error, report }),
+        (any::<u64>(), proptest::option::of(text()), report()).prop_map(
+            |(size, validation_error, report)| Message::SizeResult { size, validation_error, report }
+        ),
         text().prop_map(|message| Message::Failed { message }),
         Just(Message::Goodbye),
         any::<u32>().prop_map(|round| Message::NextPlacement { round }),
@@ -180,15 +201,56 @@ fn message() -> impl Strategy<Value = Message> {
 /// Pieces of JSON and of our own vocabulary, so that random sequences get past the first byte
 /// of the parser and into the message shapes.
 const TOKENS: &[&str] = &[
-    "{", "}", "[", "]", ":", ",", "\"", "null", "true", "false", "0", "-1", "255", "256", "4294967296",
-    "18446744073709551616", "1e999", "-0.5", "\"Hello\"", "\"Challenge\"", "\"Proof\"", "\"Accepted\"",
-    "\"StartSize\"", "\"Ready\"", "\"SizeDone\"", "\"SizeResult\"", "\"Failed\"", "\"Goodbye\"", "\"version\"",
-    "\"nonce\"", "\"tag\"", "\"token_required\"", "\"size\"", "\"report\"", "\"endpoints\"", "\"buffers\"",
-    "\"gid\"", "\"rkey\"", "\"parameters\"", "\"side\"", "\"message\"", "\"\\u0000\"", "\"\\ud800\"", " ", "\n",
+    "{",
+    "}",
+    "[",
+    "]",
+    ":",
+    ",",
+    "\"",
+    "null",
+    "true",
+    "false",
+    "0",
+    "-1",
+    "255",
+    "256",
+    "4294967296",
+    "18446744073709551616",
+    "1e999",
+    "-0.5",
+    "\"Hello\"",
+    "\"Challenge\"",
+    "\"Proof\"",
+    "\"Accepted\"",
+    "\"StartSize\"",
+    "\"Ready\"",
+    "\"SizeDone\"",
+    "\"SizeResult\"",
+    "\"Failed\"",
+    "\"Goodbye\"",
+    "\"version\"",
+    "\"nonce\"",
+    "\"tag\"",
+    "\"token_required\"",
+    "\"size\"",
+    "\"report\"",
+    "\"endpoints\"",
+    "\"buffers\"",
+    "\"gid\"",
+    "\"rkey\"",
+    "\"parameters\"",
+    "\"side\"",
+    "\"message\"",
+    "\"\\u0000\"",
+    "\"\\ud800\"",
+    " ",
+    "\n",
 ];
 
 fn token_soup() -> impl Strategy<Value = Vec<u8>> {
-    proptest::collection::vec(proptest::sample::select(TOKENS), 0..96).prop_map(|tokens| tokens.concat().into_bytes())
+    proptest::collection::vec(proptest::sample::select(TOKENS), 0..96)
+        .prop_map(|tokens| tokens.concat().into_bytes())
 }
 
 /// A change to a valid frame.
@@ -227,14 +289,21 @@ fn mutate(frame: &mut Vec<u8>, mutation: &Mutation) {
 /// Decodes `bytes` as a frame and checks what any answer must satisfy.
 fn decode_checked(bytes: &[u8]) -> Result<(), TestCaseError> {
     let (result, largest) = largest_allocation_of(|| decode_frame(bytes));
-    prop_assert!(largest <= allocation_budget(bytes.len()), "decoding {} bytes allocated {largest} at once", bytes.len());
+    prop_assert!(
+        largest <= allocation_budget(bytes.len()),
+        "decoding {} bytes allocated {largest} at once",
+        bytes.len()
+    );
     match result {
         Ok(Some((message, used))) => {
             prop_assert!(used <= bytes.len());
             // Whatever was accepted is a well-formed message: it survives its own round trip.
             prop_assert!(decode_body(&encode(&message)[4..]).is_ok());
         }
-        Ok(None) => prop_assert!(bytes.len() < 4 || frame_length(bytes[..4].try_into().unwrap()).is_ok_and(|len| bytes.len() < 4 + len)),
+        Ok(None) => prop_assert!(
+            bytes.len() < 4
+                || frame_length(bytes[..4].try_into().unwrap()).is_ok_and(|len| bytes.len() < 4 + len)
+        ),
         Err(detail) => prop_assert!(!detail.is_empty()),
     }
     Ok(())
@@ -369,7 +438,13 @@ fn peers_of_another_protocol_version_are_refused_naming_both() {
             gdrperf_version: "test".into(),
             host: "here".into(),
             parameters: serde_json::json!({}),
-            side: SideInfo { device: "rxe0".into(), port: 1, active_mtu: 1024, memory: "host".into(), gpu: None },
+            side: SideInfo {
+                device: "rxe0".into(),
+                port: 1,
+                active_mtu: 1024,
+                memory: "host".into(),
+                gpu: None,
+            },
             endpoints: vec![],
             buffers: vec![RemoteBuffer { address: 0x1000, rkey: 0x1234, len: 64 }],
             placements: vec![],

@@ -41,13 +41,7 @@ pub fn uniform_samples(count: usize, seed: u64) -> Vec<u64> {
 pub fn bimodal_samples(count: usize, seed: u64) -> Vec<u64> {
     let mut rng = SplitMix64::new(seed);
     (0..count)
-        .map(|_| {
-            if rng.next_unit() < 0.9 {
-                rng.between(1_450, 1_550)
-            } else {
-                rng.between(7_500, 8_500)
-            }
-        })
+        .map(|_| if rng.next_unit() < 0.9 { rng.between(1_450, 1_550) } else { rng.between(7_500, 8_500) })
         .collect()
 }
 
@@ -74,10 +68,7 @@ pub fn sorted_percentile(samples: &[u64], quantile: f64) -> u64 {
 pub fn two_pass_mean_and_deviation(samples: &[u64]) -> (f64, f64) {
     let n = samples.len() as f64;
     let mean = samples.iter().map(|&x| x as f64).sum::<f64>() / n;
-    let squares = samples
-        .iter()
-        .map(|&x| (x as f64 - mean).powi(2))
-        .sum::<f64>();
+    let squares = samples.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>();
     (mean, (squares / n).sqrt())
 }
 

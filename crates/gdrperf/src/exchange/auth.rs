@@ -72,7 +72,13 @@ impl Token {
     }
 
     /// Compares in constant time, so the time a refusal takes says nothing about the tag.
-    fn verify(&self, label: &[u8], server_nonce: &Nonce, client_nonce: &Nonce, tag: &[u8; AUTH_TAG_BYTES]) -> bool {
+    fn verify(
+        &self,
+        label: &[u8],
+        server_nonce: &Nonce,
+        client_nonce: &Nonce,
+        tag: &[u8; AUTH_TAG_BYTES],
+    ) -> bool {
         self.mac(label, server_nonce, client_nonce).verify_slice(tag).is_ok()
     }
 }
@@ -92,14 +98,22 @@ impl Control {
     /// Server side: challenge the client; return only when it may see our hello.
     pub(super) fn authenticate_client(&mut self, token: Option<&Token>) -> ExchangeResult<()> {
         let server_nonce = random_nonce()?;
-        let challenge = Message::Challenge { version: PROTOCOL_VERSION, nonce: server_nonce, token_required: token.is_some() };
+        let challenge = Message::Challenge {
+            version: PROTOCOL_VERSION,
+            nonce: server_nonce,
+            token_required: token.is_some(),
+        };
         self.send(&challenge, "sending the challenge")?;
         let (version, client_nonce, tag) = match self.receive("waiting for the client's proof") {
             Ok(Message::Proof { version, nonce, tag }) => (version, nonce, tag),
             // A version-1 client sends its hello straight away.
             Ok(Message::Hello(hello)) => return Err(self.refuse_version(hello.version)),
             Ok(other) => {
-                return Err(ExchangeError::Unexpected { peer: self.peer.clone(), expected: "Proof", got: other.kind().into() })
+                return Err(ExchangeError::Unexpected {
+                    peer: self.peer.clone(),
+                    expected: "Proof",
+                    got: other.kind().into(),
+                })
             }
             Err(ExchangeError::PeerFailed { message, .. }) => {
                 return Err(self.authentication_error(format!("the client refused: {message}")))
@@ -111,10 +125,18 @@ impl Control {
         }
         let reason = match (token, tag) {
             (None, None) => None,
-            (Some(_), None) => Some(format!("the client has no token and this server requires one: {SET_THE_TOKEN}")),
-            (None, Some(_)) => Some(format!("the client has a token and this server has none: {SET_THE_TOKEN}")),
+            (Some(_), None) => {
+                Some(format!("the client has no token and this server requires one: {SET_THE_TOKEN}"))
+            }
+            (None, Some(_)) => {
+                Some(format!("the client has a token and this server has none: {SET_THE_TOKEN}"))
+            }
             (Some(token), Some(tag)) => (!token.verify(CLIENT_LABEL, &server_nonce, &client_nonce, &tag))
-                .then(|| format!("wrong token: the client's proof does not match the server's token ({SET_THE_TOKEN})")),
+                .then(|| {
+                    format!(
+                        "wrong token: the client's proof does not match the server's token ({SET_THE_TOKEN})"
+                    )
+                }),
         };
         if let Some(reason) = reason {
             self.report_failure(&reason);
@@ -126,20 +148,29 @@ impl Control {
 
     /// Client side: answer the challenge; return only when the server proved itself too.
     pub(super) fn authenticate_server(&mut self, token: Option<&Token>) -> ExchangeResult<()> {
-        let (version, server_nonce, token_required) = match self.receive("waiting for the server's challenge")? {
-            Message::Challenge { version, nonce, token_required } => (version, nonce, token_required),
-            // A version-1 server sends its hello straight away.
-            Message::Hello(hello) => return Err(self.refuse_version(hello.version)),
-            other => {
-                return Err(ExchangeError::Unexpected { peer: self.peer.clone(), expected: "Challenge", got: other.kind().into() })
-            }
-        };
+        let (version, server_nonce, token_required) =
+            match self.receive("waiting for the server's challenge")? {
+                Message::Challenge { version, nonce, token_required } => (version, nonce, token_required),
+                // A version-1 server sends its hello straight away.
+                Message::Hello(hello) => return Err(self.refuse_version(hello.version)),
+                other => {
+                    return Err(ExchangeError::Unexpected {
+                        peer: self.peer.clone(),
+                        expected: "Challenge",
+                        got: other.kind().into(),
+                    })
+                }
+            };
         if version != PROTOCOL_VERSION {
             return Err(self.refuse_version(version));
         }
         let refusal = match (token, token_required) {
-            (None, true) => Some(format!("the server requires a token and this client has none: {SET_THE_TOKEN}")),
-            (Some(_), false) => Some(format!("this client has a token and the server has none: {SET_THE_TOKEN}")),
+            (None, true) => {
+                Some(format!("the server requires a token and this client has none: {SET_THE_TOKEN}"))
+            }
+            (Some(_), false) => {
+                Some(format!("this client has a token and the server has none: {SET_THE_TOKEN}"))
+            }
             _ => None,
         };
         if let Some(reason) = refusal {
@@ -148,11 +179,18 @@ impl Control {
         }
         let client_nonce = random_nonce()?;
         let tag = token.map(|token| token.tag(CLIENT_LABEL, &server_nonce, &client_nonce));
-        self.send(&Message::Proof { version: PROTOCOL_VERSION, nonce: client_nonce, tag }, "sending our proof")?;
+        self.send(
+            &Message::Proof { version: PROTOCOL_VERSION, nonce: client_nonce, tag },
+            "sending our proof",
+        )?;
         let server_tag = match self.receive("waiting for the server to accept our proof") {
             Ok(Message::Accepted { tag }) => tag,
             Ok(other) => {
-                return Err(ExchangeError::Unexpected { peer: self.peer.clone(), expected: "Accepted", got: other.kind().into() })
+                return Err(ExchangeError::Unexpected {
+                    peer: self.peer.clone(),
+                    expected: "Accepted",
+                    got: other.kind().into(),
+                })
             }
             Err(ExchangeError::PeerFailed { message, .. }) => {
                 return Err(self.authentication_error(format!("the server refused: {message}")))
@@ -161,9 +199,13 @@ impl Control {
         };
         match (token, server_tag) {
             (None, _) => Ok(()),
-            (Some(token), Some(tag)) if token.verify(SERVER_LABEL, &server_nonce, &client_nonce, &tag) => Ok(()),
+            (Some(token), Some(tag)) if token.verify(SERVER_LABEL, &server_nonce, &client_nonce, &tag) => {
+                Ok(())
+            }
             (Some(_), _) => {
-                let reason = "the server's proof does not match our token: is another server listening on this port?".to_string();
+                let reason =
+                    "the server's proof does not match our token: is another server listening on this port?"
+                        .to_string();
                 self.report_failure(&reason);
                 Err(self.authentication_error(reason))
             }
@@ -204,7 +246,8 @@ mod tests {
             outcome(control.exchange_hello(&crate::exchange::tests::hello(), server_token.as_ref()))
         });
         let mut client = Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
-        let client_result = outcome(client.exchange_hello(&crate::exchange::tests::hello(), client_token.as_ref()));
+        let client_result =
+            outcome(client.exchange_hello(&crate::exchange::tests::hello(), client_token.as_ref()));
         (server.join().unwrap(), client_result)
     }
 
@@ -222,7 +265,10 @@ mod tests {
     fn a_wrong_token_is_refused_on_both_sides() {
         let (server, client) = handshake(token("s3cret"), token("guess"));
         assert!(server.contains("authentication with peer") && server.contains("wrong token"), "{server}");
-        assert!(client.contains("authentication with peer") && client.contains("the server refused: wrong token"), "{client}");
+        assert!(
+            client.contains("authentication with peer") && client.contains("the server refused: wrong token"),
+            "{client}"
+        );
     }
 
     #[test]
@@ -265,9 +311,16 @@ mod tests {
         stream.read_exact(&mut prefix).unwrap();
         let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
         stream.read_exact(&mut body).unwrap();
-        assert!(matches!(super::super::decode_body(&body), Ok(Message::Challenge { token_required: true, .. })));
+        assert!(matches!(
+            super::super::decode_body(&body),
+            Ok(Message::Challenge { token_required: true, .. })
+        ));
         // A made-up proof, as an attacker without the token would send.
-        let forged = Message::Proof { version: PROTOCOL_VERSION, nonce: [7; NONCE_BYTES], tag: Some([0; AUTH_TAG_BYTES]) };
+        let forged = Message::Proof {
+            version: PROTOCOL_VERSION,
+            nonce: [7; NONCE_BYTES],
+            tag: Some([0; AUTH_TAG_BYTES]),
+        };
         std::io::Write::write_all(&mut stream, &super::super::encode(&forged)).unwrap();
         let mut rest = Vec::new();
         let _ = stream.read_to_end(&mut rest);

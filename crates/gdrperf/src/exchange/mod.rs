@@ -41,7 +41,9 @@ pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
 /// Errors of the exchange, each saying which step failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ExchangeError {
-    #[error("cannot listen on {address}: {source} (is another benchmark using the port? pick one with -p/--port)")]
+    #[error(
+        "cannot listen on {address}: {source} (is another benchmark using the port? pick one with -p/--port)"
+    )]
     Bind { address: String, source: io::Error },
 
     #[error("cannot reach the server at {address} within {seconds} s: {source} (is `{test}` running there as server, on the same -p/--port? firewall?)")]
@@ -53,7 +55,9 @@ pub enum ExchangeError {
     #[error("peer {peer} closed the connection while {during}")]
     Closed { peer: String, during: String },
 
-    #[error("peer {peer} sent nothing for {seconds} s while {during} (raise --timeout if the peer is this slow)")]
+    #[error(
+        "peer {peer} sent nothing for {seconds} s while {during} (raise --timeout if the peer is this slow)"
+    )]
     Timeout { peer: String, seconds: u64, during: String },
 
     #[error("I/O error with peer {peer} while {during}: {source}")]
@@ -126,25 +130,48 @@ pub struct SideInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Message {
     /// Server -> client, first: our version, a fresh random nonce, and whether we hold a token.
-    Challenge { version: u32, nonce: Nonce, token_required: bool },
+    Challenge {
+        version: u32,
+        nonce: Nonce,
+        token_required: bool,
+    },
     /// Client -> server: its version, its own nonce, and with a token the HMAC proving it.
-    Proof { version: u32, nonce: Nonce, tag: Option<[u8; AUTH_TAG_BYTES]> },
+    Proof {
+        version: u32,
+        nonce: Nonce,
+        tag: Option<[u8; AUTH_TAG_BYTES]>,
+    },
     /// Server -> client: the proof holds; with a token, the server's own HMAC in return.
-    Accepted { tag: Option<[u8; AUTH_TAG_BYTES]> },
+    Accepted {
+        tag: Option<[u8; AUTH_TAG_BYTES]>,
+    },
     Hello(Box<Hello>),
     /// Client -> server: get ready for this message size (clear buffers, post receives).
-    StartSize { size: u64 },
+    StartSize {
+        size: u64,
+    },
     /// Server -> client: ready; the client may start.
     Ready,
     /// Client -> server: done with this size; here is what I measured (JSON row) if anything.
-    SizeDone { size: u64, report: Option<serde_json::Value> },
+    SizeDone {
+        size: u64,
+        report: Option<serde_json::Value>,
+    },
     /// Server -> client: the server's view of the size: data check result and its own numbers.
-    SizeResult { size: u64, validation_error: Option<String>, report: Option<serde_json::Value> },
+    SizeResult {
+        size: u64,
+        validation_error: Option<String>,
+        report: Option<serde_json::Value>,
+    },
     /// Either side: I failed, here is why (so the peer can exit with that message, not a hang).
-    Failed { message: String },
+    Failed {
+        message: String,
+    },
     /// Client -> server: the sweep of one placement is over; both sides set up the next round's
     /// resources and swap hellos again.
-    NextPlacement { round: u32 },
+    NextPlacement {
+        round: u32,
+    },
     /// Client -> server: the sweep is over.
     Goodbye,
 }
@@ -198,7 +225,8 @@ pub fn decode_body(body: &[u8]) -> std::result::Result<Message, String> {
 pub fn decode_frame(bytes: &[u8]) -> std::result::Result<Option<(Message, usize)>, String> {
     let Some(prefix) = bytes.get(..4) else { return Ok(None) };
     let prefix: [u8; 4] = prefix.try_into().map_err(|_| "short prefix".to_string())?;
-    let len = frame_length(prefix).map_err(|len| format!("a {len}-byte message is over the limit of {MAX_MESSAGE_BYTES}"))?;
+    let len = frame_length(prefix)
+        .map_err(|len| format!("a {len}-byte message is over the limit of {MAX_MESSAGE_BYTES}"))?;
     match bytes.get(4..4 + len) {
         None => Ok(None),
         Some(body) => decode_body(body).map(|message| Some((message, 4 + len))),
@@ -227,15 +255,18 @@ pub struct Control {
 impl Control {
     /// Server side: listens on `address` and waits for one client.
     pub fn listen(address: SocketAddr) -> ExchangeResult<TcpListener> {
-        TcpListener::bind(address).map_err(|source| ExchangeError::Bind { address: address.to_string(), source })
+        TcpListener::bind(address)
+            .map_err(|source| ExchangeError::Bind { address: address.to_string(), source })
     }
 
     /// Server side: accepts the client on an already bound listener.
     pub fn accept(listener: &TcpListener, timeout: Duration) -> ExchangeResult<Control> {
         let local = listener.local_addr().map(|address| address.to_string()).unwrap_or_default();
-        let (stream, peer) = listener
-            .accept()
-            .map_err(|source| ExchangeError::Io { peer: local, during: "accepting a client".into(), source })?;
+        let (stream, peer) = listener.accept().map_err(|source| ExchangeError::Io {
+            peer: local,
+            during: "accepting a client".into(),
+            source,
+        })?;
         let mut control = Control::from_stream(stream, peer.to_string(), timeout)?;
         control.accepted = true;
         Ok(control)
@@ -246,10 +277,17 @@ impl Control {
     /// first; none coming means the client failed, and its first lane's connection says why).
     /// `client` names who is expected, for the messages.
     pub fn accept_within(
-        listener: &TcpListener, timeout: Duration, patience: Duration, client: &str,
+        listener: &TcpListener,
+        timeout: Duration,
+        patience: Duration,
+        client: &str,
         give_up: &mut dyn FnMut() -> Option<ExchangeError>,
     ) -> ExchangeResult<Control> {
-        let io_error = |source| ExchangeError::Io { peer: client.to_string(), during: "accepting the next lane".into(), source };
+        let io_error = |source| ExchangeError::Io {
+            peer: client.to_string(),
+            during: "accepting the next lane".into(),
+            source,
+        };
         listener.set_nonblocking(true).map_err(io_error)?;
         let deadline = Instant::now() + patience;
         let accepted = loop {
@@ -310,7 +348,8 @@ impl Control {
     }
 
     fn from_stream(stream: TcpStream, peer: String, timeout: Duration) -> ExchangeResult<Control> {
-        let setup = |source| ExchangeError::Io { peer: peer.clone(), during: "setting up the socket".into(), source };
+        let setup =
+            |source| ExchangeError::Io { peer: peer.clone(), during: "setting up the socket".into(), source };
         stream.set_nodelay(true).map_err(setup)?;
         stream.set_read_timeout(Some(READ_SLICE)).map_err(setup)?;
         stream.set_write_timeout(Some(timeout)).map_err(setup)?;
@@ -361,19 +400,27 @@ impl Control {
         let deadline = Instant::now() + self.timeout;
         let mut prefix = [0u8; 4];
         self.read_until(&mut prefix, deadline, during)?;
-        let len = frame_length(prefix).map_err(|len| ExchangeError::TooLarge { peer: self.peer.clone(), len })?;
+        let len =
+            frame_length(prefix).map_err(|len| ExchangeError::TooLarge { peer: self.peer.clone(), len })?;
         let mut body = vec![0u8; len];
         self.read_until(&mut body, deadline, during)?;
         match decode_body(&body) {
-            Ok(Message::Failed { message }) => Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message }),
+            Ok(Message::Failed { message }) => {
+                Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message })
+            }
             Ok(message) => Ok(message),
-            Err(detail) => Err(ExchangeError::Decode { peer: self.peer.clone(), during: during.to_string(), detail }),
+            Err(detail) => {
+                Err(ExchangeError::Decode { peer: self.peer.clone(), during: during.to_string(), detail })
+            }
         }
     }
 
     /// Receives and checks that the message is the one expected next.
     pub fn expect<T>(
-        &mut self, expected: &'static str, during: &str, pick: impl FnOnce(Message) -> Result<T, Message>,
+        &mut self,
+        expected: &'static str,
+        during: &str,
+        pick: impl FnOnce(Message) -> Result<T, Message>,
     ) -> ExchangeResult<T> {
         let message = self.receive(during)?;
         pick(message).map_err(|other| ExchangeError::Unexpected {
@@ -400,7 +447,9 @@ impl Control {
         let deadline = Instant::now() + patience;
         loop {
             match self.watch.check_peer_now() {
-                Err(gone @ (ExchangeError::Closed { .. } | ExchangeError::PeerFailed { .. })) => return Some(gone),
+                Err(gone @ (ExchangeError::Closed { .. } | ExchangeError::PeerFailed { .. })) => {
+                    return Some(gone)
+                }
                 Err(_) => return None,
                 Ok(()) => {}
             }
@@ -431,11 +480,18 @@ impl Control {
             other => Err(other),
         })?;
         if theirs.version != PROTOCOL_VERSION {
-            return Err(ExchangeError::Version { peer: self.peer.clone(), ours: PROTOCOL_VERSION, theirs: theirs.version });
+            return Err(ExchangeError::Version {
+                peer: self.peer.clone(),
+                ours: PROTOCOL_VERSION,
+                theirs: theirs.version,
+            });
         }
         let differences = parameter_differences(&ours.parameters, &theirs.parameters);
         if !differences.is_empty() {
-            return Err(ExchangeError::Mismatch { peer: self.peer.clone(), differences: differences.join("; ") });
+            return Err(ExchangeError::Mismatch {
+                peer: self.peer.clone(),
+                differences: differences.join("; "),
+            });
         }
         Ok(theirs)
     }
@@ -449,7 +505,9 @@ impl Control {
                 return Err(ExchangeError::Interrupted(signal));
             }
             match (&*self.stream).read(&mut buffer[filled..]) {
-                Ok(0) => return Err(ExchangeError::Closed { peer: self.peer.clone(), during: during.to_string() }),
+                Ok(0) => {
+                    return Err(ExchangeError::Closed { peer: self.peer.clone(), during: during.to_string() })
+                }
                 Ok(read) => filled += read,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) if matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {

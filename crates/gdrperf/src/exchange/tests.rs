@@ -83,7 +83,8 @@ fn connecting_to_nobody_times_out_with_a_clear_message() {
         listener.local_addr().unwrap().port()
     };
     let started = Instant::now();
-    let error = Control::connect("127.0.0.1", port, Duration::from_millis(500), "gdr-write-bw").err().unwrap();
+    let error =
+        Control::connect("127.0.0.1", port, Duration::from_millis(500), "gdr-write-bw").err().unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
     assert!(error.to_string().contains("cannot reach the server at 127.0.0.1"), "{error}");
 }
@@ -143,7 +144,9 @@ fn check_peer_sees_a_dead_peer_and_a_failure_without_consuming_other_messages() 
     assert_eq!(control.receive("testing").unwrap(), Message::SizeDone { size: 64, report: None });
     client.write_all(&encode(&Message::Failed { message: "out of memory".into() })).unwrap();
     std::thread::sleep(Duration::from_millis(50));
-    assert!(matches!(watch.check_peer_now(), Err(ExchangeError::PeerFailed { message, .. }) if message == "out of memory"));
+    assert!(
+        matches!(watch.check_peer_now(), Err(ExchangeError::PeerFailed { message, .. }) if message == "out of memory")
+    );
     let _ = control.receive("consuming the failure");
     drop(client);
     std::thread::sleep(Duration::from_millis(50));

@@ -92,7 +92,9 @@ impl PeerWatch {
         match received {
             0 => Err(closed()),
             length if length > 0 => match decode_frame(&window[..length as usize]) {
-                Ok(Some((Message::Failed { message }, _))) => Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message }),
+                Ok(Some((Message::Failed { message }, _))) => {
+                    Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message })
+                }
                 // Anything else is for the sweep to read when it gets there.
                 _ => Ok(()),
             },
@@ -101,7 +103,11 @@ impl PeerWatch {
                 match error.kind() {
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => Ok(()),
                     std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe => Err(closed()),
-                    _ => Err(ExchangeError::Io { peer: self.peer.clone(), during: "measuring".into(), source: error }),
+                    _ => Err(ExchangeError::Io {
+                        peer: self.peer.clone(),
+                        during: "measuring".into(),
+                        source: error,
+                    }),
                 }
             }
         }

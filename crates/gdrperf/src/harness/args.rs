@@ -47,7 +47,13 @@ pub struct CommonArgs {
     pub iters: Option<u64>,
 
     /// Run each size for this many seconds instead of a fixed number of iterations.
-    #[arg(short = 'D', long = "duration", conflicts_with = "iters", value_name = "SECONDS", allow_negative_numbers = true)]
+    #[arg(
+        short = 'D',
+        long = "duration",
+        conflicts_with = "iters",
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
     pub duration: Option<f64>,
 
     /// Number of queue pairs (connections), used round-robin.
@@ -98,7 +104,13 @@ pub struct CommonArgs {
     /// Where this side's buffers live: host (baseline), cuda (GPUDirect RDMA: the NIC reads and
     /// writes GPU memory), cuda-staged (GPU payload copied through pinned host memory). A list
     /// (host,cuda,cuda-staged) runs each in turn, on every --gpu, into one table and CSV.
-    #[arg(long = "mem", value_enum, default_value = "host", value_name = "KIND[,KIND...]", value_delimiter = ',')]
+    #[arg(
+        long = "mem",
+        value_enum,
+        default_value = "host",
+        value_name = "KIND[,KIND...]",
+        value_delimiter = ','
+    )]
     pub mem: Vec<MemoryKind>,
 
     /// GPUs for the cuda kinds: a CUDA device index, a list (0,2,3) or `all` (default 0). The
@@ -208,7 +220,8 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         Some((index, 'g' | 'G')) => (&text[..index], 1 << 30),
         _ => (text, 1),
     };
-    let value: u64 = digits.parse().map_err(|_| format!("'{text}' is not a size (examples: 4096, 64K, 1M)"))?;
+    let value: u64 =
+        digits.parse().map_err(|_| format!("'{text}' is not a size (examples: 4096, 64K, 1M)"))?;
     value.checked_mul(multiplier).ok_or_else(|| format!("'{text}' is too large"))
 }
 

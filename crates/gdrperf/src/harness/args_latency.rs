@@ -106,12 +106,20 @@ impl LatencyFilePaths {
 impl LatencyConfig {
     pub fn from_args(args: &LatencyArgs, common: &BenchConfig, test: LatencyTest) -> Result<LatencyConfig> {
         if common.qps != 1 {
-            return Err(config("-q/--qp: latency tests time one message at a time over one QP (as perftest's do); drop -q"));
+            return Err(config(
+                "-q/--qp: latency tests time one message at a time over one QP (as perftest's do); drop -q",
+            ));
         }
         let inline_size = match (args.inline_size, test.default_inline_size()) {
-            (Some(_), None) => return Err(config("-I/--inline-size does not apply to read_lat: a READ request carries no payload")),
+            (Some(_), None) => {
+                return Err(config(
+                    "-I/--inline-size does not apply to read_lat: a READ request carries no payload",
+                ))
+            }
             (Some(size), Some(_)) if size > MAX_INLINE_SIZE => {
-                return Err(config(&format!("-I/--inline-size {size} is above {MAX_INLINE_SIZE} bytes, more than NICs accept inline")))
+                return Err(config(&format!(
+                    "-I/--inline-size {size} is above {MAX_INLINE_SIZE} bytes, more than NICs accept inline"
+                )))
             }
             (Some(size), Some(_)) => size,
             (None, default) => default.unwrap_or(0),
@@ -203,16 +211,21 @@ fn config(message: &str) -> Error {
 }
 
 /// perftest's defaults for its latency tests: 2-byte messages, 1000 iterations, one outstanding.
-pub const LATENCY_DEFAULTS: TestDefaults = TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
+pub const LATENCY_DEFAULTS: TestDefaults =
+    TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
 
 /// What every latency binary builds from its command line, in one step: the common settings
 /// (with perftest's latency defaults), the latency settings, and the HDR files when asked for.
 pub fn latency_setup(
-    common: &CommonArgs, latency: &LatencyArgs, test: LatencyTest, name: &'static str,
+    common: &CommonArgs,
+    latency: &LatencyArgs,
+    test: LatencyTest,
+    name: &'static str,
 ) -> Result<(BenchConfig, LatencyConfig, Option<LatencyFiles>)> {
     let common = BenchConfig::from_args(common, LATENCY_DEFAULTS)?;
     let latency = LatencyConfig::from_args(latency, &common, test)?;
-    let files = latency.files.any().then(|| LatencyFiles::create(&latency.files, name, &common.sizes)).transpose()?;
+    let files =
+        latency.files.any().then(|| LatencyFiles::create(&latency.files, name, &common.sizes)).transpose()?;
     Ok((common, latency, files))
 }
 

@@ -79,7 +79,9 @@ pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthRepor
         StopRule::Duration(duration) => Limit::Time(duration),
     };
     run(session, plan, limit, Some(&mut meter))?;
-    meter.report().map_err(|error| Error::Config(format!("no bandwidth measured at {} bytes: {error}", plan.size)))
+    meter
+        .report()
+        .map_err(|error| Error::Config(format!("no bandwidth measured at {} bytes: {error}", plan.size)))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -102,7 +104,11 @@ struct Progress {
 /// returns how many finished copies wait to be posted. Every message is copied: staging is
 /// measured at its true cost, not once per size.
 fn stage_ahead(
-    stager: &mut dyn Stager, pending: &mut VecDeque<CopyId>, state: &mut Progress, size: usize, target: Option<u64>,
+    stager: &mut dyn Stager,
+    pending: &mut VecDeque<CopyId>,
+    state: &mut Progress,
+    size: usize,
+    target: Option<u64>,
     window: u64,
 ) -> Result<u64> {
     let limit = target.unwrap_or(u64::MAX);
@@ -120,7 +126,12 @@ fn stage_ahead(
     Ok(state.copies_ready)
 }
 
-fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option<&mut BandwidthMeter>) -> Result<()> {
+fn run(
+    session: &mut Session,
+    plan: &StreamPlan,
+    limit: Limit,
+    mut meter: Option<&mut BandwidthMeter>,
+) -> Result<()> {
     let queue_count = session.local.queue_pairs.len();
     let mut progress = vec![Progress::default(); queue_count];
     let mut pending_copies: Vec<VecDeque<CopyId>> = vec![VecDeque::new(); queue_count];
@@ -164,9 +175,20 @@ fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option
                 let count = match staged {
                     None => count,
                     Some(stager) => {
-                        let ready = stage_ahead(stager, &mut pending_copies[index], state, plan.size, target, tx_depth)?;
+                        let ready = stage_ahead(
+                            stager,
+                            &mut pending_copies[index],
+                            state,
+                            plan.size,
+                            target,
+                            tx_depth,
+                        )?;
                         let usable = count.min(ready);
-                        if target.is_none() { usable - usable % cq_mod } else { usable }
+                        if target.is_none() {
+                            usable - usable % cq_mod
+                        } else {
+                            usable
+                        }
                     }
                 };
                 if count == 0 {
@@ -179,8 +201,12 @@ fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option
                         rkey: remotes[index].rkey,
                         immediate: index as u32,
                     },
-                    StreamOperation::Write => Operation::Write { remote_address: remotes[index].address, rkey: remotes[index].rkey },
-                    StreamOperation::Read => Operation::Read { remote_address: remotes[index].address, rkey: remotes[index].rkey },
+                    StreamOperation::Write => {
+                        Operation::Write { remote_address: remotes[index].address, rkey: remotes[index].rkey }
+                    }
+                    StreamOperation::Read => {
+                        Operation::Read { remote_address: remotes[index].address, rkey: remotes[index].rkey }
+                    }
                 };
                 let local = locals[index];
                 queue_pair.post_send((1..=count).map(|offset| {
@@ -211,7 +237,9 @@ fn run(session: &mut Session, plan: &StreamPlan, limit: Limit, mut meter: Option
             }
             let index = (completion.wr_id >> SEQUENCE_BITS) as usize;
             let sequence = completion.wr_id & ((1 << SEQUENCE_BITS) - 1);
-            let state = progress.get_mut(index).filter(|state| sequence > state.completed && sequence <= state.posted);
+            let state = progress
+                .get_mut(index)
+                .filter(|state| sequence > state.completed && sequence <= state.posted);
             let (Some(state), true) = (state, completion.opcode == plan.operation.expected_opcode()) else {
                 return Err(Error::UnexpectedCompletion {
                     wr_id: completion.wr_id,

@@ -86,17 +86,41 @@ impl BenchBuffer {
             let dmabuf = memory.export_dmabuf()?;
             // SAFETY: the dma-buf and the GPU allocation move into `storage` with the region.
             let region = unsafe {
-                MemoryRegion::register_dmabuf(pd, dmabuf.raw_fd(), dmabuf.offset(), dmabuf.iova(), dmabuf.len(), &format!("{what} via dma-buf"))?
+                MemoryRegion::register_dmabuf(
+                    pd,
+                    dmabuf.raw_fd(),
+                    dmabuf.offset(),
+                    dmabuf.iova(),
+                    dmabuf.len(),
+                    &format!("{what} via dma-buf"),
+                )?
             };
-            return Ok(BenchBuffer { storage: Storage::Gpu { memory, path: RegisteredPath::DmaBuf, _dmabuf: Some(dmabuf) }, region });
+            return Ok(BenchBuffer {
+                storage: Storage::Gpu { memory, path: RegisteredPath::DmaBuf, _dmabuf: Some(dmabuf) },
+                region,
+            });
         }
         // SAFETY: the allocation moves into `storage` and outlives the region.
-        let region = unsafe { MemoryRegion::register(pd, memory.device_ptr(), memory.len(), &format!("{what} via nvidia-peermem"))? };
-        Ok(BenchBuffer { storage: Storage::Gpu { memory, path: RegisteredPath::PeerMem, _dmabuf: None }, region })
+        let region = unsafe {
+            MemoryRegion::register(
+                pd,
+                memory.device_ptr(),
+                memory.len(),
+                &format!("{what} via nvidia-peermem"),
+            )?
+        };
+        Ok(BenchBuffer {
+            storage: Storage::Gpu { memory, path: RegisteredPath::PeerMem, _dmabuf: None },
+            region,
+        })
     }
 
     /// Registers the bounce buffer of `stager`; the payload behind it is reached by copies only.
-    pub fn staged(pd: &Arc<ProtectionDomain>, stager: Box<dyn Stager>, kind: &'static str) -> Result<BenchBuffer> {
+    pub fn staged(
+        pd: &Arc<ProtectionDomain>,
+        stager: Box<dyn Stager>,
+        kind: &'static str,
+    ) -> Result<BenchBuffer> {
         let (address, len) = stager.bounce();
         // SAFETY: the bounce buffer belongs to `stager`, which moves into `storage` with the region.
         let region = unsafe { MemoryRegion::register(pd, address, len, "staging bounce buffer")? };
@@ -186,7 +210,9 @@ impl BenchBuffer {
         match &mut self.storage {
             Storage::Host(memory) => memory.as_mut_slice()[range].fill(0),
             Storage::Gpu { memory, .. } => memory.write(range.start, &vec![0u8; range.len()])?,
-            Storage::Staged { stager, .. } => stager.write_payload_at(range.start, &vec![0u8; range.len()])?,
+            Storage::Staged { stager, .. } => {
+                stager.write_payload_at(range.start, &vec![0u8; range.len()])?
+            }
         }
         Ok(())
     }
@@ -231,7 +257,11 @@ pub fn check_received(buffers: &mut [BenchBuffer], size: usize, len: usize) -> R
 }
 
 /// [`check_received`] over `range` of each buffer (the pattern starts at `range.start`).
-pub fn check_received_at(buffers: &mut [BenchBuffer], size: usize, range: Range<usize>) -> Result<Option<String>> {
+pub fn check_received_at(
+    buffers: &mut [BenchBuffer],
+    size: usize,
+    range: Range<usize>,
+) -> Result<Option<String>> {
     for (index, buffer) in buffers.iter_mut().enumerate() {
         if let Some(mismatch) = buffer.check_pattern_at(range.clone(), pattern_seed(size, index))? {
             return Ok(Some(format!(

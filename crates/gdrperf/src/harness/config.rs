@@ -13,10 +13,10 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::exchange::Token;
-use crate::harness::placement::on_gpu;
 use crate::harness::args::{BandwidthArgs, CommonArgs, GdrPath, MemoryKind};
-use gdrperf_cuda::GpuSelection;
+use crate::harness::placement::on_gpu;
 use crate::verbs::Mtu;
+use gdrperf_cuda::GpuSelection;
 
 /// Which end of the connection this process is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +106,9 @@ impl BenchConfig {
             (Some(host), false) => Role::Client { host: host.clone() },
             (None, true) => Role::Loopback,
             (None, false) => Role::Server,
-            (Some(_), true) => return Err(config("--loopback runs both ends here: drop HOST, or drop --loopback")),
+            (Some(_), true) => {
+                return Err(config("--loopback runs both ends here: drop HOST, or drop --loopback"))
+            }
         };
         if args.ib_port == 0 {
             return Err(config("-i/--ib-port counts from 1"));
@@ -139,7 +141,8 @@ impl BenchConfig {
         let mtu = match args.mtu {
             None => None,
             Some(bytes) => Some(
-                Mtu::from_bytes(bytes).ok_or_else(|| config("-m/--mtu must be one of 256, 512, 1024, 2048, 4096"))?,
+                Mtu::from_bytes(bytes)
+                    .ok_or_else(|| config("-m/--mtu must be one of 256, 512, 1024, 2048, 4096"))?,
             ),
         };
         if args.timeout == 0 {
@@ -147,7 +150,9 @@ impl BenchConfig {
         }
         let bind = match &args.bind {
             None => None,
-            Some(_) if role != Role::Server => return Err(config("--bind applies to the server (no HOST, no --loopback)")),
+            Some(_) if role != Role::Server => {
+                return Err(config("--bind applies to the server (no HOST, no --loopback)"))
+            }
             Some(text) => Some(text.parse::<IpAddr>().map_err(|_| {
                 config(&format!("--bind {text}: not an IP address (examples: 10.0.0.1, 0.0.0.0, ::)"))
             })?),
@@ -175,7 +180,11 @@ impl BenchConfig {
             qps: args.qps,
             tx_depth,
             mtu,
-            unit: if args.report_gbits { BandwidthUnit::GigabitsPerSecond } else { BandwidthUnit::MebibytesPerSecond },
+            unit: if args.report_gbits {
+                BandwidthUnit::GigabitsPerSecond
+            } else {
+                BandwidthUnit::MebibytesPerSecond
+            },
             validate: args.validate,
             csv: args.csv.clone(),
             json: args.json.clone(),
@@ -183,7 +192,10 @@ impl BenchConfig {
             memory,
             bind,
             token,
-            acceptance: Acceptance { min_bw: args.min_bw, max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)) },
+            acceptance: Acceptance {
+                min_bw: args.min_bw,
+                max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)),
+            },
             argv: std::env::args().collect(),
         })
     }
@@ -222,10 +234,18 @@ pub struct Acceptance {
 impl Acceptance {
     /// Makes the thresholds absolute for a port whose kernel-reported rate is `port_rate`
     /// ("100 Gb/sec (4X EDR)"); `bidirectional` rows sum two directions.
-    pub fn resolve(&self, port_rate: Option<&str>, bidirectional: bool) -> Result<gdrperf_report::Thresholds> {
+    pub fn resolve(
+        &self,
+        port_rate: Option<&str>,
+        bidirectional: bool,
+    ) -> Result<gdrperf_report::Thresholds> {
         let min_bw = match &self.min_bw {
             None => None,
-            Some(threshold) => Some(threshold.resolve(port_rate, bidirectional).map_err(|error| config(&format!("--min-bw: {error}")))?),
+            Some(threshold) => Some(
+                threshold
+                    .resolve(port_rate, bidirectional)
+                    .map_err(|error| config(&format!("--min-bw: {error}")))?,
+            ),
         };
         Ok(gdrperf_report::Thresholds { min_bw, max_lat: self.max_lat })
     }
@@ -245,15 +265,20 @@ pub struct MemoryConfig {
 impl MemoryConfig {
     fn from_args(args: &CommonArgs) -> Result<MemoryConfig> {
         let gpu = match (&args.gpu, &args.gpu_bus_id) {
-            (Some(text), _) => GpuSelection::parse(text).map_err(|error| config(&format!("--gpu {text}: {error}")))?,
-            (None, Some(text)) => GpuSelection::parse_bus_id(text).map_err(|error| config(&format!("--gpu-bus-id {text}: {error}")))?,
+            (Some(text), _) => {
+                GpuSelection::parse(text).map_err(|error| config(&format!("--gpu {text}: {error}")))?
+            }
+            (None, Some(text)) => GpuSelection::parse_bus_id(text)
+                .map_err(|error| config(&format!("--gpu-bus-id {text}: {error}")))?,
             (None, None) => GpuSelection::Indices(vec![0]),
         };
         let kinds = args.mem.clone();
         if kinds.is_empty() {
             return Err(config("--mem needs a kind: host, cuda or cuda-staged"));
         }
-        if let Some(twice) = kinds.iter().enumerate().find(|(at, kind)| kinds[..*at].contains(kind)).map(|(_, kind)| kind) {
+        if let Some(twice) =
+            kinds.iter().enumerate().find(|(at, kind)| kinds[..*at].contains(kind)).map(|(_, kind)| kind)
+        {
             return Err(config(&format!("--mem lists {} twice", twice.label())));
         }
         let gpu_given = args.gpu.is_some() || args.gpu_bus_id.is_some();
@@ -262,7 +287,9 @@ impl MemoryConfig {
             return Err(config("--gpu, --gpu-bus-id and --gdr apply to GPU memory: add --mem cuda"));
         }
         if !kinds.contains(&MemoryKind::Cuda) && args.gdr != GdrPath::Auto {
-            return Err(config("--gdr does not apply to cuda-staged: the NIC only touches pinned host memory there"));
+            return Err(config(
+                "--gdr does not apply to cuda-staged: the NIC only touches pinned host memory there",
+            ));
         }
         Ok(MemoryConfig { kinds, gpu, gdr: args.gdr })
     }
@@ -271,7 +298,9 @@ impl MemoryConfig {
 /// `-d` entries: names, or `auto`; empty names (`-d a,,b`) are a typo.
 fn check_devices(devices: &[String]) -> Result<Vec<String>> {
     if devices.iter().any(|device| device.trim().is_empty()) {
-        return Err(config("-d/--ib-dev has an empty entry: give device names separated by commas (mlx5_0,mlx5_1)"));
+        return Err(config(
+            "-d/--ib-dev has an empty entry: give device names separated by commas (mlx5_0,mlx5_1)",
+        ));
     }
     Ok(devices.iter().map(|device| device.trim().to_string()).collect())
 }
@@ -298,7 +327,10 @@ impl BandwidthConfig {
     pub fn header(&self) -> Vec<(String, String)> {
         vec![
             ("CQ moderation".into(), self.cq_mod.to_string()),
-            ("Direction".into(), if self.bidirectional { "bidirectional" } else { "client -> server" }.into()),
+            (
+                "Direction".into(),
+                if self.bidirectional { "bidirectional" } else { "client -> server" }.into(),
+            ),
         ]
     }
 
@@ -316,7 +348,9 @@ impl BandwidthConfig {
             Some(cq_mod) => cq_mod,
         };
         if args.concurrent && common.memory.kinds.len() > 1 {
-            return Err(config("--concurrent runs the GPUs (or devices) of one --mem kind at once: give one kind"));
+            return Err(config(
+                "--concurrent runs the GPUs (or devices) of one --mem kind at once: give one kind",
+            ));
         }
         Ok(BandwidthConfig { cq_mod, bidirectional: args.bidirectional, concurrent: args.concurrent })
     }
@@ -327,7 +361,9 @@ fn check_size(size: u64) -> Result<usize> {
         return Err(config("-s/--size must be at least 1 byte"));
     }
     if size > MAX_MESSAGE_SIZE {
-        return Err(config(&format!("-s/--size {size} is above the largest supported message ({MAX_MESSAGE_SIZE} bytes)")));
+        return Err(config(&format!(
+            "-s/--size {size} is above the largest supported message ({MAX_MESSAGE_SIZE} bytes)"
+        )));
     }
     Ok(size as usize)
 }

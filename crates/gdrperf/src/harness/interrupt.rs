@@ -39,7 +39,9 @@ impl StopSignal {
     }
 
     fn from_number(number: usize) -> Option<StopSignal> {
-        [StopSignal::Interrupt, StopSignal::Terminate].into_iter().find(|signal| signal.number() as usize == number)
+        [StopSignal::Interrupt, StopSignal::Terminate]
+            .into_iter()
+            .find(|signal| signal.number() as usize == number)
     }
 
     /// "SIGINT", "SIGTERM".
@@ -78,7 +80,8 @@ impl StopFlag {
 
     /// Asks for a stop as if `signal` had arrived (tests, and callers embedding the harness).
     pub fn request(&self, signal: StopSignal) {
-        let _ = self.signal.compare_exchange(0, signal.number() as usize, Ordering::Relaxed, Ordering::Relaxed);
+        let _ =
+            self.signal.compare_exchange(0, signal.number() as usize, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
@@ -150,7 +153,11 @@ pub struct Interruption {
 
 impl std::fmt::Display for Interruption {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(formatter, "stopped by {} at {}, {} of {} sizes finished", self.signal, self.at, self.finished, self.total)
+        write!(
+            formatter,
+            "stopped by {} at {}, {} of {} sizes finished",
+            self.signal, self.at, self.finished, self.total
+        )
     }
 }
 
@@ -158,12 +165,22 @@ impl std::fmt::Display for Interruption {
 /// the operator pulled the plug, what failed next is a consequence): `Ok(Some(..))`. Any other
 /// error comes back naming the size and the peer. In the last two cases the peer is told why,
 /// so that it exits with our reason instead of finding out by timeout.
-pub fn conclude(session: &mut Session, result: Result<()>, position: &SweepPosition, side: &str) -> Result<Option<Interruption>> {
+pub fn conclude(
+    session: &mut Session,
+    result: Result<()>,
+    position: &SweepPosition,
+    side: &str,
+) -> Result<Option<Interruption>> {
     let complete = position.finished == position.total;
     match (result, session.control.stop_requested()) {
         (Ok(()), _) if complete => Ok(None),
         (_, Some(signal)) => {
-            let stop = Interruption { signal, at: position.describe(), finished: position.finished, total: position.total };
+            let stop = Interruption {
+                signal,
+                at: position.describe(),
+                finished: position.finished,
+                total: position.total,
+            };
             session.control.report_failure(&format!("the {side} was {stop}"));
             Ok(Some(stop))
         }
@@ -191,10 +208,12 @@ fn blame_a_dead_peer(session: &Session, error: Error) -> Error {
     let consequence_of_death = matches!(error, Error::Completion { .. } | Error::Stalled { .. });
     let patience = std::time::Duration::from_millis(if consequence_of_death { 500 } else { 200 });
     match session.control.peer_gone(patience) {
-        Some(ExchangeError::Closed { peer, .. }) if consequence_of_death => Error::Exchange(ExchangeError::Closed {
-            peer,
-            during: format!("measuring (its process ended?); the error that followed here: {error}"),
-        }),
+        Some(ExchangeError::Closed { peer, .. }) if consequence_of_death => {
+            Error::Exchange(ExchangeError::Closed {
+                peer,
+                during: format!("measuring (its process ended?); the error that followed here: {error}"),
+            })
+        }
         Some(ExchangeError::PeerFailed { peer, message }) => Error::Exchange(ExchangeError::PeerFailed {
             peer,
             message: format!("{message}; the error that followed here: {error}"),
@@ -223,7 +242,12 @@ mod tests {
         position.finish();
         assert_eq!(position.describe(), "the size after 2 bytes");
         position.start(4);
-        let stop = Interruption { signal: StopSignal::Interrupt, at: position.describe(), finished: position.finished, total: 3 };
+        let stop = Interruption {
+            signal: StopSignal::Interrupt,
+            at: position.describe(),
+            finished: position.finished,
+            total: 3,
+        };
         assert_eq!(stop.to_string(), "stopped by SIGINT at 4 bytes, 1 of 3 sizes finished");
     }
 
@@ -266,7 +290,12 @@ mod tests {
         }
         let started = std::time::Instant::now();
         let child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "harness::interrupt::tests::a_second_signal_ends_the_process_at_once", "--test-threads", "1"])
+            .args([
+                "--exact",
+                "harness::interrupt::tests::a_second_signal_ends_the_process_at_once",
+                "--test-threads",
+                "1",
+            ])
             .env(CHILD, "1")
             .output()
             .unwrap();

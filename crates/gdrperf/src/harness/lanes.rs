@@ -25,15 +25,20 @@ use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition}
 use crate::harness::placement::{placement_for, Placement};
 use crate::harness::session::Session;
 use crate::harness::sweep::{
-    self, agree_on_count, create_local, finish_outputs, greeting, lead_size, metadata, progress_bar, row_context, write_and_judge,
-    Benchmark, RunOutcome,
+    self, agree_on_count, create_local, finish_outputs, greeting, lead_size, metadata, progress_bar,
+    row_context, write_and_judge, Benchmark, RunOutcome,
 };
 use crate::output::Outputs;
 
 /// The server's side of a concurrent run: accepts the remaining lanes (the first one is
 /// `first`), then serves each on its own thread.
 pub(crate) fn serve<B: Benchmark>(
-    config: &BenchConfig, benchmark: &B, placements: &[Placement], listener: TcpListener, mut first: Session, stop: &StopFlag,
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    listener: TcpListener,
+    mut first: Session,
+    stop: &StopFlag,
 ) -> Result<RunOutcome> {
     let lanes = agree_on_count(&mut first, placements)?;
     let client_host = peer_host(first.control.peer()).to_string();
@@ -65,7 +70,12 @@ pub(crate) fn serve<B: Benchmark>(
 }
 
 fn accept_lane<B: Benchmark>(
-    config: &BenchConfig, benchmark: &B, placements: &[Placement], listener: &TcpListener, lane: usize, client_host: &str,
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    listener: &TcpListener,
+    lane: usize,
+    client_host: &str,
     first: &Session,
 ) -> Result<Session> {
     let local = create_local(config, benchmark, placement_for(placements, lane))?;
@@ -73,8 +83,15 @@ fn accept_lane<B: Benchmark>(
     // says so there (or hangs up), and the server ends with its reason at once.
     let client = format!("the client {}", first.control.peer());
     let mut give_up = || first.control.peer_gone(std::time::Duration::ZERO);
-    let accepted = crate::exchange::Control::accept_within(listener, config.timeout, config.timeout, &client, &mut give_up)?;
-    let mut session = Session::connect_on(config, local, Some(accepted), &greeting(benchmark, placements, lane as u32))?;
+    let accepted = crate::exchange::Control::accept_within(
+        listener,
+        config.timeout,
+        config.timeout,
+        &client,
+        &mut give_up,
+    )?;
+    let mut session =
+        Session::connect_on(config, local, Some(accepted), &greeting(benchmark, placements, lane as u32))?;
     let (host, number) = (peer_host(session.control.peer()).to_string(), session.peer.lane as usize);
     let wrong = if host != client_host {
         Some(format!("lane {lane} came from {host}, lane 0 from {client_host}: one client per run"))
@@ -120,7 +137,11 @@ struct LaneReport<R> {
 /// The client's side: connects every lane, runs them on threads, writes their rows and the
 /// aggregate row of each size as it completes.
 pub(crate) fn drive<B: Benchmark>(
-    config: &BenchConfig, benchmark: &B, placements: &[Placement], mut outputs: Outputs<B::Row>, stop: &StopFlag,
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    mut outputs: Outputs<B::Row>,
+    stop: &StopFlag,
 ) -> Result<RunOutcome> {
     let mut sessions = vec![connect_lane(config, benchmark, placements, 0)?];
     let lanes = agree_on_count(&mut sessions[0], placements)?;
@@ -134,10 +155,15 @@ pub(crate) fn drive<B: Benchmark>(
     run_metadata["lanes"] = serde_json::Value::Array(sessions.iter().map(lane_metadata).collect());
     if let Some(header) = run_metadata["header"].as_array_mut() {
         let lanes: Vec<String> = sessions.iter().map(lane_description).collect();
-        header.insert(0, serde_json::json!(["Lanes", format!("{} at once: {}", sessions.len(), lanes.join("; "))]));
+        header.insert(
+            0,
+            serde_json::json!(["Lanes", format!("{} at once: {}", sessions.len(), lanes.join("; "))]),
+        );
     }
     outputs.start(&run_metadata)?;
-    let thresholds = config.acceptance.resolve(sessions[0].local.port.rate.as_deref(), benchmark.sums_both_directions())?;
+    let thresholds = config
+        .acceptance
+        .resolve(sessions[0].local.port.rate.as_deref(), benchmark.sums_both_directions())?;
     for session in &mut sessions {
         session.control.set_stop_flag(stop.clone());
     }
@@ -171,7 +197,11 @@ pub(crate) fn drive<B: Benchmark>(
         for report in receiver {
             if !report.failures.is_empty() {
                 let size = config.sizes[report.size_index];
-                outcome.validation_failures.push(format!("{size} bytes, lane {}: {}", report.lane, report.failures.join("; ")));
+                outcome.validation_failures.push(format!(
+                    "{size} bytes, lane {}: {}",
+                    report.lane,
+                    report.failures.join("; ")
+                ));
             }
             let rows = pending.entry(report.size_index).or_insert_with(|| (0..lanes).map(|_| None).collect());
             rows[report.lane] = report.row;
@@ -200,14 +230,23 @@ pub(crate) fn drive<B: Benchmark>(
     finish_outputs(&mut outputs, outcome, concluded)
 }
 
-fn connect_lane<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], lane: usize) -> Result<Session> {
+fn connect_lane<B: Benchmark>(
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    lane: usize,
+) -> Result<Session> {
     let local = create_local(config, benchmark, placement_for(placements, lane))?;
     Session::connect(config, local, None, &greeting(benchmark, placements, lane as u32))
 }
 
 /// One client lane's sweep; its rows go to the main thread through `reports`.
 fn run_lane<B: Benchmark>(
-    config: &BenchConfig, benchmark: &B, mut session: Session, lane: usize, barrier: &LaneBarrier,
+    config: &BenchConfig,
+    benchmark: &B,
+    mut session: Session,
+    lane: usize,
+    barrier: &LaneBarrier,
     reports: &mpsc::Sender<LaneReport<B::Row>>,
 ) -> Result<Option<Interruption>> {
     let mut context = row_context::<B>(config, &session);
@@ -237,8 +276,19 @@ fn run_lane<B: Benchmark>(
 }
 
 fn lane_description(session: &Session) -> String {
-    let local = session.local.buffers.first().and_then(|buffer| buffer.gpu_description()).unwrap_or_else(|| "host".into());
-    format!("{} {} <-> {} {}", session.local.device.name(), local, session.peer.side.device, session.peer.side.memory)
+    let local = session
+        .local
+        .buffers
+        .first()
+        .and_then(|buffer| buffer.gpu_description())
+        .unwrap_or_else(|| "host".into());
+    format!(
+        "{} {} <-> {} {}",
+        session.local.device.name(),
+        local,
+        session.peer.side.device,
+        session.peer.side.memory
+    )
 }
 
 fn lane_metadata(session: &Session) -> serde_json::Value {

@@ -31,7 +31,10 @@ pub use sweep::{run, Benchmark, RunOutcome};
 /// finished before are in the result files).
 pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::ExitCode {
     let program = std::env::args().next().map(|path| {
-        std::path::Path::new(&path).file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or(path)
+        std::path::Path::new(&path)
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or(path)
     });
     let program = program.unwrap_or_else(|| "gdrperf".into());
     match body() {
@@ -47,7 +50,10 @@ pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::E
                 eprintln!("{program}: FAIL: data check failed at {failure}");
             }
             if !outcome.threshold_failures.is_empty() {
-                eprintln!("{program}: FAIL: {} size(s) missed the acceptance thresholds", outcome.threshold_failures.len());
+                eprintln!(
+                    "{program}: FAIL: {} size(s) missed the acceptance thresholds",
+                    outcome.threshold_failures.len()
+                );
             }
             std::process::ExitCode::from(1)
         }

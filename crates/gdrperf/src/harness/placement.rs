@@ -82,7 +82,12 @@ pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> R
     for &kind in &memory.kinds {
         if on_gpu(kind) {
             for (position, &gpu) in gpus.iter().enumerate() {
-                placements.push(Placement { kind, gpu: Some(gpu), device: device_for_gpu(position)?, near_gpu: Some(gpu) });
+                placements.push(Placement {
+                    kind,
+                    gpu: Some(gpu),
+                    device: device_for_gpu(position)?,
+                    near_gpu: Some(gpu),
+                });
             }
         } else if devices.is_empty() {
             placements.push(Placement { kind, gpu: None, device: None, near_gpu: None });
@@ -162,11 +167,15 @@ mod tests {
     #[test]
     fn host_memory_runs_once_per_listed_device_and_refuses_auto() {
         let host = memory(&[MemoryKind::Host]);
-        assert_eq!(labels(&plan_with(&host, &["rxe0".into(), "rxe1".into()], &[]).unwrap()), ["host@rxe0", "host@rxe1"]);
+        assert_eq!(
+            labels(&plan_with(&host, &["rxe0".into(), "rxe1".into()], &[]).unwrap()),
+            ["host@rxe0", "host@rxe1"]
+        );
         let error = plan_with(&host, &["auto".into()], &[]).unwrap_err().to_string();
         assert!(error.contains("nearest to a GPU"), "{error}");
         // Beside GPU kinds, host memory takes the NIC nearest to the first GPU.
-        let modes = plan_with(&memory(&[MemoryKind::Host, MemoryKind::Cuda]), &["auto".into()], &[3, 1]).unwrap();
+        let modes =
+            plan_with(&memory(&[MemoryKind::Host, MemoryKind::Cuda]), &["auto".into()], &[3, 1]).unwrap();
         assert_eq!(labels(&modes), ["host@auto", "cuda:3@auto", "cuda:1@auto"]);
         let near: Vec<Option<usize>> = modes.iter().map(|placement| placement.near_gpu).collect();
         assert_eq!(near, [Some(3), Some(3), Some(1)]);

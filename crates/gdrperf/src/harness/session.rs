@@ -12,12 +12,15 @@ use sideway::ibverbs::protection_domain::ProtectionDomain;
 
 use crate::error::{Error, Result};
 use crate::exchange::{Control, Hello, SideInfo, PROTOCOL_VERSION};
-use crate::harness::buffers::BenchBuffer;
-use crate::harness::staging::{CudaStager, HostStager};
 use crate::harness::args::MemoryKind;
+use crate::harness::buffers::BenchBuffer;
 use crate::harness::config::{BenchConfig, Role};
 use crate::harness::placement::Placement;
-use crate::verbs::{CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair, RemoteBuffer};
+use crate::harness::staging::{CudaStager, HostStager};
+use crate::verbs::{
+    CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair,
+    RemoteBuffer,
+};
 
 /// Which end of the connection a [`Session`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +45,12 @@ impl LocalResources {
     ///
     /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
     /// being set up, and its message says more than a later registration failure would.
-    pub fn create(config: &BenchConfig, placement: &Placement, sizes: QueuePairSizes, buffer_len: usize) -> Result<LocalResources> {
+    pub fn create(
+        config: &BenchConfig,
+        placement: &Placement,
+        sizes: QueuePairSizes,
+        buffer_len: usize,
+    ) -> Result<LocalResources> {
         let gpu = open_gpu(placement)?;
         let device_name = match placement.device.as_deref() {
             Some("auto") => Some(nearest_nic(placement.near_gpu)?),
@@ -60,11 +68,19 @@ impl LocalResources {
         for _ in 0..config.qps {
             queue_pairs.push(RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?);
             buffers.push(match (placement.kind, &gpu) {
-                (MemoryKind::Cuda, Some(gpu)) => BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr)?,
-                (MemoryKind::CudaStaged, Some(gpu)) => {
-                    BenchBuffer::staged(&protection_domain, Box::new(CudaStager::new(gpu, buffer_len, buffer_len)?), "cuda-staged")?
+                (MemoryKind::Cuda, Some(gpu)) => {
+                    BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr)?
                 }
-                (MemoryKind::HostStaged, _) => BenchBuffer::staged(&protection_domain, Box::new(HostStager::new(buffer_len)?), "host-staged")?,
+                (MemoryKind::CudaStaged, Some(gpu)) => BenchBuffer::staged(
+                    &protection_domain,
+                    Box::new(CudaStager::new(gpu, buffer_len, buffer_len)?),
+                    "cuda-staged",
+                )?,
+                (MemoryKind::HostStaged, _) => BenchBuffer::staged(
+                    &protection_domain,
+                    Box::new(HostStager::new(buffer_len)?),
+                    "host-staged",
+                )?,
                 _ => BenchBuffer::host(&protection_domain, buffer_len)?,
             });
         }
@@ -89,7 +105,11 @@ impl LocalResources {
                 memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or("host").to_string(),
                 gpu: self.buffers.first().and_then(BenchBuffer::gpu_description),
             },
-            endpoints: self.queue_pairs.iter().map(|queue_pair| queue_pair.endpoint(self.port.lid, self.gid)).collect(),
+            endpoints: self
+                .queue_pairs
+                .iter()
+                .map(|queue_pair| queue_pair.endpoint(self.port.lid, self.gid))
+                .collect(),
             buffers: self.buffers.iter().map(|buffer| buffer.region().remote()).collect(),
             placements: greeting.placements.clone(),
             lane: greeting.lane,
@@ -120,14 +140,18 @@ fn open_gpu(placement: &Placement) -> Result<Option<gdrperf_cuda::Gpu>> {
 /// `--ib-dev auto`: the RDMA device closest to GPU `near_gpu` on PCIe, as `gdrperf doctor`
 /// recommends it (same switch first; GPUs and NICs paired 1:1 on a DGX-like node).
 fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
-    let index = near_gpu.ok_or_else(|| Error::Config("-d/--ib-dev auto picks the NIC nearest to the GPU: add --mem cuda (and --gpu)".into()))?;
+    let index = near_gpu.ok_or_else(|| {
+        Error::Config("-d/--ib-dev auto picks the NIC nearest to the GPU: add --mem cuda (and --gpu)".into())
+    })?;
     let bus_id = gdrperf_cuda::Cuda::load()?.gpu_info(index)?.bus_id.to_string();
     match gdrperf_doctor::recommend_nic(std::path::Path::new("/"), &bus_id) {
         Ok(Some(name)) => {
             eprintln!("--ib-dev auto: {name} is the RDMA device nearest to GPU {index} ({bus_id})");
             Ok(name)
         }
-        Ok(None) => Err(Error::NoDevice { detail: "--ib-dev auto found no RDMA device in /sys/class/infiniband".into() }),
+        Ok(None) => Err(Error::NoDevice {
+            detail: "--ib-dev auto found no RDMA device in /sys/class/infiniband".into(),
+        }),
         Err(error) => Err(Error::Config(format!("--ib-dev auto: {error}"))),
     }
 }
@@ -150,7 +174,12 @@ pub struct Session {
 impl Session {
     /// Waits for the peer (server: on `listener`; client: connects), exchanges hellos, connects
     /// every QP. On failure after the control channel exists, the peer is told why.
-    pub fn connect(config: &BenchConfig, local: LocalResources, listener: Option<&TcpListener>, greeting: &Greeting) -> Result<Session> {
+    pub fn connect(
+        config: &BenchConfig,
+        local: LocalResources,
+        listener: Option<&TcpListener>,
+        greeting: &Greeting,
+    ) -> Result<Session> {
         let control = match (&config.role, listener) {
             (_, Some(listener)) => Some(Control::accept(listener, config.timeout)?),
             _ => None,
@@ -160,14 +189,27 @@ impl Session {
 
     /// [`Session::connect`] with the server's connection already accepted (`accepted`), or
     /// `None` for a client, which connects here.
-    pub fn connect_on(config: &BenchConfig, local: LocalResources, accepted: Option<Control>, greeting: &Greeting) -> Result<Session> {
+    pub fn connect_on(
+        config: &BenchConfig,
+        local: LocalResources,
+        accepted: Option<Control>,
+        greeting: &Greeting,
+    ) -> Result<Session> {
         let test = greeting.test;
         let (side, mut control) = match (&config.role, accepted) {
             (_, Some(control)) => (Side::Server, control),
-            (Role::Client { host }, None) => {
-                (Side::Client, Control::connect(host, config.tcp_port, config.timeout, &format!("gdr-{}", test.replace('_', "-")))?)
+            (Role::Client { host }, None) => (
+                Side::Client,
+                Control::connect(
+                    host,
+                    config.tcp_port,
+                    config.timeout,
+                    &format!("gdr-{}", test.replace('_', "-")),
+                )?,
+            ),
+            (Role::Loopback, None) => {
+                (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?)
             }
-            (Role::Loopback, None) => (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?),
             (Role::Server, None) => return Err(Error::Config("a server needs a listening socket".into())),
         };
         let ours = local.hello(config, greeting);
@@ -187,7 +229,12 @@ impl Session {
     /// The next round of a run over several placements: this side's new resources replace the
     /// old ones (QPs and buffers are made anew; an RC QP connects once), the hellos are swapped
     /// again on the same, already authenticated, control channel, and the new QPs connected.
-    pub fn replace_resources(&mut self, config: &BenchConfig, local: LocalResources, greeting: &Greeting) -> Result<()> {
+    pub fn replace_resources(
+        &mut self,
+        config: &BenchConfig,
+        local: LocalResources,
+        greeting: &Greeting,
+    ) -> Result<()> {
         let ours = local.hello(config, greeting);
         let peer = self.control.swap_hellos(&ours)?;
         let (local, peer, mtu) = Session::connect_queue_pairs(config, local, peer)?;
@@ -220,7 +267,11 @@ impl Session {
         }
     }
 
-    fn connect_queue_pairs(config: &BenchConfig, mut local: LocalResources, peer: Hello) -> Result<(LocalResources, Hello, Mtu)> {
+    fn connect_queue_pairs(
+        config: &BenchConfig,
+        mut local: LocalResources,
+        peer: Hello,
+    ) -> Result<(LocalResources, Hello, Mtu)> {
         if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
             return Err(Error::Config(format!(
                 "peer offered {} QPs and {} buffers, we have {} QPs",
@@ -232,7 +283,8 @@ impl Session {
         let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
         let mtu = config.mtu.unwrap_or(local.port.active_mtu.min(peer_mtu));
         let read_depth = 16;
-        let path = PathSettings { port: local.port.number, mtu, local_gid: local.gid, read_depth, service_level: 0 };
+        let path =
+            PathSettings { port: local.port.number, mtu, local_gid: local.gid, read_depth, service_level: 0 };
         for (queue_pair, remote) in local.queue_pairs.iter_mut().zip(&peer.endpoints) {
             queue_pair.connect(remote, &path)?;
         }

@@ -34,7 +34,11 @@ pub fn post_receives(session: &mut Session, size: usize, depth: u32, messages_pe
 /// `depth` must be what [`post_receives`] was given. The first `warmup` messages of each QP are
 /// copied like the others but not measured: the clock starts when the last of them is copied.
 pub fn receive(
-    session: &mut Session, size: usize, depth: u32, warmup: u64, messages_per_qp: u64,
+    session: &mut Session,
+    size: usize,
+    depth: u32,
+    warmup: u64,
+    messages_per_qp: u64,
     stall_timeout: std::time::Duration,
 ) -> Result<BandwidthReport> {
     let queue_count = session.local.queue_pairs.len();
@@ -117,12 +121,18 @@ pub fn receive(
             last_progress = Instant::now();
         }
         if copied.iter().all(|&count| count >= messages_per_qp) {
-            return meter.report().map_err(|error| Error::Config(format!("no bandwidth measured at {size} bytes: {error}")));
+            return meter
+                .report()
+                .map_err(|error| Error::Config(format!("no bandwidth measured at {size} bytes: {error}")));
         }
         if last_progress.elapsed() > stall_timeout {
             return Err(Error::Stalled {
                 seconds: stall_timeout.as_secs(),
-                during: format!("receiving staged writes of {size} bytes ({} of {} arrived)", received.iter().sum::<u64>(), messages_per_qp * queue_count as u64),
+                during: format!(
+                    "receiving staged writes of {size} bytes ({} of {} arrived)",
+                    received.iter().sum::<u64>(),
+                    messages_per_qp * queue_count as u64
+                ),
             });
         }
     }

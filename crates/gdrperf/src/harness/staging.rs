@@ -58,7 +58,12 @@ pub trait Stager: Send {
 /// copy costs none, and a copy that never ends (a GPU gone bad) is reported as a stall after
 /// `timeout` instead of hanging the run. `what` says which copy ("copying 4096 bytes in").
 #[inline]
-pub fn wait_copy(stager: &mut dyn Stager, copy: CopyId, timeout: Duration, what: &dyn Fn() -> String) -> Result<()> {
+pub fn wait_copy(
+    stager: &mut dyn Stager,
+    copy: CopyId,
+    timeout: Duration,
+    what: &dyn Fn() -> String,
+) -> Result<()> {
     let mut spins = 0u32;
     let mut deadline = None;
     while !stager.poll(copy)? {
@@ -67,7 +72,9 @@ pub fn wait_copy(stager: &mut dyn Stager, copy: CopyId, timeout: Duration, what:
             let now = Instant::now();
             match deadline {
                 None => deadline = Some(now + timeout),
-                Some(deadline) if now > deadline => return Err(Error::Stalled { seconds: timeout.as_secs(), during: what() }),
+                Some(deadline) if now > deadline => {
+                    return Err(Error::Stalled { seconds: timeout.as_secs(), during: what() })
+                }
                 Some(_) => {}
             }
         }
@@ -165,7 +172,11 @@ pub struct HostStager {
 
 impl HostStager {
     pub fn new(len: usize) -> Result<HostStager> {
-        Ok(HostStager { payload: HostBuffer::new(len)?, bounce: HostBuffer::new(len)?, copy_time: Duration::ZERO })
+        Ok(HostStager {
+            payload: HostBuffer::new(len)?,
+            bounce: HostBuffer::new(len)?,
+            copy_time: Duration::ZERO,
+        })
     }
 
     /// Copies synchronously: a host copy has nothing to overlap with on a busy-polling thread.

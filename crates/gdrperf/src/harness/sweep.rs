@@ -57,7 +57,13 @@ pub trait Benchmark: Sync {
         false
     }
     /// The row of one size from both sides' reports.
-    fn row(&self, context: &RowContext, ours: Option<Self::Report>, peer: Option<Self::Report>, validation: &str) -> Option<Self::Row>;
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<Self::Report>,
+        peer: Option<Self::Report>,
+        validation: &str,
+    ) -> Option<Self::Row>;
     /// `--concurrent`: every placement at once, one lane each (the bandwidth tests offer it).
     fn concurrent(&self) -> bool {
         false
@@ -100,7 +106,9 @@ impl RunOutcome {
 /// Ends the client's run: the outcome goes into the files (a failure to write it is reported,
 /// not allowed to hide the run's own result), then the run's result is returned.
 pub(crate) fn finish_outputs<R: Row + 'static>(
-    outputs: &mut Outputs<R>, mut outcome: RunOutcome, concluded: Result<Option<Interruption>>,
+    outputs: &mut Outputs<R>,
+    mut outcome: RunOutcome,
+    concluded: Result<Option<Interruption>>,
 ) -> Result<RunOutcome> {
     if let Ok(interrupted) = &concluded {
         outcome.interrupted = outcome.interrupted.take().or_else(|| interrupted.clone());
@@ -122,8 +130,13 @@ pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutco
             let local = create_local(config, benchmark, &placements[0])?;
             let address = config.listen_address();
             let listener = Control::listen(address)?;
-            eprintln!("gdr-{}: waiting for a client on {address} (device {})", B::NAME.replace('_', "-"), local.device.name());
-            let session = Session::connect(config, local, Some(&listener), &greeting(benchmark, &placements, 0))?;
+            eprintln!(
+                "gdr-{}: waiting for a client on {address} (device {})",
+                B::NAME.replace('_', "-"),
+                local.device.name()
+            );
+            let session =
+                Session::connect(config, local, Some(&listener), &greeting(benchmark, &placements, 0))?;
             install_signal_handlers(&stop)?;
             serve_connected(config, benchmark, &placements, listener, session, &stop)
         }
@@ -140,8 +153,17 @@ pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutco
 }
 
 /// This side's resources for `placement`, sized as the benchmark wants them.
-pub(crate) fn create_local<B: Benchmark>(config: &BenchConfig, benchmark: &B, placement: &Placement) -> Result<LocalResources> {
-    LocalResources::create(config, placement, benchmark.queue_sizes(), benchmark.buffer_len(config.max_size()))
+pub(crate) fn create_local<B: Benchmark>(
+    config: &BenchConfig,
+    benchmark: &B,
+    placement: &Placement,
+) -> Result<LocalResources> {
+    LocalResources::create(
+        config,
+        placement,
+        benchmark.queue_sizes(),
+        benchmark.buffer_len(config.max_size()),
+    )
 }
 
 /// What this side says in its hello for round or lane `lane`.
@@ -156,7 +178,12 @@ pub(crate) fn greeting<B: Benchmark>(benchmark: &B, placements: &[Placement], la
 
 /// The server once its first client is connected: one round after another, or the lanes.
 fn serve_connected<B: Benchmark>(
-    config: &BenchConfig, benchmark: &B, placements: &[Placement], listener: TcpListener, mut session: Session, stop: &StopFlag,
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    listener: TcpListener,
+    mut session: Session,
+    stop: &StopFlag,
 ) -> Result<RunOutcome> {
     if benchmark.concurrent() {
         return lanes::serve(config, benchmark, placements, listener, session, stop);
@@ -168,7 +195,13 @@ fn serve_connected<B: Benchmark>(
 }
 
 /// The client: connects for the first placement, then leads the rounds (or the lanes).
-fn lead<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], outputs: Outputs<B::Row>, stop: &StopFlag) -> Result<RunOutcome> {
+fn lead<B: Benchmark>(
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    outputs: Outputs<B::Row>,
+    stop: &StopFlag,
+) -> Result<RunOutcome> {
     if benchmark.concurrent() {
         return lanes::drive(config, benchmark, placements, outputs, stop);
     }
@@ -180,17 +213,29 @@ fn lead<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placeme
 
 /// Both ends in one process: the server on a thread, on an ephemeral TCP port of 127.0.0.1.
 /// Only the client watches `stop`; the server thread follows it as a remote server would.
-fn run_loopback<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], stop: &StopFlag) -> Result<RunOutcome> {
+fn run_loopback<B: Benchmark>(
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    stop: &StopFlag,
+) -> Result<RunOutcome> {
     let outputs = create_outputs::<B>(config)?;
     let listener = Control::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    let port = listener.local_addr().map_err(|error| Error::Config(format!("loopback listener: {error}")))?.port();
+    let port =
+        listener.local_addr().map_err(|error| Error::Config(format!("loopback listener: {error}")))?.port();
     let client_config = BenchConfig { tcp_port: port, ..config.clone() };
     let server_config = BenchConfig { role: Role::Server, ..config.clone() };
     std::thread::scope(|scope| {
         let server = scope.spawn(|| -> Result<RunOutcome> {
             let local = create_local(&server_config, benchmark, &placements[0])?;
-            let session = Session::connect(&server_config, local, Some(&listener), &greeting(benchmark, placements, 0))?;
-            let listener = listener.try_clone().map_err(|error| Error::Config(format!("loopback listener: {error}")))?;
+            let session = Session::connect(
+                &server_config,
+                local,
+                Some(&listener),
+                &greeting(benchmark, placements, 0),
+            )?;
+            let listener =
+                listener.try_clone().map_err(|error| Error::Config(format!("loopback listener: {error}")))?;
             serve_connected(&server_config, benchmark, placements, listener, session, &StopFlag::default())
         });
         let client = lead(&client_config, benchmark, placements, outputs, stop);
@@ -199,7 +244,9 @@ fn run_loopback<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &
             // connection close and ends instead of waiting forever.
             let _ = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)));
         }
-        let server = server.join().unwrap_or_else(|_| Err(Error::Config("the loopback server thread panicked".into())));
+        let server = server
+            .join()
+            .unwrap_or_else(|_| Err(Error::Config("the loopback server thread panicked".into())));
         // The client's error is the more telling one when both failed (the server then only saw
         // the connection close); a stopped client leaves the server with a "stopped" error.
         match (client, server) {
@@ -235,14 +282,25 @@ pub(crate) fn agree_on_count(session: &mut Session, placements: &[Placement]) ->
 }
 
 /// Sets up this side's resources of round `round` and connects them to the peer's.
-fn next_round<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], session: &mut Session, round: usize) -> Result<()> {
+fn next_round<B: Benchmark>(
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    session: &mut Session,
+    round: usize,
+) -> Result<()> {
     let local = create_local(config, benchmark, placement::placement_for(placements, round))?;
     session.replace_resources(config, local, &greeting(benchmark, placements, 0))?;
     Ok(())
 }
 
 /// The server's loop: follow the client's steps until it says goodbye.
-pub(crate) fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], mut session: Session) -> Result<RunOutcome> {
+pub(crate) fn serve<B: Benchmark>(
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    mut session: Session,
+) -> Result<RunOutcome> {
     let rounds = if benchmark.concurrent() { 1 } else { agree_on_count(&mut session, placements)? };
     let mut position = SweepPosition::new(config.sizes.len() * rounds);
     let mut round = 0;
@@ -251,7 +309,9 @@ pub(crate) fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, placement
             session.control.set_timeout(config.timeout.max(Duration::from_secs(60)));
             let size = match session.control.receive("waiting for the client's next size")? {
                 Message::StartSize { size } => size as usize,
-                Message::NextPlacement { round: next } if next as usize == round + 1 && (next as usize) < rounds => {
+                Message::NextPlacement { round: next }
+                    if next as usize == round + 1 && (next as usize) < rounds =>
+                {
                     round = next as usize;
                     next_round(config, benchmark, placements, &mut session, round)?;
                     continue;
@@ -272,8 +332,14 @@ pub(crate) fn serve<B: Benchmark>(config: &BenchConfig, benchmark: &B, placement
                 other => return Err(unexpected(&session, "SizeDone", &other)),
             }
             let validation_error = benchmark.check(&mut session, size)?;
-            let report = ours.map(serde_json::to_value).transpose().map_err(|error| Error::Config(error.to_string()))?;
-            session.control.send(&Message::SizeResult { size: size as u64, validation_error, report }, "sending our result")?;
+            let report = ours
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(|error| Error::Config(error.to_string()))?;
+            session.control.send(
+                &Message::SizeResult { size: size as u64, validation_error, report },
+                "sending our result",
+            )?;
             position.finish();
         }
     })();
@@ -291,7 +357,12 @@ pub(crate) struct SizeStep<R> {
 /// Leads one size: the server prepares, `before_measure` runs (lanes wait for each other
 /// there), both measure, both check, and the two reports make the row.
 pub(crate) fn lead_size<B: Benchmark>(
-    config: &BenchConfig, benchmark: &B, session: &mut Session, context: &RowContext, size: usize, before_measure: &dyn Fn(),
+    config: &BenchConfig,
+    benchmark: &B,
+    session: &mut Session,
+    context: &RowContext,
+    size: usize,
+    before_measure: &dyn Fn(),
 ) -> Result<SizeStep<B::Row>> {
     benchmark.prepare(session, size)?;
     session.control.set_timeout(config.timeout);
@@ -302,25 +373,42 @@ pub(crate) fn lead_size<B: Benchmark>(
     })?;
     before_measure();
     let ours = benchmark.measure(session, size)?;
-    session.control.send(&Message::SizeDone { size: size as u64, report: None }, "reporting the size done")?;
+    session
+        .control
+        .send(&Message::SizeDone { size: size as u64, report: None }, "reporting the size done")?;
     session.control.set_timeout(measurement_wait(config));
-    let (peer_error, peer_report) = session.control.expect("SizeResult", "waiting for the server's result", |message| match message {
-        Message::SizeResult { validation_error, report, .. } => Ok((validation_error, report)),
-        other => Err(other),
-    })?;
+    let (peer_error, peer_report) =
+        session.control.expect("SizeResult", "waiting for the server's result", |message| match message {
+            Message::SizeResult { validation_error, report, .. } => Ok((validation_error, report)),
+            other => Err(other),
+        })?;
     let our_error = benchmark.check(session, size)?;
     let failures: Vec<String> =
-        [our_error.map(|e| format!("client: {e}")), peer_error.map(|e| format!("server: {e}"))].into_iter().flatten().collect();
-    let validation = if !config.validate { "off" } else if failures.is_empty() { "pass" } else { "fail" };
-    let peer = peer_report
-        .map(serde_json::from_value::<B::Report>)
-        .transpose()
-        .map_err(|error| Error::Config(format!("the server's report for {size} bytes is malformed: {error}")))?;
+        [our_error.map(|e| format!("client: {e}")), peer_error.map(|e| format!("server: {e}"))]
+            .into_iter()
+            .flatten()
+            .collect();
+    let validation = if !config.validate {
+        "off"
+    } else if failures.is_empty() {
+        "pass"
+    } else {
+        "fail"
+    };
+    let peer = peer_report.map(serde_json::from_value::<B::Report>).transpose().map_err(|error| {
+        Error::Config(format!("the server's report for {size} bytes is malformed: {error}"))
+    })?;
     Ok(SizeStep { row: benchmark.row(context, ours, peer, validation), failures })
 }
 
 /// The client's sweep: each round's sizes, both sides' results collected, rows written.
-fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placement], mut session: Session, mut outputs: Outputs<B::Row>) -> Result<RunOutcome> {
+fn drive<B: Benchmark>(
+    config: &BenchConfig,
+    benchmark: &B,
+    placements: &[Placement],
+    mut session: Session,
+    mut outputs: Outputs<B::Row>,
+) -> Result<RunOutcome> {
     let rounds = agree_on_count(&mut session, placements)?;
     let progress = progress_bar(config.sizes.len() * rounds);
     let mut outcome = RunOutcome::default();
@@ -331,13 +419,24 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placem
                 if session.control.stop_requested().is_some() {
                     return Ok(());
                 }
-                session.control.send(&Message::NextPlacement { round: round as u32 }, "starting the next memory placement")?;
+                session.control.send(
+                    &Message::NextPlacement { round: round as u32 },
+                    "starting the next memory placement",
+                )?;
                 next_round(config, benchmark, placements, &mut session, round)?;
             }
             let context = row_context::<B>(config, &session);
             let metadata = metadata(config, benchmark, &session, placements, rounds);
-            progress.suspend(|| if round == 0 { outputs.start(&metadata) } else { outputs.section(&metadata) })?;
-            let thresholds = config.acceptance.resolve(session.local.port.rate.as_deref(), benchmark.sums_both_directions())?;
+            progress.suspend(|| {
+                if round == 0 {
+                    outputs.start(&metadata)
+                } else {
+                    outputs.section(&metadata)
+                }
+            })?;
+            let thresholds = config
+                .acceptance
+                .resolve(session.local.port.rate.as_deref(), benchmark.sums_both_directions())?;
             for &size in &config.sizes {
                 if session.control.stop_requested().is_some() {
                     return Ok(());
@@ -367,7 +466,11 @@ fn drive<B: Benchmark>(config: &BenchConfig, benchmark: &B, placements: &[Placem
 /// Writes one row, then holds it against the thresholds: each miss is a FAIL line on stderr and
 /// in `outcome` (the sequential sweep and the lanes of a concurrent run alike).
 pub(crate) fn write_and_judge<R: Row + 'static>(
-    outputs: &mut Outputs<R>, progress: &ProgressBar, thresholds: &gdrperf_report::Thresholds, row: &R, outcome: &mut RunOutcome,
+    outputs: &mut Outputs<R>,
+    progress: &ProgressBar,
+    thresholds: &gdrperf_report::Thresholds,
+    row: &R,
+    outcome: &mut RunOutcome,
 ) -> Result<()> {
     progress.suspend(|| outputs.write_row(row))?;
     for failure in check_thresholds(thresholds, row)? {
@@ -420,7 +523,13 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         qps: config.qps,
         mem_local: session.local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host").to_string(),
         mem_remote: session.peer.side.memory.clone(),
-        gpu_local: session.local.buffers.first().and_then(|buffer| buffer.gpu_index()).map(|index| index.to_string()).unwrap_or_default(),
+        gpu_local: session
+            .local
+            .buffers
+            .first()
+            .and_then(|buffer| buffer.gpu_index())
+            .map(|index| index.to_string())
+            .unwrap_or_default(),
         gpu_remote: session.peer.side.gpu.clone().unwrap_or_default(),
         lane: String::new(),
     }
@@ -428,32 +537,89 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
 
 /// The run header (console) and metadata (files): what ran, where, when, with what.
 pub(crate) fn metadata<B: Benchmark>(
-    config: &BenchConfig, benchmark: &B, session: &Session, placements: &[Placement], rounds: usize,
+    config: &BenchConfig,
+    benchmark: &B,
+    session: &Session,
+    placements: &[Placement],
+    rounds: usize,
 ) -> serde_json::Value {
     let labels = placement::labels(placements);
     let local = &session.local;
     let mut header: Vec<(String, String)> = vec![
-        ("Device".into(), format!("{} (firmware {})", local.device.name(), if local.device.firmware().is_empty() { "n/a" } else { local.device.firmware() })),
-        ("Port".into(), format!("{} ({}, {})", local.port.number, local.port.link_layer, local.port.rate.clone().unwrap_or_else(|| "rate unknown".into()))),
-        ("MTU".into(), format!("{} (active {}, peer {})", session.mtu, local.port.active_mtu, session.peer.side.active_mtu)),
-        ("GID".into(), local.gid.map(|gid| gid.to_string()).unwrap_or_else(|| format!("none (LID {})", local.port.lid))),
-        ("Peer".into(), format!("{} ({} port {})", session.peer.host, session.peer.side.device, session.peer.side.port)),
-        ("Memory".into(), format!("local {}, remote {}", local.buffers.first().map(|b| b.kind()).unwrap_or("host"), session.peer.side.memory)),
-        ("GPU".into(), format!(
-            "local {}, remote {}",
-            local.buffers.first().and_then(|buffer| buffer.gpu_description()).unwrap_or_else(|| "none".into()),
-            session.peer.side.gpu.clone().unwrap_or_else(|| "none".into())
-        )),
+        (
+            "Device".into(),
+            format!(
+                "{} (firmware {})",
+                local.device.name(),
+                if local.device.firmware().is_empty() { "n/a" } else { local.device.firmware() }
+            ),
+        ),
+        (
+            "Port".into(),
+            format!(
+                "{} ({}, {})",
+                local.port.number,
+                local.port.link_layer,
+                local.port.rate.clone().unwrap_or_else(|| "rate unknown".into())
+            ),
+        ),
+        (
+            "MTU".into(),
+            format!(
+                "{} (active {}, peer {})",
+                session.mtu, local.port.active_mtu, session.peer.side.active_mtu
+            ),
+        ),
+        (
+            "GID".into(),
+            local.gid.map(|gid| gid.to_string()).unwrap_or_else(|| format!("none (LID {})", local.port.lid)),
+        ),
+        (
+            "Peer".into(),
+            format!("{} ({} port {})", session.peer.host, session.peer.side.device, session.peer.side.port),
+        ),
+        (
+            "Memory".into(),
+            format!(
+                "local {}, remote {}",
+                local.buffers.first().map(|b| b.kind()).unwrap_or("host"),
+                session.peer.side.memory
+            ),
+        ),
+        (
+            "GPU".into(),
+            format!(
+                "local {}, remote {}",
+                local
+                    .buffers
+                    .first()
+                    .and_then(|buffer| buffer.gpu_description())
+                    .unwrap_or_else(|| "none".into()),
+                session.peer.side.gpu.clone().unwrap_or_else(|| "none".into())
+            ),
+        ),
         ("QPs".into(), config.qps.to_string()),
         ("TX depth".into(), config.tx_depth.to_string()),
-        ("Stop".into(), match config.stop {
-            StopRule::Iterations(n) => format!("{n} iterations per QP (+{} warm-up)", config.warmup),
-            StopRule::Duration(d) => format!("{:.1} s per size (+{} warm-up iterations)", d.as_secs_f64(), config.warmup),
-        }),
+        (
+            "Stop".into(),
+            match config.stop {
+                StopRule::Iterations(n) => format!("{n} iterations per QP (+{} warm-up)", config.warmup),
+                StopRule::Duration(d) => {
+                    format!("{:.1} s per size (+{} warm-up iterations)", d.as_secs_f64(), config.warmup)
+                }
+            },
+        ),
         ("Data check".into(), if config.validate { "on".into() } else { "off".into() }),
     ];
     if rounds > 1 {
-        header.push(("Placements".into(), format!("{rounds} in turn: local [{}], remote [{}]", labels.join(", "), session.peer.placements.join(", "))));
+        header.push((
+            "Placements".into(),
+            format!(
+                "{rounds} in turn: local [{}], remote [{}]",
+                labels.join(", "),
+                session.peer.placements.join(", ")
+            ),
+        ));
     }
     header.extend(benchmark.header());
     serde_json::json!({
@@ -488,4 +654,3 @@ impl Side {
         self == Side::Client
     }
 }
-

@@ -26,7 +26,9 @@ impl<R: Row> Exporter<R> for Console {
         let _ = writeln!(out, "{RULE}\n{:^87}", self.title);
         if let Some(header) = metadata.get("header").and_then(|header| header.as_array()) {
             for entry in header {
-                if let (Some(name), Some(value)) = (entry.get(0).and_then(|v| v.as_str()), entry.get(1).and_then(|v| v.as_str())) {
+                if let (Some(name), Some(value)) =
+                    (entry.get(0).and_then(|v| v.as_str()), entry.get(1).and_then(|v| v.as_str()))
+                {
                     let _ = writeln!(out, " {name:<22}: {value}");
                 }
             }
@@ -42,7 +44,9 @@ impl<R: Row> Exporter<R> for Console {
         if let Some(header) = metadata.get("header").and_then(|header| header.as_array()) {
             for entry in header {
                 let name = entry.get(0).and_then(|v| v.as_str()).unwrap_or_default();
-                if let ("Device" | "Memory" | "GPU", Some(value)) = (name, entry.get(1).and_then(|v| v.as_str())) {
+                if let ("Device" | "Memory" | "GPU", Some(value)) =
+                    (name, entry.get(1).and_then(|v| v.as_str()))
+                {
                     let _ = writeln!(out, " {name:<22}: {value}");
                 }
             }
@@ -58,4 +62,3 @@ impl<R: Row> Exporter<R> for Console {
         Ok(())
     }
 }
-

@@ -31,7 +31,8 @@ impl<R: Row> Exporter<R> for CsvFile {
     }
 
     fn write_row(&mut self, row: &R) -> Result<()> {
-        let csv_error = |error: csv::Error| output_error(&self.path, std::io::Error::other(error.to_string()));
+        let csv_error =
+            |error: csv::Error| output_error(&self.path, std::io::Error::other(error.to_string()));
         self.writer.serialize(row).map_err(csv_error)?;
         self.writer.flush().map_err(|source| output_error(&self.path, source))
     }
@@ -50,7 +51,12 @@ pub struct JsonFile {
 
 impl JsonFile {
     pub fn create(path: &Path) -> Result<JsonFile> {
-        let file = JsonFile { path: path.to_path_buf(), metadata: serde_json::json!({}), results: Vec::new(), outcome: serde_json::Value::Null };
+        let file = JsonFile {
+            path: path.to_path_buf(),
+            metadata: serde_json::json!({}),
+            results: Vec::new(),
+            outcome: serde_json::Value::Null,
+        };
         file.rewrite()?;
         Ok(file)
     }
@@ -60,9 +66,12 @@ impl JsonFile {
         let mut temporary = self.path.clone().into_os_string();
         temporary.push(".partial");
         let temporary = PathBuf::from(temporary);
-        let text = serde_json::to_string_pretty(&document).map_err(|error| output_error(&self.path, error.into()))?;
+        let text = serde_json::to_string_pretty(&document)
+            .map_err(|error| output_error(&self.path, error.into()))?;
         let mut file = File::create(&temporary).map_err(|source| output_error(&temporary, source))?;
-        file.write_all(text.as_bytes()).and_then(|()| file.write_all(b"\n")).map_err(|source| output_error(&temporary, source))?;
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.write_all(b"\n"))
+            .map_err(|source| output_error(&temporary, source))?;
         std::fs::rename(&temporary, &self.path).map_err(|source| output_error(&self.path, source))
     }
 }

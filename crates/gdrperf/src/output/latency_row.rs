@@ -56,7 +56,8 @@ pub struct LatencyFigures {
 
 impl LatencyFigures {
     pub fn new(bytes: usize, run: &LatencyRun) -> Result<LatencyFigures> {
-        let summary = run.recorder.summary().map_err(|error| Error::Config(format!("{bytes} bytes: {error}")))?;
+        let summary =
+            run.recorder.summary().map_err(|error| Error::Config(format!("{bytes} bytes: {error}")))?;
         Ok(LatencyFigures {
             bytes: bytes as u64,
             samples: summary.count,
@@ -149,7 +150,12 @@ pub struct LatencyRow {
 }
 
 impl LatencyRow {
-    pub fn new(context: &RowContext, settings: LatencySettings, figures: &LatencyFigures, validation: &str) -> LatencyRow {
+    pub fn new(
+        context: &RowContext,
+        settings: LatencySettings,
+        figures: &LatencyFigures,
+        validation: &str,
+    ) -> LatencyRow {
         let micros = |nanos: u64| nanos_to_micros(nanos as f64);
         LatencyRow {
             test: context.test.clone(),
@@ -176,7 +182,8 @@ impl LatencyRow {
             gpu_remote: context.gpu_remote.clone(),
             arrival: settings.arrival.to_string(),
             inline_size: settings.inline_size,
-            percentile_source: if figures.exact_percentiles { "exact_samples" } else { "histogram" }.to_string(),
+            percentile_source: if figures.exact_percentiles { "exact_samples" } else { "histogram" }
+                .to_string(),
             saturated_samples: figures.saturated,
             copy_time_s: figures.copy_seconds,
         }
@@ -235,9 +242,13 @@ impl LatencyFiles {
             std::fs::create_dir_all(directory).map_err(|source| output_error(directory, source))?;
         }
         for path in [&paths.hlog, &paths.histogram_raw].into_iter().flatten() {
-            let parent = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let parent =
+                path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if !parent.is_dir() {
-                return Err(output_error(path, std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory")));
+                return Err(output_error(
+                    path,
+                    std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+                ));
             }
         }
         Ok(LatencyFiles { paths: paths.clone(), test, several_sizes: sizes.len() > 1 })
@@ -249,7 +260,8 @@ impl LatencyFiles {
         let path = self.per_size(path, size);
         let file = File::create(&path).map_err(|source| output_error(&path, source))?;
         let tag = format!("{size}B");
-        let log = LatencyIntervalLog::new(BufWriter::new(file), SystemTime::now(), Some(&tag)).map_err(|error| hdr_error(&path, error))?;
+        let log = LatencyIntervalLog::new(BufWriter::new(file), SystemTime::now(), Some(&tag))
+            .map_err(|error| hdr_error(&path, error))?;
         Ok(Some(IntervalLogFile { log, path, period: self.paths.hlog_interval }))
     }
 
@@ -265,18 +277,23 @@ impl LatencyFiles {
                 .map_err(|error| hdr_error(&table, error))?;
             written.push(table);
             let encoded = stem.with_extension("hdr");
-            let mut file = BufWriter::new(File::create(&encoded).map_err(|source| output_error(&encoded, source))?);
-            write_v2_histogram(recorder.histogram(), &mut file).map_err(|error| hdr_error(&encoded, error))?;
+            let mut file =
+                BufWriter::new(File::create(&encoded).map_err(|source| output_error(&encoded, source))?);
+            write_v2_histogram(recorder.histogram(), &mut file)
+                .map_err(|error| hdr_error(&encoded, error))?;
             std::io::Write::flush(&mut file).map_err(|source| output_error(&encoded, source))?;
             written.push(encoded);
         }
         if let Some(path) = &self.paths.histogram_raw {
             let path = self.per_size(path, size);
             let samples = recorder.exact_samples().ok_or_else(|| {
-                Error::Config(format!("-H/--histogram-raw: the {size}-byte run kept no exact samples (more than -n were taken)"))
+                Error::Config(format!(
+                    "-H/--histogram-raw: the {size}-byte run kept no exact samples (more than -n were taken)"
+                ))
             })?;
             let mut file = File::create(&path).map_err(|source| output_error(&path, source))?;
-            write_raw_samples(samples, RawSampleOrder::AsRecorded, &mut file).map_err(|error| hdr_error(&path, error))?;
+            write_raw_samples(samples, RawSampleOrder::AsRecorded, &mut file)
+                .map_err(|error| hdr_error(&path, error))?;
             written.push(path);
         }
         Ok(written)
@@ -295,7 +312,9 @@ impl LatencyFiles {
 /// Measures one size with its interval log open (when asked), then writes the size's files:
 /// the one place the latency binaries tie the engine and the files together.
 pub fn measure_size(
-    files: Option<&LatencyFiles>, size: usize, measure: impl FnOnce(Option<&mut dyn IntervalSink>) -> Result<LatencyRun>,
+    files: Option<&LatencyFiles>,
+    size: usize,
+    measure: impl FnOnce(Option<&mut dyn IntervalSink>) -> Result<LatencyRun>,
 ) -> Result<LatencyFigures> {
     let mut log = match files {
         Some(files) => files.interval_log(size)?,
@@ -362,7 +381,8 @@ mod tests {
     use gdrperf_stats::hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 
     fn temporary_directory(name: &str) -> PathBuf {
-        let directory = std::env::temp_dir().join(format!("gdrperf-latency-row-{name}-{}", std::process::id()));
+        let directory =
+            std::env::temp_dir().join(format!("gdrperf-latency-row-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&directory);
         std::fs::create_dir_all(&directory).unwrap();
         directory
@@ -379,7 +399,12 @@ mod tests {
         let samples: Vec<u64> = (1..=1000).map(|index| 1_000 + index).collect();
         let figures = LatencyFigures::new(2, &run_of(&samples)).unwrap();
         let context = RowContext { test: "write_lat".into(), mtu: 1024, ..RowContext::default() };
-        let row = LatencyRow::new(&context, LatencySettings { arrival: "poll_last_byte", inline_size: 220 }, &figures, "off");
+        let row = LatencyRow::new(
+            &context,
+            LatencySettings { arrival: "poll_last_byte", inline_size: 220 },
+            &figures,
+            "off",
+        );
         assert_eq!((row.t_min_us, row.t_max_us, row.t_typical_us), (1.001, 2.0, 1.5));
         assert!((row.t_stdev_us - 0.288_675).abs() < 1e-5, "{}", row.t_stdev_us);
         assert!(row.t_min_us <= row.t_typical_us && row.t_typical_us <= row.p99_us);
@@ -411,7 +436,8 @@ mod tests {
         let files = LatencyFiles::create(&paths, "send_lat", &[2, 4]).unwrap();
         let run = run_of(&[1500, 1700, 1600]);
         let written = files.write(4, &run.recorder).unwrap();
-        let names: Vec<String> = written.iter().map(|path| path.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> =
+            written.iter().map(|path| path.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(names, ["send_lat-4B.hgrm", "send_lat-4B.hdr", "raw-4B.txt"]);
         let table = std::fs::read_to_string(&written[0]).unwrap();
         assert!(table.contains("Total count    =            3"), "{table}");
@@ -433,7 +459,8 @@ mod tests {
             if let LogEntry::Interval(interval) = entry.unwrap() {
                 assert_eq!(interval.tag().map(|tag| tag.as_str().to_string()).as_deref(), Some("4B"));
                 let encoded = base64_decode(interval.encoded_histogram());
-                let histogram: Histogram<u64> = gdrperf_stats::read_v2_histogram(&mut encoded.as_slice()).unwrap();
+                let histogram: Histogram<u64> =
+                    gdrperf_stats::read_v2_histogram(&mut encoded.as_slice()).unwrap();
                 counts.push(histogram.len());
             }
         }
@@ -443,7 +470,10 @@ mod tests {
 
     #[test]
     fn a_missing_directory_fails_before_measuring() {
-        let paths = LatencyFilePaths { hlog: Some(PathBuf::from("/nonexistent/dir/x.hlog")), ..LatencyFilePaths::default() };
+        let paths = LatencyFilePaths {
+            hlog: Some(PathBuf::from("/nonexistent/dir/x.hlog")),
+            ..LatencyFilePaths::default()
+        };
         let error = LatencyFiles::create(&paths, "read_lat", &[2]).unwrap_err().to_string();
         assert!(error.contains("/nonexistent/dir/x.hlog"), "{error}");
     }
@@ -468,7 +498,13 @@ mod tests {
 
     #[test]
     fn copy_time_is_the_last_column_and_old_reports_still_parse() {
-        let ours = LatencyFigures { t_min_nanos: 1000, t_typical_nanos: 1000, t_max_nanos: 1000, copy_seconds: 0.25, ..LatencyFigures::copies_only(2, 0.0) };
+        let ours = LatencyFigures {
+            t_min_nanos: 1000,
+            t_typical_nanos: 1000,
+            t_max_nanos: 1000,
+            copy_seconds: 0.25,
+            ..LatencyFigures::copies_only(2, 0.0)
+        };
         let context = RowContext { test: "write_lat".into(), ..RowContext::default() };
         let settings = LatencySettings { arrival: "write_imm_completion", inline_size: 0 };
         let row = LatencyRow::new(&context, settings, &ours, "pass");
@@ -476,7 +512,10 @@ mod tests {
         let mut writer = csv::Writer::from_writer(Vec::new());
         writer.serialize(&row).unwrap();
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
-        assert!(text.lines().next().unwrap().ends_with(",percentile_source,saturated_samples,copy_time_s"), "{text}");
+        assert!(
+            text.lines().next().unwrap().ends_with(",percentile_source,saturated_samples,copy_time_s"),
+            "{text}"
+        );
 
         // A peer without the field (an older gdrperf) reports no copies.
         let mut old = serde_json::to_value(LatencyFigures::copies_only(2, 1.5)).unwrap();

@@ -86,7 +86,10 @@ impl<R: Row + 'static> Outputs<R> {
 /// Now, as an RFC 3339 UTC timestamp ("2026-12-02T17:04:05Z"), without a date crate: days since
 /// the epoch to a civil date (Howard Hinnant's algorithm).
 pub fn utc_timestamp() -> String {
-    let seconds = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|since| since.as_secs()).unwrap_or(0);
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_secs())
+        .unwrap_or(0);
     let (days, of_day) = ((seconds / 86_400) as i64, seconds % 86_400);
     let shifted = days + 719_468;
     let era = shifted.div_euclid(146_097);

@@ -104,7 +104,10 @@ impl BandwidthRow {
     /// Builds the row from one or two directions' reports: bidirectional bandwidth is the sum of
     /// both directions, as perftest reports it; elapsed time is the longer of the two.
     pub fn new(
-        context: &RowContext, settings: BandwidthSettings, reports: &[BandwidthFigures], validation: &str,
+        context: &RowContext,
+        settings: BandwidthSettings,
+        reports: &[BandwidthFigures],
+        validation: &str,
     ) -> BandwidthRow {
         let sum = |pick: fn(&BandwidthFigures) -> f64| reports.iter().map(pick).sum::<f64>();
         BandwidthRow {

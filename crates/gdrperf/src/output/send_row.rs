@@ -77,7 +77,11 @@ impl SendBandwidthRow {
     /// Builds the row from both sides' figures; `None` when nobody sent (cannot happen in a
     /// completed size, where the client always sends).
     pub fn new(
-        context: &RowContext, bandwidth: BandwidthSettings, send: SendSettings, reports: &[SendFigures], validation: &str,
+        context: &RowContext,
+        bandwidth: BandwidthSettings,
+        send: SendSettings,
+        reports: &[SendFigures],
+        validation: &str,
     ) -> Option<SendBandwidthRow> {
         let sent: Vec<BandwidthFigures> = reports.iter().filter_map(|report| report.sent).collect();
         let received: Vec<BandwidthFigures> = reports.iter().filter_map(|report| report.received).collect();
@@ -110,8 +114,13 @@ impl SendBandwidthRow {
     pub fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
         let first = lanes.first()?;
         let sender: Vec<BandwidthRow> = lanes.iter().map(SendBandwidthRow::sender_columns).collect();
-        let mut row = SendBandwidthRow::from_sender(BandwidthRow::aggregate(&sender)?, first.rx_depth, first.inline_size);
-        let received = |pick: fn(&SendBandwidthRow) -> Option<f64>| lanes.iter().map(pick).sum::<Option<f64>>();
+        let mut row = SendBandwidthRow::from_sender(
+            BandwidthRow::aggregate(&sender)?,
+            first.rx_depth,
+            first.inline_size,
+        );
+        let received =
+            |pick: fn(&SendBandwidthRow) -> Option<f64>| lanes.iter().map(pick).sum::<Option<f64>>();
         row.rx_iterations = lanes.iter().map(|row| row.rx_iterations).sum();
         row.rx_bw_peak_mib_s = received(|row| row.rx_bw_peak_mib_s);
         row.rx_bw_avg_mib_s = received(|row| row.rx_bw_avg_mib_s);
@@ -212,8 +221,12 @@ impl Row for SendBandwidthRow {
 
     fn console_line(&self, unit: BandwidthUnit) -> String {
         let (peak, average, received) = match unit {
-            BandwidthUnit::MebibytesPerSecond => (self.bw_peak_mib_s, self.bw_avg_mib_s, self.rx_bw_avg_mib_s),
-            BandwidthUnit::GigabitsPerSecond => (self.bw_peak_gbit_s, self.bw_avg_gbit_s, self.rx_bw_avg_gbit_s),
+            BandwidthUnit::MebibytesPerSecond => {
+                (self.bw_peak_mib_s, self.bw_avg_mib_s, self.rx_bw_avg_mib_s)
+            }
+            BandwidthUnit::GigabitsPerSecond => {
+                (self.bw_peak_gbit_s, self.bw_avg_gbit_s, self.rx_bw_avg_gbit_s)
+            }
         };
         let received = received.map(|value| format!("{value:.2}")).unwrap_or_else(|| "n/a".into());
         format!(
@@ -251,9 +264,18 @@ mod tests {
     fn sender_columns_match_bandwidth_row_and_receiver_columns_follow() {
         let context = RowContext { test: "send_bw".into(), qps: 1, ..RowContext::default() };
         let bandwidth = BandwidthSettings { tx_depth: 128, cq_mod: 100, bidirectional: false };
-        let client = SendFigures { sent: Some(figures(1_048_576.0 * 100.0, 5000)), received: None, rx_depth: 0 };
-        let server = SendFigures { sent: None, received: Some(figures(1_048_576.0 * 99.0, 5000)), rx_depth: 512 };
-        let row = SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client, server], "pass").unwrap();
+        let client =
+            SendFigures { sent: Some(figures(1_048_576.0 * 100.0, 5000)), received: None, rx_depth: 0 };
+        let server =
+            SendFigures { sent: None, received: Some(figures(1_048_576.0 * 99.0, 5000)), rx_depth: 512 };
+        let row = SendBandwidthRow::new(
+            &context,
+            bandwidth,
+            SendSettings { inline_size: 0 },
+            &[client, server],
+            "pass",
+        )
+        .unwrap();
         assert_eq!((row.bw_avg_mib_s, row.rx_bw_avg_mib_s), (100.0, Some(99.0)));
         assert_eq!((row.iterations, row.rx_iterations, row.rx_depth), (5000, 5000, 512));
 
@@ -272,23 +294,50 @@ mod tests {
         let lanes: Vec<SendBandwidthRow> = ["0", "1"]
             .iter()
             .map(|lane| {
-                let context = RowContext { lane: lane.to_string(), device: format!("rxe{lane}"), ..context.clone() };
-                SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client, server], "pass").unwrap()
+                let context =
+                    RowContext { lane: lane.to_string(), device: format!("rxe{lane}"), ..context.clone() };
+                SendBandwidthRow::new(
+                    &context,
+                    bandwidth,
+                    SendSettings { inline_size: 0 },
+                    &[client, server],
+                    "pass",
+                )
+                .unwrap()
             })
             .collect();
         let all = SendBandwidthRow::aggregate(&lanes).unwrap();
-        assert_eq!((all.bw_avg_mib_s, all.rx_bw_avg_mib_s, all.iterations, all.qps), (200.0, Some(198.0), 10000, 2));
-        assert_eq!((all.lane.as_str(), all.device.as_str(), all.validation.as_str()), ("all", "rxe0+rxe1", "pass"));
+        assert_eq!(
+            (all.bw_avg_mib_s, all.rx_bw_avg_mib_s, all.iterations, all.qps),
+            (200.0, Some(198.0), 10000, 2)
+        );
+        assert_eq!(
+            (all.lane.as_str(), all.device.as_str(), all.validation.as_str()),
+            ("all", "rxe0+rxe1", "pass")
+        );
         assert!(all.console_line(BandwidthUnit::MebibytesPerSecond).ends_with("all lanes"));
 
         // Staged: the sender's copies out and the receiver's copies in add up.
-        let staged_client = SendFigures { sent: Some(BandwidthFigures { copy_seconds: 0.5, ..figures(1.0, 1) }), ..client };
-        let staged_server = SendFigures { received: Some(BandwidthFigures { copy_seconds: 0.25, ..figures(1.0, 1) }), ..server };
-        let staged = SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[staged_client, staged_server], "pass").unwrap();
+        let staged_client =
+            SendFigures { sent: Some(BandwidthFigures { copy_seconds: 0.5, ..figures(1.0, 1) }), ..client };
+        let staged_server = SendFigures {
+            received: Some(BandwidthFigures { copy_seconds: 0.25, ..figures(1.0, 1) }),
+            ..server
+        };
+        let staged = SendBandwidthRow::new(
+            &context,
+            bandwidth,
+            SendSettings { inline_size: 0 },
+            &[staged_client, staged_server],
+            "pass",
+        )
+        .unwrap();
         assert_eq!(staged.copy_time_s, 0.75);
         assert_eq!(row.copy_time_s, 0.0);
 
-        let lonely = SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client], "off").unwrap();
+        let lonely =
+            SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client], "off")
+                .unwrap();
         assert_eq!(lonely.rx_bw_avg_mib_s, None);
         assert!(lonely.console_line(BandwidthUnit::MebibytesPerSecond).contains("n/a"));
     }

@@ -50,10 +50,16 @@ impl WorkCompletion {
     pub fn error(&self, op: &'static str, bytes: usize) -> Error {
         use rdma_mummy_sys::ibv_wc_status as status;
         let hint = match self.status {
-            status::IBV_WC_REM_ACCESS_ERR => "; the peer's rkey/address did not match its memory region (stale or foreign key?)",
-            status::IBV_WC_RETRY_EXC_ERR => "; the peer did not answer: is it alive, and are GID/MTU right (-x, -m)?",
+            status::IBV_WC_REM_ACCESS_ERR => {
+                "; the peer's rkey/address did not match its memory region (stale or foreign key?)"
+            }
+            status::IBV_WC_RETRY_EXC_ERR => {
+                "; the peer did not answer: is it alive, and are GID/MTU right (-x, -m)?"
+            }
             status::IBV_WC_RNR_RETRY_EXC_ERR => "; the peer had no receive posted (raise -r/--rx-depth)",
-            status::IBV_WC_LOC_PROT_ERR | status::IBV_WC_LOC_ACCESS_ERR => "; local memory registration does not cover the buffer",
+            status::IBV_WC_LOC_PROT_ERR | status::IBV_WC_LOC_ACCESS_ERR => {
+                "; local memory registration does not cover the buffer"
+            }
             status::IBV_WC_WR_FLUSH_ERR => "; the queue pair had already failed: see the first error",
             status::IBV_WC_LOC_LEN_ERR => "; message larger than the receive buffer",
             _ => "",
@@ -92,11 +98,15 @@ impl CompletionQueue {
     /// Creates a CQ able to hold `depth` completions (send and receive queues of every QP
     /// attached to it together must not overrun it).
     pub fn new(device: &Device, depth: u32) -> Result<CompletionQueue> {
-        let queue = device.context().create_cq_builder().setup_cqe(depth).build().map_err(|error| {
-            Error::CreateCq { depth, source: io::Error::other(error.to_string()) }
-        })?;
+        let queue = device
+            .context()
+            .create_cq_builder()
+            .setup_cqe(depth)
+            .build()
+            .map_err(|error| Error::CreateCq { depth, source: io::Error::other(error.to_string()) })?;
         // SAFETY: ibv_wc is plain old data; all-zero is a valid value.
-        let scratch = (0..POLL_BATCH).map(|_| unsafe { MaybeUninit::<ibv_wc>::zeroed().assume_init() }).collect();
+        let scratch =
+            (0..POLL_BATCH).map(|_| unsafe { MaybeUninit::<ibv_wc>::zeroed().assume_init() }).collect();
         Ok(CompletionQueue { queue, scratch })
     }
 
@@ -126,7 +136,8 @@ impl CompletionQueue {
                 byte_len: raw.byte_len,
                 vendor_err: raw.vendor_err,
                 // SAFETY: the union holds immediate data whenever IBV_WC_WITH_IMM is set.
-                immediate: has_immediate.then(|| u32::from_be(unsafe { raw.imm_data_invalidated_rkey_union.imm_data })),
+                immediate: has_immediate
+                    .then(|| u32::from_be(unsafe { raw.imm_data_invalidated_rkey_union.imm_data })),
             })?;
         }
         Ok(found as usize)

@@ -51,7 +51,9 @@ pub fn device_names() -> Result<Vec<String>> {
 /// has no RDMA support loaded at all; both mean "no device" to the user.
 fn device_list() -> Result<DeviceList> {
     let list = DeviceList::new().map_err(|error| {
-        let errno = std::error::Error::source(&error).map(|source| source.to_string()).unwrap_or_else(|| error.to_string());
+        let errno = std::error::Error::source(&error)
+            .map(|source| source.to_string())
+            .unwrap_or_else(|| error.to_string());
         let detail = if std::path::Path::new("/sys/class/infiniband").exists() {
             format!("ibv_get_device_list: {errno}")
         } else {
@@ -89,20 +91,31 @@ impl Device {
         ensure_libibverbs()?;
         let list = device_list()?;
         let device = match name {
-            None => list.get(0).ok_or_else(|| Error::NoDevice { detail: "libibverbs lists none".to_string() })?,
-            Some(wanted) => list.iter().find(|device| device.name() == wanted).ok_or_else(|| Error::UnknownDevice {
-                name: wanted.to_string(),
-                available: list.iter().map(|device| device.name()).collect::<Vec<_>>().join(", "),
-            })?,
+            None => {
+                list.get(0).ok_or_else(|| Error::NoDevice { detail: "libibverbs lists none".to_string() })?
+            }
+            Some(wanted) => {
+                list.iter().find(|device| device.name() == wanted).ok_or_else(|| Error::UnknownDevice {
+                    name: wanted.to_string(),
+                    available: list.iter().map(|device| device.name()).collect::<Vec<_>>().join(", "),
+                })?
+            }
         };
         let name = device.name();
-        let context = device
-            .open()
-            .map_err(|error| Error::OpenDevice { device: name.clone(), source: io::Error::other(error.to_string()) })?;
-        let attributes = context
-            .query_device()
-            .map_err(|error| Error::QueryDevice { device: name.clone(), source: io::Error::other(error.to_string()) })?;
-        Ok(Device { name, context, port_count: attributes.phys_port_cnt(), firmware: attributes.firmware_version() })
+        let context = device.open().map_err(|error| Error::OpenDevice {
+            device: name.clone(),
+            source: io::Error::other(error.to_string()),
+        })?;
+        let attributes = context.query_device().map_err(|error| Error::QueryDevice {
+            device: name.clone(),
+            source: io::Error::other(error.to_string()),
+        })?;
+        Ok(Device {
+            name,
+            context,
+            port_count: attributes.phys_port_cnt(),
+            firmware: attributes.firmware_version(),
+        })
     }
 
     /// The device's name as libibverbs reports it.
@@ -133,7 +146,11 @@ impl Device {
         })?;
         let state = attributes.port_state();
         if state != PortState::Active {
-            return Err(Error::PortDown { device: self.name.clone(), port, state: format!("{state:?}").to_uppercase() });
+            return Err(Error::PortDown {
+                device: self.name.clone(),
+                port,
+                state: format!("{state:?}").to_uppercase(),
+            });
         }
         let link_layer = match attributes.link_layer() {
             SidewayLinkLayer::InfiniBand => LinkLayer::InfiniBand,

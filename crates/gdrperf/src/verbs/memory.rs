@@ -89,7 +89,12 @@ impl MemoryRegion {
     ///
     /// # Safety
     /// The range must stay valid (not freed, not moved) for as long as the region lives.
-    pub unsafe fn register(pd: &Arc<ProtectionDomain>, address: u64, len: usize, what: &str) -> Result<MemoryRegion> {
+    pub unsafe fn register(
+        pd: &Arc<ProtectionDomain>,
+        address: u64,
+        len: usize,
+        what: &str,
+    ) -> Result<MemoryRegion> {
         let region = pd.reg_mr(address as usize, len, benchmark_access()).map_err(|error| Error::RegisterMemory {
             what: what.to_string(),
             len,
@@ -109,7 +114,12 @@ impl MemoryRegion {
     /// # Safety
     /// `fd` must be a dma-buf covering `offset..offset + len` that outlives the region.
     pub unsafe fn register_dmabuf(
-        pd: &Arc<ProtectionDomain>, fd: RawFd, offset: u64, address: u64, len: usize, what: &str,
+        pd: &Arc<ProtectionDomain>,
+        fd: RawFd,
+        offset: u64,
+        address: u64,
+        len: usize,
+        what: &str,
     ) -> Result<MemoryRegion> {
         let region = pd.reg_dmabuf_mr(offset, len, address, fd, benchmark_access()).map_err(|error| {
             Error::RegisterMemory {
@@ -159,7 +169,10 @@ impl MemoryRegion {
 fn source_of(error: &sideway::ibverbs::memory_region::RegisterMemoryRegionError) -> io::Error {
     use sideway::ibverbs::memory_region::RegisterMemoryRegionErrorKind as Kind;
     match &error.0 {
-        Kind::Ibverbs(inner) => inner.raw_os_error().map(io::Error::from_raw_os_error).unwrap_or_else(|| io::Error::other(inner.to_string())),
+        Kind::Ibverbs(inner) => inner
+            .raw_os_error()
+            .map(io::Error::from_raw_os_error)
+            .unwrap_or_else(|| io::Error::other(inner.to_string())),
         other => io::Error::other(other.to_string()),
     }
 }

@@ -11,7 +11,9 @@ pub mod memory;
 pub mod queue_pair;
 
 pub use completion::{CompletionQueue, WorkCompletion};
-pub use device::{ensure_libibverbs, device_names, Device, Gid, GidChoice, GidKind, LinkLayer, Mtu, PortInfo};
+pub use device::{
+    device_names, ensure_libibverbs, Device, Gid, GidChoice, GidKind, LinkLayer, Mtu, PortInfo,
+};
 pub use memory::{HostBuffer, LocalSlice, MemoryRegion, RemoteBuffer};
 pub use queue_pair::{Endpoint, Operation, PathSettings, QueuePairSizes, RcQueuePair, SendRequest};
 /// The protection domain `Device::alloc_pd` returns (sideway's type), for functions that take one.

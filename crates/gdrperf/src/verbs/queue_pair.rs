@@ -11,11 +11,11 @@ use std::ptr::null_mut;
 use rdma_mummy_sys::{ibv_post_recv, ibv_recv_wr, ibv_sge};
 use serde::{Deserialize, Serialize};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid as SidewayGid};
+use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{
     ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, SetInlineData,
     SetScatterGatherEntry, WorkRequestFlags,
 };
-use sideway::ibverbs::protection_domain::ProtectionDomain;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -97,7 +97,12 @@ pub struct RcQueuePair {
 
 impl RcQueuePair {
     /// Creates the QP on `pd`, both queues completing into `cq`, and moves it to INIT.
-    pub fn new(pd: &Arc<ProtectionDomain>, cq: &CompletionQueue, sizes: QueuePairSizes, port: u8) -> Result<RcQueuePair> {
+    pub fn new(
+        pd: &Arc<ProtectionDomain>,
+        cq: &CompletionQueue,
+        sizes: QueuePairSizes,
+        port: u8,
+    ) -> Result<RcQueuePair> {
         let mut queue_pair = pd
             .create_qp_builder()
             .setup_send_cq(cq.handle())
@@ -184,7 +189,9 @@ impl RcQueuePair {
             };
             if request.inline {
                 // SAFETY: the caller's LocalSlice points into a live registered buffer.
-                let bytes = unsafe { std::slice::from_raw_parts(request.local.address as *const u8, request.local.len as usize) };
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(request.local.address as *const u8, request.local.len as usize)
+                };
                 buffer.setup_inline_data(bytes);
             } else {
                 // SAFETY: as above; the buffer outlives the work request (the harness keeps it).
@@ -231,7 +238,9 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 fn random_psn() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    hasher.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+    );
     (hasher.finish() as u32) & 0x00ff_ffff
 }
 

@@ -50,7 +50,9 @@ use crate::harness::session::Session;
 use crate::verbs::completion::opcode;
 use crate::verbs::{LocalSlice, Operation, RemoteBuffer};
 
-pub use staged::{stage_out_once, staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency};
+pub use staged::{
+    stage_out_once, staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency,
+};
 
 use samples::{Continue, RoundTrip, Samples};
 use wire::{Arrival, MarkerBytes, PollByte, Wire};
@@ -92,7 +94,9 @@ impl PingPong {
     /// The message numbered `sequence` (a request from the client, or the server's answer).
     fn message(self, sequence: u64, remote: RemoteBuffer) -> Operation {
         match self {
-            PingPong::WritePollLastByte => Operation::Write { remote_address: remote.address, rkey: remote.rkey },
+            PingPong::WritePollLastByte => {
+                Operation::Write { remote_address: remote.address, rkey: remote.rkey }
+            }
             PingPong::WriteWithImmediate => Operation::WriteWithImmediate {
                 remote_address: remote.address,
                 rkey: remote.rkey,
@@ -105,10 +109,14 @@ impl PingPong {
     /// The client's last message of a size: "no more requests".
     fn stop(self, remote: RemoteBuffer) -> Operation {
         match self {
-            PingPong::WritePollLastByte => Operation::Write { remote_address: remote.address, rkey: remote.rkey },
-            PingPong::WriteWithImmediate => {
-                Operation::WriteWithImmediate { remote_address: remote.address, rkey: remote.rkey, immediate: STOP_IMMEDIATE }
+            PingPong::WritePollLastByte => {
+                Operation::Write { remote_address: remote.address, rkey: remote.rkey }
             }
+            PingPong::WriteWithImmediate => Operation::WriteWithImmediate {
+                remote_address: remote.address,
+                rkey: remote.rkey,
+                immediate: STOP_IMMEDIATE,
+            },
             PingPong::Send => Operation::SendWithImmediate { immediate: STOP_IMMEDIATE },
         }
     }
@@ -264,7 +272,10 @@ fn landing_half(session: &Session) -> LocalSlice {
 /// The client's side of a ping-pong: `warmup` untimed round trips, then samples of half a round
 /// trip until the stop rule is met, then STOP.
 pub fn ping_pong_initiator(
-    session: &mut Session, transport: PingPong, plan: &LatencyPlan, sink: Option<&mut dyn IntervalSink>,
+    session: &mut Session,
+    transport: PingPong,
+    plan: &LatencyPlan,
+    sink: Option<&mut dyn IntervalSink>,
 ) -> Result<LatencyRun> {
     let bytes = marker_bytes_for(session, transport, plan.size)?;
     let landing_byte = bytes.map(|bytes| bytes.landing);
@@ -289,7 +300,9 @@ pub fn ping_pong_initiator(
             wire.repost()?;
         }
         sequence += 1;
-        if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Halved)? == Continue::Stop || wire.stop_requested() {
+        if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Halved)? == Continue::Stop
+            || wire.stop_requested()
+        {
             break;
         }
     }
@@ -336,14 +349,20 @@ fn expect_all_messages(plan: &LatencyPlan, sequence: u64) -> Result<u64> {
     if let StopRule::Iterations(iterations) = plan.stop {
         let expected = plan.warmup + iterations;
         if sequence != expected {
-            return Err(protocol(&format!("the client sent {sequence} messages before STOP, {expected} were agreed")));
+            return Err(protocol(&format!(
+                "the client sent {sequence} messages before STOP, {expected} were agreed"
+            )));
         }
     }
     Ok(sequence)
 }
 
 /// The client's side of read_lat: one RDMA READ of the server's buffer at a time.
-pub fn read_latency(session: &mut Session, plan: &LatencyPlan, sink: Option<&mut dyn IntervalSink>) -> Result<LatencyRun> {
+pub fn read_latency(
+    session: &mut Session,
+    plan: &LatencyPlan,
+    sink: Option<&mut dyn IntervalSink>,
+) -> Result<LatencyRun> {
     let remote = session.remote_buffer(0);
     let mut samples = Samples::new(plan, sink)?;
     let clock = SampleClock::new();
@@ -355,7 +374,9 @@ pub fn read_latency(session: &mut Session, plan: &LatencyPlan, sink: Option<&mut
         wire.post(read)?;
         wire.drain()?;
         let end = clock.stamp();
-        if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Whole)? == Continue::Stop || wire.stop_requested() {
+        if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Whole)? == Continue::Stop
+            || wire.stop_requested()
+        {
             break;
         }
     }

@@ -135,7 +135,10 @@ mod tests {
         let origin = Instant::now();
         let at = |micros: u64| origin + Duration::from_micros(micros);
         for index in 0..3 {
-            assert_eq!(samples.record(at(index * 10), at(index * 10 + 9), RoundTrip::Halved).unwrap(), Continue::Go);
+            assert_eq!(
+                samples.record(at(index * 10), at(index * 10 + 9), RoundTrip::Halved).unwrap(),
+                Continue::Go
+            );
         }
         assert_eq!(samples.recorder.count(), 0, "warm-up samples are not counted");
         assert_eq!(samples.record(at(100), at(104), RoundTrip::Halved).unwrap(), Continue::Go);
@@ -149,7 +152,8 @@ mod tests {
     #[test]
     fn duration_runs_stop_on_time_and_write_every_interval_once() {
         let mut log = Log { period: Duration::from_micros(100), ends: Vec::new() };
-        let mut samples = Samples::new(&plan(StopRule::Duration(Duration::from_micros(1000)), 0), Some(&mut log)).unwrap();
+        let mut samples =
+            Samples::new(&plan(StopRule::Duration(Duration::from_micros(1000)), 0), Some(&mut log)).unwrap();
         let origin = Instant::now();
         let mut index = 0u64;
         loop {

@@ -32,7 +32,9 @@ use crate::verbs::Operation;
 
 use super::samples::{Continue, RoundTrip, Samples};
 use super::wire::{Arrival, Wire};
-use super::{expect_all_messages, landing, landing_offset, protocol, IntervalSink, LatencyPlan, LatencyRun, PingPong};
+use super::{
+    expect_all_messages, landing, landing_offset, protocol, IntervalSink, LatencyPlan, LatencyRun, PingPong,
+};
 
 /// The marker a last-byte poll would wait for: unused here (no staged side polls), any value.
 const NO_MARKER: u8 = 0;
@@ -51,7 +53,12 @@ struct Copies<'a> {
 impl<'a> Copies<'a> {
     /// Copies of `plan.size` bytes, landing at `landing_offset`.
     fn new(stager: &'a mut dyn Stager, plan: &LatencyPlan, landing_offset: usize) -> Copies<'a> {
-        Copies { stager, outgoing: 0..plan.size, landing: landing_offset..landing_offset + plan.size, timeout: plan.stall_timeout }
+        Copies {
+            stager,
+            outgoing: 0..plan.size,
+            landing: landing_offset..landing_offset + plan.size,
+            timeout: plan.stall_timeout,
+        }
     }
 
     /// Payload -> bounce buffer, before a post.
@@ -71,7 +78,9 @@ impl<'a> Copies<'a> {
     #[inline]
     fn wait(&mut self, copy: CopyId, direction: &str) -> Result<()> {
         let len = self.outgoing.len();
-        wait_copy(self.stager, copy, self.timeout, &|| format!("copying {len} bytes {direction} the bounce buffer"))
+        wait_copy(self.stager, copy, self.timeout, &|| {
+            format!("copying {len} bytes {direction} the bounce buffer")
+        })
     }
 }
 
@@ -90,7 +99,10 @@ fn completion_transport(transport: PingPong) -> Result<PingPong> {
 /// The client's side of a staged ping-pong: as [`super::ping_pong_initiator`], with the copy
 /// out before each post and the copy in after each answer inside the sample.
 pub fn staged_ping_pong_initiator(
-    session: &mut Session, transport: PingPong, plan: &LatencyPlan, sink: Option<&mut dyn IntervalSink>,
+    session: &mut Session,
+    transport: PingPong,
+    plan: &LatencyPlan,
+    sink: Option<&mut dyn IntervalSink>,
 ) -> Result<LatencyRun> {
     let transport = completion_transport(transport)?;
     let remote = landing(session.remote_buffer(0));
@@ -129,7 +141,11 @@ pub fn staged_ping_pong_initiator(
 /// Messages land in the payload's landing half and answers leave from its first half (see the
 /// module docs of `super`), so with `--validate` each side checks what the other sent. Returns
 /// how many messages it answered.
-pub fn staged_ping_pong_responder(session: &mut Session, transport: PingPong, plan: &LatencyPlan) -> Result<u64> {
+pub fn staged_ping_pong_responder(
+    session: &mut Session,
+    transport: PingPong,
+    plan: &LatencyPlan,
+) -> Result<u64> {
     let transport = completion_transport(transport)?;
     let remote = landing(session.remote_buffer(0));
     let landing_at = landing_offset(session.local.buffers[0].region().len());
@@ -151,7 +167,11 @@ pub fn staged_ping_pong_responder(session: &mut Session, transport: PingPong, pl
 
 /// The client's side of a staged read_lat: each READ lands in the bounce buffer, and the sample
 /// ends when it has been copied in to the payload.
-pub fn staged_read_latency(session: &mut Session, plan: &LatencyPlan, sink: Option<&mut dyn IntervalSink>) -> Result<LatencyRun> {
+pub fn staged_read_latency(
+    session: &mut Session,
+    plan: &LatencyPlan,
+    sink: Option<&mut dyn IntervalSink>,
+) -> Result<LatencyRun> {
     let remote = session.remote_buffer(0);
     let mut samples = Samples::new(plan, sink)?;
     let clock = SampleClock::new();

@@ -12,7 +12,8 @@ use crate::harness::staging::Stager;
 use crate::verbs::{CompletionQueue, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion};
 
 use super::{
-    landing_half, landing_offset, protocol, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID, STOP_IMMEDIATE, STOP_MARKER,
+    landing_half, landing_offset, protocol, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID,
+    STOP_IMMEDIATE, STOP_MARKER,
 };
 
 /// The last byte of a message in this side's buffer, read and written without references: the
@@ -74,7 +75,10 @@ pub(super) struct MarkerBytes {
 
 impl MarkerBytes {
     pub(super) fn of(session: &Session, size: usize) -> Result<MarkerBytes> {
-        Ok(MarkerBytes { outgoing: PollByte::outgoing(session, size)?, landing: PollByte::landing(session, size)? })
+        Ok(MarkerBytes {
+            outgoing: PollByte::outgoing(session, size)?,
+            landing: PollByte::landing(session, size)?,
+        })
     }
 }
 
@@ -102,7 +106,11 @@ pub(super) struct Wire<'a> {
 }
 
 impl<'a> Wire<'a> {
-    pub(super) fn new(session: &'a mut Session, plan: &LatencyPlan, operation_name: &'static str) -> Wire<'a> {
+    pub(super) fn new(
+        session: &'a mut Session,
+        plan: &LatencyPlan,
+        operation_name: &'static str,
+    ) -> Wire<'a> {
         let receive = landing_half(session);
         let Session { local, control, .. } = session;
         let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
@@ -112,8 +120,13 @@ impl<'a> Wire<'a> {
 
     /// The wire from its borrowed parts ([`Wire::new`], [`Wire::with_stager`]).
     fn assemble(
-        queue_pair: &'a mut RcQueuePair, completions: &'a mut CompletionQueue, control: &'a mut Control, local: LocalSlice,
-        receive: LocalSlice, plan: &LatencyPlan, operation_name: &'static str,
+        queue_pair: &'a mut RcQueuePair,
+        completions: &'a mut CompletionQueue,
+        control: &'a mut Control,
+        local: LocalSlice,
+        receive: LocalSlice,
+        plan: &LatencyPlan,
+        operation_name: &'static str,
     ) -> Wire<'a> {
         let send_depth = u64::from(queue_pair.sizes().send_depth.max(1));
         Wire {
@@ -133,7 +146,8 @@ impl<'a> Wire<'a> {
 
     #[inline]
     pub(super) fn post(&mut self, operation: Operation) -> Result<()> {
-        let request = SendRequest { wr_id: SEND_ID, signaled: true, local: self.local, operation, inline: self.inline };
+        let request =
+            SendRequest { wr_id: SEND_ID, signaled: true, local: self.local, operation, inline: self.inline };
         self.queue_pair.post_send(std::iter::once(request))?;
         self.sends_outstanding += 1;
         Ok(())
@@ -203,7 +217,13 @@ impl<'a> Wire<'a> {
     /// Waits for the peer's message numbered `sequence` (or STOP), reaping our own send
     /// completions meanwhile. `marker` is the byte value the last-byte poll waits for.
     #[inline]
-    pub(super) fn wait_arrival(&mut self, transport: PingPong, byte: Option<PollByte>, sequence: u64, marker: u8) -> Result<Arrival> {
+    pub(super) fn wait_arrival(
+        &mut self,
+        transport: PingPong,
+        byte: Option<PollByte>,
+        sequence: u64,
+        marker: u8,
+    ) -> Result<Arrival> {
         let mut patience = Patience::new(self.stall_timeout);
         if let Some(byte) = byte {
             loop {
@@ -270,9 +290,13 @@ impl<'a> Wire<'a> {
         }
         match (transport, completion.immediate) {
             (_, Some(STOP_IMMEDIATE)) => Ok(Arrival::Stop),
-            (PingPong::WriteWithImmediate, Some(immediate)) if immediate == sequence_immediate(sequence) => Ok(Arrival::Message),
+            (PingPong::WriteWithImmediate, Some(immediate)) if immediate == sequence_immediate(sequence) => {
+                Ok(Arrival::Message)
+            }
             (PingPong::Send, None) if completion.byte_len as usize == self.size => Ok(Arrival::Message),
-            (PingPong::Send, None) => Err(protocol(&format!("received {} bytes, expected {}", completion.byte_len, self.size))),
+            (PingPong::Send, None) => {
+                Err(protocol(&format!("received {} bytes, expected {}", completion.byte_len, self.size)))
+            }
             _ => Err(protocol(&format!(
                 "message {sequence} arrived with immediate {:?}, expected {}",
                 completion.immediate,
@@ -287,23 +311,37 @@ impl<'a> Wire<'a> {
 /// borrows the whole session, so this borrows the two apart.
 impl<'a> Wire<'a> {
     pub(super) fn with_stager(
-        session: &'a mut Session, plan: &LatencyPlan, operation_name: &'static str,
+        session: &'a mut Session,
+        plan: &LatencyPlan,
+        operation_name: &'static str,
     ) -> Result<(Wire<'a>, &'a mut dyn Stager)> {
         let receive = landing_half(session);
         let Session { local, control, .. } = session;
         let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
         let local = buffers[0].slice(plan.size);
         let kind = buffers[0].kind();
-        let stager = buffers[0]
-            .stager()
-            .ok_or_else(|| Error::Config(format!("the staged latency engine needs staged memory, and this side's is {kind}")))?;
-        let wire = Wire::assemble(&mut queue_pairs[0], completion_queue, control, local, receive, plan, operation_name);
+        let stager = buffers[0].stager().ok_or_else(|| {
+            Error::Config(format!("the staged latency engine needs staged memory, and this side's is {kind}"))
+        })?;
+        let wire = Wire::assemble(
+            &mut queue_pairs[0],
+            completion_queue,
+            control,
+            local,
+            receive,
+            plan,
+            operation_name,
+        );
         Ok((wire, stager))
     }
 }
 
 fn unexpected_arrival(completion: &WorkCompletion) -> Error {
-    Error::UnexpectedCompletion { wr_id: completion.wr_id, opcode: completion.opcode, expected: "the peer's message, one at a time" }
+    Error::UnexpectedCompletion {
+        wr_id: completion.wr_id,
+        opcode: completion.opcode,
+        expected: "the peer's message, one at a time",
+    }
 }
 
 /// How many turns of a wait pass between two looks around (clock, control channel, stop flag).
@@ -341,7 +379,10 @@ impl Patience {
         match self.deadline {
             None => self.deadline = Some(now + self.timeout),
             Some(deadline) if now > deadline => {
-                return Err(Error::Stalled { seconds: self.timeout.as_secs(), during: format!("{during} ({size} bytes)") })
+                return Err(Error::Stalled {
+                    seconds: self.timeout.as_secs(),
+                    during: format!("{during} ({size} bytes)"),
+                })
             }
             Some(_) => {}
         }

@@ -92,14 +92,21 @@ fn split_id(wr_id: u64) -> (usize, u64) {
 }
 
 /// Streams one size on this side: sends, receives, or both at once, until both are done.
-pub fn stream_send(session: &mut Session, plan: &SendPlan, receives: Option<&mut ReceiveQueues>) -> Result<SendReports> {
+pub fn stream_send(
+    session: &mut Session,
+    plan: &SendPlan,
+    receives: Option<&mut ReceiveQueues>,
+) -> Result<SendReports> {
     let queue_count = session.local.queue_pairs.len();
-    let locals: Vec<LocalSlice> = session.local.buffers.iter().map(|buffer| buffer.slice(plan.size)).collect();
+    let locals: Vec<LocalSlice> =
+        session.local.buffers.iter().map(|buffer| buffer.slice(plan.size)).collect();
     let mut sender = if plan.sends { Some(Sender::new(plan, &session.local.buffers)?) } else { None };
     let mut receiver = match (plan.receives, receives) {
         (false, _) => None,
         (true, Some(queues)) => Some(Receiver::new(plan, queue_count, queues)?),
-        (true, None) => return Err(Error::Config("a receiving side needs its receives posted in prepare".into())),
+        (true, None) => {
+            return Err(Error::Config("a receiving side needs its receives posted in prepare".into()))
+        }
     };
     let Session { local, control, .. } = session;
     let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
@@ -208,11 +215,15 @@ impl Sender {
             StopRule::Duration(duration) => Limit::Time(duration),
         };
         let expected_events = match plan.stop {
-            StopRule::Iterations(iterations) => (iterations / u64::from(plan.cq_mod) + 2) as usize * queue_count,
+            StopRule::Iterations(iterations) => {
+                (iterations / u64::from(plan.cq_mod) + 2) as usize * queue_count
+            }
             StopRule::Duration(_) => 1 << 16,
         };
-        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|error| Error::Config(error.to_string()))?;
-        let (limit, measuring) = if plan.warmup > 0 { (Limit::Messages(plan.warmup), false) } else { (measured_limit, true) };
+        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22))
+            .map_err(|error| Error::Config(error.to_string()))?;
+        let (limit, measuring) =
+            if plan.warmup > 0 { (Limit::Messages(plan.warmup), false) } else { (measured_limit, true) };
         Ok(Sender {
             queues: vec![SendQueue::default(); queue_count],
             limit: Some(limit),
@@ -222,7 +233,10 @@ impl Sender {
             clock: RunClock::start(),
             meter,
             retired_now: 0,
-            staging: buffers.iter().map(|buffer| buffer.is_staged().then(|| OutPipeline::new(plan.tx_depth))).collect(),
+            staging: buffers
+                .iter()
+                .map(|buffer| buffer.is_staged().then(|| OutPipeline::new(plan.tx_depth)))
+                .collect(),
         })
     }
 
@@ -236,7 +250,12 @@ impl Sender {
     }
 
     /// Fills every QP's send queue as far as the phase allows.
-    fn post(&mut self, queue_pairs: &mut [RcQueuePair], locals: &[LocalSlice], buffers: &mut [BenchBuffer]) -> Result<()> {
+    fn post(
+        &mut self,
+        queue_pairs: &mut [RcQueuePair],
+        locals: &[LocalSlice],
+        buffers: &mut [BenchBuffer],
+    ) -> Result<()> {
         let Some(limit) = self.limit else { return Ok(()) };
         let (tx_depth, cq_mod) = (u64::from(self.plan.tx_depth), u64::from(self.plan.cq_mod));
         let out_of_time = match limit {
@@ -286,7 +305,11 @@ impl Sender {
                     wr_id: work_request_id(false, index, sequence),
                     signaled: sequence.is_multiple_of(cq_mod) || sequence == last,
                     local,
-                    operation: if sequence == last { Operation::SendWithImmediate { immediate: PHASE_END } } else { Operation::Send },
+                    operation: if sequence == last {
+                        Operation::SendWithImmediate { immediate: PHASE_END }
+                    } else {
+                        Operation::Send
+                    },
                     inline,
                 }
             }))?;
@@ -301,7 +324,8 @@ impl Sender {
             return Err(completion.error("SEND", self.plan.size));
         }
         let (index, sequence) = split_id(completion.wr_id);
-        let state = self.queues.get_mut(index).filter(|state| sequence > state.completed && sequence <= state.posted);
+        let state =
+            self.queues.get_mut(index).filter(|state| sequence > state.completed && sequence <= state.posted);
         let (Some(state), opcode::SEND) = (state, completion.opcode) else {
             return Err(unexpected(completion, "SEND"));
         };
@@ -319,7 +343,9 @@ impl Sender {
             self.meter.record_completion(self.clock.now_nanos(), self.retired_now as u32);
             self.retired_now = 0;
         }
-        if self.limit.is_none() || !self.queues.iter().all(|state| state.ended && state.completed == state.posted) {
+        if self.limit.is_none()
+            || !self.queues.iter().all(|state| state.ended && state.completed == state.posted)
+        {
             return;
         }
         if self.measuring {
@@ -335,7 +361,9 @@ impl Sender {
 
     fn report(self) -> Result<BandwidthReport> {
         let size = self.plan.size;
-        self.meter.report().map_err(|error| Error::Config(format!("no send bandwidth measured at {size} bytes: {error}")))
+        self.meter
+            .report()
+            .map_err(|error| Error::Config(format!("no send bandwidth measured at {size} bytes: {error}")))
     }
 }
 

@@ -40,7 +40,12 @@ struct ValidationRing {
 impl ReceiveQueues {
     /// Posts `rx_depth` receives per QP (with `validate`, one per slot of a ring sized for
     /// `max_size`-byte messages).
-    pub fn post(session: &mut Session, rx_depth: u32, validate: bool, max_size: usize) -> Result<ReceiveQueues> {
+    pub fn post(
+        session: &mut Session,
+        rx_depth: u32,
+        validate: bool,
+        max_size: usize,
+    ) -> Result<ReceiveQueues> {
         let local = &mut session.local;
         let queue_count = local.queue_pairs.len();
         let mut queues = Vec::with_capacity(queue_count);
@@ -58,11 +63,17 @@ impl ReceiveQueues {
             }
             let target = buffer.slice(buffer.region().len());
             let (ring, slots) = if use_ring {
-                let slots = (VALIDATION_RING_BYTES / (max_size.max(1) * queue_count)).clamp(1, rx_depth as usize);
+                let slots =
+                    (VALIDATION_RING_BYTES / (max_size.max(1) * queue_count)).clamp(1, rx_depth as usize);
                 let memory = HostBuffer::new(slots * max_size)?;
                 // SAFETY: the memory is stored next to the region, which is dropped first.
                 let region = unsafe {
-                    MemoryRegion::register(&local.protection_domain, memory.address(), memory.len(), "receive validation ring")?
+                    MemoryRegion::register(
+                        &local.protection_domain,
+                        memory.address(),
+                        memory.len(),
+                        "receive validation ring",
+                    )?
                 };
                 (Some(ValidationRing { region, memory, stride: max_size }), slots as u32)
             } else {
@@ -70,7 +81,8 @@ impl ReceiveQueues {
             };
             let queue = QueueReceives { target, ring, slots };
             for slot in 0..queue.slots {
-                local.queue_pairs[index].post_receive(work_request_id(true, index, u64::from(slot)), queue.slot(slot))?;
+                local.queue_pairs[index]
+                    .post_receive(work_request_id(true, index, u64::from(slot)), queue.slot(slot))?;
             }
             queues.push(queue);
         }
@@ -122,7 +134,11 @@ pub(super) struct Receiver<'q> {
 }
 
 impl<'q> Receiver<'q> {
-    pub(super) fn new(plan: &SendPlan, queue_count: usize, queues: &'q mut ReceiveQueues) -> Result<Receiver<'q>> {
+    pub(super) fn new(
+        plan: &SendPlan,
+        queue_count: usize,
+        queues: &'q mut ReceiveQueues,
+    ) -> Result<Receiver<'q>> {
         if queues.queues.len() != queue_count {
             return Err(Error::Config("receives were posted for another number of QPs".into()));
         }
@@ -130,7 +146,8 @@ impl<'q> Receiver<'q> {
             StopRule::Iterations(iterations) => iterations as usize * queue_count,
             StopRule::Duration(_) => 1 << 16,
         };
-        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|error| Error::Config(error.to_string()))?;
+        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22))
+            .map_err(|error| Error::Config(error.to_string()))?;
         let phase = if plan.warmup > 0 { ReceivePhase::Warmup } else { ReceivePhase::Measured };
         queues.failure = None;
         Ok(Receiver {
@@ -149,13 +166,21 @@ impl<'q> Receiver<'q> {
     }
 
     /// One received message: check it, repost its receive, advance the phase at a phase end.
-    pub(super) fn complete(&mut self, completion: &WorkCompletion, queue_pairs: &mut [RcQueuePair], buffers: &mut [BenchBuffer]) -> Result<()> {
+    pub(super) fn complete(
+        &mut self,
+        completion: &WorkCompletion,
+        queue_pairs: &mut [RcQueuePair],
+        buffers: &mut [BenchBuffer],
+    ) -> Result<()> {
         let size = self.plan.size;
         if !completion.is_success() {
             return Err(completion.error("receive", size));
         }
         let (index, slot) = split_id(completion.wr_id);
-        if index >= self.states.len() || index >= self.queues.queues.len() || completion.opcode != opcode::RECV {
+        if index >= self.states.len()
+            || index >= self.queues.queues.len()
+            || completion.opcode != opcode::RECV
+        {
             return Err(unexpected(completion, "a receive completion"));
         }
         let state = &mut self.states[index];
@@ -169,7 +194,14 @@ impl<'q> Receiver<'q> {
             return Err(unexpected(completion, "nothing after the phase's last message"));
         }
         if self.queues.validate {
-            check_slot(&mut self.queues.queues[index], &mut self.queues.failure, index, slot, size, self.seeds[index]);
+            check_slot(
+                &mut self.queues.queues[index],
+                &mut self.queues.failure,
+                index,
+                slot,
+                size,
+                self.seeds[index],
+            );
         }
         if let Some(stager) = buffers.get_mut(index).and_then(BenchBuffer::stager) {
             copy_in(stager, size, self.plan.stall_timeout)?;
@@ -194,11 +226,17 @@ impl<'q> Receiver<'q> {
                         state.count
                     )));
                 }
-                state.phase = if state.phase == ReceivePhase::Warmup { ReceivePhase::Measured } else { ReceivePhase::Done };
+                state.phase = if state.phase == ReceivePhase::Warmup {
+                    ReceivePhase::Measured
+                } else {
+                    ReceivePhase::Done
+                };
                 state.count = 0;
                 Ok(())
             }
-            Some(other) => Err(Error::Config(format!("QP {index} received immediate {other:#x}, not a gdr-send-bw sender"))),
+            Some(other) => Err(Error::Config(format!(
+                "QP {index} received immediate {other:#x}, not a gdr-send-bw sender"
+            ))),
         }
     }
 
@@ -225,15 +263,24 @@ impl<'q> Receiver<'q> {
 
 /// Checks one received payload in its ring slot against the sender's pattern, then clears the
 /// slot so that a later receive which delivered nothing cannot pass on stale bytes.
-fn check_slot(queue: &mut QueueReceives, failure: &mut Option<String>, index: usize, slot: u64, size: usize, seed: u64) {
+fn check_slot(
+    queue: &mut QueueReceives,
+    failure: &mut Option<String>,
+    index: usize,
+    slot: u64,
+    size: usize,
+    seed: u64,
+) {
     let Some(ring) = queue.ring.as_mut() else { return };
     let start = slot as usize * ring.stride;
     let bytes = &mut ring.memory.as_mut_slice()[start..start + size];
     if let Some(mismatch) = find_mismatch(bytes, seed) {
         failure.get_or_insert_with(|| {
-            format!("QP {index}: a received payload's byte {} is {:#04x}, expected {:#04x}", mismatch.offset, mismatch.found, mismatch.expected)
+            format!(
+                "QP {index}: a received payload's byte {} is {:#04x}, expected {:#04x}",
+                mismatch.offset, mismatch.found, mismatch.expected
+            )
         });
     }
     bytes.fill(0);
 }
-

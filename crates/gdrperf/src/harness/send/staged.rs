@@ -64,7 +64,9 @@ impl OutPipeline {
 #[inline]
 pub(super) fn copy_in(stager: &mut dyn Stager, size: usize, timeout: Duration) -> Result<()> {
     let copy = stager.begin_in(0..size)?;
-    wait_copy(stager, copy, timeout, &|| format!("copying a received {size}-byte message in from the bounce buffer"))
+    wait_copy(stager, copy, timeout, &|| {
+        format!("copying a received {size}-byte message in from the bounce buffer")
+    })
 }
 
 #[cfg(test)]
@@ -81,7 +83,11 @@ mod tests {
         pipeline.posted(3);
         assert_eq!(pipeline.advance(&mut stager, 4096, u64::MAX).unwrap(), 8, "refilled to the window");
         pipeline.posted(8);
-        assert_eq!(pipeline.advance(&mut stager, 4096, 2).unwrap(), 2, "no copies beyond the phase's messages");
+        assert_eq!(
+            pipeline.advance(&mut stager, 4096, 2).unwrap(),
+            2,
+            "no copies beyond the phase's messages"
+        );
         pipeline.posted(2);
         assert_eq!(pipeline.advance(&mut stager, 4096, 0).unwrap(), 0);
     }
@@ -110,7 +116,10 @@ mod tests {
         assert!(find_mismatch(&stager.read_payload(size).unwrap(), seed).is_some(), "not copied in yet");
         unsafe { *bounce.add(100) ^= 0x40 }; // corrupted on the way in
         copy_in(&mut stager, size, Duration::from_secs(1)).unwrap();
-        assert_eq!(find_mismatch(&stager.read_payload(size).unwrap(), seed).map(|mismatch| mismatch.offset), Some(100));
+        assert_eq!(
+            find_mismatch(&stager.read_payload(size).unwrap(), seed).map(|mismatch| mismatch.offset),
+            Some(100)
+        );
         unsafe { *bounce.add(100) ^= 0x40 };
         copy_in(&mut stager, size, Duration::from_secs(1)).unwrap();
         assert_eq!(find_mismatch(&stager.read_payload(size).unwrap(), seed), None);
