@@ -2,7 +2,10 @@
 # All of gdrperf's tests, from a fresh clone of a Debian/Ubuntu machine:
 #   ./scripts/test.sh
 # 1. installs the build's system packages if missing (cmake, clang: sideway builds rdma-core's
-#    headers and runs bindgen), 2. runs the unit and integration tests (`cargo test`),
+#    headers and runs bindgen; libibverbs1 so that the host tests reach the verbs layer and see
+#    "no RDMA device" rather than a missing library), 2. checks formatting (`cargo fmt --check`)
+#    and lints (`cargo clippy --all-targets -D warnings`), then runs the unit and integration
+#    tests (`cargo test`),
 # 3. builds the release binaries and runs the integration tests that need an RDMA device inside
 #    a Soft-RoCE VM (scripts/softroce.sh installs QEMU itself; nothing else is installed).
 # No RDMA NIC or GPU is needed. Exit status is non-zero if anything failed.
@@ -19,15 +22,30 @@ ensure_build_packages() {
     ldconfig -p | grep -q 'libclang[-.0-9]*\.so' || missing+=(libclang-dev)
     command -v cc >/dev/null || missing+=(build-essential)
     command -v python3 >/dev/null || missing+=(python3)
+    ldconfig -p | grep -q 'libibverbs\.so\.1' || missing+=(libibverbs1 ibverbs-providers)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "test.sh: installing ${missing[*]}" >&2
         as_root apt-get update -q
         DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
     fi
     command -v cargo >/dev/null || { echo "test.sh: cargo not found: install Rust (https://rustup.rs)" >&2; exit 2; }
+    for component in rustfmt clippy; do
+        local probe=fmt
+        [ "$component" = clippy ] && probe=clippy
+        if ! cargo "$probe" --version >/dev/null 2>&1; then
+            command -v rustup >/dev/null || { echo "test.sh: cargo $probe missing and no rustup to add $component" >&2; exit 2; }
+            echo "test.sh: adding the $component component" >&2
+            rustup component add "$component"
+        fi
+    done
 }
 
 ensure_build_packages
+echo "== cargo fmt --check (rustfmt.toml) and cargo clippy -D warnings ([workspace.lints])"
+cargo fmt --all --check || { echo "test.sh: formatting differs: run 'cargo fmt --all'" >&2; exit 1; }
+rustfmt --edition 2021 --config-path rustfmt.toml --check fuzz/fuzz_targets/*.rs \
+    || { echo "test.sh: fuzz targets need formatting: rustfmt --config-path rustfmt.toml fuzz/fuzz_targets/*.rs" >&2; exit 1; }
+cargo clippy --workspace --all-targets --quiet -- -D warnings 2>&1
 echo "== cargo test (unit and integration tests, no device needed)"
 cargo test --workspace --quiet 2>&1
 echo "== cargo build --release (binaries and examples for the VM)"

@@ -37,16 +37,19 @@ thread_local! {
 unsafe impl GlobalAlloc for TrackingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let _ = LARGEST_ALLOCATION.try_with(|largest| largest.set(largest.get().max(layout.size())));
-        System.alloc(layout)
+        // SAFETY: our caller's contract for `alloc` is passed on unchanged.
+        unsafe { System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        System.dealloc(pointer, layout)
+        // SAFETY: `pointer` came from `System` with this layout (every allocation goes there).
+        unsafe { System.dealloc(pointer, layout) }
     }
 
     unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let _ = LARGEST_ALLOCATION.try_with(|largest| largest.set(largest.get().max(new_size)));
-        System.realloc(pointer, layout, new_size)
+        // SAFETY: as for `dealloc`; `new_size` is checked by our caller's contract.
+        unsafe { System.realloc(pointer, layout, new_size) }
     }
 }
 

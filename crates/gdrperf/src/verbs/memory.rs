@@ -95,7 +95,9 @@ impl MemoryRegion {
         len: usize,
         what: &str,
     ) -> Result<MemoryRegion> {
-        let region = pd.reg_mr(address as usize, len, benchmark_access()).map_err(|error| Error::RegisterMemory {
+        // SAFETY: the caller keeps `address..address + len` valid for the region's life.
+        let registered = unsafe { pd.reg_mr(address as usize, len, benchmark_access()) };
+        let region = registered.map_err(|error| Error::RegisterMemory {
             what: what.to_string(),
             len,
             source: source_of(&error),
@@ -121,7 +123,9 @@ impl MemoryRegion {
         len: usize,
         what: &str,
     ) -> Result<MemoryRegion> {
-        let region = pd.reg_dmabuf_mr(offset, len, address, fd, benchmark_access()).map_err(|error| {
+        // SAFETY: the caller guarantees `fd` covers `offset..offset + len` and outlives the region.
+        let registered = unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, benchmark_access()) };
+        let region = registered.map_err(|error| {
             Error::RegisterMemory {
                 what: what.to_string(),
                 len,
