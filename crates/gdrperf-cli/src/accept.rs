@@ -94,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     let host = hostname();
-    let date = gdrperf::output::utc_timestamp();
+    let date = gdrperf_stats::utc_timestamp();
     let out = args
         .out
         .clone()

@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gdrperf_doctor::fixture::{FixtureDir, Machine};
+use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 
 fn gdrperf(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gdrperf"))

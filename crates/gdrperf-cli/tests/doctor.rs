@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use gdrperf_doctor::fixture::{FixtureDir, Machine};
+use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 
 fn doctor(extra_args: &[&str], root: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gdrperf"))

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use gdrperf_doctor::fixture::{FixtureDir, Machine};
+use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 
 /// Stands in for a gdr-* bench: a server (no HOST) prints and exits; a client writes one row
 /// with both host names. It fails with a bench-like error on the node named by FAKE_BAD_NODE.

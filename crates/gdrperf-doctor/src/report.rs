@@ -9,10 +9,11 @@ use crate::gpu::{self, CudaFacts, Gpu, NvidiaDriver};
 use crate::gpudirect::GpuDirect;
 use crate::iommu::Iommu;
 use crate::pci::{self, AcsState, PciDevice};
-use crate::rdma::{self, Backing, RdmaDevice};
+use crate::rdma::{Backing, RdmaDevice};
 use crate::sysfs::SysRoot;
-use crate::topology::{self, AcsFinding, Endpoint, NicCandidate, PciePath, Recommendation, Relation};
+use crate::topology::{self, AcsFinding, Endpoint, PciePath, Recommendation, Relation};
 use crate::verdict::{self, Level, Verdict};
+use gdrperf_topology::Inventory;
 
 /// Everything `gdrperf doctor` knows about a node; serializes to its `--json`.
 #[derive(Debug, Clone, Serialize)]
@@ -82,34 +83,6 @@ impl Report {
     }
 }
 
-/// What sysfs alone says about GPUs and NICs: enough for `recommend_nic`.
-pub(crate) struct Inventory {
-    pub pci_devices: Vec<PciDevice>,
-    pub rdma_devices: Vec<RdmaDevice>,
-}
-
-impl Inventory {
-    pub fn scan(sys: &SysRoot) -> Self {
-        Inventory { pci_devices: pci::scan(sys), rdma_devices: rdma::scan(sys) }
-    }
-
-    pub fn nic_candidates(&self) -> Vec<NicCandidate<'_>> {
-        self.rdma_devices
-            .iter()
-            .map(|device| NicCandidate {
-                name: &device.name,
-                endpoint: match &device.backing {
-                    Backing::Hardware { pci } => {
-                        Some(Endpoint { location: &pci.location, numa_node: pci.numa_node })
-                    }
-                    Backing::Software { .. } => None,
-                },
-                has_active_port: device.ports.iter().any(|port| port.is_active()),
-            })
-            .collect()
-    }
-}
-
 /// GPUs in PCI order as the recommendation wants them: the order that makes
 /// the pairing the same whether or not CUDA was asked.
 fn gpu_endpoints(gpus: &[Gpu]) -> Vec<(String, Endpoint<'_>)> {
@@ -122,12 +95,6 @@ fn gpu_endpoints(gpus: &[Gpu]) -> Vec<(String, Endpoint<'_>)> {
         .collect();
     endpoints.sort_by(|a, b| a.0.cmp(&b.0));
     endpoints
-}
-
-/// Recommendations for the GPUs sysfs shows (used by `recommend_nic`).
-pub(crate) fn recommend_from_sysfs(inventory: &Inventory) -> Vec<Recommendation> {
-    let gpus = gpu::merge(&inventory.pci_devices, &CudaFacts::NotQueried { reason: String::new() });
-    topology::recommend(&gpu_endpoints(&gpus), &inventory.nic_candidates())
 }
 
 /// Builds the full report.

@@ -1,10 +1,10 @@
 //! The doctor on fixture trees of real server shapes: what it finds, how it
 //! pairs GPUs with NICs, and how it judges.
 
-use gdrperf_doctor::fixture::{AcsFixture, FixtureDir, Function, HostBridge, Machine, PciNode, PortState};
 use gdrperf_doctor::iommu::IommuMode;
 use gdrperf_doctor::rdma::{Backing, PortMtu};
 use gdrperf_doctor::{diagnose, recommend_nic, CudaFacts, CudaGpu, DoctorError, Level, Relation, Report};
+use gdrperf_doctor_fixtures::{AcsFixture, FixtureDir, Function, HostBridge, Machine, PciNode, PortState};
 
 fn not_queried() -> CudaFacts {
     CudaFacts::NotQueried { reason: "fixture".into() }

@@ -1,6 +1,7 @@
 //! gdrperf's result files, read back to answer three questions in one command each:
 //!
-//! * **Does this node pass?** [`threshold`] parses `--min-bw 90Gb/s | 11000MiB/s | 80%` and
+//! * **Does this node pass?** [`threshold`] (the `gdrperf-threshold` crate, shared with the
+//!   benches) parses `--min-bw 90Gb/s | 11000MiB/s | 80%` and
 //!   `--max-lat 5us` (on the statistic of `--lat-pct`); [`evaluate`] holds each size against
 //!   them and words the FAIL line ("2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)");
 //!   [`profile`] loads the thresholds of an acceptance profile (TOML, every value sourced).
@@ -37,11 +38,12 @@ pub mod format;
 pub mod modes;
 pub mod profile;
 pub mod results;
-pub mod threshold;
+/// Threshold parsing and resolving, shared with the benches: `gdrperf-threshold`'s.
+pub use gdrperf_threshold::limit as threshold;
 
 pub use compare::{compare_runs, Change, ComparedRow, Comparison};
 pub use error::{ReportError, Result};
-pub use evaluate::{evaluate_bandwidth, evaluate_latency, Failure, Thresholds, Verdict};
+pub use evaluate::{evaluate_bandwidth, evaluate_latency, Failure, Measured, Thresholds, Verdict};
 pub use modes::{compare_memory_modes, ModeComparison, ModeGroup};
 pub use profile::{BandwidthCheck, LatencyCheck, Profile, SourcedValue, MEMORY_MODES};
 pub use results::{Better, ResultFile, ResultRow, RowKey, RowKind};

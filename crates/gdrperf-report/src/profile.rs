@@ -154,8 +154,10 @@ impl Profile {
                 &check.source,
             )
             .map_err(&fail)?;
-            check_values("min_bw", &check.min_bw, |value| BandwidthThreshold::parse(value).map(|_| ()))
-                .map_err(&fail)?;
+            check_values("min_bw", &check.min_bw, |value| {
+                BandwidthThreshold::parse(value).map(|_| ()).map_err(Into::into)
+            })
+            .map_err(&fail)?;
         }
         if let Some(check) = &profile.latency {
             check_run(
@@ -170,8 +172,10 @@ impl Profile {
             .map_err(&fail)?;
             LatencyStatistic::parse(&check.statistic)
                 .map_err(|error| fail(format!("[latency] statistic: {error}")))?;
-            check_values("max_lat", &check.max_lat, |value| LatencyThreshold::parse(value).map(|_| ()))
-                .map_err(&fail)?;
+            check_values("max_lat", &check.max_lat, |value| {
+                LatencyThreshold::parse(value).map(|_| ()).map_err(Into::into)
+            })
+            .map_err(&fail)?;
         }
         Ok(profile)
     }

@@ -43,6 +43,7 @@ pub mod error;
 pub mod hdr_output;
 pub mod latency;
 pub mod sample_clock;
+pub mod timestamp;
 pub mod units;
 
 pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, CompletionWindow};
@@ -54,6 +55,7 @@ pub use hdr_output::{
 };
 pub use latency::{LatencyRecorder, LatencySummary, PercentileSource};
 pub use sample_clock::{ClockSource, SampleClock, Stamp};
+pub use timestamp::utc_timestamp;
 pub use units::{Bandwidth, MessageRate};
 
 /// Re-exported so callers name the same `Histogram` type this crate returns.

@@ -97,7 +97,7 @@ fn lane(index: usize, memory: Memory, device_name: Option<String>) -> Result<f64
     let device_name = match (device_name, &memory) {
         (Some(name), _) => Some(name),
         (None, Memory::Gpu(gpu)) => {
-            gdrperf_doctor::recommend_nic(std::path::Path::new("/"), &gpu.info().bus_id.to_string())?
+            gdrperf_topology::recommend_nic(std::path::Path::new("/"), &gpu.info().bus_id.to_string())?
         }
         (None, Memory::Host) => None,
     };

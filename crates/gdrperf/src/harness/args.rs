@@ -91,15 +91,15 @@ pub struct CommonArgs {
     /// Acceptance: fail any size whose average bandwidth is below this (90Gb/s, 11000MiB/s, or
     /// 80% of the port's rate).
     #[arg(long = "min-bw", value_name = "RATE", value_parser = parse_bandwidth_threshold)]
-    pub min_bw: Option<gdrperf_report::BandwidthThreshold>,
+    pub min_bw: Option<gdrperf_threshold::BandwidthThreshold>,
 
     /// Acceptance: fail any size whose latency (the statistic of --lat-pct) is above this (5us).
     #[arg(long = "max-lat", value_name = "TIME", value_parser = parse_latency_threshold)]
-    pub max_lat: Option<gdrperf_report::LatencyThreshold>,
+    pub max_lat: Option<gdrperf_threshold::LatencyThreshold>,
 
     /// The latency statistic --max-lat applies to: typical (median), avg, max, 99, 99.9, 99.99.
     #[arg(long = "lat-pct", value_name = "STATISTIC", default_value = "typical", value_parser = parse_latency_statistic)]
-    pub lat_pct: gdrperf_report::LatencyStatistic,
+    pub lat_pct: gdrperf_threshold::LatencyStatistic,
 
     /// Where this side's buffers live: host (baseline), cuda (GPUDirect RDMA: the NIC reads and
     /// writes GPU memory), cuda-staged (GPU payload copied through pinned host memory). A list
@@ -199,16 +199,16 @@ pub struct BandwidthArgs {
     pub concurrent: bool,
 }
 
-fn parse_bandwidth_threshold(text: &str) -> Result<gdrperf_report::BandwidthThreshold, String> {
-    gdrperf_report::BandwidthThreshold::parse(text).map_err(|error| error.to_string())
+fn parse_bandwidth_threshold(text: &str) -> Result<gdrperf_threshold::BandwidthThreshold, String> {
+    gdrperf_threshold::BandwidthThreshold::parse(text).map_err(|error| error.to_string())
 }
 
-fn parse_latency_threshold(text: &str) -> Result<gdrperf_report::LatencyThreshold, String> {
-    gdrperf_report::LatencyThreshold::parse(text).map_err(|error| error.to_string())
+fn parse_latency_threshold(text: &str) -> Result<gdrperf_threshold::LatencyThreshold, String> {
+    gdrperf_threshold::LatencyThreshold::parse(text).map_err(|error| error.to_string())
 }
 
-fn parse_latency_statistic(text: &str) -> Result<gdrperf_report::LatencyStatistic, String> {
-    gdrperf_report::LatencyStatistic::parse(text).map_err(|error| error.to_string())
+fn parse_latency_statistic(text: &str) -> Result<gdrperf_threshold::LatencyStatistic, String> {
+    gdrperf_threshold::LatencyStatistic::parse(text).map_err(|error| error.to_string())
 }
 
 /// Parses "4096", "64K", "1M", "2G" (powers of two, as perftest users mean them).

@@ -227,8 +227,8 @@ impl BenchConfig {
 /// `--min-bw` / `--max-lat` as the user wrote them.
 #[derive(Debug, Clone, Default)]
 pub struct Acceptance {
-    pub min_bw: Option<gdrperf_report::BandwidthThreshold>,
-    pub max_lat: Option<gdrperf_report::LatencyLimit>,
+    pub min_bw: Option<gdrperf_threshold::BandwidthThreshold>,
+    pub max_lat: Option<gdrperf_threshold::LatencyLimit>,
 }
 
 impl Acceptance {
@@ -238,7 +238,7 @@ impl Acceptance {
         &self,
         port_rate: Option<&str>,
         bidirectional: bool,
-    ) -> Result<gdrperf_report::Thresholds> {
+    ) -> Result<gdrperf_threshold::Thresholds> {
         let min_bw = match &self.min_bw {
             None => None,
             Some(threshold) => Some(
@@ -247,7 +247,7 @@ impl Acceptance {
                     .map_err(|error| config(&format!("--min-bw: {error}")))?,
             ),
         };
-        Ok(gdrperf_report::Thresholds { min_bw, max_lat: self.max_lat })
+        Ok(gdrperf_threshold::Thresholds { min_bw, max_lat: self.max_lat })
     }
 }
 

@@ -144,7 +144,7 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
         Error::Config("-d/--ib-dev auto picks the NIC nearest to the GPU: add --mem cuda (and --gpu)".into())
     })?;
     let bus_id = gdrperf_cuda::Cuda::load()?.gpu_info(index)?.bus_id.to_string();
-    match gdrperf_doctor::recommend_nic(std::path::Path::new("/"), &bus_id) {
+    match gdrperf_topology::recommend_nic(std::path::Path::new("/"), &bus_id) {
         Ok(Some(name)) => {
             eprintln!("--ib-dev auto: {name} is the RDMA device nearest to GPU {index} ({bus_id})");
             Ok(name)

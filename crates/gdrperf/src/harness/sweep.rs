@@ -20,7 +20,7 @@ use crate::harness::interrupt::{conclude, install_signal_handlers, Interruption,
 use crate::harness::lanes;
 use crate::harness::placement::{self, Placement};
 use crate::harness::session::{hostname, Greeting, LocalResources, Session, Side};
-use crate::output::{utc_timestamp, Console, Outputs, Row, RowContext};
+use crate::output::{Console, Outputs, Row, RowContext};
 use crate::verbs::QueuePairSizes;
 
 /// What a bench binary implements. All methods take `&self`: in `--loopback` both ends run the
@@ -468,7 +468,7 @@ fn drive<B: Benchmark>(
 pub(crate) fn write_and_judge<R: Row + 'static>(
     outputs: &mut Outputs<R>,
     progress: &ProgressBar,
-    thresholds: &gdrperf_report::Thresholds,
+    thresholds: &gdrperf_threshold::Thresholds,
     row: &R,
     outcome: &mut RunOutcome,
 ) -> Result<()> {
@@ -481,13 +481,8 @@ pub(crate) fn write_and_judge<R: Row + 'static>(
 }
 
 /// The FAIL lines of one row against the acceptance thresholds (empty when none are set).
-fn check_thresholds<R: Serialize>(thresholds: &gdrperf_report::Thresholds, row: &R) -> Result<Vec<String>> {
-    if thresholds.is_empty() {
-        return Ok(Vec::new());
-    }
-    let value = serde_json::to_value(row).map_err(|error| Error::Config(error.to_string()))?;
-    let row = gdrperf_report::ResultRow::from_json("this run", value).map_err(Error::Config)?;
-    let failures = thresholds.evaluate(&row).map_err(|error| Error::Config(error.to_string()))?;
+fn check_thresholds<R: Row>(thresholds: &gdrperf_threshold::Thresholds, row: &R) -> Result<Vec<String>> {
+    let failures = thresholds.evaluate(row).map_err(|error| Error::Config(error.to_string()))?;
     Ok(failures.iter().map(ToString::to_string).collect())
 }
 
@@ -627,7 +622,7 @@ pub(crate) fn metadata<B: Benchmark>(
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
         "git_commit": env!("GDRPERF_GIT_COMMIT"),
         "argv": config.argv,
-        "date": utc_timestamp(),
+        "date": gdrperf_stats::utc_timestamp(),
         "host": hostname(),
         "peer_host": session.peer.host,
         "device": local.device.name(),

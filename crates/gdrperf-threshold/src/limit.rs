@@ -6,7 +6,7 @@
 //! the device is open and its port rate known.
 //!
 //! ```
-//! use gdrperf_report::{BandwidthThreshold, LatencyStatistic, LatencyThreshold};
+//! use gdrperf_threshold::{BandwidthThreshold, LatencyStatistic, LatencyThreshold};
 //!
 //! let threshold: BandwidthThreshold = "80%".parse()?;
 //! let limit = threshold.resolve(Some("100 Gb/sec (4X EDR)"), false)?;
@@ -15,13 +15,13 @@
 //! let latency = LatencyThreshold::parse("800ns")?.on(LatencyStatistic::parse("99.9")?);
 //! assert_eq!(latency.max_us, 0.8);
 //! assert_eq!(latency.statistic.column(), "p99_9_us");
-//! # Ok::<(), gdrperf_report::ReportError>(())
+//! # Ok::<(), gdrperf_threshold::ThresholdError>(())
 //! ```
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::{ReportError, Result};
+use crate::error::{Result, ThresholdError};
 use crate::format::number;
 
 /// Bits in a gigabit: network rates are decimal (10^9), as perftest's `--report_gbits`.
@@ -76,7 +76,7 @@ impl BandwidthThreshold {
     /// Parses `90Gb/s`, `90 Gbit/s`, `90Gbps`, `11000MiB/s`, `80%` (unit names in any case).
     /// A bare number is refused: Gb/s and MiB/s differ by a factor of 8.4, too much to guess.
     pub fn parse(text: &str) -> Result<BandwidthThreshold> {
-        let fail = |reason: &str| ReportError::BandwidthThreshold {
+        let fail = |reason: &str| ThresholdError::BandwidthThreshold {
             text: text.to_string(),
             reason: reason.to_string(),
         };
@@ -115,7 +115,7 @@ impl BandwidthThreshold {
             },
             BandwidthThreshold::PercentOfPort(percent) => {
                 let unknown =
-                    |detail: String| ReportError::UnknownPortRate { threshold: self.to_string(), detail };
+                    |detail: String| ThresholdError::UnknownPortRate { threshold: self.to_string(), detail };
                 let text = port_rate.ok_or_else(|| unknown(String::new()))?;
                 let port_gbit_s =
                     parse_port_rate(text).ok_or_else(|| unknown(format!(" (sysfs says {text:?})")))?;
@@ -135,7 +135,7 @@ impl BandwidthThreshold {
 }
 
 impl FromStr for BandwidthThreshold {
-    type Err = ReportError;
+    type Err = ThresholdError;
     fn from_str(text: &str) -> Result<BandwidthThreshold> {
         BandwidthThreshold::parse(text)
     }
@@ -191,7 +191,7 @@ impl LatencyThreshold {
     /// Parses `5us`, `5 us`, `5µs`, `800ns`, `0.01ms`; a bare number is microseconds, the unit
     /// every latency column is in.
     pub fn parse(text: &str) -> Result<LatencyThreshold> {
-        let fail = |reason: &str| ReportError::LatencyThreshold {
+        let fail = |reason: &str| ThresholdError::LatencyThreshold {
             text: text.to_string(),
             reason: reason.to_string(),
         };
@@ -215,7 +215,7 @@ impl LatencyThreshold {
 }
 
 impl FromStr for LatencyThreshold {
-    type Err = ReportError;
+    type Err = ThresholdError;
     fn from_str(text: &str) -> Result<LatencyThreshold> {
         LatencyThreshold::parse(text)
     }
@@ -263,7 +263,7 @@ impl LatencyStatistic {
             "99.9" => LatencyStatistic::P99_9,
             "99.99" => LatencyStatistic::P99_99,
             _ => {
-                return Err(ReportError::LatencyStatistic {
+                return Err(ThresholdError::LatencyStatistic {
                     text: text.to_string(),
                     accepted: STATISTIC_NAMES,
                 })
@@ -299,7 +299,7 @@ impl LatencyStatistic {
 }
 
 impl FromStr for LatencyStatistic {
-    type Err = ReportError;
+    type Err = ThresholdError;
     fn from_str(text: &str) -> Result<LatencyStatistic> {
         LatencyStatistic::parse(text)
     }
@@ -321,7 +321,8 @@ impl fmt::Display for LatencyLimit {
 /// `--tolerance`: how much worse a value may get before `compare` calls it a regression.
 /// Parses `5%`, `0.5%` or a bare `5` (percent); stored as a fraction (0.05).
 pub fn parse_tolerance(text: &str) -> Result<f64> {
-    let fail = |reason: &str| ReportError::Tolerance { text: text.to_string(), reason: reason.to_string() };
+    let fail =
+        |reason: &str| ThresholdError::Tolerance { text: text.to_string(), reason: reason.to_string() };
     let (value, unit) = split_number(text).ok_or_else(|| fail("it does not start with a number"))?;
     if !unit.is_empty() && unit != "%" {
         return Err(fail(&format!("unknown unit {unit:?}")));

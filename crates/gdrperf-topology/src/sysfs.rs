@@ -1,6 +1,6 @@
 //! Reading sysfs and procfs under a chosen root directory.
 //!
-//! Every fact the doctor reports comes through [`SysRoot`], never through an
+//! Every fact the doctor and `-d auto` use comes through [`SysRoot`], never through an
 //! absolute path, so the same code reads the live `/sys` of a server and a
 //! fixture tree in a temporary directory. Sysfs is full of files that exist
 //! but cannot be read (a GID type for an empty GID slot answers `EINVAL`, PCI
@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::DoctorError;
+use crate::TopologyError;
 
 /// The directory that holds `sys/` and `proc/`: `/` on a live machine.
 #[derive(Debug, Clone)]
@@ -23,11 +23,11 @@ pub struct SysRoot {
 impl SysRoot {
     /// Opens a root; it must be a directory holding `sys/`, otherwise nothing
     /// below could be trusted to mean "absent".
-    pub fn open(root: &Path) -> Result<Self, DoctorError> {
+    pub fn open(root: &Path) -> Result<Self, TopologyError> {
         let canonical = fs::canonicalize(root)
-            .map_err(|source| DoctorError::RootUnreadable { root: root.to_path_buf(), source })?;
+            .map_err(|source| TopologyError::RootUnreadable { root: root.to_path_buf(), source })?;
         if !canonical.join("sys").is_dir() {
-            return Err(DoctorError::NoSysUnderRoot { root: root.to_path_buf() });
+            return Err(TopologyError::NoSysUnderRoot { root: root.to_path_buf() });
         }
         Ok(SysRoot { root: canonical })
     }
@@ -104,24 +104,45 @@ impl SysRoot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture::FixtureDir;
+
+    /// An empty directory of its own under the system's temporary directory, removed on drop.
+    struct EmptyDir(PathBuf);
+
+    impl EmptyDir {
+        fn new(name: &str) -> EmptyDir {
+            let path = std::env::temp_dir().join(format!("gdrperf-topology-{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&path);
+            fs::create_dir_all(&path).unwrap();
+            EmptyDir(path)
+        }
+
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for EmptyDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
 
     #[test]
     fn open_refuses_a_directory_without_sys() {
-        let empty = FixtureDir::empty().unwrap();
+        let empty = EmptyDir::new("no-sys");
         let error = SysRoot::open(empty.path()).unwrap_err();
-        assert!(matches!(error, DoctorError::NoSysUnderRoot { .. }), "{error}");
+        assert!(matches!(error, TopologyError::NoSysUnderRoot { .. }), "{error}");
     }
 
     #[test]
     fn open_refuses_a_missing_root() {
         let error = SysRoot::open(Path::new("/nonexistent/gdrperf-doctor-root")).unwrap_err();
-        assert!(matches!(error, DoctorError::RootUnreadable { .. }), "{error}");
+        assert!(matches!(error, TopologyError::RootUnreadable { .. }), "{error}");
     }
 
     #[test]
     fn numbers_follow_sysfs_conventions() {
-        let dir = FixtureDir::empty().unwrap();
+        let dir = EmptyDir::new("numbers");
         fs::create_dir_all(dir.path().join("sys")).unwrap();
         fs::write(dir.path().join("sys/numa_node"), "-1\n").unwrap();
         fs::write(dir.path().join("sys/class"), "0x030200\n").unwrap();

@@ -1,0 +1,240 @@
+//! Holding measured sizes against thresholds. Unlike perftest, one failing size fails the run:
+//! a node that reaches line rate at 64 KiB but collapses at 4 KiB is not a healthy node.
+//!
+//! ```
+//! use gdrperf_threshold::{evaluate_bandwidth, BandwidthThreshold};
+//!
+//! let limit = BandwidthThreshold::parse("90Gb/s")?.resolve(None, false)?;
+//! let failure = evaluate_bandwidth(2048, 41.2, &limit).expect("41.2 < 90");
+//! assert_eq!(failure.to_string(), "2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)");
+//! assert!(evaluate_bandwidth(65536, 92.0, &limit).is_none());
+//! # Ok::<(), gdrperf_threshold::ThresholdError>(())
+//! ```
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::error::{Result, ThresholdError};
+use crate::format::{number, percent_change};
+use crate::limit::{BandwidthLimit, LatencyLimit, LatencyStatistic};
+
+/// The figures of one result row that thresholds are held against, in the units the
+/// published columns use. The benches implement it on their typed rows; the report crate on
+/// rows read back from a file.
+pub trait Measured {
+    /// The message size of the row.
+    fn bytes(&self) -> u64;
+    /// The average bandwidth in Gb/s (`bw_avg_gbit_s`); `None` for a row without one.
+    fn bandwidth_gbit_s(&self) -> Option<f64>;
+    /// A latency statistic in µs (the column [`LatencyStatistic::column`] names); `None` for a
+    /// row without latencies.
+    fn latency_us(&self, statistic: LatencyStatistic) -> Option<f64>;
+    /// Where the row comes from and which row it is ("run.csv", "write_bw 2048 bytes"), for
+    /// the error when a figure is missing.
+    fn describe(&self) -> (String, String);
+}
+
+/// One size that missed its threshold: what was measured, against what, by how much.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Failure {
+    pub bytes: u64,
+    /// "BW average" or "latency p99".
+    pub what: String,
+    /// The measured value, in `unit`.
+    pub measured: f64,
+    /// The threshold, in `unit`.
+    pub limit: f64,
+    pub unit: String,
+    /// `<` for a bandwidth below its minimum, `>` for a latency above its maximum.
+    pub relation: &'static str,
+    /// (measured - limit) / limit.
+    pub relative: f64,
+    /// Where a relative threshold came from ("80% of the 100 Gb/s port").
+    pub basis: Option<String>,
+}
+
+impl fmt::Display for Failure {
+    /// "2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)"
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            out,
+            "{} bytes: {} {} {unit} {} {} {unit} ({}",
+            self.bytes,
+            self.what,
+            number(self.measured),
+            self.relation,
+            number(self.limit),
+            percent_change(self.relative),
+            unit = self.unit,
+        )?;
+        if let Some(basis) = &self.basis {
+            write!(out, "; {basis}")?;
+        }
+        write!(out, ")")
+    }
+}
+
+/// `Some(failure)` when a size's average bandwidth (Gb/s, the row's `bw_avg_gbit_s`) is below
+/// the limit. The FAIL line uses the unit the threshold was written in.
+pub fn evaluate_bandwidth(bytes: u64, avg_gbit_s: f64, limit: &BandwidthLimit) -> Option<Failure> {
+    // A NaN (a size that measured nothing) fails too: `!(x >= limit)` rather than `x < limit`.
+    if avg_gbit_s >= limit.gbit_s {
+        return None;
+    }
+    Some(Failure {
+        bytes,
+        what: "BW average".to_string(),
+        measured: limit.unit.from_gbit(avg_gbit_s),
+        limit: limit.unit.from_gbit(limit.gbit_s),
+        unit: limit.unit.label().to_string(),
+        relation: "<",
+        relative: (avg_gbit_s - limit.gbit_s) / limit.gbit_s,
+        basis: limit.basis.clone(),
+    })
+}
+
+/// `Some(failure)` when a size's latency statistic (µs, the row's `limit.statistic.column()`)
+/// is above the limit.
+pub fn evaluate_latency(bytes: u64, value_us: f64, limit: &LatencyLimit) -> Option<Failure> {
+    if value_us <= limit.max_us {
+        return None;
+    }
+    Some(Failure {
+        bytes,
+        what: format!("latency {}", limit.statistic.label()),
+        measured: value_us,
+        limit: limit.max_us,
+        unit: "us".to_string(),
+        relation: ">",
+        relative: (value_us - limit.max_us) / limit.max_us,
+        basis: None,
+    })
+}
+
+/// The thresholds of one run, resolved: what every row of it is held against.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Thresholds {
+    pub min_bw: Option<BandwidthLimit>,
+    pub max_lat: Option<LatencyLimit>,
+}
+
+impl Thresholds {
+    pub fn is_empty(&self) -> bool {
+        self.min_bw.is_none() && self.max_lat.is_none()
+    }
+
+    /// Every threshold the row misses. A threshold whose figure the row lacks is an error, not a
+    /// pass: `--max-lat` on a bandwidth row must not silently accept it.
+    pub fn evaluate<R: Measured + ?Sized>(&self, row: &R) -> Result<Vec<Failure>> {
+        let mut failures = Vec::new();
+        if let Some(limit) = &self.min_bw {
+            let value = row
+                .bandwidth_gbit_s()
+                .ok_or_else(|| missing(row, "bw_avg_gbit_s", " (--min-bw applies to bandwidth results)"))?;
+            failures.extend(evaluate_bandwidth(row.bytes(), value, limit));
+        }
+        if let Some(limit) = &self.max_lat {
+            let value = row.latency_us(limit.statistic).ok_or_else(|| {
+                missing(row, limit.statistic.column(), " (--max-lat applies to latency results)")
+            })?;
+            failures.extend(evaluate_latency(row.bytes(), value, limit));
+        }
+        Ok(failures)
+    }
+}
+
+fn missing<R: Measured + ?Sized>(row: &R, column: &'static str, hint: &'static str) -> ThresholdError {
+    let (source_name, row) = row.describe();
+    ThresholdError::MissingFigure { source_name, row, column, hint }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limit::{BandwidthThreshold, LatencyThreshold};
+
+    #[test]
+    fn a_bandwidth_below_the_limit_fails_with_the_shortfall() {
+        let limit = BandwidthThreshold::parse("90Gb/s").unwrap().resolve(None, false).unwrap();
+        let failure = evaluate_bandwidth(2048, 41.2, &limit).unwrap();
+        assert_eq!(failure.to_string(), "2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)");
+        assert!(evaluate_bandwidth(2048, 90.0, &limit).is_none(), "equal to the limit passes");
+        assert!(evaluate_bandwidth(2048, f64::NAN, &limit).is_some(), "NaN fails");
+    }
+
+    #[test]
+    fn a_mib_threshold_reports_in_mib() {
+        let limit = BandwidthThreshold::parse("11000MiB/s").unwrap().resolve(None, false).unwrap();
+        let failure = evaluate_bandwidth(65536, 46.137344, &limit).unwrap(); // 5500 MiB/s
+        assert_eq!(failure.to_string(), "65536 bytes: BW average 5500 MiB/s < 11000 MiB/s (-50.0%)");
+    }
+
+    #[test]
+    fn a_percent_threshold_names_the_port() {
+        let limit =
+            BandwidthThreshold::parse("90%").unwrap().resolve(Some("200 Gb/sec (4X HDR)"), false).unwrap();
+        let failure = evaluate_bandwidth(4096, 150.0, &limit).unwrap();
+        assert_eq!(
+            failure.to_string(),
+            "4096 bytes: BW average 150 Gb/s < 180 Gb/s (-16.7%; 90% of the 200 Gb/s port)"
+        );
+    }
+
+    #[test]
+    fn a_latency_above_the_limit_fails() {
+        let limit = LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::P99);
+        let failure = evaluate_latency(2, 7.31, &limit).unwrap();
+        assert_eq!(failure.to_string(), "2 bytes: latency p99 7.31 us > 5 us (+46.2%)");
+        assert!(evaluate_latency(2, 5.0, &limit).is_none());
+    }
+
+    /// A latency row of 2 bytes: typical 3 us, p99 9.5 us, nothing else.
+    struct LatencyRow;
+
+    impl Measured for LatencyRow {
+        fn bytes(&self) -> u64 {
+            2
+        }
+        fn bandwidth_gbit_s(&self) -> Option<f64> {
+            None
+        }
+        fn latency_us(&self, statistic: LatencyStatistic) -> Option<f64> {
+            match statistic {
+                LatencyStatistic::Typical => Some(3.0),
+                LatencyStatistic::P99 => Some(9.5),
+                _ => None,
+            }
+        }
+        fn describe(&self) -> (String, String) {
+            ("test".into(), "read_lat 2 bytes".into())
+        }
+    }
+
+    #[test]
+    fn rows_are_held_against_their_figures() {
+        let thresholds = Thresholds {
+            min_bw: None,
+            max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::P99)),
+        };
+        let failures = thresholds.evaluate(&LatencyRow).unwrap();
+        assert_eq!(failures.len(), 1);
+        assert_eq!(failures[0].to_string(), "2 bytes: latency p99 9.5 us > 5 us (+90.0%)");
+
+        let typical = Thresholds {
+            min_bw: None,
+            max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::Typical)),
+        };
+        assert!(typical.evaluate(&LatencyRow).unwrap().is_empty());
+
+        let wrong_kind = Thresholds {
+            min_bw: Some(BandwidthThreshold::parse("1Gb/s").unwrap().resolve(None, false).unwrap()),
+            max_lat: None,
+        };
+        let error = wrong_kind.evaluate(&LatencyRow).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "test: read_lat 2 bytes has no numeric \"bw_avg_gbit_s\" column (--min-bw applies to bandwidth results)"
+        );
+    }
+}
