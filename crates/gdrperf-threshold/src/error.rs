@@ -31,7 +31,27 @@ pub enum ThresholdError {
 
     /// A row lacks the figure a threshold is held against (`--max-lat` on a bandwidth row).
     #[error("{source_name}: {row} has no numeric {column:?} column{hint}")]
-    MissingFigure { source_name: String, row: String, column: &'static str, hint: &'static str },
+    MissingFigure {
+        source_name: String,
+        row: String,
+        column: &'static str,
+        hint: &'static str,
+        /// The threshold's flag (`--min-bw`, `--max-lat`).
+        flag: &'static str,
+    },
+}
+
+impl ThresholdError {
+    /// The command-line flag whose value is at fault, for callers that name it.
+    pub fn flag(&self) -> &'static str {
+        match self {
+            ThresholdError::BandwidthThreshold { .. } | ThresholdError::UnknownPortRate { .. } => "--min-bw",
+            ThresholdError::LatencyThreshold { .. } => "--max-lat",
+            ThresholdError::LatencyStatistic { .. } => "--lat-pct",
+            ThresholdError::Tolerance { .. } => "--tolerance",
+            ThresholdError::MissingFigure { flag, .. } => flag,
+        }
+    }
 }
 
 /// Shorthand for results of this crate.

@@ -129,14 +129,14 @@ impl Thresholds {
     pub fn evaluate<R: Measured + ?Sized>(&self, row: &R) -> Result<Vec<Failure>> {
         let mut failures = Vec::new();
         if let Some(limit) = &self.min_bw {
-            let value = row
-                .bandwidth_gbit_s()
-                .ok_or_else(|| missing(row, "bw_avg_gbit_s", " (--min-bw applies to bandwidth results)"))?;
+            let value = row.bandwidth_gbit_s().ok_or_else(|| {
+                missing(row, "--min-bw", "bw_avg_gbit_s", " (--min-bw applies to bandwidth results)")
+            })?;
             failures.extend(evaluate_bandwidth(row.bytes(), value, limit));
         }
         if let Some(limit) = &self.max_lat {
             let value = row.latency_us(limit.statistic).ok_or_else(|| {
-                missing(row, limit.statistic.column(), " (--max-lat applies to latency results)")
+                missing(row, "--max-lat", limit.statistic.column(), " (--max-lat applies to latency results)")
             })?;
             failures.extend(evaluate_latency(row.bytes(), value, limit));
         }
@@ -144,9 +144,14 @@ impl Thresholds {
     }
 }
 
-fn missing<R: Measured + ?Sized>(row: &R, column: &'static str, hint: &'static str) -> ThresholdError {
+fn missing<R: Measured + ?Sized>(
+    row: &R,
+    flag: &'static str,
+    column: &'static str,
+    hint: &'static str,
+) -> ThresholdError {
     let (source_name, row) = row.describe();
-    ThresholdError::MissingFigure { source_name, row, column, hint }
+    ThresholdError::MissingFigure { source_name, row, column, hint, flag }
 }
 
 #[cfg(test)]

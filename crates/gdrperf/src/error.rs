@@ -108,8 +108,45 @@ pub enum Error {
     #[error("writing results to {path}: {source}")]
     Output { path: String, source: io::Error },
 
+    /// Bad user input: parameters that cannot work on this machine or with this peer. The
+    /// message names the flag to change.
     #[error("invalid configuration: {0}")]
     Config(String),
+
+    /// An acceptance threshold this run cannot apply: a share of a port rate the device does
+    /// not report, or a threshold on a figure this benchmark's rows do not have.
+    #[error("invalid configuration: {flag}: {source}")]
+    Threshold { flag: &'static str, source: gdrperf_threshold::ThresholdError },
+
+    /// `-d/--ib-dev auto` could not read the PCIe topology.
+    #[error("invalid configuration: --ib-dev auto: {source}")]
+    NearestNic { source: gdrperf_topology::TopologyError },
+
+    /// The peer did something the run's protocol does not allow at this point: a size outside
+    /// the agreed sweep, a message of the wrong length, a ping-pong out of step.
+    #[error("the peer is out of step with this side: {0}")]
+    Protocol(String),
+
+    /// The peer's end-of-size report did not decode.
+    #[error("the server's report for {size} bytes is malformed: {source}")]
+    PeerReport { size: usize, source: serde_json::Error },
+
+    /// A figure could not be computed from what was recorded (no completion recorded, a
+    /// histogram that could not be built).
+    #[error("{what}: {source}")]
+    Figure { what: String, source: gdrperf_stats::StatsError },
+
+    /// Something this program should have ruled out: a bug, reported instead of a panic.
+    #[error("internal error (please report it): {0}")]
+    Internal(String),
+
+    /// A lane of a `--concurrent` run failed: the lane's own error, kept whole.
+    #[error("lane {lane}: {source}")]
+    Lane { lane: usize, source: Box<Error> },
+
+    /// The loopback's listening socket.
+    #[error("loopback listener: {source}")]
+    Loopback { source: io::Error },
 
     #[error("{0}")]
     Memory(String),
@@ -125,3 +162,34 @@ pub enum Error {
 
 /// Shorthand used across the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn a_lane_error_keeps_its_type_and_its_chain() {
+        let cause = Error::PortDown { device: "rxe0".into(), port: 1, state: "DOWN".into() };
+        let error = Error::Lane { lane: 2, source: Box::new(cause) };
+        assert!(error.to_string().starts_with("lane 2: port 1 of rxe0 is DOWN, not ACTIVE"), "{error}");
+        // thiserror hands out the Box itself as the source.
+        let source = error.source().and_then(|source| source.downcast_ref::<Box<Error>>());
+        assert!(matches!(source.map(|boxed| &**boxed), Some(Error::PortDown { port: 1, .. })), "{source:?}");
+    }
+
+    #[test]
+    fn a_figure_error_chains_the_statistics_error() {
+        let error = Error::Figure {
+            what: "no bandwidth measured at 4096 bytes".into(),
+            source: gdrperf_stats::StatsError::NoCompletions,
+        };
+        assert!(
+            error.to_string().starts_with("no bandwidth measured at 4096 bytes: no completions"),
+            "{error}"
+        );
+        let source = error.source().and_then(|source| source.downcast_ref::<gdrperf_stats::StatsError>());
+        assert!(matches!(source, Some(gdrperf_stats::StatsError::NoCompletions)));
+    }
+}

@@ -72,16 +72,19 @@ pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthRepor
         }
         StopRule::Duration(_) => 1 << 16,
     };
-    let mut meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22))
-        .map_err(|error| Error::Config(error.to_string()))?;
+    let mut meter =
+        BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|source| {
+            Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
+        })?;
     let limit = match plan.stop {
         StopRule::Iterations(iterations) => Limit::Messages(iterations),
         StopRule::Duration(duration) => Limit::Time(duration),
     };
     run(session, plan, limit, Some(&mut meter))?;
-    meter
-        .report()
-        .map_err(|error| Error::Config(format!("no bandwidth measured at {} bytes: {error}", plan.size)))
+    meter.report().map_err(|source| Error::Figure {
+        what: format!("no bandwidth measured at {} bytes", plan.size),
+        source,
+    })
 }
 
 #[derive(Debug, Clone, Copy)]

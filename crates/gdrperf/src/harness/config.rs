@@ -244,7 +244,7 @@ impl Acceptance {
             Some(threshold) => Some(
                 threshold
                     .resolve(port_rate, bidirectional)
-                    .map_err(|error| config(&format!("--min-bw: {error}")))?,
+                    .map_err(|source| Error::Threshold { flag: "--min-bw", source })?,
             ),
         };
         Ok(gdrperf_threshold::Thresholds { min_bw, max_lat: self.max_lat })

@@ -63,7 +63,7 @@ pub(crate) fn serve<B: Benchmark>(
     });
     let mut combined = RunOutcome::default();
     for (lane, outcome) in outcomes.into_iter().enumerate() {
-        let outcome = outcome.map_err(|error| Error::Config(format!("lane {lane}: {error}")))?;
+        let outcome = outcome.map_err(|error| Error::Lane { lane, source: Box::new(error) })?;
         combined.interrupted = combined.interrupted.or(outcome.interrupted);
     }
     Ok(combined)
@@ -123,7 +123,7 @@ fn tell_all(sessions: &mut [Session], error: Error) -> Error {
 }
 
 fn panicked() -> Error {
-    Error::Config("a lane thread panicked".into())
+    Error::Internal("a lane thread panicked".into())
 }
 
 /// What a client lane hands the main thread for one size.
@@ -222,7 +222,7 @@ pub(crate) fn drive<B: Benchmark>(
     let mut concluded: Result<Option<Interruption>> = Ok(None);
     for (lane, result) in lane_results.into_iter().enumerate() {
         match (result, &concluded) {
-            (Err(error), Ok(_)) => concluded = Err(Error::Config(format!("lane {lane}: {error}"))),
+            (Err(error), Ok(_)) => concluded = Err(Error::Lane { lane, source: Box::new(error) }),
             (Ok(Some(stop)), Ok(None)) => concluded = Ok(Some(stop)),
             _ => {}
         }
@@ -261,7 +261,7 @@ fn run_lane<B: Benchmark>(
             let step = lead_size(config, benchmark, &mut session, &context, size, &|| barrier.wait())?;
             let stop_here = !step.failures.is_empty();
             let report = LaneReport { lane, size_index, row: step.row, failures: step.failures };
-            reports.send(report).map_err(|_| Error::Config("the run's writer has stopped".into()))?;
+            reports.send(report).map_err(|_| Error::Internal("the run's writer has stopped".into()))?;
             position.finish();
             if stop_here {
                 break;

@@ -105,7 +105,7 @@ pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> R
         }
     }
     if placements.is_empty() {
-        return Err(Error::Config("nothing to run: no memory kind or no GPU selected".into()));
+        return Err(Error::Internal("nothing to run: no memory kind or no GPU selected".into()));
     }
     Ok(placements)
 }

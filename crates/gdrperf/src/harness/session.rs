@@ -152,7 +152,7 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
         Ok(None) => Err(Error::NoDevice {
             detail: "--ib-dev auto found no RDMA device in /sys/class/infiniband".into(),
         }),
-        Err(error) => Err(Error::Config(format!("--ib-dev auto: {error}"))),
+        Err(source) => Err(Error::NearestNic { source }),
     }
 }
 
@@ -210,7 +210,7 @@ impl Session {
             (Role::Loopback, None) => {
                 (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?)
             }
-            (Role::Server, None) => return Err(Error::Config("a server needs a listening socket".into())),
+            (Role::Server, None) => return Err(Error::Internal("a server needs a listening socket".into())),
         };
         let ours = local.hello(config, greeting);
         let result = control
@@ -273,7 +273,7 @@ impl Session {
         peer: Hello,
     ) -> Result<(LocalResources, Hello, Mtu)> {
         if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
-            return Err(Error::Config(format!(
+            return Err(Error::Protocol(format!(
                 "peer offered {} QPs and {} buffers, we have {} QPs",
                 peer.endpoints.len(),
                 peer.buffers.len(),

@@ -47,8 +47,9 @@ pub fn receive(
     let mut started = vec![0u64; queue_count];
     let mut copies = vec![std::collections::VecDeque::new(); queue_count];
     let mut posted = vec![initial_receives(depth, messages_per_qp); queue_count];
-    let mut meter = BandwidthMeter::new(size as u64, (messages_per_qp as usize * queue_count).min(1 << 22))
-        .map_err(|error| Error::Config(error.to_string()))?;
+    let mut meter =
+        BandwidthMeter::new(size as u64, (messages_per_qp as usize * queue_count).min(1 << 22))
+            .map_err(|source| Error::Figure { what: format!("bandwidth meter for {size} bytes"), source })?;
     let mut clock = RunClock::start();
     let mut copied = vec![0u64; queue_count];
     let mut measuring = warmup == 0;
@@ -79,7 +80,7 @@ pub fn receive(
             let buffer = &mut local.buffers[index];
             let slice = buffer.slice(size);
             let Some(stager) = buffer.stager() else {
-                return Err(Error::Config("a staged receive needs a staged buffer".into()));
+                return Err(Error::Internal("a staged receive needs a staged buffer".into()));
             };
             // Start one copy per new arrival, repost its receive, and retire finished copies.
             while started[index] < received[index] {
@@ -121,9 +122,10 @@ pub fn receive(
             last_progress = Instant::now();
         }
         if copied.iter().all(|&count| count >= messages_per_qp) {
-            return meter
-                .report()
-                .map_err(|error| Error::Config(format!("no bandwidth measured at {size} bytes: {error}")));
+            return meter.report().map_err(|source| Error::Figure {
+                what: format!("no bandwidth measured at {size} bytes"),
+                source,
+            });
         }
         if last_progress.elapsed() > stall_timeout {
             return Err(Error::Stalled {

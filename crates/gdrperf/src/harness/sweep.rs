@@ -221,8 +221,7 @@ fn run_loopback<B: Benchmark>(
 ) -> Result<RunOutcome> {
     let outputs = create_outputs::<B>(config)?;
     let listener = Control::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    let port =
-        listener.local_addr().map_err(|error| Error::Config(format!("loopback listener: {error}")))?.port();
+    let port = listener.local_addr().map_err(|source| Error::Loopback { source })?.port();
     let client_config = BenchConfig { tcp_port: port, ..config.clone() };
     let server_config = BenchConfig { role: Role::Server, ..config.clone() };
     std::thread::scope(|scope| {
@@ -234,8 +233,7 @@ fn run_loopback<B: Benchmark>(
                 Some(&listener),
                 &greeting(benchmark, placements, 0),
             )?;
-            let listener =
-                listener.try_clone().map_err(|error| Error::Config(format!("loopback listener: {error}")))?;
+            let listener = listener.try_clone().map_err(|source| Error::Loopback { source })?;
             serve_connected(&server_config, benchmark, placements, listener, session, &StopFlag::default())
         });
         let client = lead(&client_config, benchmark, placements, outputs, stop);
@@ -246,7 +244,7 @@ fn run_loopback<B: Benchmark>(
         }
         let server = server
             .join()
-            .unwrap_or_else(|_| Err(Error::Config("the loopback server thread panicked".into())));
+            .unwrap_or_else(|_| Err(Error::Internal("the loopback server thread panicked".into())));
         // The client's error is the more telling one when both failed (the server then only saw
         // the connection close); a stopped client leaves the server with a "stopped" error.
         match (client, server) {
@@ -320,7 +318,9 @@ pub(crate) fn serve<B: Benchmark>(
                 other => return Err(unexpected(&session, "StartSize, NextPlacement or Goodbye", &other)),
             };
             if !config.sizes.contains(&size) {
-                return Err(Error::Config(format!("client asked for size {size}, not in the agreed sweep")));
+                return Err(Error::Protocol(format!(
+                    "client asked for size {size}, not in the agreed sweep"
+                )));
             }
             position.start(size);
             benchmark.prepare(&mut session, size)?;
@@ -335,7 +335,7 @@ pub(crate) fn serve<B: Benchmark>(
             let report = ours
                 .map(serde_json::to_value)
                 .transpose()
-                .map_err(|error| Error::Config(error.to_string()))?;
+                .map_err(|error| Error::Internal(format!("encoding this side's report: {error}")))?;
             session.control.send(
                 &Message::SizeResult { size: size as u64, validation_error, report },
                 "sending our result",
@@ -395,9 +395,10 @@ pub(crate) fn lead_size<B: Benchmark>(
     } else {
         "fail"
     };
-    let peer = peer_report.map(serde_json::from_value::<B::Report>).transpose().map_err(|error| {
-        Error::Config(format!("the server's report for {size} bytes is malformed: {error}"))
-    })?;
+    let peer = peer_report
+        .map(serde_json::from_value::<B::Report>)
+        .transpose()
+        .map_err(|source| Error::PeerReport { size, source })?;
     Ok(SizeStep { row: benchmark.row(context, ours, peer, validation), failures })
 }
 
@@ -482,7 +483,8 @@ pub(crate) fn write_and_judge<R: Row + 'static>(
 
 /// The FAIL lines of one row against the acceptance thresholds (empty when none are set).
 fn check_thresholds<R: Row>(thresholds: &gdrperf_threshold::Thresholds, row: &R) -> Result<Vec<String>> {
-    let failures = thresholds.evaluate(row).map_err(|error| Error::Config(error.to_string()))?;
+    let failures =
+        thresholds.evaluate(row).map_err(|source| Error::Threshold { flag: source.flag(), source })?;
     Ok(failures.iter().map(ToString::to_string).collect())
 }
 

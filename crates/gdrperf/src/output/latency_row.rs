@@ -56,8 +56,10 @@ pub struct LatencyFigures {
 
 impl LatencyFigures {
     pub fn new(bytes: usize, run: &LatencyRun) -> Result<LatencyFigures> {
-        let summary =
-            run.recorder.summary().map_err(|error| Error::Config(format!("{bytes} bytes: {error}")))?;
+        let summary = run
+            .recorder
+            .summary()
+            .map_err(|source| Error::Figure { what: format!("{bytes} bytes"), source })?;
         Ok(LatencyFigures {
             bytes: bytes as u64,
             samples: summary.count,

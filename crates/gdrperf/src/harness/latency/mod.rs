@@ -392,7 +392,7 @@ fn marker_bytes_for(session: &Session, transport: PingPong, size: usize) -> Resu
 }
 
 fn protocol(message: &str) -> Error {
-    Error::Config(format!("ping-pong out of step: {message}"))
+    Error::Protocol(format!("ping-pong out of step: {message}"))
 }
 
 #[cfg(test)]

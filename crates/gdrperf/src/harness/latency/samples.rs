@@ -44,7 +44,8 @@ impl<'a> Samples<'a> {
             StopRule::Iterations(iterations) => iterations,
             StopRule::Duration(_) => EXACT_SAMPLE_LIMIT,
         };
-        let recorder = LatencyRecorder::new(expected).map_err(|error| Error::Config(error.to_string()))?;
+        let recorder = LatencyRecorder::new(expected)
+            .map_err(|source| Error::Figure { what: "latency recorder".into(), source })?;
         Ok(Samples {
             recorder,
             warmup_left: plan.warmup,
@@ -92,7 +93,7 @@ impl<'a> Samples<'a> {
     pub(super) fn finish(mut self) -> Result<LatencyRun> {
         let (clock, last_end) = match (self.clock, self.last_end) {
             (Some(clock), Some(end)) => (clock, end),
-            _ => return Err(Error::Config("no latency sample was taken".into())),
+            _ => return Err(Error::Internal("no latency sample was taken".into())),
         };
         let elapsed_nanos = clock.nanos_at(last_end);
         if let Some(sink) = self.sink.as_deref_mut() {

@@ -42,7 +42,7 @@ impl PollByte {
                 let address = buffer.region().address() + (offset + size) as u64 - 1;
                 Ok(PollByte(address as usize as *mut u8))
             }
-            Some(_) => Err(Error::Config(format!("message size {size} does not fit the buffer"))),
+            Some(_) => Err(Error::Internal(format!("message size {size} does not fit the buffer"))),
             None => Err(Error::Config(format!(
                 "the last-byte poll needs memory the CPU can read, and this side's buffer is {} memory: \
                  use WRITE_WITH_IMM (--write-with-imm)",
@@ -321,7 +321,9 @@ impl<'a> Wire<'a> {
         let local = buffers[0].slice(plan.size);
         let kind = buffers[0].kind();
         let stager = buffers[0].stager().ok_or_else(|| {
-            Error::Config(format!("the staged latency engine needs staged memory, and this side's is {kind}"))
+            Error::Internal(format!(
+                "the staged latency engine needs staged memory, and this side's is {kind}"
+            ))
         })?;
         let wire = Wire::assemble(
             &mut queue_pairs[0],

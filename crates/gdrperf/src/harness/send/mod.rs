@@ -105,7 +105,7 @@ pub fn stream_send(
         (false, _) => None,
         (true, Some(queues)) => Some(Receiver::new(plan, queue_count, queues)?),
         (true, None) => {
-            return Err(Error::Config("a receiving side needs its receives posted in prepare".into()))
+            return Err(Error::Internal("a receiving side needs its receives posted in prepare".into()))
         }
     };
     let Session { local, control, .. } = session;
@@ -220,8 +220,10 @@ impl Sender {
             }
             StopRule::Duration(_) => 1 << 16,
         };
-        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22))
-            .map_err(|error| Error::Config(error.to_string()))?;
+        let meter =
+            BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|source| {
+                Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
+            })?;
         let (limit, measuring) =
             if plan.warmup > 0 { (Limit::Messages(plan.warmup), false) } else { (measured_limit, true) };
         Ok(Sender {
@@ -361,9 +363,10 @@ impl Sender {
 
     fn report(self) -> Result<BandwidthReport> {
         let size = self.plan.size;
-        self.meter
-            .report()
-            .map_err(|error| Error::Config(format!("no send bandwidth measured at {size} bytes: {error}")))
+        self.meter.report().map_err(|source| Error::Figure {
+            what: format!("no send bandwidth measured at {size} bytes"),
+            source,
+        })
     }
 }
 

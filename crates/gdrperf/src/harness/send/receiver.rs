@@ -140,14 +140,16 @@ impl<'q> Receiver<'q> {
         queues: &'q mut ReceiveQueues,
     ) -> Result<Receiver<'q>> {
         if queues.queues.len() != queue_count {
-            return Err(Error::Config("receives were posted for another number of QPs".into()));
+            return Err(Error::Internal("receives were posted for another number of QPs".into()));
         }
         let expected_events = match plan.stop {
             StopRule::Iterations(iterations) => iterations as usize * queue_count,
             StopRule::Duration(_) => 1 << 16,
         };
-        let meter = BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22))
-            .map_err(|error| Error::Config(error.to_string()))?;
+        let meter =
+            BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|source| {
+                Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
+            })?;
         let phase = if plan.warmup > 0 { ReceivePhase::Warmup } else { ReceivePhase::Measured };
         queues.failure = None;
         Ok(Receiver {
@@ -185,7 +187,7 @@ impl<'q> Receiver<'q> {
         }
         let state = &mut self.states[index];
         if completion.byte_len as usize != size {
-            return Err(Error::Config(format!(
+            return Err(Error::Protocol(format!(
                 "QP {index} received a {}-byte message during the {size}-byte size (do both sides sweep the same sizes?)",
                 completion.byte_len
             )));
@@ -221,7 +223,7 @@ impl<'q> Receiver<'q> {
                     (_, StopRule::Duration(_)) => None,
                 };
                 if let Some(expected) = expected.filter(|&expected| expected != state.count) {
-                    return Err(Error::Config(format!(
+                    return Err(Error::Protocol(format!(
                         "QP {index} received {} messages in a phase of {expected} (do both sides use the same -n and --warmup?)",
                         state.count
                     )));
@@ -234,7 +236,7 @@ impl<'q> Receiver<'q> {
                 state.count = 0;
                 Ok(())
             }
-            Some(other) => Err(Error::Config(format!(
+            Some(other) => Err(Error::Protocol(format!(
                 "QP {index} received immediate {other:#x}, not a gdr-send-bw sender"
             ))),
         }
