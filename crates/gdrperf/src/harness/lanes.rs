@@ -28,7 +28,7 @@ use crate::harness::sweep::{
     self, agree_on_count, create_local, finish_outputs, greeting, lead_size, metadata, progress_bar,
     row_context, write_and_judge, Benchmark, RunOutcome,
 };
-use crate::output::Outputs;
+use crate::output::{HeaderLine, Outputs};
 
 /// The server's side of a concurrent run: accepts the remaining lanes (the first one is
 /// `first`), then serves each on its own thread.
@@ -151,16 +151,14 @@ pub(crate) fn drive<B: Benchmark>(
             Err(error) => return Err(tell_all(&mut sessions, error)),
         }
     }
-    let mut run_metadata = metadata(config, benchmark, &sessions[0], placements, 1);
-    run_metadata["lanes"] = serde_json::Value::Array(sessions.iter().map(lane_metadata).collect());
-    if let Some(header) = run_metadata["header"].as_array_mut() {
-        let lanes: Vec<String> = sessions.iter().map(lane_description).collect();
-        header.insert(
-            0,
-            serde_json::json!(["Lanes", format!("{} at once: {}", sessions.len(), lanes.join("; "))]),
-        );
-    }
-    outputs.start(&run_metadata)?;
+    let mut run = metadata(config, benchmark, &sessions[0], placements, 1);
+    run.metadata["lanes"] = serde_json::Value::Array(sessions.iter().map(lane_metadata).collect());
+    let descriptions: Vec<String> = sessions.iter().map(lane_description).collect();
+    run.header.insert(
+        0,
+        HeaderLine::new("Lanes", format!("{} at once: {}", sessions.len(), descriptions.join("; "))),
+    );
+    outputs.start(&run)?;
     let thresholds = config
         .acceptance
         .resolve(sessions[0].local.port.rate.as_deref(), benchmark.sums_both_directions())?;

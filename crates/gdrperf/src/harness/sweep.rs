@@ -20,7 +20,7 @@ use crate::harness::interrupt::{conclude, install_signal_handlers, Interruption,
 use crate::harness::lanes;
 use crate::harness::placement::{self, Placement};
 use crate::harness::session::{hostname, Greeting, LocalResources, Session, Side};
-use crate::output::{Console, Outputs, Row, RowContext};
+use crate::output::{Console, HeaderLine, Outputs, Row, RowContext, RunStart};
 use crate::verbs::QueuePairSizes;
 
 /// What a bench binary implements. All methods take `&self`: in `--loopback` both ends run the
@@ -539,20 +539,20 @@ pub(crate) fn metadata<B: Benchmark>(
     session: &Session,
     placements: &[Placement],
     rounds: usize,
-) -> serde_json::Value {
+) -> RunStart {
     let labels = placement::labels(placements);
     let local = &session.local;
-    let mut header: Vec<(String, String)> = vec![
-        (
-            "Device".into(),
+    let mut header: Vec<HeaderLine> = vec![
+        HeaderLine::per_placement(
+            "Device",
             format!(
                 "{} (firmware {})",
                 local.device.name(),
                 if local.device.firmware().is_empty() { "n/a" } else { local.device.firmware() }
             ),
         ),
-        (
-            "Port".into(),
+        HeaderLine::new(
+            "Port",
             format!(
                 "{} ({}, {})",
                 local.port.number,
@@ -560,31 +560,31 @@ pub(crate) fn metadata<B: Benchmark>(
                 local.port.rate.clone().unwrap_or_else(|| "rate unknown".into())
             ),
         ),
-        (
-            "MTU".into(),
+        HeaderLine::new(
+            "MTU",
             format!(
                 "{} (active {}, peer {})",
                 session.mtu, local.port.active_mtu, session.peer.side.active_mtu
             ),
         ),
-        (
-            "GID".into(),
+        HeaderLine::new(
+            "GID",
             local.gid.map(|gid| gid.to_string()).unwrap_or_else(|| format!("none (LID {})", local.port.lid)),
         ),
-        (
-            "Peer".into(),
+        HeaderLine::new(
+            "Peer",
             format!("{} ({} port {})", session.peer.host, session.peer.side.device, session.peer.side.port),
         ),
-        (
-            "Memory".into(),
+        HeaderLine::per_placement(
+            "Memory",
             format!(
                 "local {}, remote {}",
                 local.buffers.first().map(|b| b.kind()).unwrap_or("host"),
                 session.peer.side.memory
             ),
         ),
-        (
-            "GPU".into(),
+        HeaderLine::per_placement(
+            "GPU",
             format!(
                 "local {}, remote {}",
                 local
@@ -595,10 +595,10 @@ pub(crate) fn metadata<B: Benchmark>(
                 session.peer.side.gpu.clone().unwrap_or_else(|| "none".into())
             ),
         ),
-        ("QPs".into(), config.qps.to_string()),
-        ("TX depth".into(), config.tx_depth.to_string()),
-        (
-            "Stop".into(),
+        HeaderLine::new("QPs", config.qps.to_string()),
+        HeaderLine::new("TX depth", config.tx_depth.to_string()),
+        HeaderLine::new(
+            "Stop",
             match config.stop {
                 StopRule::Iterations(n) => format!("{n} iterations per QP (+{} warm-up)", config.warmup),
                 StopRule::Duration(d) => {
@@ -606,11 +606,11 @@ pub(crate) fn metadata<B: Benchmark>(
                 }
             },
         ),
-        ("Data check".into(), if config.validate { "on".into() } else { "off".into() }),
+        HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),
     ];
     if rounds > 1 {
-        header.push((
-            "Placements".into(),
+        header.push(HeaderLine::new(
+            "Placements",
             format!(
                 "{rounds} in turn: local [{}], remote [{}]",
                 labels.join(", "),
@@ -618,8 +618,8 @@ pub(crate) fn metadata<B: Benchmark>(
             ),
         ));
     }
-    header.extend(benchmark.header());
-    serde_json::json!({
+    header.extend(benchmark.header().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
+    let metadata = serde_json::json!({
         "test": B::NAME,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
         "git_commit": env!("GDRPERF_GIT_COMMIT"),
@@ -642,8 +642,8 @@ pub(crate) fn metadata<B: Benchmark>(
         "placements": labels,
         "peer_placements": session.peer.placements,
         "parameters": session.peer.parameters,
-        "header": header,
-    })
+    });
+    RunStart { header, metadata }
 }
 
 impl Side {

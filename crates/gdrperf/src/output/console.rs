@@ -4,7 +4,7 @@ use std::io::Write;
 
 use crate::error::Result;
 use crate::harness::config::BandwidthUnit;
-use crate::output::{Exporter, Row};
+use crate::output::{Exporter, HeaderLine, Row, RunStart};
 
 const RULE: &str = "---------------------------------------------------------------------------------------";
 
@@ -21,35 +21,22 @@ impl Console {
 }
 
 impl<R: Row> Exporter<R> for Console {
-    fn start(&mut self, metadata: &serde_json::Value) -> Result<()> {
+    fn start(&mut self, run: &RunStart) -> Result<()> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{RULE}\n{:^87}", self.title);
-        if let Some(header) = metadata.get("header").and_then(|header| header.as_array()) {
-            for entry in header {
-                if let (Some(name), Some(value)) =
-                    (entry.get(0).and_then(|v| v.as_str()), entry.get(1).and_then(|v| v.as_str()))
-                {
-                    let _ = writeln!(out, " {name:<22}: {value}");
-                }
-            }
+        for HeaderLine { name, value, .. } in &run.header {
+            let _ = writeln!(out, " {name:<22}: {value}");
         }
         let _ = writeln!(out, "{RULE}\n{}", R::console_header(self.unit));
         Ok(())
     }
 
     /// A short header for the next placement: only what changed (memory, GPU, device).
-    fn section(&mut self, metadata: &serde_json::Value) -> Result<()> {
+    fn section(&mut self, run: &RunStart) -> Result<()> {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{RULE}");
-        if let Some(header) = metadata.get("header").and_then(|header| header.as_array()) {
-            for entry in header {
-                let name = entry.get(0).and_then(|v| v.as_str()).unwrap_or_default();
-                if let ("Device" | "Memory" | "GPU", Some(value)) =
-                    (name, entry.get(1).and_then(|v| v.as_str()))
-                {
-                    let _ = writeln!(out, " {name:<22}: {value}");
-                }
-            }
+        for HeaderLine { name, value, .. } in run.header.iter().filter(|line| line.per_placement) {
+            let _ = writeln!(out, " {name:<22}: {value}");
         }
         let _ = writeln!(out, "{RULE}\n{}", R::console_header(self.unit));
         Ok(())

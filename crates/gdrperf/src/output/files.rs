@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::output::{Exporter, Row};
+use crate::output::{Exporter, Row, RunStart};
 
 fn output_error(path: &Path, source: std::io::Error) -> Error {
     Error::Output { path: path.display().to_string(), source }
@@ -26,7 +26,7 @@ impl CsvFile {
 }
 
 impl<R: Row> Exporter<R> for CsvFile {
-    fn start(&mut self, _metadata: &serde_json::Value) -> Result<()> {
+    fn start(&mut self, _run: &RunStart) -> Result<()> {
         Ok(())
     }
 
@@ -77,18 +77,18 @@ impl JsonFile {
 }
 
 impl<R: Row> Exporter<R> for JsonFile {
-    fn start(&mut self, metadata: &serde_json::Value) -> Result<()> {
-        self.metadata = metadata.clone();
+    fn start(&mut self, run: &RunStart) -> Result<()> {
+        self.metadata = run.file_metadata();
         self.rewrite()
     }
 
     /// Later placements keep the run's metadata and add theirs under `sections`, in order: the
     /// rows say which placement they belong to (`mem_local`, `gpu_local`, `device`).
-    fn section(&mut self, metadata: &serde_json::Value) -> Result<()> {
+    fn section(&mut self, section: &RunStart) -> Result<()> {
         if let Some(run) = self.metadata.as_object_mut() {
             let sections = run.entry("sections").or_insert_with(|| serde_json::json!([]));
             if let Some(list) = sections.as_array_mut() {
-                list.push(metadata.clone());
+                list.push(section.file_metadata());
             }
         }
         self.rewrite()

@@ -31,12 +31,56 @@ pub trait Row: Serialize + gdrperf_threshold::Measured {
     fn console_line(&self, unit: BandwidthUnit) -> String;
 }
 
+/// One line of the run header: what the console prints above the table, and what the files'
+/// metadata lists under `header` as `[name, value]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderLine {
+    pub name: String,
+    pub value: String,
+    /// The line changes from one memory placement to the next (device, memory, GPU): the
+    /// console's short header of a later placement repeats only these.
+    pub per_placement: bool,
+}
+
+impl HeaderLine {
+    pub fn new(name: &str, value: String) -> HeaderLine {
+        HeaderLine { name: name.to_string(), value, per_placement: false }
+    }
+
+    /// A line that changes with the memory placement.
+    pub fn per_placement(name: &str, value: String) -> HeaderLine {
+        HeaderLine { name: name.to_string(), value, per_placement: true }
+    }
+}
+
+/// What a run, or a later placement of it, starts with: the typed header lines and the rest
+/// of the files' metadata.
+#[derive(Debug, Clone)]
+pub struct RunStart {
+    pub header: Vec<HeaderLine>,
+    /// Everything else the files record (test, host, device, date, ...), without `header`.
+    pub metadata: serde_json::Value,
+}
+
+impl RunStart {
+    /// The files' metadata: [`RunStart::metadata`] with the header lines under `header`.
+    pub fn file_metadata(&self) -> serde_json::Value {
+        let mut metadata = self.metadata.clone();
+        let header: Vec<[&str; 2]> =
+            self.header.iter().map(|line| [line.name.as_str(), line.value.as_str()]).collect();
+        if let Some(object) = metadata.as_object_mut() {
+            object.insert("header".into(), serde_json::json!(header));
+        }
+        metadata
+    }
+}
+
 /// One destination of results.
 pub trait Exporter<R: Row> {
     /// The run is connected: here is what it runs on (header of the console, metadata of files).
-    fn start(&mut self, metadata: &serde_json::Value) -> Result<()>;
+    fn start(&mut self, run: &RunStart) -> Result<()>;
     /// A run over several memory placements moved on to the next one (new memory, GPU, device).
-    fn section(&mut self, _metadata: &serde_json::Value) -> Result<()> {
+    fn section(&mut self, _run: &RunStart) -> Result<()> {
         Ok(())
     }
     /// The run ended (completed, stopped by a signal, or failed): how, for the files' readers.
@@ -68,12 +112,12 @@ impl<R: Row + 'static> Outputs<R> {
         Ok(Outputs { exporters })
     }
 
-    pub fn start(&mut self, metadata: &serde_json::Value) -> Result<()> {
-        self.exporters.iter_mut().try_for_each(|exporter| exporter.start(metadata))
+    pub fn start(&mut self, run: &RunStart) -> Result<()> {
+        self.exporters.iter_mut().try_for_each(|exporter| exporter.start(run))
     }
 
-    pub fn section(&mut self, metadata: &serde_json::Value) -> Result<()> {
-        self.exporters.iter_mut().try_for_each(|exporter| exporter.section(metadata))
+    pub fn section(&mut self, run: &RunStart) -> Result<()> {
+        self.exporters.iter_mut().try_for_each(|exporter| exporter.section(run))
     }
 
     pub fn finish(&mut self, outcome: &serde_json::Value) -> Result<()> {
@@ -82,5 +126,28 @@ impl<R: Row + 'static> Outputs<R> {
 
     pub fn write_row(&mut self, row: &R) -> Result<()> {
         self.exporters.iter_mut().try_for_each(|exporter| exporter.write_row(row))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_list_the_typed_header_lines_as_name_value_pairs() {
+        let run = RunStart {
+            header: vec![
+                HeaderLine::per_placement("Device", "rxe0 (firmware n/a)".into()),
+                HeaderLine::new("QPs", "1".into()),
+            ],
+            metadata: serde_json::json!({"test": "write_bw"}),
+        };
+        assert_eq!(
+            run.file_metadata(),
+            serde_json::json!({
+                "test": "write_bw",
+                "header": [["Device", "rxe0 (firmware n/a)"], ["QPs", "1"]],
+            })
+        );
     }
 }
