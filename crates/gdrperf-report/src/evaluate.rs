@@ -82,31 +82,26 @@ impl fmt::Display for Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::threshold::{BandwidthThreshold, LatencyStatistic, LatencyThreshold};
+    use crate::threshold::{BandwidthThreshold, LatencyThreshold};
 
     #[test]
-    fn rows_read_back_are_held_against_their_columns() {
+    fn a_row_read_back_gives_its_figures_by_column() {
         let row = ResultRow::from_json(
-            "test",
+            "run.json",
             serde_json::json!({"test": "read_lat", "bytes": 2, "t_typical_us": 3.0, "p99_us": 9.5}),
         )
         .unwrap();
-        let thresholds = Thresholds {
-            min_bw: None,
-            max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::P99)),
-        };
-        let failures = thresholds.evaluate(&row).unwrap();
-        assert_eq!(failures.len(), 1);
-        assert_eq!(failures[0].to_string(), "2 bytes: latency p99 9.5 us > 5 us (+90.0%)");
-
+        assert_eq!(Measured::bytes(&row), 2);
+        assert_eq!(row.latency_us(LatencyStatistic::P99), Some(9.5));
+        assert_eq!(row.latency_us(LatencyStatistic::Maximum), None);
+        assert_eq!(row.bandwidth_gbit_s(), None);
         let wrong_kind = Thresholds {
             min_bw: Some(BandwidthThreshold::parse("1Gb/s").unwrap().resolve(None, false).unwrap()),
-            max_lat: None,
+            max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::P99)),
         };
-        let error = wrong_kind.evaluate(&row).unwrap_err().to_string();
         assert_eq!(
-            error,
-            "test: read_lat host 2 bytes has no numeric \"bw_avg_gbit_s\" column (--min-bw applies to bandwidth results)"
+            wrong_kind.evaluate(&row).unwrap_err().to_string(),
+            "run.json: read_lat host 2 bytes has no numeric \"bw_avg_gbit_s\" column (--min-bw applies to bandwidth results)"
         );
     }
 

@@ -18,42 +18,32 @@ fn this_run(test: &str, memory: &str, lane: &str, bytes: u64) -> (String, String
     ("this run".to_string(), format!("{test} {memory}{lane} {bytes} bytes"))
 }
 
-impl Measured for BandwidthRow {
-    fn bytes(&self) -> u64 {
-        self.bytes
-    }
+/// The bandwidth rows (one-sided and send) are judged on `bw_avg_gbit_s`: for gdr-send-bw the
+/// sender's average (the receiver's is `rx_bw_avg_gbit_s`).
+macro_rules! bandwidth_row_is_measured {
+    ($row:ty) => {
+        impl Measured for $row {
+            fn bytes(&self) -> u64 {
+                self.bytes
+            }
 
-    fn bandwidth_gbit_s(&self) -> Option<f64> {
-        Some(self.bw_avg_gbit_s)
-    }
+            fn bandwidth_gbit_s(&self) -> Option<f64> {
+                Some(self.bw_avg_gbit_s)
+            }
 
-    fn latency_us(&self, _: LatencyStatistic) -> Option<f64> {
-        None
-    }
+            fn latency_us(&self, _: LatencyStatistic) -> Option<f64> {
+                None
+            }
 
-    fn describe(&self) -> (String, String) {
-        this_run(&self.test, &self.mem_local, &self.lane, self.bytes)
-    }
+            fn describe(&self) -> (String, String) {
+                this_run(&self.test, &self.mem_local, &self.lane, self.bytes)
+            }
+        }
+    };
 }
 
-impl Measured for SendBandwidthRow {
-    fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
-    /// The sender's average, as `bw_avg_gbit_s` (the receiver's is `rx_bw_avg_gbit_s`).
-    fn bandwidth_gbit_s(&self) -> Option<f64> {
-        Some(self.bw_avg_gbit_s)
-    }
-
-    fn latency_us(&self, _: LatencyStatistic) -> Option<f64> {
-        None
-    }
-
-    fn describe(&self) -> (String, String) {
-        this_run(&self.test, &self.mem_local, &self.lane, self.bytes)
-    }
-}
+bandwidth_row_is_measured!(BandwidthRow);
+bandwidth_row_is_measured!(SendBandwidthRow);
 
 impl Measured for LatencyRow {
     fn bytes(&self) -> u64 {
