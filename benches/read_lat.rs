@@ -11,7 +11,7 @@
 //! READ, and does nothing per READ: its CPU takes no part in one, so there is no moment to copy.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
+use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest, TestOptions};
 use gdrperf::harness::buffers::{check_received, copy_time, pattern_seed};
 use gdrperf::harness::latency::{read_latency, stage_out_once, staged_read_latency, LatencyPlan};
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
@@ -114,7 +114,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, LatencyTest::Read, "read_lat")?;
+            latency_setup(&cli.common, &cli.latency, TestOptions::default(), LatencyTest::Read, "read_lat")?;
         harness::run(&common.clone(), &ReadLatency { common, latency, files })
     })
 }

@@ -13,7 +13,7 @@
 //! time (no `-b`), and `--validate` checks a staged receiver's payload after each size.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{SendArgs, SendConfig};
+use gdrperf::harness::args_send::{SendArgs, SendConfig};
 use gdrperf::harness::buffers::{check_received, copy_time, pattern_seed};
 use gdrperf::harness::send::{stream_send, ReceiveQueues, SendPlan};
 use gdrperf::harness::{

@@ -14,7 +14,7 @@
 //! `copy_time_s` counts them. Staged messages are never inline (the payload is not host memory).
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
+use gdrperf::harness::args_latency::{latency_setup, InlineArgs, LatencyArgs, LatencyConfig, LatencyTest};
 use gdrperf::harness::buffers::copy_time;
 use gdrperf::harness::latency::{
     check_ping_pong, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
@@ -37,6 +37,8 @@ struct Cli {
     common: CommonArgs,
     #[command(flatten)]
     latency: LatencyArgs,
+    #[command(flatten)]
+    inline: InlineArgs,
 }
 
 struct SendLatency {
@@ -136,7 +138,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, LatencyTest::Send, "send_lat")?;
+            latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), LatencyTest::Send, "send_lat")?;
         harness::run(&common.clone(), &SendLatency { common, latency, files })
     })
 }

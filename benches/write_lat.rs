@@ -16,7 +16,9 @@
 //! answering, and those copies are inside the timed round trip; `copy_time_s` counts them.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest};
+use gdrperf::harness::args_latency::{
+    latency_setup, LatencyArgs, LatencyConfig, LatencyTest, WriteLatencyArgs,
+};
 use gdrperf::harness::buffers::copy_time;
 use gdrperf::harness::latency::{
     check_ping_pong, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
@@ -39,6 +41,8 @@ struct Cli {
     common: CommonArgs,
     #[command(flatten)]
     latency: LatencyArgs,
+    #[command(flatten)]
+    write: WriteLatencyArgs,
 }
 
 struct WriteLatency {
@@ -178,7 +182,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, LatencyTest::Write, "write_lat")?;
+            latency_setup(&cli.common, &cli.latency, (&cli.write).into(), LatencyTest::Write, "write_lat")?;
         harness::run(&common.clone(), &WriteLatency { common, latency, files })
     })
 }

@@ -157,6 +157,11 @@ pub enum MemoryKind {
 }
 
 impl MemoryKind {
+    /// Whether the payload lives in GPU memory (and so takes a GPU from `--gpu`).
+    pub fn is_on_gpu(self) -> bool {
+        matches!(self, MemoryKind::Cuda | MemoryKind::CudaStaged)
+    }
+
     /// Whether the payload is reached through a bounce buffer (the engines copy every message).
     pub fn is_staged(self) -> bool {
         matches!(self, MemoryKind::CudaStaged | MemoryKind::HostStaged)

@@ -1,5 +1,5 @@
-//! Options of the latency benchmarks (`gdr-read-lat`, `gdr-write-lat`, `gdr-send-lat`) and of
-//! the SEND/RECV bandwidth benchmark (`gdr-send-bw`), and the validated settings built from them.
+//! Options of the latency benchmarks (`gdr-read-lat`, `gdr-write-lat`, `gdr-send-lat`) and the
+//! validated settings built from them.
 //!
 //! As with [`crate::harness::CommonArgs`], the clap structs only describe the command line; the
 //! `from_args` constructors check everything once, before any device is opened, and name the flag
@@ -12,18 +12,14 @@ use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 
 use crate::error::{Error, Result};
 use crate::harness::args::CommonArgs;
-use crate::harness::config::{BenchConfig, Role, StopRule, TestDefaults};
+use crate::harness::config::{BenchConfig, LatencyFilePaths, Role, StopRule, TestDefaults, MAX_INLINE_SIZE};
 use crate::output::latency_row::LatencyFiles;
 
-/// Options every latency benchmark takes.
+/// Options every latency benchmark takes. The options only some take are in [`InlineArgs`]
+/// and [`WriteLatencyArgs`], flattened by the binaries that support them, so that clap refuses
+/// them everywhere else.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LatencyArgs {
-    /// Send messages up to this many bytes inline (the CPU copies them into the work request: no
-    /// DMA read of the payload, lower latency). Default: perftest's (220 for write_lat, 236 for
-    /// send_lat); 0 turns it off. Not for read_lat: a READ request carries no payload.
-    #[arg(short = 'I', long = "inline-size", value_name = "BYTES")]
-    pub inline_size: Option<u32>,
-
     /// Write each size's latency distribution into DIR (created if missing):
     /// <test>-<size>B.hgrm (percentile table, the format HdrHistogram's plotter reads) and
     /// <test>-<size>B.hdr (the whole histogram, V2-encoded, to merge or re-plot later).
@@ -45,12 +41,49 @@ pub struct LatencyArgs {
     /// extension. Needs -n (at most 1000000), since every sample is kept in memory.
     #[arg(short = 'H', long = "histogram-raw", value_name = "PATH")]
     pub histogram_raw: Option<PathBuf>,
+}
 
-    /// gdr-write-lat only: announce each write with WRITE_WITH_IMM and wait for the receive
-    /// completion, instead of polling the last byte of the buffer. This is what GPU memory
-    /// (not CPU-visible) always uses; the flag lets host memory be measured the same way.
+/// `-I` of the latency tests whose request carries the payload (gdr-write-lat, gdr-send-lat).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct InlineArgs {
+    /// Send messages up to this many bytes inline (the CPU copies them into the work request: no
+    /// DMA read of the payload, lower latency). Default: perftest's (220 for write_lat, 236 for
+    /// send_lat); 0 turns it off.
+    #[arg(short = 'I', long = "inline-size", value_name = "BYTES")]
+    pub inline_size: Option<u32>,
+}
+
+/// gdr-write-lat's own options.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct WriteLatencyArgs {
+    #[command(flatten)]
+    pub inline: InlineArgs,
+
+    /// Announce each write with WRITE_WITH_IMM and wait for the receive completion, instead of
+    /// polling the last byte of the buffer. This is what GPU memory (not CPU-visible) always
+    /// uses; the flag lets host memory be measured the same way.
     #[arg(long = "write-with-imm")]
     pub write_with_imm: bool,
+}
+
+/// What a latency binary parsed of the options that only some tests take; the defaults where
+/// its command line does not offer them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TestOptions {
+    pub inline_size: Option<u32>,
+    pub write_with_imm: bool,
+}
+
+impl From<&InlineArgs> for TestOptions {
+    fn from(args: &InlineArgs) -> TestOptions {
+        TestOptions { inline_size: args.inline_size, write_with_imm: false }
+    }
+}
+
+impl From<&WriteLatencyArgs> for TestOptions {
+    fn from(args: &WriteLatencyArgs) -> TestOptions {
+        TestOptions { inline_size: args.inline.inline_size, write_with_imm: args.write_with_imm }
+    }
 }
 
 /// Which latency test the options are checked for: they differ in what applies.
@@ -72,10 +105,6 @@ impl LatencyTest {
     }
 }
 
-/// Largest inline size we accept. NICs accept a few hundred bytes (ConnectX: up to ~900, rxe:
-/// 256+); above that the QP cannot be created, and the message would only say "invalid argument".
-pub const MAX_INLINE_SIZE: u32 = 1024;
-
 /// Validated latency settings.
 #[derive(Debug, Clone)]
 pub struct LatencyConfig {
@@ -87,30 +116,21 @@ pub struct LatencyConfig {
     pub files: LatencyFilePaths,
 }
 
-/// Where the latency distribution goes, besides the result rows.
-#[derive(Debug, Clone, Default)]
-pub struct LatencyFilePaths {
-    pub hdr_dir: Option<PathBuf>,
-    pub hlog: Option<PathBuf>,
-    pub hlog_interval: Duration,
-    pub histogram_raw: Option<PathBuf>,
-}
-
-impl LatencyFilePaths {
-    /// Whether any file is asked for.
-    pub fn any(&self) -> bool {
-        self.hdr_dir.is_some() || self.hlog.is_some() || self.histogram_raw.is_some()
-    }
-}
-
 impl LatencyConfig {
-    pub fn from_args(args: &LatencyArgs, common: &BenchConfig, test: LatencyTest) -> Result<LatencyConfig> {
+    /// `options`: what the binary's own flags said (clap already refused the flags a binary
+    /// lacks; the checks below also hold for a library caller that passes them anyway).
+    pub fn from_args(
+        args: &LatencyArgs,
+        options: TestOptions,
+        common: &BenchConfig,
+        test: LatencyTest,
+    ) -> Result<LatencyConfig> {
         if common.qps != 1 {
             return Err(config(
                 "-q/--qp: latency tests time one message at a time over one QP (as perftest's do); drop -q",
             ));
         }
-        let inline_size = match (args.inline_size, test.default_inline_size()) {
+        let inline_size = match (options.inline_size, test.default_inline_size()) {
             (Some(_), None) => {
                 return Err(config(
                     "-I/--inline-size does not apply to read_lat: a READ request carries no payload",
@@ -124,7 +144,7 @@ impl LatencyConfig {
             (Some(size), Some(_)) => size,
             (None, default) => default.unwrap_or(0),
         };
-        if args.write_with_imm && test != LatencyTest::Write {
+        if options.write_with_imm && test != LatencyTest::Write {
             return Err(config("--write-with-imm applies to gdr-write-lat only"));
         }
         let files = LatencyFilePaths {
@@ -154,7 +174,7 @@ impl LatencyConfig {
                  (or with --loopback): give them to the client, not the server",
             ));
         }
-        Ok(LatencyConfig { test, inline_size, write_with_imm: args.write_with_imm, files })
+        Ok(LatencyConfig { test, inline_size, write_with_imm: options.write_with_imm, files })
     }
 
     /// Whether a message of `size` bytes is posted inline from a buffer the CPU can read.
@@ -170,42 +190,6 @@ fn check_interval(seconds: f64) -> Result<Duration> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
-/// Options of gdr-send-bw, besides the bandwidth ones (-Q, -b).
-#[derive(Debug, Clone, clap::Args)]
-pub struct SendArgs {
-    /// Receives kept posted per QP; the receiver reposts each one as it consumes it. A sender
-    /// that finds none posted is told to retry later (RNR), which costs bandwidth: keep it at or
-    /// above -t/--tx-depth.
-    #[arg(short = 'r', long = "rx-depth", value_name = "N", default_value_t = 512)]
-    pub rx_depth: u32,
-
-    /// Send messages up to this many bytes inline (0, the default, never).
-    #[arg(short = 'I', long = "inline-size", value_name = "BYTES", default_value_t = 0)]
-    pub inline_size: u32,
-}
-
-/// Validated gdr-send-bw settings.
-#[derive(Debug, Clone, Copy)]
-pub struct SendConfig {
-    pub rx_depth: u32,
-    pub inline_size: u32,
-}
-
-impl SendConfig {
-    pub fn from_args(args: &SendArgs) -> Result<SendConfig> {
-        if args.rx_depth == 0 || args.rx_depth > 16_384 {
-            return Err(config("-r/--rx-depth must be between 1 and 16384"));
-        }
-        if args.inline_size > MAX_INLINE_SIZE {
-            return Err(config(&format!(
-                "-I/--inline-size {} is above {MAX_INLINE_SIZE} bytes, more than NICs accept inline",
-                args.inline_size
-            )));
-        }
-        Ok(SendConfig { rx_depth: args.rx_depth, inline_size: args.inline_size })
-    }
-}
-
 fn config(message: &str) -> Error {
     Error::Config(message.to_string())
 }
@@ -219,11 +203,12 @@ pub const LATENCY_DEFAULTS: TestDefaults =
 pub fn latency_setup(
     common: &CommonArgs,
     latency: &LatencyArgs,
+    options: TestOptions,
     test: LatencyTest,
     name: &'static str,
 ) -> Result<(BenchConfig, LatencyConfig, Option<LatencyFiles>)> {
     let common = BenchConfig::from_args(common, LATENCY_DEFAULTS)?;
-    let latency = LatencyConfig::from_args(latency, &common, test)?;
+    let latency = LatencyConfig::from_args(latency, options, &common, test)?;
     let files =
         latency.files.any().then(|| LatencyFiles::create(&latency.files, name, &common.sizes)).transpose()?;
     Ok((common, latency, files))
@@ -241,12 +226,8 @@ mod tests {
         common: CommonArgs,
         #[command(flatten)]
         latency: LatencyArgs,
-    }
-
-    #[derive(Parser)]
-    struct SendCli {
         #[command(flatten)]
-        send: SendArgs,
+        own: WriteLatencyArgs,
     }
 
     const DEFAULTS: TestDefaults = TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
@@ -255,7 +236,7 @@ mod tests {
         let cli = LatencyCli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
             .map_err(|error| Error::Config(error.to_string()))?;
         let common = BenchConfig::from_args(&cli.common, DEFAULTS)?;
-        LatencyConfig::from_args(&cli.latency, &common, test)
+        LatencyConfig::from_args(&cli.latency, (&cli.own).into(), &common, test)
     }
 
     #[test]
@@ -286,18 +267,5 @@ mod tests {
             assert!(message.contains(expected), "{arguments:?} gave {message:?}");
         }
         assert!(latency(LatencyTest::Write, &["node2", "--hdr-dir", "x", "-H", "y", "-n", "10"]).is_ok());
-    }
-
-    #[test]
-    fn send_options_default_to_perftest_and_are_checked() {
-        let parse = |arguments: &[&str]| {
-            SendCli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
-                .map_err(|error| Error::Config(error.to_string()))
-                .and_then(|cli| SendConfig::from_args(&cli.send))
-        };
-        let defaults = parse(&[]).unwrap();
-        assert_eq!((defaults.rx_depth, defaults.inline_size), (512, 0));
-        assert!(parse(&["-r", "0"]).unwrap_err().to_string().contains("-r/--rx-depth"));
-        assert!(parse(&["-I", "4096"]).unwrap_err().to_string().contains("-I/--inline-size"));
     }
 }

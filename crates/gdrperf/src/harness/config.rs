@@ -14,7 +14,6 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::exchange::Token;
 use crate::harness::args::{BandwidthArgs, CommonArgs, GdrPath, MemoryKind};
-use crate::harness::placement::on_gpu;
 use crate::verbs::Mtu;
 use gdrperf_cuda::GpuSelection;
 
@@ -282,7 +281,7 @@ impl MemoryConfig {
             return Err(config(&format!("--mem lists {} twice", twice.label())));
         }
         let gpu_given = args.gpu.is_some() || args.gpu_bus_id.is_some();
-        let any_gpu = kinds.iter().any(|&kind| on_gpu(kind));
+        let any_gpu = kinds.iter().any(|&kind| kind.is_on_gpu());
         if !any_gpu && (gpu_given || args.gdr != GdrPath::Auto) {
             return Err(config("--gpu, --gpu-bus-id and --gdr apply to GPU memory: add --mem cuda"));
         }
@@ -370,6 +369,26 @@ fn check_size(size: u64) -> Result<usize> {
 
 fn config(message: &str) -> Error {
     Error::Config(message.to_string())
+}
+
+/// Largest inline size we accept. NICs accept a few hundred bytes (ConnectX: up to ~900, rxe:
+/// 256+); above that the QP cannot be created, and the message would only say "invalid argument".
+pub const MAX_INLINE_SIZE: u32 = 1024;
+
+/// Where the latency distribution goes, besides the result rows.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyFilePaths {
+    pub hdr_dir: Option<PathBuf>,
+    pub hlog: Option<PathBuf>,
+    pub hlog_interval: Duration,
+    pub histogram_raw: Option<PathBuf>,
+}
+
+impl LatencyFilePaths {
+    /// Whether any file is asked for.
+    pub fn any(&self) -> bool {
+        self.hdr_dir.is_some() || self.hlog.is_some() || self.histogram_raw.is_some()
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod args_latency;
+pub mod args_send;
 pub mod bandwidth;
 pub mod buffers;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod interrupt;
 pub mod lanes;
 pub mod latency;
 pub mod placement;
+pub mod roles;
 pub mod send;
 pub mod session;
 pub mod staged_receive;
@@ -22,8 +24,9 @@ pub mod sweep;
 
 pub use args::{BandwidthArgs, CommonArgs};
 pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
+pub use roles::run;
 pub use session::{Session, Side};
-pub use sweep::{run, Benchmark, RunOutcome};
+pub use sweep::{Benchmark, RunOutcome};
 
 /// Runs a bench binary's body and turns its result into the exit code: 0 when every size
 /// passed, 1 when a data check failed, 2 on any error (with the message on stderr), and 130 or 143

@@ -47,18 +47,13 @@ pub fn labels(placements: &[Placement]) -> Vec<String> {
     placements.iter().map(Placement::label).collect()
 }
 
-/// Whether a kind keeps its payload in GPU memory (and so takes a GPU from `--gpu`).
-pub fn on_gpu(kind: MemoryKind) -> bool {
-    matches!(kind, MemoryKind::Cuda | MemoryKind::CudaStaged)
-}
-
 /// This side's placements, in the order the run visits them: kinds in the order given; a GPU
 /// kind once per selected GPU; host memory once per listed device (once when none is listed).
 ///
 /// `-d` pairs with the GPUs in order when it lists as many devices as there are GPUs (one NIC
 /// per GPU, as on a DGX-like node); a single device serves every placement.
 pub fn plan(config: &BenchConfig) -> Result<Vec<Placement>> {
-    let gpus = match config.memory.kinds.iter().any(|&kind| on_gpu(kind)) {
+    let gpus = match config.memory.kinds.iter().any(|&kind| kind.is_on_gpu()) {
         true => gdrperf_cuda::Cuda::load()?.resolve(&config.memory.gpu)?,
         false => Vec::new(),
     };
@@ -80,7 +75,7 @@ pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> R
     };
     let mut placements = Vec::new();
     for &kind in &memory.kinds {
-        if on_gpu(kind) {
+        if kind.is_on_gpu() {
             for (position, &gpu) in gpus.iter().enumerate() {
                 placements.push(Placement {
                     kind,

@@ -6,7 +6,6 @@
 //! client `StartSize` -> server prepares, `Ready` -> both measure -> client `SizeDone` ->
 //! server checks its memory, `SizeResult` (with its own measurement) -> client writes the row.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -14,13 +13,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::exchange::{Control, Message, TurnAway};
-use crate::harness::config::{BenchConfig, Role, StopRule};
-use crate::harness::interrupt::{conclude, install_signal_handlers, Interruption, StopFlag, SweepPosition};
-use crate::harness::lanes;
+use crate::exchange::Message;
+use crate::harness::config::{BenchConfig, StopRule};
+use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
 use crate::harness::placement::{self, Placement};
 use crate::harness::session::{hostname, Greeting, LocalResources, Session, Side};
-use crate::output::{Console, HeaderLine, Outputs, Row, RowContext, RunStart};
+use crate::output::{HeaderLine, Outputs, Row, RowContext, RunStart};
 use crate::verbs::QueuePairSizes;
 
 /// What a bench binary implements. All methods take `&self`: in `--loopback` both ends run the
@@ -119,39 +117,6 @@ pub(crate) fn finish_outputs<R: Row + 'static>(
     concluded.map(|_| outcome)
 }
 
-/// Runs `benchmark` as `config` says. The only entry point a bench binary calls.
-pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutcome> {
-    // Signals are taken over only once connected: until then Ctrl-C simply ends the process,
-    // and there is nothing measured to save.
-    let stop = StopFlag::default();
-    let placements = placement::plan(config)?;
-    match &config.role {
-        Role::Server => {
-            let local = create_local(config, benchmark, &placements[0])?;
-            let address = config.listen_address();
-            let listener = Control::listen(address)?;
-            eprintln!(
-                "gdr-{}: waiting for a client on {address} (device {})",
-                B::NAME.replace('_', "-"),
-                local.device.name()
-            );
-            let session =
-                Session::connect(config, local, Some(&listener), &greeting(benchmark, &placements, 0))?;
-            install_signal_handlers(&stop)?;
-            serve_connected(config, benchmark, &placements, listener, session, &stop)
-        }
-        Role::Client { .. } => {
-            let outputs = create_outputs::<B>(config)?;
-            install_signal_handlers(&stop)?;
-            lead(config, benchmark, &placements, outputs, &stop)
-        }
-        Role::Loopback => {
-            install_signal_handlers(&stop)?;
-            run_loopback(config, benchmark, &placements, &stop)
-        }
-    }
-}
-
 /// This side's resources for `placement`, sized as the benchmark wants them.
 pub(crate) fn create_local<B: Benchmark>(
     config: &BenchConfig,
@@ -174,90 +139,6 @@ pub(crate) fn greeting<B: Benchmark>(benchmark: &B, placements: &[Placement], la
         placements: placement::labels(placements),
         lane: if benchmark.concurrent() { lane } else { 0 },
     }
-}
-
-/// The server once its first client is connected: one round after another, or the lanes.
-fn serve_connected<B: Benchmark>(
-    config: &BenchConfig,
-    benchmark: &B,
-    placements: &[Placement],
-    listener: TcpListener,
-    mut session: Session,
-    stop: &StopFlag,
-) -> Result<RunOutcome> {
-    if benchmark.concurrent() {
-        return lanes::serve(config, benchmark, placements, listener, session, stop);
-    }
-    // One client per run: whoever knocks from now on is told the server is busy.
-    let _turn_away = TurnAway::start(listener, session.control.peer());
-    session.control.set_stop_flag(stop.clone());
-    serve(config, benchmark, placements, session)
-}
-
-/// The client: connects for the first placement, then leads the rounds (or the lanes).
-fn lead<B: Benchmark>(
-    config: &BenchConfig,
-    benchmark: &B,
-    placements: &[Placement],
-    outputs: Outputs<B::Row>,
-    stop: &StopFlag,
-) -> Result<RunOutcome> {
-    if benchmark.concurrent() {
-        return lanes::drive(config, benchmark, placements, outputs, stop);
-    }
-    let local = create_local(config, benchmark, &placements[0])?;
-    let mut session = Session::connect(config, local, None, &greeting(benchmark, placements, 0))?;
-    session.control.set_stop_flag(stop.clone());
-    drive(config, benchmark, placements, session, outputs)
-}
-
-/// Both ends in one process: the server on a thread, on an ephemeral TCP port of 127.0.0.1.
-/// Only the client watches `stop`; the server thread follows it as a remote server would.
-fn run_loopback<B: Benchmark>(
-    config: &BenchConfig,
-    benchmark: &B,
-    placements: &[Placement],
-    stop: &StopFlag,
-) -> Result<RunOutcome> {
-    let outputs = create_outputs::<B>(config)?;
-    let listener = Control::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    let port = listener.local_addr().map_err(|source| Error::Loopback { source })?.port();
-    let client_config = BenchConfig { tcp_port: port, ..config.clone() };
-    let server_config = BenchConfig { role: Role::Server, ..config.clone() };
-    std::thread::scope(|scope| {
-        let server = scope.spawn(|| -> Result<RunOutcome> {
-            let local = create_local(&server_config, benchmark, &placements[0])?;
-            let session = Session::connect(
-                &server_config,
-                local,
-                Some(&listener),
-                &greeting(benchmark, placements, 0),
-            )?;
-            let listener = listener.try_clone().map_err(|source| Error::Loopback { source })?;
-            serve_connected(&server_config, benchmark, placements, listener, session, &StopFlag::default())
-        });
-        let client = lead(&client_config, benchmark, placements, outputs, stop);
-        if client.is_err() && !server.is_finished() {
-            // The server thread may wait in accept(): knock once, so that it sees the
-            // connection close and ends instead of waiting forever.
-            let _ = TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port)));
-        }
-        let server = server
-            .join()
-            .unwrap_or_else(|_| Err(Error::Internal("the loopback server thread panicked".into())));
-        // The client's error is the more telling one when both failed (the server then only saw
-        // the connection close); a stopped client leaves the server with a "stopped" error.
-        match (client, server) {
-            (Err(error), _) => Err(error),
-            (Ok(outcome), _) if outcome.interrupted.is_some() => Ok(outcome),
-            (Ok(_), Err(error)) => Err(error),
-            (Ok(outcome), Ok(_)) => Ok(outcome),
-        }
-    })
-}
-
-pub(crate) fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<B::Row>> {
-    Outputs::create(config.csv.as_deref(), config.json.as_deref(), Some(Console::new(B::TITLE, config.unit)))
 }
 
 /// How long the passive side may wait for the active side to finish one size.
@@ -403,7 +284,7 @@ pub(crate) fn lead_size<B: Benchmark>(
 }
 
 /// The client's sweep: each round's sizes, both sides' results collected, rows written.
-fn drive<B: Benchmark>(
+pub(crate) fn drive<B: Benchmark>(
     config: &BenchConfig,
     benchmark: &B,
     placements: &[Placement],

@@ -23,8 +23,7 @@ use gdrperf_stats::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::harness::args_latency::LatencyFilePaths;
-use crate::harness::config::BandwidthUnit;
+use crate::harness::config::{BandwidthUnit, LatencyFilePaths};
 use crate::harness::latency::{IntervalSink, LatencyRun};
 use crate::output::{Row, RowContext};
 
