@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::harness::interrupt::{StopFlag, StopSignal};
+use crate::harness::stop::{StopFlag, StopSignal};
 use crate::verbs::{Endpoint, RemoteBuffer};
 
 pub use auth::{Nonce, Token, AUTH_TAG_BYTES};

@@ -20,6 +20,7 @@ pub mod send;
 pub mod session;
 pub mod staged_receive;
 pub mod staging;
+pub mod stop;
 pub mod sweep;
 
 pub use args::{BandwidthArgs, CommonArgs};
