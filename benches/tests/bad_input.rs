@@ -81,6 +81,9 @@ const BANDWIDTH: &[Case] = &[
         &["--loopback", "--concurrent", "--mem", "host,host-staged"],
         &["--concurrent runs the GPUs (or devices) of one --mem kind"],
     ),
+    // Refused when the configuration is built, before any device is opened or size measured.
+    case(&["--loopback", "-b", "--mem", "host-staged"], &["staged memory runs one direction at a time"]),
+    case(&["--loopback", "--max-lat", "5us"], &["--max-lat applies to latency results"]),
 ];
 
 /// Options of the latency tests.
@@ -93,6 +96,7 @@ const LATENCY: &[Case] = &[
     case(&["--loopback", "-H", "/tmp/raw", "-D", "1"], &["-H/--histogram-raw keeps every sample in memory"]),
     case(&["--loopback", "-Q", "4"], &["unexpected argument '-Q'"]),
     case(&["--loopback", "--concurrent"], &["unexpected argument '--concurrent'"]),
+    case(&["--loopback", "--min-bw", "1Gb/s"], &["--min-bw applies to bandwidth results"]),
 ];
 
 const WRITE_BW: &[Case] = &[case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"])];

@@ -130,6 +130,9 @@ impl LatencyConfig {
                 "-q/--qp: latency tests time one message at a time over one QP (as perftest's do); drop -q",
             ));
         }
+        if common.acceptance.min_bw.is_some() {
+            return Err(config("--min-bw applies to bandwidth results: a latency test is held to --max-lat"));
+        }
         let inline_size = match (options.inline_size, test.default_inline_size()) {
             (Some(_), None) => {
                 return Err(config(

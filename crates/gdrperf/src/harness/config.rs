@@ -351,6 +351,14 @@ impl BandwidthConfig {
                 "--concurrent runs the GPUs (or devices) of one --mem kind at once: give one kind",
             ));
         }
+        // This side's staged memory is refused here, once; the peer's is only known once
+        // connected, and the benchmark refuses that one then.
+        if args.bidirectional && common.memory.kinds.iter().any(|kind| kind.is_staged()) {
+            return Err(config("staged memory runs one direction at a time: drop -b/--bidirectional"));
+        }
+        if common.acceptance.max_lat.is_some() {
+            return Err(config("--max-lat applies to latency results: a bandwidth test is held to --min-bw"));
+        }
         Ok(BandwidthConfig { cq_mod, bidirectional: args.bidirectional, concurrent: args.concurrent })
     }
 }
