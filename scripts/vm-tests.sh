@@ -37,6 +37,21 @@ expect_in() {
     if grep -qF -- "$2" "$OUT/$1.log"; then pass "$1: says '$2'"; else fail "$1: says '$2'" "$(tail -5 "$OUT/$1.log")"; fi
 }
 
+# turned_away NAME PID TEXT: the server PID (its log $OUT/NAME.log) turned a client away naming
+# TEXT and keeps waiting for the right one (a stranger cannot end it); then ends the server.
+turned_away() {
+    tries=0
+    while ! grep -qF -- "$3" "$OUT/$1.log" && [ $tries -lt 50 ]; do tries=$((tries + 1)); sleep 0.2; done
+    sleep 0.5
+    if grep -qF -- "$3" "$OUT/$1.log" && grep -qF "still waiting for the client" "$OUT/$1.log" && kill -0 "$2" 2>/dev/null; then
+        pass "$1: turned the client away ('$3') and keeps waiting"
+    else
+        fail "$1: turned the client away ('$3') and keeps waiting" "$(tail -5 "$OUT/$1.log")"
+    fi
+    kill "$2" 2>/dev/null; wait "$2" 2>/dev/null
+    return 0
+}
+
 # check_bw_csv NAME FILE ROWS: header has our columns, ROWS data rows, every number positive and
 # finite, validation column as expected.
 check_bw_csv() {

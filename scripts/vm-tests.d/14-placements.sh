@@ -109,7 +109,7 @@ next_port
 gdr-write-bw -p $PORT -s 4096 -n 10 >"$OUT/lanes_one_side_server.log" 2>&1 &
 server=$!
 run lanes_one_side 2 gdr-write-bw -p $PORT --concurrent -d rxe0,rxe0 -s 4096 -n 10 127.0.0.1 && expect_in lanes_one_side "concurrent: ours true, peer's false"
-wait $server
+turned_away lanes_one_side_server $server "concurrent: ours false, peer's true"
 
 # A client whose second lane cannot start: both sides exit 2 at once, the server with its reason.
 next_port

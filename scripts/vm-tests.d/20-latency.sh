@@ -140,5 +140,6 @@ run lat_threshold_fail 1 gdr-read-lat --loopback -n 20 --max-lat 1ns && expect_i
 if run lat_threshold_pass 0 gdr-write-lat --loopback -n 20 --max-lat 1000ms --lat-pct 99.9; then pass "write_lat --max-lat 1000ms --lat-pct 99.9 passes"; fi
 next_port
 gdr-write-lat -p $PORT -n 5 --write-with-imm >"$OUT/lat_mismatch_server.log" 2>&1 &
+server=$!
 run lat_mismatch 2 gdr-write-lat -p $PORT -n 5 127.0.0.1 && expect_in lat_mismatch "write_with_imm"
-wait
+turned_away lat_mismatch_server $server "write_with_imm"

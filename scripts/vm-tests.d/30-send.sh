@@ -58,5 +58,6 @@ run send_bw_rx_depth 2 gdr-send-bw --loopback -r 0 && expect_in send_bw_rx_depth
 run send_bw_inline_big 2 gdr-send-bw --loopback -I 100000 && expect_in send_bw_inline_big "-I/--inline-size 100000"
 next_port
 gdr-send-bw -p $PORT -n 5 -s 4096 >"$OUT/send_bw_mismatch_server.log" 2>&1 &
+server=$!
 run send_bw_mismatch 2 gdr-send-bw -p $PORT -n 7 -s 4096 127.0.0.1 && expect_in send_bw_mismatch "stop"
-wait
+turned_away send_bw_mismatch_server $server "stop: ours"

@@ -264,11 +264,11 @@ if command -v gdr-send-bw >/dev/null; then
     gdr-write-bw -p $PORT -n 5 >"$OUT/other_test_server.log" 2>&1 &
     server=$!
     run other_test 2 gdr-send-bw -p $PORT -n 5 127.0.0.1 && expect_in other_test "test: ours \"send_bw\", peer's \"write_bw\""
-    wait_exit $server 10; check_status other_test_server 2 "$OUT/other_test_server.log"
-    expect_in other_test_server "test: ours \"write_bw\", peer's \"send_bw\""
+    turned_away other_test_server $server "test: ours \"write_bw\", peer's \"send_bw\""
 fi
 
-# --- the token: matching secrets connect; a wrong or missing one sees no key -------------------
+# --- the token: matching secrets connect; a wrong or missing one sees no key and cannot end the
+# server, which turns it away, names it, and keeps waiting for the right client ---------------
 next_port
 GDRPERF_TOKEN=s3cret gdr-write-bw -p $PORT -n 5 >"$OUT/token_server.log" 2>&1 &
 server=$!
@@ -279,31 +279,36 @@ next_port
 gdr-write-bw -p $PORT -n 5 --token s3cret >"$OUT/token_wrong_server.log" 2>&1 &
 server=$!
 run token_wrong 2 gdr-write-bw -p $PORT -n 5 --token guess 127.0.0.1 && expect_in token_wrong "authentication with peer 127.0.0.1:$PORT failed: the server refused: wrong token"
-wait_exit $server 10; check_status token_wrong_server 2 "$OUT/token_wrong_server.log"
+# The same server run then serves the right client.
+run token_after_wrong 0 gdr-write-bw -p $PORT -n 5 --token s3cret 127.0.0.1 && pass "token: after a wrong-token client, the right one measures"
+wait_exit $server 10; check_status token_wrong_server 0 "$OUT/token_wrong_server.log"
+expect_in token_wrong_server "turned away 127.0.0.1:"
 expect_in token_wrong_server "wrong token: the client's proof does not match"
 
 next_port
 gdr-write-bw -p $PORT -n 5 --token s3cret >"$OUT/token_missing_server.log" 2>&1 &
 server=$!
 run token_missing 2 gdr-write-bw -p $PORT -n 5 127.0.0.1 && expect_in token_missing "the server requires a token and this client has none"
-wait_exit $server 10; check_status token_missing_server 2 "$OUT/token_missing_server.log"
+turned_away token_missing_server $server "the client refused"
 
 next_port
 gdr-write-bw -p $PORT -n 5 >"$OUT/token_one_sided_server.log" 2>&1 &
 server=$!
 run token_one_sided 2 gdr-write-bw -p $PORT -n 5 --token s3cret 127.0.0.1 && expect_in token_one_sided "this client has a token and the server has none"
-wait_exit $server 10; check_status token_one_sided_server 2 "$OUT/token_one_sided_server.log"
+turned_away token_one_sided_server $server "the client refused: this client has a token"
 
-# What a stranger without the token receives: the challenge, then the refusal; no rkey.
+# What a stranger without the token receives: the challenge, then the refusal; no rkey. The
+# server keeps waiting until --accept-timeout, then exits 2 saying whom it turned away.
 if command -v nc >/dev/null; then
     next_port
-    gdr-write-bw -p $PORT -n 5 --token s3cret >"$OUT/stranger_server.log" 2>&1 &
+    gdr-write-bw -p $PORT -n 5 --token s3cret --accept-timeout 8 >"$OUT/stranger_server.log" 2>&1 &
     server=$!
     sleep 1
     # A proof with a made-up tag, framed as the protocol wants (4-byte length, JSON).
     body='{"Proof":{"version":3,"nonce":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"tag":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}'
     { printf "\\000\\000\\000\\$(printf %o ${#body})"; printf %s "$body"; sleep 2; } | nc 127.0.0.1 $PORT >"$OUT/stranger.bin" 2>&1
-    wait_exit $server 10; check_status stranger_server 2 "$OUT/stranger_server.log"
+    wait_exit $server 15; check_status stranger_server 2 "$OUT/stranger_server.log"
+    expect_in stranger_server "no client was admitted on 0.0.0.0:$PORT within 8 s (--accept-timeout); 1 connection(s) turned away"
     if grep -q '"Challenge"' "$OUT/stranger.bin" && grep -q "wrong token" "$OUT/stranger.bin" && ! grep -qi 'rkey\|"Hello"' "$OUT/stranger.bin"; then
         pass "stranger: got the challenge and a refusal, no hello and no rkey"
     else

@@ -9,8 +9,11 @@
 //! The hello carries what lets a peer write into our memory (buffer addresses and rkeys), so the
 //! channel is guarded: the server speaks first with a challenge, and with a shared token
 //! ([`auth`]) neither side reveals its hello before the other proved it knows the token. A server
-//! serves one client per run; later ones are turned away ([`busy`]).
+//! serves one client per run; later ones are turned away ([`busy`]). Until its client is admitted,
+//! a connection that fails the challenge or the parameter check is turned away and the server
+//! keeps waiting ([`admit`]).
 
+mod admit;
 mod auth;
 mod busy;
 mod watch;
@@ -25,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::harness::stop::{StopFlag, StopSignal};
 use crate::verbs::{Endpoint, RemoteBuffer};
 
+pub use admit::{is_peer_fault, Door, Refusal};
 pub use auth::{Nonce, Token, AUTH_TAG_BYTES};
 pub use busy::TurnAway;
 pub use watch::{PeerWatch, PEER_CHECK_INTERVAL};
@@ -86,6 +90,9 @@ pub enum ExchangeError {
 
     #[error("cannot draw a random nonce from /dev/urandom: {0}")]
     Random(#[source] io::Error),
+
+    #[error("no client was admitted on {address} within {seconds} s (--accept-timeout); {turned_away} connection(s) turned away")]
+    NoClient { address: String, seconds: f64, turned_away: usize },
 
     #[error("stopped by {0}")]
     Interrupted(StopSignal),
@@ -267,7 +274,12 @@ impl Control {
             during: "accepting a client".into(),
             source,
         })?;
-        let mut control = Control::from_stream(stream, peer.to_string(), timeout)?;
+        Control::from_accepted(stream, peer.to_string(), timeout)
+    }
+
+    /// A connection this side accepted (the server speaks first on it).
+    fn from_accepted(stream: TcpStream, peer: String, timeout: Duration) -> ExchangeResult<Control> {
+        let mut control = Control::from_stream(stream, peer, timeout)?;
         control.accepted = true;
         Ok(control)
     }

@@ -131,6 +131,12 @@ pub struct CommonArgs {
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     pub timeout: u64,
 
+    /// Server: give up when no client has passed the token and parameter checks after this many
+    /// seconds (default: wait for ever, as perftest does). Clients that fail them are turned
+    /// away and named on stderr; the server keeps waiting for the right one.
+    #[arg(long = "accept-timeout", value_name = "SECONDS", conflicts_with_all = ["host", "loopback"])]
+    pub accept_timeout: Option<u64>,
+
     /// Server: listen for the client on this address only (default: every address of this host).
     #[arg(long, value_name = "ADDR", conflicts_with_all = ["host", "loopback"])]
     pub bind: Option<String>,

@@ -78,6 +78,8 @@ pub struct BenchConfig {
     pub csv: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub timeout: Duration,
+    /// Server: how long to wait for a client that passes the challenge (`None`: for ever).
+    pub accept_timeout: Option<Duration>,
     pub memory: MemoryConfig,
     /// Server: the address to listen on (`None`: all of this host's IPv4 addresses).
     pub bind: Option<IpAddr>,
@@ -147,6 +149,14 @@ impl BenchConfig {
         if args.timeout == 0 {
             return Err(config("--timeout must be at least 1 second"));
         }
+        let accept_timeout = match args.accept_timeout {
+            None => None,
+            Some(_) if role != Role::Server => {
+                return Err(config("--accept-timeout applies to the server (no HOST, no --loopback)"))
+            }
+            Some(0) => return Err(config("--accept-timeout must be at least 1 second")),
+            Some(seconds) => Some(Duration::from_secs(seconds)),
+        };
         let bind = match &args.bind {
             None => None,
             Some(_) if role != Role::Server => {
@@ -188,6 +198,7 @@ impl BenchConfig {
             csv: args.csv.clone(),
             json: args.json.clone(),
             timeout: Duration::from_secs(args.timeout),
+            accept_timeout,
             memory,
             bind,
             token,
@@ -441,6 +452,9 @@ mod tests {
         assert_eq!(common.listen_address(), "[::1]:7000".parse().unwrap());
         assert!(common.token.is_some());
         assert!(!format!("{common:?}").contains("s3cret"), "the secret must not appear in a debug print");
+        assert_eq!(common.accept_timeout, None, "like perftest, a server waits for ever by default");
+        let (common, _) = build(&["--accept-timeout", "30"]).unwrap();
+        assert_eq!(common.accept_timeout, Some(Duration::from_secs(30)));
     }
 
     #[test]
@@ -476,6 +490,8 @@ mod tests {
             (&["--bind", "10.0.0.1", "host1"], "cannot be used with"),
             (&["--bind", "127.0.0.1", "--loopback"], "cannot be used with"),
             (&["--token", ""], "--token (or GDRPERF_TOKEN) is empty"),
+            (&["--accept-timeout", "0"], "--accept-timeout must be at least 1 second"),
+            (&["--accept-timeout", "5", "host1"], "cannot be used with"),
         ];
         for (arguments, expected) in cases {
             let message = build(arguments).err().map(|error| error.to_string()).unwrap_or_default();

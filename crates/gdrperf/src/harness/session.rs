@@ -11,7 +11,7 @@ use std::sync::Arc;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 
 use crate::error::{Error, Result};
-use crate::exchange::{Control, Hello, SideInfo, PROTOCOL_VERSION};
+use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
 use crate::harness::args::MemoryKind;
 use crate::harness::buffers::BenchBuffer;
 use crate::harness::config::{BenchConfig, Role};
@@ -156,6 +156,19 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
     }
 }
 
+/// Turned-away connections named on stderr; after this many only every hundredth, so that a
+/// port scan cannot flood the log.
+const REFUSALS_NAMED: usize = 20;
+
+fn report_refusal(refusal: &Refusal) {
+    if refusal.count <= REFUSALS_NAMED || refusal.count.is_multiple_of(100) {
+        eprintln!(
+            "gdrperf: turned away {} (connection {}): {}; still waiting for the client",
+            refusal.peer, refusal.count, refusal.reason
+        );
+    }
+}
+
 /// A connected side: what a benchmark's callbacks work with.
 pub struct Session {
     pub side: Side,
@@ -180,11 +193,22 @@ impl Session {
         listener: Option<&TcpListener>,
         greeting: &Greeting,
     ) -> Result<Session> {
-        let control = match (&config.role, listener) {
-            (_, Some(listener)) => Some(Control::accept(listener, config.timeout)?),
-            _ => None,
-        };
-        Session::connect_on(config, local, control, greeting)
+        let Some(listener) = listener else { return Session::connect_on(config, local, None, greeting) };
+        // The server admits the first client that passes the challenge and the parameter check;
+        // strangers are turned away, named on stderr, and the wait goes on.
+        let ours = local.hello(config, greeting);
+        let door =
+            Door { token: config.token.as_ref(), timeout: config.timeout, wait_limit: config.accept_timeout };
+        let (mut control, peer) = Control::admit(listener, &ours, door, &mut report_refusal)?;
+        match Session::connect_queue_pairs(config, local, peer) {
+            Ok((local, peer, mtu)) => {
+                Ok(Session { side: Side::Server, local, control, peer, mtu, connection_state: None })
+            }
+            Err(error) => {
+                control.report_failure(&error.to_string());
+                Err(error)
+            }
+        }
     }
 
     /// [`Session::connect`] with the server's connection already accepted (`accepted`), or
