@@ -148,6 +148,10 @@ pub enum Error {
     #[error("loopback listener: {source}")]
     Loopback { source: io::Error },
 
+    /// `--cpu`/`--numa-node` asked for CPUs this process cannot have, or pinning failed.
+    #[error("CPU placement: {0}")]
+    CpuPlacement(String),
+
     #[error("{0}")]
     Memory(String),
 

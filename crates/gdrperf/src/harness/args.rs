@@ -141,6 +141,17 @@ pub struct CommonArgs {
     #[arg(long, value_name = "ADDR", conflicts_with_all = ["host", "loopback"])]
     pub bind: Option<String>,
 
+    // --- CPU placement (issue 17; see gdrperf::cpu_placement) ---
+    /// CPUs for the measuring thread (and each --concurrent lane's): a list (3, 0-7, 0-3,8-11)
+    /// or `none` to leave it to the scheduler. Default: the CPUs of the NIC's NUMA node (sysfs),
+    /// unpinned where the machine gives no NUMA information. Buffers are allocated after pinning.
+    #[arg(long = "cpu", value_name = "LIST|none", conflicts_with = "numa_node")]
+    pub cpu: Option<String>,
+
+    /// Run on the CPUs of this NUMA node instead of the NIC's.
+    #[arg(long = "numa-node", value_name = "N")]
+    pub numa_node: Option<u32>,
+
     /// Shared secret: the server reveals its buffer addresses and keys only to a client that
     /// proves it knows the same token (an HMAC over a fresh challenge; the token itself never
     /// crosses the network). Give both sides the same one, preferably through the environment:

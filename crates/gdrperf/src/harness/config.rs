@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::cpu_placement::CpuRequest;
 use crate::error::{Error, Result};
 use crate::exchange::Token;
 use crate::harness::args::{BandwidthArgs, CommonArgs, GdrPath, MemoryKind};
@@ -80,6 +81,8 @@ pub struct BenchConfig {
     pub timeout: Duration,
     /// Server: how long to wait for a client that passes the challenge (`None`: for ever).
     pub accept_timeout: Option<Duration>,
+    /// Where the measuring threads run (`--cpu`, `--numa-node`; default near the NIC).
+    pub cpu: CpuRequest,
     pub memory: MemoryConfig,
     /// Server: the address to listen on (`None`: all of this host's IPv4 addresses).
     pub bind: Option<IpAddr>,
@@ -172,6 +175,7 @@ impl BenchConfig {
                 config("--token (or GDRPERF_TOKEN) is empty: an empty secret protects nothing; unset it or give a secret")
             })?),
         };
+        let cpu = CpuRequest::from_flags(args.cpu.as_deref(), args.numa_node).map_err(Error::Config)?;
         let memory = MemoryConfig::from_args(args)?;
         let largest = *sizes.iter().max().unwrap_or(&0) as u64;
         if largest * u64::from(args.qps) > 16 * MAX_MESSAGE_SIZE {
@@ -199,6 +203,7 @@ impl BenchConfig {
             json: args.json.clone(),
             timeout: Duration::from_secs(args.timeout),
             accept_timeout,
+            cpu,
             memory,
             bind,
             token,
@@ -490,6 +495,8 @@ mod tests {
             (&["--bind", "10.0.0.1", "host1"], "cannot be used with"),
             (&["--bind", "127.0.0.1", "--loopback"], "cannot be used with"),
             (&["--token", ""], "--token (or GDRPERF_TOKEN) is empty"),
+            (&["--cpu", "1-x"], "--cpu 1-x: '1-x' is not a CPU or range"),
+            (&["--cpu", "1", "--numa-node", "0"], "cannot be used with"),
             (&["--accept-timeout", "0"], "--accept-timeout must be at least 1 second"),
             (&["--accept-timeout", "5", "host1"], "cannot be used with"),
         ];

@@ -57,7 +57,12 @@ pub(crate) fn serve<B: Benchmark>(
         let threads: Vec<_> = sessions
             .into_iter()
             // A concurrent run has one round: each lane keeps the placement it was accepted with.
-            .map(|session| scope.spawn(move || sweep::serve(config, benchmark, placements, session)))
+            .map(|session| {
+                scope.spawn(move || {
+                    pin_lane(&session)?;
+                    sweep::serve(config, benchmark, placements, session)
+                })
+            })
             .collect();
         threads.into_iter().map(|thread| thread.join().unwrap_or_else(|_| Err(panicked()))).collect()
     });
@@ -122,6 +127,13 @@ fn tell_all(sessions: &mut [Session], error: Error) -> Error {
     error
 }
 
+/// A lane thread runs where its NIC's placement says: the main thread was pinned to each lane's
+/// placement in turn while it allocated that lane's buffers, and a new thread inherits the last.
+fn pin_lane(session: &Session) -> Result<()> {
+    crate::cpu_placement::pin_current_thread(&session.local.cpu)
+        .map_err(|error| Error::CpuPlacement(format!("lane thread: {error}")))
+}
+
 fn panicked() -> Error {
     Error::Internal("a lane thread panicked".into())
 }
@@ -176,7 +188,10 @@ pub(crate) fn drive<B: Benchmark>(
             .enumerate()
             .map(|(lane, session)| {
                 let (sender, barrier) = (sender.clone(), &barrier);
-                scope.spawn(move || run_lane(config, benchmark, session, lane, barrier, &sender))
+                scope.spawn(move || {
+                    pin_lane(&session)?;
+                    run_lane(config, benchmark, session, lane, barrier, &sender)
+                })
             })
             .collect();
         drop(sender);

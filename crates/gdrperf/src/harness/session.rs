@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 
+use crate::cpu_placement::{self, CpuPlacement};
 use crate::error::{Error, Result};
 use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
 use crate::harness::args::MemoryKind;
@@ -38,6 +39,8 @@ pub struct LocalResources {
     pub completion_queue: CompletionQueue,
     pub queue_pairs: Vec<RcQueuePair>,
     pub buffers: Vec<BenchBuffer>,
+    /// Where this side's measuring thread runs; the buffers were allocated after pinning.
+    pub cpu: CpuPlacement,
 }
 
 impl LocalResources {
@@ -57,6 +60,9 @@ impl LocalResources {
             other => other.map(str::to_string),
         };
         let device = Device::open(device_name.as_deref())?;
+        // Pinned before anything is allocated: first touch puts the buffers on this node.
+        let cpu =
+            cpu_placement::place_current_thread(&config.cpu, device.name()).map_err(Error::CpuPlacement)?;
         let port = device.active_port(config.ib_port)?;
         let gid = device.choose_gid(&port, config.gid_index)?;
         let protection_domain = device.alloc_pd()?;
@@ -84,7 +90,16 @@ impl LocalResources {
                 _ => BenchBuffer::host(&protection_domain, buffer_len)?,
             });
         }
-        Ok(LocalResources { device, port, gid, protection_domain, completion_queue, queue_pairs, buffers })
+        Ok(LocalResources {
+            device,
+            port,
+            gid,
+            protection_domain,
+            completion_queue,
+            queue_pairs,
+            buffers,
+            cpu,
+        })
     }
 
     fn hello(&self, config: &BenchConfig, greeting: &Greeting) -> Hello {

@@ -410,6 +410,8 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
             .unwrap_or_default(),
         gpu_remote: session.peer.side.gpu.clone().unwrap_or_default(),
         lane: String::new(),
+        cpu: session.local.cpu.cpu_column(),
+        numa_node: session.local.cpu.numa_node,
     }
 }
 
@@ -476,6 +478,7 @@ pub(crate) fn metadata<B: Benchmark>(
                 session.peer.side.gpu.clone().unwrap_or_else(|| "none".into())
             ),
         ),
+        HeaderLine::new("CPU", local.cpu.describe()),
         HeaderLine::new("QPs", config.qps.to_string()),
         HeaderLine::new("TX depth", config.tx_depth.to_string()),
         HeaderLine::new(
@@ -520,6 +523,7 @@ pub(crate) fn metadata<B: Benchmark>(
         "nvidia_driver": std::fs::read_to_string("/sys/module/nvidia/version").ok().map(|text| text.trim().to_string()),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|text| text.trim().to_string()),
         "peer": session.peer.side,
+        "cpu": local.cpu,
         "placements": labels,
         "peer_placements": session.peer.placements,
         "parameters": session.peer.parameters,

@@ -148,6 +148,12 @@ pub struct LatencyRow {
     /// inside the samples. read_lat counts the reader's copies only: the passive server copies
     /// its payload out once per size, outside any sample. Appended last: columns are a contract.
     pub copy_time_s: f64,
+    /// The CPUs this side's measuring thread was pinned to ("0-15", "1"; "none": unpinned).
+    #[serde(default)]
+    pub cpu: String,
+    /// Their NUMA node (empty when unknown or when the CPUs span nodes).
+    #[serde(default)]
+    pub numa_node: Option<u32>,
 }
 
 impl LatencyRow {
@@ -187,6 +193,8 @@ impl LatencyRow {
                 .to_string(),
             saturated_samples: figures.saturated,
             copy_time_s: figures.copy_seconds,
+            cpu: context.cpu.clone(),
+            numa_node: context.numa_node,
         }
     }
 }
@@ -514,7 +522,10 @@ mod tests {
         writer.serialize(&row).unwrap();
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         assert!(
-            text.lines().next().unwrap().ends_with(",percentile_source,saturated_samples,copy_time_s"),
+            text.lines()
+                .next()
+                .unwrap()
+                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node"),
             "{text}"
         );
 

@@ -25,6 +25,9 @@ pub struct RowContext {
     pub gpu_remote: String,
     /// The lane of a `--concurrent` run ("0", "1", ...; "all" for the aggregate), else empty.
     pub lane: String,
+    /// The measuring thread's CPUs ("0-15", "1", "none") and their NUMA node.
+    pub cpu: String,
+    pub numa_node: Option<u32>,
 }
 
 /// One size of a bandwidth test.
@@ -61,6 +64,12 @@ pub struct BandwidthRow {
     /// `--concurrent`: the lane ("0", "1", ...) or "all" for the sum of the lanes; empty otherwise.
     #[serde(default)]
     pub lane: String,
+    /// The CPUs this side's measuring thread was pinned to ("0-15", "1"; "none": unpinned).
+    #[serde(default)]
+    pub cpu: String,
+    /// Their NUMA node (empty when unknown or when the CPUs span nodes).
+    #[serde(default)]
+    pub numa_node: Option<u32>,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -136,6 +145,8 @@ impl BandwidthRow {
             gpu_remote: context.gpu_remote.clone(),
             copy_time_s: reports.iter().map(|report| report.copy_seconds).sum(),
             lane: context.lane.clone(),
+            cpu: context.cpu.clone(),
+            numa_node: context.numa_node,
         }
     }
 
@@ -164,6 +175,8 @@ impl BandwidthRow {
             gpu_remote: join(|row| &row.gpu_remote),
             copy_time_s: sum(|row| row.copy_time_s),
             lane: "all".into(),
+            cpu: join(|row| &row.cpu),
+            numa_node: common_node(lanes.iter().map(|row| row.numa_node)),
             ..first.clone()
         })
     }
@@ -178,6 +191,12 @@ pub fn join_distinct<'a>(values: impl Iterator<Item = &'a str>) -> String {
         }
     }
     seen.join("+")
+}
+
+/// The lanes' NUMA node when they all share one, else `None`.
+pub fn common_node(mut nodes: impl Iterator<Item = Option<u32>>) -> Option<u32> {
+    let first = nodes.next()??;
+    nodes.all(|node| node == Some(first)).then_some(first)
 }
 
 /// "fail" if any lane failed its data check, "pass" if all passed, else "off".

@@ -71,6 +71,11 @@ pub struct SendBandwidthRow {
     /// `--concurrent`: the lane ("0", "1", ...) or "all" for the sum of the lanes; empty otherwise.
     #[serde(default)]
     pub lane: String,
+    /// [`BandwidthRow`]'s `cpu` and `numa_node`: where this side's measuring thread ran.
+    #[serde(default)]
+    pub cpu: String,
+    #[serde(default)]
+    pub numa_node: Option<u32>,
 }
 
 impl SendBandwidthRow {
@@ -166,6 +171,8 @@ impl SendBandwidthRow {
             rx_bw_avg_gbit_s: None,
             rx_msg_rate_mpps: None,
             lane: base.lane,
+            cpu: base.cpu,
+            numa_node: base.numa_node,
         }
     }
 
@@ -197,6 +204,8 @@ impl SendBandwidthRow {
             gpu_remote: self.gpu_remote.clone(),
             copy_time_s: self.copy_time_s,
             lane: self.lane.clone(),
+            cpu: self.cpu.clone(),
+            numa_node: self.numa_node,
         }
     }
 }
@@ -286,10 +295,11 @@ mod tests {
         let mut reference = csv::Writer::from_writer(Vec::new());
         reference.serialize(BandwidthRow::new(&context, bandwidth, &[figures(1.0, 1)], "pass")).unwrap();
         let reference = String::from_utf8(reference.into_inner().unwrap()).unwrap();
-        // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` ends both.
-        let shared = reference.lines().next().unwrap().trim_end_matches(",lane");
+        // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
+        // placement (cpu, numa_node) end both.
+        let shared = reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node");
         assert!(header.starts_with(shared), "{header}");
-        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane"));
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node"));
 
         let lanes: Vec<SendBandwidthRow> = ["0", "1"]
             .iter()
