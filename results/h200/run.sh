@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs gdrperf's GPU checks and copy measurements on a lent H200 machine.
 # Usage (from the repository root, with the release binary built elsewhere and carried):
-#   OUT=/some/dir BIN=target/cuda/release/gdrperf results/h200/run.sh
+#   OUT=/some/dir BIN=target/cuda/release/gdrperf GIT_COMMIT=$(git rev-parse --short HEAD) results/h200/run.sh
 set -u
 BIN=${BIN:-target/cuda/release/gdrperf}
 OUT=${OUT:?set OUT to a folder for the logs}
@@ -21,3 +21,16 @@ OUT=${OUT:?set OUT to a folder for the logs}
 "$BIN" copy-bw --gpu 5 > "$OUT/bad-flags.txt" 2>&1; echo "exit status: $?" >> "$OUT/bad-flags.txt"
 "$BIN" selftest --gpu-bus-id 0000:01:00.0 >> "$OUT/bad-flags.txt" 2>&1; echo "exit status: $?" >> "$OUT/bad-flags.txt"
 tail -n 3 "$OUT"/selftest*.txt
+# PCIe facts (issue 17 item 3): the doctor reads each GPU's link (current vs max), its Device Control
+# register (Max Payload, Max Read Request, relaxed ordering; needs root past config byte 64) and
+# ACS on GPU-NIC paths. lspci -vv, where installed, is the cross-check of the decoding.
+{
+  echo "# command: $BIN doctor   (then $BIN doctor --json > doctor.json; lspci -vv per GPU)"
+  echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ), user: $(id -un), commit: ${GIT_COMMIT:-unknown, set GIT_COMMIT}"
+  "$BIN" doctor; echo "exit status: $? (2 is right on a machine without an RDMA NIC)"
+  for bus in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null); do
+    echo "## lspci -vv -s $bus (cross-check)"
+    lspci -vv -s "$bus" 2>&1 | grep -E "LnkCap:|LnkSta:|DevCtl:|MaxPayload|RlxdOrd" || echo "lspci not installed"
+  done
+} > "$OUT/doctor.txt" 2>&1
+"$BIN" doctor --json > "$OUT/doctor.json" 2>&1

@@ -22,6 +22,7 @@ impl fmt::Display for Report {
         render_gpus(self, out)?;
         render_gpudirect(self, out)?;
         render_topology(self, out)?;
+        render_pcie(self, out)?;
         writeln!(out, "\nVerdict")?;
         for verdict in &self.verdicts {
             writeln!(out, "  {:<4}  {}: {}", verdict.level.word(), verdict.check, verdict.reason)?;
@@ -204,6 +205,18 @@ fn render_gpudirect(report: &Report, out: &mut fmt::Formatter<'_>) -> fmt::Resul
         let _ = write!(line, "; cmdline {}", iommu.cmdline_options.join(" "));
     }
     writeln!(out, "{line}")
+}
+
+/// Each GPU's and PCI NIC's link and Device Control (see [`crate::pcie`]).
+fn render_pcie(report: &Report, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+    if report.pcie.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nPCIe links and Device Control")?;
+    for facts in &report.pcie {
+        writeln!(out, "  {}", facts.describe())?;
+    }
+    Ok(())
 }
 
 fn render_topology(report: &Report, out: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -9,6 +9,7 @@ use crate::gpu::{self, CudaFacts, Gpu, NvidiaDriver};
 use crate::gpudirect::GpuDirect;
 use crate::iommu::Iommu;
 use crate::pci::{self, AcsState, PciDevice};
+use crate::pcie::FunctionFacts;
 use crate::rdma::{Backing, RdmaDevice};
 use crate::sysfs::SysRoot;
 use crate::topology::{self, AcsFinding, Endpoint, PciePath, Recommendation, Relation};
@@ -35,6 +36,8 @@ pub struct Report {
     pub recommendations: Vec<Recommendation>,
     /// ACS on the bridges of all GPU–NIC paths.
     pub acs: AcsSummary,
+    /// Link training and Device Control of every GPU and PCI NIC (see [`crate::pcie`]).
+    pub pcie: Vec<FunctionFacts>,
     pub verdicts: Vec<Verdict>,
     /// 0: all OK; 1: at least one WARN; 2: at least one FAIL.
     pub exit_code: u8,
@@ -140,6 +143,14 @@ pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
             .collect(),
     };
 
+    let mut pcie: Vec<FunctionFacts> = gpus
+        .iter()
+        .filter_map(|gpu| gpu.pci.as_ref().map(|pci| FunctionFacts::read(sys, &gpu.label, pci, true)))
+        .collect();
+    pcie.extend(inventory.rdma_devices.iter().filter_map(|device| match &device.backing {
+        Backing::Hardware { pci } => Some(FunctionFacts::read(sys, &device.name, pci, false)),
+        Backing::Software { .. } => None,
+    }));
     let mut report = Report {
         sysfs_root: sys.root().display().to_string(),
         kernel_release,
@@ -153,6 +164,7 @@ pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
         pairs,
         recommendations,
         acs,
+        pcie,
         verdicts: Vec::new(),
         exit_code: 0,
     };

@@ -342,16 +342,29 @@ fn judge_iommu(report: &Report, verdicts: &mut Vec<Verdict>) {
             Some(fix),
         )),
     }
-    for device in &report.rdma_devices {
-        let Backing::Hardware { pci } = &device.backing else { continue };
-        if let (Some(current), Some(max)) = (pci.link.current_width, pci.link.max_width) {
-            if current < max {
-                verdicts.push(verdict(
-                    Level::Warn,
-                    "pcie-link",
-                    format!("{} ({}) trained at PCIe x{current} of x{max}", device.name, pci.address),
-                    Some("reseat the card, check the slot's wiring and the BIOS bifurcation setting"),
-                ));
+    judge_pcie_links(report, verdicts);
+}
+
+/// A link narrower than it can be is a fault on any function; a slower one on a NIC. An idle GPU
+/// lowers its link speed on purpose: that is said, not judged (see [`crate::pcie`]).
+fn judge_pcie_links(report: &Report, verdicts: &mut Vec<Verdict>) {
+    let fix = "reseat the card, check the slot's wiring and the BIOS bifurcation setting";
+    for facts in &report.pcie {
+        let link = &facts.link;
+        if let (true, Some(current), Some(max)) = (link.narrow, link.current_width, link.max_width) {
+            let reason = format!("{} ({}) trained at PCIe x{current} of x{max}", facts.name, facts.address);
+            verdicts.push(verdict(Level::Warn, "pcie-link", reason, Some(fix)));
+        }
+        if let (true, Some(current), Some(max)) = (link.slow, link.current_speed_gts, link.max_speed_gts) {
+            let reason =
+                format!("{} ({}) trained at {current} GT/s of {max} GT/s", facts.name, facts.address);
+            if facts.is_gpu {
+                let note = format!(
+                    "{reason}: GPUs lower their link speed when idle; a run's header reads it under load"
+                );
+                verdicts.push(verdict(Level::Ok, "pcie-link", note, None));
+            } else {
+                verdicts.push(verdict(Level::Warn, "pcie-link", reason, Some(fix)));
             }
         }
     }

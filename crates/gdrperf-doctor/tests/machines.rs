@@ -340,6 +340,41 @@ fn connectx_without_its_rdma_driver_and_narrow_links_warn() {
 }
 
 #[test]
+fn pcie_links_and_device_control_are_reported_and_judged() {
+    let mut machine = Machine::dgx_h100_like();
+    machine.find_mut("0000:1b:00.0").unwrap().link_width = (8, 16);
+    machine.find_mut("0000:43:00.0").unwrap().link_speed = (2.5, 32.0);
+    machine.find_mut("0000:40:00.0").unwrap().link_speed = (16.0, 32.0);
+    let report = report_for(&machine, not_queried());
+    assert_eq!(report.pcie.len(), 8 + 9, "eight GPUs and nine ConnectX");
+    let verdicts = levels_of(&report, "pcie-link");
+    assert!(
+        verdicts.contains(&(Level::Warn, "GPU0 (0000:1b:00.0) trained at PCIe x8 of x16")),
+        "{verdicts:?}"
+    );
+    assert!(
+        verdicts.contains(&(Level::Warn, "mlx5_1 (0000:40:00.0) trained at 16 GT/s of 32 GT/s")),
+        "{verdicts:?}"
+    );
+    assert!(
+        verdicts.iter().any(|(level, reason)| *level == Level::Ok
+            && reason.starts_with(
+                "GPU1 (0000:43:00.0) trained at 2.5 GT/s of 32 GT/s: GPUs lower their link speed when idle"
+            )),
+        "{verdicts:?}"
+    );
+    assert_eq!(verdicts.len(), 3, "{verdicts:?}");
+    let text = report.to_string();
+    assert!(text.contains("PCIe links and Device Control"), "{text}");
+    assert!(
+        text.contains("GPU2 0000:52:00.0: link 32 GT/s x16 (max 32 GT/s x16), MPS 256 B, MRRS 512 B, relaxed ordering on"),
+        "{text}"
+    );
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["pcie"][0]["device_control"]["max_read_request_bytes"], 512);
+}
+
+#[test]
 fn the_json_report_carries_the_topology_in_nvidia_smi_words() {
     let report = report_for(&Machine::dgx_h100_like(), not_queried());
     let json = serde_json::to_value(&report).unwrap();
@@ -358,4 +393,38 @@ fn the_human_report_ends_with_verdicts_and_the_exit_code() {
     assert!(text.contains("  GPU0  SYS     0     mlx5_0 (SYS)\n"), "{text}");
     assert!(text.contains("  GPU1  SYS     0     mlx5_0 (SYS, shared)\n"), "{text}");
     assert!(text.trim_end().ends_with("exit code 1: GPUDirect RDMA can work, with warnings"), "{text}");
+}
+
+#[test]
+fn a_runs_facts_come_from_the_fixture_tree() {
+    let mut machine = Machine::dgx_h100_like();
+    machine.find_mut("0000:1b:00.0").unwrap().link_width = (8, 16);
+    machine.find_mut("0000:18:00.0").unwrap().link_speed = (16.0, 32.0);
+    machine.find_mut("0000:18:00.0").unwrap().acs = AcsFixture::Unreadable;
+    let directory = FixtureDir::with(&machine).unwrap();
+    let run = gdrperf_doctor::pcie::run_facts(directory.path(), Some("00000000:1B:00.0"), "mlx5_0");
+    let gpu = run.gpu.as_ref().unwrap();
+    assert_eq!(gpu.address, "0000:1b:00.0");
+    assert_eq!(gpu.device_control.describe(), "MPS 256 B, MRRS 512 B, relaxed ordering on");
+    assert!(gpu.downtrained().unwrap().contains("x8 (max 32 GT/s x16)"));
+    let nic = run.nic.as_ref().unwrap();
+    assert_eq!(nic.address, "0000:18:00.0");
+    assert_eq!(
+        nic.device_control,
+        gdrperf_doctor::pcie::DeviceControl::Unreadable,
+        "64 bytes of config space: needs root"
+    );
+    assert!(nic.downtrained().unwrap().contains("16 GT/s x16 (max 32 GT/s x16)"));
+    // One switch: its upstream port and the two downstream ports, ACS off there.
+    let bridges: Vec<&str> = run.path_acs.iter().map(|bridge| bridge.bridge.as_str()).collect();
+    assert_eq!(bridges, ["0000:16:00.0", "0000:17:00.0", "0000:17:01.0"]);
+    assert!(run.path_acs.iter().all(|bridge| !bridge.redirects_peer_to_peer));
+    let header = run.header_lines();
+    assert_eq!(header.iter().filter(|(name, _)| name == "PCIe WARNING").count(), 2, "{header:#?}");
+    assert!(header.iter().any(|(name, text)| name == "ACS on path" && text.contains("0000:17:00.0")));
+    // A software NIC and no GPU: nothing to say, and nothing invented.
+    assert_eq!(
+        gdrperf_doctor::pcie::run_facts(directory.path(), None, "rxe0"),
+        gdrperf_doctor::pcie::RunPcieFacts::default()
+    );
 }

@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 
 pub mod pci;
+pub mod pcie;
 pub mod rdma;
 pub mod sysfs;
 pub mod topology;

@@ -14,6 +14,7 @@ pub mod config;
 pub mod interrupt;
 pub mod lanes;
 pub mod latency;
+pub mod pcie;
 pub mod placement;
 pub mod roles;
 pub mod send;

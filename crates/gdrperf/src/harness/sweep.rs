@@ -502,6 +502,8 @@ pub(crate) fn metadata<B: Benchmark>(
             ),
         ));
     }
+    let pcie = super::pcie::run_pcie_facts(local);
+    header.extend(pcie.header_lines().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     header.extend(benchmark.header().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     let metadata = serde_json::json!({
         "test": B::NAME,
@@ -524,6 +526,7 @@ pub(crate) fn metadata<B: Benchmark>(
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|text| text.trim().to_string()),
         "peer": session.peer.side,
         "cpu": local.cpu,
+        "pcie": pcie,
         "placements": labels,
         "peer_placements": session.peer.placements,
         "parameters": session.peer.parameters,
