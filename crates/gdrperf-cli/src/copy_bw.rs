@@ -27,7 +27,9 @@ const AUTO_MAX_ITERATIONS: usize = 1000;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// GPUs to measure: an index (0), a list (0,2,3), `all`, or a PCI bus id.
+    /// GPUs to measure: an index (0), a list (0,2,3), `all`, or a PCI bus id. Indices are CUDA's:
+    /// fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID (then PCI bus order, as nvidia-smi),
+    /// counting only the GPUs in CUDA_VISIBLE_DEVICES; every row gives the bus id.
     #[arg(long, default_value = "all", value_parser = parse_gpu_selection)]
     gpu: GpuSelection,
     /// The GPU at this PCI bus id (e.g. 0000:17:00.0), as `nvidia-smi` or `lspci -D` show it.

@@ -39,6 +39,7 @@ mod bandwidth;
 mod driver;
 mod error;
 mod memory;
+mod order;
 pub mod pattern;
 mod selection;
 mod staging;
@@ -47,6 +48,7 @@ pub use bandwidth::{staged_throughput, CopyBench, HostMemory, Measurement, Messa
 pub use driver::{libcuda_present, Cuda, DriverVersion, Gpu, GpuDirectSupport, GpuInfo};
 pub use error::{CopyDirection, CudaError, DriverCode};
 pub use memory::{host_page_size, round_up, DmaBuf, DmaBufMapping, GpuBuffer, PinnedHostBuffer};
+pub use order::GpuOrder;
 pub use selection::{GpuSelection, PciBusId, SelectionError};
 pub use staging::{
     plan_chunks, Chunk, HazardTracker, OperationStats, StageOperation, StageTicket, StagedBuffer,

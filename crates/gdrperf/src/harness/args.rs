@@ -114,7 +114,10 @@ pub struct CommonArgs {
     pub mem: Vec<MemoryKind>,
 
     /// GPUs for the cuda kinds: a CUDA device index, a list (0,2,3) or `all` (default 0). The
-    /// run visits each in turn, or all at once with --concurrent (bandwidth tests).
+    /// run visits each in turn, or all at once with --concurrent (bandwidth tests). Indices are
+    /// CUDA's: fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID (then PCI bus order, as
+    /// nvidia-smi), counting only the GPUs in CUDA_VISIBLE_DEVICES; the header and every row
+    /// give each index's bus id (0000:19:00.0). --gpu-bus-id does not depend on the order.
     #[arg(long = "gpu", value_name = "INDEX[,INDEX...]|all", conflicts_with = "gpu_bus_id")]
     pub gpu: Option<String>,
 

@@ -412,6 +412,7 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         lane: String::new(),
         cpu: session.local.cpu.cpu_column(),
         numa_node: session.local.cpu.numa_node,
+        gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local).unwrap_or_default(),
     }
 }
 
@@ -503,6 +504,10 @@ pub(crate) fn metadata<B: Benchmark>(
         ));
     }
     let pcie = super::pcie::run_pcie_facts(local);
+    let gpu_order = gdrperf_cuda::GpuOrder::from_env();
+    if local.buffers.first().and_then(|buffer| buffer.gpu_index()).is_some() {
+        header.push(HeaderLine::new("GPU numbering", gpu_order.describe()));
+    }
     header.extend(pcie.header_lines().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     header.extend(benchmark.header().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     let metadata = serde_json::json!({
@@ -527,6 +532,7 @@ pub(crate) fn metadata<B: Benchmark>(
         "peer": session.peer.side,
         "cpu": local.cpu,
         "pcie": pcie,
+        "gpu_order": gpu_order.describe(),
         "placements": labels,
         "peer_placements": session.peer.placements,
         "parameters": session.peer.parameters,

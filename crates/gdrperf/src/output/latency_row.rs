@@ -154,6 +154,9 @@ pub struct LatencyRow {
     /// Their NUMA node (empty when unknown or when the CPUs span nodes).
     #[serde(default)]
     pub numa_node: Option<u32>,
+    /// The PCI bus id of `gpu_local` (see [`crate::output::BandwidthRow::gpu_local_bus_id`]).
+    #[serde(default)]
+    pub gpu_local_bus_id: String,
 }
 
 impl LatencyRow {
@@ -195,6 +198,7 @@ impl LatencyRow {
             copy_time_s: figures.copy_seconds,
             cpu: context.cpu.clone(),
             numa_node: context.numa_node,
+            gpu_local_bus_id: context.gpu_local_bus_id.clone(),
         }
     }
 }
@@ -525,7 +529,7 @@ mod tests {
             text.lines()
                 .next()
                 .unwrap()
-                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node"),
+                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id"),
             "{text}"
         );
 

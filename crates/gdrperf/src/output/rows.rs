@@ -28,6 +28,8 @@ pub struct RowContext {
     /// The measuring thread's CPUs ("0-15", "1", "none") and their NUMA node.
     pub cpu: String,
     pub numa_node: Option<u32>,
+    /// The bus id of `gpu_local` (0000:19:00.0), empty for host memory.
+    pub gpu_local_bus_id: String,
 }
 
 /// One size of a bandwidth test.
@@ -70,6 +72,10 @@ pub struct BandwidthRow {
     /// Their NUMA node (empty when unknown or when the CPUs span nodes).
     #[serde(default)]
     pub numa_node: Option<u32>,
+    /// The PCI bus id of `gpu_local`, with domain (0000:19:00.0): `gpu_local` is a CUDA index,
+    /// whose order depends on CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES. Empty for host memory.
+    #[serde(default)]
+    pub gpu_local_bus_id: String,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -147,6 +153,7 @@ impl BandwidthRow {
             lane: context.lane.clone(),
             cpu: context.cpu.clone(),
             numa_node: context.numa_node,
+            gpu_local_bus_id: context.gpu_local_bus_id.clone(),
         }
     }
 
@@ -177,6 +184,7 @@ impl BandwidthRow {
             lane: "all".into(),
             cpu: join(|row| &row.cpu),
             numa_node: common_node(lanes.iter().map(|row| row.numa_node)),
+            gpu_local_bus_id: join(|row| &row.gpu_local_bus_id),
             ..first.clone()
         })
     }
@@ -210,13 +218,14 @@ pub fn combined_validation<'a>(mut values: impl Iterator<Item = &'a str> + Clone
     }
 }
 
-/// The console's note after a lane's line: "lane 1: rxe0, cuda:1", "all lanes".
-pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str) -> String {
+/// The console's note after a lane's line: "lane 1: rxe0, cuda:1 (0000:19:00.0)", "all lanes".
+pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str, bus_id: &str) -> String {
     match lane {
         "" => String::new(),
         "all" => "  all lanes".into(),
         lane if gpu.is_empty() => format!("  lane {lane}: {device}, {mem}"),
-        lane => format!("  lane {lane}: {device}, {mem}:{gpu}"),
+        lane if bus_id.is_empty() => format!("  lane {lane}: {device}, {mem}:{gpu}"),
+        lane => format!("  lane {lane}: {device}, {mem}:{gpu} ({bus_id})"),
     }
 }
 
@@ -250,7 +259,52 @@ impl Row for BandwidthRow {
             average,
             self.msg_rate_mpps,
             self.validation,
-            lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local)
+            lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local, &self.gpu_local_bus_id)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_gpu_index_comes_with_its_bus_id_and_the_placement_columns_come_last() {
+        assert_eq!(
+            lane_note("1", "mlx5_1", "cuda", "1", "0000:19:00.0"),
+            "  lane 1: mlx5_1, cuda:1 (0000:19:00.0)"
+        );
+        assert_eq!(lane_note("0", "rxe0", "host", "", ""), "  lane 0: rxe0, host");
+        let context = RowContext {
+            gpu_local: "1".into(),
+            gpu_local_bus_id: "0000:19:00.0".into(),
+            cpu: "0-15".into(),
+            numa_node: Some(0),
+            ..RowContext::default()
+        };
+        let settings = BandwidthSettings { tx_depth: 128, cq_mod: 100, bidirectional: false };
+        let figures = BandwidthFigures {
+            message_size_bytes: 65536,
+            messages: 10,
+            elapsed_nanos: 1000,
+            peak_bytes_per_second: 1.0,
+            average_bytes_per_second: 1.0,
+            messages_per_second: 1.0,
+            copy_seconds: 0.0,
+        };
+        let row = BandwidthRow::new(&context, settings, &[figures], "off");
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        writer.serialize(&row).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        let mut lines = text.lines();
+        assert!(
+            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id"),
+            "{text}"
+        );
+        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0"), "{text}");
+        let second =
+            BandwidthRow { numa_node: Some(1), gpu_local_bus_id: "0000:2a:00.0".into(), ..row.clone() };
+        let all = BandwidthRow::aggregate(&[row, second]).unwrap();
+        assert_eq!((all.numa_node, all.gpu_local_bus_id.as_str()), (None, "0000:19:00.0+0000:2a:00.0"));
     }
 }

@@ -76,6 +76,8 @@ pub struct SendBandwidthRow {
     pub cpu: String,
     #[serde(default)]
     pub numa_node: Option<u32>,
+    #[serde(default)]
+    pub gpu_local_bus_id: String,
 }
 
 impl SendBandwidthRow {
@@ -173,6 +175,7 @@ impl SendBandwidthRow {
             lane: base.lane,
             cpu: base.cpu,
             numa_node: base.numa_node,
+            gpu_local_bus_id: base.gpu_local_bus_id,
         }
     }
 
@@ -206,6 +209,7 @@ impl SendBandwidthRow {
             lane: self.lane.clone(),
             cpu: self.cpu.clone(),
             numa_node: self.numa_node,
+            gpu_local_bus_id: self.gpu_local_bus_id.clone(),
         }
     }
 }
@@ -247,7 +251,7 @@ impl Row for SendBandwidthRow {
             self.msg_rate_mpps,
             received,
             self.validation,
-            lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local)
+            lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local, &self.gpu_local_bus_id)
         )
     }
 }
@@ -297,9 +301,10 @@ mod tests {
         let reference = String::from_utf8(reference.into_inner().unwrap()).unwrap();
         // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
         // placement (cpu, numa_node) end both.
-        let shared = reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node");
+        let shared =
+            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id");
         assert!(header.starts_with(shared), "{header}");
-        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node"));
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id"));
 
         let lanes: Vec<SendBandwidthRow> = ["0", "1"]
             .iter()
