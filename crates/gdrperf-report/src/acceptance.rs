@@ -14,7 +14,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{ReportError, Result};
-use crate::evaluate::{evaluate_bandwidth, evaluate_latency, Verdict};
+use crate::evaluate::{evaluate_bandwidth, evaluate_latency, evaluate_nic_errors, Verdict};
 use crate::format::{number, table};
 use crate::profile::{Profile, SourcedValue};
 use crate::results::{ResultFile, ResultRow};
@@ -74,6 +74,9 @@ pub struct PlannedRun {
     pub bidirectional: bool,
     /// Latency: the statistic held against the threshold.
     pub statistic: LatencyStatistic,
+    /// The profile's limit on the judged size's `nic_errors` (a row without the column, from an
+    /// older gdrperf, is judged on its figure alone).
+    pub max_nic_errors: u64,
 }
 
 /// How one profile section runs: what `plan` needs of a [`crate::BandwidthCheck`] or
@@ -88,6 +91,7 @@ struct Shape<'a> {
     qps: Option<u32>,
     bidirectional: bool,
     statistic: LatencyStatistic,
+    max_nic_errors: u64,
 }
 
 /// A step of the plan: a run, or a row that is decided without running (SKIP, ERROR).
@@ -136,6 +140,7 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
                 qps: Some(check.qps),
                 bidirectional: check.bidirectional,
                 statistic: LatencyStatistic::default(),
+                max_nic_errors: profile.max_nic_errors,
             };
             (shape, &check.min_bw)
         }),
@@ -149,6 +154,7 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
                 qps: None,
                 bidirectional: false,
                 statistic: check.statistic(),
+                max_nic_errors: profile.max_nic_errors,
             };
             (shape, &check.max_lat)
         }),
@@ -243,6 +249,7 @@ fn planned(shape: &Shape, mode: &str, nic: &Nic, gpu: Option<&Gpu>, threshold: &
         bytes: size,
         bidirectional: shape.bidirectional,
         statistic: shape.statistic,
+        max_nic_errors: shape.max_nic_errors,
     }
 }
 
@@ -288,6 +295,14 @@ impl PlannedRun {
         if let Err(error) = outcome {
             row.verdict = Verdict::Error;
             row.detail = error.to_string();
+        } else if let Some(errors) = measured.number("nic_errors") {
+            if let Some(failure) = evaluate_nic_errors(size, errors as u64, self.max_nic_errors) {
+                row.verdict = Verdict::Fail;
+                let counters = measured.text("nic_counters");
+                let failure = format!("{failure}: {counters}");
+                row.detail =
+                    if row.detail.is_empty() { failure } else { format!("{}; {failure}", row.detail) };
+            }
         }
         row
     }

@@ -202,3 +202,29 @@ fn summaries_are_written_as_csv_and_json() {
     assert_eq!(reread.rows.len(), 1, "the summary is itself a readable result file");
     std::fs::remove_dir_all(&folder).unwrap();
 }
+
+#[test]
+fn a_size_that_passes_on_bandwidth_but_moved_nic_error_counters_fails() {
+    let profile = Profile::parse("test", PROFILE).unwrap();
+    assert_eq!(profile.max_nic_errors, 0, "profiles default to no NIC error at all");
+    let node = Node { nics: vec![nic("mlx5_0")], gpus: vec![] };
+    let steps = plan(&profile, &node, &["host".to_string()]);
+    let host = runs(&steps).into_iter().find(|run| run.kind == CheckKind::Bandwidth).unwrap();
+    let header = "test,bytes,bw_avg_gbit_s,nic_errors,nic_counters\n";
+    let lossy = ResultFile::parse_csv(
+        "host.csv",
+        &format!("{header}write_bw,65536,190.0,5,rcvd_seq_err=4;completer_retry_err=1;sent_pkts=900\n"),
+    )
+    .unwrap();
+    let row = host.judge(&lossy, "host.json");
+    assert_eq!(row.verdict, Verdict::Fail);
+    assert!(row.detail.starts_with("65536 bytes: NIC error counters 5 moved > 0 moved"), "{}", row.detail);
+    assert!(row.detail.ends_with(": rcvd_seq_err=4;completer_retry_err=1;sent_pkts=900"), "{}", row.detail);
+    let clean = ResultFile::parse_csv("host.csv", &format!("{header}write_bw,65536,190.0,0,sent_pkts=900\n"))
+        .unwrap();
+    assert_eq!(host.judge(&clean, "host.json").verdict, Verdict::Pass);
+    let tolerant = Profile::parse("test", &format!("max_nic_errors = 5\n{PROFILE}")).unwrap();
+    let steps = plan(&tolerant, &node, &["host".to_string()]);
+    let host = runs(&steps).into_iter().find(|run| run.kind == CheckKind::Bandwidth).unwrap();
+    assert_eq!(host.judge(&lossy, "host.json").verdict, Verdict::Pass);
+}

@@ -6,7 +6,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-pub use gdrperf_threshold::{evaluate_bandwidth, evaluate_latency, Failure, Measured, Thresholds};
+pub use gdrperf_threshold::{
+    evaluate_bandwidth, evaluate_latency, evaluate_nic_errors, Failure, Measured, Thresholds,
+};
 
 use crate::results::ResultRow;
 use crate::threshold::LatencyStatistic;
@@ -23,6 +25,10 @@ impl Measured for ResultRow {
 
     fn latency_us(&self, statistic: LatencyStatistic) -> Option<f64> {
         self.number(statistic.column())
+    }
+
+    fn nic_errors(&self) -> Option<u64> {
+        self.number("nic_errors").map(|errors| errors as u64)
     }
 
     fn describe(&self) -> (String, String) {
@@ -98,6 +104,7 @@ mod tests {
         let wrong_kind = Thresholds {
             min_bw: Some(BandwidthThreshold::parse("1Gb/s").unwrap().resolve(None, false).unwrap()),
             max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::P99)),
+            max_nic_errors: None,
         };
         assert_eq!(
             wrong_kind.evaluate(&row).unwrap_err().to_string(),

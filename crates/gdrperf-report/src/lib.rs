@@ -21,6 +21,7 @@
 //! let thresholds = Thresholds {
 //!     min_bw: Some(BandwidthThreshold::parse("90Gb/s")?.resolve(None, false)?),
 //!     max_lat: None,
+//!     max_nic_errors: None,
 //! };
 //! let failures: Vec<String> = run.rows.iter()
 //!     .map(|row| thresholds.evaluate(row))

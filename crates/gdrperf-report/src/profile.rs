@@ -106,6 +106,10 @@ pub struct Profile {
     pub port_rate: Option<String>,
     pub bandwidth: Option<BandwidthCheck>,
     pub latency: Option<LatencyCheck>,
+    /// How many NIC error counter increments (the row's `nic_errors`) a judged size may have;
+    /// default 0: a link that passes on bandwidth but retransmits fails.
+    #[serde(default)]
+    pub max_nic_errors: u64,
 }
 
 impl Profile {

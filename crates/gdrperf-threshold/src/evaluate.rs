@@ -30,6 +30,11 @@ pub trait Measured {
     /// A latency statistic in µs (the column [`LatencyStatistic::column`] names); `None` for a
     /// row without latencies.
     fn latency_us(&self, statistic: LatencyStatistic) -> Option<f64>;
+    /// How many NIC error counters moved during the size (the row's `nic_errors`); `None` for a
+    /// row without the column (a result file from before it existed).
+    fn nic_errors(&self) -> Option<u64> {
+        None
+    }
     /// Where the row comes from and which row it is ("run.csv", "write_bw 2048 bytes"), for
     /// the error when a figure is missing.
     fn describe(&self) -> (String, String);
@@ -65,11 +70,13 @@ impl fmt::Display for Failure {
             number(self.measured),
             self.relation,
             number(self.limit),
-            percent_change(self.relative),
+            // A count against a count limit (NIC errors against 0) has no meaningful percentage.
+            if self.relative.is_nan() { String::new() } else { percent_change(self.relative) },
             unit = self.unit,
         )?;
         if let Some(basis) = &self.basis {
-            write!(out, "; {basis}")?;
+            let separator = if self.relative.is_nan() { "" } else { "; " };
+            write!(out, "{separator}{basis}")?;
         }
         write!(out, ")")
     }
@@ -112,16 +119,33 @@ pub fn evaluate_latency(bytes: u64, value_us: f64, limit: &LatencyLimit) -> Opti
     })
 }
 
+/// `Some(failure)` when more NIC error counters moved during a size than `limit` allows
+/// (`--max-nic-errors`): a link that passes on bandwidth but retransmits is not healthy.
+pub fn evaluate_nic_errors(bytes: u64, errors: u64, limit: u64) -> Option<Failure> {
+    (errors > limit).then(|| Failure {
+        bytes,
+        what: "NIC error counters".to_string(),
+        measured: errors as f64,
+        limit: limit as f64,
+        unit: "moved".to_string(),
+        relation: ">",
+        relative: f64::NAN,
+        basis: Some("nic_errors: retransmissions, sequence errors, RNR NAKs, drops; see nic_counters".into()),
+    })
+}
+
 /// The thresholds of one run, resolved: what every row of it is held against.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Thresholds {
     pub min_bw: Option<BandwidthLimit>,
     pub max_lat: Option<LatencyLimit>,
+    /// `--max-nic-errors`: how many NIC error counter increments a size may have.
+    pub max_nic_errors: Option<u64>,
 }
 
 impl Thresholds {
     pub fn is_empty(&self) -> bool {
-        self.min_bw.is_none() && self.max_lat.is_none()
+        self.min_bw.is_none() && self.max_lat.is_none() && self.max_nic_errors.is_none()
     }
 
     /// Every threshold the row misses. A threshold whose figure the row lacks is an error, not a
@@ -139,6 +163,17 @@ impl Thresholds {
                 missing(row, "--max-lat", limit.statistic.column(), " (--max-lat applies to latency results)")
             })?;
             failures.extend(evaluate_latency(row.bytes(), value, limit));
+        }
+        if let Some(limit) = self.max_nic_errors {
+            let value = row.nic_errors().ok_or_else(|| {
+                missing(
+                    row,
+                    "--max-nic-errors",
+                    "nic_errors",
+                    " (results from a gdrperf that read no NIC counters)",
+                )
+            })?;
+            failures.extend(evaluate_nic_errors(row.bytes(), value, limit));
         }
         Ok(failures)
     }
@@ -187,6 +222,24 @@ mod tests {
     }
 
     #[test]
+    fn nic_errors_above_the_limit_fail_without_a_percentage() {
+        let failure = evaluate_nic_errors(65536, 12, 0).unwrap();
+        assert_eq!(
+            failure.to_string(),
+            "65536 bytes: NIC error counters 12 moved > 0 moved (nic_errors: retransmissions, sequence errors, RNR NAKs, drops; see nic_counters)"
+        );
+        assert!(evaluate_nic_errors(65536, 3, 3).is_none());
+        let thresholds = Thresholds { max_nic_errors: Some(0), ..Thresholds::default() };
+        let error = thresholds.evaluate(&LatencyRow).unwrap_err().to_string();
+        assert!(
+            error.contains(
+                "no numeric \"nic_errors\" column (results from a gdrperf that read no NIC counters)"
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn a_latency_above_the_limit_fails() {
         let limit = LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::P99);
         let failure = evaluate_latency(2, 7.31, &limit).unwrap();
@@ -221,6 +274,7 @@ mod tests {
         let thresholds = Thresholds {
             min_bw: None,
             max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::P99)),
+            max_nic_errors: None,
         };
         let failures = thresholds.evaluate(&LatencyRow).unwrap();
         assert_eq!(failures.len(), 1);
@@ -229,12 +283,14 @@ mod tests {
         let typical = Thresholds {
             min_bw: None,
             max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::Typical)),
+            max_nic_errors: None,
         };
         assert!(typical.evaluate(&LatencyRow).unwrap().is_empty());
 
         let wrong_kind = Thresholds {
             min_bw: Some(BandwidthThreshold::parse("1Gb/s").unwrap().resolve(None, false).unwrap()),
             max_lat: None,
+            max_nic_errors: None,
         };
         let error = wrong_kind.evaluate(&LatencyRow).unwrap_err().to_string();
         assert_eq!(

@@ -23,6 +23,7 @@
 //! let thresholds = Thresholds {
 //!     min_bw: Some(BandwidthThreshold::parse("90Gb/s")?.resolve(None, false)?),
 //!     max_lat: None,
+//!     max_nic_errors: None,
 //! };
 //! let failures = thresholds.evaluate(&Row { bytes: 2048, gbit_s: 41.2 })?;
 //! assert_eq!(failures[0].to_string(), "2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)");
@@ -35,7 +36,9 @@ pub mod format;
 pub mod limit;
 
 pub use error::ThresholdError;
-pub use evaluate::{evaluate_bandwidth, evaluate_latency, Failure, Measured, Thresholds};
+pub use evaluate::{
+    evaluate_bandwidth, evaluate_latency, evaluate_nic_errors, Failure, Measured, Thresholds,
+};
 pub use limit::{
     parse_port_rate, parse_tolerance, BandwidthLimit, BandwidthThreshold, BandwidthUnit, LatencyLimit,
     LatencyStatistic, LatencyThreshold,

@@ -97,6 +97,12 @@ pub struct CommonArgs {
     #[arg(long = "max-lat", value_name = "TIME", value_parser = parse_latency_threshold)]
     pub max_lat: Option<gdrperf_threshold::LatencyThreshold>,
 
+    /// Acceptance: fail any size during which more than N NIC error counter increments
+    /// (retransmissions, sequence errors, RNR NAKs, drops: the row's nic_errors) were counted on
+    /// this side's port.
+    #[arg(long = "max-nic-errors", value_name = "N")]
+    pub max_nic_errors: Option<u64>,
+
     /// The latency statistic --max-lat applies to: typical (median), avg, max, 99, 99.9, 99.99.
     #[arg(long = "lat-pct", value_name = "STATISTIC", default_value = "typical", value_parser = parse_latency_statistic)]
     pub lat_pct: gdrperf_threshold::LatencyStatistic,

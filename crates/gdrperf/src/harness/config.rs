@@ -210,6 +210,7 @@ impl BenchConfig {
             acceptance: Acceptance {
                 min_bw: args.min_bw,
                 max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)),
+                max_nic_errors: args.max_nic_errors,
             },
             argv: std::env::args().collect(),
         })
@@ -244,6 +245,7 @@ impl BenchConfig {
 pub struct Acceptance {
     pub min_bw: Option<gdrperf_threshold::BandwidthThreshold>,
     pub max_lat: Option<gdrperf_threshold::LatencyLimit>,
+    pub max_nic_errors: Option<u64>,
 }
 
 impl Acceptance {
@@ -262,7 +264,11 @@ impl Acceptance {
                     .map_err(|source| Error::Threshold { flag: "--min-bw", source })?,
             ),
         };
-        Ok(gdrperf_threshold::Thresholds { min_bw, max_lat: self.max_lat })
+        Ok(gdrperf_threshold::Thresholds {
+            min_bw,
+            max_lat: self.max_lat,
+            max_nic_errors: self.max_nic_errors,
+        })
     }
 }
 

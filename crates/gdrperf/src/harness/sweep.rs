@@ -6,6 +6,7 @@
 //! client `StartSize` -> server prepares, `Ready` -> both measure -> client `SizeDone` ->
 //! server checks its memory, `SizeResult` (with its own measurement) -> client writes the row.
 
+use std::path::Path;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,6 +19,7 @@ use crate::harness::config::{BenchConfig, StopRule};
 use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
 use crate::harness::placement::{self, Placement};
 use crate::harness::session::{hostname, Greeting, LocalResources, Session, Side};
+use crate::nic_counters::{CounterSnapshot, NicColumns};
 use crate::output::{HeaderLine, Outputs, Row, RowContext, RunStart};
 use crate::verbs::QueuePairSizes;
 
@@ -233,6 +235,8 @@ pub(crate) struct SizeStep<R> {
     pub row: Option<R>,
     /// Data-check failures of either side ("client: ...", "server: ...").
     pub failures: Vec<String>,
+    /// A line for under the size when the NIC's error counters moved during it.
+    pub nic_warning: Option<String>,
 }
 
 /// Leads one size: the server prepares, `before_measure` runs (lanes wait for each other
@@ -246,6 +250,8 @@ pub(crate) fn lead_size<B: Benchmark>(
     before_measure: &dyn Fn(),
 ) -> Result<SizeStep<B::Row>> {
     benchmark.prepare(session, size)?;
+    let (device, port) = (session.local.device.name().to_string(), session.local.port.number);
+    let counters_before = CounterSnapshot::read(Path::new("/"), &device, port);
     session.control.set_timeout(config.timeout);
     session.control.send(&Message::StartSize { size: size as u64 }, "starting a size")?;
     session.control.expect("Ready", "waiting for the server to get ready", |message| match message {
@@ -280,7 +286,11 @@ pub(crate) fn lead_size<B: Benchmark>(
         .map(serde_json::from_value::<B::Report>)
         .transpose()
         .map_err(|source| Error::PeerReport { size, source })?;
-    Ok(SizeStep { row: benchmark.row(context, ours, peer, validation), failures })
+    // Both sides are done with the size: the counters cover its warm-up, measurement and check.
+    let moved = CounterSnapshot::read(Path::new("/"), &device, port).moved_since(&counters_before);
+    let context = RowContext { nic: NicColumns::from_deltas(&moved), ..context.clone() };
+    let nic_warning = NicColumns::warning(&moved, &format!("{device} port {port}"));
+    Ok(SizeStep { row: benchmark.row(&context, ours, peer, validation), failures, nic_warning })
 }
 
 /// The client's sweep: each round's sizes, both sides' results collected, rows written.
@@ -328,6 +338,9 @@ pub(crate) fn drive<B: Benchmark>(
                 let step = lead_size(config, benchmark, &mut session, &context, size, &|| ())?;
                 if let Some(row) = step.row {
                     write_and_judge(&mut outputs, &progress, &thresholds, &row, &mut outcome)?;
+                }
+                if let Some(warning) = &step.nic_warning {
+                    progress.suspend(|| eprintln!("{warning}"));
                 }
                 progress.inc(1);
                 position.finish();
@@ -413,6 +426,7 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         cpu: session.local.cpu.cpu_column(),
         numa_node: session.local.cpu.numa_node,
         gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local).unwrap_or_default(),
+        nic: Default::default(),
     }
 }
 

@@ -157,6 +157,23 @@ pub struct LatencyRow {
     /// The PCI bus id of `gpu_local` (see [`crate::output::BandwidthRow::gpu_local_bus_id`]).
     #[serde(default)]
     pub gpu_local_bus_id: String,
+    /// NIC port counters that moved during this size (see `gdrperf::nic_counters`): compact sums,
+    /// all error counters together (`nic_errors`, what --max-nic-errors limits), and every moved
+    /// counter as name=delta;... (`nic_counters`). 0 and empty where nothing moved.
+    #[serde(default)]
+    pub nic_retransmissions: u64,
+    #[serde(default)]
+    pub nic_seq_errors: u64,
+    #[serde(default)]
+    pub nic_rnr_naks: u64,
+    #[serde(default)]
+    pub nic_out_of_buffer: u64,
+    #[serde(default)]
+    pub nic_link_downed: u64,
+    #[serde(default)]
+    pub nic_errors: u64,
+    #[serde(default)]
+    pub nic_counters: String,
 }
 
 impl LatencyRow {
@@ -199,6 +216,13 @@ impl LatencyRow {
             cpu: context.cpu.clone(),
             numa_node: context.numa_node,
             gpu_local_bus_id: context.gpu_local_bus_id.clone(),
+            nic_retransmissions: context.nic.nic_retransmissions,
+            nic_seq_errors: context.nic.nic_seq_errors,
+            nic_rnr_naks: context.nic.nic_rnr_naks,
+            nic_out_of_buffer: context.nic.nic_out_of_buffer,
+            nic_link_downed: context.nic.nic_link_downed,
+            nic_errors: context.nic.nic_errors,
+            nic_counters: context.nic.nic_counters.clone(),
         }
     }
 }
@@ -529,7 +553,7 @@ mod tests {
             text.lines()
                 .next()
                 .unwrap()
-                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id"),
+                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters"),
             "{text}"
         );
 

@@ -35,6 +35,10 @@ macro_rules! bandwidth_row_is_measured {
                 None
             }
 
+            fn nic_errors(&self) -> Option<u64> {
+                Some(self.nic_errors)
+            }
+
             fn describe(&self) -> (String, String) {
                 this_run(&self.test, &self.mem_local, &self.lane, self.bytes)
             }
@@ -64,6 +68,10 @@ impl Measured for LatencyRow {
             LatencyStatistic::P99_99 => self.p99_99_us,
             LatencyStatistic::Maximum => self.t_max_us,
         })
+    }
+
+    fn nic_errors(&self) -> Option<u64> {
+        Some(self.nic_errors)
     }
 
     fn describe(&self) -> (String, String) {

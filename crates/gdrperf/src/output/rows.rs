@@ -30,6 +30,9 @@ pub struct RowContext {
     pub numa_node: Option<u32>,
     /// The bus id of `gpu_local` (0000:19:00.0), empty for host memory.
     pub gpu_local_bus_id: String,
+    /// This size's NIC counter deltas (set per size, before the row is made).
+    #[serde(skip)]
+    pub nic: crate::nic_counters::NicColumns,
 }
 
 /// One size of a bandwidth test.
@@ -76,6 +79,23 @@ pub struct BandwidthRow {
     /// whose order depends on CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES. Empty for host memory.
     #[serde(default)]
     pub gpu_local_bus_id: String,
+    /// NIC port counters that moved during this size (see `gdrperf::nic_counters`): compact sums,
+    /// all error counters together (`nic_errors`, what --max-nic-errors limits), and every moved
+    /// counter as name=delta;... (`nic_counters`). 0 and empty where nothing moved.
+    #[serde(default)]
+    pub nic_retransmissions: u64,
+    #[serde(default)]
+    pub nic_seq_errors: u64,
+    #[serde(default)]
+    pub nic_rnr_naks: u64,
+    #[serde(default)]
+    pub nic_out_of_buffer: u64,
+    #[serde(default)]
+    pub nic_link_downed: u64,
+    #[serde(default)]
+    pub nic_errors: u64,
+    #[serde(default)]
+    pub nic_counters: String,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -154,6 +174,13 @@ impl BandwidthRow {
             cpu: context.cpu.clone(),
             numa_node: context.numa_node,
             gpu_local_bus_id: context.gpu_local_bus_id.clone(),
+            nic_retransmissions: context.nic.nic_retransmissions,
+            nic_seq_errors: context.nic.nic_seq_errors,
+            nic_rnr_naks: context.nic.nic_rnr_naks,
+            nic_out_of_buffer: context.nic.nic_out_of_buffer,
+            nic_link_downed: context.nic.nic_link_downed,
+            nic_errors: context.nic.nic_errors,
+            nic_counters: context.nic.nic_counters.clone(),
         }
     }
 
@@ -185,6 +212,13 @@ impl BandwidthRow {
             cpu: join(|row| &row.cpu),
             numa_node: common_node(lanes.iter().map(|row| row.numa_node)),
             gpu_local_bus_id: join(|row| &row.gpu_local_bus_id),
+            nic_retransmissions: lanes.iter().map(|row| row.nic_retransmissions).sum(),
+            nic_seq_errors: lanes.iter().map(|row| row.nic_seq_errors).sum(),
+            nic_rnr_naks: lanes.iter().map(|row| row.nic_rnr_naks).sum(),
+            nic_out_of_buffer: lanes.iter().map(|row| row.nic_out_of_buffer).sum(),
+            nic_link_downed: lanes.iter().map(|row| row.nic_link_downed).sum(),
+            nic_errors: lanes.iter().map(|row| row.nic_errors).sum(),
+            nic_counters: String::new(),
             ..first.clone()
         })
     }
@@ -298,10 +332,10 @@ mod tests {
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let mut lines = text.lines();
         assert!(
-            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id"),
+            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters"),
             "{text}"
         );
-        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0"), "{text}");
+        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,"), "{text}");
         let second =
             BandwidthRow { numa_node: Some(1), gpu_local_bus_id: "0000:2a:00.0".into(), ..row.clone() };
         let all = BandwidthRow::aggregate(&[row, second]).unwrap();

@@ -78,6 +78,23 @@ pub struct SendBandwidthRow {
     pub numa_node: Option<u32>,
     #[serde(default)]
     pub gpu_local_bus_id: String,
+    /// NIC port counters that moved during this size (see `gdrperf::nic_counters`): compact sums,
+    /// all error counters together (`nic_errors`, what --max-nic-errors limits), and every moved
+    /// counter as name=delta;... (`nic_counters`). 0 and empty where nothing moved.
+    #[serde(default)]
+    pub nic_retransmissions: u64,
+    #[serde(default)]
+    pub nic_seq_errors: u64,
+    #[serde(default)]
+    pub nic_rnr_naks: u64,
+    #[serde(default)]
+    pub nic_out_of_buffer: u64,
+    #[serde(default)]
+    pub nic_link_downed: u64,
+    #[serde(default)]
+    pub nic_errors: u64,
+    #[serde(default)]
+    pub nic_counters: String,
 }
 
 impl SendBandwidthRow {
@@ -176,6 +193,13 @@ impl SendBandwidthRow {
             cpu: base.cpu,
             numa_node: base.numa_node,
             gpu_local_bus_id: base.gpu_local_bus_id,
+            nic_retransmissions: base.nic_retransmissions,
+            nic_seq_errors: base.nic_seq_errors,
+            nic_rnr_naks: base.nic_rnr_naks,
+            nic_out_of_buffer: base.nic_out_of_buffer,
+            nic_link_downed: base.nic_link_downed,
+            nic_errors: base.nic_errors,
+            nic_counters: base.nic_counters,
         }
     }
 
@@ -210,6 +234,13 @@ impl SendBandwidthRow {
             cpu: self.cpu.clone(),
             numa_node: self.numa_node,
             gpu_local_bus_id: self.gpu_local_bus_id.clone(),
+            nic_retransmissions: self.nic_retransmissions,
+            nic_seq_errors: self.nic_seq_errors,
+            nic_rnr_naks: self.nic_rnr_naks,
+            nic_out_of_buffer: self.nic_out_of_buffer,
+            nic_link_downed: self.nic_link_downed,
+            nic_errors: self.nic_errors,
+            nic_counters: self.nic_counters.clone(),
         }
     }
 }
@@ -302,9 +333,9 @@ mod tests {
         // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
         // placement (cpu, numa_node) end both.
         let shared =
-            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id");
+            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters");
         assert!(header.starts_with(shared), "{header}");
-        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id"));
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters"));
 
         let lanes: Vec<SendBandwidthRow> = ["0", "1"]
             .iter()
