@@ -53,7 +53,7 @@ turned_away() {
 }
 
 # check_bw_csv NAME FILE ROWS: header has our columns, ROWS data rows, every number positive and
-# finite, validation column as expected.
+# finite (the peak may be empty), validation column as expected.
 check_bw_csv() {
     name=$1; file=$2; rows=$3; validation=$4
     if [ ! -s "$file" ]; then fail "$name: csv written" "missing $file"; return; fi
@@ -66,7 +66,12 @@ check_bw_csv() {
         }
         {
             n++
-            for (k = 2; k <= 8; k++) { v = $k; if (!(v + 0 > 0) || v ~ /nan|inf/) print "row " n " column " k " not positive: " v }
+            for (k = 2; k <= 8; k++) {
+                v = $k
+                # The peak (columns 4 and 6) is empty where too few completions define one.
+                if ((k == 4 || k == 6) && v == "") continue
+                if (!(v + 0 > 0) || v ~ /nan|inf/) print "row " n " column " k " not positive: " v
+            }
             if ($col["validation"] != want) print "row " n " validation " $col["validation"] " not " want
         }
         END { if (n != rows) print "expected " rows " rows, found " n }' "$file")

@@ -31,6 +31,18 @@ pub enum StatsError {
         messages: u64,
     },
 
+    /// `-D`'s measurement window saw no completion, or has no length.
+    #[error(
+        "no completion inside the measurement window {start_nanos} ns .. {end_nanos} ns \
+         (a -D run shorter than its margins, or a peer that stopped early)"
+    )]
+    EmptyWindow {
+        /// Start of the window, nanoseconds since the first post.
+        start_nanos: u64,
+        /// End of the window.
+        end_nanos: u64,
+    },
+
     /// `LatencyRecorder::new` could not build its histogram.
     #[error(
         "cannot create the latency histogram (1 ns .. {max_trackable_nanos} ns, \

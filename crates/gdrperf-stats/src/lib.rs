@@ -6,7 +6,8 @@
 //!    reserves all the memory it will ever use, so that recording allocates nothing and cannot
 //!    perturb the measurement.
 //! 2. **In the timed loop**, read the clock ([`RunClock::now_nanos`], a vDSO read of
-//!    `CLOCK_MONOTONIC`) and record: [`BandwidthMeter::record_completion`] per completion event,
+//!    `CLOCK_MONOTONIC`) and record: [`BandwidthMeter::record_post`] per post call (with a reading it already has),
+//!    [`BandwidthMeter::record_completion`] per completion event,
 //!    [`LatencyRecorder::record`] per round trip. Both are O(1), never allocate, never fail.
 //! 3. **After the loop**, report: [`BandwidthMeter::report`] gives perftest's average and peak
 //!    bandwidth and message rate ([`BandwidthReport`]); [`LatencyRecorder::summary`] gives
@@ -17,14 +18,18 @@
 //! ```
 //! use gdrperf_stats::{BandwidthMeter, LatencyRecorder, RunClock};
 //!
-//! // A write_bw run: 4 KiB messages, one signalled completion per 4 messages (cq_mod = 4).
+//! // A write_bw run: 4 KiB messages, tx depth 8, one signalled completion per 4 messages.
 //! let mut meter = BandwidthMeter::new(4096, 1000)?;
-//! meter.record_completion(2_000, 4); // first window: from the first post (t = 0) to 2 µs
-//! meter.record_completion(3_000, 4); // second window: 1 µs for 4 × 4 KiB, the peak
+//! meter.record_post(0, 8); // 8 posted at the start
+//! meter.record_completion(2_000, 4); // the first 4 seen complete at 2 µs
+//! meter.record_post(2_000, 4); // 4 more posted into the room they left
+//! meter.record_completion(3_000, 4);
+//! meter.record_completion(4_000, 4);
 //! let report = meter.report()?;
-//! assert_eq!(report.peak.mib_per_second(), 4.0 * 4096.0 * 1e6 / 1048576.0); // 15625 MiB/s
-//! assert!((report.average.gbit_per_second() - 8.0 * 4096.0 * 8.0 / 3_000.0).abs() < 1e-9);
-//! assert_eq!(report.message_rate.mpps(), 8.0 / 3_000.0 * 1e3); // 8 messages in 3 µs
+//! // Peak: the fastest post-to-completion span, 12 messages from 0 to 4 µs (perftest's rule).
+//! assert_eq!(report.peak_span.map(|span| (span.messages, span.nanos)), Some((12, 4_000)));
+//! assert!((report.average.gbit_per_second() - 12.0 * 4096.0 * 8.0 / 4_000.0).abs() < 1e-9);
+//! assert_eq!(report.message_rate.mpps(), 12.0 / 4_000.0 * 1e3); // 12 messages in 4 µs
 //!
 //! // A write_lat run: samples in nanoseconds from one clock.
 //! let clock = RunClock::start();
@@ -37,16 +42,19 @@
 //! # Ok::<(), gdrperf_stats::StatsError>(())
 //! ```
 
+pub mod aggregate;
 pub mod bandwidth;
 pub mod clock;
 pub mod error;
 pub mod hdr_output;
 pub mod latency;
+pub mod peak;
 pub mod sample_clock;
 pub mod timestamp;
 pub mod units;
 
-pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, CompletionWindow};
+pub use aggregate::{aggregate_rate, AggregateRate, LaneSpan};
+pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, MeasurementWindow};
 pub use clock::RunClock;
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{
@@ -54,6 +62,7 @@ pub use hdr_output::{
     LatencyIntervalLog, PercentileTableFormat, RawSampleOrder,
 };
 pub use latency::{LatencyRecorder, LatencySummary, PercentileSource};
+pub use peak::{CompletionMark, PeakSpan, PostMark};
 pub use sample_clock::{ClockSource, SampleClock, Stamp};
 pub use timestamp::utc_timestamp;
 pub use units::{Bandwidth, MessageRate};

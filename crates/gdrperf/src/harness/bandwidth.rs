@@ -7,15 +7,16 @@
 //! signaled completion implies that every earlier request of that QP is done too.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
+use gdrperf_stats::{BandwidthMeter, BandwidthReport};
 
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeError;
 use crate::harness::config::StopRule;
 use crate::harness::session::Session;
 use crate::harness::staging::{CopyId, Stager};
+use crate::harness::stream_book::{signal_interval, StreamBook};
 use crate::verbs::completion::opcode;
 use crate::verbs::{Operation, SendRequest};
 
@@ -58,24 +59,31 @@ pub struct StreamPlan {
     pub notify_receiver: bool,
 }
 
-/// Bits of the work-request id that hold the message's sequence number; the QP index sits above.
-const SEQUENCE_BITS: u32 = 40;
-
 /// Streams `plan.size`-byte messages over every QP of `session` and returns the measurement.
 pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthReport> {
     if plan.warmup > 0 {
         run(session, plan, Limit::Messages(plan.warmup), None)?;
     }
-    let expected_events = match plan.stop {
+    let queue_count = session.local.queue_pairs.len() as u64;
+    let signal_every = signal_interval(plan.cq_mod, plan.size);
+    // Post calls: at most one per message (a staged sender posts each copy as it finishes).
+    let (expected_events, expected_posts) = match plan.stop {
         StopRule::Iterations(iterations) => {
-            (iterations / u64::from(plan.cq_mod) + 2) as usize * session.local.queue_pairs.len()
+            ((iterations / signal_every + 2) * queue_count, iterations.saturating_mul(queue_count))
         }
-        StopRule::Duration(_) => 1 << 16,
+        StopRule::Duration(_) => (1 << 16, 1 << 16),
     };
-    let mut meter =
-        BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|source| {
-            Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
-        })?;
+    let capacity = |count: u64| count.min(1 << 22) as usize;
+    let mut meter = BandwidthMeter::with_capacities(
+        plan.size as u64,
+        capacity(expected_events),
+        capacity(expected_posts),
+    )
+    .map_err(|source| Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source })?;
+    if let StopRule::Duration(duration) = plan.stop {
+        let (start, end) = duration_window(duration);
+        meter.set_window(start, end);
+    }
     let limit = match plan.stop {
         StopRule::Iterations(iterations) => Limit::Messages(iterations),
         StopRule::Duration(duration) => Limit::Time(duration),
@@ -87,17 +95,26 @@ pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthRepor
     })
 }
 
+/// `-D`'s measurement window, perftest's (`catch_alarm` in `perftest_resources.c`, margin
+/// `duration / 4` by default in `perftest_parameters.c`): from the end of a ramp-up margin of a
+/// quarter of the duration to the start of an equal drain margin, in nanoseconds since the first
+/// post. Only completions seen inside it count, over its length.
+pub fn duration_window(duration: Duration) -> (u64, u64) {
+    let total = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+    let margin = total / 4;
+    (margin, total - margin)
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Limit {
     Messages(u64),
     Time(Duration),
 }
 
+/// Staged senders' copies out.
 #[derive(Debug, Clone, Copy, Default)]
 struct Progress {
-    posted: u64,
-    completed: u64,
-    /// Staged buffers only: copies out to the bounce buffer started, and finished but not yet posted.
+    /// Copies out to the bounce buffer started, and finished but not yet posted.
     copies_started: u64,
     copies_ready: u64,
 }
@@ -136,25 +153,22 @@ fn run(
     mut meter: Option<&mut BandwidthMeter>,
 ) -> Result<()> {
     let queue_count = session.local.queue_pairs.len();
-    let mut progress = vec![Progress::default(); queue_count];
     let mut pending_copies: Vec<VecDeque<CopyId>> = vec![VecDeque::new(); queue_count];
     let remotes: Vec<_> = (0..queue_count).map(|index| session.remote_buffer(index)).collect();
     let locals: Vec<_> = session.local.buffers.iter().map(|buffer| buffer.slice(plan.size)).collect();
-    let cq_mod = u64::from(plan.cq_mod);
     let tx_depth = u64::from(plan.tx_depth);
-    let target = match limit {
-        Limit::Messages(messages) => Some(messages),
-        Limit::Time(_) => None,
+    let (target, time_limit_nanos) = match limit {
+        Limit::Messages(messages) => (Some(messages), u64::MAX),
+        Limit::Time(duration) => (None, u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)),
     };
-    let clock = RunClock::start();
+    let signal_every = signal_interval(plan.cq_mod, plan.size);
+    let mut staged_progress = vec![Progress::default(); queue_count];
+    let mut book = StreamBook::start(queue_count, plan.tx_depth, signal_every, target, plan.stall_timeout);
     let mut posting = true;
-    let mut last_progress = Instant::now();
     let mut stopped_by = None;
     loop {
-        if let Limit::Time(duration) = limit {
-            if posting && clock.origin().elapsed() >= duration {
-                posting = false;
-            }
+        if posting && target.is_none() && book.now_nanos() >= time_limit_nanos {
+            posting = false;
         }
         // Ctrl-C: post nothing more and let what is in flight complete; a dead peer never
         // completes it, so that ends the loop at once.
@@ -165,19 +179,11 @@ fn run(
         session.control.check_peer()?;
         if posting {
             for (index, queue_pair) in session.local.queue_pairs.iter_mut().enumerate() {
-                let state = &mut progress[index];
-                let room = tx_depth - (state.posted - state.completed);
-                let count = match target {
-                    Some(target) => room.min(target - state.posted),
-                    // Timed runs post whole moderation groups only, so that whatever was posted
-                    // last is signaled and every request is accounted for at the end.
-                    None => room - room % cq_mod,
-                };
-                let staged = session.local.buffers[index].stager();
-                let staged_sender = staged.is_some();
-                let count = match staged {
+                let count = book.room(index);
+                let count = match session.local.buffers[index].stager() {
                     None => count,
                     Some(stager) => {
+                        let state = &mut staged_progress[index];
                         let ready = stage_ahead(
                             stager,
                             &mut pending_copies[index],
@@ -186,18 +192,15 @@ fn run(
                             target,
                             tx_depth,
                         )?;
-                        let usable = count.min(ready);
-                        if target.is_none() {
-                            usable - usable % cq_mod
-                        } else {
-                            usable
-                        }
+                        let usable = book.whole_groups(count.min(ready));
+                        state.copies_ready -= usable;
+                        usable
                     }
                 };
                 if count == 0 {
                     continue;
                 }
-                let first = state.posted;
+                let first = book.progress[index].posted;
                 let operation = match plan.operation {
                     StreamOperation::Write if plan.notify_receiver => Operation::WriteWithImmediate {
                         remote_address: remotes[index].address,
@@ -212,62 +215,47 @@ fn run(
                     }
                 };
                 let local = locals[index];
+                let book_ref = &book;
                 queue_pair.post_send((1..=count).map(|offset| {
                     let sequence = first + offset;
                     SendRequest {
-                        wr_id: ((index as u64) << SEQUENCE_BITS) | sequence,
-                        signaled: sequence % cq_mod == 0 || Some(sequence) == target,
+                        wr_id: StreamBook::work_request_id(index, sequence),
+                        signaled: book_ref.is_signaled(sequence),
                         local,
                         operation,
                         inline: false,
                     }
                 }))?;
-                state.posted += count;
-                if staged_sender {
-                    state.copies_ready -= count;
-                }
+                book.posted(index, count, meter.as_deref_mut());
             }
-            if let Some(target) = target {
-                posting = progress.iter().any(|state| state.posted < target);
+            if target.is_some() {
+                posting = !book.all_posted();
             }
         }
         let mut retired_now = 0u64;
-        let mut now_nanos = None;
         let size = plan.size;
         session.local.completion_queue.poll(|completion| {
             if !completion.is_success() {
                 return Err(completion.error(plan.operation.name(), size));
             }
-            let index = (completion.wr_id >> SEQUENCE_BITS) as usize;
-            let sequence = completion.wr_id & ((1 << SEQUENCE_BITS) - 1);
-            let state = progress
-                .get_mut(index)
-                .filter(|state| sequence > state.completed && sequence <= state.posted);
-            let (Some(state), true) = (state, completion.opcode == plan.operation.expected_opcode()) else {
-                return Err(Error::UnexpectedCompletion {
-                    wr_id: completion.wr_id,
-                    opcode: completion.opcode,
-                    expected: plan.operation.name(),
-                });
+            let unexpected = || Error::UnexpectedCompletion {
+                wr_id: completion.wr_id,
+                opcode: completion.opcode,
+                expected: plan.operation.name(),
             };
-            let retired = sequence - state.completed;
-            state.completed = sequence;
-            retired_now += retired;
-            if let Some(meter) = meter.as_deref_mut() {
-                let nanos = *now_nanos.get_or_insert_with(|| clock.now_nanos());
-                meter.record_completion(nanos, retired as u32);
+            if completion.opcode != plan.operation.expected_opcode() {
+                return Err(unexpected());
             }
+            retired_now += book.complete(completion.wr_id).map_err(|_| unexpected())?;
             Ok(())
         })?;
-        if retired_now > 0 {
-            last_progress = Instant::now();
-        } else if last_progress.elapsed() > plan.stall_timeout {
+        if !book.after_poll(retired_now, meter.as_deref_mut()) {
             return Err(Error::Stalled {
                 seconds: plan.stall_timeout.as_secs(),
                 during: format!("streaming {} of {} bytes", plan.operation.name(), plan.size),
             });
         }
-        if !posting && progress.iter().all(|state| state.completed == state.posted) {
+        if !posting && book.drained() {
             // A timed run can stop with copies started that will never be posted.
             for buffer in &mut session.local.buffers {
                 if let Some(stager) = buffer.stager() {

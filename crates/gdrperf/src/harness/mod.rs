@@ -22,6 +22,7 @@ pub mod session;
 pub mod staged_receive;
 pub mod staging;
 pub mod stop;
+pub mod stream_book;
 pub mod sweep;
 
 pub use args::{BandwidthArgs, CommonArgs};

@@ -3,7 +3,7 @@
 //! in the commit.
 
 use gdrperf_stats::units::{BITS_PER_GBIT, BYTES_PER_MIB};
-use gdrperf_stats::BandwidthReport;
+use gdrperf_stats::{aggregate_rate, BandwidthReport, LaneSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
@@ -42,9 +42,10 @@ pub struct BandwidthRow {
     pub bytes: u64,
     /// Messages completed (all QPs; both directions when bidirectional).
     pub iterations: u64,
-    pub bw_peak_mib_s: f64,
+    /// perftest's peak (fastest post-to-completion span); empty with too few completions.
+    pub bw_peak_mib_s: Option<f64>,
     pub bw_avg_mib_s: f64,
-    pub bw_peak_gbit_s: f64,
+    pub bw_peak_gbit_s: Option<f64>,
     pub bw_avg_gbit_s: f64,
     pub msg_rate_mpps: f64,
     pub elapsed_s: f64,
@@ -96,6 +97,13 @@ pub struct BandwidthRow {
     pub nic_errors: u64,
     #[serde(default)]
     pub nic_counters: String,
+    /// The peak's span: messages from the post that opens it to the completion that closes it
+    /// (summed over both directions with `-b`); empty where the peak is.
+    #[serde(default)]
+    pub peak_messages: Option<u64>,
+    /// The peak's span in seconds (the longer direction's with `-b`).
+    #[serde(default)]
+    pub peak_span_s: Option<f64>,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -105,12 +113,16 @@ pub struct BandwidthFigures {
     pub message_size_bytes: u64,
     pub messages: u64,
     pub elapsed_nanos: u64,
-    pub peak_bytes_per_second: f64,
+    /// Empty with too few completions to define a peak.
+    pub peak_bytes_per_second: Option<f64>,
     pub average_bytes_per_second: f64,
     pub messages_per_second: f64,
     /// Staged memory: seconds this side spent in copies between payload and bounce buffer.
     #[serde(default)]
     pub copy_seconds: f64,
+    /// The peak's span (messages, nanoseconds).
+    #[serde(default)]
+    pub peak_span: Option<(u64, u64)>,
 }
 
 impl From<&BandwidthReport> for BandwidthFigures {
@@ -119,10 +131,11 @@ impl From<&BandwidthReport> for BandwidthFigures {
             message_size_bytes: report.message_size_bytes,
             messages: report.messages,
             elapsed_nanos: report.elapsed_nanos,
-            peak_bytes_per_second: report.peak.bytes_per_second(),
+            peak_bytes_per_second: report.peak.map(|peak| peak.bytes_per_second()),
             average_bytes_per_second: report.average.bytes_per_second(),
             messages_per_second: report.message_rate.messages_per_second(),
             copy_seconds: 0.0,
+            peak_span: report.peak_span.map(|span| (span.messages, span.nanos)),
         }
     }
 }
@@ -145,13 +158,16 @@ impl BandwidthRow {
         validation: &str,
     ) -> BandwidthRow {
         let sum = |pick: fn(&BandwidthFigures) -> f64| reports.iter().map(pick).sum::<f64>();
+        // A peak is defined when every direction has one.
+        let peak = reports.iter().map(|report| report.peak_bytes_per_second).sum::<Option<f64>>();
+        let spans = reports.iter().map(|report| report.peak_span).collect::<Option<Vec<_>>>();
         BandwidthRow {
             test: context.test.clone(),
             bytes: reports.first().map(|report| report.message_size_bytes).unwrap_or(0),
             iterations: reports.iter().map(|report| report.messages).sum(),
-            bw_peak_mib_s: sum(|report| report.peak_bytes_per_second) / BYTES_PER_MIB,
+            bw_peak_mib_s: peak.map(|peak| peak / BYTES_PER_MIB),
             bw_avg_mib_s: sum(|report| report.average_bytes_per_second) / BYTES_PER_MIB,
-            bw_peak_gbit_s: sum(|report| report.peak_bytes_per_second) * 8.0 / BITS_PER_GBIT,
+            bw_peak_gbit_s: peak.map(|peak| peak * 8.0 / BITS_PER_GBIT),
             bw_avg_gbit_s: sum(|report| report.average_bytes_per_second) * 8.0 / BITS_PER_GBIT,
             msg_rate_mpps: sum(|report| report.messages_per_second) / 1e6,
             elapsed_s: reports.iter().map(|report| report.elapsed_nanos as f64 / 1e9).fold(0.0, f64::max),
@@ -181,23 +197,42 @@ impl BandwidthRow {
             nic_link_downed: context.nic.nic_link_downed,
             nic_errors: context.nic.nic_errors,
             nic_counters: context.nic.nic_counters.clone(),
+            peak_messages: spans.as_ref().map(|spans| spans.iter().map(|span| span.0).sum()),
+            peak_span_s: spans
+                .as_ref()
+                .map(|spans| spans.iter().map(|span| span.1).max().unwrap_or(0) as f64 / 1e9),
         }
     }
 
-    /// The aggregate row of one size of a `--concurrent` run: bandwidth, message rate, counts and
-    /// copy time summed over the lanes (they start each size together), elapsed time the longest
-    /// lane's, the places joined ("mlx5_0+mlx5_1"), and `lane` "all". `None` without lanes.
+    /// The aggregate row of one size of a `--concurrent` run: all lanes' bytes and messages over
+    /// the common wall interval ([`gdrperf_stats::aggregate`]; the lanes start each size together
+    /// after a barrier, so the interval is the longest lane's elapsed time), counts and copy time
+    /// summed, the places joined ("mlx5_0+mlx5_1"), and `lane` "all". The peak is left empty: the
+    /// lanes' peaks are over different spans and do not add. `None` without lanes.
     pub fn aggregate(lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
         let first = lanes.first()?;
         let sum = |pick: fn(&BandwidthRow) -> f64| lanes.iter().map(pick).sum::<f64>();
         let join = |pick: fn(&BandwidthRow) -> &str| join_distinct(lanes.iter().map(pick));
+        let spans: Vec<LaneSpan> = lanes
+            .iter()
+            .map(|row| LaneSpan {
+                bytes: row.iterations.saturating_mul(row.bytes),
+                messages: row.iterations,
+                start_nanos: 0,
+                end_nanos: (row.elapsed_s * 1e9).round() as u64,
+            })
+            .collect();
+        let rate = aggregate_rate(&spans);
+        let bytes_per_second = rate.map_or(0.0, |rate| rate.bytes_per_second);
         Some(BandwidthRow {
             iterations: lanes.iter().map(|row| row.iterations).sum(),
-            bw_peak_mib_s: sum(|row| row.bw_peak_mib_s),
-            bw_avg_mib_s: sum(|row| row.bw_avg_mib_s),
-            bw_peak_gbit_s: sum(|row| row.bw_peak_gbit_s),
-            bw_avg_gbit_s: sum(|row| row.bw_avg_gbit_s),
-            msg_rate_mpps: sum(|row| row.msg_rate_mpps),
+            bw_peak_mib_s: None,
+            bw_avg_mib_s: bytes_per_second / BYTES_PER_MIB,
+            bw_peak_gbit_s: None,
+            bw_avg_gbit_s: bytes_per_second * 8.0 / BITS_PER_GBIT,
+            msg_rate_mpps: rate.map_or(0.0, |rate| rate.messages_per_second / 1e6),
+            peak_messages: None,
+            peak_span_s: None,
             elapsed_s: lanes.iter().map(|row| row.elapsed_s).fold(0.0, f64::max),
             qps: lanes.iter().map(|row| row.qps).sum(),
             validation: combined_validation(lanes.iter().map(|row| row.validation.as_str())),
@@ -252,6 +287,11 @@ pub fn combined_validation<'a>(mut values: impl Iterator<Item = &'a str> + Clone
     }
 }
 
+/// A figure with two decimals, or "-" where it is undefined (a peak with too few completions).
+pub(crate) fn optional_figure(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_string(), |value| format!("{value:.2}"))
+}
+
 /// The console's note after a lane's line: "lane 1: rxe0, cuda:1 (0000:19:00.0)", "all lanes".
 pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str, bus_id: &str) -> String {
     match lane {
@@ -286,10 +326,10 @@ impl Row for BandwidthRow {
             BandwidthUnit::GigabitsPerSecond => (self.bw_peak_gbit_s, self.bw_avg_gbit_s),
         };
         format!(
-            " {:<10} {:<13} {:<20.2} {:<22.2} {:<14.6} {}{}",
+            " {:<10} {:<13} {:<20} {:<22.2} {:<14.6} {}{}",
             self.bytes,
             self.iterations,
-            peak,
+            optional_figure(peak),
             average,
             self.msg_rate_mpps,
             self.validation,

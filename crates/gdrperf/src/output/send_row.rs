@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
-use crate::output::rows::{lane_note, BandwidthFigures, BandwidthSettings};
+use crate::output::rows::{lane_note, optional_figure, BandwidthFigures, BandwidthSettings};
 use crate::output::{BandwidthRow, Row, RowContext};
 
 /// What one side of a SEND stream measured for one size.
@@ -34,9 +34,9 @@ pub struct SendBandwidthRow {
     pub test: String,
     pub bytes: u64,
     pub iterations: u64,
-    pub bw_peak_mib_s: f64,
+    pub bw_peak_mib_s: Option<f64>,
     pub bw_avg_mib_s: f64,
-    pub bw_peak_gbit_s: f64,
+    pub bw_peak_gbit_s: Option<f64>,
     pub bw_avg_gbit_s: f64,
     pub msg_rate_mpps: f64,
     pub elapsed_s: f64,
@@ -95,6 +95,11 @@ pub struct SendBandwidthRow {
     pub nic_errors: u64,
     #[serde(default)]
     pub nic_counters: String,
+    /// [`BandwidthRow`]'s peak span columns, the sender's.
+    #[serde(default)]
+    pub peak_messages: Option<u64>,
+    #[serde(default)]
+    pub peak_span_s: Option<f64>,
 }
 
 impl SendBandwidthRow {
@@ -124,9 +129,9 @@ impl SendBandwidthRow {
         if !received.is_empty() {
             let rx = BandwidthRow::new(context, bandwidth, &received, validation);
             row.rx_iterations = rx.iterations;
-            row.rx_bw_peak_mib_s = Some(rx.bw_peak_mib_s);
+            row.rx_bw_peak_mib_s = rx.bw_peak_mib_s;
             row.rx_bw_avg_mib_s = Some(rx.bw_avg_mib_s);
-            row.rx_bw_peak_gbit_s = Some(rx.bw_peak_gbit_s);
+            row.rx_bw_peak_gbit_s = rx.bw_peak_gbit_s;
             row.rx_bw_avg_gbit_s = Some(rx.bw_avg_gbit_s);
             row.rx_msg_rate_mpps = Some(rx.msg_rate_mpps);
         }
@@ -146,9 +151,10 @@ impl SendBandwidthRow {
         let received =
             |pick: fn(&SendBandwidthRow) -> Option<f64>| lanes.iter().map(pick).sum::<Option<f64>>();
         row.rx_iterations = lanes.iter().map(|row| row.rx_iterations).sum();
-        row.rx_bw_peak_mib_s = received(|row| row.rx_bw_peak_mib_s);
+        // Peaks are over different spans and do not add (see `BandwidthRow::aggregate`).
+        row.rx_bw_peak_mib_s = None;
         row.rx_bw_avg_mib_s = received(|row| row.rx_bw_avg_mib_s);
-        row.rx_bw_peak_gbit_s = received(|row| row.rx_bw_peak_gbit_s);
+        row.rx_bw_peak_gbit_s = None;
         row.rx_bw_avg_gbit_s = received(|row| row.rx_bw_avg_gbit_s);
         row.rx_msg_rate_mpps = received(|row| row.rx_msg_rate_mpps);
         Some(row)
@@ -200,6 +206,8 @@ impl SendBandwidthRow {
             nic_link_downed: base.nic_link_downed,
             nic_errors: base.nic_errors,
             nic_counters: base.nic_counters,
+            peak_messages: base.peak_messages,
+            peak_span_s: base.peak_span_s,
         }
     }
 
@@ -241,6 +249,8 @@ impl SendBandwidthRow {
             nic_link_downed: self.nic_link_downed,
             nic_errors: self.nic_errors,
             nic_counters: self.nic_counters.clone(),
+            peak_messages: self.peak_messages,
+            peak_span_s: self.peak_span_s,
         }
     }
 }
@@ -274,10 +284,10 @@ impl Row for SendBandwidthRow {
         };
         let received = received.map(|value| format!("{value:.2}")).unwrap_or_else(|| "n/a".into());
         format!(
-            " {:<10} {:<13} {:<20.2} {:<22.2} {:<14.6} {:<22} {}{}",
+            " {:<10} {:<13} {:<20} {:<22.2} {:<14.6} {:<22} {}{}",
             self.bytes,
             self.iterations,
-            peak,
+            optional_figure(peak),
             average,
             self.msg_rate_mpps,
             received,
@@ -296,7 +306,8 @@ mod tests {
         serde_json::from_value(serde_json::json!({
             "message_size_bytes": 65536,
             "messages": messages,
-            "elapsed_nanos": 1_000_000,
+            // Consistent with the average, as the aggregate recomputes it from bytes and time.
+            "elapsed_nanos": (messages as f64 * 65536.0 / bytes_per_second * 1e9).round() as u64,
             "peak_bytes_per_second": bytes_per_second * 1.5,
             "average_bytes_per_second": bytes_per_second,
             "messages_per_second": bytes_per_second / 65536.0,
@@ -331,11 +342,11 @@ mod tests {
         reference.serialize(BandwidthRow::new(&context, bandwidth, &[figures(1.0, 1)], "pass")).unwrap();
         let reference = String::from_utf8(reference.into_inner().unwrap()).unwrap();
         // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
-        // placement (cpu, numa_node) end both.
+        // placement (cpu, numa_node), the NIC counters and the peak's span end both.
         let shared =
-            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters");
+            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s");
         assert!(header.starts_with(shared), "{header}");
-        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters"));
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s"));
 
         let lanes: Vec<SendBandwidthRow> = ["0", "1"]
             .iter()

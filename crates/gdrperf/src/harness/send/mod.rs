@@ -38,9 +38,11 @@ use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeError;
+use crate::harness::bandwidth::duration_window;
 use crate::harness::buffers::BenchBuffer;
 use crate::harness::config::StopRule;
 use crate::harness::session::{LocalResources, Session};
+use crate::harness::stream_book::signal_interval;
 use crate::verbs::completion::opcode;
 use crate::verbs::{LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion};
 
@@ -220,10 +222,23 @@ impl Sender {
             }
             StopRule::Duration(_) => 1 << 16,
         };
-        let meter =
-            BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|source| {
-                Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
-            })?;
+        let expected_posts = match plan.stop {
+            StopRule::Iterations(iterations) => iterations.saturating_mul(queue_count as u64) as usize,
+            StopRule::Duration(_) => 1 << 16,
+        };
+        let mut meter = BandwidthMeter::with_capacities(
+            plan.size as u64,
+            expected_events.min(1 << 22),
+            expected_posts.min(1 << 22),
+        )
+        .map_err(|source| Error::Figure {
+            what: format!("bandwidth meter for {} bytes", plan.size),
+            source,
+        })?;
+        if let StopRule::Duration(duration) = plan.stop {
+            let (start, end) = duration_window(duration);
+            meter.set_window(start, end);
+        }
         let (limit, measuring) =
             if plan.warmup > 0 { (Limit::Messages(plan.warmup), false) } else { (measured_limit, true) };
         Ok(Sender {
@@ -259,7 +274,8 @@ impl Sender {
         buffers: &mut [BenchBuffer],
     ) -> Result<()> {
         let Some(limit) = self.limit else { return Ok(()) };
-        let (tx_depth, cq_mod) = (u64::from(self.plan.tx_depth), u64::from(self.plan.cq_mod));
+        let (tx_depth, cq_mod) =
+            (u64::from(self.plan.tx_depth), signal_interval(self.plan.cq_mod, self.plan.size));
         let out_of_time = match limit {
             Limit::Time(duration) => self.clock.origin().elapsed() >= duration,
             Limit::Messages(_) => false,
@@ -317,6 +333,10 @@ impl Sender {
             }))?;
             state.posted += count;
             state.ended = state.posted == last;
+            if self.measuring {
+                // Stamped with the latest reading: no later than this post.
+                self.meter.record_post(self.meter.last_completion_nanos(), count);
+            }
         }
         Ok(())
     }
