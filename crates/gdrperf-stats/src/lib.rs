@@ -63,7 +63,7 @@ pub use hdr_output::{
 };
 pub use latency::{LatencyRecorder, LatencySummary, PercentileSource};
 pub use peak::{CompletionMark, PeakSpan, PostMark};
-pub use sample_clock::{ClockSource, SampleClock, Stamp};
+pub use sample_clock::{ClockFacts, ClockSource, SampleClock, Stamp};
 pub use timestamp::utc_timestamp;
 pub use units::{Bandwidth, MessageRate};
 

@@ -16,7 +16,10 @@
 //! conversion (a floating-point multiply and a 64-bit division, both emulated helpers under QEMU
 //! TCG, 100 ns and more there) would otherwise sit inside the interval, after the start read.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use serde::Serialize;
 
 /// Where [`SampleClock`] reads time from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,8 +54,12 @@ pub struct Stamp(u64);
 impl SampleClock {
     /// The TSC when it is invariant and calibrates consistently, else the monotonic clock.
     /// Takes 30 to 40 ms (the calibration windows) on x86-64, up to 120 ms where windows disagree.
+    ///
+    /// The calibration runs once per process (the first call) and every later clock shares its
+    /// result: a sweep measures every size with the same source and rate, and one bad
+    /// calibration window cannot switch sources in the middle of a run.
     pub fn new() -> SampleClock {
-        match tsc_nanos_per_cycle() {
+        match calibrated_nanos_per_cycle() {
             Some(nanos_per_cycle) => SampleClock {
                 source: ClockSource::Tsc { nanos_per_cycle },
                 origin: Instant::now(),
@@ -69,6 +76,20 @@ impl SampleClock {
 
     pub fn source(&self) -> ClockSource {
         self.source
+    }
+
+    /// What this run's clock is, for the run header and the JSON metadata.
+    pub fn facts(&self) -> ClockFacts {
+        let (source, cycles_per_nanosecond) = match self.source {
+            ClockSource::Monotonic => ("monotonic", None),
+            ClockSource::Tsc { nanos_per_cycle } => ("tsc", Some(1.0 / nanos_per_cycle)),
+        };
+        ClockFacts {
+            source,
+            tsc_ghz: cycles_per_nanosecond,
+            invariant_tsc: invariant_tsc(),
+            kernel_clocksource: kernel_clocksource(),
+        }
     }
 
     /// Now, as an `Instant`.
@@ -144,6 +165,57 @@ fn tsc_nanos_per_cycle() -> Option<f64> {
         });
         steady.then_some(mean)
     })
+}
+
+/// The TSC's rate, measured at the first call in this process and shared by every clock after.
+fn calibrated_nanos_per_cycle() -> Option<f64> {
+    static RATE: OnceLock<Option<f64>> = OnceLock::new();
+    *RATE.get_or_init(tsc_nanos_per_cycle)
+}
+
+/// The clock a run measures with, as the header and the JSON metadata name it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClockFacts {
+    /// `tsc` or `monotonic`.
+    pub source: &'static str,
+    /// The TSC's measured rate (the calibration's), `None` on the monotonic clock.
+    pub tsc_ghz: Option<f64>,
+    /// `constant_tsc` and `nonstop_tsc` in /proc/cpuinfo.
+    pub invariant_tsc: bool,
+    /// The kernel's clocksource (/sys/devices/system/clocksource/clocksource0/current_clocksource).
+    pub kernel_clocksource: Option<String>,
+}
+
+impl ClockFacts {
+    /// Whether TSC readings of different CPUs can be compared: the CPU declares the TSC
+    /// invariant and the kernel keeps it as its clocksource, which it stops doing when its
+    /// cross-CPU synchronisation check fails ("Marking TSC unstable"). Otherwise a measuring
+    /// thread must stay on one CPU while it reads the TSC.
+    pub fn tsc_synchronized_across_cpus(&self) -> bool {
+        self.invariant_tsc && self.kernel_clocksource.as_deref() == Some("tsc")
+    }
+
+    /// One line for the run header.
+    pub fn describe(&self) -> String {
+        let kernel = self.kernel_clocksource.as_deref().unwrap_or("unknown");
+        match self.tsc_ghz {
+            Some(ghz) => format!(
+                "TSC at {ghz:.4} GHz, calibrated once ({}; kernel clocksource {kernel})",
+                if self.tsc_synchronized_across_cpus() {
+                    "synchronized across CPUs"
+                } else {
+                    "not known synchronized across CPUs: the measuring thread stays on one CPU"
+                }
+            ),
+            None => format!("monotonic clock (TSC not steady here; kernel clocksource {kernel})"),
+        }
+    }
+}
+
+fn kernel_clocksource() -> Option<String> {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .ok()
+        .map(|text| text.trim().to_string())
 }
 
 /// How many sets of calibration windows may be tried before the TSC is given up on.
@@ -225,6 +297,29 @@ mod tests {
         let (cycles_after, instant_after) = (read_cycles(), Instant::now());
         assert!(instant_before <= instant && instant <= instant_after);
         assert!(cycles_before <= cycles && cycles <= cycles_after, "{cycles_before} {cycles} {cycles_after}");
+    }
+
+    #[test]
+    fn every_clock_of_a_process_shares_one_calibration() {
+        let rates: Vec<ClockSource> = (0..3).map(|_| SampleClock::new().source()).collect();
+        assert!(rates.windows(2).all(|pair| pair[0] == pair[1]), "{rates:?}");
+    }
+
+    #[test]
+    fn facts_name_the_source_and_judge_synchronisation() {
+        let facts = ClockFacts {
+            source: "tsc",
+            tsc_ghz: Some(2.5),
+            invariant_tsc: true,
+            kernel_clocksource: Some("tsc".into()),
+        };
+        assert!(facts.tsc_synchronized_across_cpus());
+        assert!(facts.describe().starts_with("TSC at 2.5000 GHz"));
+        let vm = ClockFacts { kernel_clocksource: Some("hpet".into()), ..facts.clone() };
+        assert!(!vm.tsc_synchronized_across_cpus());
+        assert!(vm.describe().contains("stays on one CPU"));
+        let monotonic = SampleClock::monotonic().facts();
+        assert_eq!((monotonic.source, monotonic.tsc_ghz), ("monotonic", None));
     }
 
     #[test]

@@ -12,7 +12,9 @@ use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 
 use crate::error::{Error, Result};
 use crate::harness::args::CommonArgs;
-use crate::harness::config::{BenchConfig, LatencyFilePaths, Role, StopRule, TestDefaults, MAX_INLINE_SIZE};
+use crate::harness::config::{
+    BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule, TestDefaults, MAX_INLINE_SIZE,
+};
 use crate::output::latency_row::LatencyFiles;
 
 /// Options every latency benchmark takes. The options only some take are in [`InlineArgs`]
@@ -41,6 +43,11 @@ pub struct LatencyArgs {
     /// extension. Needs -n (at most 1000000), since every sample is kept in memory.
     #[arg(short = 'H', long = "histogram-raw", value_name = "PATH")]
     pub histogram_raw: Option<PathBuf>,
+
+    /// What one sample spans: `iteration` (perftest's: from one post to the next, the whole
+    /// iteration) or `arrival` (from the post to the answer's arrival: the wire alone).
+    #[arg(long = "latency-span", value_name = "SPAN", value_enum, default_value_t = LatencySpan::Iteration)]
+    pub latency_span: LatencySpan,
 }
 
 /// `-I` of the latency tests whose request carries the payload (gdr-write-lat, gdr-send-lat).
@@ -210,7 +217,8 @@ pub fn latency_setup(
     test: LatencyTest,
     name: &'static str,
 ) -> Result<(BenchConfig, LatencyConfig, Option<LatencyFiles>)> {
-    let common = BenchConfig::from_args(common, LATENCY_DEFAULTS)?;
+    let mut common = BenchConfig::from_args(common, LATENCY_DEFAULTS)?;
+    common.latency_span = Some(latency.latency_span);
     let latency = LatencyConfig::from_args(latency, options, &common, test)?;
     let files =
         latency.files.any().then(|| LatencyFiles::create(&latency.files, name, &common.sizes)).transpose()?;

@@ -43,6 +43,36 @@ fn serialize_seconds<S: serde::Serializer>(duration: &Duration, serializer: S) -
     serializer.serialize_f64(duration.as_secs_f64())
 }
 
+/// What one latency sample spans (`--latency-span`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencySpan {
+    /// perftest's: from one post to the next, the whole iteration (wait, reap, repost and the
+    /// recording included), `tposted[i + 1] − tposted[i]` in `print_report_lat`.
+    #[default]
+    Iteration,
+    /// From the post to the arrival of the answer (or the READ's completion): the wire alone.
+    Arrival,
+}
+
+impl LatencySpan {
+    /// The name used in the CSV, the JSON and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            LatencySpan::Iteration => "iteration",
+            LatencySpan::Arrival => "arrival",
+        }
+    }
+
+    /// The run header's description.
+    pub fn description(self) -> &'static str {
+        match self {
+            LatencySpan::Iteration => "iteration: post to next post (perftest's)",
+            LatencySpan::Arrival => "arrival: post to arrival of the answer",
+        }
+    }
+}
+
 /// How bandwidth is shown on the console (files always carry both units).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BandwidthUnit {
@@ -92,6 +122,8 @@ pub struct BenchConfig {
     pub acceptance: Acceptance,
     /// The command line, for the metadata of result files.
     pub argv: Vec<String>,
+    /// Latency tests: what a sample spans (set from `--latency-span`); `None` elsewhere.
+    pub latency_span: Option<LatencySpan>,
 }
 
 /// Per-test defaults, as perftest sets them for each test.
@@ -213,6 +245,7 @@ impl BenchConfig {
                 max_nic_errors: args.max_nic_errors,
             },
             argv: std::env::args().collect(),
+            latency_span: None,
         })
     }
 

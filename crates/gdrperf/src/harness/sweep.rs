@@ -440,6 +440,8 @@ pub(crate) fn metadata<B: Benchmark>(
 ) -> RunStart {
     let labels = placement::labels(placements);
     let local = &session.local;
+    // The latency engines' clock (calibrated once per process: the same one they time with).
+    let clock = gdrperf_stats::SampleClock::new().facts();
     let mut header: Vec<HeaderLine> = vec![
         HeaderLine::per_placement(
             "Device",
@@ -506,7 +508,11 @@ pub(crate) fn metadata<B: Benchmark>(
             },
         ),
         HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),
+        HeaderLine::new("Clock", clock.describe()),
     ];
+    if let Some(span) = config.latency_span {
+        header.push(HeaderLine::new("Latency sample", span.description().into()));
+    }
     if rounds > 1 {
         header.push(HeaderLine::new(
             "Placements",
@@ -550,6 +556,8 @@ pub(crate) fn metadata<B: Benchmark>(
         "placements": labels,
         "peer_placements": session.peer.placements,
         "parameters": session.peer.parameters,
+        "clock": clock,
+        "latency_span": config.latency_span,
     });
     RunStart { header, metadata }
 }

@@ -23,7 +23,7 @@ use gdrperf_stats::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::harness::config::{BandwidthUnit, LatencyFilePaths};
+use crate::harness::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
 use crate::harness::latency::{IntervalSink, LatencyRun};
 use crate::output::{Row, RowContext};
 
@@ -51,6 +51,12 @@ pub struct LatencyFigures {
     /// Defaults to 0 in reports from peers that predate it.
     #[serde(default)]
     pub copy_seconds: f64,
+    /// What a sample spans: `iteration` (post to next post, perftest's) or `arrival`.
+    #[serde(default)]
+    pub span: Option<LatencySpan>,
+    /// Samples refused as negative or absurd (see `harness::latency::LatencyRun`).
+    #[serde(default)]
+    pub refused_samples: u64,
 }
 
 impl LatencyFigures {
@@ -74,6 +80,8 @@ impl LatencyFigures {
             saturated: summary.saturated,
             exact_percentiles: summary.percentile_source == PercentileSource::ExactSamples,
             copy_seconds: 0.0,
+            span: Some(run.span),
+            refused_samples: run.refused_samples,
         })
     }
 
@@ -95,6 +103,8 @@ impl LatencyFigures {
             saturated: 0,
             exact_percentiles: false,
             copy_seconds,
+            span: None,
+            refused_samples: 0,
         }
     }
 }
@@ -174,6 +184,13 @@ pub struct LatencyRow {
     pub nic_errors: u64,
     #[serde(default)]
     pub nic_counters: String,
+    /// What a sample spans: `iteration` (perftest's: post to next post, the whole iteration) or
+    /// `arrival` (post to the answer's arrival). Appended at the end: columns are a contract.
+    #[serde(default)]
+    pub latency_span: String,
+    /// Samples refused instead of recorded: negative, or longer than the stall timeout.
+    #[serde(default)]
+    pub refused_samples: u64,
 }
 
 impl LatencyRow {
@@ -223,6 +240,8 @@ impl LatencyRow {
             nic_link_downed: context.nic.nic_link_downed,
             nic_errors: context.nic.nic_errors,
             nic_counters: context.nic.nic_counters.clone(),
+            latency_span: figures.span.map(LatencySpan::name).unwrap_or_default().to_string(),
+            refused_samples: figures.refused_samples,
         }
     }
 }
@@ -428,7 +447,12 @@ mod tests {
     fn run_of(samples: &[u64]) -> LatencyRun {
         let mut recorder = LatencyRecorder::new(samples.len() as u64).unwrap();
         samples.iter().for_each(|&sample| recorder.record(sample));
-        LatencyRun { recorder, elapsed_nanos: samples.iter().sum() }
+        LatencyRun {
+            recorder,
+            elapsed_nanos: samples.iter().sum(),
+            span: LatencySpan::Iteration,
+            refused_samples: 0,
+        }
     }
 
     #[test]
@@ -553,7 +577,7 @@ mod tests {
             text.lines()
                 .next()
                 .unwrap()
-                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters"),
+                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,latency_span,refused_samples"),
             "{text}"
         );
 

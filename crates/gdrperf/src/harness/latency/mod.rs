@@ -32,20 +32,21 @@
 //! Staged memory (`--mem cuda-staged`) has engines of its own, in `staged.rs`: the same shapes
 //! with the copies between payload and bounce buffer inside the samples.
 
+mod pin;
 mod samples;
 mod staged;
 mod wire;
 
 use std::time::Duration;
 
-use gdrperf_stats::SampleClock;
+use gdrperf_stats::{SampleClock, Stamp};
 
 use gdrperf_stats::hdrhistogram::Histogram;
 use gdrperf_stats::LatencyRecorder;
 
 use crate::error::{Error, Result};
 use crate::harness::buffers::{check_received_at, pattern_seed};
-use crate::harness::config::{BenchConfig, StopRule};
+use crate::harness::config::{BenchConfig, LatencySpan, StopRule};
 use crate::harness::session::Session;
 use crate::verbs::completion::opcode;
 use crate::verbs::{LocalSlice, Operation, RemoteBuffer};
@@ -54,6 +55,7 @@ pub use staged::{
     stage_out_once, staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency,
 };
 
+use pin::pin_for_tsc;
 use samples::{Continue, RoundTrip, Samples};
 use wire::{Arrival, MarkerBytes, PollByte, Wire};
 
@@ -167,13 +169,22 @@ pub struct LatencyPlan {
     pub inline: bool,
     /// How long to wait for any one arrival before calling the peer gone.
     pub stall_timeout: Duration,
+    /// What a sample spans.
+    pub span: LatencySpan,
 }
 
 impl LatencyPlan {
     /// The plan of one size from the run's settings; `inline` says whether this size is posted
     /// inline (see [`crate::harness::args_latency::LatencyConfig::inline`]).
     pub fn new(common: &BenchConfig, size: usize, inline: bool) -> LatencyPlan {
-        LatencyPlan { size, stop: common.stop, warmup: common.warmup, inline, stall_timeout: common.timeout }
+        LatencyPlan {
+            size,
+            stop: common.stop,
+            warmup: common.warmup,
+            inline,
+            stall_timeout: common.timeout,
+            span: common.latency_span.unwrap_or_default(),
+        }
     }
 }
 
@@ -192,6 +203,11 @@ pub struct LatencyRun {
     pub recorder: LatencyRecorder,
     /// From the start of the first sample to the end of the last.
     pub elapsed_nanos: u64,
+    /// What the samples span (the staged engines time post to arrival whatever was asked).
+    pub span: LatencySpan,
+    /// Samples refused instead of recorded: negative (the clock went backwards) or longer than
+    /// the stall timeout (no real sample can be: the wait would have failed first).
+    pub refused_samples: u64,
 }
 
 /// The buffer a ping-pong side needs for messages up to `largest_message`: a sending half and a
@@ -280,30 +296,47 @@ pub fn ping_pong_initiator(
     let bytes = marker_bytes_for(session, transport, plan.size)?;
     let landing_byte = bytes.map(|bytes| bytes.landing);
     let remote = landing(session.remote_buffer(0));
-    let mut samples = Samples::new(plan, sink)?;
+    let mut samples = Samples::new(plan, sink)?.spanning(plan.span);
     let clock = SampleClock::new();
     let mut wire = Wire::new(session, plan, transport.operation_name());
+    let _pin = pin_for_tsc(&clock);
     let mut sequence = 0u64;
+    // Iteration span: the start of the sample still open, closed by the next post's stamp.
+    let mut open: Option<Stamp> = None;
     loop {
         wire.make_room()?;
         if let Some(bytes) = bytes {
             bytes.outgoing.set(client_marker(sequence));
         }
         let start = clock.stamp();
+        if let Some(previous) = open.take() {
+            if samples.record(clock.instant(previous), clock.instant(start), RoundTrip::Halved)?
+                == Continue::Stop
+                || wire.stop_requested()
+            {
+                break;
+            }
+        }
         wire.post(transport.message(sequence, remote))?;
         match wire.wait_arrival(transport, landing_byte, sequence, server_marker(sequence))? {
             Arrival::Message => {}
             Arrival::Stop => return Err(protocol("the server sent STOP, which only the client may send")),
         }
-        let end = clock.stamp();
+        let end = (plan.span == LatencySpan::Arrival).then(|| clock.stamp());
         if transport.uses_receives() {
             wire.repost()?;
         }
         sequence += 1;
-        if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Halved)? == Continue::Stop
-            || wire.stop_requested()
-        {
-            break;
+        match end {
+            None => open = Some(start),
+            Some(end) => {
+                if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Halved)?
+                    == Continue::Stop
+                    || wire.stop_requested()
+                {
+                    break;
+                }
+            }
         }
     }
     // STOP even after Ctrl-C, so that the server leaves its loop at once.
@@ -364,20 +397,37 @@ pub fn read_latency(
     sink: Option<&mut dyn IntervalSink>,
 ) -> Result<LatencyRun> {
     let remote = session.remote_buffer(0);
-    let mut samples = Samples::new(plan, sink)?;
+    let mut samples = Samples::new(plan, sink)?.spanning(plan.span);
     let clock = SampleClock::new();
     let mut wire = Wire::new(session, plan, "RDMA READ");
     let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };
+    let _pin = pin_for_tsc(&clock);
+    // Iteration span: the start of the sample still open, closed by the next post's stamp.
+    let mut open: Option<Stamp> = None;
     loop {
         wire.make_room()?;
         let start = clock.stamp();
+        if let Some(previous) = open.take() {
+            if samples.record(clock.instant(previous), clock.instant(start), RoundTrip::Whole)?
+                == Continue::Stop
+                || wire.stop_requested()
+            {
+                break;
+            }
+        }
         wire.post(read)?;
         wire.drain()?;
-        let end = clock.stamp();
-        if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Whole)? == Continue::Stop
-            || wire.stop_requested()
-        {
-            break;
+        match plan.span {
+            LatencySpan::Iteration => open = Some(start),
+            LatencySpan::Arrival => {
+                let end = clock.stamp();
+                if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Whole)?
+                    == Continue::Stop
+                    || wire.stop_requested()
+                {
+                    break;
+                }
+            }
         }
     }
     wire.interrupted()?;

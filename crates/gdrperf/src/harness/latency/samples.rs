@@ -7,7 +7,7 @@ use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 use gdrperf_stats::{LatencyRecorder, RunClock};
 
 use crate::error::{Error, Result};
-use crate::harness::config::StopRule;
+use crate::harness::config::{LatencySpan, StopRule};
 
 use super::{IntervalSink, LatencyPlan, LatencyRun};
 
@@ -34,6 +34,10 @@ pub(super) struct Samples<'a> {
     sink: Option<&'a mut dyn IntervalSink>,
     next_interval: Option<Instant>,
     recorded_at_last_interval: u64,
+    span: LatencySpan,
+    /// Longest sample accepted: the stall timeout (a wait that long fails before it ends).
+    longest_nanos: u64,
+    refused: u64,
 }
 
 impl<'a> Samples<'a> {
@@ -55,7 +59,16 @@ impl<'a> Samples<'a> {
             sink,
             next_interval: None,
             recorded_at_last_interval: 0,
+            span: LatencySpan::Arrival,
+            longest_nanos: u64::try_from(plan.stall_timeout.as_nanos()).unwrap_or(u64::MAX),
+            refused: 0,
         })
+    }
+
+    /// Says what the engine's samples span (reported with the run; post to arrival unless said).
+    pub(super) fn spanning(mut self, span: LatencySpan) -> Self {
+        self.span = span;
+        self
     }
 
     #[inline]
@@ -65,11 +78,13 @@ impl<'a> Samples<'a> {
             return Ok(Continue::Go);
         }
         let clock = *self.clock.get_or_insert_with(|| RunClock::starting_at(start));
-        let nanos = RunClock::starting_at(start).nanos_at(end);
-        self.recorder.record(match round_trip {
-            RoundTrip::Whole => nanos,
-            RoundTrip::Halved => nanos / 2,
-        });
+        match sample_nanos(start, end, self.longest_nanos) {
+            Some(nanos) => self.recorder.record(match round_trip {
+                RoundTrip::Whole => nanos,
+                RoundTrip::Halved => nanos / 2,
+            }),
+            None => self.refused += 1,
+        }
         self.last_end = Some(end);
         if let Some(sink) = self.sink.as_deref_mut() {
             let next = *self.next_interval.get_or_insert_with(|| start + sink.period());
@@ -101,8 +116,28 @@ impl<'a> Samples<'a> {
                 sink.interval(self.recorder.histogram(), elapsed_nanos)?;
             }
         }
-        Ok(LatencyRun { recorder: self.recorder, elapsed_nanos })
+        if self.refused > 0 {
+            eprintln!(
+                "warning: {} latency samples refused (negative, or longer than the {} s stall timeout): \
+                 the clock is not steady on this machine",
+                self.refused,
+                self.longest_nanos / 1_000_000_000
+            );
+        }
+        Ok(LatencyRun {
+            recorder: self.recorder,
+            elapsed_nanos,
+            span: self.span,
+            refused_samples: self.refused,
+        })
     }
+}
+
+/// A sample's length, or `None` when it cannot be real: the end before the start (a clock that
+/// went backwards, e.g. TSCs of two CPUs out of step) or longer than `longest_nanos`.
+pub(super) fn sample_nanos(start: Instant, end: Instant, longest_nanos: u64) -> Option<u64> {
+    let length = end.checked_duration_since(start)?;
+    u64::try_from(length.as_nanos()).ok().filter(|&nanos| nanos <= longest_nanos)
 }
 
 #[cfg(test)]
@@ -127,7 +162,14 @@ mod tests {
     }
 
     fn plan(stop: StopRule, warmup: u64) -> LatencyPlan {
-        LatencyPlan { size: 2, stop, warmup, inline: false, stall_timeout: Duration::from_secs(1) }
+        LatencyPlan {
+            size: 2,
+            stop,
+            warmup,
+            inline: false,
+            stall_timeout: Duration::from_secs(1),
+            span: LatencySpan::Iteration,
+        }
     }
 
     #[test]
@@ -148,6 +190,23 @@ mod tests {
         let summary = run.recorder.summary().unwrap();
         assert_eq!((summary.t_min_nanos, summary.t_max_nanos), (2_000, 6_000));
         assert_eq!(run.elapsed_nanos, 16_000, "from the first sample's start to the last one's end");
+    }
+
+    #[test]
+    fn negative_and_absurd_samples_are_refused_and_counted() {
+        let mut samples =
+            Samples::new(&plan(StopRule::Iterations(3), 0), None).unwrap().spanning(LatencySpan::Arrival);
+        let origin = Instant::now();
+        let at = |micros: u64| origin + Duration::from_micros(micros);
+        // Ends before it starts; then 2 s, above the 1 s stall timeout; then a real 5 us sample.
+        assert_eq!(samples.record(at(10), at(5), RoundTrip::Whole).unwrap(), Continue::Go);
+        assert_eq!(samples.record(at(20), at(2_000_020), RoundTrip::Whole).unwrap(), Continue::Go);
+        assert_eq!(samples.record(at(30), at(35), RoundTrip::Whole).unwrap(), Continue::Go);
+        let run = samples.finish().unwrap();
+        assert_eq!((run.recorder.count(), run.refused_samples), (1, 2));
+        assert_eq!(run.recorder.summary().unwrap().t_max_nanos, 5_000);
+        assert_eq!(run.span, LatencySpan::Arrival);
+        assert_eq!(sample_nanos(at(0), at(1_000_000), 1_000_000_000), Some(1_000_000_000));
     }
 
     #[test]
