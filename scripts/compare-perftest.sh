@@ -6,9 +6,15 @@
 # results/softroce/<test>-vs-perftest.csv, headed by '#' lines with the command, machine, date and
 # the host's load average when it started (other QEMU VMs on the host slow every figure):
 # - bandwidth tests: size, perftest MiB/s, gdrperf MiB/s (sender's average), ratio gdrperf/perftest
-#   (>= 1 is as fast or faster);
+#   (>= 1 is as fast or faster), then the same for BW peak (both tools define it the same way:
+#   the fastest span from a post to a later completion; docs/methodology.md) and each tool's
+#   peak / average;
 # - latency tests: size, perftest t_typical, gdrperf t_typical (median) in microseconds, ratio
-#   gdrperf/perftest (<= 1 is as fast or faster).
+#   gdrperf/perftest (<= 1 is as fast or faster). Like with like: both time a sample from one
+#   post to the next (gdrperf's default --latency-span iteration, passed explicitly). Medians:
+#   perftest's is the median of its n-1 samples less the two largest (mean of the middle two when
+#   even), gdrperf's the nearest-rank median of all n (docs/methodology.md): at most one rank
+#   apart, far inside the runs' spread.
 # Each figure is the median of the 3 runs (COMPARE_ROUNDS=N: N runs, odd), and every run's figure
 # follows the table as '# runs' lines: under TCG runs of one tool spread by 10-20%, so a single
 # ratio means little without them. Runs that print no number (under TCG perftest's CPU clock
@@ -31,7 +37,9 @@ if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
     cargo build --release --bins --quiet
     # The VM cannot see the host's load, which moves every timing under TCG: hand it in.
     load=$(cut -d' ' -f1-3 /proc/loadavg)
-    exec scripts/softroce.sh run --timeout 1500 -- "GDRPERF_HOST_LOAD='$load' COMPARE_ROUNDS=${COMPARE_ROUNDS:-3} sh scripts/compare-perftest.sh $*"
+    # The VM has no git: the commit the binaries were built from is handed in too.
+    commit=$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- crates benches scripts || echo -dirty)
+    exec scripts/softroce.sh run --timeout "${COMPARE_TIMEOUT:-1500}" -- "GDRPERF_HOST_LOAD='$load' GDRPERF_COMMIT='$commit' COMPARE_ROUNDS=${COMPARE_ROUNDS:-3} sh scripts/compare-perftest.sh $*"
 fi
 
 SIZES="4096 65536 1048576"
@@ -83,23 +91,32 @@ mann_whitney() {
         function exponential(y,  e, i) { y /= 1024; e = 1 + y * (1 + y / 2 * (1 + y / 3 * (1 + y / 4))); for (i = 0; i < 10; i++) e *= e; return e }'
 }
 
-# retry CMD...: runs CMD (which prints one number, or nothing when perftest gave up) up to $TRIES times.
+# retry CMD...: runs CMD (which prints one number, or for bandwidth "average peak", or nothing when
+# perftest gave up) up to $TRIES times. A peak that is not a number (gdrperf leaves it empty with
+# too few completions) reads as nan.
 retry() {
     for try in $(seq $TRIES); do
         value=$("$@") || true
-        is_number "$value" && { echo "$value"; return; }
+        first=${value%% *}
+        if is_number "$first"; then
+            case $value in
+                *" "*) second=${value#* }; is_number "$second" || second=nan; echo "$first $second" ;;
+                *) echo "$first" ;;
+            esac
+            return
+        fi
         echo "  (no result from $1, try $try of $TRIES)" >&2
     done
-    echo nan
+    echo nan nan
 }
 
-# perftest_write_bw SIZE ITERS -> average MiB/s (perftest's "MB/sec" is MiB/s)
+# perftest_write_bw SIZE ITERS -> "average peak" in MiB/s (perftest's "MB/sec" is MiB/s)
 perftest_write_bw() {
     PORT=$((PORT + 1))
     ib_write_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD >/dev/null 2>&1 &
     sleep 1
     ib_write_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD 127.0.0.1 2>/dev/null |
-        awk -v size="$1" '$1 == size && NF >= 5 { print $4 }'
+        awk -v size="$1" '$1 == size && NF >= 5 { print $4, $3 }'
     wait
 }
 gdrperf_write_bw() {
@@ -107,7 +124,7 @@ gdrperf_write_bw() {
     gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD --warmup 0 >/dev/null 2>&1 &
     gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD --warmup 0 --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
-    awk -F, 'NR == 2 { print $5 }' /tmp/compare.csv
+    echo "$(csv_column /tmp/compare.csv bw_avg_mib_s) $(csv_column /tmp/compare.csv bw_peak_mib_s)"
 }
 
 # SEND/RECV bandwidth: the client's (sender's) average, as perftest's client prints it.
@@ -116,7 +133,7 @@ perftest_send_bw() {
     ib_send_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH >/dev/null 2>&1 &
     sleep 1
     ib_send_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH 127.0.0.1 2>/dev/null |
-        awk -v size="$1" '$1 == size && NF >= 5 { print $4 }'
+        awk -v size="$1" '$1 == size && NF >= 5 { print $4, $3 }'
     wait
 }
 gdrperf_send_bw() {
@@ -124,7 +141,7 @@ gdrperf_send_bw() {
     gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH --warmup 0 >/dev/null 2>&1 &
     gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH --warmup 0 --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
-    csv_column /tmp/compare.csv bw_avg_mib_s
+    echo "$(csv_column /tmp/compare.csv bw_avg_mib_s) $(csv_column /tmp/compare.csv bw_peak_mib_s)"
 }
 
 # Latency: perftest's t_typical (5th column of its result line) and our median.
@@ -146,9 +163,12 @@ gdrperf_latency() { # TOOL SIZE ITERATIONS [OPTIONS]
 perftest_read_lat() { perftest_latency ib_read_lat "$@"; }
 perftest_write_lat() { perftest_latency ib_write_lat "$@"; }
 perftest_send_lat() { perftest_latency ib_send_lat "$@"; }
-gdrperf_read_lat() { gdrperf_latency gdr-read-lat "$@"; }
-gdrperf_write_lat() { gdrperf_latency gdr-write-lat "$@" -I 0; }
-gdrperf_send_lat() { gdrperf_latency gdr-send-lat "$@" -I 0; }
+gdrperf_read_lat() { gdrperf_latency gdr-read-lat "$@" --latency-span iteration; }
+gdrperf_write_lat() { gdrperf_latency gdr-write-lat "$@" -I 0 --latency-span iteration; }
+gdrperf_send_lat() { gdrperf_latency gdr-send-lat "$@" -I 0 --latency-span iteration; }
+
+# ratio_of A B: A / B with three decimals, nan unless both are numbers above zero.
+ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "nan" }'; }
 
 # compare TEST KIND: KIND is bw (higher is better) or lat (lower is better).
 compare() {
@@ -158,32 +178,45 @@ compare() {
     if [ "$kind" = bw ]; then
         sizes=$SIZES settings="-t $DEPTH -Q $CQ_MOD"
         if [ "$test" = send_bw ]; then settings="$settings -r $RX_DEPTH; sender's average"; fi
-        columns="size,iterations,perftest_mib_s,gdrperf_mib_s,ratio,p_value"
+        columns="size,iterations,perftest_mib_s,gdrperf_mib_s,ratio,p_value,perftest_peak_mib_s,gdrperf_peak_mib_s,peak_ratio,peak_p_value,perftest_peak_over_avg,gdrperf_peak_over_avg"
     else
-        sizes=$LATENCY_SIZES settings="-n $LATENCY_ITERATIONS, tx depth 1, no inline (perftest's choice on rxe); t_typical = median"
+        sizes=$LATENCY_SIZES settings="-n $LATENCY_ITERATIONS, tx depth 1, no inline (perftest's choice on rxe); sample = post to next post in both; t_typical = median"
         columns="size,iterations,perftest_t_typical_us,gdrperf_t_typical_us,ratio,p_value"
     fi
     {
         echo "# command: COMPARE_ROUNDS=$ROUNDS scripts/compare-perftest.sh $test (sizes $sizes; $settings; $ROUNDS alternating runs, medians; ratio = gdrperf / perftest)"
         echo "# machine: Soft-RoCE rxe0 on lo in a QEMU TCG VM ($(nproc) vCPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)), kernel $(uname -r), $(ib_write_bw --version 2>/dev/null | head -1 || echo perftest)"
         echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ); host load average (1/5/15 min) at the start: ${GDRPERF_HOST_LOAD:-unknown}"
+        echo "# git commit: ${GDRPERF_COMMIT:-unknown} (gdrperf built from it; $(gdr-write-bw --version 2>/dev/null | head -1))"
         echo "$columns"
     } >"$out"
     runs=""
     for size in $sizes; do
         if [ "$kind" = bw ]; then n=$(iterations_for "$size"); else n=$LATENCY_ITERATIONS; fi
-        p=""; g=""
+        p=""; g=""; pp=""; gp=""
         for round in $(seq $ROUNDS); do
-            p="$p $(retry perftest_$test "$size" "$n")"
-            g="$g $(retry gdrperf_$test "$size" "$n")"
+            # shellcheck disable=SC2046
+            set -- $(retry perftest_$test "$size" "$n"); p="$p $1"; pp="$pp ${2:-}"
+            # shellcheck disable=SC2046
+            set -- $(retry gdrperf_$test "$size" "$n"); g="$g $1"; gp="$gp ${2:-}"
         done
         # shellcheck disable=SC2086
         pm=$(median $p); gm=$(median $g)
-        ratio=$(awk -v p="$pm" -v g="$gm" 'BEGIN { if (p > 0 && g > 0) printf "%.3f", g / p; else print "nan" }')
-        echo "$size,$n,$pm,$gm,$ratio,$(mann_whitney "$p" "$g")" | tee -a "$out"
+        ratio=$(ratio_of "$gm" "$pm")
+        line="$size,$n,$pm,$gm,$ratio,$(mann_whitney "$p" "$g")"
+        if [ "$kind" = bw ]; then
+            # shellcheck disable=SC2086
+            ppm=$(median $pp); gpm=$(median $gp)
+            line="$line,$ppm,$gpm,$(ratio_of "$gpm" "$ppm"),$(mann_whitney "$pp" "$gp"),$(ratio_of "$ppm" "$pm"),$(ratio_of "$gpm" "$gm")"
+        fi
+        echo "$line" | tee -a "$out"
         echo "  $test $size bytes: perftest runs:$p | gdrperf runs:$g" >&2
         runs="$runs# runs, $size bytes, in order (alternating): perftest$p | gdrperf$g
 "
+        if [ "$kind" = bw ]; then
+            runs="$runs# peak runs, $size bytes: perftest$pp | gdrperf$gp
+"
+        fi
     done
     printf '%s' "$runs" >>"$out"
     echo "wrote $out"

@@ -266,3 +266,16 @@ fn run(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_duration_window_leaves_a_quarter_at_each_end() {
+        assert_eq!(duration_window(Duration::from_secs(4)), (1_000_000_000, 3_000_000_000));
+        // 5 s: margins of 1.25 s.
+        assert_eq!(duration_window(Duration::from_secs(5)), (1_250_000_000, 3_750_000_000));
+        assert_eq!(duration_window(Duration::ZERO), (0, 0));
+    }
+}

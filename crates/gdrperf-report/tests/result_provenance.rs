@@ -1,0 +1,117 @@
+//! Every result file committed under `results/` names the git commit and the command that made it
+//! (brief: "each file names command, git commit, machine, date"). A file passes when:
+//!
+//! * it is JSON whose `metadata` has `git_commit` and `argv` (what the bench binaries write), or
+//! * its text names both: a line with "commit" and a hexadecimal commit id, and the word "command", or
+//! * a `PROVENANCE.md` in its folder or a folder above (up to `results/`) has a paragraph that
+//!   names it (its path from that folder, or a folder of it ending in `/`) and holds a commit id
+//!   and the word "command": the way to record files that cannot say it themselves (CSV rows,
+//!   `.hgrm`, `.hdr`, `.png`).
+//!
+//! `README.md` and `PROVENANCE.md` themselves describe, they are not results.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn results_folder() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results")
+}
+
+fn files_under(folder: &Path, found: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(folder).unwrap_or_else(|error| panic!("{}: {error}", folder.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(&path, found);
+        } else {
+            found.push(path);
+        }
+    }
+}
+
+/// A word of 7 to 40 hexadecimal digits with at least one digit and one letter (a commit id, not
+/// a plain number or word).
+fn has_commit_id(text: &str) -> bool {
+    text.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| {
+        (7..=40).contains(&word.len())
+            && word.chars().all(|c| c.is_ascii_hexdigit())
+            && word.chars().any(|c| c.is_ascii_digit())
+            && word.chars().any(|c| c.is_ascii_alphabetic())
+    })
+}
+
+fn names_itself(path: &Path) -> bool {
+    let Ok(bytes) = fs::read(path) else { return false };
+    let Ok(text) = String::from_utf8(bytes) else { return false };
+    if path.extension().is_some_and(|extension| extension == "json") {
+        if let Ok(document) = serde_json::from_str::<serde_json::Value>(&text) {
+            let metadata = &document["metadata"];
+            if metadata["git_commit"].as_str().is_some_and(has_commit_id) && metadata["argv"].is_array() {
+                return true;
+            }
+        }
+    }
+    let lower = text.to_lowercase();
+    lower.contains("command") && lower.lines().any(|line| line.contains("commit") && has_commit_id(line))
+}
+
+fn named_in_provenance(path: &Path, results: &Path) -> bool {
+    let mut folder = path.parent();
+    while let Some(current) = folder {
+        if let Ok(text) = fs::read_to_string(current.join("PROVENANCE.md")) {
+            let relative = path.strip_prefix(current).unwrap().to_string_lossy().to_string();
+            let covered = |paragraph: &str| {
+                let names = paragraph.contains(&format!("`{relative}`"))
+                    || relative
+                        .match_indices('/')
+                        .any(|(at, _)| paragraph.contains(&format!("`{}/`", &relative[..at])));
+                names && paragraph.to_lowercase().contains("command") && has_commit_id(paragraph)
+            };
+            if text.split("\n\n").any(covered) {
+                return true;
+            }
+        }
+        if current == results {
+            break;
+        }
+        folder = current.parent();
+    }
+    false
+}
+
+#[test]
+fn every_result_file_names_its_commit_and_command() {
+    let results = results_folder().canonicalize().unwrap();
+    let mut files = Vec::new();
+    files_under(&results, &mut files);
+    let unnamed: Vec<String> = files
+        .iter()
+        .filter(|path| {
+            !matches!(path.file_name().and_then(|name| name.to_str()), Some("README.md" | "PROVENANCE.md"))
+        })
+        .filter(|path| !names_itself(path) && !named_in_provenance(path, &results))
+        .map(|path| path.strip_prefix(&results).unwrap().display().to_string())
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "result files that name no commit and command (add them to a PROVENANCE.md): {unnamed:#?}"
+    );
+}
+
+#[test]
+fn the_rules_accept_and_refuse_what_they_should() {
+    assert!(has_commit_id("git commit: 6fb5b47"));
+    assert!(!has_commit_id("committed together with this file on 2026-12-02"));
+    assert!(!has_commit_id("12345678 deadbeefcafe"));
+    let folder = std::env::temp_dir().join(format!("provenance-test-{}", std::process::id()));
+    fs::create_dir_all(folder.join("hdr")).unwrap();
+    let (csv, hgrm, orphan) = (folder.join("run.csv"), folder.join("hdr/a.hgrm"), folder.join("b.png"));
+    fs::write(&csv, "# command: gdr-write-bw -a\n# git commit: 1a2b3c4d\nbytes\n2\n").unwrap();
+    fs::write(&hgrm, "Value Percentile\n").unwrap();
+    fs::write(&orphan, "binary").unwrap();
+    fs::write(folder.join("PROVENANCE.md"), "- `hdr/`: command `gdr-read-lat --hdr-dir hdr`, commit 1a2b3c4d\n")
+        .unwrap();
+    assert!(names_itself(&csv));
+    assert!(!names_itself(&hgrm) && named_in_provenance(&hgrm, &folder));
+    assert!(!names_itself(&orphan) && !named_in_provenance(&orphan, &folder));
+    fs::remove_dir_all(&folder).unwrap();
+}
