@@ -48,7 +48,7 @@ fn run(messages: u64, queues: usize, tx_depth: u32, cq_mod: u32) -> u64 {
                     local: [0x1000, 4096],
                     remote: [0x2000, 7],
                 };
-                black_box(&request);
+                black_box((request.local, request.remote));
                 if request.signaled {
                     in_flight.push_back(request.wr_id);
                 }
