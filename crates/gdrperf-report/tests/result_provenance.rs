@@ -108,8 +108,11 @@ fn the_rules_accept_and_refuse_what_they_should() {
     fs::write(&csv, "# command: gdr-write-bw -a\n# git commit: 1a2b3c4d\nbytes\n2\n").unwrap();
     fs::write(&hgrm, "Value Percentile\n").unwrap();
     fs::write(&orphan, "binary").unwrap();
-    fs::write(folder.join("PROVENANCE.md"), "- `hdr/`: command `gdr-read-lat --hdr-dir hdr`, commit 1a2b3c4d\n")
-        .unwrap();
+    fs::write(
+        folder.join("PROVENANCE.md"),
+        "- `hdr/`: command `gdr-read-lat --hdr-dir hdr`, commit 1a2b3c4d\n",
+    )
+    .unwrap();
     assert!(names_itself(&csv));
     assert!(!names_itself(&hgrm) && named_in_provenance(&hgrm, &folder));
     assert!(!names_itself(&orphan) && !named_in_provenance(&orphan, &folder));
