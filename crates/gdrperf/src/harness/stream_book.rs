@@ -17,8 +17,11 @@
 //! completions (100 × 4 MiB = 400 MiB, 12 s at Soft-RoCE's ~32 MiB/s), and a stall detector that
 //! waits a fixed time for the next completion mistakes a long batch for a dead peer. So a request
 //! is signalled at least every [`SIGNAL_EVERY_BYTES`]: the signal interval is
-//! `min(cq_mod, max(1, SIGNAL_EVERY_BYTES / size))` (see [`signal_interval`]). Below 256 KiB with
-//! the default `cq_mod` of 100 nothing changes; at 4 MiB every 4th request is signalled. A dead
+//! `min(cq_mod, max(1, SIGNAL_EVERY_BYTES / size))` (see [`signal_interval`]). Below 1 MiB with
+//! the default `cq_mod` of 100 nothing changes; at 4 MiB every 16th request is signalled, 2 s of
+//! Soft-RoCE's ~32 MiB/s. (16 MiB was tried first: in the Soft-RoCE VM, gdr-write-bw at 1 MiB
+//! with `-n 64` then signalled 4 requests where perftest signals 1 and read half perftest's
+//! bandwidth, results/softroce/write_bw-vs-perftest.csv of tag figures-measured-3b08d75.) A dead
 //! peer is still noticed after `stall_timeout` without completions, as before.
 
 use std::time::Duration;
@@ -26,7 +29,7 @@ use std::time::Duration;
 use gdrperf_stats::{BandwidthMeter, RunClock};
 
 /// Most bytes between two signalled requests of one QP.
-pub const SIGNAL_EVERY_BYTES: u64 = 16 << 20;
+pub const SIGNAL_EVERY_BYTES: u64 = 64 << 20;
 
 /// Empty polls between two clock reads.
 pub const EMPTY_POLLS_PER_LOOK: u32 = 64;
@@ -190,11 +193,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn large_messages_are_signalled_at_least_every_16_mib() {
+    fn large_messages_are_signalled_at_least_every_64_mib() {
         assert_eq!(signal_interval(100, 4096), 100);
-        assert_eq!(signal_interval(100, 256 << 10), 64);
-        assert_eq!(signal_interval(100, 4 << 20), 4);
+        assert_eq!(signal_interval(100, 1 << 20), 64);
+        assert_eq!(signal_interval(100, 4 << 20), 16);
         assert_eq!(signal_interval(100, 64 << 20), 1);
+        assert_eq!(signal_interval(100, 256 << 20), 1);
         assert_eq!(signal_interval(1, 8), 1);
     }
 
