@@ -68,6 +68,8 @@ pub struct StreamBook {
     last_progress_nanos: u64,
     empty_polls: u32,
     stall_nanos: u64,
+    /// Whether the last [`StreamBook::after_poll`] read the clock.
+    looked: bool,
 }
 
 impl StreamBook {
@@ -89,6 +91,7 @@ impl StreamBook {
             last_progress_nanos: 0,
             empty_polls: 0,
             stall_nanos: u64::try_from(stall_timeout.as_nanos()).unwrap_or(u64::MAX),
+            looked: false,
         }
     }
 
@@ -139,6 +142,13 @@ impl StreamBook {
         }
     }
 
+    /// Whether the last poll was followed by a clock read: the moment for the loop's other
+    /// looks around (the peer's health), so that an empty poll costs no system call.
+    #[inline]
+    pub fn looked(&self) -> bool {
+        self.looked
+    }
+
     /// Whether every QP has posted its target (always false in a timed run).
     pub fn all_posted(&self) -> bool {
         self.target.is_some_and(|target| self.progress.iter().all(|state| state.posted >= target))
@@ -169,6 +179,7 @@ impl StreamBook {
     /// nothing has completed for the stall timeout.
     #[inline]
     pub fn after_poll(&mut self, retired: u64, meter: Option<&mut BandwidthMeter>) -> bool {
+        self.looked = true;
         if retired > 0 {
             self.now_nanos = self.clock.now_nanos();
             self.last_progress_nanos = self.now_nanos;
@@ -180,6 +191,7 @@ impl StreamBook {
         }
         self.empty_polls += 1;
         if self.empty_polls < EMPTY_POLLS_PER_LOOK {
+            self.looked = false;
             return true;
         }
         self.empty_polls = 0;
@@ -234,6 +246,9 @@ mod tests {
         // Only the last empty poll reads the clock, and it finds the run silent too long.
         assert_eq!(verdicts.iter().filter(|&&alive| !alive).count(), 1);
         assert!(!verdicts[verdicts.len() - 1]);
+        assert!(book.looked(), "the last empty poll of a round reads the clock");
+        assert!(book.after_poll(1, None) && book.looked());
+        assert!(book.after_poll(0, None) && !book.looked());
         let mut book = StreamBook::start(1, 8, 4, Some(8), Duration::from_secs(60));
         assert!((0..EMPTY_POLLS_PER_LOOK).all(|_| book.after_poll(0, None)));
     }
