@@ -343,7 +343,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_gpu_index_comes_with_its_bus_id_and_the_placement_columns_come_last() {
+    fn every_gpu_index_comes_with_its_bus_id_and_the_placement_columns_come_before_the_peak_span() {
         assert_eq!(
             lane_note("1", "mlx5_1", "cuda", "1", "0000:19:00.0"),
             "  lane 1: mlx5_1, cuda:1 (0000:19:00.0)"
@@ -361,10 +361,11 @@ mod tests {
             message_size_bytes: 65536,
             messages: 10,
             elapsed_nanos: 1000,
-            peak_bytes_per_second: 1.0,
+            peak_bytes_per_second: Some(1.0),
             average_bytes_per_second: 1.0,
             messages_per_second: 1.0,
             copy_seconds: 0.0,
+            peak_span: Some((10, 1000)),
         };
         let row = BandwidthRow::new(&context, settings, &[figures], "off");
         let mut writer = csv::Writer::from_writer(Vec::new());
@@ -372,10 +373,10 @@ mod tests {
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let mut lines = text.lines();
         assert!(
-            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters"),
+            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s"),
             "{text}"
         );
-        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,"), "{text}");
+        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6"), "{text}");
         let second =
             BandwidthRow { numa_node: Some(1), gpu_local_bus_id: "0000:2a:00.0".into(), ..row.clone() };
         let all = BandwidthRow::aggregate(&[row, second]).unwrap();
