@@ -218,6 +218,11 @@ impl StageTicket {
     pub fn bytes(&self) -> usize {
         self.bytes
     }
+
+    /// When `begin_*` queued the copies.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
 }
 
 /// A GPU payload buffer mirrored by a pinned host bounce buffer of the same length.

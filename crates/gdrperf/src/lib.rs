@@ -12,6 +12,7 @@
 pub mod error;
 pub mod exchange;
 pub mod harness;
+pub mod memory_kind;
 pub mod output;
 pub mod verbs;
 

@@ -292,7 +292,7 @@ fn lane_description(session: &Session) -> String {
 fn lane_metadata(session: &Session) -> serde_json::Value {
     serde_json::json!({
         "device": session.local.device.name(),
-        "memory": session.local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host"),
+        "memory": session.memory(),
         "gpu": session.local.buffers.first().and_then(|buffer| buffer.gpu_description()),
         "peer": session.peer.side,
     })

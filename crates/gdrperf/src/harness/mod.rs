@@ -14,6 +14,7 @@ pub mod config;
 pub mod interrupt;
 pub mod lanes;
 pub mod latency;
+pub mod memory;
 pub mod placement;
 pub mod roles;
 pub mod send;
@@ -22,6 +23,7 @@ pub mod staged_receive;
 pub mod staging;
 pub mod stop;
 pub mod sweep;
+pub mod write_stream;
 
 pub use args::{BandwidthArgs, CommonArgs};
 pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};

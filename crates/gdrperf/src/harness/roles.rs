@@ -15,8 +15,9 @@ use crate::harness::session::Session;
 use crate::harness::sweep::{self, create_local, greeting, Benchmark, RunOutcome};
 use crate::output::{Console, Outputs};
 
-/// Runs `benchmark` as `config` says. The only entry point a bench binary calls.
-pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutcome> {
+/// Runs `benchmark` as its configuration says. The only entry point a bench binary calls.
+pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
+    let config = benchmark.config();
     // Signals are taken over only once connected: until then Ctrl-C simply ends the process,
     // and there is nothing measured to save.
     let stop = StopFlag::default();

@@ -15,6 +15,7 @@ use crate::exchange::{Control, Hello, SideInfo, PROTOCOL_VERSION};
 use crate::harness::args::MemoryKind;
 use crate::harness::buffers::BenchBuffer;
 use crate::harness::config::{BenchConfig, Role};
+use crate::harness::memory::staged_len;
 use crate::harness::placement::Placement;
 use crate::harness::staging::{CudaStager, HostStager};
 use crate::verbs::{
@@ -42,6 +43,9 @@ pub struct LocalResources {
 
 impl LocalResources {
     /// Opens the device and creates one QP and one registered buffer per `-q`.
+    ///
+    /// A staged buffer (payload and bounce buffer) is a ring of send-depth slots of the largest
+    /// message, capped at [`crate::harness::memory::RING_BYTES`]: see `harness::memory`.
     ///
     /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
     /// being set up, and its message says more than a later registration failure would.
@@ -73,13 +77,13 @@ impl LocalResources {
                 }
                 (MemoryKind::CudaStaged, Some(gpu)) => BenchBuffer::staged(
                     &protection_domain,
-                    Box::new(CudaStager::new(gpu, buffer_len, buffer_len)?),
-                    "cuda-staged",
+                    Box::new(CudaStager::new(gpu, staged_len(buffer_len, sizes.send_depth), buffer_len)?),
+                    MemoryKind::CudaStaged,
                 )?,
                 (MemoryKind::HostStaged, _) => BenchBuffer::staged(
                     &protection_domain,
-                    Box::new(HostStager::new(buffer_len)?),
-                    "host-staged",
+                    Box::new(HostStager::new(staged_len(buffer_len, sizes.send_depth))?),
+                    MemoryKind::HostStaged,
                 )?,
                 _ => BenchBuffer::host(&protection_domain, buffer_len)?,
             });
@@ -102,7 +106,7 @@ impl LocalResources {
                 device: self.device.name().to_string(),
                 port: self.port.number,
                 active_mtu: self.port.active_mtu.bytes(),
-                memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or("host").to_string(),
+                memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host),
                 gpu: self.buffers.first().and_then(BenchBuffer::gpu_description),
             },
             endpoints: self
@@ -294,6 +298,55 @@ impl Session {
     /// The peer's buffer of QP `index`.
     pub fn remote_buffer(&self, index: usize) -> RemoteBuffer {
         self.peer.buffers[index]
+    }
+
+    /// This side's kind of memory.
+    pub fn memory(&self) -> MemoryKind {
+        self.local.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host)
+    }
+
+    /// The peer's kind of memory, as its hello said.
+    pub fn peer_memory(&self) -> MemoryKind {
+        self.peer.side.memory
+    }
+
+    /// `--validate`, before a size: each QP's buffer holds the pattern of its `size`-byte
+    /// messages in its first `size` bytes (the source of a checked transfer).
+    pub fn fill_pattern(&mut self, size: usize) -> Result<()> {
+        for (index, buffer) in self.local.buffers.iter_mut().enumerate() {
+            buffer.fill_pattern(size, crate::harness::buffers::pattern_seed(size, index))?;
+        }
+        Ok(())
+    }
+
+    /// `--validate`, before a size: each QP's first `size` bytes zeroed (a destination), so that
+    /// a message that never landed fails the check.
+    pub fn clear(&mut self, size: usize) -> Result<()> {
+        self.local.buffers.iter_mut().try_for_each(|buffer| buffer.clear(size))
+    }
+
+    /// Whether the CPU reaches this side's payload directly (host memory): inline sends and
+    /// the last-byte poll need that.
+    pub fn cpu_visible(&self) -> bool {
+        self.local.buffers.first().is_some_and(|buffer| buffer.host_bytes().is_some())
+    }
+
+    /// `--validate`, after a size: the first `len` bytes of each QP's buffer hold the pattern of
+    /// its `size`-byte messages (a staged ring: every message was checked as it was copied in).
+    pub fn check_received(&mut self, size: usize, len: usize) -> Result<Option<String>> {
+        crate::harness::buffers::check_received(&mut self.local.buffers, size, len)
+    }
+
+    /// The first failed per-message check of a staged receiver in this size (see
+    /// `harness::memory`), if any.
+    pub fn take_message_failure(&mut self) -> Option<String> {
+        crate::harness::buffers::take_message_failure(&mut self.local.buffers)
+    }
+
+    /// The copy time of this side's buffers since the last call, in seconds: the busy time of
+    /// its copies (zero for memory the NIC reaches directly). See `gdrperf_stats::copy_time`.
+    pub fn take_copy_seconds(&mut self) -> f64 {
+        crate::harness::buffers::take_copy_time(&mut self.local.buffers).as_secs_f64()
     }
 }
 

@@ -33,6 +33,8 @@ pub trait Benchmark: Sync {
     /// The result row.
     type Row: Row + Send + 'static;
 
+    /// The run's validated configuration (given once: [`run`] takes it from here).
+    fn config(&self) -> &BenchConfig;
     /// Queue sizes of each QP.
     fn queue_sizes(&self) -> QueuePairSizes;
     /// Bytes of each QP's buffer for a sweep whose largest message is `largest_message`.
@@ -399,8 +401,8 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         peer_device: session.peer.side.device.clone(),
         mtu: session.mtu.bytes(),
         qps: config.qps,
-        mem_local: session.local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host").to_string(),
-        mem_remote: session.peer.side.memory.clone(),
+        mem_local: session.memory(),
+        mem_remote: session.peer_memory(),
         gpu_local: session
             .local
             .buffers
@@ -458,11 +460,7 @@ pub(crate) fn metadata<B: Benchmark>(
         ),
         HeaderLine::per_placement(
             "Memory",
-            format!(
-                "local {}, remote {}",
-                local.buffers.first().map(|b| b.kind()).unwrap_or("host"),
-                session.peer.side.memory
-            ),
+            format!("local {}, remote {}", session.memory(), session.peer_memory()),
         ),
         HeaderLine::per_placement(
             "GPU",
@@ -515,7 +513,7 @@ pub(crate) fn metadata<B: Benchmark>(
         "rate": local.port.rate,
         "mtu": session.mtu.bytes(),
         "gid": local.gid.map(|gid| gid.to_string()),
-        "memory": local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host"),
+        "memory": session.memory(),
         "gpu": local.buffers.first().and_then(|buffer| buffer.gpu_description()),
         "nvidia_driver": std::fs::read_to_string("/sys/module/nvidia/version").ok().map(|text| text.trim().to_string()),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|text| text.trim().to_string()),

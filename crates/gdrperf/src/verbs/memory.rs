@@ -197,6 +197,23 @@ pub struct LocalSlice {
     pub lkey: u32,
 }
 
+impl LocalSlice {
+    /// No bytes: a receive that only signals (write with immediate, a credit), or a zero-byte SEND.
+    pub const fn empty() -> LocalSlice {
+        LocalSlice { address: 0, len: 0, lkey: 0 }
+    }
+
+    /// `len` bytes at `offset` inside this slice (a message's slot of a registered ring).
+    ///
+    /// # Panics
+    /// Where they would reach past the slice: a slice never names bytes outside its region.
+    #[inline]
+    pub fn sub(&self, offset: usize, len: usize) -> LocalSlice {
+        assert!(offset + len <= self.len as usize, "slice outside the registered region");
+        LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
