@@ -17,7 +17,7 @@ use crate::harness::config::StopRule;
 use crate::harness::memory::{shared_bounce_for_tests, Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::session::{LocalResources, Session};
 use crate::verbs::completion::opcode;
-use crate::verbs::{CompletionQueue, Operation, RcQueuePair, RemoteBuffer, SendRequest};
+use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, RemoteBuffer, SendRequest};
 
 /// The one-sided operations a stream can consist of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,7 +250,7 @@ fn run<M: QueueMemory>(
                         signaled: sequence.is_multiple_of(cq_mod) || Some(sequence) == target,
                         local: memory.local(message),
                         operation,
-                        inline: false,
+                        inline: Inline::NO,
                     }
                 }))?;
                 state.posted += count;

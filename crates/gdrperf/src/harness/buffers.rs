@@ -60,8 +60,10 @@ impl Storage {
 
 /// A registered buffer of one QP.
 pub struct BenchBuffer {
-    storage: Storage,
+    /// Declared before the memory it registers, so that it is deregistered before that memory
+    /// is freed (fields drop in order): the NIC never holds freed pages.
     region: MemoryRegion,
+    storage: Storage,
     /// Staged buffers: what the engine's per-message checks found during the current size.
     check: MessageCheck,
 }

@@ -369,17 +369,17 @@ mod tests {
     /// A bounce "registration" for tests: the stager's bounce buffer, with a made-up key.
     fn bounce_of(stager: &HostStager) -> LocalSlice {
         let (address, len) = stager.bounce();
-        LocalSlice { address, len: len as u32, lkey: 7 }
+        LocalSlice::for_tests(address, len as u32)
     }
 
     /// What the NIC does: writes `bytes` into the bounce buffer at `offset`.
     fn land(bounce: LocalSlice, offset: usize, bytes: &[u8]) {
-        assert!(offset + bytes.len() <= bounce.len as usize);
+        assert!(offset + bytes.len() <= bounce.len() as usize);
         // SAFETY: inside the live bounce buffer; the stager does not touch it during this write.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 bytes.as_ptr(),
-                (bounce.address as *mut u8).add(offset),
+                (bounce.address() as *mut u8).add(offset),
                 bytes.len(),
             )
         };
@@ -416,8 +416,8 @@ mod tests {
         assert_eq!(staged.ready_to_post(2, 2, 1000).unwrap(), 4);
         assert_eq!(staged.out_started, 6);
         // Each message goes out from its own slot.
-        assert_eq!(staged.local(5).address, bounce.address + 256);
-        assert_eq!(staged.local(5).len, 256);
+        assert_eq!(staged.local(5).address(), bounce.address() + 256);
+        assert_eq!(staged.local(5).len(), 256);
         // The phase ends at message 7: no copy beyond it.
         assert_eq!(staged.ready_to_post(6, 6, 7).unwrap(), 1);
         assert_eq!(staged.out_started, 7);

@@ -18,7 +18,7 @@ use crate::harness::buffers::pattern_seed;
 use crate::harness::memory::{shared_bounce_for_tests, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::session::{LocalResources, Session};
 use crate::verbs::completion::opcode;
-use crate::verbs::{LocalSlice, Operation, SendRequest};
+use crate::verbs::{Inline, LocalSlice, Operation, SendRequest};
 
 /// How many receives to post up front: one per ring slot, or fewer when fewer messages come
 /// (a receive left over would overflow the queue at the next size).
@@ -158,7 +158,7 @@ pub fn receive(
                 signaled: true,
                 local: LocalSlice::empty(),
                 operation: Operation::SendWithImmediate { immediate: owed as u32 },
-                inline: false,
+                inline: Inline::NO,
             }))?;
             credit_sends += 1;
             credited[index] = copied[index];

@@ -9,7 +9,9 @@ use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
 use crate::harness::session::{LocalResources, Session};
 use crate::harness::staging::Stager;
-use crate::verbs::{CompletionQueue, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion};
+use crate::verbs::{
+    CompletionQueue, Inline, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion,
+};
 
 use super::{
     landing_half, landing_offset, protocol, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID,
@@ -97,7 +99,7 @@ pub(super) struct Wire<'a> {
     control: &'a mut Control,
     local: LocalSlice,
     receive: LocalSlice,
-    inline: bool,
+    inline: Inline,
     send_depth: u64,
     sends_outstanding: u64,
     size: usize,
@@ -135,7 +137,12 @@ impl<'a> Wire<'a> {
             control,
             local,
             receive,
-            inline: plan.inline,
+            inline: match plan.inline {
+                // SAFETY: a plan asks for inline sends only from host memory (`LatencyConfig::inline`
+                // with a CPU-visible buffer); `local` is the session's buffer, alive for the size.
+                true => unsafe { Inline::yes() },
+                false => Inline::NO,
+            },
             send_depth,
             sends_outstanding: 0,
             size: plan.size,

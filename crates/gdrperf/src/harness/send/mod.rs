@@ -45,7 +45,7 @@ use crate::harness::config::StopRule;
 use crate::harness::memory::{Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::session::{LocalResources, Session};
 use crate::verbs::completion::opcode;
-use crate::verbs::{CompletionQueue, Operation, RcQueuePair, SendRequest, WorkCompletion};
+use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, SendRequest, WorkCompletion};
 
 pub use receiver::ReceiveQueues;
 use receiver::Receiver;
@@ -337,7 +337,13 @@ impl Sender {
             if count == 0 {
                 continue;
             }
-            let (first, base, inline) = (state.posted, state.base, self.plan.inline);
+            let inline = match self.plan.inline {
+                // SAFETY: the plan asks for inline sends only from host memory (the session's
+                // buffers, registered and alive for the whole size), see `SendStream::measure`.
+                true => unsafe { Inline::yes() },
+                false => Inline::NO,
+            };
+            let (first, base) = (state.posted, state.base);
             let memory = &memories[index];
             queue_pair.post_send((1..=count).map(|offset| {
                 let sequence = first + offset;

@@ -120,11 +120,10 @@ impl QueueReceives {
     fn slot(&self, slot: u32) -> LocalSlice {
         match (&self.ring, self.staged) {
             (Some(ring), _) => ring.region.slice(slot as usize * ring.stride, ring.stride),
-            (None, Some(staged)) => LocalSlice {
-                address: self.target.address + (slot as usize * staged.stride) as u64,
-                len: staged.stride.min(self.target.len as usize - slot as usize * staged.stride) as u32,
-                lkey: self.target.lkey,
-            },
+            (None, Some(staged)) => {
+                let start = slot as usize * staged.stride;
+                self.target.sub(start, staged.stride.min(self.target.len() as usize - start))
+            }
             (None, None) => self.target,
         }
     }
