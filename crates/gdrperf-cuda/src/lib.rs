@@ -49,6 +49,6 @@ pub use error::{CopyDirection, CudaError, DriverCode};
 pub use memory::{host_page_size, round_up, DmaBuf, DmaBufMapping, GpuBuffer, PinnedHostBuffer};
 pub use selection::{GpuSelection, PciBusId, SelectionError};
 pub use staging::{
-    plan_chunks, Chunk, HazardTracker, OperationStats, StageOperation, StageTicket, StagedBuffer,
+    chunks, plan_chunks, Chunk, HazardTracker, OperationStats, StageOperation, StageTicket, StagedBuffer,
     StagingConfig, StagingStats,
 };
