@@ -62,19 +62,19 @@ impl Benchmark for ReadLatency {
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
         if self.common.validate {
-            match session.side.is_client() {
+            match session.is_client() {
                 true => session.clear(size)?,
                 false => session.fill_pattern(size)?,
             }
         }
-        if !session.side.is_client() {
+        if !session.is_client() {
             prepare_read_source(session, size)?;
         }
         Ok(())
     }
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
-        if !session.side.is_client() {
+        if !session.is_client() {
             return Ok(None);
         }
         let plan = LatencyPlan::new(&self.common, size, false);
@@ -85,7 +85,7 @@ impl Benchmark for ReadLatency {
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
-        if !self.common.validate || !session.side.is_client() {
+        if !self.common.validate || !session.is_client() {
             return Ok(None);
         }
         session.check_received(size, size)

@@ -88,7 +88,7 @@ impl Benchmark for SendLatency {
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
         let plan = LatencyPlan::new(&self.common, size, self.latency.inline(size, session.cpu_visible()));
         session.take_copy_seconds();
-        if !session.side.is_client() {
+        if !session.is_client() {
             // The server takes no samples, but its copies are inside the client's.
             ping_pong_responder(session, PingPong::Send, &plan)?;
             return Ok(Some(LatencyFigures::copies_only(size, session.take_copy_seconds())));

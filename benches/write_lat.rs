@@ -114,7 +114,7 @@ impl Benchmark for WriteLatency {
         let transport = PingPong::for_write_session(session, self.latency.write_with_imm);
         let plan = LatencyPlan::new(&self.common, size, self.latency.inline(size, session.cpu_visible()));
         session.take_copy_seconds();
-        if !session.side.is_client() {
+        if !session.is_client() {
             // The server takes no samples, but its copies are inside the client's.
             ping_pong_responder(session, transport, &plan)?;
             return Ok(Some(LatencyFigures::copies_only(size, session.take_copy_seconds())));

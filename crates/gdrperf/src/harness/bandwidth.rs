@@ -15,7 +15,7 @@ use crate::exchange::{Control, ExchangeError};
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
 use crate::harness::memory::{shared_bounce_for_tests, Direct, QueueMemory, Ring, Staged, Stamps};
-use crate::harness::session::{LocalResources, Session};
+use crate::harness::session::{Session, SessionParts};
 use crate::verbs::completion::opcode;
 use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, RemoteBuffer, SendRequest};
 
@@ -78,8 +78,7 @@ const SEQUENCE_BITS: u32 = 40;
 pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthReport> {
     let remotes: Vec<RemoteBuffer> =
         (0..session.local.queue_pairs.len()).map(|index| session.remote_buffer(index)).collect();
-    let Session { local, control, .. } = session;
-    let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+    let SessionParts { queue_pairs, completion_queue, buffers, control, .. } = session.parts();
     let link = Link { queue_pairs, completion_queue, control, remotes };
     if !buffers.first().is_some_and(|buffer| buffer.is_staged()) {
         let mut memories: Vec<Direct> = buffers.iter().map(|buffer| Direct::new(buffer, plan.size)).collect();

@@ -386,15 +386,23 @@ pub fn message_byte(seed: u64, index: u64, len: usize, offset: usize) -> u8 {
     }
 }
 
+/// Where message `index` (`len` bytes) of the pattern `seed` differs from the plain pattern:
+/// its stamps, as (offset, bytes): the first 8 bytes (fewer in a shorter message) and, from 16
+/// bytes on, the last 8.
+pub fn message_stamps(seed: u64, index: u64, len: usize) -> Vec<(usize, Vec<u8>)> {
+    let stamp = stamp(seed, index);
+    let mut stamps = vec![(0, stamp[..len.min(8)].to_vec())];
+    if len >= 16 {
+        stamps.push((len - 8, stamp.to_vec()));
+    }
+    stamps
+}
+
 /// Writes message `index` of the pattern `seed` into `bytes`.
 pub fn fill_message(bytes: &mut [u8], seed: u64, index: u64) {
     fill_pattern(bytes, seed);
-    let stamp = stamp(seed, index);
-    let head = bytes.len().min(8);
-    bytes[..head].copy_from_slice(&stamp[..head]);
-    if bytes.len() >= 16 {
-        let tail = bytes.len() - 8;
-        bytes[tail..].copy_from_slice(&stamp);
+    for (offset, stamp) in message_stamps(seed, index, bytes.len()) {
+        bytes[offset..offset + stamp.len()].copy_from_slice(&stamp);
     }
 }
 

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::harness::buffers::{
-    fill_message, fill_pattern, find_message_mismatch, find_mismatch, BenchBuffer, MessageCheck,
+    fill_pattern, find_message_mismatch, find_mismatch, message_stamps, BenchBuffer, MessageCheck,
     MessageMismatch,
 };
 use crate::harness::staging::{CopyId, Stager};
@@ -190,8 +190,10 @@ pub struct Staged<'a> {
     ins: VecDeque<(CopyId, u64)>,
     in_started: u64,
     in_done: u64,
-    /// A stamped message, built once: the sender writes it per message under `--validate`.
-    scratch: Vec<u8>,
+    /// `--validate`: the plain pattern of a message, built once per size: written into each
+    /// payload slot the first time it is used (then only the stamps change), and what a
+    /// received message's body is compared with.
+    pattern: Vec<u8>,
 }
 
 impl<'a> Staged<'a> {
@@ -233,12 +235,35 @@ impl<'a> Staged<'a> {
             ins: VecDeque::with_capacity(capacity),
             in_started: 0,
             in_done: 0,
-            scratch: if stamps.is_some() { vec![0u8; size] } else { Vec::new() },
+            pattern: match stamps {
+                Some(stamps) => {
+                    let mut pattern = vec![0u8; size];
+                    fill_pattern(&mut pattern, stamps.seed);
+                    pattern
+                }
+                None => Vec::new(),
+            },
         }
     }
 
     pub fn ring(&self) -> Ring {
         self.ring
+    }
+
+    /// The quick check of a received message: the body against the pattern built once, the
+    /// stamps against the message's (memcmp speed; the slow per-byte search runs only to
+    /// describe a failure).
+    fn intact(&self, bytes: &[u8], stamps: Stamps, message: u64) -> bool {
+        if !stamps.stamped {
+            return bytes == self.pattern.as_slice();
+        }
+        let len = bytes.len();
+        // The body lies between the stamps (see `message_stamps`).
+        let body = len.min(8)..if len >= 16 { len - 8 } else { len };
+        message_stamps(stamps.seed, message, len)
+            .iter()
+            .all(|(offset, stamp)| bytes[*offset..*offset + stamp.len()] == stamp[..])
+            && bytes[body.clone()] == self.pattern[body]
     }
 
     /// Checks message `message` in its payload slot (ring position `position`), once its copy
@@ -248,7 +273,7 @@ impl<'a> Staged<'a> {
         let range = self.ring.range(position, self.size);
         let bytes = self.stager.read_payload_range(range)?;
         self.check.checked += 1;
-        if self.check.failure.is_none() {
+        if self.check.failure.is_none() && !self.intact(&bytes, stamps, message) {
             let mismatch = match stamps.stamped {
                 true => find_message_mismatch(&bytes, stamps.seed, message),
                 false => find_mismatch(&bytes, stamps.seed).map(MessageMismatch::Byte),
@@ -277,12 +302,16 @@ impl QueueMemory for Staged<'_> {
         while self.out_started < limit {
             let range = self.ring.range(self.out_started, self.size);
             if let Some(stamps) = self.stamps {
-                // Each slot's payload gets the message it sends (not timed apart: --validate).
-                match stamps.stamped {
-                    true => fill_message(&mut self.scratch, stamps.seed, self.out_started),
-                    false => fill_pattern(&mut self.scratch, stamps.seed),
+                // Each slot's payload holds the message it sends: the pattern once per slot and
+                // size, then the message's stamps (--validate only; these writes are timed).
+                if self.out_started < self.ring.slots {
+                    self.stager.write_payload_at(range.start, &self.pattern)?;
                 }
-                self.stager.write_payload_at(range.start, &self.scratch)?;
+                if stamps.stamped {
+                    for (offset, bytes) in message_stamps(stamps.seed, self.out_started, self.size) {
+                        self.stager.write_payload_at(range.start + offset, bytes.as_slice())?;
+                    }
+                }
             }
             let copy = self.stager.begin_out(range)?;
             self.outs.push_back(copy);
@@ -363,7 +392,7 @@ impl QueueMemory for Staged<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::buffers::pattern_seed;
+    use crate::harness::buffers::{fill_message, pattern_seed};
     use crate::harness::staging::HostStager;
 
     /// A bounce "registration" for tests: the stager's bounce buffer, with a made-up key.
@@ -421,6 +450,32 @@ mod tests {
         // The phase ends at message 7: no copy beyond it.
         assert_eq!(staged.ready_to_post(6, 6, 7).unwrap(), 1);
         assert_eq!(staged.out_started, 7);
+    }
+
+    #[test]
+    fn a_staged_sender_stamps_each_message_into_its_slot() {
+        let (size, seed) = (256, pattern_seed(256, 3));
+        let mut stager = HostStager::new(4 * size).unwrap();
+        let bounce = bounce_of(&stager);
+        let mut check = MessageCheck::default();
+        let ring = Ring::new(4 * size, 4, size);
+        let stamps = Some(Stamps { seed, stamped: true });
+        let mut staged = Staged::from_parts(&mut stager, bounce, &mut check, ring, size, stamps);
+        let in_slot = |slot: usize| {
+            // SAFETY: inside the live bounce buffer, which nothing writes during this read.
+            unsafe { std::slice::from_raw_parts((bounce.address() as *const u8).add(slot * size), size) }
+                .to_vec()
+        };
+        let message = |index: u64| {
+            let mut bytes = vec![0u8; size];
+            fill_message(&mut bytes, seed, index);
+            bytes
+        };
+        assert_eq!(staged.ready_to_post(0, 0, 100).unwrap(), 4);
+        assert_eq!(in_slot(2), message(2));
+        // Messages 0 and 1 completed: 4 and 5 reuse their slots, with their own stamps.
+        staged.ready_to_post(4, 2, 100).unwrap();
+        assert_eq!((in_slot(0), in_slot(1), in_slot(3)), (message(4), message(5), message(3)));
     }
 
     #[test]

@@ -4,7 +4,6 @@
 //! exchange, connect), and the local half is done *before* waiting for the peer, so that a
 //! wrong device or port fails at once on the side that has it, not as a timeout on the other.
 
-use std::any::Any;
 use std::net::TcpListener;
 use std::sync::Arc;
 
@@ -160,19 +159,40 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
     }
 }
 
-/// A connected side: what a benchmark's callbacks work with.
+/// A connected side: what a benchmark's callbacks work with, through its methods; the engines
+/// of the harness borrow its parts.
 pub struct Session {
-    pub side: Side,
-    pub local: LocalResources,
-    pub control: Control,
-    pub peer: Hello,
+    pub(crate) side: Side,
+    pub(crate) local: LocalResources,
+    pub(crate) control: Control,
+    pub(crate) peer: Hello,
     /// The path MTU both QPs were connected with.
-    pub mtu: Mtu,
-    /// What a benchmark keeps for this connection across sizes (receives posted once, for
-    /// instance). It lives here, not in the benchmark value, because that value is shared by
-    /// both ends of a loopback run and by every lane of a concurrent one; and it goes with the
-    /// QPs it belongs to when the next memory placement replaces them.
-    connection_state: Option<Box<dyn Any + Send>>,
+    pub(crate) mtu: Mtu,
+    /// What the engines keep for this connection across sizes (receives posted once).
+    pub(crate) connection: Connection,
+}
+
+/// A session borrowed apart, for an engine: see [`Session::parts`].
+pub(crate) struct SessionParts<'a> {
+    pub(crate) queue_pairs: &'a mut Vec<RcQueuePair>,
+    pub(crate) completion_queue: &'a mut CompletionQueue,
+    pub(crate) buffers: &'a mut Vec<BenchBuffer>,
+    pub(crate) control: &'a mut Control,
+    pub(crate) connection: &'a mut Connection,
+}
+
+/// What the engines keep for one connection across sizes. It lives in the session, not in the
+/// benchmark value, because that value is shared by both ends of a loopback run and by every
+/// lane of a concurrent one; and it goes with the QPs it belongs to when the next memory
+/// placement replaces them. Receives cannot be taken back once posted, hence all of it.
+#[derive(Default)]
+pub(crate) struct Connection {
+    /// gdr-send-bw's receives, with their `--validate` ring or staged slots.
+    pub(crate) receive_queues: Option<crate::harness::send::ReceiveQueues>,
+    /// A ping-pong's receives are posted.
+    pub(crate) ping_pong_receives: bool,
+    /// A writer's receives for a staged receiver's credits are posted.
+    pub(crate) credit_receives: bool,
 }
 
 impl Session {
@@ -222,7 +242,9 @@ impl Session {
             .map_err(Error::from)
             .and_then(|peer| Session::connect_queue_pairs(config, local, peer));
         match result {
-            Ok((local, peer, mtu)) => Ok(Session { side, local, control, peer, mtu, connection_state: None }),
+            Ok((local, peer, mtu)) => {
+                Ok(Session { side, local, control, peer, mtu, connection: Connection::default() })
+            }
             Err(error) => {
                 control.report_failure(&error.to_string());
                 Err(error)
@@ -245,30 +267,26 @@ impl Session {
         self.local = local;
         self.peer = peer;
         self.mtu = mtu;
-        self.connection_state = None;
+        self.connection = Connection::default();
         Ok(())
     }
 
-    /// Keeps `state` for this connection (replacing what was kept).
-    pub fn keep_state<T: Any + Send>(&mut self, state: T) {
-        self.connection_state = Some(Box::new(state));
+    /// The parts an engine drives at once (borrowed apart): QPs, their completion queue, the
+    /// buffers, the control channel and the connection's state.
+    pub(crate) fn parts(&mut self) -> SessionParts<'_> {
+        let Session { local, control, connection, .. } = self;
+        let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+        SessionParts { queue_pairs, completion_queue, buffers, control, connection }
     }
 
-    /// The state kept for this connection, if it is a `T`.
-    pub fn state_mut<T: Any + Send>(&mut self) -> Option<&mut T> {
-        self.connection_state.as_mut().and_then(|state| state.downcast_mut::<T>())
+    /// Which end of the connection this is.
+    pub fn side(&self) -> Side {
+        self.side
     }
 
-    /// Takes the kept state out (to use it alongside `&mut self`); put it back with `keep_state`.
-    pub fn take_state<T: Any + Send>(&mut self) -> Option<T> {
-        match self.connection_state.take().map(|state| state.downcast::<T>()) {
-            Some(Ok(state)) => Some(*state),
-            Some(Err(other)) => {
-                self.connection_state = Some(other);
-                None
-            }
-            None => None,
-        }
+    /// This side is the client (it leads the sizes; the active side of a one-sided test).
+    pub fn is_client(&self) -> bool {
+        self.side.is_client()
     }
 
     fn connect_queue_pairs(

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::harness::bandwidth::CREDIT_FLAG;
 use crate::harness::buffers::pattern_seed;
 use crate::harness::memory::{shared_bounce_for_tests, QueueMemory, Ring, Staged, Stamps};
-use crate::harness::session::{LocalResources, Session};
+use crate::harness::session::{Session, SessionParts};
 use crate::verbs::completion::opcode;
 use crate::verbs::{Inline, LocalSlice, Operation, SendRequest};
 
@@ -68,8 +68,7 @@ pub fn receive(
     let slots = receive_slots(ring, depth);
     let ring = if shared_bounce_for_tests() { Ring { slots: 1, stride: size } } else { ring };
     let stamped = session.peer_memory().is_staged();
-    let Session { local, control, .. } = session;
-    let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+    let SessionParts { queue_pairs, completion_queue, buffers, control, .. } = session.parts();
     let queue_count = queue_pairs.len();
     let mut memories = Vec::with_capacity(queue_count);
     for (index, buffer) in buffers.iter_mut().enumerate() {

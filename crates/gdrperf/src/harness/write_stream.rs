@@ -18,18 +18,15 @@ pub struct WriteStream<'a> {
     pub bandwidth: &'a BandwidthConfig,
 }
 
-/// The mark, in a session's connection state, that a writer's credit receives are posted.
-struct CreditReceivesPosted;
-
 impl WriteStream<'_> {
     /// Whether this side writes: the client always, the server only when bidirectional.
     pub fn sends(&self, session: &Session) -> bool {
-        session.side.is_client() || self.bandwidth.bidirectional
+        session.is_client() || self.bandwidth.bidirectional
     }
 
     /// Whether this side is written to, and so has a buffer to check.
     pub fn receives(&self, session: &Session) -> bool {
-        !session.side.is_client() || self.bandwidth.bidirectional
+        !session.is_client() || self.bandwidth.bidirectional
     }
 
     /// Whether the side written to is staged (it then copies every arrival on, and must hear of
@@ -42,7 +39,7 @@ impl WriteStream<'_> {
                 "staged memory runs one direction at a time: drop -b/--bidirectional".into(),
             ));
         }
-        let receiver_is_staged = if session.side.is_client() { peers } else { ours };
+        let receiver_is_staged = if session.is_client() { peers } else { ours };
         if receiver_is_staged && matches!(self.common.stop, StopRule::Duration(_)) {
             return Err(Error::Config(
                 "a staged receiver counts the messages it copies: use -n/--iters, not -D".into(),
@@ -66,9 +63,9 @@ impl WriteStream<'_> {
         if staged_receiver && !self.sends(session) {
             staged_receive::post_receives(session, size, self.common.tx_depth, self.messages_per_qp())?;
         }
-        if staged_receiver && self.sends(session) && session.state_mut::<CreditReceivesPosted>().is_none() {
+        if staged_receiver && self.sends(session) && !session.connection.credit_receives {
             post_credit_receives(&mut session.local.queue_pairs)?;
-            session.keep_state(CreditReceivesPosted);
+            session.connection.credit_receives = true;
         }
         if !self.common.validate {
             return Ok(());

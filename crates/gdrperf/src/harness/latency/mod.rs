@@ -262,20 +262,18 @@ pub fn check_ping_pong(session: &mut Session, size: usize, len: usize) -> Result
     check_received_at(&mut session.local.buffers[..1], size, landing_at..landing_at + len)
 }
 
-/// The mark, in a session's connection state, that its ping-pong receives are posted. Receives
-/// outlive a size (they cannot be taken back), and go with the QPs when a new memory placement
-/// replaces them, as the connection state does ([`Session::keep_state`]).
-struct ReceivesPosted;
-
+/// Posts a ping-pong's receives once per connection: receives outlive a size (they cannot be
+/// taken back), and go with the QPs when a new memory placement replaces them, as the
+/// session's connection state does.
 fn post_receives_once(session: &mut Session) -> Result<()> {
-    if session.state_mut::<ReceivesPosted>().is_some() {
+    if session.connection.ping_pong_receives {
         return Ok(());
     }
     let landing = landing_half(session);
     for _ in 0..PING_PONG_RECEIVES {
         session.local.queue_pairs[0].post_receive(RECEIVE_ID, landing)?;
     }
-    session.keep_state(ReceivesPosted);
+    session.connection.ping_pong_receives = true;
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
-use crate::harness::session::{LocalResources, Session};
+use crate::harness::session::{Session, SessionParts};
 use crate::harness::staging::Stager;
 use crate::verbs::{
     CompletionQueue, Inline, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion,
@@ -114,8 +114,7 @@ impl<'a> Wire<'a> {
         operation_name: &'static str,
     ) -> Wire<'a> {
         let receive = landing_half(session);
-        let Session { local, control, .. } = session;
-        let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+        let SessionParts { queue_pairs, completion_queue, buffers, control, .. } = session.parts();
         let local = buffers[0].slice(plan.size);
         Wire::assemble(&mut queue_pairs[0], completion_queue, control, local, receive, plan, operation_name)
     }
@@ -323,8 +322,7 @@ impl<'a> Wire<'a> {
         operation_name: &'static str,
     ) -> Result<(Wire<'a>, &'a mut dyn Stager)> {
         let receive = landing_half(session);
-        let Session { local, control, .. } = session;
-        let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+        let SessionParts { queue_pairs, completion_queue, buffers, control, .. } = session.parts();
         let local = buffers[0].slice(plan.size);
         let kind = buffers[0].kind();
         let stager = buffers[0].stager().ok_or_else(|| {

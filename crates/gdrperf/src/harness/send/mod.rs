@@ -43,7 +43,7 @@ use crate::exchange::ExchangeError;
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
 use crate::harness::memory::{Direct, QueueMemory, Ring, Staged, Stamps};
-use crate::harness::session::{LocalResources, Session};
+use crate::harness::session::{Session, SessionParts};
 use crate::verbs::completion::opcode;
 use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, SendRequest, WorkCompletion};
 
@@ -102,13 +102,9 @@ fn split_id(wr_id: u64) -> (usize, u64) {
 ///
 /// Generic over the memory ([`QueueMemory`]), chosen here once per size: [`Direct`] for host
 /// and GPU memory, [`Staged`] (with its ring) for staged memory.
-pub fn stream_send(
-    session: &mut Session,
-    plan: &SendPlan,
-    receives: Option<&mut ReceiveQueues>,
-) -> Result<SendReports> {
-    let Session { local, control, .. } = session;
-    let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+pub fn stream_send(session: &mut Session, plan: &SendPlan) -> Result<SendReports> {
+    let SessionParts { queue_pairs, completion_queue, buffers, control, connection } = session.parts();
+    let receives = connection.receive_queues.as_mut();
     let link = Link { queue_pairs, completion_queue, control };
     if !buffers.first().is_some_and(|buffer| buffer.is_staged()) {
         let mut memories: Vec<Direct> = buffers.iter().map(|buffer| Direct::new(buffer, plan.size)).collect();

@@ -4,7 +4,6 @@
 
 use crate::error::{Error, Result};
 use crate::harness::args_send::SendConfig;
-use crate::harness::buffers::pattern_seed;
 use crate::harness::config::{BandwidthConfig, BenchConfig};
 use crate::harness::session::Session;
 use crate::output::rows::BandwidthFigures;
@@ -23,12 +22,12 @@ pub struct SendStream<'a> {
 impl SendStream<'_> {
     /// This side sends: the client, both sides when bidirectional.
     pub fn sends(&self, session: &Session) -> bool {
-        session.side.is_client() || self.bandwidth.bidirectional
+        session.is_client() || self.bandwidth.bidirectional
     }
 
     /// This side receives: the server, both sides when bidirectional.
     pub fn receives(&self, session: &Session) -> bool {
-        !session.side.is_client() || self.bandwidth.bidirectional
+        !session.is_client() || self.bandwidth.bidirectional
     }
 
     /// Staged memory has one bounce ring per QP, which a send and a receive at once would
@@ -48,18 +47,16 @@ impl SendStream<'_> {
     pub fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
         self.refuse_staged_bidirectional(session)?;
         if self.common.validate && self.sends(session) {
-            for (index, buffer) in session.local.buffers.iter_mut().enumerate() {
-                buffer.fill_pattern(size, pattern_seed(size, index))?;
-            }
+            session.fill_pattern(size)?;
         }
-        if self.receives(session) && session.state_mut::<ReceiveQueues>().is_none() {
+        if self.receives(session) && session.connection.receive_queues.is_none() {
             let queues = ReceiveQueues::post(
                 session,
                 self.send.rx_depth,
                 self.common.validate,
                 self.common.max_size(),
             )?;
-            session.keep_state(queues);
+            session.connection.receive_queues = Some(queues);
         }
         Ok(())
     }
@@ -79,14 +76,9 @@ impl SendStream<'_> {
             validate: self.common.validate,
             peer_staged: session.peer_memory().is_staged(),
         };
-        let mut queues = session.take_state::<ReceiveQueues>();
         session.take_copy_seconds();
-        let reports = stream_send(session, &plan, queues.as_mut());
-        let rx_depth = queues.as_ref().map(ReceiveQueues::depth).unwrap_or(0);
-        if let Some(queues) = queues {
-            session.keep_state(queues);
-        }
-        let reports = reports?;
+        let reports = stream_send(session, &plan)?;
+        let rx_depth = session.connection.receive_queues.as_ref().map(ReceiveQueues::depth).unwrap_or(0);
         // One direction at a time when staged: the copies belong to whichever this side did.
         let copy_seconds = session.take_copy_seconds();
         let with_copies = |report: &_| BandwidthFigures { copy_seconds, ..BandwidthFigures::from(report) };
@@ -104,7 +96,7 @@ impl SendStream<'_> {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
-        let failure = session.state_mut::<ReceiveQueues>().and_then(ReceiveQueues::take_failure);
+        let failure = session.connection.receive_queues.as_mut().and_then(ReceiveQueues::take_failure);
         Ok(failure.or_else(|| session.take_message_failure()))
     }
 }
