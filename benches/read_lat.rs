@@ -11,7 +11,7 @@
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest, TestOptions};
 use gdrperf::harness::latency::{prepare_read_source, read_latency, staging_header, LatencyPlan};
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
+use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
@@ -45,19 +45,19 @@ impl Benchmark for ReadLatency {
         &self.common
     }
 
-    fn queue_sizes(&self) -> QueuePairSizes {
-        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: 1, max_inline: 0 }
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({})
-    }
-
-    fn header(&self) -> Vec<(String, String)> {
-        let mut header =
-            vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())];
-        header.extend(staging_header(&self.common, None));
-        header
+    fn setup(&self) -> Setup {
+        Setup {
+            queue_sizes: QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: 1, max_inline: 0 },
+            buffer_len: self.common.max_size(),
+            parameters: serde_json::json!({}),
+            header: {
+                let mut header =
+                    vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())];
+                header.extend(staging_header(&self.common, None));
+                header
+            },
+            bandwidth: None,
+        }
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {

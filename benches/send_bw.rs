@@ -14,7 +14,7 @@ use clap::Parser;
 use gdrperf::harness::args_send::{SendArgs, SendConfig};
 use gdrperf::harness::send::SendStream;
 use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults,
+    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup, TestDefaults,
 };
 use gdrperf::output::rows::BandwidthSettings;
 use gdrperf::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
@@ -58,23 +58,23 @@ impl Benchmark for SendBandwidth {
         &self.common
     }
 
-    fn queue_sizes(&self) -> QueuePairSizes {
-        QueuePairSizes {
-            send_depth: self.common.tx_depth,
-            recv_depth: self.send.rx_depth,
-            max_inline: self.send.inline_size,
+    fn setup(&self) -> Setup {
+        Setup {
+            queue_sizes: QueuePairSizes {
+                send_depth: self.common.tx_depth,
+                recv_depth: self.send.rx_depth,
+                max_inline: self.send.inline_size,
+            },
+            buffer_len: self.common.max_size(),
+            parameters: self.bandwidth.parameters(),
+            header: {
+                let mut header = self.bandwidth.header();
+                header.push(("RX depth".into(), self.send.rx_depth.to_string()));
+                header.push(("Inline".into(), format!("up to {} bytes", self.send.inline_size)));
+                header
+            },
+            bandwidth: Some(self.bandwidth),
         }
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        self.bandwidth.parameters()
-    }
-
-    fn header(&self) -> Vec<(String, String)> {
-        let mut header = self.bandwidth.header();
-        header.push(("RX depth".into(), self.send.rx_depth.to_string()));
-        header.push(("Inline".into(), format!("up to {} bytes", self.send.inline_size)));
-        header
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
@@ -109,14 +109,6 @@ impl Benchmark for SendBandwidth {
             &reports,
             validation,
         )
-    }
-
-    fn concurrent(&self) -> bool {
-        self.bandwidth.concurrent
-    }
-
-    fn aggregate(&self, lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
-        SendBandwidthRow::aggregate(lanes)
     }
 }
 

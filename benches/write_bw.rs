@@ -7,7 +7,7 @@
 use clap::Parser;
 use gdrperf::harness::write_stream::WriteStream;
 use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, TestDefaults,
+    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup, TestDefaults,
 };
 use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
 use gdrperf::output::{BandwidthRow, RowContext};
@@ -47,17 +47,15 @@ impl Benchmark for WriteBandwidth {
         &self.common
     }
 
-    fn queue_sizes(&self) -> QueuePairSizes {
-        // Receives are used only by a receiver that copies each arrival on (harness::write_stream).
-        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: self.common.tx_depth, max_inline: 0 }
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        self.bandwidth.parameters()
-    }
-
-    fn header(&self) -> Vec<(String, String)> {
-        self.bandwidth.header()
+    fn setup(&self) -> Setup {
+        Setup {
+            queue_sizes: // Receives are used only by a receiver that copies each arrival on (harness::write_stream).
+        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: self.common.tx_depth, max_inline: 0 },
+            buffer_len: self.common.max_size(),
+            parameters: self.bandwidth.parameters(),
+            header: self.bandwidth.header(),
+            bandwidth: Some(self.bandwidth),
+        }
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
@@ -73,10 +71,6 @@ impl Benchmark for WriteBandwidth {
             return Ok(None);
         }
         session.check_received(size, size)
-    }
-
-    fn sums_both_directions(&self) -> bool {
-        self.bandwidth.bidirectional
     }
 
     fn row(
@@ -106,14 +100,6 @@ impl Benchmark for WriteBandwidth {
             bidirectional: self.bandwidth.bidirectional,
         };
         (!reports.is_empty()).then(|| BandwidthRow::new(context, settings, &reports, validation))
-    }
-
-    fn concurrent(&self) -> bool {
-        self.bandwidth.concurrent
-    }
-
-    fn aggregate(&self, lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
-        BandwidthRow::aggregate(lanes)
     }
 }
 

@@ -22,7 +22,7 @@ use gdrperf::harness::latency::{
     check_ping_pong, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
     prepare_ping_pong_check, staging_header, LatencyPlan, PingPong, PING_PONG_RECEIVES,
 };
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
+use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
@@ -68,38 +68,34 @@ impl Benchmark for WriteLatency {
         &self.common
     }
 
-    fn buffer_len(&self, largest_message: usize) -> usize {
-        ping_pong_buffer_len(largest_message)
-    }
-
-    fn queue_sizes(&self) -> QueuePairSizes {
-        QueuePairSizes {
-            send_depth: self.common.tx_depth,
-            recv_depth: PING_PONG_RECEIVES,
-            max_inline: self.latency.inline_size,
+    fn setup(&self) -> Setup {
+        Setup {
+            queue_sizes: QueuePairSizes {
+                send_depth: self.common.tx_depth,
+                recv_depth: PING_PONG_RECEIVES,
+                max_inline: self.latency.inline_size,
+            },
+            buffer_len: ping_pong_buffer_len(self.common.max_size()),
+            parameters: serde_json::json!({ "write_with_imm": self.latency.write_with_imm }),
+            header: {
+                let mut header = vec![
+                    ("Sample".into(), "half a WRITE ping-pong round trip".into()),
+                    (
+                        "Arrival".into(),
+                        if self.latency.write_with_imm {
+                            "WRITE_WITH_IMM completion"
+                        } else {
+                            "last-byte poll (host memory), else WRITE_WITH_IMM"
+                        }
+                        .into(),
+                    ),
+                    ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
+                ];
+                header.extend(staging_header(&self.common, Some(PingPong::WriteWithImmediate)));
+                header
+            },
+            bandwidth: None,
         }
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({ "write_with_imm": self.latency.write_with_imm })
-    }
-
-    fn header(&self) -> Vec<(String, String)> {
-        let mut header = vec![
-            ("Sample".into(), "half a WRITE ping-pong round trip".into()),
-            (
-                "Arrival".into(),
-                if self.latency.write_with_imm {
-                    "WRITE_WITH_IMM completion"
-                } else {
-                    "last-byte poll (host memory), else WRITE_WITH_IMM"
-                }
-                .into(),
-            ),
-            ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
-        ];
-        header.extend(staging_header(&self.common, Some(PingPong::WriteWithImmediate)));
-        header
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {

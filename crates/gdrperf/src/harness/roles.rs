@@ -58,7 +58,7 @@ fn serve_connected<B: Benchmark>(
     mut session: Session,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
-    if benchmark.concurrent() {
+    if sweep::concurrent(benchmark) {
         return lanes::serve(config, benchmark, placements, listener, session, stop);
     }
     // One client per run: whoever knocks from now on is told the server is busy.
@@ -75,7 +75,7 @@ fn lead<B: Benchmark>(
     outputs: Outputs<B::Row>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
-    if benchmark.concurrent() {
+    if sweep::concurrent(benchmark) {
         return lanes::drive(config, benchmark, placements, outputs, stop);
     }
     let local = create_local(config, benchmark, &placements[0])?;

@@ -204,6 +204,10 @@ pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str) -> Strin
 }
 
 impl Row for BandwidthRow {
+    fn aggregate(lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
+        BandwidthRow::aggregate(lanes)
+    }
+
     fn console_header(unit: BandwidthUnit) -> String {
         let unit = match unit {
             BandwidthUnit::MebibytesPerSecond => "MiB/sec",

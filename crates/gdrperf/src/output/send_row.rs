@@ -213,6 +213,10 @@ impl SendBandwidthRow {
 }
 
 impl Row for SendBandwidthRow {
+    fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
+        SendBandwidthRow::aggregate(lanes)
+    }
+
     fn console_header(unit: BandwidthUnit) -> String {
         let unit = match unit {
             BandwidthUnit::MebibytesPerSecond => "MiB/sec",
