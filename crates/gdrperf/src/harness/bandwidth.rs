@@ -14,7 +14,9 @@ use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
-use crate::harness::memory::{shared_bounce_for_tests, Direct, QueueMemory, Ring, Staged, Stamps};
+use crate::harness::memory::{
+    shared_bounce_for_tests, signal_every, Direct, QueueMemory, Ring, Staged, Stamps,
+};
 use crate::harness::session::{Session, SessionParts};
 use crate::verbs::completion::opcode;
 use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, RemoteBuffer, SendRequest};
@@ -116,7 +118,7 @@ fn stream_with<M: QueueMemory>(
     }
     let expected_events = match plan.stop {
         StopRule::Iterations(iterations) => {
-            (iterations / u64::from(plan.cq_mod) + 2) as usize * link.queue_pairs.len()
+            (iterations / signal_every(plan.cq_mod, memories) + 2) as usize * link.queue_pairs.len()
         }
         StopRule::Duration(_) => 1 << 16,
     };
@@ -173,7 +175,7 @@ fn run<M: QueueMemory>(
             false => plan.notify_receiver.then(|| Ring::new(remote.len as usize, plan.tx_depth, plan.size)),
         })
         .collect();
-    let cq_mod = u64::from(plan.cq_mod);
+    let cq_mod = signal_every(plan.cq_mod, memories);
     let tx_depth = u64::from(plan.tx_depth);
     let target = match limit {
         Limit::Messages(messages) => Some(messages),

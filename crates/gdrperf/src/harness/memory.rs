@@ -16,7 +16,9 @@
 //! for a message the phase will not send. So at most `slots` copies run ahead of the posts (not
 //! all `-n` messages before the first post), and a timed run (`-D`) stops copying when its time
 //! is up; the few copies started ahead and never sent are dropped from the copy time
-//! ([`QueueMemory::finish`]). On the receiving side a slot is given back to the NIC (its
+//! ([`QueueMemory::finish`]). Since slots are freed by send completions, a staged sender signals
+//! at least once per half ring ([`signal_every`]: 8 MiB messages have 8 slots, so every 4th,
+//! where `-Q` of a `-t 16` queue is 16). On the receiving side a slot is given back to the NIC (its
 //! receive reposted, or its credit returned) only after its copy in has finished.
 //!
 //! With `--validate`, every staged message carries its index ([`stamp`]): the sender writes
@@ -90,6 +92,11 @@ pub trait QueueMemory {
     /// The local bytes message `message` goes out from (or lands in).
     fn local(&self, message: u64) -> LocalSlice;
 
+    /// How often a sender must signal a completion for copies to keep running ahead (`u64::MAX`
+    /// where nothing is copied): a staged ring's slots are freed only by send completions, so
+    /// without one a sender would wait for a completion that never comes. See [`signal_every`].
+    fn window(&self) -> u64;
+
     /// Before posting: starts the copies out that the rule allows (see the module docs) and
     /// returns how many messages from `posted` on are copied and ready. `completed`: messages
     /// whose send has completed (their slots are free again); `end`: one past the last message
@@ -113,6 +120,13 @@ pub trait QueueMemory {
     fn finish(&mut self, posted: u64) -> Result<()>;
 }
 
+/// How often a sender signals a completion: every `cq_mod` messages (`-Q`), or more often where
+/// a staged ring is small (every half ring: 8 MiB messages have 8 slots, so every 4th), since
+/// its slots are freed only by completions.
+pub fn signal_every<M: QueueMemory>(cq_mod: u32, memories: &[M]) -> u64 {
+    memories.iter().map(QueueMemory::window).fold(u64::from(cq_mod), u64::min).max(1)
+}
+
 /// Memory the NIC reaches directly: every message uses the same bytes, nothing is copied.
 #[derive(Debug, Clone, Copy)]
 pub struct Direct {
@@ -132,6 +146,10 @@ impl QueueMemory for Direct {
     #[inline(always)]
     fn local(&self, _message: u64) -> LocalSlice {
         self.slice
+    }
+
+    fn window(&self) -> u64 {
+        u64::MAX
     }
 
     #[inline(always)]
@@ -295,6 +313,11 @@ impl QueueMemory for Staged<'_> {
         self.bounce.sub(self.ring.range(message, self.size).start, self.size)
     }
 
+    fn window(&self) -> u64 {
+        // Half a ring: one half is copied into while the other is on the wire.
+        (self.ring.slots / 2).max(1)
+    }
+
     #[inline]
     fn ready_to_post(&mut self, posted: u64, completed: u64, end: u64) -> Result<u64> {
         // The one rule: a slot is free once its previous message has completed.
@@ -426,6 +449,19 @@ mod tests {
         assert_eq!((ring.slots, ring.stride), (128, 4096));
         assert_eq!(ring.range(130, 100), 2 * 4096..2 * 4096 + 100);
         assert_eq!(Ring::new(4096, 16, 3).stride, 64, "slots start on a cache line");
+    }
+
+    #[test]
+    fn a_sender_signals_at_least_once_per_half_ring() {
+        let mut stager = HostStager::new(8 * 256).unwrap();
+        let bounce = bounce_of(&stager);
+        let mut check = MessageCheck::default();
+        let staged =
+            Staged::from_parts(&mut stager, bounce, &mut check, Ring::new(2048, 128, 256), 256, None);
+        assert_eq!(signal_every(16, std::slice::from_ref(&staged)), 4, "8 slots: every 4th message");
+        assert_eq!(signal_every(2, std::slice::from_ref(&staged)), 2, "-Q below half the ring stays");
+        let direct = Direct { slice: bounce, landed: 0 };
+        assert_eq!(signal_every(100, &[direct]), 100, "memory the NIC reaches: -Q as given");
     }
 
     #[test]

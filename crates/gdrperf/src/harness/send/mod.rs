@@ -42,7 +42,7 @@ use crate::error::{Error, Result};
 use crate::exchange::ExchangeError;
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
-use crate::harness::memory::{Direct, QueueMemory, Ring, Staged, Stamps};
+use crate::harness::memory::{signal_every, Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::session::{Session, SessionParts};
 use crate::verbs::completion::opcode;
 use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, SendRequest, WorkCompletion};
@@ -140,6 +140,8 @@ fn stream_with<M: QueueMemory>(
     receives: Option<&mut ReceiveQueues>,
     memories: &mut [M],
 ) -> Result<SendReports> {
+    // A staged ring's slots are freed by completions: signal at least once per half ring.
+    let plan = &SendPlan { cq_mod: signal_every(plan.cq_mod, memories) as u32, ..*plan };
     let queue_count = link.queue_pairs.len();
     let mut sender = if plan.sends { Some(Sender::new(plan, queue_count)?) } else { None };
     let mut receiver = match (plan.receives, receives) {
