@@ -10,7 +10,7 @@
 
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest, TestOptions};
-use gdrperf::harness::latency::{prepare_read_source, read_latency, staging_header, LatencyPlan};
+use gdrperf::harness::latency::{memory_header, prepare_read_source, read_latency, LatencyPlan};
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
@@ -53,7 +53,7 @@ impl Benchmark for ReadLatency {
             header: {
                 let mut header =
                     vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())];
-                header.extend(staging_header(&self.common, None));
+                header.extend(memory_header(&self.common, None));
                 header
             },
             bandwidth: None,

@@ -14,8 +14,8 @@
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, InlineArgs, LatencyArgs, LatencyConfig, LatencyTest};
 use gdrperf::harness::latency::{
-    check_ping_pong, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
-    prepare_ping_pong_check, staging_header, LatencyPlan, PingPong, PING_PONG_RECEIVES,
+    check_ping_pong, memory_header, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder,
+    prepare_ping_pong, prepare_ping_pong_check, LatencyPlan, PingPong, PING_PONG_RECEIVES,
 };
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
@@ -67,7 +67,7 @@ impl Benchmark for SendLatency {
                     ("Sample".into(), "half a SEND/RECV ping-pong round trip".into()),
                     ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
                 ];
-                header.extend(staging_header(&self.common, Some(PingPong::Send)));
+                header.extend(memory_header(&self.common, Some(PingPong::Send)));
                 header
             },
             bandwidth: None,

@@ -19,8 +19,8 @@ use gdrperf::harness::args_latency::{
     latency_setup, LatencyArgs, LatencyConfig, LatencyTest, WriteLatencyArgs,
 };
 use gdrperf::harness::latency::{
-    check_ping_pong, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
-    prepare_ping_pong_check, staging_header, LatencyPlan, PingPong, PING_PONG_RECEIVES,
+    check_ping_pong, memory_header, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder,
+    prepare_ping_pong, prepare_ping_pong_check, LatencyPlan, PingPong, PING_PONG_RECEIVES,
 };
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
@@ -91,7 +91,7 @@ impl Benchmark for WriteLatency {
                     ),
                     ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
                 ];
-                header.extend(staging_header(&self.common, Some(PingPong::WriteWithImmediate)));
+                header.extend(memory_header(&self.common, Some(PingPong::WriteWithImmediate)));
                 header
             },
             bandwidth: None,

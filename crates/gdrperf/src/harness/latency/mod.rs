@@ -284,8 +284,9 @@ fn landing_half(session: &Session) -> LocalSlice {
     region.slice(offset, region.len() - offset)
 }
 
-/// What a latency run's header says of staging, where either side's memory may be staged.
-pub fn staging_header(config: &BenchConfig, shape: Option<PingPong>) -> Option<(String, String)> {
+/// What a latency run's header says of its memory: where either side's is staged, when the
+/// copies happen (`None` where nothing is copied).
+pub fn memory_header(config: &BenchConfig, shape: Option<PingPong>) -> Option<(String, String)> {
     if !config.memory.kinds.iter().any(|kind| kind.is_staged()) {
         return None;
     }
