@@ -5,16 +5,13 @@
 //! it). The server's CPU takes no part. With `--validate` the server fills its buffer with a
 //! pattern and the client checks what its READs brought back.
 //!
-//! Staged memory (`--mem cuda-staged`): the reader's READ lands in its bounce buffer and is
-//! copied in to the payload before the sample ends (`copy_time_s` counts those copies). A
-//! staged server copies its payload out to its bounce buffer once per size, before the first
-//! READ, and does nothing per READ: its CPU takes no part in one, so there is no moment to copy.
+//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::harness::latency`):
+//! `copy_time_s` counts the reader's copies.
 
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest, TestOptions};
-use gdrperf::harness::buffers::{check_received, copy_time, pattern_seed};
-use gdrperf::harness::latency::{read_latency, stage_out_once, staged_read_latency, LatencyPlan};
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
+use gdrperf::harness::latency::{memory_header, prepare_read_source, read_latency, LatencyPlan};
+use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
@@ -44,58 +41,54 @@ impl Benchmark for ReadLatency {
     type Report = LatencyFigures;
     type Row = LatencyRow;
 
-    fn queue_sizes(&self) -> QueuePairSizes {
-        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: 1, max_inline: 0 }
+    fn config(&self) -> &BenchConfig {
+        &self.common
     }
 
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({})
-    }
-
-    fn header(&self) -> Vec<(String, String)> {
-        let mut header =
-            vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())];
-        if self.common.memory.kinds.iter().any(|kind| kind.is_staged()) {
-            header.push(("Staging".into(), "the reader copies in after each READ, inside the sample; the server copies out once per size".into()));
+    fn setup(&self) -> Setup {
+        Setup {
+            queue_sizes: QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: 1, max_inline: 0 },
+            buffer_len: self.common.max_size(),
+            parameters: serde_json::json!({}),
+            header: {
+                let mut header =
+                    vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())];
+                header.extend(memory_header(&self.common, None));
+                header
+            },
+            bandwidth: None,
         }
-        header
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
         if self.common.validate {
-            let buffer = &mut session.local.buffers[0];
-            match session.side.is_client() {
-                true => buffer.clear(size)?,
-                false => buffer.fill_pattern(size, pattern_seed(size, 0))?,
+            match session.is_client() {
+                true => session.clear(size)?,
+                false => session.fill_pattern(size)?,
             }
         }
-        if !session.side.is_client() {
-            // The passive side's only copy: its READs take no part of its CPU.
-            stage_out_once(session, size)?;
+        if !session.is_client() {
+            prepare_read_source(session, size)?;
         }
         Ok(())
     }
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
-        if !session.side.is_client() {
+        if !session.is_client() {
             return Ok(None);
         }
         let plan = LatencyPlan::new(&self.common, size, false);
-        let staged = session.local.buffers[0].is_staged();
-        let copying_before = copy_time(&mut session.local.buffers);
-        let mut figures = measure_size(self.files.as_ref(), size, |sink| match staged {
-            false => read_latency(session, &plan, sink),
-            true => staged_read_latency(session, &plan, sink),
-        })?;
-        figures.copy_seconds = (copy_time(&mut session.local.buffers) - copying_before).as_secs_f64();
+        session.take_copy_seconds();
+        let mut figures = measure_size(self.files.as_ref(), size, |sink| read_latency(session, &plan, sink))?;
+        figures.copy_seconds = session.take_copy_seconds();
         Ok(Some(figures))
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
-        if !self.common.validate || !session.side.is_client() {
+        if !self.common.validate || !session.is_client() {
             return Ok(None);
         }
-        check_received(&mut session.local.buffers[..1], size, size)
+        session.check_received(size, size)
     }
 
     fn row(
@@ -115,6 +108,6 @@ fn main() -> std::process::ExitCode {
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, TestOptions::default(), LatencyTest::Read, "read_lat")?;
-        harness::run(&common.clone(), &ReadLatency { common, latency, files })
+        harness::run(&ReadLatency { common, latency, files })
     })
 }

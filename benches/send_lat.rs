@@ -8,20 +8,16 @@
 //! With `--validate` the client's pattern travels to the server and back, and both sides check
 //! their buffer after each size; every receive's length is checked as it completes.
 //!
-//! Staged memory (`--mem cuda-staged`; on either side or both): the sender copies its payload
-//! out to the bounce buffer before each SEND, the receiver copies it in after the receive
-//! completes and before it answers; the copies are inside the timed round trip, and
-//! `copy_time_s` counts them. Staged messages are never inline (the payload is not host memory).
+//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::harness::latency`):
+//! its copies are inside the timed round trip and `copy_time_s` counts both sides' copies.
 
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, InlineArgs, LatencyArgs, LatencyConfig, LatencyTest};
-use gdrperf::harness::buffers::copy_time;
 use gdrperf::harness::latency::{
-    check_ping_pong, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
-    prepare_ping_pong_check, staged_ping_pong_initiator, staged_ping_pong_responder, LatencyPlan, PingPong,
-    PING_PONG_RECEIVES,
+    check_ping_pong, memory_header, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder,
+    prepare_ping_pong, prepare_ping_pong_check, LatencyPlan, PingPong, PING_PONG_RECEIVES,
 };
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session};
+use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
 use gdrperf::verbs::QueuePairSizes;
@@ -53,34 +49,29 @@ impl Benchmark for SendLatency {
     type Report = LatencyFigures;
     type Row = LatencyRow;
 
-    fn buffer_len(&self, largest_message: usize) -> usize {
-        ping_pong_buffer_len(largest_message)
+    fn config(&self) -> &BenchConfig {
+        &self.common
     }
 
-    fn queue_sizes(&self) -> QueuePairSizes {
-        QueuePairSizes {
-            send_depth: self.common.tx_depth,
-            recv_depth: PING_PONG_RECEIVES,
-            max_inline: self.latency.inline_size,
+    fn setup(&self) -> Setup {
+        Setup {
+            queue_sizes: QueuePairSizes {
+                send_depth: self.common.tx_depth,
+                recv_depth: PING_PONG_RECEIVES,
+                max_inline: self.latency.inline_size,
+            },
+            buffer_len: ping_pong_buffer_len(self.common.max_size()),
+            parameters: serde_json::json!({}),
+            header: {
+                let mut header = vec![
+                    ("Sample".into(), "half a SEND/RECV ping-pong round trip".into()),
+                    ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
+                ];
+                header.extend(memory_header(&self.common, Some(PingPong::Send)));
+                header
+            },
+            bandwidth: None,
         }
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({})
-    }
-
-    fn header(&self) -> Vec<(String, String)> {
-        let mut header = vec![
-            ("Sample".into(), "half a SEND/RECV ping-pong round trip".into()),
-            ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
-        ];
-        if self.common.memory.kinds.iter().any(|kind| kind.is_staged()) {
-            header.push((
-                "Staging".into(),
-                "copy out before each SEND, copy in after each receive, inside the round trip".into(),
-            ));
-        }
-        header
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
@@ -91,24 +82,17 @@ impl Benchmark for SendLatency {
     }
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
-        let cpu_visible = session.local.buffers[0].host_bytes().is_some();
-        let plan = LatencyPlan::new(&self.common, size, self.latency.inline(size, cpu_visible));
-        let staged = session.local.buffers[0].is_staged();
-        let copying_before = copy_time(&mut session.local.buffers);
-        if !session.side.is_client() {
-            if !staged {
-                return ping_pong_responder(session, PingPong::Send, &plan).map(|_| None);
-            }
+        let plan = LatencyPlan::new(&self.common, size, self.latency.inline(size, session.cpu_visible()));
+        session.take_copy_seconds();
+        if !session.is_client() {
             // The server takes no samples, but its copies are inside the client's.
-            staged_ping_pong_responder(session, PingPong::Send, &plan)?;
-            let copy_seconds = (copy_time(&mut session.local.buffers) - copying_before).as_secs_f64();
-            return Ok(Some(LatencyFigures::copies_only(size, copy_seconds)));
+            ping_pong_responder(session, PingPong::Send, &plan)?;
+            return Ok(Some(LatencyFigures::copies_only(size, session.take_copy_seconds())));
         }
-        let mut figures = measure_size(self.files.as_ref(), size, |sink| match staged {
-            false => ping_pong_initiator(session, PingPong::Send, &plan, sink),
-            true => staged_ping_pong_initiator(session, PingPong::Send, &plan, sink),
+        let mut figures = measure_size(self.files.as_ref(), size, |sink| {
+            ping_pong_initiator(session, PingPong::Send, &plan, sink)
         })?;
-        figures.copy_seconds = (copy_time(&mut session.local.buffers) - copying_before).as_secs_f64();
+        figures.copy_seconds = session.take_copy_seconds();
         Ok(Some(figures))
     }
 
@@ -139,6 +123,6 @@ fn main() -> std::process::ExitCode {
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), LatencyTest::Send, "send_lat")?;
-        harness::run(&common.clone(), &SendLatency { common, latency, files })
+        harness::run(&SendLatency { common, latency, files })
     })
 }

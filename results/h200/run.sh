@@ -18,6 +18,11 @@ OUT=${OUT:?set OUT to a folder for the logs}
 "$BIN" selftest > "$OUT/selftest.txt" 2>&1; echo "exit status: $?" >> "$OUT/selftest.txt"
 "$BIN" selftest --chunk-size 1M > "$OUT/selftest-chunk1m.txt" 2>&1; echo "exit status: $?" >> "$OUT/selftest-chunk1m.txt"
 "$BIN" copy-bw -a --csv "$OUT/copy-bw.csv" --json "$OUT/copy-bw.json" > "$OUT/copy-bw.txt" 2>&1; echo "exit status: $?" >> "$OUT/copy-bw.txt"
+# Per-message cost of staging (issue 15): copies through the benches' staging path (CudaStager,
+# kind "staged") next to bare pinned copies, medians of 5000, with their ratio (target <= 1.15).
+for size in 1K 4K 16K 64K; do
+  "$BIN" copy-bw --gpu 0 -s $size -n 5000 --csv "$OUT/staged-path-$size.csv"
+done > "$OUT/staged-path.txt" 2>&1; echo "exit status: $?" >> "$OUT/staged-path.txt"
 "$BIN" copy-bw --gpu 5 > "$OUT/bad-flags.txt" 2>&1; echo "exit status: $?" >> "$OUT/bad-flags.txt"
 "$BIN" selftest --gpu-bus-id 0000:01:00.0 >> "$OUT/bad-flags.txt" 2>&1; echo "exit status: $?" >> "$OUT/bad-flags.txt"
 tail -n 3 "$OUT"/selftest*.txt
@@ -34,3 +39,4 @@ tail -n 3 "$OUT"/selftest*.txt
   done
 } > "$OUT/doctor.txt" 2>&1
 "$BIN" doctor --json > "$OUT/doctor.json" 2>&1
+grep "staged path" "$OUT/staged-path.txt"

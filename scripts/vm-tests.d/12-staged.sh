@@ -35,3 +35,38 @@ if awk -F, 'NR > 1 && $3 != 20 { bad = 1 } END { exit bad }' "$OUT/staged.csv"; 
 else
     fail "staged rows count 20 measured messages (warm-up excluded)" "$(cut -d, -f1-3 "$OUT/staged.csv" | head -5)"
 fi
+
+# --- the bounce ring: each message in flight has bytes of its own -----------------------------
+# Staged on both sides, a deep queue of messages: every message carries its index (--validate
+# stamps it) and is checked as it is copied in, in its own slot of the ring.
+if run staged_ring 0 gdr-write-bw --loopback --mem host-staged -s 65536 -n 400 -t 64 --validate --csv "$OUT/staged_ring.csv"; then
+    pass "write_bw host-staged both sides, -t 64 -n 400 --validate: every message intact in its own slot"
+fi
+check_bw_csv staged_ring "$OUT/staged_ring.csv" 1 pass
+# The shared bounce buffer gdrperf had before the ring (GDRPERF_TEST_SHARED_BOUNCE: every message
+# into the same bytes, no credits) fails the same check: a message is copied in holding another's.
+export GDRPERF_TEST_SHARED_BOUNCE=1
+if run staged_shared_bounce 1 gdr-write-bw --loopback --mem host-staged -s 65536 -n 400 -t 64 --validate; then
+    expect_in staged_shared_bounce "carries the stamp of message"
+fi
+unset GDRPERF_TEST_SHARED_BOUNCE
+if run send_bw_staged_ring 0 gdr-send-bw --loopback --mem host-staged -s 65536 -n 400 -t 64 -r 64 --validate --csv "$OUT/send_bw_staged_ring.csv"; then
+    pass "send_bw host-staged both sides, -t 64 -r 64 -n 400 --validate: every message intact in its own slot"
+fi
+
+# A staged sender's ring slots each send the plain pattern to memory that checks it whole.
+next_port
+gdr-send-bw -p $PORT -s 65536 -n 100 -t 32 --validate >"$OUT/send_staged_sender_server.log" 2>&1 &
+server=$!
+if run send_bw_staged_sender 0 gdr-send-bw -p $PORT --mem host-staged -s 65536 -n 100 -t 32 --validate 127.0.0.1; then
+    pass "send_bw staged client -> host server, --validate"
+fi
+wait $server || fail "send_bw host server of a staged client exits 0" "$(tail -5 "$OUT/send_staged_sender_server.log")"
+
+# Placements in turn, host then host-staged, each checked.
+for test in write send; do
+    if run ${test}_bw_mixed 0 gdr-$test-bw --loopback --mem host,host-staged -s 4096 -n 100 --validate --csv "$OUT/${test}_bw_mixed.csv"; then
+        pass "${test}_bw --mem host,host-staged --validate: both rounds pass"
+    fi
+    check_bw_csv ${test}_bw_mixed "$OUT/${test}_bw_mixed.csv" 2 pass
+done

@@ -4,14 +4,22 @@
 //! pinned host buffer, so the pinned-copy figures here are the ceiling a staged
 //! bench can approach; pageable figures show what unpinned memory would cost, and
 //! the bidirectional figure what a bench copying both ways at once can expect.
+//!
+//! Up to 64 KiB it also times copies through the benches' staging path (kind `staged`: the
+//! calls the engines' `CudaStager` makes, `StagedBuffer::begin_stage_out/in`, `is_complete`
+//! polled to the end, `wait`; one at a time, with the buffer's events reused and nothing
+//! allocated per copy) next to the bare pinned copy of the same size and direction, and prints
+//! the ratio of their medians: what staging adds per message.
 
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use gdrperf_cuda::{CopyBench, CopyDirection, Cuda, Gpu, GpuSelection, HostMemory, Measurement};
+use gdrperf_cuda::{
+    CopyBench, CopyDirection, Cuda, Gpu, GpuSelection, HostMemory, Measurement, StagedBuffer, StagingConfig,
+};
 use serde::Serialize;
 
 /// Sizes measured when neither `-s` nor `-a` is given.
@@ -20,6 +28,9 @@ const DEFAULT_SIZES: &[usize] = &[4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20,
 const ALL_SIZES_MAX: usize = 64 << 20;
 /// Latency is measured for sizes up to this; above it a copy's time is just size / bandwidth.
 const LATENCY_MAX_SIZE: usize = 1 << 20;
+/// Copies through the staging path are timed for sizes up to this (where a copy's fixed cost
+/// shows; above it a copy's time is its bytes).
+const STAGED_PATH_MAX_SIZE: usize = 64 << 10;
 /// With no `-n`, each measurement moves about this many bytes (within the bounds below).
 const AUTO_BYTES_PER_MEASUREMENT: usize = 1 << 30;
 const AUTO_MIN_ITERATIONS: usize = 20;
@@ -220,6 +231,33 @@ fn latency_summary(mut samples: Vec<Duration>) -> (Option<f64>, Option<f64>) {
     (Some(micros(samples[samples.len() / 2])), Some(micros(samples[0])))
 }
 
+/// `iterations` copies of `size` bytes in `direction` through the benches' staging path, one at
+/// a time: each sample from the copy's start to the moment a poll sees it finished and it was
+/// retired (after one warm-up copy), as a staged engine's `CudaStager` does it.
+fn staged_path_latencies(
+    stager: &mut StagedBuffer,
+    direction: CopyDirection,
+    size: usize,
+    iterations: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut samples = Vec::with_capacity(iterations);
+    for sample in 0..=iterations {
+        let started = Instant::now();
+        let ticket = match direction {
+            CopyDirection::DeviceToHost => stager.begin_stage_out(0..size)?,
+            CopyDirection::HostToDevice => stager.begin_stage_in(0..size)?,
+        };
+        while !stager.is_complete(&ticket)? {
+            std::hint::spin_loop();
+        }
+        stager.wait(ticket)?;
+        if sample > 0 {
+            samples.push(started.elapsed());
+        }
+    }
+    Ok(samples)
+}
+
 /// Where rows go besides the console: the CSV as they come, the JSON at the end.
 struct Outputs {
     csv: Option<csv::Writer<File>>,
@@ -317,15 +355,46 @@ fn measure_gpu(gpu: &Gpu, plan: &Plan, outputs: &mut Outputs) -> anyhow::Result<
         lat_median_us: None,
         lat_min_us: None,
     };
+    let staged_len = max_size.min(STAGED_PATH_MAX_SIZE);
+    let mut stager = StagedBuffer::new(gpu, staged_len, StagingConfig::for_message_size(staged_len))?;
     for &size in &plan.sizes {
         let iterations = plan.iterations_for(size);
+        let mut bare_medians = [None, None];
         for memory in [HostMemory::Pinned, HostMemory::Pageable] {
-            for direction in [CopyDirection::HostToDevice, CopyDirection::DeviceToHost] {
+            for (slot, direction) in
+                [CopyDirection::HostToDevice, CopyDirection::DeviceToHost].into_iter().enumerate()
+            {
                 let measurement = bench.bandwidth(memory, direction, size, iterations)?;
                 let mut line = row(memory, direction.label(), size, iterations, measurement);
                 if size <= LATENCY_MAX_SIZE {
                     (line.lat_median_us, line.lat_min_us) =
                         latency_summary(bench.latencies(memory, direction, size, iterations)?);
+                }
+                if memory == HostMemory::Pinned {
+                    bare_medians[slot] = line.lat_median_us;
+                }
+                outputs.push(line)?;
+            }
+        }
+        if size <= STAGED_PATH_MAX_SIZE {
+            for (slot, direction) in
+                [CopyDirection::HostToDevice, CopyDirection::DeviceToHost].into_iter().enumerate()
+            {
+                let samples = staged_path_latencies(&mut stager, direction, size, iterations)?;
+                let measurement =
+                    Measurement { bytes: (size * samples.len()) as u64, elapsed: samples.iter().sum() };
+                let mut line = Row {
+                    kind: "staged",
+                    ..row(HostMemory::Pinned, direction.label(), size, iterations, measurement)
+                };
+                (line.lat_median_us, line.lat_min_us) = latency_summary(samples);
+                if let (Some(staged), Some(bare)) = (line.lat_median_us, bare_medians[slot]) {
+                    println!(
+                        "      staged path / bare pinned copy, median, {} {}: {:.3} (target <= 1.15)",
+                        direction.label(),
+                        format_size(size),
+                        staged / bare
+                    );
                 }
                 outputs.push(line)?;
             }

@@ -51,6 +51,6 @@ pub use memory::{host_page_size, round_up, DmaBuf, DmaBufMapping, GpuBuffer, Pin
 pub use order::GpuOrder;
 pub use selection::{GpuSelection, PciBusId, SelectionError};
 pub use staging::{
-    plan_chunks, Chunk, HazardTracker, OperationStats, StageOperation, StageTicket, StagedBuffer,
+    chunks, plan_chunks, Chunk, HazardTracker, OperationStats, StageOperation, StageTicket, StagedBuffer,
     StagingConfig, StagingStats,
 };

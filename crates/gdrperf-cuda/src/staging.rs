@@ -49,16 +49,23 @@ pub struct Chunk {
 /// Pure, so the scheduling is tested without a GPU. A zero `chunk_size` is
 /// treated as 1 (`StagingConfig` refuses it earlier).
 pub fn plan_chunks(range: Range<usize>, chunk_size: usize) -> Vec<Chunk> {
+    chunks(range, chunk_size).collect()
+}
+
+/// [`plan_chunks`] without the vector: what a copy iterates, allocating nothing.
+pub fn chunks(range: Range<usize>, chunk_size: usize) -> impl Iterator<Item = Chunk> {
     let chunk_size = chunk_size.max(1);
-    let mut chunks = Vec::new();
     let mut start = range.start;
-    while start < range.end {
+    std::iter::from_fn(move || {
+        if start >= range.end {
+            return None;
+        }
         let grid_index = start / chunk_size;
         let end = ((grid_index + 1) * chunk_size).min(range.end);
-        chunks.push(Chunk { range: start..end, grid_index });
+        let chunk = Chunk { range: start..end, grid_index };
         start = end;
-    }
-    chunks
+        Some(chunk)
+    })
 }
 
 /// Remembers, per grid chunk, whether a copy in one direction has not yet been
@@ -206,8 +213,9 @@ pub struct StageTicket {
     operation: StageOperation,
     bytes: usize,
     started: Instant,
-    /// One event per stream used, recorded after that stream's last copy.
-    done: Vec<CudaEvent>,
+    /// One event per stream used (at most the two directions), recorded after that stream's
+    /// last copy; taken from the buffer's pool and given back by `wait`.
+    done: [Option<CudaEvent>; 2],
 }
 
 impl StageTicket {
@@ -217,6 +225,11 @@ impl StageTicket {
 
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// When `begin_*` queued the copies.
+    pub fn started(&self) -> Instant {
+        self.started
     }
 }
 
@@ -234,6 +247,8 @@ pub struct StagedBuffer {
     hazards: HazardTracker,
     config: StagingConfig,
     stats: StagingStats,
+    /// Events of finished tickets, reused: a copy creates no event once the pool is warm.
+    spare_events: Vec<CudaEvent>,
 }
 
 impl StagedBuffer {
@@ -258,6 +273,7 @@ impl StagedBuffer {
             hazards: HazardTracker::new(grid_chunks),
             config,
             stats: StagingStats::default(),
+            spare_events: Vec::with_capacity(64),
         })
     }
 
@@ -352,16 +368,24 @@ impl StagedBuffer {
         check_range("staged buffer", &range, self.len())?;
         let started = Instant::now();
         self.gpu.bind_to_thread()?;
-        for chunk in plan_chunks(range.clone(), self.config.chunk_size) {
+        for chunk in chunks(range.clone(), self.config.chunk_size) {
             for &direction in operation.directions() {
                 self.queue_copy(direction, &chunk)?;
             }
         }
-        let mut done = Vec::new();
+        let mut done = [None, None];
         if !range.is_empty() {
-            for &direction in operation.directions() {
+            for (slot, &direction) in operation.directions().iter().enumerate() {
+                let event = match self.spare_events.pop() {
+                    Some(event) => event,
+                    None => self.gpu.context().new_event(None).map_err(|error| CudaError::EventCreate {
+                        gpu: self.gpu.index(),
+                        code: error.into(),
+                    })?,
+                };
                 let stream = &self.streams[direction_slot(direction)];
-                done.push(stream.record_event(None).map_err(|error| self.record_error(error))?);
+                event.record(stream).map_err(|error| self.record_error(error))?;
+                done[slot] = Some(event);
             }
         }
         Ok(StageTicket { operation, bytes: range.len(), started, done })
@@ -412,7 +436,7 @@ impl StagedBuffer {
 
     /// Whether the ticket's copies have finished, without blocking.
     pub fn is_complete(&self, ticket: &StageTicket) -> Result<bool, CudaError> {
-        for event in &ticket.done {
+        for event in ticket.done.iter().flatten() {
             if !event.try_is_complete().map_err(|error| self.event_error(error))? {
                 return Ok(false);
             }
@@ -422,11 +446,12 @@ impl StagedBuffer {
 
     /// Blocks until the ticket's copies have finished; returns and records the
     /// time since its `begin_*` call.
-    pub fn wait(&mut self, ticket: StageTicket) -> Result<Duration, CudaError> {
-        for event in &ticket.done {
+    pub fn wait(&mut self, mut ticket: StageTicket) -> Result<Duration, CudaError> {
+        for event in ticket.done.iter().flatten() {
             event.synchronize().map_err(|error| self.event_error(error))?;
         }
         let time = ticket.started.elapsed();
+        self.spare_events.extend(ticket.done.iter_mut().filter_map(Option::take));
         let stats = match ticket.operation {
             StageOperation::Out => &mut self.stats.out,
             StageOperation::In => &mut self.stats.into_gpu,

@@ -45,6 +45,7 @@
 pub mod aggregate;
 pub mod bandwidth;
 pub mod clock;
+pub mod copy_time;
 pub mod error;
 pub mod hdr_output;
 pub mod latency;
@@ -56,6 +57,7 @@ pub mod units;
 pub use aggregate::{aggregate_rate, AggregateRate, LaneSpan};
 pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, MeasurementWindow};
 pub use clock::RunClock;
+pub use copy_time::{busy_nanos, CopyInterval};
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{
     read_v2_histogram, write_percentile_distribution, write_raw_samples, write_v2_histogram,

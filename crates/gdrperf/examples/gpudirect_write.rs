@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
 use gdrperf::verbs::{CompletionQueue, Device, Endpoint, MemoryRegion, Operation, PathSettings};
-use gdrperf::verbs::{QueuePairSizes, RcQueuePair, RemoteBuffer, SendRequest};
+use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteBuffer, SendRequest};
 use gdrperf_cuda::{Cuda, GpuSelection};
 
 const MESSAGE: &[u8] = b"GPU to GPU, no host memory on the way";
@@ -115,7 +115,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             signaled: true,
             local: region.slice(0, MESSAGE.len()),
             operation: write,
-            inline: false,
+            inline: Inline::NO,
         };
         queue_pair.post_send([request])?;
         let mut done = false;

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
 use gdrperf::verbs::{CompletionQueue, Device, Endpoint, HostBuffer, MemoryRegion, Operation, PathSettings};
-use gdrperf::verbs::{QueuePairSizes, RcQueuePair, RemoteBuffer, SendRequest};
+use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteBuffer, SendRequest};
 
 const MESSAGE: &[u8] = b"written by the client's NIC, no server CPU involved";
 
@@ -89,7 +89,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             signaled: true,
             local: region.slice(0, MESSAGE.len()),
             operation: write,
-            inline: false,
+            inline: Inline::NO,
         };
         queue_pair.post_send([request])?;
         let mut done = false;

@@ -18,7 +18,7 @@ use std::time::Instant;
 use gdrperf::verbs::{
     CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, ProtectionDomain,
 };
-use gdrperf::verbs::{QueuePairSizes, RcQueuePair, SendRequest};
+use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, SendRequest};
 use gdrperf_cuda::{Cuda, Gpu, GpuBuffer, GpuSelection};
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
@@ -139,7 +139,7 @@ fn lane(index: usize, memory: Memory, device_name: Option<String>) -> Result<f64
             signaled: true,
             local: source_region.slice(0, LEN),
             operation: write,
-            inline: false,
+            inline: Inline::NO,
         };
         sender.post_send([request])?;
         let mut done = false;

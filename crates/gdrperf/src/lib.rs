@@ -13,6 +13,7 @@ pub mod cpu_placement;
 pub mod error;
 pub mod exchange;
 pub mod harness;
+pub mod memory_kind;
 pub mod nic_counters;
 pub mod output;
 pub mod verbs;

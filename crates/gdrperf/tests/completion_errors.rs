@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use gdrperf::verbs::{
     CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, QueuePairSizes,
 };
-use gdrperf::verbs::{RcQueuePair, SendRequest};
+use gdrperf::verbs::{Inline, RcQueuePair, SendRequest};
 
 fn have_device() -> bool {
     let present = std::path::Path::new("/sys/class/infiniband").exists();
@@ -64,7 +64,7 @@ fn failed_request(read: bool, len: usize, corrupt: impl Fn(u64, u32) -> (u64, u3
         signaled: true,
         local: source_region.slice(0, len),
         operation,
-        inline: false,
+        inline: Inline::NO,
     };
     sender.post_send([request]).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);

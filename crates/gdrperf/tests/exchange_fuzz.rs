@@ -20,6 +20,7 @@ use gdrperf::exchange::{
     decode_body, decode_frame, encode, frame_length, Control, ExchangeError, Hello, Message, SideInfo,
     AUTH_TAG_BYTES, MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
 };
+use gdrperf::memory_kind::MemoryKind;
 use gdrperf::verbs::{Endpoint, Gid, RemoteBuffer};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -146,7 +147,13 @@ fn hello() -> impl Strategy<Value = Hello> {
         rkey,
         len,
     });
-    let side = (text(), any::<u8>(), any::<u32>(), text(), proptest::option::of(text())).prop_map(
+    let memory = proptest::sample::select(vec![
+        MemoryKind::Host,
+        MemoryKind::Cuda,
+        MemoryKind::CudaStaged,
+        MemoryKind::HostStaged,
+    ]);
+    let side = (text(), any::<u8>(), any::<u32>(), memory, proptest::option::of(text())).prop_map(
         |(device, port, active_mtu, memory, gpu)| SideInfo { device, port, active_mtu, memory, gpu },
     );
     (
@@ -445,7 +452,7 @@ fn peers_of_another_protocol_version_are_refused_naming_both() {
                 device: "rxe0".into(),
                 port: 1,
                 active_mtu: 1024,
-                memory: "host".into(),
+                memory: MemoryKind::Host,
                 gpu: None,
             },
             endpoints: vec![],

@@ -127,7 +127,7 @@ pub struct SideInfo {
     pub device: String,
     pub port: u8,
     pub active_mtu: u32,
-    pub memory: String,
+    pub memory: crate::memory_kind::MemoryKind,
     /// The GPU and registration path when `memory` is GPU memory.
     #[serde(default)]
     pub gpu: Option<String>,

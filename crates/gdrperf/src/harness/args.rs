@@ -169,39 +169,7 @@ pub struct CommonArgs {
     pub token: Option<String>,
 }
 
-/// Where a side's benchmark buffers live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MemoryKind {
-    Host,
-    Cuda,
-    CudaStaged,
-    /// Host payload staged through a second host buffer: the staged code path without a GPU,
-    /// for tests.
-    #[value(hide = true)]
-    HostStaged,
-}
-
-impl MemoryKind {
-    /// Whether the payload lives in GPU memory (and so takes a GPU from `--gpu`).
-    pub fn is_on_gpu(self) -> bool {
-        matches!(self, MemoryKind::Cuda | MemoryKind::CudaStaged)
-    }
-
-    /// Whether the payload is reached through a bounce buffer (the engines copy every message).
-    pub fn is_staged(self) -> bool {
-        matches!(self, MemoryKind::CudaStaged | MemoryKind::HostStaged)
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            MemoryKind::Host => "host",
-            MemoryKind::Cuda => "cuda",
-            MemoryKind::CudaStaged => "cuda-staged",
-            MemoryKind::HostStaged => "host-staged",
-        }
-    }
-}
+pub use crate::memory_kind::MemoryKind;
 
 /// How GPU memory is registered with the NIC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -6,19 +6,21 @@
 //! post and stopped at the last completion. Each completion tells how far its QP has come, since a
 //! signaled completion implies that every earlier request of that QP is done too.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use gdrperf_stats::{BandwidthMeter, BandwidthReport};
 
 use crate::error::{Error, Result};
-use crate::exchange::ExchangeError;
+use crate::exchange::{Control, ExchangeError};
+use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
-use crate::harness::session::Session;
-use crate::harness::staging::{CopyId, Stager};
+use crate::harness::memory::{
+    shared_bounce_for_tests, signal_every, Direct, QueueMemory, Ring, Staged, Stamps,
+};
+use crate::harness::session::{Session, SessionParts};
 use crate::harness::stream_book::{signal_interval, StreamBook};
 use crate::verbs::completion::opcode;
-use crate::verbs::{Operation, SendRequest};
+use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, RemoteBuffer, SendRequest};
 
 /// The one-sided operations a stream can consist of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,23 +56,71 @@ pub struct StreamPlan {
     pub cq_mod: u32,
     /// How long without any completion before we call the peer gone.
     pub stall_timeout: Duration,
-    /// Write with immediate data, so that each message also completes a receive at the peer:
-    /// a staged receiver must learn of every arrival to copy it onward.
+    /// The receiver is staged: write each message into its own slot of the peer's bounce ring
+    /// with immediate data (so the receiver learns of every arrival to copy it onward), and post
+    /// no message into a slot before the receiver's credit says it copied the last one out of it.
     pub notify_receiver: bool,
+    /// `--validate`: a staged sender stamps each message with its index.
+    pub validate: bool,
 }
 
+/// Receives a sender keeps posted for a staged receiver's credits (once per connection; each
+/// is reposted as it is consumed).
+pub const CREDIT_RECEIVES: u32 = 16;
+/// Work-request id bit of a credit receive (sender) or a credit send (receiver).
+pub(crate) const CREDIT_FLAG: u64 = 1 << 63;
+
 /// Streams `plan.size`-byte messages over every QP of `session` and returns the measurement.
+///
+/// The engine is generic over the memory ([`QueueMemory`]): host and GPU memory run it with
+/// [`Direct`] (no hooks left after inlining), staged memory with [`Staged`] (its ring and
+/// copy-ahead window). The choice is made here, once per size.
 pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthReport> {
-    if plan.warmup > 0 {
-        run(session, plan, Limit::Messages(plan.warmup), None)?;
+    let remotes: Vec<RemoteBuffer> =
+        (0..session.local.queue_pairs.len()).map(|index| session.remote_buffer(index)).collect();
+    let SessionParts { queue_pairs, completion_queue, buffers, control, .. } = session.parts();
+    let link = Link { queue_pairs, completion_queue, control, remotes };
+    if !buffers.first().is_some_and(|buffer| buffer.is_staged()) {
+        let mut memories: Vec<Direct> = buffers.iter().map(|buffer| Direct::new(buffer, plan.size)).collect();
+        return stream_with(link, plan, &mut memories);
     }
-    let queue_count = session.local.queue_pairs.len() as u64;
-    let signal_every = signal_interval(plan.cq_mod, plan.size);
+    let mut memories = Vec::with_capacity(buffers.len());
+    for (index, buffer) in buffers.iter_mut().enumerate() {
+        let ring = Ring::new(buffer.region().len(), plan.tx_depth, plan.size);
+        let stamped = plan.notify_receiver;
+        let stamps = plan.validate.then(|| Stamps { seed: pattern_seed(plan.size, index), stamped });
+        memories.push(
+            Staged::new(buffer, ring, plan.size, stamps)
+                .ok_or_else(|| Error::Internal("every QP of a side has the same memory".into()))?,
+        );
+    }
+    stream_with(link, plan, &mut memories)
+}
+
+/// The parts of a session the stream drives.
+struct Link<'a> {
+    queue_pairs: &'a mut [RcQueuePair],
+    completion_queue: &'a mut CompletionQueue,
+    control: &'a mut Control,
+    remotes: Vec<RemoteBuffer>,
+}
+
+fn stream_with<M: QueueMemory>(
+    mut link: Link,
+    plan: &StreamPlan,
+    memories: &mut [M],
+) -> Result<BandwidthReport> {
+    let mut progress = vec![Progress::default(); memories.len()];
+    if plan.warmup > 0 {
+        run(&mut link, plan, memories, &mut progress, Limit::Messages(plan.warmup), None)?;
+    }
+    let queue_count = link.queue_pairs.len() as u64;
     // Post calls: at most one per message (a staged sender posts each copy as it finishes).
     let (expected_events, expected_posts) = match plan.stop {
-        StopRule::Iterations(iterations) => {
-            ((iterations / signal_every + 2) * queue_count, iterations.saturating_mul(queue_count))
-        }
+        StopRule::Iterations(iterations) => (
+            (iterations / signal_group(plan, memories) + 2) * queue_count,
+            iterations.saturating_mul(queue_count),
+        ),
         StopRule::Duration(_) => (1 << 16, 1 << 16),
     };
     let capacity = |count: u64| count.min(1 << 22) as usize;
@@ -88,11 +138,18 @@ pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthRepor
         StopRule::Iterations(iterations) => Limit::Messages(iterations),
         StopRule::Duration(duration) => Limit::Time(duration),
     };
-    run(session, plan, limit, Some(&mut meter))?;
+    run(&mut link, plan, memories, &mut progress, limit, Some(&mut meter))?;
     meter.report().map_err(|source| Error::Figure {
         what: format!("no bandwidth measured at {} bytes", plan.size),
         source,
     })
+}
+
+/// Requests per signalled request: `cq_mod`, lowered so that no more than
+/// [`SIGNAL_EVERY_BYTES`](crate::harness::stream_book::SIGNAL_EVERY_BYTES) go unsignalled (a long
+/// moderated batch is not a dead peer) and so that a staged memory's slots free up in time.
+fn signal_group<M: QueueMemory>(plan: &StreamPlan, memories: &[M]) -> u64 {
+    signal_every(plan.cq_mod, memories).min(signal_interval(plan.cq_mod, plan.size))
 }
 
 /// `-D`'s measurement window, perftest's (`catch_alarm` in `perftest_resources.c`, margin
@@ -111,59 +168,40 @@ enum Limit {
     Time(Duration),
 }
 
-/// Staged senders' copies out.
+/// One QP's messages in a size, numbered across the warm-up and measured phases (the slots
+/// and stamps of a staged ring follow these numbers on both sides); the phase's own counts, from
+/// 1, are the [`StreamBook`]'s.
 #[derive(Debug, Clone, Copy, Default)]
 struct Progress {
-    /// Copies out to the bounce buffer started, and finished but not yet posted.
-    copies_started: u64,
-    copies_ready: u64,
+    /// Messages the staged receiver has copied in and credited.
+    credited: u64,
+    /// Messages posted (and completed) before the current phase.
+    phase_start: u64,
 }
 
-/// Staged senders: keeps up to `window` copies out to the bounce buffer running ahead of the
-/// posts, so that the copy of the next message overlaps the wire time of the previous ones, and
-/// returns how many finished copies wait to be posted. Every message is copied: staging is
-/// measured at its true cost, not once per size.
-fn stage_ahead(
-    stager: &mut dyn Stager,
-    pending: &mut VecDeque<CopyId>,
-    state: &mut Progress,
-    size: usize,
-    target: Option<u64>,
-    window: u64,
-) -> Result<u64> {
-    let limit = target.unwrap_or(u64::MAX);
-    while (pending.len() as u64) < window && state.copies_started < limit {
-        pending.push_back(stager.begin_out(0..size)?);
-        state.copies_started += 1;
-    }
-    while let Some(&copy) = pending.front() {
-        if !stager.poll(copy)? {
-            break;
-        }
-        pending.pop_front();
-        state.copies_ready += 1;
-    }
-    Ok(state.copies_ready)
-}
-
-fn run(
-    session: &mut Session,
+fn run<M: QueueMemory>(
+    link: &mut Link,
     plan: &StreamPlan,
+    memories: &mut [M],
+    progress: &mut [Progress],
     limit: Limit,
     mut meter: Option<&mut BandwidthMeter>,
 ) -> Result<()> {
-    let queue_count = session.local.queue_pairs.len();
-    let mut pending_copies: Vec<VecDeque<CopyId>> = vec![VecDeque::new(); queue_count];
-    let remotes: Vec<_> = (0..queue_count).map(|index| session.remote_buffer(index)).collect();
-    let locals: Vec<_> = session.local.buffers.iter().map(|buffer| buffer.slice(plan.size)).collect();
-    let tx_depth = u64::from(plan.tx_depth);
+    let shared_bounce = shared_bounce_for_tests();
+    let remote_rings: Vec<Option<Ring>> = link
+        .remotes
+        .iter()
+        .map(|remote| match shared_bounce {
+            true => Some(Ring { slots: 1, stride: plan.size }),
+            false => plan.notify_receiver.then(|| Ring::new(remote.len as usize, plan.tx_depth, plan.size)),
+        })
+        .collect();
     let (target, time_limit_nanos) = match limit {
         Limit::Messages(messages) => (Some(messages), u64::MAX),
         Limit::Time(duration) => (None, u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)),
     };
-    let signal_every = signal_interval(plan.cq_mod, plan.size);
-    let mut staged_progress = vec![Progress::default(); queue_count];
-    let mut book = StreamBook::start(queue_count, plan.tx_depth, signal_every, target, plan.stall_timeout);
+    let signal_every = signal_group(plan, memories);
+    let mut book = StreamBook::start(memories.len(), plan.tx_depth, signal_every, target, plan.stall_timeout);
     let mut posting = true;
     let mut stopped_by = None;
     loop {
@@ -173,56 +211,63 @@ fn run(
         // Ctrl-C: post nothing more and let what is in flight complete; a dead peer never
         // completes it, so that ends the loop at once.
         if posting && stopped_by.is_none() {
-            stopped_by = session.control.stop_requested();
+            stopped_by = link.control.stop_requested();
             posting = stopped_by.is_none();
         }
         if posting {
-            for (index, queue_pair) in session.local.queue_pairs.iter_mut().enumerate() {
-                let count = book.room(index);
-                let count = match session.local.buffers[index].stager() {
-                    None => count,
-                    Some(stager) => {
-                        let state = &mut staged_progress[index];
-                        let ready = stage_ahead(
-                            stager,
-                            &mut pending_copies[index],
-                            state,
-                            plan.size,
-                            target,
-                            tx_depth,
-                        )?;
-                        let usable = book.whole_groups(count.min(ready));
-                        state.copies_ready -= usable;
-                        usable
-                    }
-                };
+            for (index, queue_pair) in link.queue_pairs.iter_mut().enumerate() {
+                let state = &mut progress[index];
+                let phase_start = state.phase_start;
+                let counts = book.progress[index];
+                // The room in the send queue, up to the target; whole signal groups in a timed run.
+                let mut count = book.room(index);
+                if M::COPIES {
+                    let end = target.map_or(u64::MAX, |target| phase_start + target);
+                    let ready = memories[index].ready_to_post(
+                        phase_start + counts.posted,
+                        phase_start + counts.completed,
+                        end,
+                    )?;
+                    count = count.min(ready);
+                }
+                let remote = link.remotes[index];
+                let remote_ring = remote_rings[index];
+                if let Some(ring) = remote_ring.filter(|_| !shared_bounce) {
+                    // A slot of the receiver's ring is free once its last message was credited.
+                    count = count.min(state.credited + ring.slots - (phase_start + counts.posted));
+                }
+                if M::COPIES || remote_ring.is_some() {
+                    count = book.whole_groups(count);
+                }
                 if count == 0 {
                     continue;
                 }
-                let first = book.progress[index].posted;
-                let operation = match plan.operation {
-                    StreamOperation::Write if plan.notify_receiver => Operation::WriteWithImmediate {
-                        remote_address: remotes[index].address,
-                        rkey: remotes[index].rkey,
-                        immediate: index as u32,
-                    },
-                    StreamOperation::Write => {
-                        Operation::Write { remote_address: remotes[index].address, rkey: remotes[index].rkey }
-                    }
-                    StreamOperation::Read => {
-                        Operation::Read { remote_address: remotes[index].address, rkey: remotes[index].rkey }
-                    }
-                };
-                let local = locals[index];
+                let memory = &memories[index];
                 let book_ref = &book;
-                queue_pair.post_send((1..=count).map(|offset| {
-                    let sequence = first + offset;
+                queue_pair.post_send((0..count).map(|offset| {
+                    // `sequence` counts this phase's requests from 1; `message` every request
+                    // of the size from 0 (a ring slot and a stamp follow it).
+                    let sequence = counts.posted + offset + 1;
+                    let message = phase_start + sequence - 1;
+                    let remote_address = match remote_ring {
+                        Some(ring) => remote.address + ring.range(message, plan.size).start as u64,
+                        None => remote.address,
+                    };
+                    let operation = match plan.operation {
+                        StreamOperation::Write if plan.notify_receiver => Operation::WriteWithImmediate {
+                            remote_address,
+                            rkey: remote.rkey,
+                            immediate: index as u32,
+                        },
+                        StreamOperation::Write => Operation::Write { remote_address, rkey: remote.rkey },
+                        StreamOperation::Read => Operation::Read { remote_address, rkey: remote.rkey },
+                    };
                     SendRequest {
                         wr_id: StreamBook::work_request_id(index, sequence),
                         signaled: book_ref.is_signaled(sequence),
-                        local,
+                        local: memory.local(message),
                         operation,
-                        inline: false,
+                        inline: Inline::NO,
                     }
                 }))?;
                 book.posted(index, count, meter.as_deref_mut());
@@ -233,7 +278,12 @@ fn run(
         }
         let mut retired_now = 0u64;
         let size = plan.size;
-        session.local.completion_queue.poll(|completion| {
+        let mut credits_now = 0u64;
+        let queue_pairs = &mut *link.queue_pairs;
+        link.completion_queue.poll(|completion| {
+            if completion.wr_id & CREDIT_FLAG != 0 {
+                return take_credit(&completion, queue_pairs, progress, &book, &mut credits_now);
+            }
             if !completion.is_success() {
                 return Err(completion.error(plan.operation.name(), size));
             }
@@ -248,7 +298,14 @@ fn run(
             retired_now += book.complete(completion.wr_id).map_err(|_| unexpected())?;
             Ok(())
         })?;
-        if !book.after_poll(retired_now, meter.as_deref_mut()) {
+        let alive = if retired_now == 0 && credits_now > 0 {
+            // A credit retires none of our requests but shows the receiver alive.
+            book.other_progress();
+            true
+        } else {
+            book.after_poll(retired_now, meter.as_deref_mut())
+        };
+        if !alive {
             return Err(Error::Stalled {
                 seconds: plan.stall_timeout.as_secs(),
                 during: format!("streaming {} of {} bytes", plan.operation.name(), plan.size),
@@ -257,18 +314,71 @@ fn run(
         // The peer's health is looked at with the clock, not on every empty poll: the check reads
         // the clock itself (a system call where the clocksource is not the TSC).
         if book.looked() {
-            session.control.check_peer()?;
+            link.control.check_peer()?;
         }
-        if !posting && book.drained() {
+        // A staged receiver's phase ends when it has copied in (and credited) every message.
+        let drained = book.drained()
+            && (!plan.notify_receiver
+                || progress
+                    .iter()
+                    .zip(&book.progress)
+                    .all(|(state, counts)| state.credited == state.phase_start + counts.posted));
+        if !posting && drained {
             // A timed run can stop with copies started that will never be posted.
-            for buffer in &mut session.local.buffers {
-                if let Some(stager) = buffer.stager() {
-                    stager.finish()?;
-                }
+            for ((memory, state), counts) in memories.iter_mut().zip(progress.iter_mut()).zip(&book.progress)
+            {
+                state.phase_start += counts.posted;
+                memory.finish(state.phase_start)?;
             }
             return stopped_by.map_or(Ok(()), |signal| Err(ExchangeError::Interrupted(signal).into()));
         }
     }
+}
+
+/// A staged receiver's credit: its immediate says how many more messages it copied in; the
+/// receive is reposted at once.
+fn take_credit(
+    completion: &crate::verbs::WorkCompletion,
+    queue_pairs: &mut [RcQueuePair],
+    progress: &mut [Progress],
+    book: &StreamBook,
+    credits_now: &mut u64,
+) -> Result<()> {
+    if !completion.is_success() {
+        return Err(completion.error("receive of a credit", 0));
+    }
+    let index = (completion.wr_id & !CREDIT_FLAG) as usize;
+    let (Some(state), Some(queue_pair), Some(credit)) =
+        (progress.get_mut(index), queue_pairs.get_mut(index), completion.immediate)
+    else {
+        return Err(Error::UnexpectedCompletion {
+            wr_id: completion.wr_id,
+            opcode: completion.opcode,
+            expected: "a credit from the staged receiver",
+        });
+    };
+    let credit = u64::from(credit);
+    let posted = state.phase_start + book.progress.get(index).map_or(0, |counts| counts.posted);
+    if state.credited + credit > posted {
+        return Err(Error::Protocol(format!(
+            "QP {index}: the staged receiver credited {} messages, {} were sent",
+            state.credited + credit,
+            posted
+        )));
+    }
+    state.credited += credit;
+    *credits_now += credit;
+    queue_pair.post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())
+}
+
+/// Posts the receives a sender keeps for a staged receiver's credits (once per connection).
+pub fn post_credit_receives(queue_pairs: &mut [RcQueuePair]) -> Result<()> {
+    for (index, queue_pair) in queue_pairs.iter_mut().enumerate() {
+        for _ in 0..CREDIT_RECEIVES.min(queue_pair.sizes().recv_depth) {
+            queue_pair.post_receive(CREDIT_FLAG | index as u64, crate::verbs::LocalSlice::empty())?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

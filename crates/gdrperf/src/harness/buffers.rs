@@ -14,6 +14,7 @@ use sideway::ibverbs::protection_domain::ProtectionDomain;
 use crate::error::Result;
 use crate::harness::args::GdrPath;
 use crate::harness::staging::Stager;
+use crate::memory_kind::MemoryKind;
 use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion};
 
 /// Where a buffer's bytes live.
@@ -25,7 +26,7 @@ pub enum Storage {
     Gpu { memory: GpuBuffer, path: RegisteredPath, _dmabuf: Option<DmaBuf> },
     /// A payload the NIC does not touch, copied through a registered bounce buffer: the staged
     /// baseline (`cuda-staged`; `host-staged` runs the same path without a GPU).
-    Staged { stager: Box<dyn Stager>, kind: &'static str },
+    Staged { stager: Box<dyn Stager>, kind: MemoryKind },
 }
 
 /// How GPU memory was made visible to the NIC.
@@ -47,20 +48,33 @@ impl RegisteredPath {
 }
 
 impl Storage {
-    /// The name used in headers and result rows.
-    pub fn kind(&self) -> &'static str {
+    /// What kind of memory this is (named in headers and result rows).
+    pub fn kind(&self) -> MemoryKind {
         match self {
-            Storage::Host(_) => "host",
-            Storage::Gpu { .. } => "cuda",
-            Storage::Staged { kind, .. } => kind,
+            Storage::Host(_) => MemoryKind::Host,
+            Storage::Gpu { .. } => MemoryKind::Cuda,
+            Storage::Staged { kind, .. } => *kind,
         }
     }
 }
 
 /// A registered buffer of one QP.
 pub struct BenchBuffer {
-    storage: Storage,
+    /// Declared before the memory it registers, so that it is deregistered before that memory
+    /// is freed (fields drop in order): the NIC never holds freed pages.
     region: MemoryRegion,
+    storage: Storage,
+    /// Staged buffers: what the engine's per-message checks found during the current size.
+    check: MessageCheck,
+}
+
+/// The per-message checks of a staged receiver during one size (`--validate`).
+#[derive(Debug, Default)]
+pub struct MessageCheck {
+    /// The first message that failed.
+    pub failure: Option<String>,
+    /// Messages checked.
+    pub checked: u64,
 }
 
 impl BenchBuffer {
@@ -69,7 +83,7 @@ impl BenchBuffer {
         let memory = HostBuffer::new(len)?;
         // SAFETY: the HostBuffer moves into `storage` below and lives as long as the region.
         let region = unsafe { MemoryRegion::register(pd, memory.address(), memory.len(), "host buffer")? };
-        Ok(BenchBuffer { storage: Storage::Host(memory), region })
+        Ok(BenchBuffer { storage: Storage::Host(memory), region, check: MessageCheck::default() })
     }
 
     /// Allocates `len` bytes on `gpu` and registers them for GPUDirect RDMA along `path`
@@ -98,6 +112,7 @@ impl BenchBuffer {
             return Ok(BenchBuffer {
                 storage: Storage::Gpu { memory, path: RegisteredPath::DmaBuf, _dmabuf: Some(dmabuf) },
                 region,
+                check: MessageCheck::default(),
             });
         }
         // SAFETY: the allocation moves into `storage` and outlives the region.
@@ -112,6 +127,7 @@ impl BenchBuffer {
         Ok(BenchBuffer {
             storage: Storage::Gpu { memory, path: RegisteredPath::PeerMem, _dmabuf: None },
             region,
+            check: MessageCheck::default(),
         })
     }
 
@@ -119,30 +135,47 @@ impl BenchBuffer {
     pub fn staged(
         pd: &Arc<ProtectionDomain>,
         stager: Box<dyn Stager>,
-        kind: &'static str,
+        kind: MemoryKind,
     ) -> Result<BenchBuffer> {
         let (address, len) = stager.bounce();
         // SAFETY: the bounce buffer belongs to `stager`, which moves into `storage` with the region.
         let region = unsafe { MemoryRegion::register(pd, address, len, "staging bounce buffer")? };
-        Ok(BenchBuffer { storage: Storage::Staged { stager, kind }, region })
+        Ok(BenchBuffer { storage: Storage::Staged { stager, kind }, region, check: MessageCheck::default() })
     }
 
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> MemoryKind {
         self.storage.kind()
     }
 
-    /// The copy engine of a staged buffer (`None` for memory the NIC reaches directly).
-    pub fn stager(&mut self) -> Option<&mut dyn Stager> {
+    /// The copy engine of a staged buffer (`None` for memory the NIC reaches directly). Only
+    /// the memory layer (`harness::memory`, the latency engines' copies) uses it.
+    pub(crate) fn stager(&mut self) -> Option<&mut dyn Stager> {
         match &mut self.storage {
             Storage::Staged { stager, .. } => Some(stager.as_mut()),
             _ => None,
         }
     }
 
-    /// Whether the NIC reaches the payload through a bounce buffer only (`*-staged`): the
-    /// engines then copy every message in or out themselves.
-    pub fn is_staged(&self) -> bool {
+    /// A staged buffer's stager, region and per-message check at once (`None` if not staged).
+    pub(crate) fn staged_parts(&mut self) -> Option<(&mut dyn Stager, &MemoryRegion, &mut MessageCheck)> {
+        match &mut self.storage {
+            Storage::Staged { stager, .. } => Some((stager.as_mut(), &self.region, &mut self.check)),
+            _ => None,
+        }
+    }
+
+    /// Whether the NIC reaches the payload through a bounce buffer only (`*-staged`).
+    pub(crate) fn is_staged(&self) -> bool {
         matches!(self.storage, Storage::Staged { .. })
+    }
+
+    /// The time this buffer's copies kept its copy engine busy since the last call (the union
+    /// of the copies' intervals; zero for memory the NIC reaches directly).
+    pub fn take_copy_time(&mut self) -> std::time::Duration {
+        match self.stager() {
+            Some(stager) => stager.log().take_busy(),
+            None => std::time::Duration::ZERO,
+        }
     }
 
     /// The GPU this buffer lives on and how the NIC reaches it, for headers and rows.
@@ -244,10 +277,18 @@ impl BenchBuffer {
     }
 }
 
-/// Time the staged buffers among `buffers` have spent copying so far (zero where none is
-/// staged): a bench takes the difference around a size to report its copy time.
-pub fn copy_time(buffers: &mut [BenchBuffer]) -> std::time::Duration {
-    buffers.iter_mut().filter_map(|buffer| buffer.stager().map(|stager| stager.copy_time())).sum()
+/// The copy time of `buffers` since the last call: each buffer's busy time (the QPs' copies
+/// run on their own streams), summed over the QPs.
+pub fn take_copy_time(buffers: &mut [BenchBuffer]) -> std::time::Duration {
+    buffers.iter_mut().map(BenchBuffer::take_copy_time).sum()
+}
+
+/// The first failure of the per-message checks of staged rings in the current size (`None`
+/// also where none ran), and a fresh start.
+pub fn take_message_failure(buffers: &mut [BenchBuffer]) -> Option<String> {
+    buffers.iter_mut().enumerate().find_map(|(index, buffer)| {
+        std::mem::take(&mut buffer.check).failure.map(|failure| format!("QP {index}: {failure}"))
+    })
 }
 
 /// Checks the first `len` bytes of each buffer against the pattern a `size`-byte message of its
@@ -263,6 +304,14 @@ pub fn check_received_at(
     range: Range<usize>,
 ) -> Result<Option<String>> {
     for (index, buffer) in buffers.iter_mut().enumerate() {
+        // A staged ring was checked message by message as each was copied in.
+        let check = std::mem::take(&mut buffer.check);
+        if let Some(failure) = check.failure {
+            return Ok(Some(format!("QP {index}: {failure}")));
+        }
+        if check.checked > 0 {
+            continue;
+        }
         if let Some(mismatch) = buffer.check_pattern_at(range.clone(), pattern_seed(size, index))? {
             return Ok(Some(format!(
                 "QP {index}: byte {} is {:#04x}, expected {:#04x}",
@@ -312,9 +361,154 @@ pub fn find_mismatch(bytes: &[u8], seed: u64) -> Option<Mismatch> {
     })
 }
 
+/// The 8-byte stamp of message `index`: mixed with the seed, so a stamp of another size or QP
+/// never matches by accident.
+fn stamp(seed: u64, index: u64) -> [u8; 8] {
+    (index ^ seed.rotate_left(29)).to_le_bytes()
+}
+
+/// The message index a stamp carries.
+fn unstamp(seed: u64, bytes: [u8; 8]) -> u64 {
+    u64::from_le_bytes(bytes) ^ seed.rotate_left(29)
+}
+
+/// Byte `offset` of message `index` (`len` bytes) of the pattern `seed`: the pattern, with the
+/// message's index stamped into its first 8 bytes and, from 16 bytes on, its last 8 (so a
+/// message overwritten from either end by another shows the other's index).
+pub fn message_byte(seed: u64, index: u64, len: usize, offset: usize) -> u8 {
+    let stamp = stamp(seed, index);
+    if offset < 8 {
+        stamp[offset]
+    } else if len >= 16 && offset >= len - 8 {
+        stamp[offset - (len - 8)]
+    } else {
+        pattern_byte(seed, offset)
+    }
+}
+
+/// Where message `index` (`len` bytes) of the pattern `seed` differs from the plain pattern:
+/// its stamps, as (offset, bytes): the first 8 bytes (fewer in a shorter message) and, from 16
+/// bytes on, the last 8.
+pub fn message_stamps(seed: u64, index: u64, len: usize) -> Vec<(usize, Vec<u8>)> {
+    let stamp = stamp(seed, index);
+    let mut stamps = vec![(0, stamp[..len.min(8)].to_vec())];
+    if len >= 16 {
+        stamps.push((len - 8, stamp.to_vec()));
+    }
+    stamps
+}
+
+/// Writes message `index` of the pattern `seed` into `bytes`.
+pub fn fill_message(bytes: &mut [u8], seed: u64, index: u64) {
+    fill_pattern(bytes, seed);
+    for (offset, stamp) in message_stamps(seed, index, bytes.len()) {
+        bytes[offset..offset + stamp.len()].copy_from_slice(&stamp);
+    }
+}
+
+/// How a checked message differs from message `index` of its pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageMismatch {
+    /// The message carries another message's index: it was overwritten or delivered out of order.
+    Stamp { found: u64, at_end: bool },
+    /// A byte differs otherwise.
+    Byte(Mismatch),
+}
+
+impl MessageMismatch {
+    /// "message 17 (slot 1 of 8) holds message 25", "message 3: byte 17 is 0x00, expected 0x5b".
+    pub fn describe(&self, index: u64, slot: u64, slots: u64) -> String {
+        match self {
+            MessageMismatch::Stamp { found, at_end } => format!(
+                "message {index} (slot {slot} of {slots}) carries the stamp of message {found} at its {}: overwritten or out of order",
+                if *at_end { "end" } else { "start" }
+            ),
+            MessageMismatch::Byte(mismatch) => format!(
+                "message {index}: byte {} is {:#04x}, expected {:#04x}",
+                mismatch.offset, mismatch.found, mismatch.expected
+            ),
+        }
+    }
+}
+
+/// Checks `bytes` against message `index` of the pattern `seed`: a stamp of another message is
+/// named as such, any other difference by its first byte.
+pub fn find_message_mismatch(bytes: &[u8], seed: u64, index: u64) -> Option<MessageMismatch> {
+    let len = bytes.len();
+    let stamps = [(0, false), (len.saturating_sub(8), true)];
+    for (start, at_end) in stamps {
+        if len >= 16 || (start == 0 && len >= 8) {
+            let found = unstamp(seed, bytes[start..start + 8].try_into().expect("8 bytes"));
+            if found != index && found < (1 << 48) {
+                return Some(MessageMismatch::Stamp { found, at_end });
+            }
+        }
+    }
+    bytes.iter().enumerate().find_map(|(offset, &found)| {
+        let expected = message_byte(seed, index, len, offset);
+        (found != expected).then_some(MessageMismatch::Byte(Mismatch { offset, expected, found }))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamped_messages_round_trip_and_name_the_message_that_overwrote_them() {
+        let seed = pattern_seed(4096, 1);
+        let mut slot = vec![0u8; 4096];
+        fill_message(&mut slot, seed, 17);
+        assert_eq!(find_message_mismatch(&slot, seed, 17), None);
+        assert!(slot.iter().enumerate().all(|(offset, &byte)| byte == message_byte(seed, 17, 4096, offset)));
+        // The old shared bounce buffer: message 18 landed on the bytes of 17 before 17 was copied
+        // in, so what was copied in as 17 is 18 (same pattern, other stamp).
+        fill_message(&mut slot, seed, 18);
+        assert_eq!(
+            find_message_mismatch(&slot, seed, 17),
+            Some(MessageMismatch::Stamp { found: 18, at_end: false })
+        );
+        // Overwritten from the start only up to half (the later message's first packets).
+        let mut half = vec![0u8; 4096];
+        fill_message(&mut half, seed, 17);
+        let mut later = vec![0u8; 4096];
+        fill_message(&mut later, seed, 25);
+        half[..2048].copy_from_slice(&later[..2048]);
+        assert_eq!(
+            find_message_mismatch(&half, seed, 17),
+            Some(MessageMismatch::Stamp { found: 25, at_end: false })
+        );
+        // Its tail only.
+        let mut tail = vec![0u8; 4096];
+        fill_message(&mut tail, seed, 17);
+        tail[4000..].copy_from_slice(&later[4000..]);
+        assert_eq!(
+            find_message_mismatch(&tail, seed, 17),
+            Some(MessageMismatch::Stamp { found: 25, at_end: true })
+        );
+        // A corrupted body byte, and an all-zero (never copied in) slot.
+        let mut corrupted = vec![0u8; 4096];
+        fill_message(&mut corrupted, seed, 17);
+        corrupted[100] ^= 1;
+        assert!(matches!(
+            find_message_mismatch(&corrupted, seed, 17),
+            Some(MessageMismatch::Byte(Mismatch { offset: 100, .. }))
+        ));
+        assert!(find_message_mismatch(&[0u8; 4096], seed, 17).is_some());
+        let text = MessageMismatch::Stamp { found: 25, at_end: false }.describe(17, 1, 8);
+        assert!(text.contains("message 17 (slot 1 of 8)") && text.contains("message 25"), "{text}");
+    }
+
+    #[test]
+    fn small_messages_carry_what_stamp_fits() {
+        let seed = pattern_seed(4, 0);
+        for len in [1usize, 4, 8, 12, 16] {
+            let mut bytes = vec![0u8; len];
+            fill_message(&mut bytes, seed, 3);
+            assert_eq!(find_message_mismatch(&bytes, seed, 3), None, "{len}");
+            assert!(find_message_mismatch(&bytes, seed, 4).is_some(), "{len}: another index differs");
+        }
+    }
 
     #[test]
     fn pattern_round_trips_and_catches_single_byte_errors() {

@@ -173,7 +173,7 @@ pub(crate) fn drive<B: Benchmark>(
     outputs.start(&run)?;
     let thresholds = config
         .acceptance
-        .resolve(sessions[0].local.port.rate.as_deref(), benchmark.sums_both_directions())?;
+        .resolve(sessions[0].local.port.rate.as_deref(), sweep::sums_both_directions(benchmark))?;
     for session in &mut sessions {
         session.control.set_stop_flag(stop.clone());
     }
@@ -202,7 +202,7 @@ pub(crate) fn drive<B: Benchmark>(
             for row in &rows {
                 write_and_judge(&mut outputs, &progress, &thresholds, row, outcome)?;
             }
-            if let Some(all) = complete.then(|| benchmark.aggregate(&rows)).flatten() {
+            if let Some(all) = complete.then(|| <B::Row as crate::output::Row>::aggregate(&rows)).flatten() {
                 progress.suspend(|| outputs.write_row(&all))?;
             }
             Ok(())
@@ -307,7 +307,7 @@ fn lane_description(session: &Session) -> String {
 fn lane_metadata(session: &Session) -> serde_json::Value {
     serde_json::json!({
         "device": session.local.device.name(),
-        "memory": session.local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host"),
+        "memory": session.memory(),
         "gpu": session.local.buffers.first().and_then(|buffer| buffer.gpu_description()),
         "peer": session.peer.side,
     })

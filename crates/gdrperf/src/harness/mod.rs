@@ -14,6 +14,7 @@ pub mod config;
 pub mod interrupt;
 pub mod lanes;
 pub mod latency;
+pub mod memory;
 pub mod pcie;
 pub mod placement;
 pub mod roles;
@@ -24,12 +25,13 @@ pub mod staging;
 pub mod stop;
 pub mod stream_book;
 pub mod sweep;
+pub mod write_stream;
 
 pub use args::{BandwidthArgs, CommonArgs};
 pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
 pub use roles::run;
 pub use session::{Session, Side};
-pub use sweep::{Benchmark, RunOutcome};
+pub use sweep::{Benchmark, RunOutcome, Setup};
 
 /// Runs a bench binary's body and turns its result into the exit code: 0 when every size
 /// passed, 1 when a data check failed, 2 on any error (with the message on stderr), and 130 or 143

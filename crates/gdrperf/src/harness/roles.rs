@@ -15,8 +15,9 @@ use crate::harness::session::Session;
 use crate::harness::sweep::{self, create_local, greeting, Benchmark, RunOutcome};
 use crate::output::{Console, Outputs};
 
-/// Runs `benchmark` as `config` says. The only entry point a bench binary calls.
-pub fn run<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<RunOutcome> {
+/// Runs `benchmark` as its configuration says. The only entry point a bench binary calls.
+pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
+    let config = benchmark.config();
     // Signals are taken over only once connected: until then Ctrl-C simply ends the process,
     // and there is nothing measured to save.
     let stop = StopFlag::default();
@@ -57,7 +58,7 @@ fn serve_connected<B: Benchmark>(
     mut session: Session,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
-    if benchmark.concurrent() {
+    if sweep::concurrent(benchmark) {
         return lanes::serve(config, benchmark, placements, listener, session, stop);
     }
     // One client per run: whoever knocks from now on is told the server is busy.
@@ -74,7 +75,7 @@ fn lead<B: Benchmark>(
     outputs: Outputs<B::Row>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
-    if benchmark.concurrent() {
+    if sweep::concurrent(benchmark) {
         return lanes::drive(config, benchmark, placements, outputs, stop);
     }
     let local = create_local(config, benchmark, &placements[0])?;

@@ -4,7 +4,6 @@
 //! exchange, connect), and the local half is done *before* waiting for the peer, so that a
 //! wrong device or port fails at once on the side that has it, not as a timeout on the other.
 
-use std::any::Any;
 use std::net::TcpListener;
 use std::sync::Arc;
 
@@ -16,6 +15,7 @@ use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION}
 use crate::harness::args::MemoryKind;
 use crate::harness::buffers::BenchBuffer;
 use crate::harness::config::{BenchConfig, Role};
+use crate::harness::memory::staged_len;
 use crate::harness::placement::Placement;
 use crate::harness::staging::{CudaStager, HostStager};
 use crate::verbs::{
@@ -45,6 +45,9 @@ pub struct LocalResources {
 
 impl LocalResources {
     /// Opens the device and creates one QP and one registered buffer per `-q`.
+    ///
+    /// A staged buffer (payload and bounce buffer) is a ring of send-depth slots of the largest
+    /// message, capped at [`crate::harness::memory::RING_BYTES`]: see `harness::memory`.
     ///
     /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
     /// being set up, and its message says more than a later registration failure would.
@@ -79,13 +82,13 @@ impl LocalResources {
                 }
                 (MemoryKind::CudaStaged, Some(gpu)) => BenchBuffer::staged(
                     &protection_domain,
-                    Box::new(CudaStager::new(gpu, buffer_len, buffer_len)?),
-                    "cuda-staged",
+                    Box::new(CudaStager::new(gpu, staged_len(buffer_len, sizes.send_depth), buffer_len)?),
+                    MemoryKind::CudaStaged,
                 )?,
                 (MemoryKind::HostStaged, _) => BenchBuffer::staged(
                     &protection_domain,
-                    Box::new(HostStager::new(buffer_len)?),
-                    "host-staged",
+                    Box::new(HostStager::new(staged_len(buffer_len, sizes.send_depth))?),
+                    MemoryKind::HostStaged,
                 )?,
                 _ => BenchBuffer::host(&protection_domain, buffer_len)?,
             });
@@ -117,7 +120,7 @@ impl LocalResources {
                 device: self.device.name().to_string(),
                 port: self.port.number,
                 active_mtu: self.port.active_mtu.bytes(),
-                memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or("host").to_string(),
+                memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host),
                 gpu: self.buffers.first().and_then(BenchBuffer::gpu_description),
             },
             endpoints: self
@@ -184,19 +187,40 @@ fn report_refusal(refusal: &Refusal) {
     }
 }
 
-/// A connected side: what a benchmark's callbacks work with.
+/// A connected side: what a benchmark's callbacks work with, through its methods; the engines
+/// of the harness borrow its parts.
 pub struct Session {
-    pub side: Side,
-    pub local: LocalResources,
-    pub control: Control,
-    pub peer: Hello,
+    pub(crate) side: Side,
+    pub(crate) local: LocalResources,
+    pub(crate) control: Control,
+    pub(crate) peer: Hello,
     /// The path MTU both QPs were connected with.
-    pub mtu: Mtu,
-    /// What a benchmark keeps for this connection across sizes (receives posted once, for
-    /// instance). It lives here, not in the benchmark value, because that value is shared by
-    /// both ends of a loopback run and by every lane of a concurrent one; and it goes with the
-    /// QPs it belongs to when the next memory placement replaces them.
-    connection_state: Option<Box<dyn Any + Send>>,
+    pub(crate) mtu: Mtu,
+    /// What the engines keep for this connection across sizes (receives posted once).
+    pub(crate) connection: Connection,
+}
+
+/// A session borrowed apart, for an engine: see [`Session::parts`].
+pub(crate) struct SessionParts<'a> {
+    pub(crate) queue_pairs: &'a mut Vec<RcQueuePair>,
+    pub(crate) completion_queue: &'a mut CompletionQueue,
+    pub(crate) buffers: &'a mut Vec<BenchBuffer>,
+    pub(crate) control: &'a mut Control,
+    pub(crate) connection: &'a mut Connection,
+}
+
+/// What the engines keep for one connection across sizes. It lives in the session, not in the
+/// benchmark value, because that value is shared by both ends of a loopback run and by every
+/// lane of a concurrent one; and it goes with the QPs it belongs to when the next memory
+/// placement replaces them. Receives cannot be taken back once posted, hence all of it.
+#[derive(Default)]
+pub(crate) struct Connection {
+    /// gdr-send-bw's receives, with their `--validate` ring or staged slots.
+    pub(crate) receive_queues: Option<crate::harness::send::ReceiveQueues>,
+    /// A ping-pong's receives are posted.
+    pub(crate) ping_pong_receives: bool,
+    /// A writer's receives for a staged receiver's credits are posted.
+    pub(crate) credit_receives: bool,
 }
 
 impl Session {
@@ -216,9 +240,14 @@ impl Session {
             Door { token: config.token.as_ref(), timeout: config.timeout, wait_limit: config.accept_timeout };
         let (mut control, peer) = Control::admit(listener, &ours, door, &mut report_refusal)?;
         match Session::connect_queue_pairs(config, local, peer) {
-            Ok((local, peer, mtu)) => {
-                Ok(Session { side: Side::Server, local, control, peer, mtu, connection_state: None })
-            }
+            Ok((local, peer, mtu)) => Ok(Session {
+                side: Side::Server,
+                local,
+                control,
+                peer,
+                mtu,
+                connection: Connection::default(),
+            }),
             Err(error) => {
                 control.report_failure(&error.to_string());
                 Err(error)
@@ -257,7 +286,9 @@ impl Session {
             .map_err(Error::from)
             .and_then(|peer| Session::connect_queue_pairs(config, local, peer));
         match result {
-            Ok((local, peer, mtu)) => Ok(Session { side, local, control, peer, mtu, connection_state: None }),
+            Ok((local, peer, mtu)) => {
+                Ok(Session { side, local, control, peer, mtu, connection: Connection::default() })
+            }
             Err(error) => {
                 control.report_failure(&error.to_string());
                 Err(error)
@@ -280,30 +311,26 @@ impl Session {
         self.local = local;
         self.peer = peer;
         self.mtu = mtu;
-        self.connection_state = None;
+        self.connection = Connection::default();
         Ok(())
     }
 
-    /// Keeps `state` for this connection (replacing what was kept).
-    pub fn keep_state<T: Any + Send>(&mut self, state: T) {
-        self.connection_state = Some(Box::new(state));
+    /// The parts an engine drives at once (borrowed apart): QPs, their completion queue, the
+    /// buffers, the control channel and the connection's state.
+    pub(crate) fn parts(&mut self) -> SessionParts<'_> {
+        let Session { local, control, connection, .. } = self;
+        let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+        SessionParts { queue_pairs, completion_queue, buffers, control, connection }
     }
 
-    /// The state kept for this connection, if it is a `T`.
-    pub fn state_mut<T: Any + Send>(&mut self) -> Option<&mut T> {
-        self.connection_state.as_mut().and_then(|state| state.downcast_mut::<T>())
+    /// Which end of the connection this is.
+    pub fn side(&self) -> Side {
+        self.side
     }
 
-    /// Takes the kept state out (to use it alongside `&mut self`); put it back with `keep_state`.
-    pub fn take_state<T: Any + Send>(&mut self) -> Option<T> {
-        match self.connection_state.take().map(|state| state.downcast::<T>()) {
-            Some(Ok(state)) => Some(*state),
-            Some(Err(other)) => {
-                self.connection_state = Some(other);
-                None
-            }
-            None => None,
-        }
+    /// This side is the client (it leads the sizes; the active side of a one-sided test).
+    pub fn is_client(&self) -> bool {
+        self.side.is_client()
     }
 
     fn connect_queue_pairs(
@@ -333,6 +360,55 @@ impl Session {
     /// The peer's buffer of QP `index`.
     pub fn remote_buffer(&self, index: usize) -> RemoteBuffer {
         self.peer.buffers[index]
+    }
+
+    /// This side's kind of memory.
+    pub fn memory(&self) -> MemoryKind {
+        self.local.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host)
+    }
+
+    /// The peer's kind of memory, as its hello said.
+    pub fn peer_memory(&self) -> MemoryKind {
+        self.peer.side.memory
+    }
+
+    /// `--validate`, before a size: each QP's buffer holds the pattern of its `size`-byte
+    /// messages in its first `size` bytes (the source of a checked transfer).
+    pub fn fill_pattern(&mut self, size: usize) -> Result<()> {
+        for (index, buffer) in self.local.buffers.iter_mut().enumerate() {
+            buffer.fill_pattern(size, crate::harness::buffers::pattern_seed(size, index))?;
+        }
+        Ok(())
+    }
+
+    /// `--validate`, before a size: each QP's first `size` bytes zeroed (a destination), so that
+    /// a message that never landed fails the check.
+    pub fn clear(&mut self, size: usize) -> Result<()> {
+        self.local.buffers.iter_mut().try_for_each(|buffer| buffer.clear(size))
+    }
+
+    /// Whether the CPU reaches this side's payload directly (host memory): inline sends and
+    /// the last-byte poll need that.
+    pub fn cpu_visible(&self) -> bool {
+        self.local.buffers.first().is_some_and(|buffer| buffer.host_bytes().is_some())
+    }
+
+    /// `--validate`, after a size: the first `len` bytes of each QP's buffer hold the pattern of
+    /// its `size`-byte messages (a staged ring: every message was checked as it was copied in).
+    pub fn check_received(&mut self, size: usize, len: usize) -> Result<Option<String>> {
+        crate::harness::buffers::check_received(&mut self.local.buffers, size, len)
+    }
+
+    /// The first failed per-message check of a staged receiver in this size (see
+    /// `harness::memory`), if any.
+    pub fn take_message_failure(&mut self) -> Option<String> {
+        crate::harness::buffers::take_message_failure(&mut self.local.buffers)
+    }
+
+    /// The copy time of this side's buffers since the last call, in seconds: the busy time of
+    /// its copies (zero for memory the NIC reaches directly). See `gdrperf_stats::copy_time`.
+    pub fn take_copy_seconds(&mut self) -> f64 {
+        crate::harness::buffers::take_copy_time(&mut self.local.buffers).as_secs_f64()
     }
 }
 

@@ -8,19 +8,73 @@
 //! `StagedBuffer`); the host implementation (`--mem host-staged`, hidden) does the same with
 //! `memcpy` between two host buffers, so that the staged code path of the benches runs, and is
 //! tested, on machines without a GPU.
+//!
+//! Every stager keeps a [`CopyLog`]: the `[start, end)` of each finished copy, from which the
+//! side's copy time is the busy time (`gdrperf_stats::busy_nanos`, the union of the intervals).
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use gdrperf_cuda::{Gpu, StageTicket, StagedBuffer, StagingConfig};
+use gdrperf_stats::{busy_nanos, CopyInterval};
 
 use crate::error::{Error, Result};
 use crate::verbs::HostBuffer;
 
-/// An outstanding copy, as handed out by a [`Stager`].
+/// An outstanding copy, as handed out by a [`Stager`]: copies are numbered in the order they
+/// were started, so a stager finds one by arithmetic, not by a map lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CopyId(u64);
+
+impl CopyId {
+    /// No copy (a placeholder that matches none).
+    pub const NONE: CopyId = CopyId(u64::MAX);
+}
+
+/// The finished copies of one stager since the copy time was last taken: each copy's
+/// `[start, end)` on one clock, from when it was started to when it was seen finished.
+#[derive(Debug)]
+pub struct CopyLog {
+    origin: Instant,
+    finished: Vec<(CopyId, CopyInterval)>,
+}
+
+impl Default for CopyLog {
+    fn default() -> Self {
+        CopyLog { origin: Instant::now(), finished: Vec::with_capacity(4096) }
+    }
+}
+
+impl CopyLog {
+    /// Records the copy `copy`, started at `started` and seen finished at `ended`.
+    #[inline]
+    pub fn record(&mut self, copy: CopyId, started: Instant, ended: Instant) {
+        let nanos = |at: Instant| at.saturating_duration_since(self.origin).as_nanos() as u64;
+        self.finished.push((copy, CopyInterval { start: nanos(started), end: nanos(ended) }));
+    }
+
+    /// Drops a finished copy from the log: a copy out started ahead for a message that was
+    /// never sent (the end of a timed run) is no part of the copy time.
+    pub fn forget(&mut self, copy: CopyId) {
+        if let Some(position) = self.finished.iter().rposition(|(id, _)| *id == copy) {
+            self.finished.swap_remove(position);
+        }
+    }
+
+    /// Finished copies logged since the copy time was last taken.
+    pub fn copies(&self) -> usize {
+        self.finished.len()
+    }
+
+    /// The time at least one copy was running since the last call (the union of the copies'
+    /// intervals), and a fresh start.
+    pub fn take_busy(&mut self) -> Duration {
+        let intervals: Vec<CopyInterval> = self.finished.iter().map(|(_, interval)| *interval).collect();
+        self.finished.clear();
+        Duration::from_nanos(busy_nanos(&intervals))
+    }
+}
 
 /// A copy engine between the payload and the NIC-visible bounce buffer of the same length.
 pub trait Stager: Send {
@@ -34,8 +88,8 @@ pub trait Stager: Send {
     fn poll(&mut self, copy: CopyId) -> Result<bool>;
     /// Waits for every outstanding copy.
     fn finish(&mut self) -> Result<()>;
-    /// Time spent copying so far (the caller-observed time of each copy, summed).
-    fn copy_time(&self) -> Duration;
+    /// The finished copies' intervals (see [`CopyLog`]).
+    fn log(&mut self) -> &mut CopyLog;
     /// Writes `bytes` into the payload at `offset` (untimed: validation).
     fn write_payload_at(&mut self, offset: usize, bytes: &[u8]) -> Result<()>;
     /// Reads `range` of the payload (untimed: validation).
@@ -86,21 +140,43 @@ pub fn wait_copy(
 /// GPU payload, pinned host bounce buffer, copies on CUDA streams.
 pub struct CudaStager {
     buffer: StagedBuffer,
-    tickets: HashMap<u64, StageTicket>,
-    next: u64,
-    copy_time: Duration,
+    /// Copies started and not yet retired, in the order they were started: the front is copy
+    /// number `first`. Preallocated, so starting a copy allocates nothing once warm.
+    outstanding: VecDeque<Option<StageTicket>>,
+    first: u64,
+    log: CopyLog,
 }
 
 impl CudaStager {
     pub fn new(gpu: &Gpu, len: usize, message_size: usize) -> Result<CudaStager> {
         let buffer = StagedBuffer::new(gpu, len, StagingConfig::for_message_size(message_size))?;
-        Ok(CudaStager { buffer, tickets: HashMap::new(), next: 0, copy_time: Duration::ZERO })
+        Ok(CudaStager {
+            buffer,
+            outstanding: VecDeque::with_capacity(1024),
+            first: 0,
+            log: CopyLog::default(),
+        })
     }
 
     fn remember(&mut self, ticket: StageTicket) -> CopyId {
-        self.next += 1;
-        self.tickets.insert(self.next, ticket);
-        CopyId(self.next)
+        self.outstanding.push_back(Some(ticket));
+        CopyId(self.first + self.outstanding.len() as u64 - 1)
+    }
+
+    /// Waits for `ticket` and logs its interval.
+    fn retire(&mut self, copy: CopyId, ticket: StageTicket) -> Result<()> {
+        let started = ticket.started();
+        self.buffer.wait(ticket)?;
+        self.log.record(copy, started, Instant::now());
+        Ok(())
+    }
+
+    /// Drops retired copies from the front.
+    fn trim(&mut self) {
+        while matches!(self.outstanding.front(), Some(None)) {
+            self.outstanding.pop_front();
+            self.first += 1;
+        }
     }
 }
 
@@ -120,27 +196,29 @@ impl Stager for CudaStager {
     }
 
     fn poll(&mut self, copy: CopyId) -> Result<bool> {
-        let Some(ticket) = self.tickets.get(&copy.0) else { return Ok(true) };
+        let Some(index) = copy.0.checked_sub(self.first) else { return Ok(true) };
+        let Some(Some(ticket)) = self.outstanding.get(index as usize) else { return Ok(true) };
         if !self.buffer.is_complete(ticket)? {
             return Ok(false);
         }
-        let ticket = self.tickets.remove(&copy.0).expect("present: looked up above");
-        self.copy_time += self.buffer.wait(ticket)?;
+        let ticket = self.outstanding[index as usize].take().expect("present: looked at above");
+        self.retire(copy, ticket)?;
+        self.trim();
         Ok(true)
     }
 
     fn finish(&mut self) -> Result<()> {
-        let pending: Vec<u64> = self.tickets.keys().copied().collect();
-        for id in pending {
-            if let Some(ticket) = self.tickets.remove(&id) {
-                self.copy_time += self.buffer.wait(ticket)?;
+        for index in 0..self.outstanding.len() {
+            if let Some(ticket) = self.outstanding[index].take() {
+                self.retire(CopyId(self.first + index as u64), ticket)?;
             }
         }
+        self.trim();
         Ok(())
     }
 
-    fn copy_time(&self) -> Duration {
-        self.copy_time
+    fn log(&mut self) -> &mut CopyLog {
+        &mut self.log
     }
 
     fn write_payload_at(&mut self, offset: usize, bytes: &[u8]) -> Result<()> {
@@ -167,7 +245,8 @@ impl Stager for CudaStager {
 pub struct HostStager {
     payload: HostBuffer,
     bounce: HostBuffer,
-    copy_time: Duration,
+    next: u64,
+    log: CopyLog,
 }
 
 impl HostStager {
@@ -175,7 +254,8 @@ impl HostStager {
         Ok(HostStager {
             payload: HostBuffer::new(len)?,
             bounce: HostBuffer::new(len)?,
-            copy_time: Duration::ZERO,
+            next: 0,
+            log: CopyLog::default(),
         })
     }
 
@@ -187,8 +267,10 @@ impl HostStager {
         } else {
             self.payload.as_mut_slice()[range.clone()].copy_from_slice(&self.bounce.as_slice()[range]);
         }
-        self.copy_time += started.elapsed();
-        Ok(CopyId(0))
+        let copy = CopyId(self.next);
+        self.next += 1;
+        self.log.record(copy, started, Instant::now());
+        Ok(copy)
     }
 }
 
@@ -213,8 +295,8 @@ impl Stager for HostStager {
         Ok(())
     }
 
-    fn copy_time(&self) -> Duration {
-        self.copy_time
+    fn log(&mut self) -> &mut CopyLog {
+        &mut self.log
     }
 
     fn write_payload_at(&mut self, offset: usize, bytes: &[u8]) -> Result<()> {

@@ -174,6 +174,16 @@ impl StreamBook {
         Ok(retired)
     }
 
+    /// Progress that retires none of our requests (a staged receiver's credit): reads the clock
+    /// and restarts the stall timer, recording nothing.
+    #[inline]
+    pub fn other_progress(&mut self) {
+        self.now_nanos = self.clock.now_nanos();
+        self.last_progress_nanos = self.now_nanos;
+        self.empty_polls = 0;
+        self.looked = true;
+    }
+
     /// After a poll that retired `retired` requests: reads the clock when something retired (and
     /// records the event) or once in [`EMPTY_POLLS_PER_LOOK`] empty polls. Returns `false` when
     /// nothing has completed for the stall timeout.

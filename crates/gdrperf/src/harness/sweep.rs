@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::exchange::Message;
-use crate::harness::config::{BenchConfig, StopRule};
+use crate::harness::config::{BandwidthConfig, BenchConfig, StopRule};
 use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
 use crate::harness::placement::{self, Placement};
 use crate::harness::session::{hostname, Greeting, LocalResources, Session, Side};
@@ -35,27 +35,16 @@ pub trait Benchmark: Sync {
     /// The result row.
     type Row: Row + Send + 'static;
 
-    /// Queue sizes of each QP.
-    fn queue_sizes(&self) -> QueuePairSizes;
-    /// Bytes of each QP's buffer for a sweep whose largest message is `largest_message`.
-    fn buffer_len(&self, largest_message: usize) -> usize {
-        largest_message
-    }
-    /// Test-specific settings that both sides must share (merged into the common ones).
-    fn parameters(&self) -> serde_json::Value;
-    /// Extra header lines ("CQ moderation", "100").
-    fn header(&self) -> Vec<(String, String)>;
+    /// The run's validated configuration (given once: [`run`] takes it from here).
+    fn config(&self) -> &BenchConfig;
+    /// What each side needs and what the test says of itself (see [`Setup`]).
+    fn setup(&self) -> Setup;
     /// Before a size starts: fill sources, clear destinations, post receives.
     fn prepare(&self, session: &mut Session, size: usize) -> Result<()>;
     /// Runs one size on this side; `None` for a passive side.
     fn measure(&self, session: &mut Session, size: usize) -> Result<Option<Self::Report>>;
     /// After both sides finished: checks this side's received data, `Some(reason)` if wrong.
     fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>>;
-    /// Whether a row sums both directions (a bandwidth threshold in % of the port then means
-    /// that share of both directions together).
-    fn sums_both_directions(&self) -> bool {
-        false
-    }
     /// The row of one size from both sides' reports.
     fn row(
         &self,
@@ -64,14 +53,33 @@ pub trait Benchmark: Sync {
         peer: Option<Self::Report>,
         validation: &str,
     ) -> Option<Self::Row>;
-    /// `--concurrent`: every placement at once, one lane each (the bandwidth tests offer it).
-    fn concurrent(&self) -> bool {
-        false
-    }
-    /// The aggregate row of one size from the lanes' rows (`None`: the test has none).
-    fn aggregate(&self, _lanes: &[Self::Row]) -> Option<Self::Row> {
-        None
-    }
+}
+
+/// What a test needs of each side's resources and says of itself, before it connects.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// Queue sizes of each QP.
+    pub queue_sizes: QueuePairSizes,
+    /// Bytes of each QP's buffer: the sweep's largest message, or more (a ping-pong's halves).
+    pub buffer_len: usize,
+    /// Test-specific settings that both sides must share (merged into the common ones).
+    pub parameters: serde_json::Value,
+    /// Extra header lines ("CQ moderation", "100").
+    pub header: Vec<(String, String)>,
+    /// A bandwidth test's settings: with `-b` a row sums both directions (a threshold in % of
+    /// the port then means that share of both together); `--concurrent` runs every placement
+    /// at once, one lane each, with an aggregate row ([`Row::aggregate`]).
+    pub bandwidth: Option<BandwidthConfig>,
+}
+
+/// `--concurrent`: every placement at once, one lane each.
+pub(crate) fn concurrent<B: Benchmark>(benchmark: &B) -> bool {
+    benchmark.setup().bandwidth.is_some_and(|bandwidth| bandwidth.concurrent)
+}
+
+/// Whether a row sums both directions.
+pub(crate) fn sums_both_directions<B: Benchmark>(benchmark: &B) -> bool {
+    benchmark.setup().bandwidth.is_some_and(|bandwidth| bandwidth.bidirectional)
 }
 
 /// How a run ended when no error stopped it.
@@ -125,21 +133,17 @@ pub(crate) fn create_local<B: Benchmark>(
     benchmark: &B,
     placement: &Placement,
 ) -> Result<LocalResources> {
-    LocalResources::create(
-        config,
-        placement,
-        benchmark.queue_sizes(),
-        benchmark.buffer_len(config.max_size()),
-    )
+    let setup = benchmark.setup();
+    LocalResources::create(config, placement, setup.queue_sizes, setup.buffer_len)
 }
 
 /// What this side says in its hello for round or lane `lane`.
 pub(crate) fn greeting<B: Benchmark>(benchmark: &B, placements: &[Placement], lane: u32) -> Greeting {
     Greeting {
         test: B::NAME,
-        parameters: benchmark.parameters(),
+        parameters: benchmark.setup().parameters,
         placements: placement::labels(placements),
-        lane: if benchmark.concurrent() { lane } else { 0 },
+        lane: if concurrent(benchmark) { lane } else { 0 },
     }
 }
 
@@ -182,7 +186,7 @@ pub(crate) fn serve<B: Benchmark>(
     placements: &[Placement],
     mut session: Session,
 ) -> Result<RunOutcome> {
-    let rounds = if benchmark.concurrent() { 1 } else { agree_on_count(&mut session, placements)? };
+    let rounds = if concurrent(benchmark) { 1 } else { agree_on_count(&mut session, placements)? };
     let mut position = SweepPosition::new(config.sizes.len() * rounds);
     let mut round = 0;
     let result = (|| -> Result<()> {
@@ -328,7 +332,7 @@ pub(crate) fn drive<B: Benchmark>(
             })?;
             let thresholds = config
                 .acceptance
-                .resolve(session.local.port.rate.as_deref(), benchmark.sums_both_directions())?;
+                .resolve(session.local.port.rate.as_deref(), sums_both_directions(benchmark))?;
             for &size in &config.sizes {
                 if session.control.stop_requested().is_some() {
                     return Ok(());
@@ -412,8 +416,8 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         peer_device: session.peer.side.device.clone(),
         mtu: session.mtu.bytes(),
         qps: config.qps,
-        mem_local: session.local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host").to_string(),
-        mem_remote: session.peer.side.memory.clone(),
+        mem_local: session.memory(),
+        mem_remote: session.peer_memory(),
         gpu_local: session
             .local
             .buffers
@@ -477,11 +481,7 @@ pub(crate) fn metadata<B: Benchmark>(
         ),
         HeaderLine::per_placement(
             "Memory",
-            format!(
-                "local {}, remote {}",
-                local.buffers.first().map(|b| b.kind()).unwrap_or("host"),
-                session.peer.side.memory
-            ),
+            format!("local {}, remote {}", session.memory(), session.peer_memory()),
         ),
         HeaderLine::per_placement(
             "GPU",
@@ -529,7 +529,7 @@ pub(crate) fn metadata<B: Benchmark>(
         header.push(HeaderLine::new("GPU numbering", gpu_order.describe()));
     }
     header.extend(pcie.header_lines().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
-    header.extend(benchmark.header().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
+    header.extend(benchmark.setup().header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     let metadata = serde_json::json!({
         "test": B::NAME,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
@@ -545,7 +545,7 @@ pub(crate) fn metadata<B: Benchmark>(
         "rate": local.port.rate,
         "mtu": session.mtu.bytes(),
         "gid": local.gid.map(|gid| gid.to_string()),
-        "memory": local.buffers.first().map(|buffer| buffer.kind()).unwrap_or("host"),
+        "memory": session.memory(),
         "gpu": local.buffers.first().and_then(|buffer| buffer.gpu_description()),
         "nvidia_driver": std::fs::read_to_string("/sys/module/nvidia/version").ok().map(|text| text.trim().to_string()),
         "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|text| text.trim().to_string()),

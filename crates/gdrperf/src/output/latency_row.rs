@@ -153,8 +153,9 @@ pub struct LatencyRow {
     /// `exact_samples` or `histogram`.
     pub percentile_source: String,
     pub saturated_samples: u64,
-    /// Staged memory: seconds both sides together spent copying between payload and bounce
-    /// buffer for this size, warm-up included (0 where nothing is staged); the copies are
+    /// Staged memory: the seconds during which at least one copy between payload and bounce
+    /// buffer was running (the union of the copies' intervals, `gdrperf_stats::busy_nanos`),
+    /// both sides summed, for this size, warm-up included (0 where nothing is staged); the copies are
     /// inside the samples. read_lat counts the reader's copies only: the passive server copies
     /// its payload out once per size, outside any sample. Appended last: columns are a contract.
     pub copy_time_s: f64,
@@ -220,8 +221,8 @@ impl LatencyRow {
             peer_host: context.peer_host.clone(),
             device: context.device.clone(),
             peer_device: context.peer_device.clone(),
-            mem_local: context.mem_local.clone(),
-            mem_remote: context.mem_remote.clone(),
+            mem_local: context.mem_local.to_string(),
+            mem_remote: context.mem_remote.to_string(),
             gpu_local: context.gpu_local.clone(),
             gpu_remote: context.gpu_remote.clone(),
             arrival: settings.arrival.to_string(),

@@ -29,6 +29,14 @@ pub trait Row: Serialize + gdrperf_threshold::Measured {
     fn console_header(unit: BandwidthUnit) -> String;
     /// This row as a line of the console table.
     fn console_line(&self, unit: BandwidthUnit) -> String;
+    /// The aggregate row of one size of a `--concurrent` run from its lanes' rows (`None`: the
+    /// test has none).
+    fn aggregate(_lanes: &[Self]) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 /// One line of the run header: what the console prints above the table, and what the files'

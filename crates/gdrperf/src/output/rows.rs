@@ -19,8 +19,8 @@ pub struct RowContext {
     pub peer_device: String,
     pub mtu: u32,
     pub qps: u32,
-    pub mem_local: String,
-    pub mem_remote: String,
+    pub mem_local: crate::memory_kind::MemoryKind,
+    pub mem_remote: crate::memory_kind::MemoryKind,
     pub gpu_local: String,
     pub gpu_remote: String,
     /// The lane of a `--concurrent` run ("0", "1", ...; "all" for the aggregate), else empty.
@@ -64,8 +64,10 @@ pub struct BandwidthRow {
     pub mem_remote: String,
     pub gpu_local: String,
     pub gpu_remote: String,
-    /// Staged memory: seconds both sides together spent copying between payload and bounce
-    /// buffers for this size, warm-up included (0 where nothing is staged).
+    /// Staged memory: the seconds during which at least one copy between payload and bounce
+    /// buffer was running (the union of the copies' intervals, `gdrperf_stats::busy_nanos`, per
+    /// side and QP), summed over both sides, for this size, warm-up included (0 where nothing is
+    /// staged).
     pub copy_time_s: f64,
     /// `--concurrent`: the lane ("0", "1", ...) or "all" for the sum of the lanes; empty otherwise.
     #[serde(default)]
@@ -181,8 +183,8 @@ impl BandwidthRow {
             peer_host: context.peer_host.clone(),
             device: context.device.clone(),
             peer_device: context.peer_device.clone(),
-            mem_local: context.mem_local.clone(),
-            mem_remote: context.mem_remote.clone(),
+            mem_local: context.mem_local.to_string(),
+            mem_remote: context.mem_remote.to_string(),
             gpu_local: context.gpu_local.clone(),
             gpu_remote: context.gpu_remote.clone(),
             copy_time_s: reports.iter().map(|report| report.copy_seconds).sum(),
@@ -304,6 +306,10 @@ pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str, bus_id: 
 }
 
 impl Row for BandwidthRow {
+    fn aggregate(lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
+        BandwidthRow::aggregate(lanes)
+    }
+
     fn console_header(unit: BandwidthUnit) -> String {
         let unit = match unit {
             BandwidthUnit::MebibytesPerSecond => "MiB/sec",

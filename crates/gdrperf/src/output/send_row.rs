@@ -54,9 +54,9 @@ pub struct SendBandwidthRow {
     pub mem_remote: String,
     pub gpu_local: String,
     pub gpu_remote: String,
-    /// [`BandwidthRow`]'s staging copy time: seconds both sides together spent copying between
-    /// payload and bounce buffer (the sender's copies out, the receiver's copies in), warm-up
-    /// included; 0 where nothing is staged.
+    /// [`BandwidthRow`]'s staging copy time: the busy time of the copies between payload and
+    /// bounce buffer (the union of their intervals; the sender's copies out, the receiver's
+    /// copies in), both sides summed, warm-up included; 0 where nothing is staged.
     pub copy_time_s: f64,
     /// Receives kept posted per QP (below `-r` when a `--validate` ring capped it).
     pub rx_depth: u32,
@@ -117,7 +117,18 @@ impl SendBandwidthRow {
         if sent.is_empty() {
             return None;
         }
-        let base = BandwidthRow::new(context, bandwidth, &sent, validation);
+        // A staged receiver (the server, one direction) ends at its last copy in.
+        let headline = match (sent.as_slice(), received.as_slice()) {
+            ([sent], [landed]) if !bandwidth.bidirectional && context.mem_remote.is_staged() => {
+                vec![if landed.average_bytes_per_second < sent.average_bytes_per_second {
+                    *landed
+                } else {
+                    *sent
+                }]
+            }
+            _ => sent.clone(),
+        };
+        let base = BandwidthRow::new(context, bandwidth, &headline, validation);
         let rx_depth = reports.iter().map(|report| report.rx_depth).max().unwrap_or(0);
         let mut row = SendBandwidthRow::from_sender(base, rx_depth, send.inline_size);
         // Both ends' copies: the sender's out and the receiver's in.
@@ -256,6 +267,10 @@ impl SendBandwidthRow {
 }
 
 impl Row for SendBandwidthRow {
+    fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
+        SendBandwidthRow::aggregate(lanes)
+    }
+
     fn console_header(unit: BandwidthUnit) -> String {
         let unit = match unit {
             BandwidthUnit::MebibytesPerSecond => "MiB/sec",
@@ -313,6 +328,49 @@ mod tests {
             "messages_per_second": bytes_per_second / 65536.0,
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_staged_receiver_ends_the_headline_at_its_last_copy_in() {
+        use crate::memory_kind::MemoryKind;
+        let bandwidth = BandwidthSettings { tx_depth: 128, cq_mod: 100, bidirectional: false };
+        let client =
+            SendFigures { sent: Some(figures(1_048_576.0 * 100.0, 5000)), received: None, rx_depth: 0 };
+        // The staged receiver's figures run to its last copy in: slower than the sender's.
+        let server =
+            SendFigures { sent: None, received: Some(figures(1_048_576.0 * 80.0, 5000)), rx_depth: 64 };
+        let row = |mem_remote| {
+            let context = RowContext { test: "send_bw".into(), qps: 1, mem_remote, ..RowContext::default() };
+            SendBandwidthRow::new(
+                &context,
+                bandwidth,
+                SendSettings { inline_size: 0 },
+                &[client, server],
+                "pass",
+            )
+            .unwrap()
+        };
+        let staged = row(MemoryKind::HostStaged);
+        assert_eq!((staged.bw_avg_mib_s, staged.rx_bw_avg_mib_s), (80.0, Some(80.0)));
+        let host = row(MemoryKind::Host);
+        assert_eq!(host.bw_avg_mib_s, 100.0, "a receiver that does not copy: the sender's, as perftest");
+        // A staged receiver faster than the sender (its clock starts later) leaves the sender's.
+        let fast = SendFigures { received: Some(figures(1_048_576.0 * 120.0, 5000)), ..server };
+        let context = RowContext {
+            test: "send_bw".into(),
+            qps: 1,
+            mem_remote: MemoryKind::CudaStaged,
+            ..RowContext::default()
+        };
+        let row = SendBandwidthRow::new(
+            &context,
+            bandwidth,
+            SendSettings { inline_size: 0 },
+            &[client, fast],
+            "pass",
+        )
+        .unwrap();
+        assert_eq!(row.bw_avg_mib_s, 100.0);
     }
 
     #[test]

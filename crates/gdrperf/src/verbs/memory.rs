@@ -162,9 +162,16 @@ impl MemoryRegion {
         RemoteBuffer { address: self.address, rkey: self.rkey(), len: self.len as u64 }
     }
 
-    /// A local scatter/gather entry covering `len` bytes at `offset`.
+    /// A local scatter/gather entry covering `len` bytes at `offset`: the only way to make a
+    /// [`LocalSlice`] that names bytes.
+    ///
+    /// # Panics
+    /// Where the bytes reach past the region.
     pub fn slice(&self, offset: usize, len: usize) -> LocalSlice {
-        debug_assert!(offset + len <= self.len, "slice outside the registered region");
+        assert!(
+            offset.checked_add(len).is_some_and(|end| end <= self.len),
+            "slice outside the registered region"
+        );
         LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey() }
     }
 }
@@ -190,11 +197,58 @@ pub struct RemoteBuffer {
 }
 
 /// A scatter/gather entry: local bytes a work request reads from or lands in.
+///
+/// Its fields are private: a slice is made only by [`MemoryRegion::slice`] (inside the
+/// region), [`LocalSlice::sub`] (inside a slice) or [`LocalSlice::empty`], so it always names
+/// bytes of a registered region (or none). The NIC checks the key: a slice of a region that was
+/// deregistered since fails with a protection error, it never reaches other memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalSlice {
-    pub address: u64,
-    pub len: u32,
-    pub lkey: u32,
+    address: u64,
+    len: u32,
+    lkey: u32,
+}
+
+impl LocalSlice {
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+
+    /// No bytes: a receive that only signals (write with immediate, a credit), or a zero-byte SEND.
+    pub const fn empty() -> LocalSlice {
+        LocalSlice { address: 0, len: 0, lkey: 0 }
+    }
+
+    /// A slice of made-up memory, for unit tests that play the NIC's part on plain buffers.
+    #[cfg(test)]
+    pub(crate) fn for_tests(address: u64, len: u32) -> LocalSlice {
+        LocalSlice { address, len, lkey: 7 }
+    }
+
+    /// `len` bytes at `offset` inside this slice (a message's slot of a registered ring).
+    ///
+    /// # Panics
+    /// Where they would reach past the slice: a slice never names bytes outside its region.
+    #[inline]
+    pub fn sub(&self, offset: usize, len: usize) -> LocalSlice {
+        assert!(
+            offset.checked_add(len).is_some_and(|end| end <= self.len as usize),
+            "slice outside the registered region"
+        );
+        LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey }
+    }
 }
 
 #[cfg(test)]

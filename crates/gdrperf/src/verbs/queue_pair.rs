@@ -61,7 +61,32 @@ pub struct SendRequest {
     pub local: LocalSlice,
     pub operation: Operation,
     /// Copy the payload into the work request itself (small messages, lower latency).
-    pub inline: bool,
+    pub inline: Inline,
+}
+
+/// Whether a send carries its payload inside the work request. Copying it there makes the CPU
+/// read the bytes of the request's `local` slice while [`RcQueuePair::post_send`] runs, so
+/// asking for it is `unsafe`: a slice is a copy of an address, and nothing ties its lifetime to
+/// the memory's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Inline(bool);
+
+impl Inline {
+    /// The NIC reads the payload itself (from registered memory, by key).
+    pub const NO: Inline = Inline(false);
+
+    /// The payload is copied into the work request.
+    ///
+    /// # Safety
+    /// The `local` slice of every request posted with it must name host memory that is alive
+    /// and readable (its region registered, its allocation not freed) when `post_send` runs.
+    pub const unsafe fn yes() -> Inline {
+        Inline(true)
+    }
+
+    pub fn is_inline(self) -> bool {
+        self.0
+    }
 }
 
 /// The operation a [`SendRequest`] performs. Immediate values are in host byte order: the
@@ -176,7 +201,7 @@ impl RcQueuePair {
         for request in requests {
             last_operation = request.operation.name();
             let flags = if request.signaled { WorkRequestFlags::Signaled } else { WorkRequestFlags::none() };
-            let flags = if request.inline { flags | WorkRequestFlags::Inline } else { flags };
+            let flags = if request.inline.is_inline() { flags | WorkRequestFlags::Inline } else { flags };
             let work_request = guard.construct_wr(request.wr_id, flags);
             let buffer = match request.operation {
                 Operation::Write { remote_address, rkey } => work_request.setup_write(rkey, remote_address),
@@ -187,15 +212,18 @@ impl RcQueuePair {
                 Operation::Send => work_request.setup_send(),
                 Operation::SendWithImmediate { immediate } => work_request.setup_send_imm(immediate.to_be()),
             };
-            if request.inline {
-                // SAFETY: the caller's LocalSlice points into a live registered buffer.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts(request.local.address as *const u8, request.local.len as usize)
-                };
+            let local = request.local;
+            if request.inline.is_inline() {
+                // SAFETY: whoever made `Inline::yes()` promised that `local` names live host
+                // memory; a LocalSlice is made only inside a registered region, so the length holds.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(local.address() as *const u8, local.len() as usize) };
                 buffer.setup_inline_data(bytes);
             } else {
-                // SAFETY: as above; the buffer outlives the work request (the harness keeps it).
-                unsafe { buffer.setup_sge(request.local.lkey, request.local.address, request.local.len) };
+                // SAFETY: hands the NIC an address and key, nothing is dereferenced here; the NIC
+                // checks the key (a deregistered region fails), and registration's contract keeps
+                // the memory alive as long as its region.
+                unsafe { buffer.setup_sge(local.lkey(), local.address(), local.len()) };
             }
         }
         guard.post().map_err(|error| Error::PostSend { op: last_operation, detail: error_chain(&error) })
@@ -204,7 +232,7 @@ impl RcQueuePair {
     /// Posts one receive for `local`. Goes straight to `ibv_post_recv` with a request on the
     /// stack: sideway's receive guard allocates two `Vec`s per call.
     pub fn post_receive(&mut self, wr_id: u64, local: LocalSlice) -> Result<()> {
-        let mut scatter = ibv_sge { addr: local.address, length: local.len, lkey: local.lkey };
+        let mut scatter = ibv_sge { addr: local.address(), length: local.len(), lkey: local.lkey() };
         let mut request = ibv_recv_wr { wr_id, next: null_mut(), sg_list: &mut scatter, num_sge: 1 };
         let mut bad_request: *mut ibv_recv_wr = null_mut();
         // SAFETY: the QP is alive; request and scatter entry live across the call.

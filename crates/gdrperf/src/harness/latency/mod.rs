@@ -30,7 +30,9 @@
 //! server needs no iteration count and a `-D` run ends on both sides at the same message.
 //!
 //! Staged memory (`--mem cuda-staged`) has engines of its own, in `staged.rs`: the same shapes
-//! with the copies between payload and bounce buffer inside the samples.
+//! with the copies between payload and bounce buffer inside the samples. The public entry
+//! points here pick the engine from the session's memory, once per size, so a bench never does;
+//! the host engines' hot loops stay as tuned.
 
 mod pin;
 mod samples;
@@ -48,12 +50,11 @@ use crate::error::{Error, Result};
 use crate::harness::buffers::{check_received_at, pattern_seed};
 use crate::harness::config::{BenchConfig, LatencySpan, StopRule};
 use crate::harness::session::Session;
+use crate::memory_kind::MemoryKind;
 use crate::verbs::completion::opcode;
 use crate::verbs::{LocalSlice, Operation, RemoteBuffer};
 
-pub use staged::{
-    stage_out_once, staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency,
-};
+use staged::{staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency};
 
 use pin::pin_for_tsc;
 use samples::{Continue, RoundTrip, Samples};
@@ -71,6 +72,22 @@ pub enum PingPong {
 }
 
 impl PingPong {
+    /// The WRITE ping-pong between memories `local` and `remote`: the last-byte poll where both
+    /// are host memory (CPU-visible; a staged payload is not what the NIC writes) and immediate
+    /// data was not asked for, else WRITE_WITH_IMM. Both sides reach the same answer.
+    pub fn for_write(local: MemoryKind, remote: MemoryKind, write_with_imm: bool) -> PingPong {
+        if local == MemoryKind::Host && remote == MemoryKind::Host && !write_with_imm {
+            PingPong::WritePollLastByte
+        } else {
+            PingPong::WriteWithImmediate
+        }
+    }
+
+    /// [`PingPong::for_write`] of a connected session.
+    pub fn for_write_session(session: &Session, write_with_imm: bool) -> PingPong {
+        PingPong::for_write(session.memory(), session.peer_memory(), write_with_imm)
+    }
+
     /// Whether each side must keep receives posted.
     pub fn uses_receives(self) -> bool {
         self != PingPong::WritePollLastByte
@@ -261,20 +278,18 @@ pub fn check_ping_pong(session: &mut Session, size: usize, len: usize) -> Result
     check_received_at(&mut session.local.buffers[..1], size, landing_at..landing_at + len)
 }
 
-/// The mark, in a session's connection state, that its ping-pong receives are posted. Receives
-/// outlive a size (they cannot be taken back), and go with the QPs when a new memory placement
-/// replaces them, as the connection state does ([`Session::keep_state`]).
-struct ReceivesPosted;
-
+/// Posts a ping-pong's receives once per connection: receives outlive a size (they cannot be
+/// taken back), and go with the QPs when a new memory placement replaces them, as the
+/// session's connection state does.
 fn post_receives_once(session: &mut Session) -> Result<()> {
-    if session.state_mut::<ReceivesPosted>().is_some() {
+    if session.connection.ping_pong_receives {
         return Ok(());
     }
     let landing = landing_half(session);
     for _ in 0..PING_PONG_RECEIVES {
         session.local.queue_pairs[0].post_receive(RECEIVE_ID, landing)?;
     }
-    session.keep_state(ReceivesPosted);
+    session.connection.ping_pong_receives = true;
     Ok(())
 }
 
@@ -285,9 +300,68 @@ fn landing_half(session: &Session) -> LocalSlice {
     region.slice(offset, region.len() - offset)
 }
 
+/// What a latency run's header says of its memory: where either side's is staged, when the
+/// copies happen (`None` where nothing is copied).
+pub fn memory_header(config: &BenchConfig, shape: Option<PingPong>) -> Option<(String, String)> {
+    if !config.memory.kinds.iter().any(|kind| kind.is_staged()) {
+        return None;
+    }
+    let text = match shape {
+        None => {
+            "the reader copies in after each READ, inside the sample; the server copies out once per size"
+        }
+        Some(PingPong::Send) => {
+            "copy out before each SEND, copy in after each receive, inside the round trip"
+        }
+        Some(_) => "copy out before each write, copy in after each arrival, inside the round trip",
+    };
+    Some(("Staging".into(), text.into()))
+}
+
 /// The client's side of a ping-pong: `warmup` untimed round trips, then samples of half a round
-/// trip until the stop rule is met, then STOP.
+/// trip until the stop rule is met, then STOP. Staged memory copies inside the samples.
 pub fn ping_pong_initiator(
+    session: &mut Session,
+    transport: PingPong,
+    plan: &LatencyPlan,
+    sink: Option<&mut dyn IntervalSink>,
+) -> Result<LatencyRun> {
+    match session.memory().is_staged() {
+        false => direct_ping_pong_initiator(session, transport, plan, sink),
+        true => staged_ping_pong_initiator(session, transport, plan, sink),
+    }
+}
+
+/// The server's side of a ping-pong: answer every message as soon as it lands (staged memory:
+/// copied in, and the answer copied out), until STOP. Returns how many messages it answered.
+pub fn ping_pong_responder(session: &mut Session, transport: PingPong, plan: &LatencyPlan) -> Result<u64> {
+    match session.memory().is_staged() {
+        false => direct_ping_pong_responder(session, transport, plan),
+        true => staged_ping_pong_responder(session, transport, plan),
+    }
+}
+
+/// The client's side of read_lat: one RDMA READ of the server's buffer at a time (staged memory:
+/// each READ copied in inside the sample).
+pub fn read_latency(
+    session: &mut Session,
+    plan: &LatencyPlan,
+    sink: Option<&mut dyn IntervalSink>,
+) -> Result<LatencyRun> {
+    match session.memory().is_staged() {
+        false => direct_read_latency(session, plan, sink),
+        true => staged_read_latency(session, plan, sink),
+    }
+}
+
+/// The passive side of read_lat, before a size: its buffer holds what the peer's READs fetch.
+/// Staged memory copies its payload out to the bounce buffer here, once per size (its CPU takes
+/// no part in a READ, so there is no moment to copy each one); other memory needs nothing.
+pub fn prepare_read_source(session: &mut Session, size: usize) -> Result<()> {
+    staged::stage_out_once(session, size)
+}
+
+fn direct_ping_pong_initiator(
     session: &mut Session,
     transport: PingPong,
     plan: &LatencyPlan,
@@ -350,9 +424,7 @@ pub fn ping_pong_initiator(
     samples.finish()
 }
 
-/// The server's side of a ping-pong: answer every message as soon as it lands, until STOP.
-/// Returns how many messages it answered.
-pub fn ping_pong_responder(session: &mut Session, transport: PingPong, plan: &LatencyPlan) -> Result<u64> {
+fn direct_ping_pong_responder(session: &mut Session, transport: PingPong, plan: &LatencyPlan) -> Result<u64> {
     let bytes = marker_bytes_for(session, transport, plan.size)?;
     let landing_byte = bytes.map(|bytes| bytes.landing);
     let remote = landing(session.remote_buffer(0));
@@ -390,8 +462,7 @@ fn expect_all_messages(plan: &LatencyPlan, sequence: u64) -> Result<u64> {
     Ok(sequence)
 }
 
-/// The client's side of read_lat: one RDMA READ of the server's buffer at a time.
-pub fn read_latency(
+fn direct_read_latency(
     session: &mut Session,
     plan: &LatencyPlan,
     sink: Option<&mut dyn IntervalSink>,

@@ -98,7 +98,7 @@ fn completion_transport(transport: PingPong) -> Result<PingPong> {
 
 /// The client's side of a staged ping-pong: as [`super::ping_pong_initiator`], with the copy
 /// out before each post and the copy in after each answer inside the sample.
-pub fn staged_ping_pong_initiator(
+pub(super) fn staged_ping_pong_initiator(
     session: &mut Session,
     transport: PingPong,
     plan: &LatencyPlan,
@@ -141,7 +141,7 @@ pub fn staged_ping_pong_initiator(
 /// Messages land in the payload's landing half and answers leave from its first half (see the
 /// module docs of `super`), so with `--validate` each side checks what the other sent. Returns
 /// how many messages it answered.
-pub fn staged_ping_pong_responder(
+pub(super) fn staged_ping_pong_responder(
     session: &mut Session,
     transport: PingPong,
     plan: &LatencyPlan,
@@ -167,7 +167,7 @@ pub fn staged_ping_pong_responder(
 
 /// The client's side of a staged read_lat: each READ lands in the bounce buffer, and the sample
 /// ends when it has been copied in to the payload.
-pub fn staged_read_latency(
+pub(super) fn staged_read_latency(
     session: &mut Session,
     plan: &LatencyPlan,
     sink: Option<&mut dyn IntervalSink>,
@@ -197,10 +197,12 @@ pub fn staged_read_latency(
 /// The passive side of a staged read_lat: copies the first `size` payload bytes out to the
 /// bounce buffer, once per size, for the peer's READs to fetch. Nothing happens per READ (the
 /// server's CPU takes no part in one), so this copy is in no sample. No-op where not staged.
-pub fn stage_out_once(session: &mut Session, size: usize) -> Result<()> {
+pub(super) fn stage_out_once(session: &mut Session, size: usize) -> Result<()> {
     if let Some(stager) = session.local.buffers[0].stager() {
-        let _copy = stager.begin_out(0..size)?;
+        let copy = stager.begin_out(0..size)?;
         stager.finish()?;
+        // Before the size, in no sample: not part of the copy time.
+        stager.log().forget(copy);
     }
     Ok(())
 }

@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
-use crate::harness::session::{LocalResources, Session};
+use crate::harness::session::{Session, SessionParts};
 use crate::harness::staging::Stager;
-use crate::verbs::{CompletionQueue, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion};
+use crate::verbs::{
+    CompletionQueue, Inline, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion,
+};
 
 use super::{
     landing_half, landing_offset, protocol, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID,
@@ -97,7 +99,7 @@ pub(super) struct Wire<'a> {
     control: &'a mut Control,
     local: LocalSlice,
     receive: LocalSlice,
-    inline: bool,
+    inline: Inline,
     send_depth: u64,
     sends_outstanding: u64,
     size: usize,
@@ -112,8 +114,7 @@ impl<'a> Wire<'a> {
         operation_name: &'static str,
     ) -> Wire<'a> {
         let receive = landing_half(session);
-        let Session { local, control, .. } = session;
-        let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+        let SessionParts { queue_pairs, completion_queue, buffers, control, .. } = session.parts();
         let local = buffers[0].slice(plan.size);
         Wire::assemble(&mut queue_pairs[0], completion_queue, control, local, receive, plan, operation_name)
     }
@@ -135,7 +136,12 @@ impl<'a> Wire<'a> {
             control,
             local,
             receive,
-            inline: plan.inline,
+            inline: match plan.inline {
+                // SAFETY: a plan asks for inline sends only from host memory (`LatencyConfig::inline`
+                // with a CPU-visible buffer); `local` is the session's buffer, alive for the size.
+                true => unsafe { Inline::yes() },
+                false => Inline::NO,
+            },
             send_depth,
             sends_outstanding: 0,
             size: plan.size,
@@ -316,8 +322,7 @@ impl<'a> Wire<'a> {
         operation_name: &'static str,
     ) -> Result<(Wire<'a>, &'a mut dyn Stager)> {
         let receive = landing_half(session);
-        let Session { local, control, .. } = session;
-        let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+        let SessionParts { queue_pairs, completion_queue, buffers, control, .. } = session.parts();
         let local = buffers[0].slice(plan.size);
         let kind = buffers[0].kind();
         let stager = buffers[0].stager().ok_or_else(|| {

@@ -22,15 +22,17 @@
 //! The ring is host memory, so `--validate` is refused where the benchmark buffers are GPU
 //! memory: it would no longer measure receiving into them.
 //!
-//! Staged memory (`--mem cuda-staged`) copies every message between payload and bounce buffer,
-//! the sender before posting, the receiver before reposting (see `staged.rs`; one direction at
-//! a time). Its `--validate` checks the payload after the size instead of a ring.
+//! Staged memory (`--mem cuda-staged`) copies every message between payload and bounce ring
+//! (`harness::memory`): the sender copies each message out into its own slot before posting it,
+//! the receiver's receives each land in a slot of its ring, and a receive is reposted only
+//! after its message was copied in. One direction at a time. Its `--validate` checks each
+//! message, stamped with its index, as it is copied in, instead of a host ring.
 //!
 //! Ctrl-C stops posting; what is in flight completes, and the size ends with the interruption.
 //! A peer that dies or gives up is noticed through the control channel (`check_peer`).
 
 mod receiver;
-mod staged;
+mod side;
 
 use std::time::{Duration, Instant};
 
@@ -39,16 +41,17 @@ use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeError;
 use crate::harness::bandwidth::duration_window;
-use crate::harness::buffers::BenchBuffer;
+use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
-use crate::harness::session::{LocalResources, Session};
+use crate::harness::memory::{signal_every, Direct, QueueMemory, Ring, Staged, Stamps};
+use crate::harness::session::{Session, SessionParts};
 use crate::harness::stream_book::signal_interval;
 use crate::verbs::completion::opcode;
-use crate::verbs::{LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion};
+use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, SendRequest, WorkCompletion};
 
 pub use receiver::ReceiveQueues;
 use receiver::Receiver;
-use staged::OutPipeline;
+pub use side::SendStream;
 
 /// How one size is streamed by this side.
 #[derive(Debug, Clone, Copy)]
@@ -65,6 +68,10 @@ pub struct SendPlan {
     pub receives: bool,
     /// How long without any completion before we call the peer gone.
     pub stall_timeout: Duration,
+    /// `--validate`: a staged sender stamps each message with its index.
+    pub validate: bool,
+    /// The peer's memory is staged too (messages are then stamped: see `harness::memory`).
+    pub peer_staged: bool,
 }
 
 /// What this side measured: its sending, its receiving, or both.
@@ -94,15 +101,51 @@ fn split_id(wr_id: u64) -> (usize, u64) {
 }
 
 /// Streams one size on this side: sends, receives, or both at once, until both are done.
-pub fn stream_send(
-    session: &mut Session,
+///
+/// Generic over the memory ([`QueueMemory`]), chosen here once per size: [`Direct`] for host
+/// and GPU memory, [`Staged`] (with its ring) for staged memory.
+pub fn stream_send(session: &mut Session, plan: &SendPlan) -> Result<SendReports> {
+    let SessionParts { queue_pairs, completion_queue, buffers, control, connection } = session.parts();
+    let receives = connection.receive_queues.as_mut();
+    let link = Link { queue_pairs, completion_queue, control };
+    if !buffers.first().is_some_and(|buffer| buffer.is_staged()) {
+        let mut memories: Vec<Direct> = buffers.iter().map(|buffer| Direct::new(buffer, plan.size)).collect();
+        return stream_with(link, plan, receives, &mut memories);
+    }
+    // Staged: one direction at a time, so the ring is either the sender's or the receives'.
+    let mut memories = Vec::with_capacity(buffers.len());
+    for (index, buffer) in buffers.iter_mut().enumerate() {
+        let ring = match (plan.sends, receives.as_deref()) {
+            (false, Some(queues)) => queues.staged_ring().unwrap_or(Ring { slots: 1, stride: plan.size }),
+            _ => Ring::new(buffer.region().len(), plan.tx_depth, plan.size),
+        };
+        let stamps =
+            plan.validate.then(|| Stamps { seed: pattern_seed(plan.size, index), stamped: plan.peer_staged });
+        memories.push(
+            Staged::new(buffer, ring, plan.size, stamps)
+                .ok_or_else(|| Error::Internal("every QP of a side has the same memory".into()))?,
+        );
+    }
+    stream_with(link, plan, receives, &mut memories)
+}
+
+/// The parts of a session the stream drives.
+struct Link<'a> {
+    queue_pairs: &'a mut [RcQueuePair],
+    completion_queue: &'a mut CompletionQueue,
+    control: &'a mut crate::exchange::Control,
+}
+
+fn stream_with<M: QueueMemory>(
+    link: Link,
     plan: &SendPlan,
     receives: Option<&mut ReceiveQueues>,
+    memories: &mut [M],
 ) -> Result<SendReports> {
-    let queue_count = session.local.queue_pairs.len();
-    let locals: Vec<LocalSlice> =
-        session.local.buffers.iter().map(|buffer| buffer.slice(plan.size)).collect();
-    let mut sender = if plan.sends { Some(Sender::new(plan, &session.local.buffers)?) } else { None };
+    // A staged ring's slots are freed by completions: signal at least once per half ring.
+    let plan = &SendPlan { cq_mod: signal_every(plan.cq_mod, memories) as u32, ..*plan };
+    let queue_count = link.queue_pairs.len();
+    let mut sender = if plan.sends { Some(Sender::new(plan, queue_count)?) } else { None };
     let mut receiver = match (plan.receives, receives) {
         (false, _) => None,
         (true, Some(queues)) => Some(Receiver::new(plan, queue_count, queues)?),
@@ -110,8 +153,7 @@ pub fn stream_send(
             return Err(Error::Internal("a receiving side needs its receives posted in prepare".into()))
         }
     };
-    let Session { local, control, .. } = session;
-    let LocalResources { queue_pairs, completion_queue, buffers, .. } = local;
+    let Link { queue_pairs, completion_queue, control } = link;
     let mut last_progress = Instant::now();
     let mut stopped_by = None;
     loop {
@@ -123,13 +165,13 @@ pub fn stream_send(
         control.check_peer()?;
         if let Some(sender) = sender.as_mut() {
             if stopped_by.is_none() {
-                sender.post(queue_pairs, &locals, buffers)?;
+                sender.post(queue_pairs, memories)?;
             }
         }
         let found = completion_queue.poll(|completion| {
             if completion.wr_id & RECEIVE_FLAG != 0 {
                 match receiver.as_mut() {
-                    Some(receiver) => receiver.complete(&completion, queue_pairs, buffers),
+                    Some(receiver) => receiver.complete(&completion, queue_pairs, memories),
                     None => Err(unexpected(&completion, "no receive on a sending-only side")),
                 }
             } else {
@@ -166,10 +208,9 @@ pub fn stream_send(
         }
     }
     // A timed run can end with copies out started that were never posted.
-    for buffer in buffers.iter_mut() {
-        if let Some(stager) = buffer.stager() {
-            stager.finish()?;
-        }
+    let posted = sender.as_ref().map(Sender::messages);
+    for (index, memory) in memories.iter_mut().enumerate() {
+        memory.finish(posted.as_ref().map_or(0, |posted| posted[index]))?;
     }
     let sent = sender.map(Sender::report).transpose()?;
     let received = receiver.and_then(Receiver::report);
@@ -193,6 +234,9 @@ struct SendQueue {
     completed: u64,
     /// The phase's last (immediate-carrying) message is posted.
     ended: bool,
+    /// Messages of the earlier phases of this size: message numbers (a staged ring's slots and
+    /// stamps) run on across phases.
+    base: u64,
 }
 
 struct Sender {
@@ -205,13 +249,10 @@ struct Sender {
     clock: RunClock,
     meter: BandwidthMeter,
     retired_now: u64,
-    /// Per QP, the copies out running ahead of the posts where its buffer is staged.
-    staging: Vec<Option<OutPipeline>>,
 }
 
 impl Sender {
-    fn new(plan: &SendPlan, buffers: &[BenchBuffer]) -> Result<Sender> {
-        let queue_count = buffers.len();
+    fn new(plan: &SendPlan, queue_count: usize) -> Result<Sender> {
         let measured_limit = match plan.stop {
             StopRule::Iterations(iterations) => Limit::Messages(iterations),
             StopRule::Duration(duration) => Limit::Time(duration),
@@ -250,11 +291,12 @@ impl Sender {
             clock: RunClock::start(),
             meter,
             retired_now: 0,
-            staging: buffers
-                .iter()
-                .map(|buffer| buffer.is_staged().then(|| OutPipeline::new(plan.tx_depth)))
-                .collect(),
         })
+    }
+
+    /// Messages posted per QP in this size, all phases.
+    fn messages(&self) -> Vec<u64> {
+        self.queues.iter().map(|state| state.base + state.posted).collect()
     }
 
     fn done(&self) -> bool {
@@ -267,12 +309,7 @@ impl Sender {
     }
 
     /// Fills every QP's send queue as far as the phase allows.
-    fn post(
-        &mut self,
-        queue_pairs: &mut [RcQueuePair],
-        locals: &[LocalSlice],
-        buffers: &mut [BenchBuffer],
-    ) -> Result<()> {
+    fn post<M: QueueMemory>(&mut self, queue_pairs: &mut [RcQueuePair], memories: &mut [M]) -> Result<()> {
         let Some(limit) = self.limit else { return Ok(()) };
         let (tx_depth, cq_mod) =
             (u64::from(self.plan.tx_depth), signal_interval(self.plan.cq_mod, self.plan.size));
@@ -296,33 +333,38 @@ impl Sender {
             if count == 0 {
                 continue;
             }
-            // A staged QP posts only messages whose copy out has finished.
-            let pipeline = self.staging[index].as_mut();
-            let count = match (pipeline, buffers[index].stager()) {
-                (Some(pipeline), Some(stager)) => {
-                    let (wanted, whole_groups) = match limit {
-                        Limit::Messages(target) => (target - state.posted, false),
-                        Limit::Time(_) if out_of_time => (1, false),
-                        Limit::Time(_) => (u64::MAX, true),
-                    };
-                    let usable = count.min(pipeline.advance(stager, self.plan.size, wanted)?);
-                    let usable = if whole_groups { usable - usable % cq_mod } else { usable };
-                    pipeline.posted(usable);
+            // Staged memory posts only messages whose copy out has finished.
+            let count = if M::COPIES {
+                let base = state.base;
+                let end = if last == u64::MAX { u64::MAX } else { base + last };
+                let ready =
+                    memories[index].ready_to_post(base + state.posted, base + state.completed, end)?;
+                let usable = count.min(ready);
+                if last == u64::MAX {
+                    usable - usable % cq_mod
+                } else {
                     usable
                 }
-                _ => count,
+            } else {
+                count
             };
             if count == 0 {
                 continue;
             }
-            let first = state.posted;
-            let (local, inline) = (locals[index], self.plan.inline);
+            let inline = match self.plan.inline {
+                // SAFETY: the plan asks for inline sends only from host memory (the session's
+                // buffers, registered and alive for the whole size), see `SendStream::measure`.
+                true => unsafe { Inline::yes() },
+                false => Inline::NO,
+            };
+            let (first, base) = (state.posted, state.base);
+            let memory = &memories[index];
             queue_pair.post_send((1..=count).map(|offset| {
                 let sequence = first + offset;
                 SendRequest {
                     wr_id: work_request_id(false, index, sequence),
                     signaled: sequence.is_multiple_of(cq_mod) || sequence == last,
-                    local,
+                    local: memory.local(base + sequence - 1),
                     operation: if sequence == last {
                         Operation::SendWithImmediate { immediate: PHASE_END }
                     } else {
@@ -373,7 +415,9 @@ impl Sender {
         if self.measuring {
             self.limit = None;
         } else {
-            self.queues.iter_mut().for_each(|state| *state = SendQueue::default());
+            self.queues.iter_mut().for_each(|state| {
+                *state = SendQueue { base: state.base + state.posted, ..SendQueue::default() }
+            });
             self.measuring = true;
             self.limit = Some(self.measured_limit);
             // The next loop turn posts at once: this is perftest's "first post".

@@ -1,17 +1,18 @@
 //! The receiving half of gdr-send-bw: the receives kept posted across sizes ([`ReceiveQueues`],
 //! with the `--validate` ring), and the receiver that counts, checks and reposts them during a
-//! size ([`Receiver`]). A staged receiver also copies each message in before reposting.
+//! size ([`Receiver`]). A staged receiver's receives land in the slots of its bounce ring, and
+//! each message is copied in (and, with `--validate`, checked) before its receive is reposted.
 
 use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
 use crate::error::{Error, Result};
-use crate::harness::buffers::{find_mismatch, pattern_seed, BenchBuffer};
+use crate::harness::buffers::{find_mismatch, pattern_seed};
 use crate::harness::config::StopRule;
+use crate::harness::memory::{QueueMemory, Ring};
 use crate::harness::session::Session;
 use crate::verbs::completion::opcode;
 use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RcQueuePair, WorkCompletion};
 
-use super::staged::copy_in;
 use super::{split_id, unexpected, work_request_id, SendPlan, PHASE_END, VALIDATION_RING_BYTES};
 
 /// One side's receives, posted once and kept posted for the whole run.
@@ -20,12 +21,17 @@ pub struct ReceiveQueues {
     validate: bool,
     /// The first payload that failed its check in the current size.
     failure: Option<String>,
+    /// Staged memory: the receives' slots in the bounce ring (one per receive, each as long as
+    /// the sweep's largest message).
+    staged_ring: Option<Ring>,
 }
 
 struct QueueReceives {
-    /// Where non-validating receives land: the QP's whole benchmark buffer.
+    /// Where non-validating receives land: the QP's whole benchmark buffer (staged: the ring).
     target: LocalSlice,
     ring: Option<ValidationRing>,
+    /// Staged memory: receive `k` lands in slot `k` of this ring.
+    staged: Option<Ring>,
     slots: u32,
 }
 
@@ -49,11 +55,14 @@ impl ReceiveQueues {
         let local = &mut session.local;
         let queue_count = local.queue_pairs.len();
         let mut queues = Vec::with_capacity(queue_count);
+        let mut staged_ring = None;
         for index in 0..queue_count {
             let buffer = &local.buffers[index];
-            // A staged payload is checked after the size instead (see `staged.rs`): its messages
-            // must land in the bounce buffer, to be copied in from there.
-            let use_ring = validate && !buffer.is_staged();
+            // A staged payload is checked message by message as it is copied in: its messages
+            // must land in the bounce ring, to be copied in from there.
+            let staged = buffer.is_staged().then(|| Ring::new(buffer.region().len(), rx_depth, max_size));
+            staged_ring = staged_ring.or(staged);
+            let use_ring = validate && staged.is_none();
             if use_ring && buffer.host_bytes().is_none() {
                 return Err(Error::Config(format!(
                     "--validate on gdr-send-bw checks every payload in a host-memory ring, so it would not receive into \
@@ -62,7 +71,9 @@ impl ReceiveQueues {
                 )));
             }
             let target = buffer.slice(buffer.region().len());
-            let (ring, slots) = if use_ring {
+            let (ring, slots) = if let Some(staged) = staged {
+                (None, staged.slots as u32)
+            } else if use_ring {
                 let slots =
                     (VALIDATION_RING_BYTES / (max_size.max(1) * queue_count)).clamp(1, rx_depth as usize);
                 let memory = HostBuffer::new(slots * max_size)?;
@@ -79,14 +90,19 @@ impl ReceiveQueues {
             } else {
                 (None, rx_depth)
             };
-            let queue = QueueReceives { target, ring, slots };
+            let queue = QueueReceives { target, ring, staged, slots };
             for slot in 0..queue.slots {
                 local.queue_pairs[index]
                     .post_receive(work_request_id(true, index, u64::from(slot)), queue.slot(slot))?;
             }
             queues.push(queue);
         }
-        Ok(ReceiveQueues { queues, validate, failure: None })
+        Ok(ReceiveQueues { queues, validate, failure: None, staged_ring })
+    }
+
+    /// The slots staged receives land in (`None` unless the memory is staged).
+    pub fn staged_ring(&self) -> Option<Ring> {
+        self.staged_ring
     }
 
     /// Receives kept posted per QP (fewer than `-r` when a validation ring caps them).
@@ -102,9 +118,13 @@ impl ReceiveQueues {
 
 impl QueueReceives {
     fn slot(&self, slot: u32) -> LocalSlice {
-        match &self.ring {
-            Some(ring) => ring.region.slice(slot as usize * ring.stride, ring.stride),
-            None => self.target,
+        match (&self.ring, self.staged) {
+            (Some(ring), _) => ring.region.slice(slot as usize * ring.stride, ring.stride),
+            (None, Some(staged)) => {
+                let start = slot as usize * staged.stride;
+                self.target.sub(start, staged.stride.min(self.target.len() as usize - start))
+            }
+            (None, None) => self.target,
         }
     }
 }
@@ -131,6 +151,8 @@ pub(super) struct Receiver<'q> {
     clock: Option<RunClock>,
     meter: BandwidthMeter,
     measured_now: u64,
+    /// Messages received per QP in this size, all phases (a staged ring's stamps count these).
+    landed: Vec<u64>,
 }
 
 impl<'q> Receiver<'q> {
@@ -160,6 +182,7 @@ impl<'q> Receiver<'q> {
             clock: None,
             meter,
             measured_now: 0,
+            landed: vec![0; queue_count],
         })
     }
 
@@ -168,11 +191,11 @@ impl<'q> Receiver<'q> {
     }
 
     /// One received message: check it, repost its receive, advance the phase at a phase end.
-    pub(super) fn complete(
+    pub(super) fn complete<M: QueueMemory>(
         &mut self,
         completion: &WorkCompletion,
         queue_pairs: &mut [RcQueuePair],
-        buffers: &mut [BenchBuffer],
+        memories: &mut [M],
     ) -> Result<()> {
         let size = self.plan.size;
         if !completion.is_success() {
@@ -205,9 +228,14 @@ impl<'q> Receiver<'q> {
                 self.seeds[index],
             );
         }
-        if let Some(stager) = buffers.get_mut(index).and_then(BenchBuffer::stager) {
-            copy_in(stager, size, self.plan.stall_timeout)?;
+        if M::COPIES {
+            // Copied in (and checked) before the receive goes back: the next message to land in
+            // this slot cannot overwrite bytes still being read.
+            let message = self.landed[index];
+            memories[index].landed(message, slot)?;
+            memories[index].wait_copied_in(message, self.plan.stall_timeout)?;
         }
+        self.landed[index] += 1;
         let target = self.queues.queues[index].slot(slot as u32);
         queue_pairs[index].post_receive(completion.wr_id, target)?;
         state.count += 1;
