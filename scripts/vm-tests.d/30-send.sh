@@ -1,14 +1,18 @@
 # gdr-send-bw over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass, fail, expect_in,
 # check_bw_csv, next_port; outputs under $OUT).
 
-# check_rx_columns NAME FILE: the receiver's columns are there, positive, and its message count
-# equals the sender's.
+# check_rx_columns NAME FILE [window]: the receiver's columns are there, positive, and its message
+# count equals the sender's. With `window` (-D) the sender's row counts only perftest's middle
+# window (a quarter of the duration cut at each end) while the receiver's figures still cover its
+# whole run (issue 14 item 6, open): the receiver must then have counted at least as many, and
+# the window at least a third of them (about half in theory).
 check_rx_columns() {
-    problems=$(awk -F, '
+    problems=$(awk -F, -v window="${3:-}" '
         NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; if (!("rx_bw_avg_mib_s" in col)) print "no rx_bw_avg_mib_s column"; next }
         {
             if (!($col["rx_bw_avg_mib_s"] + 0 > 0)) print "row " NR - 1 ": receiver bandwidth " $col["rx_bw_avg_mib_s"]
-            if ($col["rx_iterations"] != $col["iterations"]) print "row " NR - 1 ": receiver counted " $col["rx_iterations"] ", sender " $col["iterations"]
+            if (window == "" && $col["rx_iterations"] != $col["iterations"]) print "row " NR - 1 ": receiver counted " $col["rx_iterations"] ", sender " $col["iterations"]
+            if (window != "" && !($col["rx_iterations"] + 0 >= $col["iterations"] + 0 && $col["iterations"] * 3 >= $col["rx_iterations"] + 0)) print "row " NR - 1 ": receiver counted " $col["rx_iterations"] " in its whole run, sender " $col["iterations"] " in the -D window
         }' "$2")
     if [ -z "$problems" ]; then pass "$1: receiver figures present, counts agree"; else fail "$1: receiver figures" "$problems"; fi
 }
@@ -46,7 +50,7 @@ if run send_bw_duration 0 gdr-send-bw --loopback -s 4096 -D 1 --csv "$OUT/send_b
     pass "send_bw -D 1 exits 0"
 fi
 check_bw_csv send_bw_duration "$OUT/send_bw_duration.csv" 1 off
-check_rx_columns send_bw_duration "$OUT/send_bw_duration.csv"
+check_rx_columns send_bw_duration "$OUT/send_bw_duration.csv" window
 
 # --- Ctrl-C on a bidirectional stream: in-flight sends drain, exit 130 -------------------------
 gdr-send-bw --loopback -s 4096 -b -D 120 >"$OUT/send_bw_interrupt.log" 2>&1 &
