@@ -9,7 +9,8 @@
 #
 # Inside the VM: the repository is mounted read-write at the same absolute path
 # (9p), cwd is the repository root, PATH starts with $REPO/target/release (built
-# by the caller beforehand) and holds Debian's perftest, ibverbs-utils and `rdma`;
+# by the caller beforehand) and holds Debian's perftest, ibverbs-utils, `rdma` and `tc`
+# (with sch_netem loaded, for packet loss on the link);
 # GDRPERF_SOFTROCE=1. CMD runs under busybox sh; its stdout and stderr come out on
 # this script's stdout and its exit status becomes ours.
 # Exit status: CMD's; 124 on timeout (default 900 s); 125 on any set-up failure.
@@ -40,11 +41,12 @@ CACHE="$REPO/.cache/softroce"
 # The libraries are listed so that nothing depends on what the host has installed.
 PACKAGES="busybox-static perftest ibverbs-utils ibverbs-providers libibverbs1 librdmacm1
   libibumad3 libpci3 libudev1 zlib1g iproute2 libmnl0 libbsd0 libmd0 libcap2
-  libnl-3-200 libnl-route-3-200"
+  libnl-3-200 libnl-route-3-200 libbpf1 libelf1 libxtables12"
 # Loaded in this order (plus their dependencies). crc32_generic is not a declared
 # dependency of rdma_rxe, yet without it rxe fails to "init crc32 algorithm".
+# sch_netem lets a test drop packets on the pair's link (`tc qdisc ... netem loss`).
 MODULES="crc32_generic ib_core ib_uverbs udp_tunnel ip6_udp_tunnel rdma_rxe rdma_ucm
-  virtio_pci virtio_net netfs 9pnet 9pnet_virtio 9p"
+  virtio_pci virtio_net netfs 9pnet 9pnet_virtio 9p sch_netem"
 SET_UP_FAILED=125
 
 say() { echo "softroce: $*" >&2; }
@@ -143,7 +145,8 @@ build_image() {
     cp "$root/bin/busybox" "$img/bin/busybox" && ln -s busybox "$img/bin/sh"
     cp "$HERE/init" "$img/init" && chmod 755 "$img/init"
 
-    local tools=("$root"/usr/bin/ib_* "$root"/usr/bin/ibv_* "$root/usr/bin/rdma")
+    # iproute2's tc (busybox's has no netem) for the loss test (scripts/softroce/loss.sh).
+    local tools=("$root"/usr/bin/ib_* "$root"/usr/bin/ibv_* "$root/usr/bin/rdma" "$root/sbin/tc")
     cp "${tools[@]}" "$img/usr/bin/"
     local rxe="$root/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
     cp "$rxe" "$img/usr/lib/x86_64-linux-gnu/libibverbs/"

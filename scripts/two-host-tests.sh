@@ -10,6 +10,9 @@
 #    send/recv bandwidth, write and send latency (those that are built). Checked: both sides exit
 #    0, the rows, the data check, both host names in every row, the GID taken from the client's
 #    interface address (::ffff:192.0.2.11), the bytes on eth0.
+# 1b. Loss (scripts/loss-test.sh, short form): netem drops 2% of gdrvm1's eth0 egress; checked:
+#    rxe's error counters move and gdr-write-bw --max-nic-errors 0 fails (exit 1, WARNING and
+#    FAIL lines), one way and both ways; GDRPERF_SKIP_LOSS=1 skips it.
 # 2. Slurm (scripts/softroce/slurm-vm.sh + two-host-slurm.sh): a real two-node cluster (Debian's
 #    slurmctld, slurmd, munge) in the VMs; hostlists expanded by gdrperf and by scontrol compared;
 #    `srun -N2 -n2 gdrperf slurm` (pairs: one row per pair), a ring with two tasks per node, a run
@@ -79,6 +82,18 @@ read -r tx_before _ <"$OUT/benches/eth0.gdrvm1.before" 2>/dev/null
 read -r tx_after _ <"$OUT/benches/eth0.gdrvm1.after" 2>/dev/null
 sent=$(( ${tx_after:-0} - ${tx_before:-0} ))
 check "gdrvm1 sent $((sent >> 20)) MiB over eth0 (at least 96 MiB)" "$([ "$sent" -ge $((96 << 20)) ] || echo "only $sent bytes")"
+
+# --- 1b. packet loss on the link ------------------------------------------------------------------
+if [ "${GDRPERF_SKIP_LOSS:-0}" = 1 ]; then
+    echo "== loss skipped (GDRPERF_SKIP_LOSS=1)"
+else
+    echo "== two VMs, 2% packet loss on the link (scripts/loss-test.sh)"
+    scripts/loss-test.sh "$OUT/loss" 2% 100 0 >"$OUT/loss.log" 2>&1
+    status=$?
+    grep -E '^(ok|FAIL|info) ' "$OUT/loss.log" | sed 's/^/       /'
+    check "loss: counters move and --max-nic-errors 0 fails the run (scripts/loss-test.sh exit $status)" \
+        "$([ $status = 0 ] || grep -A3 '^FAIL' "$OUT/loss.log" | head -n 12)"
+fi
 
 # --- 2. Slurm inside the VMs ---------------------------------------------------------------------
 if [ "${GDRPERF_SKIP_SLURM:-0}" = 1 ]; then

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# NIC counters under packet loss (issue 17), from the host, with the release binaries built:
+#
+#   scripts/loss-test.sh [OUT_DIR] [LOSS] [ITERS] [REPEATS]   # defaults: .cache/loss 2% 500 3
+#
+# Boots the two Soft-RoCE VMs (scripts/softroce.sh pair), drops LOSS of what leaves gdrvm1's
+# eth0 (tc netem) and runs gdrperf's gdr-write-bw and perftest's ib_write_bw at 64 KiB, one way
+# and both ways (scripts/softroce/loss.sh). Then it writes OUT_DIR/counter-deltas.txt (the
+# hw_counters and eth0 counters that moved, per case and VM), puts a header (command, commit,
+# machine, date) on top of every log, and checks:
+#   - the loss was applied and rxe's error counters moved in the gdrperf cases;
+#   - gdrperf's client with --max-nic-errors 0 either ran and failed the threshold (exit 1, a
+#     WARNING and a FAIL line naming the NIC error counters) or stopped with an error line;
+#   - its CSV row (if any) has nic_errors > 0.
+# perftest's runs, and REPEATS alternating runs of the two-host suite's write_bw_bidir case
+# (-q 2 -b --validate) in both tools, are recorded for comparison, not judged: their exit codes
+# and error lines are listed. Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+REPO=$(pwd -P)
+OUT=${1:-$REPO/.cache/loss}; LOSS=${2:-2%}; ITERS=${3:-500}; REPEATS=${4:-3}
+case $OUT in /*) ;; *) OUT=$REPO/$OUT ;; esac
+case $OUT in "$REPO"/*) ;; *) echo "OUT_DIR must be inside the repository (the VMs see it over 9p)" >&2; exit 2 ;; esac
+PASSED=0; FAILED=0
+pass() { PASSED=$((PASSED + 1)); echo "ok   - $1"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL - $1"; shift; for line in "$@"; do printf '       %s\n' "$line"; done; }
+
+rm -rf "$OUT" && mkdir -p "$OUT"
+command="scripts/softroce.sh pair --timeout 900 -- 'scripts/softroce/loss.sh $OUT $LOSS $ITERS $REPEATS'"
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+scripts/softroce.sh pair --timeout 900 -- "scripts/softroce/loss.sh $OUT $LOSS $ITERS $REPEATS" >"$OUT/pair.log" 2>&1
+status=$?
+cat "$OUT/pair.log"
+[ $status = 0 ] && pass "both VMs ran the loss cases" || fail "both VMs ran the loss cases" "softroce.sh pair exit $status"
+
+commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates benches scripts 2>/dev/null || echo "+dirty")
+kernel=$(cat "$OUT/uname.gdrvm1.txt" 2>/dev/null)
+header() {
+    printf '# command: scripts/loss-test.sh %s %s %s (runs: %s)\n' "${OUT#"$REPO"/}" "$LOSS" "$ITERS $REPEATS" "$command"
+    printf '# commit: %s\n# machine: two QEMU TCG VMs (scripts/softroce.sh pair), Soft-RoCE rxe0 on virtio eth0, %s; host %s\n' \
+        "$commit" "guest: ${kernel:-unknown}" "$(uname -srm)"
+    printf '# date: %s\n' "$started"
+}
+
+# counter-deltas.txt: per case and VM, every counter that moved (after - before).
+{
+    header
+    echo "# case vm counter delta (only counters that moved; hw_counters of rxe0 port 1, eth0_* from /sys/class/net/eth0/statistics)"
+    for before in "$OUT"/*.before; do
+        base=${before%.before}; vm=${base##*.}; name=${base%.*}; name=${name##*/}
+        awk -v name="$name" -v vm="$vm" 'NR == FNR { b[$1] = $2; next } ($2 - b[$1]) != 0 { printf "%s %s %s %d\n", name, vm, $1, $2 - b[$1] }' \
+            "$before" "$base.after" 2>/dev/null
+    done
+} >"$OUT/counter-deltas.txt"
+for log in "$OUT"/*.log; do
+    [ -f "$log" ] || continue
+    { header; cat "$log"; } >"$log.tmp" && mv "$log.tmp" "$log"
+done
+echo "--- counter deltas"; grep -v '^#' "$OUT/counter-deltas.txt"
+
+grep -q "exit 0" "$OUT/netem.log" 2>/dev/null && grep -q "netem.*loss" "$OUT/netem.log" &&
+    pass "netem loss $LOSS on gdrvm1's eth0" || fail "netem loss $LOSS on gdrvm1's eth0" "$(cat "$OUT/netem.log" 2>/dev/null)"
+
+moved() {  # CASE: the rxe error counters that moved in CASE, either VM
+    awk -v name="$1" '$1 == name && $3 ~ /seq_err|retry|rnr|duplicate|out_of|_err$/ { print $2 ":" $3 "+" $4 }' "$OUT/counter-deltas.txt" | tr '\n' ' '
+}
+for name in gdrperf_write_bw gdrperf_write_bw_bidir; do
+    errors=$(moved $name)
+    [ -n "$errors" ] && pass "$name: rxe error counters moved ($errors)" || fail "$name: rxe error counters moved" "none moved"
+    code=$(cat "$OUT/$name.client.status" 2>/dev/null || echo none)
+    log=$OUT/$name.client.log
+    if [ "$code" = 1 ] && grep -q "^WARNING: NIC error counters moved" "$log" && grep -q "^FAIL: 65536 bytes: NIC error counters [0-9]* moved > 0 moved" "$log"; then
+        pass "$name: --max-nic-errors 0 fails the run (exit 1, WARNING and FAIL lines)"
+    elif [ "$code" != 0 ] && [ "$code" != none ] && grep -qi "error" "$log"; then
+        pass "$name: the run stopped with an error (exit $code): $(grep -i error "$log" | tail -1)"
+    else
+        fail "$name: --max-nic-errors 0 fails the run or it stops with a clear error" "exit $code" "$(tail -4 "$log" 2>/dev/null)"
+    fi
+    if [ -f "$OUT/$name.csv" ]; then
+        nic_errors=$(python3 -c 'import csv, sys; print(next(csv.DictReader(open(sys.argv[1])))["nic_errors"])' "$OUT/$name.csv" 2>&1)
+        [ "${nic_errors:-0}" -gt 0 ] 2>/dev/null && pass "$name: CSV nic_errors $nic_errors" || fail "$name: CSV nic_errors > 0" "got '$nic_errors'"
+    fi
+done
+for status in "$OUT"/perftest_*.client.status "$OUT"/ci_*.client.status; do
+    [ -f "$status" ] || continue    # (no ci_* cases with REPEATS 0)
+    name=${status%.client.status}; name=${name##*/}
+    echo "info - $name: client exit $(cat "$status"), server exit $(cat "$OUT/$name.server.status" 2>/dev/null || echo none); error counters: $(moved "$name")"
+    grep -hiE "error|fail|invalid" "$OUT/$name.client.log" "$OUT/$name.server.log" 2>/dev/null | grep -v '^#' | sed 's/^/       /' | head -4
+done
+echo "$PASSED passed, $FAILED failed"
+[ $FAILED = 0 ]
