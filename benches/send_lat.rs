@@ -14,13 +14,12 @@
 use clap::Parser;
 use gdrperf::harness::args_latency::{latency_setup, InlineArgs, LatencyArgs, LatencyConfig, LatencyTest};
 use gdrperf::harness::latency::{
-    check_ping_pong, memory_header, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder,
-    prepare_ping_pong, prepare_ping_pong_check, LatencyPlan, PingPong, PING_PONG_RECEIVES,
+    check_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_setup, prepare_ping_pong,
+    prepare_ping_pong_check, LatencyPlan, PingPong,
 };
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
-use gdrperf::verbs::QueuePairSizes;
 
 #[derive(Parser)]
 #[command(
@@ -54,24 +53,13 @@ impl Benchmark for SendLatency {
     }
 
     fn setup(&self) -> Setup {
-        Setup {
-            queue_sizes: QueuePairSizes {
-                send_depth: self.common.tx_depth,
-                recv_depth: PING_PONG_RECEIVES,
-                max_inline: self.latency.inline_size,
-            },
-            buffer_len: ping_pong_buffer_len(self.common.max_size()),
-            parameters: serde_json::json!({}),
-            header: {
-                let mut header = vec![
-                    ("Sample".into(), "half a SEND/RECV ping-pong round trip".into()),
-                    ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
-                ];
-                header.extend(memory_header(&self.common, Some(PingPong::Send)));
-                header
-            },
-            bandwidth: None,
-        }
+        ping_pong_setup(
+            &self.common,
+            self.latency.inline_size,
+            PingPong::Send,
+            serde_json::json!({}),
+            vec![("Sample".into(), "half a SEND/RECV ping-pong round trip".into())],
+        )
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {

@@ -19,13 +19,12 @@ use gdrperf::harness::args_latency::{
     latency_setup, LatencyArgs, LatencyConfig, LatencyTest, WriteLatencyArgs,
 };
 use gdrperf::harness::latency::{
-    check_ping_pong, memory_header, ping_pong_buffer_len, ping_pong_initiator, ping_pong_responder,
-    prepare_ping_pong, prepare_ping_pong_check, LatencyPlan, PingPong, PING_PONG_RECEIVES,
+    check_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_setup, prepare_ping_pong,
+    prepare_ping_pong_check, LatencyPlan, PingPong,
 };
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
-use gdrperf::verbs::QueuePairSizes;
 
 #[derive(Parser)]
 #[command(
@@ -69,33 +68,21 @@ impl Benchmark for WriteLatency {
     }
 
     fn setup(&self) -> Setup {
-        Setup {
-            queue_sizes: QueuePairSizes {
-                send_depth: self.common.tx_depth,
-                recv_depth: PING_PONG_RECEIVES,
-                max_inline: self.latency.inline_size,
-            },
-            buffer_len: ping_pong_buffer_len(self.common.max_size()),
-            parameters: serde_json::json!({ "write_with_imm": self.latency.write_with_imm }),
-            header: {
-                let mut header = vec![
-                    ("Sample".into(), "half a WRITE ping-pong round trip".into()),
-                    (
-                        "Arrival".into(),
-                        if self.latency.write_with_imm {
-                            "WRITE_WITH_IMM completion"
-                        } else {
-                            "last-byte poll (host memory), else WRITE_WITH_IMM"
-                        }
-                        .into(),
-                    ),
-                    ("Inline".into(), format!("up to {} bytes", self.latency.inline_size)),
-                ];
-                header.extend(memory_header(&self.common, Some(PingPong::WriteWithImmediate)));
-                header
-            },
-            bandwidth: None,
-        }
+        let arrival = if self.latency.write_with_imm {
+            "WRITE_WITH_IMM completion"
+        } else {
+            "last-byte poll (host memory), else WRITE_WITH_IMM"
+        };
+        ping_pong_setup(
+            &self.common,
+            self.latency.inline_size,
+            PingPong::WriteWithImmediate,
+            serde_json::json!({ "write_with_imm": self.latency.write_with_imm }),
+            vec![
+                ("Sample".into(), "half a WRITE ping-pong round trip".into()),
+                ("Arrival".into(), arrival.into()),
+            ],
+        )
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {

@@ -50,9 +50,10 @@ use crate::error::{Error, Result};
 use crate::harness::buffers::{check_received_at, pattern_seed};
 use crate::harness::config::{BenchConfig, LatencySpan, StopRule};
 use crate::harness::session::Session;
+use crate::harness::sweep::Setup;
 use crate::memory_kind::MemoryKind;
 use crate::verbs::completion::opcode;
-use crate::verbs::{LocalSlice, Operation, RemoteBuffer};
+use crate::verbs::{LocalSlice, Operation, QueuePairSizes, RemoteBuffer};
 
 use staged::{staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency};
 
@@ -232,6 +233,32 @@ pub struct LatencyRun {
 /// a 2-byte message then lands a page away from the one going out, not in the same cache line.
 pub fn ping_pong_buffer_len(largest_message: usize) -> usize {
     2 * largest_message.next_multiple_of(HALF_ALIGNMENT)
+}
+
+/// What a ping-pong side (gdr-send-lat, gdr-write-lat) asks of the harness: [`PING_PONG_RECEIVES`]
+/// receives kept posted, inline sends up to `max_inline` bytes, the two-halved buffer, and its
+/// header lines (`lines`, then the inline limit and the memory lines of `ping_pong`).
+pub fn ping_pong_setup(
+    common: &BenchConfig,
+    max_inline: u32,
+    ping_pong: PingPong,
+    parameters: serde_json::Value,
+    lines: Vec<(String, String)>,
+) -> Setup {
+    let mut header = lines;
+    header.push(("Inline".into(), format!("up to {max_inline} bytes")));
+    header.extend(memory_header(common, Some(ping_pong)));
+    Setup {
+        queue_sizes: QueuePairSizes {
+            send_depth: common.tx_depth,
+            recv_depth: PING_PONG_RECEIVES,
+            max_inline,
+        },
+        buffer_len: ping_pong_buffer_len(common.max_size()),
+        parameters,
+        header,
+        bandwidth: None,
+    }
 }
 
 /// The unit of a ping-pong buffer's halves: a page.
