@@ -54,7 +54,8 @@ pub struct Args {
     #[arg(long = "peer-host", default_value = "{node}", value_name = "TEMPLATE")]
     peer_host: String,
 
-    /// Seconds to wait for a peer still busy with its previous round.
+    /// Seconds to wait for a peer still busy with its previous round, counted from its last sign
+    /// of life (a peer itself waiting for another shows one every second).
     #[arg(long = "round-timeout", default_value_t = 600, value_name = "SECONDS")]
     round_timeout: u64,
 

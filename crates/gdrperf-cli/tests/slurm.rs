@@ -167,8 +167,9 @@ fn pairs_schedule_names_both_ends_and_leaves_the_odd_node_out() {
 #[test]
 fn a_task_that_never_starts_fails_its_pairs_without_hanging_the_others() {
     let cluster = Cluster::new(4);
-    // Timeouts with room for a loaded 2-core machine: at 2 s/3 s, ranks that did start were
-    // sometimes not ready in time either, and the failing-node list named n3 too.
+    // Rank 2 (n3) waits the whole round timeout for rank 3 in round 0 while rank 1 (n2) waits for
+    // rank 2 in round 1: rank 2's heartbeat keeps rank 1 waiting, so only n4 fails (before the
+    // heartbeat, rank 1 gave up at the same moment as rank 2, and n3 failed too about 1 run in 6).
     let args = ["--schedule", "ring", "--round-timeout", "6", "--gather-timeout", "8"];
     let outputs = cluster.run(&[0, 1, 2], &args, &[]);
     let rank0 = text(&outputs[0]);

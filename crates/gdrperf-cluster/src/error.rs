@@ -40,9 +40,10 @@ pub enum ClusterError {
     #[error("{dir} holds results of run {found}, this is run {ours}: give a fresh --out folder")]
     ForeignRun { dir: PathBuf, found: String, ours: String },
 
-    /// The peer of a round was not free for it in time (still busy, dead, or never started).
+    /// The peer of a round was not free for it in time (still busy, dead, or never started):
+    /// its progress file showed no change for `seconds`.
     #[error(
-        "rank {peer_rank} ({peer_node}) was not ready for round {round} within {seconds} s \
+        "rank {peer_rank} ({peer_node}) was not ready for round {round}: no sign of it for {seconds} s \
          (is --out on a file system every node shares? raise --round-timeout for long benches)"
     )]
     PeerWait { peer_rank: usize, peer_node: String, round: usize, seconds: u64 },

@@ -60,6 +60,10 @@ pub struct Progress {
     pub rank: usize,
     pub node: String,
     pub rounds_done: usize,
+    /// Counts up about once a second while this rank waits for a peer of its own: a rank waiting
+    /// for this one then knows it is alive (not dead, only held up by another) and keeps waiting.
+    #[serde(default)]
+    pub heartbeat: u64,
 }
 
 /// Paths inside the output folder.

@@ -4,7 +4,9 @@
 //! Tasks never talk to each other directly: they meet through the shared output folder
 //! (progress files) and through the bench's own TCP exchange. That keeps a dead node from
 //! hanging the job: a peer that never shows up costs one `--round-timeout`, and its pair is
-//! recorded as failed with the reason.
+//! recorded as failed with the reason. A rank that is waiting beats a heartbeat in its progress
+//! file, so that its own waiters do not take it for dead: one dead rank fails its own pairs only,
+//! not, one timeout later, those of the ranks stuck behind it.
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -131,8 +133,13 @@ pub fn run_task(
     out.check_not_foreign(&plan.run_id)?;
     let rank = step.rank;
     let node = step.node_of(rank).to_string();
-    let progress =
-        |rounds_done: usize| Progress { run_id: plan.run_id.clone(), rank, node: node.clone(), rounds_done };
+    let progress = |rounds_done: usize| Progress {
+        run_id: plan.run_id.clone(),
+        rank,
+        node: node.clone(),
+        rounds_done,
+        heartbeat: 0,
+    };
     if rank == 0 {
         write_json(&out.plan(), plan)?;
     }
@@ -149,7 +156,8 @@ pub fn run_task(
     for round in 0..plan.plan.rounds {
         if let Some(pair) = mine.iter().find(|pair| pair.round == round) {
             let (role, peer_rank, peer_node) = pair.side_of(rank).expect("assignments hold this rank");
-            let record = match wait_for_peer(out, &plan.run_id, peer_rank, round, options.round_timeout) {
+            let waiting = progress(round);
+            let record = match wait_for_peer(out, waiting, peer_rank, options.round_timeout)? {
                 Ok(()) => run_pair(step, pair, bench, options, &plan.run_id, extra)?,
                 Err(error) => PairRecord {
                     run_id: plan.run_id.clone(),
@@ -201,30 +209,52 @@ pub fn run_task(
     Ok(TaskReport { failed_runs, gathered })
 }
 
-/// Waits until `peer_rank` has finished `round` rounds (so it is free for this one).
+/// How often a waiting rank beats its heartbeat; a waiter sees it within its next poll.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// Waits until `peer_rank` has finished `waiting.rounds_done` rounds (so it is free for this
+/// one), beating this rank's heartbeat meanwhile. The timeout counts from the peer's last sign of
+/// life (its progress file changing): a peer itself waiting for a rank of its own beats its
+/// heartbeat and is waited for; one that shows nothing for `timeout` (never started, died, or
+/// busy with a bench for that long) is given up. Such chains end: a rank waits only for a peer
+/// in an earlier round. `Ok(Err(_))`: the pair cannot run; `Err(_)`: the own file cannot be written.
 fn wait_for_peer(
     out: &OutputDir,
-    run_id: &str,
+    mut waiting: Progress,
     peer_rank: usize,
-    round: usize,
     timeout: Duration,
-) -> Result<()> {
-    let start = Instant::now();
+) -> Result<std::result::Result<(), ClusterError>> {
+    let round = waiting.rounds_done;
+    let beat_every = HEARTBEAT.min(timeout / 4).max(POLL);
+    let mut last_sign = Instant::now();
+    let mut last_beat = Instant::now();
+    let mut seen: Option<(usize, u64)> = None;
     loop {
-        if let Ok(Some(progress)) = read_json_if_present::<Progress>(&out.progress(peer_rank)) {
-            if progress.run_id == run_id && progress.rounds_done >= round {
-                return Ok(());
+        let peer = read_json_if_present::<Progress>(&out.progress(peer_rank))
+            .ok()
+            .flatten()
+            .filter(|peer| peer.run_id == waiting.run_id);
+        if let Some(peer) = &peer {
+            if peer.rounds_done >= round {
+                return Ok(Ok(()));
+            }
+            if seen != Some((peer.rounds_done, peer.heartbeat)) {
+                seen = Some((peer.rounds_done, peer.heartbeat));
+                last_sign = Instant::now();
             }
         }
-        if start.elapsed() >= timeout {
-            let node =
-                read_json_if_present::<Progress>(&out.progress(peer_rank)).ok().flatten().map(|p| p.node);
-            return Err(ClusterError::PeerWait {
+        if last_sign.elapsed() >= timeout {
+            return Ok(Err(ClusterError::PeerWait {
                 peer_rank,
-                peer_node: node.unwrap_or_else(|| "never started".into()),
+                peer_node: peer.map_or_else(|| "never started".into(), |peer| peer.node),
                 round,
                 seconds: timeout.as_secs(),
-            });
+            }));
+        }
+        if last_beat.elapsed() >= beat_every {
+            waiting.heartbeat += 1;
+            write_json(&out.progress(waiting.rank), &waiting)?;
+            last_beat = Instant::now();
         }
         std::thread::sleep(POLL);
     }
@@ -374,6 +404,61 @@ mod tests {
         assert_eq!(expand_placeholders("{}x{1}", &value).unwrap(), "{}x{1}");
         let error = expand_placeholders("{gpuu}", &value).unwrap_err().to_string();
         assert!(error.contains("unknown placeholder {gpuu}") && error.contains("{gpu_bus_id}"), "{error}");
+    }
+
+    fn scratch(name: &str) -> OutputDir {
+        let out =
+            OutputDir::new(std::env::temp_dir().join(format!("gdrperf-task-{name}-{}", std::process::id())));
+        let _ = std::fs::remove_dir_all(&out.root);
+        out.create().unwrap();
+        out
+    }
+
+    fn progress(rank: usize, rounds_done: usize, heartbeat: u64) -> Progress {
+        Progress { run_id: "1.0".into(), rank, node: format!("n{}", rank + 1), rounds_done, heartbeat }
+    }
+
+    #[test]
+    fn a_peer_waiting_for_a_rank_of_its_own_is_waited_for_past_the_timeout() {
+        let out = scratch("beating");
+        // Rank 1 is held up in round 0 for 1.2 s (three timeouts), beating its heartbeat, then
+        // finishes the round.
+        write_json(&out.progress(1), &progress(1, 0, 0)).unwrap();
+        let peer_out = out.clone();
+        let peer = std::thread::spawn(move || {
+            for beat in 1..=12 {
+                std::thread::sleep(Duration::from_millis(100));
+                write_json(&peer_out.progress(1), &progress(1, 0, beat)).unwrap();
+            }
+            write_json(&peer_out.progress(1), &progress(1, 1, 0)).unwrap();
+        });
+        let start = Instant::now();
+        let waited = wait_for_peer(&out, progress(0, 1, 0), 1, Duration::from_millis(400)).unwrap();
+        peer.join().unwrap();
+        assert!(waited.is_ok(), "{waited:?}");
+        assert!(start.elapsed() >= Duration::from_millis(1200), "{:?}", start.elapsed());
+        // This rank beat its own heartbeat meanwhile (every 200 ms: at least 4 times in 1.2 s).
+        let own: Progress = read_json_if_present(&out.progress(0)).unwrap().unwrap();
+        assert!(own.heartbeat >= 4 && own.rounds_done == 1, "{own:?}");
+        let _ = std::fs::remove_dir_all(&out.root);
+    }
+
+    #[test]
+    fn a_silent_or_absent_peer_is_given_up_after_the_timeout() {
+        let out = scratch("silent");
+        write_json(&out.progress(1), &progress(1, 0, 7)).unwrap();
+        let start = Instant::now();
+        let error =
+            wait_for_peer(&out, progress(0, 1, 0), 1, Duration::from_millis(400)).unwrap().unwrap_err();
+        assert!(start.elapsed() >= Duration::from_millis(400) && start.elapsed() < Duration::from_secs(3));
+        assert!(
+            error.to_string().starts_with("rank 1 (n2) was not ready for round 1: no sign of it for 0 s"),
+            "{error}"
+        );
+        let error =
+            wait_for_peer(&out, progress(0, 1, 0), 2, Duration::from_millis(400)).unwrap().unwrap_err();
+        assert!(error.to_string().starts_with("rank 2 (never started) was not ready for round 1"), "{error}");
+        let _ = std::fs::remove_dir_all(&out.root);
     }
 
     #[test]
