@@ -2,11 +2,14 @@
 //! [`BandwidthRow`] (so send and write bandwidth plot with one script), then the receiver's.
 //!
 //! Both sides of a SEND stream measure: the sender from its first post to its last completion,
-//! the receiver from its first receive completion to its last (perftest's two views). The
+//! the receiver from its first receive completion to its last (perftest's two views; under `-D`
+//! each over the middle window of its own clock). The
 //! `bw_*` columns are the sender's, as perftest's client prints them; the `rx_*` columns are
 //! the receiver's, which the server sends to the client at the end of each size. With `-b`,
 //! each group is the sum of both directions.
 
+use gdrperf_stats::units::{BITS_PER_GBIT, BYTES_PER_MIB};
+use gdrperf_stats::{aggregate_rate, LaneSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
@@ -150,7 +153,8 @@ impl SendBandwidthRow {
     }
 
     /// The aggregate row of one size of a `--concurrent` run: the sender's columns as
-    /// [`BandwidthRow::aggregate`] makes them, the receiver's summed where every lane has them.
+    /// [`BandwidthRow::aggregate`] makes them; the receiver's likewise, all lanes' received
+    /// bytes over the longest receiver's interval ([`aggregate_rate`]), where every lane has them.
     pub fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
         let first = lanes.first()?;
         let sender: Vec<BandwidthRow> = lanes.iter().map(SendBandwidthRow::sender_columns).collect();
@@ -159,16 +163,33 @@ impl SendBandwidthRow {
             first.rx_depth,
             first.inline_size,
         );
-        let received =
-            |pick: fn(&SendBandwidthRow) -> Option<f64>| lanes.iter().map(pick).sum::<Option<f64>>();
         row.rx_iterations = lanes.iter().map(|row| row.rx_iterations).sum();
         // Peaks are over different spans and do not add (see `BandwidthRow::aggregate`).
         row.rx_bw_peak_mib_s = None;
-        row.rx_bw_avg_mib_s = received(|row| row.rx_bw_avg_mib_s);
         row.rx_bw_peak_gbit_s = None;
-        row.rx_bw_avg_gbit_s = received(|row| row.rx_bw_avg_gbit_s);
-        row.rx_msg_rate_mpps = received(|row| row.rx_msg_rate_mpps);
+        let spans: Option<Vec<LaneSpan>> = lanes.iter().map(SendBandwidthRow::receiver_span).collect();
+        if let Some(rate) = spans.as_deref().and_then(aggregate_rate) {
+            row.rx_bw_avg_mib_s = Some(rate.bytes_per_second / BYTES_PER_MIB);
+            row.rx_bw_avg_gbit_s = Some(rate.bytes_per_second * 8.0 / BITS_PER_GBIT);
+            row.rx_msg_rate_mpps = Some(rate.messages_per_second / 1e6);
+        }
         Some(row)
+    }
+
+    /// This lane's receiver as a span for [`aggregate_rate`]: the bytes it counted over the
+    /// interval its average was taken over (bytes / average: first to last receive, or `-D`'s
+    /// window), from the common start of the size (the lanes start each size together). `None`
+    /// when the lane has no receiver figures.
+    fn receiver_span(&self) -> Option<LaneSpan> {
+        let bytes_per_second = self.rx_bw_avg_mib_s? * BYTES_PER_MIB;
+        let bytes = self.rx_iterations.saturating_mul(self.bytes);
+        let seconds = (bytes_per_second > 0.0).then(|| bytes as f64 / bytes_per_second)?;
+        Some(LaneSpan {
+            bytes,
+            messages: self.rx_iterations,
+            start_nanos: 0,
+            end_nanos: (seconds * 1e9).round() as u64,
+        })
     }
 
     /// A row whose sender columns are `base`'s, with no receiver figures yet.
@@ -422,15 +443,44 @@ mod tests {
             })
             .collect();
         let all = SendBandwidthRow::aggregate(&lanes).unwrap();
-        assert_eq!(
-            (all.bw_avg_mib_s, all.rx_bw_avg_mib_s, all.iterations, all.qps),
-            (200.0, Some(198.0), 10000, 2)
-        );
+        assert_eq!((all.bw_avg_mib_s, all.iterations, all.qps), (200.0, 10000, 2));
+        // Equal receivers over one interval: the sum (up to the nanosecond the interval rounds to).
+        assert!((all.rx_bw_avg_mib_s.unwrap() - 198.0).abs() < 1e-6, "{:?}", all.rx_bw_avg_mib_s);
         assert_eq!(
             (all.lane.as_str(), all.device.as_str(), all.validation.as_str()),
             ("all", "rxe0+rxe1", "pass")
         );
         assert!(all.console_line(BandwidthUnit::MebibytesPerSecond).ends_with("all lanes"));
+        // The receivers too are all bytes over the longest interval, not a sum of rates. Lane 0's
+        // receiver takes 5000 × 64 KiB at 100 MiB/s (3.125 s), lane 1's at 50 MiB/s (6.25 s):
+        // 10000 × 64 KiB = 625 MiB in 6.25 s is 100 MiB/s (the sum of the rates would be 150),
+        // 10000 / 6.25 s = 1600 messages/s.
+        let receiving_at = |lane: &str, mib_s: f64| {
+            let context =
+                RowContext { lane: lane.to_string(), device: format!("rxe{lane}"), ..context.clone() };
+            let server = SendFigures { received: Some(figures(1_048_576.0 * mib_s, 5000)), ..server };
+            SendBandwidthRow::new(
+                &context,
+                bandwidth,
+                SendSettings { inline_size: 0 },
+                &[client, server],
+                "pass",
+            )
+            .unwrap()
+        };
+        let uneven =
+            SendBandwidthRow::aggregate(&[receiving_at("0", 100.0), receiving_at("1", 50.0)]).unwrap();
+        assert_eq!(uneven.rx_iterations, 10000);
+        assert!((uneven.rx_bw_avg_mib_s.unwrap() - 100.0).abs() < 1e-9, "{:?}", uneven.rx_bw_avg_mib_s);
+        assert!((uneven.rx_bw_avg_gbit_s.unwrap() - 100.0 * 1_048_576.0 * 8.0 / 1e9).abs() < 1e-9);
+        assert!((uneven.rx_msg_rate_mpps.unwrap() - 0.0016).abs() < 1e-12);
+        // A lane whose receiver timed nothing leaves the aggregate's receiver figures empty.
+        let mut silent = receiving_at("1", 50.0);
+        silent.rx_bw_avg_mib_s = None;
+        assert_eq!(
+            SendBandwidthRow::aggregate(&[receiving_at("0", 100.0), silent]).unwrap().rx_bw_avg_mib_s,
+            None
+        );
 
         // Staged: the sender's copies out and the receiver's copies in add up.
         let staged_client =

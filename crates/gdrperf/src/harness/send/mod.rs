@@ -12,7 +12,8 @@
 //! The sender works as the WRITE stream does (perftest's method: `-t` outstanding, one signaled
 //! in `-Q`, the clock started at the first post). The receiver, which cannot know when the first
 //! message was posted, starts its clock at the first receive completion, as perftest's receiver
-//! does, and counts every message from there. The last message of each phase (warm-up, measured)
+//! does, and counts every message from there (under `-D`, those of the middle window of its own
+//! clock, as the sender does on its clock). The last message of each phase (warm-up, measured)
 //! of each QP carries an immediate value, so the receiver knows where the phase ends even in a
 //! `-D` run, where no count is agreed.
 //!

@@ -6,6 +6,7 @@
 use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
 use crate::error::{Error, Result};
+use crate::harness::bandwidth::duration_window;
 use crate::harness::buffers::{find_mismatch, pattern_seed};
 use crate::harness::config::StopRule;
 use crate::harness::memory::{QueueMemory, Ring};
@@ -168,10 +169,17 @@ impl<'q> Receiver<'q> {
             StopRule::Iterations(iterations) => iterations as usize * queue_count,
             StopRule::Duration(_) => 1 << 16,
         };
-        let meter =
+        let mut meter =
             BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|source| {
                 Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
             })?;
+        // perftest's receiver under -D (`set_on_first_rx_packet` in perftest_resources.c) starts
+        // its margins at its first receive and counts only the middle window: so does ours, on
+        // its own clock, which starts at its first measured message.
+        if let StopRule::Duration(duration) = plan.stop {
+            let (start, end) = duration_window(duration);
+            meter.set_window(start, end);
+        }
         let phase = if plan.warmup > 0 { ReceivePhase::Warmup } else { ReceivePhase::Measured };
         queues.failure = None;
         Ok(Receiver {
