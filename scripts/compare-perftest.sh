@@ -52,8 +52,12 @@ RX_DEPTH=512
 PORT=19500
 TRIES=5
 
-iterations_for() { # about 32 MiB per run, between 64 and 2000 messages
-    n=$((33554432 / $1)); [ $n -gt 2000 ] && n=2000; [ $n -lt 64 ] && n=64; echo $n
+# iterations_for SIZE: about 32 MiB per run, between 3 x CQ_MOD and 2000 messages. The floor gives
+# both tools at least three signalled completions (perftest: every -Q; gdrperf also at least every
+# 64 MiB): with a single one gdrperf leaves its peak empty (too few completions to define one) and
+# perftest's comes out about its average. At 1 MiB that is 300 MiB a run, a few seconds in the VM.
+iterations_for() {
+    n=$((33554432 / $1)); [ $n -gt 2000 ] && n=2000; [ $n -lt $((3 * CQ_MOD)) ] && n=$((3 * CQ_MOD)); echo $n
 }
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 
@@ -167,6 +171,17 @@ gdrperf_read_lat() { gdrperf_latency gdr-read-lat "$@" --latency-span iteration;
 gdrperf_write_lat() { gdrperf_latency gdr-write-lat "$@" -I 0 --latency-span iteration; }
 gdrperf_send_lat() { gdrperf_latency gdr-send-lat "$@" -I 0 --latency-span iteration; }
 
+# numbers_in VALUES...: the values that are numbers (a run's empty peak, read as nan, is left out
+# of medians and tests; a figure with no number left is nan).
+numbers_in() { for v in "$@"; do if is_number "$v"; then printf '%s ' "$v"; fi; done; }
+# median_or_nan VALUES...: the median of the numbers among VALUES, or nan when there are none.
+median_or_nan() { set -- $(numbers_in "$@"); if [ $# -gt 0 ]; then median "$@"; else echo nan; fi; }
+# p_value_of "A values" "B values": mann_whitney over the numbers only, nan when a side has none.
+p_value_of() {
+    a=$(numbers_in $1) b=$(numbers_in $2)
+    if [ -n "$a" ] && [ -n "$b" ]; then mann_whitney "$a" "$b"; else echo nan; fi
+}
+
 # ratio_of A B: A / B with three decimals, nan unless both are numbers above zero.
 ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", a / b; else print "nan" }'; }
 
@@ -206,8 +221,8 @@ compare() {
         line="$size,$n,$pm,$gm,$ratio,$(mann_whitney "$p" "$g")"
         if [ "$kind" = bw ]; then
             # shellcheck disable=SC2086
-            ppm=$(median $pp); gpm=$(median $gp)
-            line="$line,$ppm,$gpm,$(ratio_of "$gpm" "$ppm"),$(mann_whitney "$pp" "$gp"),$(ratio_of "$ppm" "$pm"),$(ratio_of "$gpm" "$gm")"
+            ppm=$(median_or_nan $pp); gpm=$(median_or_nan $gp)
+            line="$line,$ppm,$gpm,$(ratio_of "$gpm" "$ppm"),$(p_value_of "$pp" "$gp"),$(ratio_of "$ppm" "$pm"),$(ratio_of "$gpm" "$gm")"
         fi
         echo "$line" | tee -a "$out"
         echo "  $test $size bytes: perftest runs:$p | gdrperf runs:$g" >&2
