@@ -4,7 +4,8 @@
 # 1. installs the build's system packages if missing (cmake, clang: sideway builds rdma-core's
 #    headers and runs bindgen; libibverbs1 so that the host tests reach the verbs layer and see
 #    "no RDMA device" rather than a missing library), 2. checks formatting (`cargo fmt --check`)
-#    and lints (`cargo clippy --all-targets -D warnings`), then runs the unit and integration
+#    and lints (`cargo clippy --all-targets -D warnings`, `cargo doc` with warnings as errors:
+#    broken doc links), then runs the unit and integration
 #    tests (`cargo test`),
 # 3. builds the release binaries and runs the integration tests that need an RDMA device inside
 #    a Soft-RoCE VM (scripts/softroce.sh installs QEMU itself; nothing else is installed).
@@ -41,11 +42,13 @@ ensure_build_packages() {
 }
 
 ensure_build_packages
-echo "== cargo fmt --check (rustfmt.toml) and cargo clippy -D warnings ([workspace.lints])"
+echo "== cargo fmt --check (rustfmt.toml), cargo clippy -D warnings ([workspace.lints]), cargo doc -D warnings"
 cargo fmt --all --check || { echo "test.sh: formatting differs: run 'cargo fmt --all'" >&2; exit 1; }
 rustfmt --edition 2021 --config-path rustfmt.toml --check fuzz/fuzz_targets/*.rs \
     || { echo "test.sh: fuzz targets need formatting: rustfmt --config-path rustfmt.toml fuzz/fuzz_targets/*.rs" >&2; exit 1; }
 cargo clippy --workspace --all-targets --quiet -- -D warnings 2>&1
+# The library is read as a tutorial: its doc links must resolve.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet 2>&1
 echo "== cargo test (unit and integration tests, no device needed)"
 cargo test --workspace --quiet 2>&1
 echo "== cargo build --release (binaries and examples for the VM)"

@@ -40,7 +40,7 @@ pub struct Args {
     /// Acceptance profile: a built-in name (ndr-400g, hdr-200g) or a TOML file.
     #[arg(long, value_name = "NAME|PATH")]
     profile: String,
-    /// Folder for the summary and each bench's result files [default: acceptance-<host>-<date>].
+    /// Folder for the summary and each bench's result files [default: acceptance-HOST-DATE].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Only these memory modes (comma-separated) [default: every mode the profile has].

@@ -8,10 +8,10 @@
 //!
 //! The hello carries what lets a peer write into our memory (buffer addresses and rkeys), so the
 //! channel is guarded: the server speaks first with a challenge, and with a shared token
-//! ([`auth`]) neither side reveals its hello before the other proved it knows the token. A server
-//! serves one client per run; later ones are turned away ([`busy`]). Until its client is admitted,
+//! (module `auth`) neither side reveals its hello before the other proved it knows the token. A server
+//! serves one client per run; later ones are turned away (`busy`). Until its client is admitted,
 //! a connection that fails the challenge or the parameter check is turned away and the server
-//! keeps waiting ([`admit`]).
+//! keeps waiting (`admit`).
 
 mod admit;
 mod auth;
@@ -472,7 +472,7 @@ impl Control {
         }
     }
 
-    /// Authenticates the peer (see [`auth`]), then sends our hello, reads the peer's, and checks
+    /// Authenticates the peer (see module `auth`), then sends our hello, reads the peer's, and checks
     /// version and shared parameters. Nothing of our hello leaves before the peer passed.
     pub fn exchange_hello(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<Hello> {
         if self.accepted {

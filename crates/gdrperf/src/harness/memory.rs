@@ -21,7 +21,7 @@
 //! where `-Q` of a `-t 16` queue is 16). On the receiving side a slot is given back to the NIC (its
 //! receive reposted, or its credit returned) only after its copy in has finished.
 //!
-//! With `--validate`, every staged message carries its index ([`stamp`]): the sender writes
+//! With `--validate`, every staged message carries its index (`buffers::stamp`): the sender writes
 //! the index into the message's first and last 8 bytes before copying it out, and the receiver
 //! checks each message as its copy in finishes. A message overwritten by a later one, or
 //! delivered into another message's slot, fails with both indices named.
