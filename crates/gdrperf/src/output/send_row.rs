@@ -427,34 +427,7 @@ mod tests {
         assert!(header.starts_with(shared), "{header}");
         assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s"));
 
-        let lanes: Vec<SendBandwidthRow> = ["0", "1"]
-            .iter()
-            .map(|lane| {
-                let context =
-                    RowContext { lane: lane.to_string(), device: format!("rxe{lane}"), ..context.clone() };
-                SendBandwidthRow::new(
-                    &context,
-                    bandwidth,
-                    SendSettings { inline_size: 0 },
-                    &[client, server],
-                    "pass",
-                )
-                .unwrap()
-            })
-            .collect();
-        let all = SendBandwidthRow::aggregate(&lanes).unwrap();
-        assert_eq!((all.bw_avg_mib_s, all.iterations, all.qps), (200.0, 10000, 2));
-        // Equal receivers over one interval: the sum (up to the nanosecond the interval rounds to).
-        assert!((all.rx_bw_avg_mib_s.unwrap() - 198.0).abs() < 1e-6, "{:?}", all.rx_bw_avg_mib_s);
-        assert_eq!(
-            (all.lane.as_str(), all.device.as_str(), all.validation.as_str()),
-            ("all", "rxe0+rxe1", "pass")
-        );
-        assert!(all.console_line(BandwidthUnit::MebibytesPerSecond).ends_with("all lanes"));
-        // The receivers too are all bytes over the longest interval, not a sum of rates. Lane 0's
-        // receiver takes 5000 × 64 KiB at 100 MiB/s (3.125 s), lane 1's at 50 MiB/s (6.25 s):
-        // 10000 × 64 KiB = 625 MiB in 6.25 s is 100 MiB/s (the sum of the rates would be 150),
-        // 10000 / 6.25 s = 1600 messages/s.
+        // Lane LANE's row, its receiver counting 5000 × 64 KiB at MIB_S.
         let receiving_at = |lane: &str, mib_s: f64| {
             let context =
                 RowContext { lane: lane.to_string(), device: format!("rxe{lane}"), ..context.clone() };
@@ -468,6 +441,20 @@ mod tests {
             )
             .unwrap()
         };
+        let lanes = [receiving_at("0", 99.0), receiving_at("1", 99.0)];
+        let all = SendBandwidthRow::aggregate(&lanes).unwrap();
+        assert_eq!((all.bw_avg_mib_s, all.iterations, all.qps), (200.0, 10000, 2));
+        // Equal receivers over one interval: the sum (up to the nanosecond the interval rounds to).
+        assert!((all.rx_bw_avg_mib_s.unwrap() - 198.0).abs() < 1e-6, "{:?}", all.rx_bw_avg_mib_s);
+        assert_eq!(
+            (all.lane.as_str(), all.device.as_str(), all.validation.as_str()),
+            ("all", "rxe0+rxe1", "pass")
+        );
+        assert!(all.console_line(BandwidthUnit::MebibytesPerSecond).ends_with("all lanes"));
+        // The receivers too are all bytes over the longest interval, not a sum of rates. Lane 0's
+        // receiver takes 5000 × 64 KiB at 100 MiB/s (3.125 s), lane 1's at 50 MiB/s (6.25 s):
+        // 10000 × 64 KiB = 625 MiB in 6.25 s is 100 MiB/s (the sum of the rates would be 150),
+        // 10000 / 6.25 s = 1600 messages/s.
         let uneven =
             SendBandwidthRow::aggregate(&[receiving_at("0", 100.0), receiving_at("1", 50.0)]).unwrap();
         assert_eq!(uneven.rx_iterations, 10000);
