@@ -351,10 +351,17 @@ mod tests {
         .unwrap()
     }
 
+    const BANDWIDTH: BandwidthSettings =
+        BandwidthSettings { tx_depth: 128, cq_mod: 100, bidirectional: false };
+
+    /// The row both sides' `reports` make, data checked.
+    fn row_of(context: &RowContext, reports: &[SendFigures]) -> SendBandwidthRow {
+        SendBandwidthRow::new(context, BANDWIDTH, SendSettings { inline_size: 0 }, reports, "pass").unwrap()
+    }
+
     #[test]
     fn a_staged_receiver_ends_the_headline_at_its_last_copy_in() {
         use crate::memory_kind::MemoryKind;
-        let bandwidth = BandwidthSettings { tx_depth: 128, cq_mod: 100, bidirectional: false };
         let client =
             SendFigures { sent: Some(figures(1_048_576.0 * 100.0, 5000)), received: None, rx_depth: 0 };
         // The staged receiver's figures run to its last copy in: slower than the sender's.
@@ -362,14 +369,7 @@ mod tests {
             SendFigures { sent: None, received: Some(figures(1_048_576.0 * 80.0, 5000)), rx_depth: 64 };
         let row = |mem_remote| {
             let context = RowContext { test: "send_bw".into(), qps: 1, mem_remote, ..RowContext::default() };
-            SendBandwidthRow::new(
-                &context,
-                bandwidth,
-                SendSettings { inline_size: 0 },
-                &[client, server],
-                "pass",
-            )
-            .unwrap()
+            row_of(&context, &[client, server])
         };
         let staged = row(MemoryKind::HostStaged);
         assert_eq!((staged.bw_avg_mib_s, staged.rx_bw_avg_mib_s), (80.0, Some(80.0)));
@@ -383,33 +383,18 @@ mod tests {
             mem_remote: MemoryKind::CudaStaged,
             ..RowContext::default()
         };
-        let row = SendBandwidthRow::new(
-            &context,
-            bandwidth,
-            SendSettings { inline_size: 0 },
-            &[client, fast],
-            "pass",
-        )
-        .unwrap();
+        let row = row_of(&context, &[client, fast]);
         assert_eq!(row.bw_avg_mib_s, 100.0);
     }
 
     #[test]
     fn sender_columns_match_bandwidth_row_and_receiver_columns_follow() {
         let context = RowContext { test: "send_bw".into(), qps: 1, ..RowContext::default() };
-        let bandwidth = BandwidthSettings { tx_depth: 128, cq_mod: 100, bidirectional: false };
         let client =
             SendFigures { sent: Some(figures(1_048_576.0 * 100.0, 5000)), received: None, rx_depth: 0 };
         let server =
             SendFigures { sent: None, received: Some(figures(1_048_576.0 * 99.0, 5000)), rx_depth: 512 };
-        let row = SendBandwidthRow::new(
-            &context,
-            bandwidth,
-            SendSettings { inline_size: 0 },
-            &[client, server],
-            "pass",
-        )
-        .unwrap();
+        let row = row_of(&context, &[client, server]);
         assert_eq!((row.bw_avg_mib_s, row.rx_bw_avg_mib_s), (100.0, Some(99.0)));
         assert_eq!((row.iterations, row.rx_iterations, row.rx_depth), (5000, 5000, 512));
 
@@ -418,7 +403,7 @@ mod tests {
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let header = text.lines().next().unwrap();
         let mut reference = csv::Writer::from_writer(Vec::new());
-        reference.serialize(BandwidthRow::new(&context, bandwidth, &[figures(1.0, 1)], "pass")).unwrap();
+        reference.serialize(BandwidthRow::new(&context, BANDWIDTH, &[figures(1.0, 1)], "pass")).unwrap();
         let reference = String::from_utf8(reference.into_inner().unwrap()).unwrap();
         // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
         // placement (cpu, numa_node), the NIC counters and the peak's span end both.
@@ -432,14 +417,7 @@ mod tests {
             let context =
                 RowContext { lane: lane.to_string(), device: format!("rxe{lane}"), ..context.clone() };
             let server = SendFigures { received: Some(figures(1_048_576.0 * mib_s, 5000)), ..server };
-            SendBandwidthRow::new(
-                &context,
-                bandwidth,
-                SendSettings { inline_size: 0 },
-                &[client, server],
-                "pass",
-            )
-            .unwrap()
+            row_of(&context, &[client, server])
         };
         let lanes = [receiving_at("0", 99.0), receiving_at("1", 99.0)];
         let all = SendBandwidthRow::aggregate(&lanes).unwrap();
@@ -476,19 +454,12 @@ mod tests {
             received: Some(BandwidthFigures { copy_seconds: 0.25, ..figures(1.0, 1) }),
             ..server
         };
-        let staged = SendBandwidthRow::new(
-            &context,
-            bandwidth,
-            SendSettings { inline_size: 0 },
-            &[staged_client, staged_server],
-            "pass",
-        )
-        .unwrap();
+        let staged = row_of(&context, &[staged_client, staged_server]);
         assert_eq!(staged.copy_time_s, 0.75);
         assert_eq!(row.copy_time_s, 0.0);
 
         let lonely =
-            SendBandwidthRow::new(&context, bandwidth, SendSettings { inline_size: 0 }, &[client], "off")
+            SendBandwidthRow::new(&context, BANDWIDTH, SendSettings { inline_size: 0 }, &[client], "off")
                 .unwrap();
         assert_eq!(lonely.rx_bw_avg_mib_s, None);
         assert!(lonely.console_line(BandwidthUnit::MebibytesPerSecond).contains("n/a"));
