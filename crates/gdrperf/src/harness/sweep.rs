@@ -35,7 +35,8 @@ pub trait Benchmark: Sync {
     /// The result row.
     type Row: Row + Send + 'static;
 
-    /// The run's validated configuration (given once: [`run`](crate::harness::roles::run) takes it from here).
+    /// The run's validated configuration (given once: [`run`](crate::harness::roles::run) takes it
+    /// from here).
     fn config(&self) -> &BenchConfig;
     /// What each side needs and what the test says of itself (see [`Setup`]).
     fn setup(&self) -> Setup;
