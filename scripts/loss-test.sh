@@ -2,6 +2,7 @@
 # NIC counters under packet loss (issue 17), from the host, with the release binaries built:
 #
 #   scripts/loss-test.sh [OUT_DIR] [LOSS] [ITERS] [REPEATS]   # defaults: .cache/loss 2% 500 3
+#   NETEM_EXTRA="duplicate 2%" scripts/loss-test.sh ...       # more netem options after the loss
 #
 # Boots the two Soft-RoCE VMs (scripts/softroce.sh pair), drops LOSS of what leaves gdrvm1's
 # eth0 (tc netem) and runs gdrperf's gdr-write-bw and perftest's ib_write_bw at 64 KiB, one way
@@ -26,9 +27,11 @@ pass() { PASSED=$((PASSED + 1)); echo "ok   - $1"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL - $1"; shift; for line in "$@"; do printf '       %s\n' "$line"; done; }
 
 rm -rf "$OUT" && mkdir -p "$OUT"
-command="scripts/softroce.sh pair --timeout 900 -- 'scripts/softroce/loss.sh $OUT $LOSS $ITERS $REPEATS'"
+case ${NETEM_EXTRA:-} in *\'*) echo "NETEM_EXTRA must not hold a quote" >&2; exit 2 ;; esac
+vm_command="NETEM_EXTRA='${NETEM_EXTRA:-}' scripts/softroce/loss.sh $OUT $LOSS $ITERS $REPEATS"
+command="scripts/softroce.sh pair --timeout 900 -- \"$vm_command\""
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-scripts/softroce.sh pair --timeout 900 -- "scripts/softroce/loss.sh $OUT $LOSS $ITERS $REPEATS" >"$OUT/pair.log" 2>&1
+scripts/softroce.sh pair --timeout 900 -- "$vm_command" >"$OUT/pair.log" 2>&1
 status=$?
 cat "$OUT/pair.log"
 [ $status = 0 ] && pass "both VMs ran the loss cases" || fail "both VMs ran the loss cases" "softroce.sh pair exit $status"
@@ -36,7 +39,7 @@ cat "$OUT/pair.log"
 commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates benches scripts 2>/dev/null || echo "+dirty")
 kernel=$(cat "$OUT/uname.gdrvm1.txt" 2>/dev/null)
 header() {
-    printf '# command: scripts/loss-test.sh %s %s %s (runs: %s)\n' "${OUT#"$REPO"/}" "$LOSS" "$ITERS $REPEATS" "$command"
+    printf '# command: NETEM_EXTRA="%s" scripts/loss-test.sh %s %s %s (runs: %s)\n' "${NETEM_EXTRA:-}" "${OUT#"$REPO"/}" "$LOSS" "$ITERS $REPEATS" "$command"
     printf '# commit: %s\n# machine: two QEMU TCG VMs (scripts/softroce.sh pair), Soft-RoCE rxe0 on virtio eth0, %s; host %s\n' \
         "$commit" "guest: ${kernel:-unknown}" "$(uname -srm)"
     printf '# date: %s\n' "$started"

@@ -4,7 +4,8 @@
 #
 #   scripts/softroce.sh pair --timeout 900 -- 'scripts/softroce/loss.sh OUT_DIR LOSS ITERS REPEATS'
 #
-# gdrvm1 drops LOSS (e.g. 2%) of what leaves its eth0 (tc netem; sch_netem is in the VM image),
+# gdrvm1 drops LOSS (e.g. 2%) of what leaves its eth0 (tc netem; sch_netem is in the VM image;
+# NETEM_EXTRA adds netem options, e.g. duplicate or reorder),
 # then gdrvm0 serves and gdrvm1 runs, one case at a time, 64 KiB messages, ITERS of them:
 # gdrperf's gdr-write-bw one way and both ways (-b), the client with --max-nic-errors 0, and
 # perftest's ib_write_bw the same two ways, on the same GID (RoCE v2, IPv4-mapped). Before and
@@ -47,8 +48,11 @@ GID=$(gid_index)
 if [ "$GDRPERF_VM_INDEX" = 1 ]; then
     {
         # iproute2's tc by path: busybox sh would run its own tc applet, which knows no netem.
-        /usr/bin/tc qdisc add dev eth0 root netem loss "$LOSS"
-        echo "tc qdisc add dev eth0 root netem loss $LOSS: exit $?"
+        # NETEM_EXTRA: more netem options after the loss (e.g. "duplicate 2%", or
+        # "delay 1ms reorder 25% 50%"), word-split on purpose.
+        # shellcheck disable=SC2086
+        /usr/bin/tc qdisc add dev eth0 root netem loss "$LOSS" ${NETEM_EXTRA:-}
+        echo "tc qdisc add dev eth0 root netem loss $LOSS ${NETEM_EXTRA:-}: exit $?"
         /usr/bin/tc qdisc show dev eth0
     } >"$OUT/netem.log" 2>&1
 fi
