@@ -28,14 +28,14 @@
 
 use std::collections::VecDeque;
 use std::ops::Range;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::harness::buffers::{
     fill_pattern, find_message_mismatch, find_mismatch, message_stamps, BenchBuffer, MessageCheck,
     MessageMismatch,
 };
-use crate::harness::staging::{CopyId, Stager};
+use crate::harness::staging::{spin_until, CopyId, Stager};
 use crate::verbs::LocalSlice;
 
 /// The most bytes a staged ring may take per QP (payload and bounce buffer each): a deep queue
@@ -361,26 +361,10 @@ impl QueueMemory for Staged<'_> {
     }
 
     fn wait_copied_in(&mut self, message: u64, timeout: Duration) -> Result<()> {
-        let mut spins = 0u32;
-        let mut deadline = None;
-        while self.copied_in()? <= message {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(4096) {
-                let now = Instant::now();
-                match deadline {
-                    None => deadline = Some(now + timeout),
-                    Some(deadline) if now > deadline => {
-                        return Err(Error::Stalled {
-                            seconds: timeout.as_secs(),
-                            during: format!("copying a received {}-byte message in", self.size),
-                        })
-                    }
-                    Some(_) => {}
-                }
-            }
-            std::hint::spin_loop();
-        }
-        Ok(())
+        let size = self.size;
+        spin_until(timeout, &|| format!("copying a received {size}-byte message in"), || {
+            Ok(self.copied_in()? > message)
+        })
     }
 
     #[inline]

@@ -118,9 +118,21 @@ pub fn wait_copy(
     timeout: Duration,
     what: &dyn Fn() -> String,
 ) -> Result<()> {
+    spin_until(timeout, what, || stager.poll(copy))
+}
+
+/// Spins until `done` says so, the way [`wait_copy`] waits for one copy: the clock is read only
+/// every few thousand turns, and after `timeout` the wait ends in [`Error::Stalled`] saying
+/// `what` was going on. For waits on copies that are not one [`CopyId`] (a message's copy-in).
+#[inline]
+pub fn spin_until(
+    timeout: Duration,
+    what: &dyn Fn() -> String,
+    mut done: impl FnMut() -> Result<bool>,
+) -> Result<()> {
     let mut spins = 0u32;
     let mut deadline = None;
-    while !stager.poll(copy)? {
+    while !done()? {
         spins = spins.wrapping_add(1);
         if spins.is_multiple_of(4096) {
             let now = Instant::now();
