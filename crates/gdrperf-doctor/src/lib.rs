@@ -32,14 +32,13 @@ use std::path::Path;
 
 pub mod gpu;
 pub mod gpudirect;
-pub mod iommu;
 mod render;
 pub mod report;
 pub mod verdict;
 
-/// The sysfs, PCI, PCIe-facts, RDMA and PCIe-path pieces live in `gdrperf-topology` (the benches' `-d auto`
+/// The sysfs, PCI, PCIe-facts, RDMA, IOMMU and PCIe-path pieces live in `gdrperf-topology` (the benches' `-d auto`
 /// uses them without the doctor); they are re-exported under their old paths.
-pub use gdrperf_topology::{pci, pcie, rdma, recommend_nic, sysfs, topology};
+pub use gdrperf_topology::{iommu, pci, pcie, rdma, recommend_nic, sysfs, topology};
 
 pub use gpu::{CudaFacts, CudaGpu};
 pub use report::Report;

@@ -9,9 +9,12 @@
 //! 2. [`pci`]: PCI functions and their place in the PCIe tree; ACS from config space.
 //! 3. [`rdma`]: `/sys/class/infiniband` devices, ports, GIDs, MTU.
 //! 4. [`topology`]: PIX/PXB/PHB/NODE/SYS for a GPU × NIC pair, and the recommended NIC per GPU.
+//! 5. [`iommu`]: whether DMA is translated (the doctor judges it; `gdrperf-ceiling` names it as
+//!    a cause of a short row).
 
 use std::path::{Path, PathBuf};
 
+pub mod iommu;
 pub mod pci;
 pub mod pcie;
 pub mod rdma;

@@ -13,13 +13,13 @@
 
 use std::cmp::Reverse;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::pci::{AcsState, PciLocation};
 use crate::rdma::name_order;
 
 /// The PCIe relation between two devices, closest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Relation {
     /// Through at most one PCIe switch.
     PIX,

@@ -1,0 +1,259 @@
+//! Why a row is short of its ceiling: the evidence in both ends' facts, most likely first, each
+//! with what to do about it (the doctor's kind of fix line) and where the judgement comes from.
+//!
+//! The ranking is by how much each finding is known to cost, largest first: a fallback to
+//! staged copies and a link trained below its maximum change the ceiling itself; a GPU and NIC
+//! joined through the CPU, ACS redirection and a translating IOMMU send GPUDirect traffic
+//! through the root complex (NVIDIA's GPUDirect RDMA documentation, "Supported Systems" and
+//! "PCI Access Control Services"); error counters that moved mean retransmitted data; the
+//! measuring thread on another NUMA node than the NIC crosses the socket interconnect on every
+//! doorbell and completion; relaxed ordering off and a small Max Read Request cost an amount no
+//! public source quantifies, so they come last; an MTU below the port's costs only its headers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ceiling::End;
+use crate::facts::{MemoryPath, PcieFacts};
+
+/// One piece of evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cause {
+    /// Stable short name for scripts: `staged-fallback`, `pcie-link`, `gpu-nic-path`, `acs`,
+    /// `iommu`, `nic-errors`, `numa`, `relaxed-ordering`, `max-read-request`, `mtu`.
+    pub check: String,
+    /// The role of the end it was found on ("client", "server").
+    pub side: String,
+    /// Whether that end is the peer of the side writing the row.
+    pub peer: bool,
+    pub evidence: String,
+    pub fix: String,
+}
+
+impl Cause {
+    /// "server (peer): mlx5_3 trained at PCIe 32 GT/s x8 of 32 GT/s x16; fix: ...".
+    pub fn line(&self) -> String {
+        let side = if self.peer { format!("{} (peer)", self.side) } else { self.side.clone() };
+        format!("{side}: {}; fix: {}", self.evidence, self.fix)
+    }
+}
+
+/// What the row itself showed, beyond the ends' facts.
+#[derive(Debug, Clone, Default)]
+pub struct RowEvidence {
+    /// Per role, the NIC error counters that moved during this size ("rnr_nak_retry_err=3").
+    pub nic_errors_moved: Vec<(String, String)>,
+}
+
+/// The largest Max Read Request a PCIe function may use, and what NVIDIA's ConnectX tuning
+/// guidance sets (`setpci ... CAP_EXP+8.w=5...`); smaller ones are listed last, unquantified.
+pub const TUNED_MAX_READ_REQUEST_BYTES: u32 = 4096;
+
+/// The evidence on both ends, most likely first. `local` writes the row; `peer` is the other end
+/// (absent when its facts did not come). An end that shows nothing adds nothing: a healthy
+/// path names no cause.
+pub fn causes(local: End, peer: Option<End>, row: &RowEvidence) -> Vec<Cause> {
+    let mut ranked: Vec<(u8, Cause)> = Vec::new();
+    for (end, is_peer) in [(Some(local), false), (peer, true)] {
+        let Some(end) = end else { continue };
+        let mut add = |rank: u8, check: &str, evidence: String, fix: String| {
+            ranked.push((
+                rank,
+                Cause { check: check.into(), side: end.role.into(), peer: is_peer, evidence, fix },
+            ));
+        };
+        end_causes(end, &mut add);
+        for (_, moved) in row.nic_errors_moved.iter().filter(|(role, _)| role == end.role) {
+            add(
+                5,
+                "nic-errors",
+                format!("{} error counters moved during this size: {moved}", end.facts.nic),
+                "look at the link (cable, switch port: `ibdiagnet`, `ethtool -S`) and rerun; a moving counter means data was resent".into(),
+            );
+        }
+    }
+    if let (Some(peer), Some(local_mtu), Some(peer_mtu)) =
+        (peer, local.facts.active_mtu, peer.and_then(|peer| peer.facts.active_mtu))
+    {
+        if local_mtu != peer_mtu {
+            ranked.push((
+                9,
+                Cause {
+                    check: "mtu".into(),
+                    side: local.role.into(),
+                    peer: false,
+                    evidence: format!(
+                        "active MTU differs between ends: {} {local_mtu}, {} {peer_mtu} (the connection uses the smaller)",
+                        local.role, peer.role
+                    ),
+                    fix: "set the same MTU on both ends (InfiniBand: the subnet manager's partition MTU; RoCE: the netdev MTU, 9000 for 4096)".into(),
+                },
+            ));
+        }
+    }
+    // Stable: within a rank, this side before the peer.
+    ranked.sort_by_key(|(rank, _)| *rank);
+    ranked.into_iter().map(|(_, cause)| cause).collect()
+}
+
+fn end_causes(end: End, add: &mut dyn FnMut(u8, &str, String, String)) {
+    let facts = end.facts;
+    if facts.software_device.is_some() {
+        return;
+    }
+    if facts.memory == (MemoryPath::Staged { fallback: true }) {
+        add(
+            0,
+            "staged-fallback",
+            "GPUDirect was asked but the payload was staged through host memory".into(),
+            "`gdrperf doctor` says why GPU memory could not be registered (nvidia-peermem or dma-buf)".into(),
+        );
+    }
+    let gpu_in_path = facts.memory != MemoryPath::Host;
+    let links =
+        [facts.nic_pcie.as_ref()].into_iter().chain([facts.gpu_pcie.as_ref().filter(|_| gpu_in_path)]);
+    for link in links.flatten().filter(|link| link.below_maximum()) {
+        add(
+            1,
+            "pcie-link",
+            format!(
+                "{} ({}) trained at PCIe {} of {}",
+                link.name,
+                link.address,
+                link.describe_link(),
+                link.describe_max_link()
+            ),
+            "reseat the card, check the slot's wiring and the BIOS bifurcation setting (`lspci -vv` LnkSta against LnkCap); a GPU lowers its speed when idle: read it again under load".into(),
+        );
+    }
+    if facts.uses_gpudirect() {
+        if let Some(relation) = facts.gpu_nic_relation.filter(|relation| !relation.stays_below_root_complex())
+        {
+            add(
+                2,
+                "gpu-nic-path",
+                format!("GPU and {} are {relation:?} apart ({}) while GPUDirect was used", facts.nic, relation.meaning()),
+                "use the NIC under the GPU's PCIe switch (`gdrperf doctor` lists the pairs; `--ib-dev auto` picks it), or compare with --mem cuda-staged".into(),
+            );
+        }
+        let below_root = facts.gpu_nic_relation.is_some_and(|relation| relation.stays_below_root_complex());
+        for bridge in facts.acs_redirecting.iter().filter(|_| below_root) {
+            add(
+                3,
+                "acs",
+                format!("ACS on bridge {bridge} sends GPU <-> {} peer traffic up to the root complex", facts.nic),
+                format!("disable ACS redirect in the BIOS, or as root until reboot: setpci -s {bridge} ECAP_ACS+0x6.w=0000"),
+            );
+        }
+    }
+    if !facts.iommu_translating.is_empty() {
+        add(
+            4,
+            "iommu",
+            format!("the IOMMU translates DMA for {}", facts.iommu_translating.join(", ")),
+            "boot with iommu=pt (Intel: intel_iommu=on iommu=pt) or with the IOMMU off".into(),
+        );
+    }
+    if let (Some(nic_node), Some(thread_node)) = (facts.nic_numa_node, facts.thread_numa_node) {
+        if nic_node != thread_node {
+            add(
+                6,
+                "numa",
+                format!("the measuring thread ran on NUMA node {thread_node}, {} is on node {nic_node}", facts.nic),
+                format!("pin to the NIC's node: --cpu auto, or numactl --cpunodebind={nic_node} --membind={nic_node}"),
+            );
+        }
+    }
+    if let Some(nic) = &facts.nic_pcie {
+        device_control_causes(nic, add);
+    }
+    if let (Some(active), Some(max)) = (facts.active_mtu, facts.max_mtu) {
+        if active < max {
+            add(
+                9,
+                "mtu",
+                format!("{} port {} runs MTU {active} of {max}", facts.nic, facts.port),
+                "raise the MTU (InfiniBand: the subnet manager's partition MTU; RoCE: netdev MTU 9000 gives 4096)".into(),
+            );
+        }
+    }
+}
+
+fn device_control_causes(nic: &PcieFacts, add: &mut dyn FnMut(u8, &str, String, String)) {
+    if nic.relaxed_ordering == Some(false) {
+        add(
+            7,
+            "relaxed-ordering",
+            format!("{} ({}) has relaxed ordering off in Device Control", nic.name, nic.address),
+            format!("enable it (as root: setpci -s {} CAP_EXP+0x8.w with bit 4 set; for ConnectX, mlxconfig PCI_WR_ORDERING=1)", nic.address),
+        );
+    }
+    if let Some(bytes) = nic.max_read_request_bytes.filter(|bytes| *bytes < TUNED_MAX_READ_REQUEST_BYTES) {
+        add(
+            8,
+            "max-read-request",
+            format!("{} ({}) reads with Max Read Request {bytes} B", nic.name, nic.address),
+            format!("raise it to {TUNED_MAX_READ_REQUEST_BYTES} B (as root: setpci -s {} CAP_EXP+0x8.w=5000:7000)", nic.address),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::EndFacts;
+
+    fn bare(memory: MemoryPath) -> EndFacts {
+        EndFacts {
+            nic: "mlx5_0".into(),
+            port: 1,
+            software_device: None,
+            link_layer: None,
+            port_rate: None,
+            active_mtu: Some(4096),
+            max_mtu: Some(4096),
+            nic_pcie: None,
+            gpu_pcie: None,
+            memory,
+            gpu_nic_relation: None,
+            acs_redirecting: Vec::new(),
+            iommu_translating: Vec::new(),
+            nic_numa_node: None,
+            thread_numa_node: None,
+        }
+    }
+
+    #[test]
+    fn a_fallback_outranks_moved_counters_which_outrank_a_differing_mtu() {
+        let client = bare(MemoryPath::Host);
+        let mut server = bare(MemoryPath::Staged { fallback: true });
+        server.active_mtu = Some(2048);
+        let row = RowEvidence { nic_errors_moved: vec![("client".into(), "rnr_nak_retry_err=3".into())] };
+        let found = causes(
+            End { role: "client", facts: &client, copy_gbps: None },
+            Some(End { role: "server", facts: &server, copy_gbps: None }),
+            &row,
+        );
+        let checks: Vec<(&str, &str)> = found.iter().map(|c| (c.check.as_str(), c.side.as_str())).collect();
+        assert_eq!(
+            checks,
+            [("staged-fallback", "server"), ("nic-errors", "client"), ("mtu", "server"), ("mtu", "client")]
+        );
+        assert!(found[1].evidence.ends_with("rnr_nak_retry_err=3"));
+        assert!(found[3].evidence.contains("client 4096, server 2048"), "{:?}", found[3]);
+    }
+
+    #[test]
+    fn a_software_device_and_an_unknown_fact_name_nothing() {
+        let mut rxe = bare(MemoryPath::Host);
+        rxe.software_device = Some("rxe".into());
+        rxe.thread_numa_node = Some(1);
+        rxe.nic_numa_node = Some(0);
+        let unknown = bare(MemoryPath::GpuDirect);
+        let found = causes(
+            End { role: "client", facts: &rxe, copy_gbps: None },
+            Some(End { role: "server", facts: &unknown, copy_gbps: None }),
+            &RowEvidence::default(),
+        );
+        assert_eq!(found, Vec::new());
+    }
+}

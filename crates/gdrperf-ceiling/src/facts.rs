@@ -1,0 +1,210 @@
+//! The facts of one end of a run that bound its bandwidth or explain a shortfall, read once from
+//! sysfs (through `gdrperf-topology`, the same reading `gdrperf doctor` does) and carried to the
+//! peer in the handshake, so that each side's rows know both ends.
+
+use std::path::Path;
+
+use gdrperf_topology::iommu::{Iommu, IommuMode};
+use gdrperf_topology::pci::PciDevice;
+use gdrperf_topology::pcie::{self, DeviceControl, FunctionFacts};
+use gdrperf_topology::rdma::{self, Backing, PortMtu};
+use gdrperf_topology::topology::{self, Endpoint};
+use gdrperf_topology::{Relation, SysRoot};
+use serde::{Deserialize, Serialize};
+
+use crate::wire::LinkLayer;
+
+/// How this end's payload reaches the NIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryPath {
+    /// Host memory: the NIC reads and writes it directly.
+    Host,
+    /// GPU memory registered with the NIC: peer-to-peer over PCIe.
+    GpuDirect,
+    /// Staged through a host bounce buffer by copies; `fallback` when GPUDirect was asked.
+    Staged { fallback: bool },
+}
+
+/// One PCIe function's link and Device Control, as far as known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PcieFacts {
+    /// "mlx5_0", "GPU".
+    pub name: String,
+    pub address: String,
+    pub speed_gts: Option<f64>,
+    pub width: Option<u32>,
+    pub max_speed_gts: Option<f64>,
+    pub max_width: Option<u32>,
+    /// `None` when Device Control was unreadable (needs root).
+    pub max_payload_bytes: Option<u32>,
+    pub max_read_request_bytes: Option<u32>,
+    pub relaxed_ordering: Option<bool>,
+}
+
+impl PcieFacts {
+    /// From the doctor's reading of one function.
+    pub fn from_function(facts: &FunctionFacts) -> PcieFacts {
+        let (max_payload_bytes, max_read_request_bytes, relaxed_ordering) = match facts.device_control {
+            DeviceControl::Known { max_payload_bytes, max_read_request_bytes, relaxed_ordering, .. } => {
+                (Some(max_payload_bytes), Some(max_read_request_bytes), Some(relaxed_ordering))
+            }
+            DeviceControl::Unreadable | DeviceControl::NotExpress => (None, None, None),
+        };
+        PcieFacts {
+            name: facts.name.clone(),
+            address: facts.address.clone(),
+            speed_gts: facts.link.current_speed_gts,
+            width: facts.link.current_width,
+            max_speed_gts: facts.link.max_speed_gts,
+            max_width: facts.link.max_width,
+            max_payload_bytes,
+            max_read_request_bytes,
+            relaxed_ordering,
+        }
+    }
+
+    /// "16 GT/s x16", or what is known of it.
+    pub fn describe_link(&self) -> String {
+        match (self.speed_gts, self.width) {
+            (Some(speed), Some(width)) => format!("{speed} GT/s x{width}"),
+            (Some(speed), None) => format!("{speed} GT/s"),
+            (None, Some(width)) => format!("x{width}"),
+            (None, None) => "link unknown".into(),
+        }
+    }
+
+    /// "32 GT/s x16", the most the link can train to.
+    pub fn describe_max_link(&self) -> String {
+        match (self.max_speed_gts, self.max_width) {
+            (Some(speed), Some(width)) => format!("{speed} GT/s x{width}"),
+            _ => "unknown".into(),
+        }
+    }
+
+    /// Trained narrower or slower than it can.
+    pub fn below_maximum(&self) -> bool {
+        let narrow = matches!((self.width, self.max_width), (Some(now), Some(max)) if now < max);
+        let slow = matches!((self.speed_gts, self.max_speed_gts), (Some(now), Some(max)) if now < max);
+        narrow || slow
+    }
+}
+
+/// The facts of one end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndFacts {
+    pub nic: String,
+    pub port: u8,
+    /// `Some("rxe")` or `Some("siw")` for a software RDMA device: no hardware ceiling.
+    pub software_device: Option<String>,
+    pub link_layer: Option<LinkLayer>,
+    /// sysfs `ports/N/rate`: "400 Gb/sec (4X NDR)".
+    pub port_rate: Option<String>,
+    /// The port's active and largest MTU (from verbs; sysfs shows neither for InfiniBand).
+    pub active_mtu: Option<u32>,
+    pub max_mtu: Option<u32>,
+    pub nic_pcie: Option<PcieFacts>,
+    /// The GPU's link when GPU memory is in the path (GPUDirect or staged).
+    pub gpu_pcie: Option<PcieFacts>,
+    pub memory: MemoryPath,
+    /// PIX/PXB/PHB/NODE/SYS between the GPU and the NIC (GPU memory only).
+    pub gpu_nic_relation: Option<Relation>,
+    /// Bridges on the GPU-NIC path whose ACS redirects peer-to-peer traffic to the root complex.
+    pub acs_redirecting: Vec<String>,
+    /// The GPU and NIC functions in translating IOMMU domains, as "address (type)".
+    pub iommu_translating: Vec<String>,
+    pub nic_numa_node: Option<u32>,
+    /// The NUMA node of the measuring thread's CPUs.
+    pub thread_numa_node: Option<u32>,
+}
+
+/// What the harness knows that sysfs does not: which device and port, where memory lives, the
+/// verbs MTUs, the measuring thread's node.
+#[derive(Debug, Clone)]
+pub struct EndQuery<'a> {
+    pub nic: &'a str,
+    pub port: u8,
+    /// The GPU's bus id in any spelling, when GPU memory is in the path.
+    pub gpu_bus_id: Option<&'a str>,
+    pub memory: MemoryPath,
+    pub active_mtu: Option<u32>,
+    pub max_mtu: Option<u32>,
+    pub thread_numa_node: Option<u32>,
+}
+
+impl EndFacts {
+    /// Reads this end's facts under `root` (`/`, or a fixture tree). Nothing here fails: what
+    /// cannot be read stays unknown, and an unknown fact bounds nothing and names no cause.
+    pub fn read(root: &Path, query: &EndQuery) -> EndFacts {
+        let mut facts = EndFacts {
+            nic: query.nic.to_string(),
+            port: query.port,
+            software_device: None,
+            link_layer: None,
+            port_rate: None,
+            active_mtu: query.active_mtu,
+            max_mtu: query.max_mtu,
+            nic_pcie: None,
+            gpu_pcie: None,
+            memory: query.memory,
+            gpu_nic_relation: None,
+            acs_redirecting: Vec::new(),
+            iommu_translating: Vec::new(),
+            nic_numa_node: None,
+            thread_numa_node: query.thread_numa_node,
+        };
+        let Ok(sys) = SysRoot::open(root) else { return facts };
+        let device = rdma::scan(&sys).into_iter().find(|device| device.name == query.nic);
+        let nic_pci = match device.as_ref().map(|device| &device.backing) {
+            Some(Backing::Hardware { pci }) => Some(pci.as_ref().clone()),
+            Some(Backing::Software { driver, .. }) => {
+                facts.software_device = Some(driver.clone());
+                None
+            }
+            None => None,
+        };
+        if let Some(port) =
+            device.iter().flat_map(|device| &device.ports).find(|p| p.number == u32::from(query.port))
+        {
+            facts.link_layer = port.link_layer.as_deref().and_then(LinkLayer::from_sysfs);
+            facts.port_rate = port.rate.clone();
+            if let (None, PortMtu::FromNetdev { active_mtu, .. }) = (facts.active_mtu, &port.mtu) {
+                facts.active_mtu = Some(*active_mtu);
+            }
+        }
+        let gpu_pci = query
+            .gpu_bus_id
+            .and_then(gdrperf_topology::pci::normalize_bus_id)
+            .and_then(|address| PciDevice::read_by_address(&sys, &address));
+        facts.nic_numa_node = nic_pci.as_ref().and_then(|pci| pci.numa_node);
+        facts.nic_pcie = nic_pci
+            .as_ref()
+            .map(|pci| PcieFacts::from_function(&FunctionFacts::read(&sys, query.nic, pci, false)));
+        facts.gpu_pcie = gpu_pci
+            .as_ref()
+            .map(|pci| PcieFacts::from_function(&FunctionFacts::read(&sys, "GPU", pci, true)));
+        let in_path: Vec<&PciDevice> = [nic_pci.as_ref(), gpu_pci.as_ref()].into_iter().flatten().collect();
+        let iommu = Iommu::read(&sys, &in_path);
+        if iommu.mode == IommuMode::Translated {
+            facts.iommu_translating = iommu.translated_devices;
+        }
+        if let (Some(gpu), Some(nic)) = (&gpu_pci, &nic_pci) {
+            let path = topology::path_between(
+                Endpoint { location: &gpu.location, numa_node: gpu.numa_node },
+                Endpoint { location: &nic.location, numa_node: nic.numa_node },
+            );
+            facts.gpu_nic_relation = Some(path.relation);
+            facts.acs_redirecting = pcie::path_acs(&sys, gpu, nic)
+                .into_iter()
+                .filter(|bridge| bridge.redirects_peer_to_peer)
+                .map(|bridge| bridge.bridge)
+                .collect();
+        }
+        facts
+    }
+
+    /// Whether GPU memory is reached peer-to-peer (where the GPU-NIC path matters).
+    pub fn uses_gpudirect(&self) -> bool {
+        self.memory == MemoryPath::GpuDirect
+    }
+}
