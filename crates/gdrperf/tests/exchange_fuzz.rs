@@ -154,7 +154,14 @@ fn hello() -> impl Strategy<Value = Hello> {
         MemoryKind::HostStaged,
     ]);
     let side = (text(), any::<u8>(), any::<u32>(), memory, proptest::option::of(text())).prop_map(
-        |(device, port, active_mtu, memory, gpu)| SideInfo { device, port, active_mtu, memory, gpu },
+        |(device, port, active_mtu, memory, gpu)| SideInfo {
+            device,
+            port,
+            active_mtu,
+            memory,
+            gpu,
+            path: None,
+        },
     );
     (
         any::<u32>(),
@@ -454,6 +461,7 @@ fn peers_of_another_protocol_version_are_refused_naming_both() {
                 active_mtu: 1024,
                 memory: MemoryKind::Host,
                 gpu: None,
+                path: None,
             },
             endpoints: vec![],
             buffers: vec![RemoteBuffer { address: 0x1000, rkey: 0x1234, len: 64 }],

@@ -131,6 +131,10 @@ pub struct SideInfo {
     /// The GPU and registration path when `memory` is GPU memory.
     #[serde(default)]
     pub gpu: Option<String>,
+    /// This side's path facts (port, PCIe links, GPU-NIC path, ACS, IOMMU, NUMA), so that the
+    /// peer's rows know both ends' ceiling and causes (`gdrperf-ceiling`). Absent from an older peer.
+    #[serde(default)]
+    pub path: Option<gdrperf_ceiling::EndFacts>,
 }
 
 /// Everything that travels on the control channel, in the order it does.

@@ -15,6 +15,7 @@ pub(crate) fn hello() -> Hello {
             active_mtu: 4096,
             memory: crate::memory_kind::MemoryKind::Host,
             gpu: None,
+            path: None,
         },
         endpoints: vec![Endpoint { qp_number: 17, psn: 0x1234, lid: 0, gid: None }],
         buffers: vec![RemoteBuffer { address: 0x7000, rkey: 99, len: 4096 }],

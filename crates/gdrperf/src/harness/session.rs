@@ -41,6 +41,8 @@ pub struct LocalResources {
     pub buffers: Vec<BenchBuffer>,
     /// Where this side's measuring thread runs; the buffers were allocated after pinning.
     pub cpu: CpuPlacement,
+    /// This side's path facts, read once here and sent to the peer in the hello.
+    pub path: gdrperf_ceiling::EndFacts,
 }
 
 impl LocalResources {
@@ -93,6 +95,7 @@ impl LocalResources {
                 _ => BenchBuffer::host(&protection_domain, buffer_len)?,
             });
         }
+        let path = super::pcie::path_facts(&device, &port, &buffers, &cpu);
         Ok(LocalResources {
             device,
             port,
@@ -102,6 +105,7 @@ impl LocalResources {
             queue_pairs,
             buffers,
             cpu,
+            path,
         })
     }
 
@@ -122,6 +126,7 @@ impl LocalResources {
                 active_mtu: self.port.active_mtu.bytes(),
                 memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host),
                 gpu: self.buffers.first().and_then(BenchBuffer::gpu_description),
+                path: Some(self.path.clone()),
             },
             endpoints: self
                 .queue_pairs

@@ -20,6 +20,7 @@ use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
 use crate::harness::placement::{self, Placement};
 use crate::harness::session::{hostname, Greeting, LocalResources, Session, Side};
 use crate::nic_counters::{CounterSnapshot, NicColumns};
+use crate::output::ceiling_columns::{self, RowPath};
 use crate::output::{HeaderLine, Outputs, Row, RowContext, RunStart};
 use crate::verbs::QueuePairSizes;
 
@@ -432,6 +433,11 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         numa_node: session.local.cpu.numa_node,
         gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local).unwrap_or_default(),
         nic: Default::default(),
+        path: Some(RowPath::new(
+            session.side.is_client(),
+            session.local.path.clone(),
+            session.peer.side.path.clone(),
+        )),
     }
 }
 
@@ -530,6 +536,8 @@ pub(crate) fn metadata<B: Benchmark>(
         header.push(HeaderLine::new("GPU numbering", gpu_order.describe()));
     }
     header.extend(pcie.header_lines().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
+    let ceiling = ceiling_columns::header(&local.path, session.peer.side.path.as_ref());
+    header.push(HeaderLine::per_placement("Ceiling", ceiling));
     header.extend(benchmark.setup().header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     let metadata = serde_json::json!({
         "test": B::NAME,
@@ -553,6 +561,7 @@ pub(crate) fn metadata<B: Benchmark>(
         "peer": session.peer.side,
         "cpu": local.cpu,
         "pcie": pcie,
+        "path_facts": local.path,
         "gpu_order": gpu_order.describe(),
         "placements": labels,
         "peer_placements": session.peer.placements,

@@ -7,6 +7,7 @@ use gdrperf_stats::{aggregate_rate, BandwidthReport, LaneSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
+use crate::output::ceiling_columns::CeilingColumns;
 use crate::output::Row;
 
 /// Facts about the run that every row repeats, so that each row stands alone in a merged CSV.
@@ -33,6 +34,9 @@ pub struct RowContext {
     /// This size's NIC counter deltas (set per size, before the row is made).
     #[serde(skip)]
     pub nic: crate::nic_counters::NicColumns,
+    /// Both ends' path facts, for the bandwidth rows' ceiling columns (absent in unit tests).
+    #[serde(skip)]
+    pub path: Option<std::sync::Arc<crate::output::ceiling_columns::RowPath>>,
 }
 
 /// One size of a bandwidth test.
@@ -106,6 +110,20 @@ pub struct BandwidthRow {
     /// The peak's span in seconds (the longer direction's with `-b`).
     #[serde(default)]
     pub peak_span_s: Option<f64>,
+    /// The path's ceiling for this size from both ends' facts, in Gb/s; empty for a software
+    /// device or unknown facts (see docs/methodology.md, "Path ceilings").
+    #[serde(default)]
+    pub ceiling_gbps: Option<f64>,
+    /// The limit that binds ("server NIC PCIe 16 GT/s x16"), or why there is no figure.
+    #[serde(default)]
+    pub ceiling_limited_by: String,
+    /// `bw_avg_gbit_s` as a percentage of `ceiling_gbps`.
+    #[serde(default)]
+    pub pct_of_ceiling: Option<f64>,
+    /// When the row is short of its ceiling by more than 10 %: the evidence of both ends, most
+    /// likely first, each with its fix, joined by " | "; empty otherwise.
+    #[serde(default)]
+    pub ceiling_causes: String,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -163,7 +181,7 @@ impl BandwidthRow {
         // A peak is defined when every direction has one.
         let peak = reports.iter().map(|report| report.peak_bytes_per_second).sum::<Option<f64>>();
         let spans = reports.iter().map(|report| report.peak_span).collect::<Option<Vec<_>>>();
-        BandwidthRow {
+        let mut row = BandwidthRow {
             test: context.test.clone(),
             bytes: reports.first().map(|report| report.message_size_bytes).unwrap_or(0),
             iterations: reports.iter().map(|report| report.messages).sum(),
@@ -203,7 +221,31 @@ impl BandwidthRow {
             peak_span_s: spans
                 .as_ref()
                 .map(|spans| spans.iter().map(|span| span.1).max().unwrap_or(0) as f64 / 1e9),
+            ceiling_gbps: None,
+            ceiling_limited_by: String::new(),
+            pct_of_ceiling: None,
+            ceiling_causes: String::new(),
+        };
+        let bytes = row.bytes;
+        row.set_ceiling(CeilingColumns::for_row(context, bytes, settings.bidirectional, row.bw_avg_gbit_s));
+        row
+    }
+
+    /// The ceiling columns as one value.
+    pub fn ceiling(&self) -> CeilingColumns {
+        CeilingColumns {
+            ceiling_gbps: self.ceiling_gbps,
+            ceiling_limited_by: self.ceiling_limited_by.clone(),
+            pct_of_ceiling: self.pct_of_ceiling,
+            ceiling_causes: self.ceiling_causes.clone(),
         }
+    }
+
+    pub fn set_ceiling(&mut self, columns: CeilingColumns) {
+        self.ceiling_gbps = columns.ceiling_gbps;
+        self.ceiling_limited_by = columns.ceiling_limited_by;
+        self.pct_of_ceiling = columns.pct_of_ceiling;
+        self.ceiling_causes = columns.ceiling_causes;
     }
 
     /// The aggregate row of one size of a `--concurrent` run: all lanes' bytes and messages over
@@ -226,7 +268,7 @@ impl BandwidthRow {
             .collect();
         let rate = aggregate_rate(&spans);
         let bytes_per_second = rate.map_or(0.0, |rate| rate.bytes_per_second);
-        Some(BandwidthRow {
+        let mut all = BandwidthRow {
             iterations: lanes.iter().map(|row| row.iterations).sum(),
             bw_peak_mib_s: None,
             bw_avg_mib_s: bytes_per_second / BYTES_PER_MIB,
@@ -257,7 +299,12 @@ impl BandwidthRow {
             nic_errors: lanes.iter().map(|row| row.nic_errors).sum(),
             nic_counters: String::new(),
             ..first.clone()
-        })
+        };
+        all.set_ceiling(CeilingColumns::aggregate(
+            lanes.iter().map(BandwidthRow::ceiling),
+            all.bw_avg_gbit_s,
+        ));
+        Some(all)
     }
 }
 
@@ -340,7 +387,7 @@ impl Row for BandwidthRow {
             self.msg_rate_mpps,
             self.validation,
             lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local, &self.gpu_local_bus_id)
-        )
+        ) + &self.ceiling().console_note()
     }
 }
 
@@ -379,10 +426,10 @@ mod tests {
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let mut lines = text.lines();
         assert!(
-            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s"),
+            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes"),
             "{text}"
         );
-        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6"), "{text}");
+        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,"), "{text}");
         let second =
             BandwidthRow { numa_node: Some(1), gpu_local_bus_id: "0000:2a:00.0".into(), ..row.clone() };
         let all = BandwidthRow::aggregate(&[row, second]).unwrap();

@@ -103,6 +103,16 @@ pub struct SendBandwidthRow {
     pub peak_messages: Option<u64>,
     #[serde(default)]
     pub peak_span_s: Option<f64>,
+    /// [`BandwidthRow`]'s ceiling columns, for the headline (sender's, or a staged receiver's)
+    /// bandwidth.
+    #[serde(default)]
+    pub ceiling_gbps: Option<f64>,
+    #[serde(default)]
+    pub ceiling_limited_by: String,
+    #[serde(default)]
+    pub pct_of_ceiling: Option<f64>,
+    #[serde(default)]
+    pub ceiling_causes: String,
 }
 
 impl SendBandwidthRow {
@@ -240,6 +250,10 @@ impl SendBandwidthRow {
             nic_counters: base.nic_counters,
             peak_messages: base.peak_messages,
             peak_span_s: base.peak_span_s,
+            ceiling_gbps: base.ceiling_gbps,
+            ceiling_limited_by: base.ceiling_limited_by,
+            pct_of_ceiling: base.pct_of_ceiling,
+            ceiling_causes: base.ceiling_causes,
         }
     }
 
@@ -283,6 +297,10 @@ impl SendBandwidthRow {
             nic_counters: self.nic_counters.clone(),
             peak_messages: self.peak_messages,
             peak_span_s: self.peak_span_s,
+            ceiling_gbps: self.ceiling_gbps,
+            ceiling_limited_by: self.ceiling_limited_by.clone(),
+            pct_of_ceiling: self.pct_of_ceiling,
+            ceiling_causes: self.ceiling_causes.clone(),
         }
     }
 }
@@ -329,7 +347,7 @@ impl Row for SendBandwidthRow {
             received,
             self.validation,
             lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local, &self.gpu_local_bus_id)
-        )
+        ) + &self.sender_columns().ceiling().console_note()
     }
 }
 
@@ -406,11 +424,11 @@ mod tests {
         reference.serialize(BandwidthRow::new(&context, BANDWIDTH, &[figures(1.0, 1)], "pass")).unwrap();
         let reference = String::from_utf8(reference.into_inner().unwrap()).unwrap();
         // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
-        // placement (cpu, numa_node), the NIC counters and the peak's span end both.
+        // placement (cpu, numa_node), the NIC counters, the peak's span and the ceiling end both.
         let shared =
-            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s");
+            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes");
         assert!(header.starts_with(shared), "{header}");
-        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s"));
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes"));
 
         // Lane LANE's row, its receiver counting 5000 × 64 KiB at MIB_S.
         let receiving_at = |lane: &str, mib_s: f64| {

@@ -162,6 +162,7 @@ impl Device {
             number: port,
             link_layer,
             active_mtu: Mtu::from_sideway(attributes.active_mtu()),
+            max_mtu: Mtu::from_sideway(attributes.max_mtu()),
             lid: attributes.lid(),
             gid_table_len: attributes.gid_tbl_len().max(0) as u32,
             rate: read_port_rate(&self.name, port),
@@ -241,6 +242,8 @@ pub struct PortInfo {
     pub number: u8,
     pub link_layer: LinkLayer,
     pub active_mtu: Mtu,
+    /// The largest MTU the port supports: an active MTU below it is a cause of a short row.
+    pub max_mtu: Mtu,
     pub lid: u16,
     pub gid_table_len: u32,
     /// The kernel's words for the active rate, e.g. "100 Gb/sec (4X EDR)".

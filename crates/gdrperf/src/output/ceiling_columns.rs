@@ -1,0 +1,149 @@
+//! A bandwidth row's ceiling columns (`ceiling_gbps`, `ceiling_limited_by`, `pct_of_ceiling`,
+//! `ceiling_causes`, the last columns of every bandwidth row): the path's ceiling from both
+//! ends' facts, the row's share of it, and when the row is short, the causes. The judgement is
+//! `gdrperf-ceiling`'s; this module only says which end is which and what the row moved.
+
+use std::sync::Arc;
+
+use gdrperf_ceiling::{ceiling, judge, End, EndFacts, RowEvidence, Transfer};
+
+use crate::output::RowContext;
+
+/// The ends of a row's path as the side writing it sees them.
+#[derive(Debug, Clone)]
+pub struct RowPath {
+    /// "client" or "server": the side writing the row.
+    pub local_role: &'static str,
+    pub local: EndFacts,
+    /// The peer's facts from its hello (absent from an older peer).
+    pub peer: Option<EndFacts>,
+    /// How far below its ceiling a row may fall before its causes are listed, in percent.
+    pub shortfall_percent: f64,
+}
+
+impl RowPath {
+    pub fn new(is_client: bool, local: EndFacts, peer: Option<EndFacts>) -> Arc<RowPath> {
+        Arc::new(RowPath {
+            local_role: if is_client { "client" } else { "server" },
+            local,
+            peer,
+            shortfall_percent: gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT,
+        })
+    }
+
+    fn peer_role(&self) -> &'static str {
+        if self.local_role == "client" {
+            "server"
+        } else {
+            "client"
+        }
+    }
+}
+
+/// The four columns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CeilingColumns {
+    pub ceiling_gbps: Option<f64>,
+    pub ceiling_limited_by: String,
+    pub pct_of_ceiling: Option<f64>,
+    /// Each cause's line, most likely first, joined by " | "; empty unless the row is short.
+    pub ceiling_causes: String,
+}
+
+impl CeilingColumns {
+    /// The columns of a row of `context.test` that moved `message_bytes` messages at
+    /// `measured_gbps`; empty without path facts.
+    pub fn for_row(
+        context: &RowContext,
+        message_bytes: u64,
+        bidirectional: bool,
+        measured_gbps: f64,
+    ) -> Self {
+        let Some(path) = context.path.as_deref() else { return CeilingColumns::default() };
+        let local = End { role: path.local_role, facts: &path.local, copy_gbps: None };
+        let peer = path.peer.as_ref().map(|facts| End { role: path.peer_role(), facts, copy_gbps: None });
+        // Data flows from the requester, except for a READ, whose responder's memory is read.
+        let client_is_source = context.test != "read_bw";
+        let local_is_source = client_is_source == (path.local_role == "client");
+        let transfer = Transfer { message_bytes, with_reth: context.test != "send_bw", bidirectional };
+        let row_ceiling = match (peer, local_is_source) {
+            (Some(peer), true) => ceiling(local, peer, transfer),
+            (Some(peer), false) => ceiling(peer, local, transfer),
+            (None, _) => ceiling(local, local, transfer),
+        };
+        let moved = if context.nic.nic_errors > 0 {
+            vec![(path.local_role.to_string(), context.nic.nic_counters.clone())]
+        } else {
+            Vec::new()
+        };
+        let evidence = RowEvidence { nic_errors_moved: moved };
+        let judgement =
+            judge(&row_ceiling, measured_gbps, path.shortfall_percent, false, local, peer, &evidence);
+        CeilingColumns {
+            ceiling_gbps: judgement.ceiling_gbps,
+            ceiling_limited_by: if path.peer.is_none() {
+                format!("{} (this side only: no facts from the peer)", judgement.ceiling_limited_by)
+            } else {
+                judgement.ceiling_limited_by.clone()
+            },
+            pct_of_ceiling: judgement.pct_of_ceiling,
+            ceiling_causes: judgement.causes_column(),
+        }
+    }
+
+    /// The aggregate of `--concurrent` lanes: their ceilings add (each lane its own path), the
+    /// limits and causes are listed once each.
+    pub fn aggregate(lanes: impl Iterator<Item = CeilingColumns> + Clone, measured_gbps: f64) -> Self {
+        let ceiling_gbps = lanes.clone().map(|lane| lane.ceiling_gbps).sum::<Option<f64>>();
+        let limited: Vec<String> = lanes.clone().map(|lane| lane.ceiling_limited_by).collect();
+        let causes: Vec<String> = lanes.map(|lane| lane.ceiling_causes).filter(|c| !c.is_empty()).collect();
+        CeilingColumns {
+            ceiling_gbps,
+            ceiling_limited_by: distinct(&limited, " + "),
+            pct_of_ceiling: ceiling_gbps.filter(|gbps| *gbps > 0.0).map(|gbps| 100.0 * measured_gbps / gbps),
+            ceiling_causes: distinct(&causes, " | "),
+        }
+    }
+
+    /// The console's note after a row: "  54.1% of 230.46 Gb/s (server NIC PCIe 32 GT/s x8)",
+    /// then one line per cause. Empty without a hardware ceiling (the header says why).
+    pub fn console_note(&self) -> String {
+        let Some(gbps) = self.ceiling_gbps else { return String::new() };
+        let pct = self.pct_of_ceiling.map(|pct| format!("{pct:.1}% of ")).unwrap_or_default();
+        let mut note = format!("  {pct}{gbps:.2} Gb/s ({})", self.ceiling_limited_by);
+        for cause in self.ceiling_causes.split(" | ").filter(|cause| !cause.is_empty()) {
+            note.push_str(&format!("\n     cause: {cause}"));
+        }
+        note
+    }
+}
+
+/// The run header's "Ceiling" line: why the rows carry no figure, or how it is made.
+pub fn header(local: &EndFacts, peer: Option<&EndFacts>) -> String {
+    let software = [Some(local), peer]
+        .into_iter()
+        .flatten()
+        .find_map(|facts| facts.software_device.as_ref().map(|driver| format!("{} ({driver})", facts.nic)));
+    match (software, peer) {
+        (Some(device), _) => format!("{}: {device}; rows carry no percentage", gdrperf_ceiling::SOFTWARE_DEVICE),
+        (None, None) => "this side's facts only (the peer sent none)".into(),
+        (None, Some(_)) => format!(
+            "per row from both ends' facts (wire, NIC and GPU PCIe links); causes under rows short by more than {}%",
+            gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT
+        ),
+    }
+}
+
+/// The distinct values in order of first appearance, joined by `separator`.
+fn distinct(values: &[String], separator: &str) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for value in values {
+        if !seen.contains(&value.as_str()) {
+            seen.push(value);
+        }
+    }
+    seen.join(separator)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,85 @@
+use gdrperf_ceiling::{EndQuery, MemoryPath};
+use gdrperf_doctor_fixtures::{FixtureDir, Machine};
+
+use super::*;
+use crate::nic_counters::NicColumns;
+
+fn host_facts(machine: &Machine, nic: &str) -> EndFacts {
+    let directory = FixtureDir::with(machine).unwrap();
+    let query = EndQuery {
+        nic,
+        port: 1,
+        gpu_bus_id: None,
+        memory: MemoryPath::Host,
+        active_mtu: Some(4096),
+        max_mtu: Some(4096),
+        thread_numa_node: Some(0),
+    };
+    EndFacts::read(directory.path(), &query)
+}
+
+fn context(test: &str, path: Arc<RowPath>) -> RowContext {
+    RowContext { test: test.into(), path: Some(path), ..RowContext::default() }
+}
+
+#[test]
+fn the_clients_row_names_the_servers_x8_link_and_a_read_turns_the_direction_round() {
+    let client = host_facts(&Machine::dgx_h100_like(), "mlx5_0");
+    let server = host_facts(&Machine::dgx_h100_nic_at_x8(0), "mlx5_0");
+    let path = RowPath::new(true, client, Some(server));
+    let x8_writes = 32.0 * 8.0 * 128.0 / 130.0 * 65536.0 / (65536.0 + 256.0 * 24.0);
+    let write = CeilingColumns::for_row(&context("write_bw", path.clone()), 65536, false, 100.0);
+    assert!((write.ceiling_gbps.unwrap() - x8_writes).abs() < 1e-9, "{write:?}");
+    assert_eq!(write.ceiling_limited_by, "server NIC PCIe 32 GT/s x8");
+    assert!((write.pct_of_ceiling.unwrap() - 100.0 * 100.0 / x8_writes).abs() < 1e-9);
+    assert!(write
+        .ceiling_causes
+        .starts_with("server (peer): mlx5_0 (0000:18:00.0) trained at PCIe 32 GT/s x8"));
+    // A READ's data leaves the server: its NIC carries completions (20 bytes per 256).
+    let read = CeilingColumns::for_row(&context("read_bw", path), 65536, false, 100.0);
+    let x8_completions = 32.0 * 8.0 * 128.0 / 130.0 * 65536.0 / (65536.0 + 256.0 * 20.0);
+    assert!((read.ceiling_gbps.unwrap() - x8_completions).abs() < 1e-9, "{read:?}");
+    assert!(read.console_note().contains("\n     cause: server (peer)"), "{}", read.console_note());
+}
+
+#[test]
+fn a_row_near_its_ceiling_lists_no_cause_and_moved_counters_are_named() {
+    let healthy = host_facts(&Machine::dgx_h100_like(), "mlx5_0");
+    let path = RowPath::new(false, healthy.clone(), Some(healthy));
+    let near = CeilingColumns::for_row(&context("send_bw", path.clone()), 65536, false, 380.0);
+    assert_eq!(near.ceiling_causes, "");
+    let mut short = context("send_bw", path);
+    short.nic =
+        NicColumns { nic_errors: 3, nic_counters: "rnr_nak_retry_err=3".into(), ..NicColumns::default() };
+    let columns = CeilingColumns::for_row(&short, 65536, false, 100.0);
+    assert!(columns.ceiling_causes.starts_with("server: mlx5_0 error counters moved"), "{columns:?}");
+}
+
+#[test]
+fn a_software_device_has_no_figure_and_the_header_says_why() {
+    let rxe = host_facts(&Machine::rxe_only(), "rxe0");
+    let path = RowPath::new(true, rxe.clone(), Some(rxe.clone()));
+    let columns = CeilingColumns::for_row(&context("write_bw", path), 65536, false, 1.0);
+    assert_eq!((columns.ceiling_gbps, columns.pct_of_ceiling), (None, None));
+    assert_eq!(columns.ceiling_limited_by, "no hardware ceiling (software device)");
+    assert_eq!(columns.console_note(), "");
+    assert_eq!(
+        header(&rxe, None),
+        "no hardware ceiling (software device): rxe0 (rxe); rows carry no percentage"
+    );
+}
+
+#[test]
+fn lanes_ceilings_add_and_their_limits_are_listed_once() {
+    let lane = CeilingColumns {
+        ceiling_gbps: Some(100.0),
+        ceiling_limited_by: "wire".into(),
+        pct_of_ceiling: Some(50.0),
+        ceiling_causes: "client: x; fix: setpci ECAP_ACS+0x6.w=0000".into(),
+    };
+    let all = CeilingColumns::aggregate([lane.clone(), lane].into_iter(), 150.0);
+    assert_eq!(all.ceiling_gbps, Some(200.0));
+    assert_eq!(all.pct_of_ceiling, Some(75.0));
+    assert_eq!(all.ceiling_limited_by, "wire");
+    assert_eq!(all.ceiling_causes, "client: x; fix: setpci ECAP_ACS+0x6.w=0000");
+}
