@@ -19,6 +19,7 @@ pub mod causes;
 pub mod ceiling;
 pub mod facts;
 pub mod pcie_link;
+pub mod row;
 pub mod wire;
 
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,7 @@ use serde::{Deserialize, Serialize};
 pub use causes::{causes, Cause, RowEvidence};
 pub use ceiling::{ceiling, Ceiling, End, Limit, Transfer, SOFTWARE_DEVICE};
 pub use facts::{EndFacts, EndQuery, MemoryPath, PcieFacts};
+pub use row::{judge_row, RowEnds, RowFigures};
 
 /// How far below its ceiling a row may fall before its causes are listed, in percent. 10 %
 /// echoes NVIDIA's acceptance criterion (90 % of the port rate, ngc_multinode_perf), applied

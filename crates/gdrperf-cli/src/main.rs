@@ -12,6 +12,7 @@ mod accept;
 mod compare;
 mod copy_bw;
 mod doctor;
+mod explain;
 mod selftest;
 mod slurm;
 
@@ -40,6 +41,8 @@ enum Command {
     Compare(compare::Args),
     /// Run a bench between node pairs of a Slurm step (under srun); gather and judge the job.
     Slurm(slurm::Args),
+    /// Why is this row short? A stored result judged again against its path ceiling.
+    Explain(explain::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Accept(args) => accept::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Slurm(args) => slurm::run(args),
+        Command::Explain(args) => explain::run(args),
     };
     match result {
         Ok(code) => code,

@@ -547,6 +547,7 @@ pub(crate) fn metadata<B: Benchmark>(
         "date": gdrperf_stats::utc_timestamp(),
         "host": hostname(),
         "peer_host": session.peer.host,
+        "role": if session.side.is_client() { "client" } else { "server" },
         "device": local.device.name(),
         "firmware": local.device.firmware(),
         "port": local.port.number,

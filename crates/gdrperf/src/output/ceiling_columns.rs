@@ -5,15 +5,15 @@
 
 use std::sync::Arc;
 
-use gdrperf_ceiling::{ceiling, judge, End, EndFacts, RowEvidence, Transfer};
+use gdrperf_ceiling::{judge_row, EndFacts, RowEnds, RowFigures};
 
 use crate::output::RowContext;
 
 /// The ends of a row's path as the side writing it sees them.
 #[derive(Debug, Clone)]
 pub struct RowPath {
-    /// "client" or "server": the side writing the row.
-    pub local_role: &'static str,
+    /// Whether the side writing the row is the client.
+    pub local_is_client: bool,
     pub local: EndFacts,
     /// The peer's facts from its hello (absent from an older peer).
     pub peer: Option<EndFacts>,
@@ -24,19 +24,11 @@ pub struct RowPath {
 impl RowPath {
     pub fn new(is_client: bool, local: EndFacts, peer: Option<EndFacts>) -> Arc<RowPath> {
         Arc::new(RowPath {
-            local_role: if is_client { "client" } else { "server" },
+            local_is_client: is_client,
             local,
             peer,
             shortfall_percent: gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT,
         })
-    }
-
-    fn peer_role(&self) -> &'static str {
-        if self.local_role == "client" {
-            "server"
-        } else {
-            "client"
-        }
     }
 }
 
@@ -60,34 +52,21 @@ impl CeilingColumns {
         measured_gbps: f64,
     ) -> Self {
         let Some(path) = context.path.as_deref() else { return CeilingColumns::default() };
-        let local = End { role: path.local_role, facts: &path.local, copy_gbps: None };
-        let peer = path.peer.as_ref().map(|facts| End { role: path.peer_role(), facts, copy_gbps: None });
-        // Data flows from the requester, except for a READ, whose responder's memory is read.
-        let client_is_source = context.test != "read_bw";
-        let local_is_source = client_is_source == (path.local_role == "client");
-        let transfer = Transfer { message_bytes, with_reth: context.test != "send_bw", bidirectional };
-        let row_ceiling = match (peer, local_is_source) {
-            (Some(peer), true) => ceiling(local, peer, transfer),
-            (Some(peer), false) => ceiling(peer, local, transfer),
-            (None, _) => ceiling(local, local, transfer),
+        let ends =
+            RowEnds { local_is_client: path.local_is_client, local: &path.local, peer: path.peer.as_ref() };
+        let figures = RowFigures {
+            test: &context.test,
+            message_bytes,
+            bidirectional,
+            measured_gbps,
+            nic_errors_moved: (context.nic.nic_errors > 0).then_some(context.nic.nic_counters.as_str()),
         };
-        let moved = if context.nic.nic_errors > 0 {
-            vec![(path.local_role.to_string(), context.nic.nic_counters.clone())]
-        } else {
-            Vec::new()
-        };
-        let evidence = RowEvidence { nic_errors_moved: moved };
-        let judgement =
-            judge(&row_ceiling, measured_gbps, path.shortfall_percent, false, local, peer, &evidence);
+        let judgement = judge_row(ends, figures, path.shortfall_percent, false);
         CeilingColumns {
             ceiling_gbps: judgement.ceiling_gbps,
-            ceiling_limited_by: if path.peer.is_none() {
-                format!("{} (this side only: no facts from the peer)", judgement.ceiling_limited_by)
-            } else {
-                judgement.ceiling_limited_by.clone()
-            },
-            pct_of_ceiling: judgement.pct_of_ceiling,
             ceiling_causes: judgement.causes_column(),
+            ceiling_limited_by: judgement.ceiling_limited_by,
+            pct_of_ceiling: judgement.pct_of_ceiling,
         }
     }
 

@@ -1,0 +1,128 @@
+//! `gdrperf explain RESULT.json`: judge a stored bandwidth result again against its path
+//! ceiling, with another shortfall level or an acceptance profile's thresholds.
+//!
+//! A bench's JSON file keeps both ends' path facts (`metadata.path_facts`, this side's;
+//! `metadata.peer.path`, the peer's from the handshake), so every row's ceiling and causes can be
+//! recomputed here by the same code the bench used (`gdrperf_ceiling::judge_row`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use gdrperf_ceiling::{judge_row, EndFacts, Judgement, RowEnds, RowFigures};
+use gdrperf_report::{BandwidthThreshold, Profile};
+use serde_json::Value;
+
+const AFTER_HELP: &str = "\
+Examples:
+  gdrperf explain results/node1/write_bw.json
+  gdrperf explain results/node1/write_bw.json --profile ndr-400g --shortfall 5
+
+For each bandwidth row: the path's ceiling (the least of the wire, both NICs' PCIe links and,
+with GPU memory, the GPUs' links; docs/methodology.md, \"Path ceilings\"), the limit that binds,
+the row's share of it, and for a row short by more than --shortfall percent, or below the
+profile's min_bw for its memory mode, the causes found in both ends' facts, most likely first.
+
+Exit codes:
+  0  no row is short
+  1  at least one row is short
+  2  the file could not be read, or holds no path facts (written before gdrperf had them)";
+
+/// Flags of `gdrperf explain`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// A bench's JSON result file (--out-json).
+    #[arg(value_name = "RESULT.json")]
+    file: PathBuf,
+    /// An acceptance profile (built-in name or TOML file): a row below its min_bw for the row's
+    /// memory mode is short whatever its share of the ceiling.
+    #[arg(long, value_name = "NAME|PATH")]
+    profile: Option<String>,
+    /// How far below its ceiling a row may fall, in percent, before its causes are listed.
+    #[arg(long, value_name = "PERCENT", default_value_t = gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT)]
+    shortfall: f64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !(0.0..100.0).contains(&args.shortfall) {
+        bail!("--shortfall {} is not a percentage below 100", args.shortfall);
+    }
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let document: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", args.file.display()))?;
+    let metadata = &document["metadata"];
+    let local: EndFacts = serde_json::from_value(metadata["path_facts"].clone()).with_context(|| {
+        format!(
+            "{} holds no path facts (metadata.path_facts): written by a gdrperf without ceilings?",
+            args.file.display()
+        )
+    })?;
+    let peer: Option<EndFacts> = serde_json::from_value(metadata["peer"]["path"].clone()).ok();
+    let local_is_client = metadata["role"].as_str() != Some("server");
+    let profile = args.profile.as_deref().map(Profile::load).transpose()?;
+    let ends = RowEnds { local_is_client, local: &local, peer: peer.as_ref() };
+    let mut short_rows = 0;
+    for row in document["results"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        let Some(judged) = explain_row(row, ends, profile.as_ref(), args.shortfall)? else { continue };
+        short_rows += usize::from(judged.short);
+        print!("{}", describe(row, &judged));
+    }
+    Ok(if short_rows > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// One bandwidth row judged again; `None` for a row without a bandwidth figure (latency).
+fn explain_row(
+    row: &Value,
+    ends: RowEnds,
+    profile: Option<&Profile>,
+    shortfall: f64,
+) -> anyhow::Result<Option<Judgement>> {
+    let (Some(test), Some(bytes), Some(measured)) =
+        (row["test"].as_str(), row["bytes"].as_u64(), row["bw_avg_gbit_s"].as_f64())
+    else {
+        return Ok(None);
+    };
+    let nic_errors = row["nic_errors"].as_u64().unwrap_or(0);
+    let figures = RowFigures {
+        test,
+        message_bytes: bytes,
+        bidirectional: row["bidirectional"].as_bool().unwrap_or(false),
+        measured_gbps: measured,
+        nic_errors_moved: (nic_errors > 0).then(|| row["nic_counters"].as_str().unwrap_or("")),
+    };
+    let threshold_failed = match profile.and_then(|profile| profile.bandwidth.as_ref()) {
+        Some(check) => match check.min_bw.get(row["mem_local"].as_str().unwrap_or("host")) {
+            Some(minimum) => {
+                let threshold = BandwidthThreshold::parse(&minimum.value)?;
+                let limit = threshold.resolve(ends.local.port_rate.as_deref(), figures.bidirectional)?;
+                measured < limit.gbit_s
+            }
+            None => false,
+        },
+        None => false,
+    };
+    Ok(Some(judge_row(ends, figures, shortfall, threshold_failed)))
+}
+
+fn describe(row: &Value, judged: &Judgement) -> String {
+    let bytes = row["bytes"].as_u64().unwrap_or(0);
+    let measured = row["bw_avg_gbit_s"].as_f64().unwrap_or(0.0);
+    let mem = row["mem_local"].as_str().unwrap_or("?");
+    let mut text = match (judged.ceiling_gbps, judged.pct_of_ceiling) {
+        (Some(ceiling), Some(pct)) => format!(
+            "{bytes} B {mem}: {measured:.2} Gb/s, {pct:.1}% of {ceiling:.2} Gb/s ({})",
+            judged.ceiling_limited_by
+        ),
+        _ => format!("{bytes} B {mem}: {measured:.2} Gb/s, {}", judged.ceiling_limited_by),
+    };
+    text.push_str(if judged.short { ": SHORT\n" } else { "\n" });
+    for cause in &judged.causes {
+        text.push_str(&format!("    cause: {}\n", cause.line()));
+    }
+    if judged.short && judged.causes.is_empty() && judged.ceiling_gbps.is_some() {
+        text.push_str("    no cause found in either end's facts\n");
+    }
+    text
+}
