@@ -129,6 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     println!("\n{}", acceptance::render(&rows));
+    print!("{}", ceiling_lines(&rows));
     let metadata = serde_json::json!({
         "profile": profile.name,
         "profile_source": args.profile,
@@ -290,12 +291,54 @@ fn execute(args: &Args, run: &PlannedRun, out: &Path) -> AcceptanceRow {
         ));
     }
     match ResultFile::read(&json) {
-        Ok(result) => run.judge(
-            &result,
-            &json.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default(),
-        ),
+        Ok(result) => {
+            let file_name =
+                json.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+            let mut row = run.judge(&result, &file_name);
+            add_ceiling(&mut row, &json);
+            row
+        }
         Err(error) => run.error(error.to_string()),
     }
+}
+
+/// A bandwidth row's ceiling and, when it failed or is short, the causes: `gdrperf explain`'s
+/// judgement of the bench's JSON file. A file without path facts leaves the columns empty.
+fn add_ceiling(row: &mut AcceptanceRow, json: &Path) {
+    let Ok(stored) = crate::explain::StoredResult::read(json) else { return };
+    let failed = row.verdict == Verdict::Fail;
+    let shortfall = gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT;
+    let Some(measured) =
+        stored.rows().iter().find(|candidate| candidate["bytes"].as_u64() == Some(row.bytes))
+    else {
+        return;
+    };
+    if let Ok(Some(judged)) = stored.judge(measured, None, shortfall, failed) {
+        row.ceiling_causes = judged.causes_column();
+        row.ceiling_gbps = judged.ceiling_gbps;
+        row.pct_of_ceiling = judged.pct_of_ceiling;
+        row.ceiling_limited_by = judged.ceiling_limited_by;
+    }
+}
+
+/// Under the table: each bandwidth row's share of its ceiling, and the causes of a short one.
+fn ceiling_lines(rows: &[AcceptanceRow]) -> String {
+    let mut text = String::new();
+    for row in rows.iter().filter(|row| !row.ceiling_limited_by.is_empty()) {
+        let place = if row.gpu.is_empty() { row.nic.clone() } else { format!("{} on {}", row.gpu, row.nic) };
+        let share = match (row.pct_of_ceiling, row.ceiling_gbps) {
+            (Some(pct), Some(gbps)) => format!("{pct:.1}% of {gbps:.2} Gb/s, "),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "ceiling {} {} ({place}): {share}{}\n",
+            row.test, row.mem, row.ceiling_limited_by
+        ));
+        for cause in row.ceiling_causes.split(" | ").filter(|cause| !cause.is_empty()) {
+            text.push_str(&format!("    cause: {cause}\n"));
+        }
+    }
+    text
 }
 
 /// The bench binary: in `--bench-dir`, else beside this executable, else on PATH.

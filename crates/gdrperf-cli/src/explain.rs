@@ -5,7 +5,7 @@
 //! `metadata.peer.path`, the peer's from the handshake), so every row's ceiling and causes can be
 //! recomputed here by the same code the bench used (`gdrperf_ceiling::judge_row`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
@@ -48,28 +48,61 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !(0.0..100.0).contains(&args.shortfall) {
         bail!("--shortfall {} is not a percentage below 100", args.shortfall);
     }
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let document: Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", args.file.display()))?;
-    let metadata = &document["metadata"];
-    let local: EndFacts = serde_json::from_value(metadata["path_facts"].clone()).with_context(|| {
-        format!(
-            "{} holds no path facts (metadata.path_facts): written by a gdrperf without ceilings?",
-            args.file.display()
-        )
-    })?;
-    let peer: Option<EndFacts> = serde_json::from_value(metadata["peer"]["path"].clone()).ok();
-    let local_is_client = metadata["role"].as_str() != Some("server");
+    let stored = StoredResult::read(&args.file)?;
     let profile = args.profile.as_deref().map(Profile::load).transpose()?;
-    let ends = RowEnds { local_is_client, local: &local, peer: peer.as_ref() };
     let mut short_rows = 0;
-    for row in document["results"].as_array().map(Vec::as_slice).unwrap_or_default() {
-        let Some(judged) = explain_row(row, ends, profile.as_ref(), args.shortfall)? else { continue };
+    for row in stored.rows() {
+        let Some(judged) = stored.judge(row, profile.as_ref(), args.shortfall, false)? else { continue };
         short_rows += usize::from(judged.short);
         print!("{}", describe(row, &judged));
     }
     Ok(if short_rows > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// A bench's JSON result with both ends' path facts.
+pub struct StoredResult {
+    document: Value,
+    local: EndFacts,
+    peer: Option<EndFacts>,
+    local_is_client: bool,
+}
+
+impl StoredResult {
+    pub fn read(path: &Path) -> anyhow::Result<StoredResult> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let document: Value =
+            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+        let metadata = &document["metadata"];
+        let local: EndFacts = serde_json::from_value(metadata["path_facts"].clone()).with_context(|| {
+            format!(
+                "{} holds no path facts (metadata.path_facts): written by a gdrperf without ceilings?",
+                path.display()
+            )
+        })?;
+        let peer: Option<EndFacts> = serde_json::from_value(metadata["peer"]["path"].clone()).ok();
+        let local_is_client = metadata["role"].as_str() != Some("server");
+        Ok(StoredResult { document, local, peer, local_is_client })
+    }
+
+    pub fn rows(&self) -> &[Value] {
+        self.document["results"].as_array().map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// One row judged again: short below `shortfall` percent of its ceiling, below the
+    /// profile's min_bw for its memory mode, or when `failed` (a verdict reached elsewhere).
+    /// `None` for a row without a bandwidth figure (latency).
+    pub fn judge(
+        &self,
+        row: &Value,
+        profile: Option<&Profile>,
+        shortfall: f64,
+        failed: bool,
+    ) -> anyhow::Result<Option<Judgement>> {
+        let ends =
+            RowEnds { local_is_client: self.local_is_client, local: &self.local, peer: self.peer.as_ref() };
+        explain_row(row, ends, profile, shortfall, failed)
+    }
 }
 
 /// One bandwidth row judged again; `None` for a row without a bandwidth figure (latency).
@@ -78,6 +111,7 @@ fn explain_row(
     ends: RowEnds,
     profile: Option<&Profile>,
     shortfall: f64,
+    failed: bool,
 ) -> anyhow::Result<Option<Judgement>> {
     let (Some(test), Some(bytes), Some(measured)) =
         (row["test"].as_str(), row["bytes"].as_u64(), row["bw_avg_gbit_s"].as_f64())
@@ -103,7 +137,7 @@ fn explain_row(
         },
         None => false,
     };
-    Ok(Some(judge_row(ends, figures, shortfall, threshold_failed)))
+    Ok(Some(judge_row(ends, figures, shortfall, threshold_failed || failed)))
 }
 
 fn describe(row: &Value, judged: &Judgement) -> String {

@@ -44,7 +44,8 @@ impl Drop for Scratch {
 }
 
 /// Stand-ins for gdr-write-bw and gdr-read-lat: they write one row with the figure from the
-/// environment (FAKE_BW Gb/s, FAKE_LAT us) to the --json path, or fail like a bench would.
+/// environment (FAKE_BW Gb/s, FAKE_LAT us) to the --json path, or fail like a bench would; the
+/// file FAKE_METADATA, when given, is the result's metadata.
 fn fake_benches(scratch: &Scratch) -> PathBuf {
     let dir = scratch.0.join("bin");
     std::fs::create_dir_all(&dir).unwrap();
@@ -58,7 +59,8 @@ fn fake_benches(scratch: &Scratch) -> PathBuf {
         let script = format!(
             "#!/bin/sh\n[ -n \"$FAKE_FAIL\" ] && {{ echo \"{name}: error: $FAKE_FAIL\" >&2; exit 2; }}\n\
              while [ $# -gt 0 ]; do case $1 in --json) json=$2;; -s) size=$2;; --mem) mem=$2;; esac; shift; done\n\
-             echo '{{\"metadata\":{{}},\"results\":['\"{}\"']}}' > \"$json\"\n",
+             meta='{{}}'; [ -n \"$FAKE_METADATA\" ] && meta=$(cat \"$FAKE_METADATA\")\n\
+             echo '{{\"metadata\":'\"$meta\"',\"results\":['\"{}\"']}}' > \"$json\"\n",
             row.replace('"', "\\\"")
         );
         let path = dir.join(name);
@@ -159,6 +161,49 @@ fn a_size_below_its_threshold_fails_with_exit_1() {
     assert_eq!(output.status.code(), Some(1), "{printed}");
     assert!(printed.contains("4096 bytes: BW average 4.1 Gb/s < 10 Gb/s (-59.0%)"), "{printed}");
     assert!(summary.contains(",FAIL,4096 bytes: BW average 4.1 Gb/s < 10 Gb/s (-59.0%),"), "{summary}");
+}
+
+#[test]
+fn a_failed_bandwidth_row_shows_its_ceiling_and_the_causes_from_the_results_path_facts() {
+    use gdrperf_ceiling::{EndFacts, EndQuery, MemoryPath};
+    let facts = |machine: &Machine| {
+        let tree = FixtureDir::with(machine).unwrap();
+        let query = EndQuery {
+            nic: "mlx5_0",
+            port: 1,
+            gpu_bus_id: None,
+            memory: MemoryPath::Host,
+            active_mtu: Some(4096),
+            max_mtu: Some(4096),
+            thread_numa_node: Some(0),
+        };
+        EndFacts::read(tree.path(), &query)
+    };
+    let scratch = Scratch::new("accept-ceiling");
+    let metadata = serde_json::json!({
+        "role": "client",
+        "path_facts": facts(&Machine::dgx_h100_like()),
+        "peer": { "path": facts(&Machine::dgx_h100_nic_at_x8(0)) },
+    });
+    let metadata = scratch.write("metadata.json", &metadata.to_string());
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let env = [("FAKE_BW", "4.1"), ("FAKE_LAT", "3.1"), ("FAKE_METADATA", metadata.as_str())];
+    let (output, summary) = accept(fixture.path(), &scratch, &env);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    // 4096-byte writes, 16 TLPs of 256 B: 32 GT/s x 8 x 128/130 x 4096 / (4096 + 16 x 24) = 230.46 Gb/s.
+    assert!(
+        printed.contains("ceiling write_bw host (rxe0): 1.8% of 230.46 Gb/s, server NIC PCIe 32 GT/s x8\n    cause: server (peer): mlx5_0 (0000:18:00.0) trained at PCIe 32 GT/s x8"),
+        "{printed}"
+    );
+    assert!(
+        summary
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes"),
+        "{summary}"
+    );
 }
 
 #[test]

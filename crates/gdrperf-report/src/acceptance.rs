@@ -123,6 +123,16 @@ pub struct AcceptanceRow {
     pub threshold_source: String,
     /// The bench's JSON result file, relative to the summary.
     pub result_file: String,
+    /// Bandwidth rows: the path's ceiling, its binding limit, the measured share and, for a
+    /// short or failed row, the causes (`gdrperf explain`'s judgement; empty otherwise).
+    #[serde(default)]
+    pub ceiling_gbps: Option<f64>,
+    #[serde(default)]
+    pub ceiling_limited_by: String,
+    #[serde(default)]
+    pub pct_of_ceiling: Option<f64>,
+    #[serde(default)]
+    pub ceiling_causes: String,
 }
 
 /// Every step for `profile` on `node`, restricted to `modes` (the profile's own when empty).
@@ -177,6 +187,10 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
                 detail,
                 threshold_source: threshold.source.clone(),
                 result_file: String::new(),
+                ceiling_gbps: None,
+                ceiling_limited_by: String::new(),
+                pct_of_ceiling: None,
+                ceiling_causes: String::new(),
             };
             if mode == "host" {
                 if node.nics.is_empty() {
@@ -272,6 +286,10 @@ impl PlannedRun {
             detail: String::new(),
             threshold_source: self.threshold.source.clone(),
             result_file: result_file.to_string(),
+            ceiling_gbps: None,
+            ceiling_limited_by: String::new(),
+            pct_of_ceiling: None,
+            ceiling_causes: String::new(),
         }
     }
 
