@@ -1,0 +1,58 @@
+//! Writes a fixture machine's sysfs tree to a directory, for runs that read a machine other than
+//! their own: `GDRPERF_PATH_SYSFS_ROOT=DIR gdr-write-bw ...` (the benches' path facts) or
+//! `gdrperf doctor --sysfs-root DIR`. The Soft-RoCE VM tests use it to give each side of a run a
+//! real server's shape.
+//!
+//! ```text
+//! write_fixture MACHINE DIR [RDMA_NAME]
+//! ```
+//! MACHINE: dgx-h100, dgx-h100-nic-at-x8, dgx-h100-acs-redirect, dgx-h100-iommu-translating,
+//! dgx-h100-relaxed-ordering-off (faults on GPU/NIC pair 0), cross-socket, rxe-only.
+//! RDMA_NAME renames pair 0's NIC (mlx5_0) so that the tree describes the device a run really
+//! opens (rxe0 in the VM).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use gdrperf_doctor_fixtures::{Dgx, Function, Machine};
+
+fn machine(name: &str) -> Option<Machine> {
+    Some(match name {
+        "dgx-h100" => Machine::dgx_h100_like(),
+        "dgx-h100-nic-at-x8" => Machine::dgx_h100_nic_at_x8(0),
+        "dgx-h100-acs-redirect" => Machine::dgx_h100_acs_redirect(0),
+        "dgx-h100-iommu-translating" => Machine::dgx_h100_iommu_translating(),
+        "dgx-h100-relaxed-ordering-off" => Machine::dgx_h100_relaxed_ordering_off(0),
+        "cross-socket" => Machine::cross_socket(),
+        "rxe-only" => Machine::rxe_only(),
+        _ => return None,
+    })
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(name), Some(directory)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: write_fixture MACHINE DIR [RDMA_NAME]");
+        return ExitCode::from(2);
+    };
+    let Some(mut machine) = machine(name) else {
+        eprintln!("write_fixture: unknown machine {name:?}");
+        return ExitCode::from(2);
+    };
+    if let Some(rdma_name) = args.get(2) {
+        let address = if name == "cross-socket" { "0000:99:00.0".to_string() } else { Dgx::nic(0) };
+        match machine.find_mut(&address).map(|node| &mut node.function) {
+            Some(Function::Nic(nic)) => nic.rdma_name = Some(rdma_name.clone()),
+            _ => {
+                eprintln!("write_fixture: {name} has no NIC at {address} to rename");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let directory = PathBuf::from(directory);
+    if let Err(error) = std::fs::create_dir_all(&directory).and_then(|()| machine.write(&directory)) {
+        eprintln!("write_fixture: cannot write {}: {error}", directory.display());
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}

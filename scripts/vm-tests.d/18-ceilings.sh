@@ -1,0 +1,44 @@
+# Path ceilings (issue 22). On rxe0 itself every bandwidth row says it has no hardware ceiling.
+# Then each side reads a fixture machine's sysfs (GDRPERF_PATH_SYSFS_ROOT; the trees come from
+# gdrperf-doctor-fixtures' write_fixture example, pair 0's NIC renamed rxe0): the client a healthy
+# DGX H100-like node, the server the same with its NIC trained at x8. The server's facts must
+# cross the handshake into the client's row: ceiling 230.46 Gb/s (32 GT/s x 8 x 128/130 x
+# 256/280), limited by the server's link, the server's x8 link named as the peer's cause; and
+# `gdrperf explain` must say the same from the client's JSON.
+
+if run ceiling_rxe 0 gdr-write-bw --loopback -s 65536 -n 20 --csv "$OUT/ceiling_rxe.csv"; then
+    pass "write_bw on rxe0 exits 0"
+fi
+expect_in ceiling_rxe "no hardware ceiling (software device): rxe0 (rxe)"
+if grep -q ',no hardware ceiling (software device),,$' "$OUT/ceiling_rxe.csv"; then
+    pass "ceiling_rxe: the row has no ceiling and no percentage"
+else
+    fail "ceiling_rxe: the row has no ceiling and no percentage" "$(tail -1 "$OUT/ceiling_rxe.csv")"
+fi
+
+fixtures="$OUT/ceiling-fixtures"
+if target/release/examples/write_fixture dgx-h100 "$fixtures/healthy" rxe0 \
+        && target/release/examples/write_fixture dgx-h100-nic-at-x8 "$fixtures/x8" rxe0; then
+    pass "fixture trees written"
+else
+    fail "fixture trees written" "write_fixture failed"
+fi
+
+next_port
+GDRPERF_PATH_SYSFS_ROOT="$fixtures/x8" gdr-write-bw -p $PORT -s 65536 -n 50 >"$OUT/ceiling_server.log" 2>&1 &
+server=$!
+if run ceiling_client 0 env GDRPERF_PATH_SYSFS_ROOT="$fixtures/healthy" gdr-write-bw -p $PORT -s 65536 -n 50 \
+        --report-gbits --csv "$OUT/ceiling_client.csv" --json "$OUT/ceiling_client.json" 127.0.0.1; then
+    pass "write_bw server/client on fixture facts exits 0"
+fi
+wait $server
+expect_in ceiling_client "230.46 Gb/s (server NIC PCIe 32 GT/s x8)"
+expect_in ceiling_client "cause: server (peer): rxe0 (0000:18:00.0) trained at PCIe 32 GT/s x8 of 32 GT/s x16"
+if grep -q '230.4[0-9]*,server NIC PCIe 32 GT/s x8,[0-9.e-]*,"server (peer): rxe0 (0000:18:00.0) trained at PCIe 32 GT/s x8' "$OUT/ceiling_client.csv"; then
+    pass "ceiling_client: the csv row carries the server's ceiling and cause"
+else
+    fail "ceiling_client: the csv row carries the server's ceiling and cause" "$(tail -1 "$OUT/ceiling_client.csv")"
+fi
+run ceiling_explain 1 gdrperf explain "$OUT/ceiling_client.json" \
+    && expect_in ceiling_explain "(server NIC PCIe 32 GT/s x8): SHORT"
+expect_in ceiling_explain "cause: server (peer): rxe0 (0000:18:00.0) trained at PCIe 32 GT/s x8"
