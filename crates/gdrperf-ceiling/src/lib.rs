@@ -6,9 +6,9 @@
 //! Control, the GPU-NIC path class, ACS, IOMMU, NUMA), read once from sysfs through
 //! `gdrperf-topology` (the doctor's reading) and exchanged in the handshake. From them:
 //!
-//! 1. [`ceiling`]: the least of the limits on the path ([`wire`], [`pcie_link`], staged copies),
+//! 1. [`mod@ceiling`]: the least of the limits on the path ([`wire`], [`pcie_link`], staged copies),
 //!    which one binds, and the row's percentage of it;
-//! 2. [`causes`]: for a row short of its ceiling by more than a level, the evidence on both ends,
+//! 2. [`mod@causes`]: for a row short of its ceiling by more than a level, the evidence on both ends,
 //!    most likely first, each with a fix line.
 //!
 //! Pure functions over facts: the benches and `gdrperf explain` use the same code, and fixture
