@@ -105,7 +105,7 @@ impl LocalResources {
         })
     }
 
-    fn hello(&self, config: &BenchConfig, greeting: &Greeting) -> Hello {
+    pub(crate) fn hello(&self, config: &BenchConfig, greeting: &Greeting) -> Hello {
         let mut parameters = config.shared_parameters();
         parameters["test"] = serde_json::Value::String(greeting.test.to_string());
         if let (Some(all), Some(extra)) = (parameters.as_object_mut(), greeting.parameters.as_object()) {
@@ -178,11 +178,14 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
 /// port scan cannot flood the log.
 const REFUSALS_NAMED: usize = 20;
 
-fn report_refusal(refusal: &Refusal) {
+pub(crate) fn report_refusal(refusal: &Refusal) {
     if refusal.count <= REFUSALS_NAMED || refusal.count.is_multiple_of(100) {
         eprintln!(
-            "gdrperf: turned away {} (connection {}): {}; still waiting for the client",
-            refusal.peer, refusal.count, refusal.reason
+            "{}: turned away {} (connection {}): {}; still waiting for the client",
+            crate::harness::program_name(),
+            refusal.peer,
+            refusal.count,
+            refusal.reason
         );
     }
 }
@@ -238,7 +241,17 @@ impl Session {
         let ours = local.hello(config, greeting);
         let door =
             Door { token: config.token.as_ref(), timeout: config.timeout, wait_limit: config.accept_timeout };
-        let (mut control, peer) = Control::admit(listener, &ours, door, &mut report_refusal)?;
+        let (control, peer) = Control::admit(listener, &ours, door, &mut report_refusal)?;
+        Session::from_admitted(config, local, control, peer)
+    }
+
+    /// A server's session from a connection whose hellos are swapped: connects the QPs.
+    pub(crate) fn from_admitted(
+        config: &BenchConfig,
+        local: LocalResources,
+        mut control: Control,
+        peer: Hello,
+    ) -> Result<Session> {
         match Session::connect_queue_pairs(config, local, peer) {
             Ok((local, peer, mtu)) => Ok(Session {
                 side: Side::Server,
