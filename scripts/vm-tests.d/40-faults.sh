@@ -319,9 +319,12 @@ fi
 # --- work completion errors: status, operation, size and a hint --------------------------------
 completion_test=$(ls -t target/release/deps/completion_errors-* 2>/dev/null | grep -v '\.d$' | head -1)
 if [ -n "$completion_test" ]; then
-    if run completion_errors 0 "$completion_test" --test-threads 1 --nocapture; then pass "completion errors: 3 cases on rxe0"; fi
+    if run completion_errors 0 "$completion_test" --test-threads 1 --nocapture; then pass "completion errors: 5 cases on rxe0"; fi
     expect_in completion_errors "checked: work completion error: remote access error"
     expect_in completion_errors "on RDMA READ of 512 bytes"
+    # Memory opened as gdr-read-lat's server opens it (remote read only) takes no RDMA WRITE:
+    # rxe's QP check answers "invalid request", its region check "remote access error".
+    expect_in completion_errors "checked: work completion error: remote invalid request error (status 9"
 else
     fail "completion errors" "not built: cargo test --release -p gdrperf --test completion_errors --no-run"
 fi

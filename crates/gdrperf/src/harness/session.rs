@@ -20,7 +20,7 @@ use crate::harness::placement::Placement;
 use crate::harness::staging::{CudaStager, HostStager};
 use crate::verbs::{
     CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair,
-    RemoteBuffer,
+    RemoteAccess, RemoteBuffer,
 };
 
 /// Which end of the connection a [`Session`] is.
@@ -56,6 +56,7 @@ impl LocalResources {
         placement: &Placement,
         sizes: QueuePairSizes,
         buffer_len: usize,
+        access: RemoteAccess,
     ) -> Result<LocalResources> {
         let gpu = open_gpu(placement)?;
         let device_name = match placement.device.as_deref() {
@@ -75,22 +76,30 @@ impl LocalResources {
         let mut queue_pairs = Vec::new();
         let mut buffers = Vec::new();
         for _ in 0..config.qps {
-            queue_pairs.push(RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?);
+            queue_pairs.push(RcQueuePair::new(
+                &protection_domain,
+                &completion_queue,
+                sizes,
+                port.number,
+                access,
+            )?);
             buffers.push(match (placement.kind, &gpu) {
                 (MemoryKind::Cuda, Some(gpu)) => {
-                    BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr)?
+                    BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr, access)?
                 }
                 (MemoryKind::CudaStaged, Some(gpu)) => BenchBuffer::staged(
                     &protection_domain,
                     Box::new(CudaStager::new(gpu, staged_len(buffer_len, sizes.send_depth), buffer_len)?),
                     MemoryKind::CudaStaged,
+                    access,
                 )?,
                 (MemoryKind::HostStaged, _) => BenchBuffer::staged(
                     &protection_domain,
                     Box::new(HostStager::new(staged_len(buffer_len, sizes.send_depth))?),
                     MemoryKind::HostStaged,
+                    access,
                 )?,
-                _ => BenchBuffer::host(&protection_domain, buffer_len)?,
+                _ => BenchBuffer::host(&protection_domain, buffer_len, access)?,
             });
         }
         Ok(LocalResources {
