@@ -14,7 +14,7 @@ use gdrperf::harness::latency::{memory_header, prepare_read_source, read_latency
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use gdrperf::output::RowContext;
-use gdrperf::verbs::QueuePairSizes;
+use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
 
 #[derive(Parser)]
 #[command(
@@ -49,6 +49,8 @@ impl Benchmark for ReadLatency {
         Setup {
             queue_sizes: QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: 1, max_inline: 0 },
             buffer_len: self.common.max_size(),
+            // The client READs the server's buffer; nothing writes into either side's.
+            remote_access: RemoteAccess::Read,
             parameters: serde_json::json!({}),
             header: {
                 let mut header =

@@ -19,7 +19,7 @@ use gdrperf::harness::{
 use gdrperf::output::rows::BandwidthSettings;
 use gdrperf::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
 use gdrperf::output::RowContext;
-use gdrperf::verbs::QueuePairSizes;
+use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
 
 #[derive(Parser)]
 #[command(
@@ -66,6 +66,8 @@ impl Benchmark for SendBandwidth {
                 max_inline: self.send.inline_size,
             },
             buffer_len: self.common.max_size(),
+            // SENDs land in posted receives: no buffer is reached by the peer's keys.
+            remote_access: RemoteAccess::None,
             parameters: self.bandwidth.parameters(),
             header: {
                 let mut header = self.bandwidth.header();

@@ -11,7 +11,7 @@ use gdrperf::harness::{
 };
 use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
 use gdrperf::output::{BandwidthRow, RowContext};
-use gdrperf::verbs::QueuePairSizes;
+use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
 
 #[derive(Parser)]
 #[command(
@@ -52,6 +52,8 @@ impl Benchmark for WriteBandwidth {
             queue_sizes: // Receives are used only by a receiver that copies each arrival on (harness::write_stream).
         QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: self.common.tx_depth, max_inline: 0 },
             buffer_len: self.common.max_size(),
+            // The client writes into the server's buffer (and the server into the client's with -b).
+            remote_access: RemoteAccess::Write,
             parameters: self.bandwidth.parameters(),
             header: self.bandwidth.header(),
             bandwidth: Some(self.bandwidth),

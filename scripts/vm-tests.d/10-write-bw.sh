@@ -49,11 +49,16 @@ run bad_cq_mod 2 gdr-write-bw --loopback -t 8 -Q 16 && expect_in bad_cq_mod "-Q/
 run bad_gid 2 gdr-write-bw --loopback -x 77 -n 5 && expect_in bad_gid "GID index 77 of rxe0"
 next_port
 run no_server 2 gdr-write-bw -p $PORT --timeout 1 -n 5 127.0.0.1 && expect_in no_server "cannot reach the server at 127.0.0.1:$PORT"
+# It said once, at the first refusal, that it retries and for how long (issue 23, item 8).
+expect_in no_server "gdr-write-bw: 127.0.0.1:$PORT: Connection refused (os error 111); retrying for up to 1 s (--timeout)"
+if [ "$(grep -c retrying "$OUT/no_server.log")" = 1 ]; then pass "no_server: says it retries once"; else fail "no_server: says it retries once" "$(cat "$OUT/no_server.log")"; fi
 next_port
 gdr-write-bw -p $PORT -n 5 -t 64 >"$OUT/mismatch_server.log" 2>&1 &
 server=$!
-run mismatch 2 gdr-write-bw -p $PORT -n 5 -t 32 127.0.0.1 && expect_in mismatch "tx_depth: ours 32, peer's 64"
-turned_away mismatch_server $server "tx_depth: ours 64, peer's 32"
+run mismatch 2 gdr-write-bw -p $PORT -n 5 -t 32 127.0.0.1 && # -t sets the CQ moderation's default too (-Q): both differ, as flags.
+expect_in mismatch "runs gdr-write-bw with other settings: it has -Q 64 -t 64, this side -Q 32 -t 32; give both sides the same flags"
+turned_away mismatch_server $server "runs gdr-write-bw with other settings: it has -Q 32 -t 32, this side -Q 64 -t 64"
+expect_in mismatch_server "gdr-write-bw: turned away 127.0.0.1:"
 run unwritable_csv 2 gdr-write-bw --loopback -n 5 --csv /nonexistent/dir/x.csv && expect_in unwritable_csv "/nonexistent/dir/x.csv"
 
 run no_cuda 2 gdr-write-bw --loopback --mem cuda -n 5 && expect_in no_cuda "libcuda.so not found"

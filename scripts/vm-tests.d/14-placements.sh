@@ -114,8 +114,8 @@ expect_column lanes_pair "$OUT/lanes_pair.csv" lane "0 1 all"
 next_port
 gdr-write-bw -p $PORT -s 4096 -n 10 >"$OUT/lanes_one_side_server.log" 2>&1 &
 server=$!
-run lanes_one_side 2 gdr-write-bw -p $PORT --concurrent -d rxe0,rxe0 -s 4096 -n 10 127.0.0.1 && expect_in lanes_one_side "concurrent: ours true, peer's false"
-turned_away lanes_one_side_server $server "concurrent: ours false, peer's true"
+run lanes_one_side 2 gdr-write-bw -p $PORT --concurrent -d rxe0,rxe0 -s 4096 -n 10 127.0.0.1 && expect_in lanes_one_side "it has no --concurrent, this side --concurrent"
+turned_away lanes_one_side_server $server "it has --concurrent, this side no --concurrent"
 
 # A client whose second lane cannot start: both sides exit 2 at once, the server with its reason.
 next_port

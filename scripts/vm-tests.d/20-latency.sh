@@ -141,5 +141,5 @@ if run lat_threshold_pass 0 gdr-write-lat --loopback -n 20 --max-lat 1000ms --la
 next_port
 gdr-write-lat -p $PORT -n 5 --write-with-imm >"$OUT/lat_mismatch_server.log" 2>&1 &
 server=$!
-run lat_mismatch 2 gdr-write-lat -p $PORT -n 5 127.0.0.1 && expect_in lat_mismatch "write_with_imm"
-turned_away lat_mismatch_server $server "write_with_imm"
+run lat_mismatch 2 gdr-write-lat -p $PORT -n 5 127.0.0.1 && expect_in lat_mismatch "it has --write-with-imm, this side no --write-with-imm"
+turned_away lat_mismatch_server $server "it has no --write-with-imm, this side --write-with-imm"

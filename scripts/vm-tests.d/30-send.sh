@@ -71,5 +71,5 @@ run send_bw_inline_big 2 gdr-send-bw --loopback -I 100000 && expect_in send_bw_i
 next_port
 gdr-send-bw -p $PORT -n 5 -s 4096 >"$OUT/send_bw_mismatch_server.log" 2>&1 &
 server=$!
-run send_bw_mismatch 2 gdr-send-bw -p $PORT -n 7 -s 4096 127.0.0.1 && expect_in send_bw_mismatch "stop"
-turned_away send_bw_mismatch_server $server "stop: ours"
+run send_bw_mismatch 2 gdr-send-bw -p $PORT -n 7 -s 4096 127.0.0.1 && expect_in send_bw_mismatch "it has -n 5, this side -n 7"
+turned_away send_bw_mismatch_server $server "it has -n 7, this side -n 5"

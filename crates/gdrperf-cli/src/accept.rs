@@ -134,7 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "profile": profile.name,
         "profile_source": args.profile,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "argv": std::env::args().collect::<Vec<_>>(),
+        "argv": gdrperf_stats::redact_command_line(std::env::args()),
         "host": host,
         "date": date,
         "warnings": warnings,

@@ -12,10 +12,12 @@ use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 /// Stands in for a gdr-* bench: a server (no HOST) prints and exits; a client writes one row
 /// with both host names. It fails with a bench-like error on the node named by FAKE_BAD_NODE.
 const FAKE_BENCH: &str = r#"#!/bin/sh
-csv= json= host= port=
+csv= json= host= port= token=
 while [ $# -gt 0 ]; do
     case $1 in
         -p) port=$2; shift 2 ;;
+        --token) token=$2; shift 2 ;;
+        --token=*) token=${1#--token=}; shift ;;
         --csv) csv=$2; shift 2 ;;
         --json) json=$2; shift 2 ;;
         -*) shift ;;
@@ -23,6 +25,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 echo "fake bench on $SLURMD_NODENAME, port $port, host '$host'"
+if [ "$token" != "$FAKE_EXPECT_TOKEN" ]; then
+    echo "gdr-write-bw: error: the bench was not given the token" >&2
+    exit 2
+fi
 if [ "$SLURMD_NODENAME" = "$FAKE_BAD_NODE" ]; then
     echo "gdr-write-bw: error: port 1 of mlx5_0 is DOWN" >&2
     exit 2
@@ -37,6 +43,8 @@ struct Cluster {
     dir: FixtureDir,
     nodes: Vec<String>,
     nodelist: String,
+    /// What follows the bench's path after `--`.
+    bench_args: Vec<String>,
 }
 
 impl Cluster {
@@ -50,6 +58,7 @@ impl Cluster {
             dir,
             nodes: (1..=nodes).map(|n| format!("n{n}")).collect(),
             nodelist: format!("n[1-{nodes}]"),
+            bench_args: vec!["--validate".into()],
         }
     }
 
@@ -67,7 +76,7 @@ impl Cluster {
             .arg(self.out())
             .arg("--")
             .arg(self.dir.path().join("fake-bench"))
-            .arg("--validate")
+            .args(&self.bench_args)
             .env("SLURM_JOB_ID", "4242")
             .env("SLURM_STEP_ID", "0")
             .env("SLURM_PROCID", rank.to_string())
@@ -129,6 +138,49 @@ fn ring_of_four_measures_every_link_and_gathers_one_csv() {
     // The client was told the server's node name and the pair's port.
     let client_log = read(&cluster.out().join("logs/r0_n1_n2_0-1.client.log"));
     assert!(client_log.contains("port 18515, host 'n1'"), "{client_log}");
+}
+
+/// Every file under `root`, recursively.
+fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(root).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn a_token_among_the_bench_arguments_reaches_the_bench_but_no_file_or_console() {
+    let secret = "s3cretTOKEN";
+    let mut cluster = Cluster::new(2);
+    cluster.bench_args =
+        vec!["--token".into(), secret.into(), "--validate".into(), format!("--token={secret}")];
+    let outputs = cluster.run(&[0, 1], &[], &[("FAKE_EXPECT_TOKEN", secret)]);
+    for (rank, output) in outputs.iter().enumerate() {
+        // The fake bench exits 2 unless it was given the token: the real command keeps it.
+        assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output));
+        assert!(!text(output).contains(secret), "rank {rank}: {}", text(output));
+    }
+    let files = files_under(&cluster.out());
+    assert!(files.iter().any(|path| path.ends_with("plan.json")), "{files:?}");
+    assert!(
+        files.iter().any(|path| path.extension().is_some_and(|e| e == "json")
+            && path.parent().is_some_and(|dir| dir.ends_with("status"))),
+        "{files:?}"
+    );
+    for path in &files {
+        assert!(!read(path).contains(secret), "{} holds the token:\n{}", path.display(), read(path));
+    }
+    let plan = read(&cluster.out().join("plan.json"));
+    assert!(
+        plan.contains("\"--token\",\n    \"<redacted>\"") && plan.contains("--token=<redacted>"),
+        "{plan}"
+    );
 }
 
 #[test]

@@ -30,7 +30,8 @@ pub struct RunPlan {
     pub run_id: String,
     /// The bench binary's name (`gdr-write-bw`).
     pub bench: String,
-    /// The bench arguments as given (placeholders unexpanded).
+    /// The bench arguments as given (placeholders unexpanded), secrets redacted
+    /// ([`gdrperf_stats::redact_command_line`]): plan.json is gathered and shared.
     pub bench_args: Vec<String>,
     pub tasks: usize,
     pub nodes: Vec<String>,
@@ -49,7 +50,7 @@ pub struct PairRecord {
     /// Why there is no exit status, or what we did to the bench (killed after a timeout).
     pub note: Option<String>,
     pub seconds: f64,
-    /// The command line that ran (placeholders expanded).
+    /// The command line that ran (placeholders expanded, secrets redacted).
     pub command: Vec<String>,
 }
 

@@ -54,13 +54,34 @@ pub struct BenchPair {
     pub port: u16,
 }
 
+/// `name` with every character but ASCII letters, digits, `.`, `-` and `_` replaced by `_`.
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .map(
+            |character| {
+                if character.is_ascii_alphanumeric() || ".-_".contains(character) {
+                    character
+                } else {
+                    '_'
+                }
+            },
+        )
+        .collect()
+}
+
 impl BenchPair {
     /// Names this pair's files: both node names, the round and both ranks, so names stay unique
-    /// when two tasks of one node pair with each other.
+    /// when two tasks of one node pair with each other. Node names come from Slurm's environment:
+    /// only letters, digits, `.`, `-` and `_` of them reach a file name (a `/` would put files
+    /// outside the output folder), the rest become `_`; the ranks keep the names unique.
     pub fn label(&self) -> String {
         format!(
             "r{}_{}_{}_{}-{}",
-            self.round, self.server_node, self.client_node, self.server_rank, self.client_rank
+            self.round,
+            file_safe(&self.server_node),
+            file_safe(&self.client_node),
+            self.server_rank,
+            self.client_rank
         )
     }
 
@@ -185,6 +206,21 @@ mod tests {
         .into_iter()
         .collect();
         SlurmStep::from_lookup(|name| map.get(name).cloned()).unwrap()
+    }
+
+    #[test]
+    fn node_names_reach_file_names_without_a_path() {
+        let pair = BenchPair {
+            round: 1,
+            server_rank: 0,
+            server_node: "../../etc".into(),
+            client_rank: 3,
+            client_node: "gpu-07.rack_2".into(),
+            local: 0,
+            port: 18515,
+        };
+        assert_eq!(pair.label(), "r1_.._.._etc_gpu-07.rack_2_0-3");
+        assert!(!pair.label().contains('/'));
     }
 
     #[test]

@@ -335,7 +335,7 @@ fn run_pair(
         exit_code,
         note,
         seconds: start.elapsed().as_secs_f64(),
-        command: command.clone(),
+        command: gdrperf_stats::redact_command_line(&command),
     };
     let mut child = match Command::new(&bench.program)
         .args(&command[1..])

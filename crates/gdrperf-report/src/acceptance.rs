@@ -313,8 +313,11 @@ impl PlannedRun {
         if let Err(error) = outcome {
             row.verdict = Verdict::Error;
             row.detail = error.to_string();
-        } else if let Some(errors) = measured.number("nic_errors") {
-            if let Some(failure) = evaluate_nic_errors(size, errors as u64, self.max_nic_errors) {
+        } else if let Err(error) = measured.count("nic_errors") {
+            row.verdict = Verdict::Error;
+            row.detail = error;
+        } else if let Ok(Some(errors)) = measured.count("nic_errors") {
+            if let Some(failure) = evaluate_nic_errors(size, errors, self.max_nic_errors) {
                 row.verdict = Verdict::Fail;
                 let counters = measured.text("nic_counters");
                 let failure = format!("{failure}: {counters}");

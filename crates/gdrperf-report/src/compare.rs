@@ -254,6 +254,16 @@ mod tests {
     }
 
     #[test]
+    fn a_figure_that_is_not_a_number_is_an_error_not_unchanged() {
+        let base = file("base.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,2,1.0\n");
+        let new = file("new.csv", "test,bytes,bw_avg_gbit_s\nwrite_bw,2,NaN\n");
+        for (one, other) in [(&base, &new), (&new, &base)] {
+            let error = compare_runs(one, other, None, 0.05).unwrap_err().to_string();
+            assert!(error.contains("has no numeric \"bw_avg_gbit_s\" column"), "{error}");
+        }
+    }
+
+    #[test]
     fn latency_rises_are_regressions() {
         let base = file("base.csv", "test,bytes,t_typical_us,p99_us\nread_lat,2,2.0,3.0\n");
         let new = file("new.csv", "test,bytes,t_typical_us,p99_us\nread_lat,2,2.05,4.0\n");

@@ -28,7 +28,8 @@ impl Measured for ResultRow {
     }
 
     fn nic_errors(&self) -> Option<u64> {
-        self.number("nic_errors").map(|errors| errors as u64)
+        // A value that is not a count is reported as a missing figure, never read as 0.
+        self.count("nic_errors").ok().flatten()
     }
 
     fn describe(&self) -> (String, String) {

@@ -220,12 +220,31 @@ impl ResultRow {
         &self.source
     }
 
-    /// A numeric column; `None` when absent, empty or not a number.
+    /// A numeric column; `None` when absent, empty or not a finite number: a NaN or an "inf"
+    /// is no figure (compared, it would read as unchanged; judged, it would pass every limit), so
+    /// whoever needs the figure reports it missing.
     pub fn number(&self, column: &str) -> Option<f64> {
-        match self.columns.get(column)? {
+        let value = match self.columns.get(column)? {
             Value::Number(number) => number.as_f64(),
             Value::String(text) => text.trim().parse().ok(),
             _ => None,
+        };
+        value.filter(|value: &f64| value.is_finite())
+    }
+
+    /// A count column (`nic_errors`): `Ok(None)` when absent or empty, an error naming the value
+    /// when it is there but not a whole number from 0 (a -1 or a NaN cast to an integer would
+    /// read as 0 errors).
+    pub fn count(&self, column: &str) -> std::result::Result<Option<u64>, String> {
+        let text = self.text(column);
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        match self.number(column) {
+            Some(value) if value >= 0.0 && value.fract() == 0.0 && value <= u64::MAX as f64 => {
+                Ok(Some(value as u64))
+            }
+            _ => Err(format!("{}: {column} is {text:?}, not a count", self.describe())),
         }
     }
 
@@ -331,6 +350,20 @@ mod tests {
 
     const JSON: &str = r#"{"metadata": {"gdrperf_version": "0.1.0", "host": "node1", "device": "mlx5_0", "date": "2026-12-02T17:04:05Z"},
         "results": [{"test": "write_bw", "bytes": 2, "bw_avg_gbit_s": 0.5, "mem_local": "cuda", "mem_remote": "host", "gpu_local": "GPU0", "gpu_remote": ""}]}"#;
+
+    #[test]
+    fn a_figure_that_is_not_a_number_is_no_figure_and_a_bad_count_is_an_error() {
+        let text =
+            "test,bytes,bw_avg_gbit_s,nic_errors\nwrite_bw,2,NaN,-1\nwrite_bw,4,inf,NaN\nwrite_bw,8,1.5,3\n";
+        let file = ResultFile::parse_csv("run.csv", text).unwrap();
+        assert_eq!(file.rows[0].number("bw_avg_gbit_s"), None);
+        assert_eq!(file.rows[1].number("bw_avg_gbit_s"), None);
+        assert_eq!(file.rows[2].number("bw_avg_gbit_s"), Some(1.5));
+        assert!(file.rows[0].count("nic_errors").unwrap_err().contains("\"-1\", not a count"));
+        assert!(file.rows[1].count("nic_errors").is_err());
+        assert_eq!(file.rows[2].count("nic_errors"), Ok(Some(3)));
+        assert_eq!(file.rows[2].count("absent"), Ok(None));
+    }
 
     #[test]
     fn json_files_read_with_their_metadata() {

@@ -45,6 +45,7 @@
 pub mod aggregate;
 pub mod bandwidth;
 pub mod clock;
+pub mod command_line;
 pub mod copy_time;
 pub mod error;
 pub mod hdr_output;
@@ -57,6 +58,7 @@ pub mod units;
 pub use aggregate::{aggregate_rate, AggregateRate, LaneSpan};
 pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, MeasurementWindow};
 pub use clock::RunClock;
+pub use command_line::{redact_command_line, REDACTED};
 pub use copy_time::{busy_nanos, CopyInterval};
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{

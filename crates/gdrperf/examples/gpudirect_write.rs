@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
 use gdrperf::verbs::{CompletionQueue, Device, Endpoint, MemoryRegion, Operation, PathSettings};
-use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteBuffer, SendRequest};
+use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
 use gdrperf_cuda::{Cuda, GpuSelection};
 
 const MESSAGE: &[u8] = b"GPU to GPU, no host memory on the way";
@@ -66,6 +66,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 dmabuf.iova(),
                 LEN,
                 "GPU memory via dma-buf",
+                RemoteAccess::Write,
             )?
         },
         Err(error) => {
@@ -76,6 +77,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                     gpu_buffer.device_ptr(),
                     LEN,
                     "GPU memory via nvidia-peermem",
+                    RemoteAccess::Write,
                 )?
             }
         }
@@ -83,7 +85,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut completion_queue = CompletionQueue::new(&device, 16)?;
     let sizes = QueuePairSizes { send_depth: 4, recv_depth: 1, max_inline: 0 };
-    let mut queue_pair = RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?;
+    let mut queue_pair =
+        RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number, RemoteAccess::Write)?;
 
     let stream = match &server_host {
         Some(host) => connect_with_retries(host, 18601)?,

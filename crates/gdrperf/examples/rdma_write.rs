@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
 use gdrperf::verbs::{CompletionQueue, Device, Endpoint, HostBuffer, MemoryRegion, Operation, PathSettings};
-use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteBuffer, SendRequest};
+use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
 
 const MESSAGE: &[u8] = b"written by the client's NIC, no server CPU involved";
 
@@ -47,13 +47,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let buffer = HostBuffer::new(4096)?;
     // SAFETY: `buffer` lives until the end of main, longer than the registration.
     let region = unsafe {
-        MemoryRegion::register(&protection_domain, buffer.address(), buffer.len(), "example buffer")?
+        MemoryRegion::register(
+            &protection_domain,
+            buffer.address(),
+            buffer.len(),
+            "example buffer",
+            RemoteAccess::Write,
+        )?
     };
 
     // 3. A completion queue, and a reliable-connected QP that reports into it.
     let mut completion_queue = CompletionQueue::new(&device, 16)?;
     let sizes = QueuePairSizes { send_depth: 4, recv_depth: 1, max_inline: 0 };
-    let mut queue_pair = RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?;
+    let mut queue_pair =
+        RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number, RemoteAccess::Write)?;
 
     // 4. Exchange introductions over TCP (one JSON line each way).
     let stream = match &server_host {

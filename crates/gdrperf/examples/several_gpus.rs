@@ -18,7 +18,7 @@ use std::time::Instant;
 use gdrperf::verbs::{
     CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, ProtectionDomain,
 };
-use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, SendRequest};
+use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, SendRequest};
 use gdrperf_cuda::{Cuda, Gpu, GpuBuffer, GpuSelection};
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
@@ -114,8 +114,10 @@ fn lane(index: usize, memory: Memory, device_name: Option<String>) -> Result<f64
     // Two QPs on the same port, connected to each other: the NIC is both ends.
     let mut completion_queue = CompletionQueue::new(&device, 16)?;
     let sizes = QueuePairSizes { send_depth: 4, recv_depth: 1, max_inline: 0 };
-    let mut sender = RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?;
-    let mut receiver = RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?;
+    let mut sender =
+        RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number, RemoteAccess::Write)?;
+    let mut receiver =
+        RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number, RemoteAccess::Write)?;
     let path = PathSettings {
         port: port.number,
         mtu: port.active_mtu,
@@ -185,7 +187,13 @@ fn register(protection_domain: &Arc<ProtectionDomain>, buffer: &Buffer) -> Resul
     // and the region is declared after the buffer, so it is dropped first).
     Ok(match buffer {
         Buffer::Host(host) => unsafe {
-            MemoryRegion::register(protection_domain, host.address(), host.len(), "host buffer")?
+            MemoryRegion::register(
+                protection_domain,
+                host.address(),
+                host.len(),
+                "host buffer",
+                RemoteAccess::Write,
+            )?
         },
         Buffer::Gpu(gpu) => match gpu.export_dmabuf() {
             Ok(dmabuf) => unsafe {
@@ -196,6 +204,7 @@ fn register(protection_domain: &Arc<ProtectionDomain>, buffer: &Buffer) -> Resul
                     dmabuf.iova(),
                     LEN,
                     "GPU memory via dma-buf",
+                    RemoteAccess::Write,
                 )?
             },
             Err(_) => unsafe {
@@ -204,6 +213,7 @@ fn register(protection_domain: &Arc<ProtectionDomain>, buffer: &Buffer) -> Resul
                     gpu.device_ptr(),
                     LEN,
                     "GPU memory via nvidia-peermem",
+                    RemoteAccess::Write,
                 )?
             },
         },

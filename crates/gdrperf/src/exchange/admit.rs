@@ -10,15 +10,27 @@
 //! the wait, or the optional limit on it (`--accept-timeout`; like perftest, the default is to
 //! wait for ever).
 //!
-//! A silent connection holds the door for `--timeout` seconds (the wait for its proof), as the
-//! server serves one handshake at a time; the real client's connection waits in the listen
-//! backlog meanwhile.
+//! Handshakes run at once, each on a thread of its own, up to [`HANDSHAKES_AT_ONCE`]: a silent
+//! or slow stranger costs the real client nothing, and one that has not proven itself within
+//! [`PROOF_PATIENCE`] (or `--timeout`, if shorter) is dropped. The vetting (challenge and terms)
+//! gives nothing away; only then does the main thread swap hellos (the keys) with the first
+//! vetted connection, one at a time.
 
 use std::io;
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use super::{Control, ExchangeError, ExchangeResult, Hello, Token};
+
+/// How long a connection may take to answer the challenge and send its terms. A real client
+/// does both at once on connecting; this is independent of `--timeout`, so that a stranger
+/// holding the socket open ties up a thread for seconds, not for the run's whole timeout.
+pub const PROOF_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Handshakes in flight at most; further connections wait in the listen backlog.
+pub const HANDSHAKES_AT_ONCE: usize = 64;
 
 /// One connection the server turned away: who, and why.
 #[derive(Debug)]
@@ -26,7 +38,7 @@ pub struct Refusal {
     /// The peer's address ("10.0.0.7:40112").
     pub peer: String,
     /// What its handshake failed on.
-    pub reason: ExchangeError,
+    pub reason: String,
     /// How many connections were turned away so far, this one included.
     pub count: usize,
 }
@@ -66,59 +78,113 @@ impl Control {
         door: Door<'_>,
         on_refusal: &mut dyn FnMut(&Refusal),
     ) -> ExchangeResult<(Control, Hello)> {
-        let deadline = door.wait_limit.map(|limit| (Instant::now() + limit, limit));
+        let address = listener.local_addr().map(|address| address.to_string()).unwrap_or_default();
+        let io_error =
+            |source| ExchangeError::Io { peer: address.clone(), during: "accepting a client".into(), source };
+        let deadline = door.wait_limit.map(|limit| Instant::now() + limit);
+        let (sender, vetted) = mpsc::channel::<(Control, ExchangeResult<u32>)>();
+        let in_flight = Arc::new(AtomicUsize::new(0));
         let mut turned_away = 0;
-        loop {
-            let mut control = accept_until(listener, door.timeout, deadline, turned_away)?;
-            match control.exchange_hello(ours, door.token) {
-                Ok(theirs) => return Ok((control, theirs)),
-                Err(reason) if is_peer_fault(&reason) => {
-                    control.report_failure(&reason.to_string());
-                    turned_away += 1;
-                    on_refusal(&Refusal { peer: control.peer().to_string(), reason, count: turned_away });
+        listener.set_nonblocking(true).map_err(io_error)?;
+        let admitted = loop {
+            while let Ok((mut control, outcome)) = vetted.try_recv() {
+                control.set_timeout(door.timeout);
+                match outcome.and_then(|_lane| control.trade_hellos(ours)) {
+                    Ok(theirs) => return finish(listener, Ok((control, theirs)), &io_error),
+                    Err(reason) if is_peer_fault(&reason) => {
+                        control.report_failure(&reason.to_string());
+                        turned_away += 1;
+                        on_refusal(&Refusal {
+                            peer: control.peer().to_string(),
+                            reason: reason.to_string(),
+                            count: turned_away,
+                        });
+                    }
+                    Err(other) => return finish(listener, Err(other), &io_error),
                 }
-                Err(other) => return Err(other),
             }
-        }
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                break Err(ExchangeError::NoClient {
+                    address: address.clone(),
+                    seconds: door.wait_limit.unwrap_or_default().as_secs_f64(),
+                    turned_away,
+                });
+            }
+            if in_flight.load(Ordering::Acquire) >= HANDSHAKES_AT_ONCE {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            match listener.accept() {
+                Ok((stream, peer)) => {
+                    stream.set_nonblocking(false).map_err(io_error)?;
+                    let patience = PROOF_PATIENCE.min(door.timeout);
+                    let control = Control::from_accepted(stream, peer.to_string(), patience)?;
+                    vet_on_a_thread(control, ours, door.token, &sender, &in_flight);
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(error) if is_transient_accept_error(&error) => {}
+                Err(error) => break Err(io_error(error)),
+            }
+        };
+        finish(listener, admitted, &io_error)
     }
 }
 
-/// Accepts one connection, giving up at `deadline` if there is one.
-fn accept_until(
+/// Puts the listener back as the rest of the run expects it (blocking).
+fn finish<T>(
     listener: &TcpListener,
-    timeout: Duration,
-    deadline: Option<(Instant, Duration)>,
-    turned_away: usize,
-) -> ExchangeResult<Control> {
-    let address = listener.local_addr().map(|address| address.to_string()).unwrap_or_default();
-    let io_error =
-        |source| ExchangeError::Io { peer: address.clone(), during: "accepting a client".into(), source };
-    let Some((deadline, limit)) = deadline else {
-        let (stream, peer) = listener.accept().map_err(io_error)?;
-        return Control::from_accepted(stream, peer.to_string(), timeout);
-    };
-    listener.set_nonblocking(true).map_err(io_error)?;
-    let accepted = loop {
-        match listener.accept() {
-            Ok(accepted) => break Ok(accepted),
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
-                    break Err(ExchangeError::NoClient {
-                        address: address.clone(),
-                        seconds: limit.as_secs_f64(),
-                        turned_away,
-                    });
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => break Err(io_error(error)),
-        }
-    };
+    result: ExchangeResult<T>,
+    io_error: &dyn Fn(io::Error) -> ExchangeError,
+) -> ExchangeResult<T> {
     listener.set_nonblocking(false).map_err(io_error)?;
-    let (stream, peer) = accepted?;
-    stream.set_nonblocking(false).map_err(io_error)?;
-    Control::from_accepted(stream, peer.to_string(), timeout)
+    result
+}
+
+/// Runs the challenge and the terms of one connection on a thread, and hands it back vetted or
+/// with why not. A thread still vetting when the server has its client ends on its own (within
+/// [`PROOF_PATIENCE`]); its connection is then closed unanswered.
+fn vet_on_a_thread(
+    mut control: Control,
+    ours: &Hello,
+    token: Option<&Token>,
+    sender: &mpsc::Sender<(Control, ExchangeResult<u32>)>,
+    in_flight: &Arc<AtomicUsize>,
+) {
+    let (ours, token, sender, counter) =
+        (ours.clone(), token.cloned(), sender.clone(), Arc::clone(in_flight));
+    in_flight.fetch_add(1, Ordering::AcqRel);
+    let spawned = std::thread::Builder::new().name("handshake".into()).spawn(move || {
+        let outcome = control.vet(&ours, token.as_ref());
+        counter.fetch_sub(1, Ordering::AcqRel);
+        let _ = sender.send((control, outcome));
+    });
+    if spawned.is_err() {
+        // No thread to be had: this connection is dropped (closed), the next one tried.
+        in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Errors of `accept()` that concern one connection, not the listener: Linux's accept(2) asks
+/// to retry after them (ECONNABORTED, and the pending network errors it passes on: ENETDOWN,
+/// EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH), and EINTR.
+pub fn is_transient_accept_error(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(
+            libc::ECONNABORTED
+                | libc::ENETDOWN
+                | libc::EPROTO
+                | libc::ENOPROTOOPT
+                | libc::EHOSTDOWN
+                | libc::ENONET
+                | libc::EHOSTUNREACH
+                | libc::EOPNOTSUPP
+                | libc::ENETUNREACH
+                | libc::EINTR
+        )
+    ) || error.kind() == io::ErrorKind::Interrupted
 }
 
 #[cfg(test)]
@@ -164,17 +230,51 @@ mod tests {
         let missing = client(port, None, parameters.clone());
         assert!(missing.contains("the server requires a token"), "{missing}");
         let other = client(port, Some("s3cret"), json!({"test": "write_bw", "tx_depth": 64}));
-        assert!(other.contains("tx_depth"), "{other}");
+        assert!(other.contains("it has -t 128, this side -t 64"), "{other}");
         assert_eq!(client(port, Some("s3cret"), parameters), "ok");
         let (admitted, refusals) = server.join().unwrap();
         let (peer, host) = admitted.expect("the right client is admitted");
         assert!(peer.starts_with("127.0.0.1:"), "{peer}");
         assert_eq!(host, "node1");
         assert_eq!(refusals.len(), 4, "{refusals:#?}");
-        assert!(refusals[0].starts_with("1 127.0.0.1:") && refusals[0].contains("closed"), "{refusals:#?}");
-        assert!(refusals[1].contains("wrong token"), "{refusals:#?}");
-        assert!(refusals[2].contains("the client refused"), "{refusals:#?}");
-        assert!(refusals[3].starts_with("4 ") && refusals[3].contains("tx_depth: ours 128, peer's 64"));
+        // Handshakes run at once, so the order of the reports is the order they ended in.
+        let named = |text: &str| refusals.iter().filter(|refusal| refusal.contains(text)).count();
+        assert!(refusals.iter().all(|refusal| refusal.contains(" 127.0.0.1:")), "{refusals:#?}");
+        assert_eq!(named("closed"), 1, "{refusals:#?}");
+        assert_eq!(named("wrong token"), 1, "{refusals:#?}");
+        assert_eq!(named("the client refused"), 1, "{refusals:#?}");
+        assert_eq!(named("it has -t 64, this side -t 128"), 1, "{refusals:#?}");
+        assert!(refusals[3].starts_with("4 "), "{refusals:#?}");
+    }
+
+    #[test]
+    fn silent_connections_cost_the_real_client_nothing() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let secret = Token::new("s3cret").unwrap();
+            // A --timeout of 30 s: the silent ones would hold a one-at-a-time server that long.
+            let door = Door { token: Some(&secret), timeout: Duration::from_secs(30), wait_limit: None };
+            Control::admit(&listener, &hello(), door, &mut |_| {}).map(|(_, theirs)| theirs.host)
+        });
+        let silent: Vec<_> =
+            (0..5).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let started = Instant::now();
+        assert_eq!(client(port, Some("s3cret"), hello().parameters), "ok");
+        assert!(started.elapsed() < Duration::from_secs(1), "served after {:?}", started.elapsed());
+        assert_eq!(server.join().unwrap().unwrap(), "node1");
+        drop(silent);
+    }
+
+    #[test]
+    fn accept_errors_of_one_connection_are_retried_others_end_the_wait() {
+        for code in [libc::ECONNABORTED, libc::EPROTO, libc::ENETUNREACH, libc::EHOSTUNREACH, libc::EINTR] {
+            assert!(is_transient_accept_error(&io::Error::from_raw_os_error(code)), "{code}");
+        }
+        for code in [libc::EMFILE, libc::EBADF, libc::EINVAL] {
+            assert!(!is_transient_accept_error(&io::Error::from_raw_os_error(code)), "{code}");
+        }
     }
 
     #[test]

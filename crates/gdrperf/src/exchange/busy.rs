@@ -2,7 +2,8 @@
 //!
 //! Dropping the listener would also keep them out, but a refused connection looks to the other
 //! side like a server that never came, and its `connect` retries until the timeout. An answer
-//! that says "busy, serving 10.0.0.2" tells the person at that client what is going on at once.
+//! that says "busy" tells the person at that client what is going on at once. It does not say
+//! whom the server serves: that is nobody's business on the fabric (our stderr names both).
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,29 +27,31 @@ pub struct TurnAway {
 }
 
 impl TurnAway {
-    /// Takes over `listener` while `serving` (the connected client's address) is served.
+    /// Takes over `listener` while `serving` (the connected client's address, for our stderr
+    /// only) is served.
     pub fn start(listener: TcpListener, serving: &str) -> TurnAway {
         let stop = Arc::new(AtomicBool::new(false));
-        let message = format!(
-            "busy: this server is already serving {serving} and serves one client per run; \
-             start another server on a different -p/--port"
-        );
+        let serving = serving.to_string();
         let thread = {
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("turn-away".into())
-                .spawn(move || turn_away(&listener, &message, &stop))
+                .spawn(move || turn_away(&listener, &serving, &stop))
                 .ok()
         };
         TurnAway { stop, thread }
     }
 }
 
-fn turn_away(listener: &TcpListener, message: &str, stop: &AtomicBool) {
+/// What a turned-away client hears.
+const BUSY: &str = "busy: this server is already serving a client and serves one client per run; \
+                    start another server on a different -p/--port";
+
+fn turn_away(listener: &TcpListener, serving: &str, stop: &AtomicBool) {
     if listener.set_nonblocking(true).is_err() {
         return;
     }
-    let frame = encode(&Message::Failed { message: message.to_string() });
+    let frame = encode(&Message::Failed { message: BUSY.to_string() });
     let mut turned_away = 0usize;
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
@@ -58,7 +61,8 @@ fn turn_away(listener: &TcpListener, message: &str, stop: &AtomicBool) {
                 let _ = std::io::Write::write_all(&mut stream, &frame);
                 turned_away += 1;
                 if turned_away <= REPORTED {
-                    eprintln!("gdrperf: turned away {address}: {message}");
+                    let program = crate::harness::program_name();
+                    eprintln!("{program}: turned away {address}: busy serving {serving}");
                 }
             }
             Err(_) => std::thread::sleep(POLL),
@@ -91,7 +95,9 @@ mod tests {
         let mut second = Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
         match second.receive("waiting for the server's challenge") {
             Err(ExchangeError::PeerFailed { message, .. }) => {
-                assert!(message.contains("busy") && message.contains(served.peer()), "{message}")
+                assert!(message.starts_with("busy: this server is already serving a client"), "{message}");
+                // Whom the server serves is not told to whoever knocks.
+                assert!(!message.contains("127.0.0.1"), "{message}")
             }
             other => panic!("expected a busy refusal, got {other:?}"),
         }

@@ -16,6 +16,7 @@
 mod admit;
 mod auth;
 mod busy;
+mod terms;
 mod watch;
 
 use std::io::{self, Read, Write};
@@ -28,15 +29,17 @@ use serde::{Deserialize, Serialize};
 use crate::harness::stop::{StopFlag, StopSignal};
 use crate::verbs::{Endpoint, RemoteBuffer};
 
-pub use admit::{is_peer_fault, Door, Refusal};
+pub use admit::{is_peer_fault, is_transient_accept_error, Door, Refusal, PROOF_PATIENCE};
 pub use auth::{Nonce, Token, AUTH_TAG_BYTES};
 pub use busy::TurnAway;
+pub use terms::describe_mismatch;
 pub use watch::{PeerWatch, PEER_CHECK_INTERVAL};
 
 /// Bumped whenever a message changes shape; peers of different versions refuse each other.
 /// Version 2 added the challenge that precedes the hellos; version 3 the placement list and lane
-/// of the hello and `NextPlacement` (several memory placements, or lanes, in one run).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// of the hello and `NextPlacement` (several memory placements, or lanes, in one run); version 4
+/// the `Terms` that precede every hello, so that no key goes to a peer whose parameters differ.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// No legitimate message comes near this (a hello for 64 QPs is a few KiB): anything larger is
 /// refused before allocating, so a stray or hostile peer cannot make us allocate gigabytes.
@@ -76,7 +79,8 @@ pub enum ExchangeError {
     #[error("peer {peer} speaks exchange protocol version {theirs}, we speak {ours}: run the same gdrperf version on both sides")]
     Version { peer: String, ours: u32, theirs: u32 },
 
-    #[error("peer {peer} runs a different benchmark: {differences}")]
+    /// `differences` names the peer and says what to change (see `describe_mismatch`).
+    #[error("{differences}")]
     Mismatch { peer: String, differences: String },
 
     #[error("peer {peer} reported an error: {message}")]
@@ -156,6 +160,12 @@ pub enum Message {
     Accepted {
         tag: Option<[u8; AUTH_TAG_BYTES]>,
     },
+    /// Both ways, before the hellos: the run parameters and the lane, checked before any key
+    /// (the hello) is sent.
+    Terms {
+        parameters: serde_json::Value,
+        lane: u32,
+    },
     Hello(Box<Hello>),
     /// Client -> server: get ready for this message size (clear buffers, post receives).
     StartSize {
@@ -193,6 +203,7 @@ impl Message {
             Message::Challenge { .. } => "Challenge",
             Message::Proof { .. } => "Proof",
             Message::Accepted { .. } => "Accepted",
+            Message::Terms { .. } => "Terms",
             Message::Hello(_) => "Hello",
             Message::StartSize { .. } => "StartSize",
             Message::Ready => "Ready",
@@ -322,6 +333,7 @@ impl Control {
                     }
                     std::thread::sleep(Duration::from_millis(10))
                 }
+                Err(error) if is_transient_accept_error(&error) => {}
                 Err(error) => break Err(io_error(error)),
             }
         };
@@ -334,7 +346,8 @@ impl Control {
     }
 
     /// Client side: connects to `host:port`, retrying refused connections until `timeout`, so
-    /// that a script may start client and server at the same moment.
+    /// that a script may start client and server at the same moment. The first failure says so,
+    /// once, on stderr: a mistyped port costs `--timeout`, and the user should know why it waits.
     pub fn connect(host: &str, port: u16, timeout: Duration, test: &str) -> ExchangeResult<Control> {
         let address_text = format!("{host}:{port}");
         let addresses: Vec<SocketAddr> = (host, port)
@@ -342,6 +355,7 @@ impl Control {
             .map_err(|source| ExchangeError::Resolve { host: host.to_string(), source })?
             .collect();
         let deadline = Instant::now() + timeout;
+        let mut said = false;
         loop {
             let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no address");
             for address in &addresses {
@@ -358,6 +372,13 @@ impl Control {
                     test: test.to_string(),
                     source: last_error,
                 });
+            }
+            if !std::mem::replace(&mut said, true) {
+                eprintln!(
+                    "{}: {address_text}: {last_error}; retrying for up to {} s (--timeout) in case the server is starting",
+                    crate::harness::program_name(),
+                    timeout.as_secs()
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -422,12 +443,14 @@ impl Control {
         self.read_until(&mut body, deadline, during)?;
         match decode_body(&body) {
             Ok(Message::Failed { message }) => {
-                Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message })
+                Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message: printable(&message) })
             }
             Ok(message) => Ok(message),
-            Err(detail) => {
-                Err(ExchangeError::Decode { peer: self.peer.clone(), during: during.to_string(), detail })
-            }
+            Err(detail) => Err(ExchangeError::Decode {
+                peer: self.peer.clone(),
+                during: during.to_string(),
+                detail: printable(&detail),
+            }),
         }
     }
 
@@ -476,20 +499,33 @@ impl Control {
         }
     }
 
-    /// Authenticates the peer (see module `auth`), then sends our hello, reads the peer's, and checks
-    /// version and shared parameters. Nothing of our hello leaves before the peer passed.
+    /// Authenticates the peer (see module `auth`), agrees on the terms (module `terms`), then
+    /// swaps hellos. Nothing of our hello leaves before the peer passed both.
     pub fn exchange_hello(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<Hello> {
+        self.vet(ours, token)?;
+        self.trade_hellos(ours)
+    }
+
+    /// The part of [`Control::exchange_hello`] that gives nothing away: the challenge and the
+    /// terms. Returns the peer's lane. A server runs it for many connections at once.
+    pub fn vet(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<u32> {
         if self.accepted {
             self.authenticate_client(token)?;
         } else {
             self.authenticate_server(token)?;
         }
-        self.swap_hellos(ours)
+        self.agree_on_terms(&ours.parameters, ours.lane)
     }
 
-    /// Sends our hello, reads the peer's, and checks version and shared parameters: the part of
-    /// [`Control::exchange_hello`] that a later round repeats on the authenticated channel.
+    /// The terms, then the hellos: what a later round repeats on the authenticated channel.
     pub fn swap_hellos(&mut self, ours: &Hello) -> ExchangeResult<Hello> {
+        self.agree_on_terms(&ours.parameters, ours.lane)?;
+        self.trade_hellos(ours)
+    }
+
+    /// Sends our hello, reads the peer's, and checks version and shared parameters (the terms
+    /// already agreed; the check keeps a peer from changing them in its hello).
+    pub fn trade_hellos(&mut self, ours: &Hello) -> ExchangeResult<Hello> {
         self.send(&Message::Hello(Box::new(ours.clone())), "sending our hello")?;
         let theirs = self.expect("Hello", "waiting for the peer's hello", |message| match message {
             Message::Hello(hello) => Ok(*hello),
@@ -502,11 +538,10 @@ impl Control {
                 theirs: theirs.version,
             });
         }
-        let differences = parameter_differences(&ours.parameters, &theirs.parameters);
-        if !differences.is_empty() {
+        if let Some(differences) = describe_mismatch(&ours.parameters, &theirs.parameters) {
             return Err(ExchangeError::Mismatch {
                 peer: self.peer.clone(),
-                differences: differences.join("; "),
+                differences: format!("peer {} {differences}", self.peer),
             });
         }
         Ok(theirs)
@@ -552,7 +587,28 @@ impl Control {
     }
 }
 
-/// Names every field whose value differs: "tx_depth: ours 128, peer's 64".
+/// The most of a peer's text we print: a real reason is one line.
+pub const PEER_TEXT_CHARS: usize = 400;
+
+/// A peer's text made safe for a terminal and a log, before anyone knows who the peer is: control
+/// characters escaped (no cursor moves, no fake lines) and cut at [`PEER_TEXT_CHARS`].
+pub fn printable(text: &str) -> String {
+    let mut out = String::new();
+    for (count, character) in text.chars().enumerate() {
+        if count == PEER_TEXT_CHARS {
+            out.push_str(&format!("... ({} more characters cut)", text.chars().count() - count));
+            break;
+        }
+        if character.is_control() {
+            out.extend(character.escape_default());
+        } else {
+            out.push(character);
+        }
+    }
+    out
+}
+
+/// Names every field whose value differs, in alphabetical order.
 pub fn parameter_differences(ours: &serde_json::Value, theirs: &serde_json::Value) -> Vec<String> {
     let empty = serde_json::Map::new();
     let ours = ours.as_object().unwrap_or(&empty);
@@ -565,7 +621,7 @@ pub fn parameter_differences(ours: &serde_json::Value, theirs: &serde_json::Valu
         .filter_map(|name| {
             let mine = ours.get(name).unwrap_or(&serde_json::Value::Null);
             let peer = theirs.get(name).unwrap_or(&serde_json::Value::Null);
-            (mine != peer).then(|| format!("{name}: ours {mine}, peer's {peer}"))
+            (mine != peer).then(|| name.clone())
         })
         .collect()
 }

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::harness::args::GdrPath;
 use crate::harness::staging::Stager;
 use crate::memory_kind::MemoryKind;
-use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion};
+use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RemoteAccess};
 
 /// Where a buffer's bytes live.
 pub enum Storage {
@@ -78,17 +78,25 @@ pub struct MessageCheck {
 }
 
 impl BenchBuffer {
-    /// Allocates `len` bytes of host memory and registers them on `pd`.
-    pub fn host(pd: &Arc<ProtectionDomain>, len: usize) -> Result<BenchBuffer> {
+    /// Allocates `len` bytes of host memory and registers them on `pd`, open to the peer for
+    /// `access` (the test's need).
+    pub fn host(pd: &Arc<ProtectionDomain>, len: usize, access: RemoteAccess) -> Result<BenchBuffer> {
         let memory = HostBuffer::new(len)?;
         // SAFETY: the HostBuffer moves into `storage` below and lives as long as the region.
-        let region = unsafe { MemoryRegion::register(pd, memory.address(), memory.len(), "host buffer")? };
+        let region =
+            unsafe { MemoryRegion::register(pd, memory.address(), memory.len(), "host buffer", access)? };
         Ok(BenchBuffer { storage: Storage::Host(memory), region, check: MessageCheck::default() })
     }
 
     /// Allocates `len` bytes on `gpu` and registers them for GPUDirect RDMA along `path`
     /// (`Auto`: dma-buf when the GPU reports DMA_BUF_SUPPORTED, else nvidia-peermem).
-    pub fn gpu(pd: &Arc<ProtectionDomain>, gpu: &Gpu, len: usize, path: GdrPath) -> Result<BenchBuffer> {
+    pub fn gpu(
+        pd: &Arc<ProtectionDomain>,
+        gpu: &Gpu,
+        len: usize,
+        path: GdrPath,
+        access: RemoteAccess,
+    ) -> Result<BenchBuffer> {
         let memory = gpu.alloc(len)?;
         let what = format!("GPU {} memory", gpu.index());
         let use_dmabuf = match path {
@@ -107,6 +115,7 @@ impl BenchBuffer {
                     dmabuf.iova(),
                     dmabuf.len(),
                     &format!("{what} via dma-buf"),
+                    access,
                 )?
             };
             return Ok(BenchBuffer {
@@ -122,6 +131,7 @@ impl BenchBuffer {
                 memory.device_ptr(),
                 memory.len(),
                 &format!("{what} via nvidia-peermem"),
+                access,
             )?
         };
         Ok(BenchBuffer {
@@ -136,10 +146,12 @@ impl BenchBuffer {
         pd: &Arc<ProtectionDomain>,
         stager: Box<dyn Stager>,
         kind: MemoryKind,
+        access: RemoteAccess,
     ) -> Result<BenchBuffer> {
         let (address, len) = stager.bounce();
         // SAFETY: the bounce buffer belongs to `stager`, which moves into `storage` with the region.
-        let region = unsafe { MemoryRegion::register(pd, address, len, "staging bounce buffer")? };
+        // It is what the peer reaches (the payload behind it only by copies): the test's access.
+        let region = unsafe { MemoryRegion::register(pd, address, len, "staging bounce buffer", access)? };
         Ok(BenchBuffer { storage: Storage::Staged { stager, kind }, region, check: MessageCheck::default() })
     }
 

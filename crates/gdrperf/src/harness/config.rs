@@ -244,7 +244,7 @@ impl BenchConfig {
                 max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)),
                 max_nic_errors: args.max_nic_errors,
             },
-            argv: std::env::args().collect(),
+            argv: gdrperf_stats::redact_command_line(std::env::args()),
             latency_span: None,
         })
     }

@@ -19,11 +19,11 @@ use std::sync::mpsc;
 use std::sync::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
-use crate::exchange::TurnAway;
+use crate::exchange::{is_peer_fault, Control, Refusal, TurnAway, PROOF_PATIENCE};
 use crate::harness::config::BenchConfig;
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
 use crate::harness::placement::{placement_for, Placement};
-use crate::harness::session::Session;
+use crate::harness::session::{report_refusal, Session};
 use crate::harness::sweep::{
     self, agree_on_count, create_local, finish_outputs, greeting, lead_size, metadata, progress_bar,
     row_context, write_and_judge, Benchmark, RunOutcome,
@@ -74,6 +74,9 @@ pub(crate) fn serve<B: Benchmark>(
     Ok(combined)
 }
 
+/// Admits lane `lane` of the client `client_host`: a connection from another host, or one that
+/// fails the challenge or the terms, or carries another lane number, is turned away before any
+/// key is sent, and the wait goes on (within `--timeout` in all), as for the first lane.
 fn accept_lane<B: Benchmark>(
     config: &BenchConfig,
     benchmark: &B,
@@ -84,33 +87,48 @@ fn accept_lane<B: Benchmark>(
     first: &Session,
 ) -> Result<Session> {
     let local = create_local(config, benchmark, placement_for(placements, lane))?;
+    let ours = local.hello(config, &greeting(benchmark, placements, lane as u32));
     // While waiting, lane 0's connection is watched: a client that failed to set up this lane
     // says so there (or hangs up), and the server ends with its reason at once.
     let client = format!("the client {}", first.control.peer());
     let mut give_up = || first.control.peer_gone(std::time::Duration::ZERO);
-    let accepted = crate::exchange::Control::accept_within(
-        listener,
-        config.timeout,
-        config.timeout,
-        &client,
-        &mut give_up,
-    )?;
-    let mut session =
-        Session::connect_on(config, local, Some(accepted), &greeting(benchmark, placements, lane as u32))?;
-    let (host, number) = (peer_host(session.control.peer()).to_string(), session.peer.lane as usize);
-    let wrong = if host != client_host {
-        Some(format!("lane {lane} came from {host}, lane 0 from {client_host}: one client per run"))
-    } else if number != lane {
-        Some(format!("the client's lane {number} arrived as lane {lane}: lanes connect in order"))
-    } else {
-        None
-    };
-    match wrong {
-        Some(message) => {
-            session.control.report_failure(&message);
-            Err(Error::Config(message))
+    let deadline = std::time::Instant::now() + config.timeout;
+    let mut turned_away = 0;
+    loop {
+        let patience = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut control = Control::accept_within(
+            listener,
+            PROOF_PATIENCE.min(config.timeout),
+            patience,
+            &client,
+            &mut give_up,
+        )?;
+        let host = peer_host(control.peer()).to_string();
+        let vetted = if host != client_host {
+            Err(format!("busy: this server runs a --concurrent run for another client; start another server on a different -p/--port (lane {lane} expected from lane 0's host)"))
+        } else {
+            match control.vet(&ours, config.token.as_ref()) {
+                Ok(number) if number as usize == lane => Ok(()),
+                Ok(number) => {
+                    Err(format!("the client's lane {number} arrived as lane {lane}: lanes connect in order"))
+                }
+                Err(reason) if is_peer_fault(&reason) => Err(reason.to_string()),
+                Err(other) => return Err(other.into()),
+            }
+        };
+        control.set_timeout(config.timeout);
+        match vetted.map_err(Error::Config).and_then(|()| control.trade_hellos(&ours).map_err(Error::from)) {
+            Ok(peer) => return Session::from_admitted(config, local, control, peer),
+            Err(reason) => {
+                control.report_failure(&reason.to_string());
+                turned_away += 1;
+                report_refusal(&Refusal {
+                    peer: control.peer().to_string(),
+                    reason: format!("lane {lane}: {reason}"),
+                    count: turned_away,
+                });
+            }
         }
-        None => Ok(session),
     }
 }
 

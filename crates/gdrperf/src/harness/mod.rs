@@ -38,13 +38,7 @@ pub use sweep::{Benchmark, RunOutcome, Setup};
 /// when SIGINT or SIGTERM stopped the sweep (the shell's codes for those signals; the sizes
 /// finished before are in the result files).
 pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::ExitCode {
-    let program = std::env::args().next().map(|path| {
-        std::path::Path::new(&path)
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or(path)
-    });
-    let program = program.unwrap_or_else(|| "gdrperf".into());
+    let program = program_name();
     match body() {
         Ok(RunOutcome { interrupted: Some(stop), .. }) => {
             eprintln!("{program}: {stop}; the sizes finished before it are in the result files");
@@ -70,4 +64,15 @@ pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::E
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// This process's binary name ("gdr-write-bw"), which starts every line it prints on stderr.
+pub fn program_name() -> String {
+    let program = std::env::args().next().map(|path| {
+        std::path::Path::new(&path)
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or(path)
+    });
+    program.unwrap_or_else(|| "gdrperf".into())
 }

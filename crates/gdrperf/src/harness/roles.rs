@@ -32,6 +32,15 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
                 B::NAME.replace('_', "-"),
                 local.device.name()
             );
+            if config.bind.is_none_or(|address| address.is_unspecified()) && config.token.is_none() {
+                eprintln!(
+                    "gdr-{}: no token, and every address of this host listens: anyone who reaches port {} \
+                     before your client gets this run's memory keys (set GDRPERF_TOKEN on both sides, \
+                     or --bind one address; see docs/security.md)",
+                    B::NAME.replace('_', "-"),
+                    address.port()
+                );
+            }
             let session =
                 Session::connect(config, local, Some(&listener), &greeting(benchmark, &placements, 0))?;
             install_signal_handlers(&stop)?;

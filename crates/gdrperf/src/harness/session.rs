@@ -20,7 +20,7 @@ use crate::harness::placement::Placement;
 use crate::harness::staging::{CudaStager, HostStager};
 use crate::verbs::{
     CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair,
-    RemoteBuffer,
+    RemoteAccess, RemoteBuffer,
 };
 
 /// Which end of the connection a [`Session`] is.
@@ -58,6 +58,7 @@ impl LocalResources {
         placement: &Placement,
         sizes: QueuePairSizes,
         buffer_len: usize,
+        access: RemoteAccess,
     ) -> Result<LocalResources> {
         let gpu = open_gpu(placement)?;
         let device_name = match placement.device.as_deref() {
@@ -77,22 +78,30 @@ impl LocalResources {
         let mut queue_pairs = Vec::new();
         let mut buffers = Vec::new();
         for _ in 0..config.qps {
-            queue_pairs.push(RcQueuePair::new(&protection_domain, &completion_queue, sizes, port.number)?);
+            queue_pairs.push(RcQueuePair::new(
+                &protection_domain,
+                &completion_queue,
+                sizes,
+                port.number,
+                access,
+            )?);
             buffers.push(match (placement.kind, &gpu) {
                 (MemoryKind::Cuda, Some(gpu)) => {
-                    BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr)?
+                    BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr, access)?
                 }
                 (MemoryKind::CudaStaged, Some(gpu)) => BenchBuffer::staged(
                     &protection_domain,
                     Box::new(CudaStager::new(gpu, staged_len(buffer_len, sizes.send_depth), buffer_len)?),
                     MemoryKind::CudaStaged,
+                    access,
                 )?,
                 (MemoryKind::HostStaged, _) => BenchBuffer::staged(
                     &protection_domain,
                     Box::new(HostStager::new(staged_len(buffer_len, sizes.send_depth))?),
                     MemoryKind::HostStaged,
+                    access,
                 )?,
-                _ => BenchBuffer::host(&protection_domain, buffer_len)?,
+                _ => BenchBuffer::host(&protection_domain, buffer_len, access)?,
             });
         }
         let path = super::pcie::path_facts(&device, &port, &buffers, &cpu);
@@ -109,7 +118,7 @@ impl LocalResources {
         })
     }
 
-    fn hello(&self, config: &BenchConfig, greeting: &Greeting) -> Hello {
+    pub(crate) fn hello(&self, config: &BenchConfig, greeting: &Greeting) -> Hello {
         let mut parameters = config.shared_parameters();
         parameters["test"] = serde_json::Value::String(greeting.test.to_string());
         if let (Some(all), Some(extra)) = (parameters.as_object_mut(), greeting.parameters.as_object()) {
@@ -183,11 +192,14 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
 /// port scan cannot flood the log.
 const REFUSALS_NAMED: usize = 20;
 
-fn report_refusal(refusal: &Refusal) {
+pub(crate) fn report_refusal(refusal: &Refusal) {
     if refusal.count <= REFUSALS_NAMED || refusal.count.is_multiple_of(100) {
         eprintln!(
-            "gdrperf: turned away {} (connection {}): {}; still waiting for the client",
-            refusal.peer, refusal.count, refusal.reason
+            "{}: turned away {} (connection {}): {}; still waiting for the client",
+            crate::harness::program_name(),
+            refusal.peer,
+            refusal.count,
+            refusal.reason
         );
     }
 }
@@ -243,7 +255,17 @@ impl Session {
         let ours = local.hello(config, greeting);
         let door =
             Door { token: config.token.as_ref(), timeout: config.timeout, wait_limit: config.accept_timeout };
-        let (mut control, peer) = Control::admit(listener, &ours, door, &mut report_refusal)?;
+        let (control, peer) = Control::admit(listener, &ours, door, &mut report_refusal)?;
+        Session::from_admitted(config, local, control, peer)
+    }
+
+    /// A server's session from a connection whose hellos are swapped: connects the QPs.
+    pub(crate) fn from_admitted(
+        config: &BenchConfig,
+        local: LocalResources,
+        mut control: Control,
+        peer: Hello,
+    ) -> Result<Session> {
         match Session::connect_queue_pairs(config, local, peer) {
             Ok((local, peer, mtu)) => Ok(Session {
                 side: Side::Server,

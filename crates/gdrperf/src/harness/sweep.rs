@@ -64,6 +64,8 @@ pub struct Setup {
     pub queue_sizes: QueuePairSizes,
     /// Bytes of each QP's buffer: the sweep's largest message, or more (a ping-pong's halves).
     pub buffer_len: usize,
+    /// What the peer may do to the buffers (and through the QPs): the least the test needs.
+    pub remote_access: crate::verbs::RemoteAccess,
     /// Test-specific settings that both sides must share (merged into the common ones).
     pub parameters: serde_json::Value,
     /// Extra header lines ("CQ moderation", "100").
@@ -136,7 +138,7 @@ pub(crate) fn create_local<B: Benchmark>(
     placement: &Placement,
 ) -> Result<LocalResources> {
     let setup = benchmark.setup();
-    LocalResources::create(config, placement, setup.queue_sizes, setup.buffer_len)
+    LocalResources::create(config, placement, setup.queue_sizes, setup.buffer_len, setup.remote_access)
 }
 
 /// What this side says in its hello for round or lane `lane`.

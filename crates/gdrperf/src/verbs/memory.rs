@@ -70,9 +70,30 @@ impl Drop for HostBuffer {
     }
 }
 
-/// Every benchmark buffer is a target of remote reads and writes, and local receives.
-pub fn benchmark_access() -> AccessFlags {
-    AccessFlags::LocalWrite | AccessFlags::RemoteWrite | AccessFlags::RemoteRead
+/// What a peer may do to a region, or through a QP: the least its test needs. An rkey is access
+/// for anyone on the fabric who learns it, so a region opens only what the test uses: the
+/// read_lat server's buffer is read, the write tests' buffers are written, the send tests'
+/// buffers and every buffer that is never advertised (validation rings) are neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteAccess {
+    /// Local use only (receives, copies, the source of our own requests).
+    None,
+    /// The peer may RDMA READ it.
+    Read,
+    /// The peer may RDMA WRITE it.
+    Write,
+}
+
+impl RemoteAccess {
+    /// The verbs flags: always local write (receives and READ results land here), plus the
+    /// one remote right asked for.
+    pub fn flags(self) -> AccessFlags {
+        match self {
+            RemoteAccess::None => AccessFlags::LocalWrite,
+            RemoteAccess::Read => AccessFlags::LocalWrite | AccessFlags::RemoteRead,
+            RemoteAccess::Write => AccessFlags::LocalWrite | AccessFlags::RemoteWrite,
+        }
+    }
 }
 
 /// A registered region: keys plus the address range they cover.
@@ -94,9 +115,10 @@ impl MemoryRegion {
         address: u64,
         len: usize,
         what: &str,
+        access: RemoteAccess,
     ) -> Result<MemoryRegion> {
         // SAFETY: the caller keeps `address..address + len` valid for the region's life.
-        let registered = unsafe { pd.reg_mr(address as usize, len, benchmark_access()) };
+        let registered = unsafe { pd.reg_mr(address as usize, len, access.flags()) };
         let region = registered.map_err(|error| Error::RegisterMemory {
             what: what.to_string(),
             len,
@@ -122,9 +144,10 @@ impl MemoryRegion {
         address: u64,
         len: usize,
         what: &str,
+        access: RemoteAccess,
     ) -> Result<MemoryRegion> {
         // SAFETY: the caller guarantees `fd` covers `offset..offset + len` and outlives the region.
-        let registered = unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, benchmark_access()) };
+        let registered = unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, access.flags()) };
         let region = registered.map_err(|error| {
             Error::RegisterMemory {
                 what: what.to_string(),

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::verbs::device::{Gid, GidChoice, Mtu};
-use crate::verbs::memory::{benchmark_access, LocalSlice};
+use crate::verbs::memory::{LocalSlice, RemoteAccess};
 use crate::verbs::CompletionQueue;
 
 /// How deep the queues of a new QP are and how much data a send may carry inline.
@@ -121,12 +121,14 @@ pub struct RcQueuePair {
 }
 
 impl RcQueuePair {
-    /// Creates the QP on `pd`, both queues completing into `cq`, and moves it to INIT.
+    /// Creates the QP on `pd`, both queues completing into `cq`, and moves it to INIT, letting
+    /// the peer's requests do `access` (as the regions it will reach; see [`RemoteAccess`]).
     pub fn new(
         pd: &Arc<ProtectionDomain>,
         cq: &CompletionQueue,
         sizes: QueuePairSizes,
         port: u8,
+        access: RemoteAccess,
     ) -> Result<RcQueuePair> {
         let mut queue_pair = pd
             .create_qp_builder()
@@ -146,7 +148,7 @@ impl RcQueuePair {
             .setup_state(QueuePairState::Init)
             .setup_pkey_index(0)
             .setup_port(port)
-            .setup_access_flags(benchmark_access());
+            .setup_access_flags(access.flags());
         queue_pair.modify(&attributes).map_err(|error| modify_error("INIT", &error))?;
         Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes })
     }

@@ -53,7 +53,7 @@ use crate::harness::session::Session;
 use crate::harness::sweep::Setup;
 use crate::memory_kind::MemoryKind;
 use crate::verbs::completion::opcode;
-use crate::verbs::{LocalSlice, Operation, QueuePairSizes, RemoteBuffer};
+use crate::verbs::{LocalSlice, Operation, QueuePairSizes, RemoteAccess, RemoteBuffer};
 
 use staged::{staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency};
 
@@ -255,6 +255,11 @@ pub fn ping_pong_setup(
             max_inline,
         },
         buffer_len: ping_pong_buffer_len(common.max_size()),
+        // Each side writes into the other's landing half; a SEND ping-pong reaches no buffer.
+        remote_access: match ping_pong {
+            PingPong::WriteWithImmediate | PingPong::WritePollLastByte => RemoteAccess::Write,
+            PingPong::Send => RemoteAccess::None,
+        },
         parameters,
         header,
         bandwidth: None,

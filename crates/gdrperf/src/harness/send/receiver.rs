@@ -12,7 +12,7 @@ use crate::harness::config::StopRule;
 use crate::harness::memory::{QueueMemory, Ring};
 use crate::harness::session::Session;
 use crate::verbs::completion::opcode;
-use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RcQueuePair, WorkCompletion};
+use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RcQueuePair, RemoteAccess, WorkCompletion};
 
 use super::{split_id, unexpected, work_request_id, SendPlan, PHASE_END, VALIDATION_RING_BYTES};
 
@@ -85,6 +85,8 @@ impl ReceiveQueues {
                         memory.address(),
                         memory.len(),
                         "receive validation ring",
+                        // Never advertised: only our own receives land in it.
+                        RemoteAccess::None,
                     )?
                 };
                 (Some(ValidationRing { region, memory, stride: max_size }), slots as u32)
