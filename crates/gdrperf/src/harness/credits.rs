@@ -11,7 +11,7 @@
 //! batches so that the credits in flight never outnumber them.
 //!
 //! This is the bookkeeping only, apart from the verbs calls, so that a benchmark
-//! (`benches/credits.rs`) can time it against a stand-in queue.
+//! (`benches/stream_loop.rs`) can time it against a stand-in queue.
 
 /// Receives a sender keeps posted per QP for the receiver's credits.
 pub const CREDIT_RECEIVES: u32 = 16;
@@ -141,10 +141,7 @@ mod tests {
             for depth in 1..=600u64 {
                 let batch = credit_batch(depth, credit_receives);
                 // Full batches within the depth, plus one phase-end credit.
-                assert!(
-                    (depth - 1) / batch < credit_receives,
-                    "{depth} deep, {credit_receives} receives"
-                );
+                assert!((depth - 1) / batch < credit_receives, "{depth} deep, {credit_receives} receives");
             }
         }
     }
