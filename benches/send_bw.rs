@@ -12,6 +12,7 @@
 
 use clap::Parser;
 use gdrperf::harness::args_send::{SendArgs, SendConfig};
+use gdrperf::harness::credits::CREDIT_RECEIVES;
 use gdrperf::harness::send::SendStream;
 use gdrperf::harness::{
     self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup, TestDefaults,
@@ -62,7 +63,8 @@ impl Benchmark for SendBandwidth {
         Setup {
             queue_sizes: QueuePairSizes {
                 send_depth: self.common.tx_depth,
-                recv_depth: self.send.rx_depth,
+                // A one-way sender's QP receives the receiver's credits instead.
+                recv_depth: self.send.rx_depth.max(CREDIT_RECEIVES),
                 max_inline: self.send.inline_size,
             },
             buffer_len: self.common.max_size(),
@@ -73,10 +75,31 @@ impl Benchmark for SendBandwidth {
                 let mut header = self.bandwidth.header();
                 header.push(("RX depth".into(), self.send.rx_depth.to_string()));
                 header.push(("Inline".into(), format!("up to {} bytes", self.send.inline_size)));
+                let (rx_depth, tx_depth) = (self.send.rx_depth, self.common.tx_depth);
+                if self.bandwidth.bidirectional {
+                    header.push((
+                        "Credits".into(),
+                        "none with -b (both directions share one receive queue), as in perftest: a SEND that finds \
+                         no receive waits out receiver-not-ready (RNR) retries, and the row counts them"
+                            .into(),
+                    ));
+                } else if rx_depth < tx_depth {
+                    header.push((
+                        "Credits".into(),
+                        format!(
+                            "-r {rx_depth} is below -t {tx_depth}: at most {rx_depth} SENDs in flight per QP \
+                             (perftest would keep {tx_depth} in flight and wait out receiver-not-ready NAKs)"
+                        ),
+                    ));
+                }
                 header
             },
             bandwidth: Some(self.bandwidth),
         }
+    }
+
+    fn staged_rules(&self) -> gdrperf::harness::session::StagedRules {
+        self.stream().staged_rules()
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {

@@ -60,6 +60,10 @@ impl Benchmark for WriteBandwidth {
         }
     }
 
+    fn staged_rules(&self) -> gdrperf::harness::session::StagedRules {
+        self.stream().staged_rules()
+    }
+
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
         self.stream().prepare(session, size)
     }

@@ -325,6 +325,16 @@ impl PlannedRun {
                     if row.detail.is_empty() { failure } else { format!("{}; {failure}", row.detail) };
             }
         }
+        // Receiver-not-ready NAKs fail a size whatever the profile tolerates of other errors:
+        // the sender waited out RNR timers, so the figure is not the path's.
+        if let Some(naks) = measured.number("nic_rnr_naks").filter(|&naks| naks > 0.0) {
+            if row.verdict != Verdict::Error {
+                row.verdict = Verdict::Fail;
+                let failure = format!("{naks} receiver-not-ready (RNR) NAKs: the figure includes RNR waits");
+                row.detail =
+                    if row.detail.is_empty() { failure } else { format!("{}; {failure}", row.detail) };
+            }
+        }
         row
     }
 

@@ -242,3 +242,28 @@ fn a_nic_error_count_that_is_not_a_count_is_an_error_not_zero() {
         assert!(row.detail.contains("not a count"), "{}", row.detail);
     }
 }
+
+#[test]
+fn receiver_not_ready_naks_fail_a_size_even_where_other_errors_are_tolerated() {
+    let tolerant = Profile::parse("test", &format!("max_nic_errors = 50\n{PROFILE}")).unwrap();
+    let node = Node { nics: vec![nic("mlx5_0")], gpus: vec![] };
+    let steps = plan(&tolerant, &node, &["host".to_string()]);
+    let host = runs(&steps).into_iter().find(|run| run.kind == CheckKind::Bandwidth).unwrap();
+    let header = "test,bytes,bw_avg_gbit_s,nic_rnr_naks,nic_errors,nic_counters\n";
+    let waited = ResultFile::parse_csv(
+        "host.csv",
+        &format!("{header}send_bw,65536,190.0,12,12,rcvd_rnr_err=6;send_rnr_err=6\n"),
+    )
+    .unwrap();
+    let row = host.judge(&waited, "host.json");
+    assert_eq!(row.verdict, Verdict::Fail);
+    assert!(
+        row.detail.contains("12 receiver-not-ready (RNR) NAKs: the figure includes RNR waits"),
+        "{}",
+        row.detail
+    );
+    let clean =
+        ResultFile::parse_csv("host.csv", &format!("{header}send_bw,65536,190.0,0,3,rcvd_seq_err=3\n"))
+            .unwrap();
+    assert_eq!(host.judge(&clean, "host.json").verdict, Verdict::Pass);
+}

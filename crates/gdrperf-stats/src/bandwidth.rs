@@ -23,13 +23,19 @@
 //!   `bw_avg = size × iters / (tcompleted[last] − tposted[0])`.
 //! * **Message rate** = `messages / t_last`, in Mpps like perftest's `MsgRate`.
 //! * **Peak bandwidth** = perftest's: the fastest span from a post to a later completion, see
-//!   [`crate::peak`]. It needs at least [`MIN_COMPLETION_EVENTS_FOR_PEAK`] completion events;
-//!   with fewer, every span ends at the run's only completion and the "peak" would be the
-//!   average under another name, so it is left empty (`None`).
+//!   [`crate::peak`], over spans that hold at least [`MIN_COMPLETION_EVENTS_FOR_PEAK`]
+//!   completion events. A span of one or two events is as long as one poll's lag and one post's
+//!   stamp allow, and measured 2× the link in the Soft-RoCE VM (issue 25); a run with fewer
+//!   events has no peak (`None`).
 //! * **Measurement window** (`-D`, [`BandwidthMeter::set_window`]): perftest's duration mode
 //!   counts only the completions seen between the end of the ramp-up margin and the start of the
 //!   drain margin, over that window's length. When a window is set, the average and message rate
-//!   are `messages completed in [start, end) × size / (end − start)`.
+//!   are `messages completed in [start, end) × size / (end − start)`, counted per message: a
+//!   completion event retiring `m` messages stands for messages that completed since the event
+//!   before it, so its messages are spread evenly over that interval and only those that fall
+//!   inside the window count ([`messages_between`]). Counting whole events instead would put up
+//!   to `cq_mod` messages (64 MiB at 1 MiB) on one side of a window edge, and an average could
+//!   exceed what the link carries.
 //!
 //! # Memory and the hot path
 //!
@@ -45,7 +51,28 @@ use crate::units::{Bandwidth, MessageRate};
 use serde::Serialize;
 
 /// Completion events a run needs before its peak is defined (see the module documentation).
-pub const MIN_COMPLETION_EVENTS_FOR_PEAK: u64 = 2;
+pub const MIN_COMPLETION_EVENTS_FOR_PEAK: u64 = 4;
+
+/// Of `messages` that completed over `(previous, now]`, spread evenly (message `k` of them at
+/// `previous + (now − previous) × k / messages`, the last at `now`), how many fall in
+/// `[start, end)`. All of them at `now` when no time passed.
+pub fn messages_between(previous: u64, now: u64, messages: u64, start: u64, end: u64) -> u64 {
+    if now <= previous {
+        return if now >= start && now < end { messages } else { 0 };
+    }
+    let (span, count) = (u128::from(now - previous), u128::from(messages));
+    // Message k is at or after `start` when span × k ≥ count × (start − previous).
+    let first = match start.checked_sub(previous) {
+        None | Some(0) => 1,
+        Some(offset) => (count * u128::from(offset)).div_ceil(span).max(1),
+    };
+    // And before `end` when span × k < count × (end − previous).
+    let last = match end.checked_sub(previous) {
+        None | Some(0) => return 0,
+        Some(offset) => ((count * u128::from(offset)).div_ceil(span) - 1).min(count),
+    };
+    (last + 1).saturating_sub(first) as u64
+}
 
 /// One observed completion event, as stored in the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -152,6 +179,7 @@ impl BandwidthMeter {
             return;
         }
         let messages = u64::from(messages);
+        let previous_nanos = self.last_completion_nanos;
         let nanos = if nanos < self.last_completion_nanos {
             self.clamped_timestamps += 1;
             self.last_completion_nanos
@@ -162,9 +190,8 @@ impl BandwidthMeter {
         self.completion_events += 1;
         self.last_completion_nanos = nanos;
         if let Some(window) = self.window.as_mut() {
-            if nanos >= window.start_nanos && nanos < window.end_nanos {
-                window.messages += messages;
-            }
+            window.messages +=
+                messages_between(previous_nanos, nanos, messages, window.start_nanos, window.end_nanos);
         }
         if self.completions.len() < self.completions.capacity() {
             self.completions.push(CompletionMark { nanos, completed: self.total_messages });
@@ -236,7 +263,7 @@ impl BandwidthMeter {
         let origin = [PostMark { nanos: 0, posted_before: 0 }];
         let posts = if self.posts.is_empty() { &origin[..] } else { &self.posts[..] };
         let peak_span = (self.completion_events >= MIN_COMPLETION_EVENTS_FOR_PEAK)
-            .then(|| peak_span(posts, &self.completions))
+            .then(|| peak_span(posts, &self.completions, MIN_COMPLETION_EVENTS_FOR_PEAK as usize))
             .flatten();
         let bytes = messages.saturating_mul(self.message_size_bytes);
         Ok(BandwidthReport {

@@ -33,7 +33,10 @@ fn empty_polls_and_empty_posts_are_not_events() {
 #[test]
 fn steady_run_figures_by_hand() {
     // 1000-byte messages; the steady timeline of the peak's tests: 10 messages, last seen at
-    // 1800 ns. Average 10 000 B / 1.8 µs; peak 6 messages in 800 ns = 7.5 GB/s.
+    // 1800 ns. Average 10 000 B / 1.8 µs. The peak's spans hold at least 4 completion events:
+    // to the 4th event (8 messages by 1600) they start at the first post (the only one before
+    // the first event's 2 messages): 8 in 1600 ns; to the 5th, from a post before the 2nd
+    // event's 4 messages, again only the first: 10 in 1800 ns = 5.56 GB/s, the faster.
     let mut meter = BandwidthMeter::new(1000, 8).unwrap();
     meter.record_post(0, 4);
     meter.record_completion(1000, 2);
@@ -47,8 +50,8 @@ fn steady_run_figures_by_hand() {
     let report = meter.report().unwrap();
     assert_eq!(report.elapsed_nanos, 1800);
     assert!((report.average.bytes_per_second() - 10_000.0 / 1.8e-6).abs() < 1e-3);
-    assert_eq!(report.peak_span, Some(PeakSpan { messages: 6, nanos: 800 }));
-    assert!((report.peak.unwrap().bytes_per_second() - 7.5e9).abs() < 1e-3);
+    assert_eq!(report.peak_span, Some(PeakSpan { messages: 10, nanos: 1800 }));
+    assert!((report.peak.unwrap().bytes_per_second() - 10_000.0 / 1.8e-6).abs() < 1e-3);
     assert!((report.message_rate.messages_per_second() - 10.0 / 1.8e-6).abs() < 1e-6);
 }
 
@@ -65,11 +68,13 @@ fn one_completion_event_leaves_the_peak_empty() {
 
 #[test]
 fn a_meter_without_posts_measures_from_its_origin() {
-    // A receiver: arrivals at 1000 (2) and 1500 (4 in all). Spans start at 0: 4/1500 beats 2/1000.
+    // A receiver: arrivals of 2 at 1000, 1200, 1400 and 1500. Spans start at 0 and hold 4
+    // events: 8 in 1500 ns.
     let mut meter = BandwidthMeter::new(8, 8).unwrap();
-    meter.record_completion(1000, 2);
-    meter.record_completion(1500, 2);
-    assert_eq!(meter.report().unwrap().peak_span, Some(PeakSpan { messages: 4, nanos: 1500 }));
+    for nanos in [1000, 1200, 1400, 1500] {
+        meter.record_completion(nanos, 2);
+    }
+    assert_eq!(meter.report().unwrap().peak_span, Some(PeakSpan { messages: 8, nanos: 1500 }));
 }
 
 #[test]
@@ -124,4 +129,32 @@ fn recording_past_the_reservation_keeps_capacity_and_counts_the_overflow() {
     assert_eq!(report.timeline_events_not_stored, events - reserved as u64);
     assert_eq!(report.messages, events * 2, "overflowing events still count");
     assert_eq!(report.elapsed_nanos, events * 100);
+}
+
+#[test]
+fn a_window_counts_the_messages_of_an_event_that_fall_inside_it() {
+    // 4 messages over (0, 400]: at 100, 200, 300, 400.
+    assert_eq!(messages_between(0, 400, 4, 150, 350), 2);
+    assert_eq!(messages_between(0, 400, 4, 100, 400), 3, "the window's end is open");
+    assert_eq!(messages_between(0, 400, 4, 0, 1000), 4);
+    assert_eq!(messages_between(0, 400, 4, 401, 1000), 0);
+    assert_eq!(messages_between(0, 400, 4, 0, 100), 0);
+    assert_eq!(messages_between(500, 500, 7, 400, 600), 7, "no time passed: all at once");
+    assert_eq!(messages_between(500, 500, 7, 501, 600), 0);
+    // 64 messages of 1 MiB signalled once, the window's edge in the middle: those from the 32nd
+    // (at 1500 exactly) on count.
+    assert_eq!(messages_between(1_000, 2_000, 64, 1_500, 10_000), 33);
+}
+
+#[test]
+fn a_window_average_is_never_above_the_delivery_rate() {
+    // A steady 1 message per 100 ns signalled every 64 messages (an event every 6.4 µs), and a
+    // window whose edges cut events: whole-event counting would give up to 64 extra messages.
+    let mut meter = BandwidthMeter::new(1 << 20, 1024).unwrap();
+    meter.set_window(10_000, 30_000);
+    for event in 1..=10u64 {
+        meter.record_completion(event * 6_400, 64);
+    }
+    let report = meter.report().unwrap();
+    assert_eq!(report.messages, 200, "20 µs at one message per 100 ns");
 }

@@ -71,17 +71,23 @@ impl PeakSpan {
     }
 }
 
-/// The fastest post-to-completion span (see the module documentation), or `None` when no pair
-/// of a post and a later completion spans any time. Both slices must be in recording order
-/// (times and counts non-decreasing), as the engines record them.
-pub fn peak_span(posts: &[PostMark], completions: &[CompletionMark]) -> Option<PeakSpan> {
+/// The fastest post-to-completion span (see the module documentation) that holds at least
+/// `min_events` completion events (a post's first message is among those the span's first
+/// event completed), or `None` when no such span spans any time. Both slices must be in
+/// recording order (times and counts non-decreasing), as the engines record them.
+pub fn peak_span(posts: &[PostMark], completions: &[CompletionMark], min_events: usize) -> Option<PeakSpan> {
     let mut hull: Vec<(i128, i128)> = Vec::new();
     let mut next_post = 0;
     let mut best: Option<PeakSpan> = None;
-    for completion in completions {
+    let min_events = min_events.max(1);
+    for (index, completion) in completions.iter().enumerate() {
         let query = (i128::from(completion.nanos), i128::from(completion.completed));
+        // The span's first event: `min_events - 1` events before this one.
+        let Some(first_event) = index.checked_sub(min_events - 1).map(|first| completions[first]) else {
+            continue;
+        };
         while let Some(post) = posts.get(next_post) {
-            if post.posted_before >= completion.completed || post.nanos >= completion.nanos {
+            if post.posted_before >= first_event.completed || post.nanos >= completion.nanos {
                 break;
             }
             push_lower_hull(&mut hull, (i128::from(post.nanos), i128::from(post.posted_before)));
@@ -101,11 +107,19 @@ pub fn peak_span(posts: &[PostMark], completions: &[CompletionMark]) -> Option<P
 
 /// perftest's search, every eligible pair: O(posts × completions). The reference [`peak_span`]
 /// is tested against.
-pub fn peak_span_brute_force(posts: &[PostMark], completions: &[CompletionMark]) -> Option<PeakSpan> {
+pub fn peak_span_brute_force(
+    posts: &[PostMark],
+    completions: &[CompletionMark],
+    min_events: usize,
+) -> Option<PeakSpan> {
     let mut best: Option<PeakSpan> = None;
+    let min_events = min_events.max(1);
     for post in posts {
-        for completion in completions {
-            if post.posted_before >= completion.completed || post.nanos >= completion.nanos {
+        for (index, completion) in completions.iter().enumerate() {
+            let Some(first_event) = index.checked_sub(min_events - 1).map(|first| completions[first]) else {
+                continue;
+            };
+            if post.posted_before >= first_event.completed || post.nanos >= completion.nanos {
                 continue;
             }
             let span = PeakSpan {

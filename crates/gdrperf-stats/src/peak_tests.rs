@@ -24,8 +24,8 @@ fn steady_stream_peak_is_the_best_post_to_completion_span() {
     // Candidates by hand: 0→1800: 10/1800; 1000(4)→1800: 6/800 = 0.0075; 1000(4)→1600: 4/600;
     // 1200(6)→1800: 4/600; 1400(8)→1800: 2/400. Best: 6 messages in 800 ns.
     let (posts, completions) = steady();
-    assert_eq!(peak_span(&posts, &completions), Some(PeakSpan { messages: 6, nanos: 800 }));
-    assert_eq!(peak_span_brute_force(&posts, &completions), Some(PeakSpan { messages: 6, nanos: 800 }));
+    assert_eq!(peak_span(&posts, &completions, 1), Some(PeakSpan { messages: 6, nanos: 800 }));
+    assert_eq!(peak_span_brute_force(&posts, &completions, 1), Some(PeakSpan { messages: 6, nanos: 800 }));
 }
 
 #[test]
@@ -35,10 +35,10 @@ fn bunched_completions_do_not_raise_the_peak() {
     // same as the steady stream's, and 0→1800: 10/1800 the next.
     let posts = vec![post(0, 0), post(1000, 4)];
     let completions = vec![done(1000, 2), done(1799, 4), done(1800, 6), done(1800, 8), done(1800, 10)];
-    let bunched = peak_span(&posts, &completions).unwrap();
+    let bunched = peak_span(&posts, &completions, 1).unwrap();
     assert_eq!(bunched, PeakSpan { messages: 6, nanos: 800 });
     let (steady_posts, steady_completions) = steady();
-    let steady = peak_span(&steady_posts, &steady_completions).unwrap();
+    let steady = peak_span(&steady_posts, &steady_completions, 1).unwrap();
     assert!(!bunched.is_faster_than(&steady));
 }
 
@@ -49,7 +49,7 @@ fn a_stall_leaves_the_peak_to_the_spans_around_it() {
     let posts = vec![post(0, 0), post(1000, 4), post(1200, 6), post(100_000, 8)];
     let completions =
         vec![done(1000, 2), done(1200, 4), done(100_000, 6), done(100_200, 8), done(100_400, 10)];
-    assert_eq!(peak_span(&posts, &completions), Some(PeakSpan { messages: 2, nanos: 400 }));
+    assert_eq!(peak_span(&posts, &completions, 1), Some(PeakSpan { messages: 2, nanos: 400 }));
 }
 
 #[test]
@@ -59,16 +59,29 @@ fn several_queue_pairs_count_together() {
     // 4/590 = 0.006780, ahead of 0→1190: 8/1190 = 0.006723 and 0→600: 4/600 = 0.006667.
     let posts = vec![post(0, 0), post(10, 2), post(600, 4), post(610, 6)];
     let completions = vec![done(500, 2), done(600, 4), done(1100, 6), done(1190, 8)];
-    assert_eq!(peak_span(&posts, &completions), Some(PeakSpan { messages: 4, nanos: 590 }));
+    assert_eq!(peak_span(&posts, &completions, 1), Some(PeakSpan { messages: 4, nanos: 590 }));
 }
 
 #[test]
 fn a_post_that_no_completion_covers_spans_nothing() {
-    assert_eq!(peak_span(&[post(0, 0)], &[]), None);
+    assert_eq!(peak_span(&[post(0, 0)], &[], 1), None);
     // The batch posted after 2 completed: no completion after it includes its messages.
-    assert_eq!(peak_span(&[post(100, 2)], &[done(200, 2)]), None);
+    assert_eq!(peak_span(&[post(100, 2)], &[done(200, 2)], 1), None);
     // Same instant: no time has passed, no span.
-    assert_eq!(peak_span(&[post(200, 0)], &[done(200, 2)]), None);
+    assert_eq!(peak_span(&[post(200, 0)], &[done(200, 2)], 1), None);
+}
+
+#[test]
+fn a_peak_span_holds_the_minimum_of_completion_events() {
+    // Two quick events then a slow stretch: the fastest span is 4 messages in 250 ns (the first
+    // post to the second event, 2 events); spans of at least 3 events must reach the third,
+    // from a post before the first.
+    let posts = [post(0, 0), post(100, 2), post(150, 4)];
+    let completions = [done(200, 2), done(250, 4), done(1000, 6)];
+    assert_eq!(peak_span(&posts, &completions, 1), Some(PeakSpan { messages: 4, nanos: 250 }));
+    assert_eq!(peak_span(&posts, &completions, 2), Some(PeakSpan { messages: 4, nanos: 250 }));
+    assert_eq!(peak_span(&posts, &completions, 3), Some(PeakSpan { messages: 6, nanos: 1000 }));
+    assert_eq!(peak_span(&posts, &completions, 4), None);
 }
 
 /// A FIFO pipe that serves one message per `service` ns and shows a completion `latency` ns
@@ -124,6 +137,7 @@ proptest! {
     #[test]
     fn fast_search_equals_perftests_all_pairs_search(
         steps in proptest::collection::vec((0u64..50, 1u64..6, 0u64..40, 0u64..6), 1..60),
+        min_events in 1usize..6,
     ) {
         // Random interleavings of posts and completions, times and counts non-decreasing.
         let (mut posts, mut completions) = (Vec::new(), Vec::new());
@@ -139,8 +153,8 @@ proptest! {
                 completions.push(done(now, completed));
             }
         }
-        let fast = peak_span(&posts, &completions);
-        let brute = peak_span_brute_force(&posts, &completions);
+        let fast = peak_span(&posts, &completions, min_events);
+        let brute = peak_span_brute_force(&posts, &completions, min_events);
         prop_assert!(same_rate(fast, brute), "fast {fast:?} brute {brute:?}");
     }
 
@@ -154,13 +168,13 @@ proptest! {
         poll_delays in proptest::collection::vec(0u64..3000, 1..8),
     ) {
         let (posts, completions) = simulate(messages, depth_groups * cq_mod, cq_mod, service, latency, &poll_delays);
-        let peak = peak_span(&posts, &completions).expect("a run with completions has a peak");
+        let peak = peak_span(&posts, &completions, 1).expect("a run with completions has a peak");
         // No span moves messages faster than the pipe serves them.
         prop_assert!(u128::from(peak.messages) * u128::from(service) <= u128::from(peak.nanos));
         // The whole run (first post to last completion) is one of the spans.
         let last = completions.last().unwrap();
         let whole = PeakSpan { messages: last.completed, nanos: last.nanos };
         prop_assert!(!whole.is_faster_than(&peak));
-        prop_assert!(same_rate(peak_span_brute_force(&posts, &completions), Some(peak)));
+        prop_assert!(same_rate(peak_span_brute_force(&posts, &completions, 1), Some(peak)));
     }
 }

@@ -149,8 +149,16 @@ impl NicColumns {
             .filter(|(name, _)| ERROR_COUNTERS.contains(&base_name(name)))
             .map(|(name, delta)| format!("{name} +{delta}"))
             .collect();
-        (!errors.is_empty())
-            .then(|| format!("WARNING: NIC error counters moved on {port}: {}", errors.join(", ")))
+        let rnr = moved.iter().any(|(name, &delta)| delta > 0 && RNR_NAKS.contains(&base_name(name)));
+        // A receiver-not-ready NAK makes the sender wait out the RNR timer: the figure then
+        // measures that timer, not the path (see `harness::credits`).
+        let consequence = match rnr {
+            true => "; the figures of this size include receiver-not-ready (RNR) waits",
+            false => "",
+        };
+        (!errors.is_empty()).then(|| {
+            format!("WARNING: NIC error counters moved on {port}: {}{consequence}", errors.join(", "))
+        })
     }
 }
 
@@ -243,6 +251,12 @@ mod tests {
         assert_eq!(moved.len(), 2);
         assert_eq!(NicColumns::from_deltas(&moved).nic_errors, 0);
         assert_eq!(NicColumns::warning(&moved, "rxe0/1"), None);
+        let rnr: BTreeMap<String, u64> = [("rcvd_rnr_err".to_string(), 2)].into();
+        assert_eq!(
+            NicColumns::warning(&rnr, "rxe0/1").unwrap(),
+            "WARNING: NIC error counters moved on rxe0/1: rcvd_rnr_err +2; the figures of this size include \
+             receiver-not-ready (RNR) waits"
+        );
         assert_eq!(CounterSnapshot::read(Path::new("/nonexistent"), "rxe0", 1), CounterSnapshot::default());
     }
 

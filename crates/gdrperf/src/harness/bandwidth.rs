@@ -64,9 +64,7 @@ pub struct StreamPlan {
     pub validate: bool,
 }
 
-/// Receives a sender keeps posted for a staged receiver's credits (once per connection; each
-/// is reposted as it is consumed).
-pub const CREDIT_RECEIVES: u32 = 16;
+pub use crate::harness::credits::CREDIT_RECEIVES;
 /// Work-request id bit of a credit receive (sender) or a credit send (receiver).
 pub(crate) const CREDIT_FLAG: u64 = 1 << 63;
 

@@ -406,9 +406,11 @@ impl BandwidthConfig {
                 "--concurrent runs the GPUs (or devices) of one --mem kind at once: give one kind",
             ));
         }
-        // This side's staged memory is refused here, once; the peer's is only known once
-        // connected, and the benchmark refuses that one then.
-        if args.bidirectional && common.memory.kinds.iter().any(|kind| kind.is_staged()) {
+        // Staged memory with -b is refused once both memories are known, right after the hellos
+        // and on both sides in the same words (`session::StagedRules`): refused here, a server or
+        // client would leave its peer waiting for it. A loopback run has no peer to tell.
+        let staged = common.memory.kinds.iter().any(|kind| kind.is_staged());
+        if args.bidirectional && staged && matches!(common.role, Role::Loopback) {
             return Err(config("staged memory runs one direction at a time: drop -b/--bidirectional"));
         }
         if common.acceptance.max_lat.is_some() {

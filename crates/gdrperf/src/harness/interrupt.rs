@@ -115,10 +115,16 @@ fn blame_a_dead_peer(session: &Session, error: Error) -> Error {
                 during: format!("measuring (its process ended?); the error that followed here: {error}"),
             })
         }
-        Some(ExchangeError::PeerFailed { peer, message }) => Error::Exchange(ExchangeError::PeerFailed {
-            peer,
-            message: format!("{message}; the error that followed here: {error}"),
-        }),
+        Some(ExchangeError::PeerFailed { peer, message }) => {
+            // Both ends of a stalled stream time out alike: one story, told once.
+            let same_story = message.contains(&error.to_string())
+                || (matches!(error, Error::Stalled { .. }) && message.contains("no completion progress"));
+            let message = match same_story {
+                true => format!("{message} (no progress on this side either)"),
+                false => format!("{message}; the error that followed here: {error}"),
+            };
+            Error::Exchange(ExchangeError::PeerFailed { peer, message })
+        }
         _ => error,
     }
 }

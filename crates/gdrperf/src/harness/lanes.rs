@@ -23,6 +23,7 @@ use crate::exchange::{is_peer_fault, Control, Refusal, TurnAway, PROOF_PATIENCE}
 use crate::harness::config::BenchConfig;
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
 use crate::harness::placement::{placement_for, Placement};
+use crate::harness::port_window::{LanePort, SharedPorts};
 use crate::harness::session::{report_refusal, Session};
 use crate::harness::sweep::{
     self, agree_on_count, create_local, finish_outputs, greeting, lead_size, metadata, progress_bar,
@@ -87,7 +88,8 @@ fn accept_lane<B: Benchmark>(
     first: &Session,
 ) -> Result<Session> {
     let local = create_local(config, benchmark, placement_for(placements, lane))?;
-    let ours = local.hello(config, &greeting(benchmark, placements, lane as u32));
+    let lane_greeting = greeting(benchmark, placements, lane as u32);
+    let ours = local.hello(config, &lane_greeting);
     // While waiting, lane 0's connection is watched: a client that failed to set up this lane
     // says so there (or hangs up), and the server ends with its reason at once.
     let client = format!("the client {}", first.control.peer());
@@ -118,7 +120,7 @@ fn accept_lane<B: Benchmark>(
         };
         control.set_timeout(config.timeout);
         match vetted.map_err(Error::Config).and_then(|()| control.trade_hellos(&ours).map_err(Error::from)) {
-            Ok(peer) => return Session::from_admitted(config, local, control, peer),
+            Ok(peer) => return Session::from_admitted(config, local, control, peer, &lane_greeting),
             Err(reason) => {
                 control.report_failure(&reason.to_string());
                 turned_away += 1;
@@ -197,6 +199,11 @@ pub(crate) fn drive<B: Benchmark>(
     }
 
     let barrier = LaneBarrier::new(sessions.len());
+    let lane_ports: Vec<(String, u8)> = sessions
+        .iter()
+        .map(|session| (session.local.device.name().to_string(), session.local.port.number))
+        .collect();
+    let ports = SharedPorts::new(&lane_ports);
     let progress = progress_bar(config.sizes.len());
     let mut outcome = RunOutcome::default();
     let (sender, receiver) = mpsc::channel::<LaneReport<B::Row>>();
@@ -205,10 +212,10 @@ pub(crate) fn drive<B: Benchmark>(
             .into_iter()
             .enumerate()
             .map(|(lane, session)| {
-                let (sender, barrier) = (sender.clone(), &barrier);
+                let (sender, barrier, ports) = (sender.clone(), &barrier, &ports);
                 scope.spawn(move || {
                     pin_lane(&session)?;
-                    run_lane(config, benchmark, session, lane, barrier, &sender)
+                    run_lane(config, benchmark, session, lane, barrier, &ports.lane(lane, barrier), &sender)
                 })
             })
             .collect();
@@ -278,6 +285,7 @@ fn run_lane<B: Benchmark>(
     mut session: Session,
     lane: usize,
     barrier: &LaneBarrier,
+    window: &LanePort,
     reports: &mpsc::Sender<LaneReport<B::Row>>,
 ) -> Result<Option<Interruption>> {
     let mut context = row_context::<B>(config, &session);
@@ -289,7 +297,7 @@ fn run_lane<B: Benchmark>(
                 break;
             }
             position.start(size);
-            let step = lead_size(config, benchmark, &mut session, &context, size, &|| barrier.wait())?;
+            let step = lead_size(config, benchmark, &mut session, &context, size, window)?;
             let stop_here = !step.failures.is_empty();
             let report = LaneReport { lane, size_index, row: step.row, failures: step.failures };
             reports.send(report).map_err(|_| Error::Internal("the run's writer has stopped".into()))?;
@@ -353,21 +361,30 @@ impl LaneBarrier {
 
     /// Waits until every lane arrived, or returns at once when the barrier is open for good.
     pub fn wait(&self) {
+        self.wait_then(|| ());
+    }
+
+    /// [`LaneBarrier::wait`], where the last lane to arrive runs `last` before any lane goes on.
+    /// Returns whether the lanes met (`false` once the barrier is open for good: `last` did not
+    /// run, or not for every lane).
+    pub fn wait_then(&self, last: impl FnOnce()) -> bool {
         let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if state.open {
-            return;
+            return false;
         }
         state.arrived += 1;
         if state.arrived == self.lanes {
+            last();
             state.arrived = 0;
             state.generation += 1;
             self.turn.notify_all();
-            return;
+            return true;
         }
         let generation = state.generation;
         while state.generation == generation && !state.open {
             state = self.turn.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
         }
+        state.generation != generation
     }
 
     /// From now on nobody waits: called by every lane as it ends.

@@ -159,6 +159,44 @@ pub struct Greeting {
     pub placements: Vec<String>,
     /// The lane of a `--concurrent` run this connection carries (0 otherwise).
     pub lane: u32,
+    /// What staged memory cannot do in this run: checked as soon as the hellos tell both
+    /// memories, before any QP is connected.
+    pub staged: StagedRules,
+}
+
+/// Runs staged memory refuses, decided alike on both sides from the two memories, with the same
+/// words, right after the hellos: a side that refused later (at its first size) would leave its
+/// peer waiting, or print the banner first.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StagedRules {
+    /// `-b`: staged memory has one bounce ring per QP, which both directions would share.
+    pub bidirectional: bool,
+    /// The server receives into its payload and counts the messages it copies in (gdr-write-bw):
+    /// a timed run (`-D`) agrees on no count.
+    pub receiver_counts_messages: bool,
+}
+
+/// The refusal of [`StagedRules`] for a server with `server` memory and a client with `client`.
+pub fn refuse_staged(rules: StagedRules, server: MemoryKind, client: MemoryKind) -> Result<()> {
+    if rules.bidirectional && (server.is_staged() || client.is_staged()) {
+        return Err(Error::Config(
+            "staged memory runs one direction at a time: drop -b/--bidirectional".into(),
+        ));
+    }
+    if rules.receiver_counts_messages && server.is_staged() {
+        return Err(Error::Config(
+            "a staged receiver counts the messages it copies: use -n/--iters, not -D".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// [`refuse_staged`] for this side (`server` or not), its own memory and its peer's hello.
+fn refuse_pairing(greeting: &Greeting, server: bool, local: &LocalResources, peer: &Hello) -> Result<()> {
+    let ours = local.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host);
+    let (server_memory, client_memory) =
+        if server { (ours, peer.side.memory) } else { (peer.side.memory, ours) };
+    refuse_staged(greeting.staged, server_memory, client_memory)
 }
 
 /// Loads CUDA and opens the placement's GPU when its buffers live in GPU memory.
@@ -238,6 +276,8 @@ pub(crate) struct Connection {
     pub(crate) ping_pong_receives: bool,
     /// A writer's receives for a staged receiver's credits are posted.
     pub(crate) credit_receives: bool,
+    /// A one-way SEND stream's credits, its receives for them posted.
+    pub(crate) send_credits: Option<crate::harness::credits::SenderCredits>,
 }
 
 impl Session {
@@ -256,17 +296,21 @@ impl Session {
         let door =
             Door { token: config.token.as_ref(), timeout: config.timeout, wait_limit: config.accept_timeout };
         let (control, peer) = Control::admit(listener, &ours, door, &mut report_refusal)?;
-        Session::from_admitted(config, local, control, peer)
+        Session::from_admitted(config, local, control, peer, greeting)
     }
 
-    /// A server's session from a connection whose hellos are swapped: connects the QPs.
+    /// A server's session from a connection whose hellos are swapped: refuses a pairing the
+    /// engines cannot run (staged rules), then connects the QPs.
     pub(crate) fn from_admitted(
         config: &BenchConfig,
         local: LocalResources,
         mut control: Control,
         peer: Hello,
+        greeting: &Greeting,
     ) -> Result<Session> {
-        match Session::connect_queue_pairs(config, local, peer) {
+        let connected = refuse_pairing(greeting, true, &local, &peer)
+            .and_then(|()| Session::connect_queue_pairs(config, local, peer));
+        match connected {
             Ok((local, peer, mtu)) => Ok(Session {
                 side: Side::Server,
                 local,
@@ -308,10 +352,11 @@ impl Session {
             (Role::Server, None) => return Err(Error::Internal("a server needs a listening socket".into())),
         };
         let ours = local.hello(config, greeting);
-        let result = control
-            .exchange_hello(&ours, config.token.as_ref())
-            .map_err(Error::from)
-            .and_then(|peer| Session::connect_queue_pairs(config, local, peer));
+        let result =
+            control.exchange_hello(&ours, config.token.as_ref()).map_err(Error::from).and_then(|peer| {
+                refuse_pairing(greeting, side == Side::Server, &local, &peer)?;
+                Session::connect_queue_pairs(config, local, peer)
+            });
         match result {
             Ok((local, peer, mtu)) => {
                 Ok(Session { side, local, control, peer, mtu, connection: Connection::default() })
@@ -334,6 +379,10 @@ impl Session {
     ) -> Result<()> {
         let ours = local.hello(config, greeting);
         let peer = self.control.swap_hellos(&ours)?;
+        if let Err(error) = refuse_pairing(greeting, !self.is_client(), &local, &peer) {
+            self.control.report_failure(&error.to_string());
+            return Err(error);
+        }
         let (local, peer, mtu) = Session::connect_queue_pairs(config, local, peer)?;
         self.local = local;
         self.peer = peer;

@@ -15,6 +15,7 @@ use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 use crate::error::{Error, Result};
 use crate::harness::bandwidth::CREDIT_FLAG;
 use crate::harness::buffers::pattern_seed;
+use crate::harness::credits::{credit_batch, CREDIT_RECEIVES};
 use crate::harness::memory::{shared_bounce_for_tests, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::session::{Session, SessionParts};
 use crate::verbs::completion::opcode;
@@ -85,6 +86,10 @@ pub fn receive(
     let mut posted = vec![initial_receives(slots, messages_per_qp); queue_count];
     let mut credit_sends = 0u64;
     let send_depth = u64::from(queue_pairs[0].sizes().send_depth.max(1));
+    // The writer keeps `credit_receives` receives for our credits: batches bound the credits in
+    // flight to that (see `credit_batch`).
+    let credit_receives = u64::from(CREDIT_RECEIVES.min(queue_pairs[0].sizes().recv_depth));
+    let batch = credit_batch(slots, credit_receives);
     let mut meter =
         BandwidthMeter::new(size as u64, (messages_per_qp as usize * queue_count).min(1 << 22))
             .map_err(|source| Error::Figure { what: format!("bandwidth meter for {size} bytes"), source })?;
@@ -146,10 +151,12 @@ pub fn receive(
             }
             last_progress = Instant::now();
         }
-        // Credits: one SEND per QP and pass, as the send queue has room.
+        // Credits: one SEND per QP and pass once a batch is owed (or a phase's last messages
+        // are copied in, which the writer waits for), as the send queue has room.
         for (index, queue_pair) in queue_pairs.iter_mut().enumerate() {
             let owed = copied[index] - credited[index];
-            if owed == 0 || credit_sends >= send_depth {
+            let phase_end = copied[index] == warmup || copied[index] == messages_per_qp;
+            if owed == 0 || (owed < batch && !phase_end) || credit_sends >= send_depth {
                 continue;
             }
             queue_pair.post_send(std::iter::once(SendRequest {

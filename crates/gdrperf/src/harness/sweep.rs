@@ -6,7 +6,6 @@
 //! client `StartSize` -> server prepares, `Ready` -> both measure -> client `SizeDone` ->
 //! server checks its memory, `SizeResult` (with its own measurement) -> client writes the row.
 
-use std::path::Path;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,8 +17,9 @@ use crate::exchange::Message;
 use crate::harness::config::{BandwidthConfig, BenchConfig, StopRule};
 use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
 use crate::harness::placement::{self, Placement};
+use crate::harness::port_window::{OwnPort, SizeWindow};
 use crate::harness::session::{hostname, Greeting, LocalResources, Session, Side};
-use crate::nic_counters::{CounterSnapshot, NicColumns};
+use crate::nic_counters::NicColumns;
 use crate::output::ceiling_columns::{self, RowPath};
 use crate::output::{HeaderLine, Outputs, Row, RowContext, RunStart};
 use crate::verbs::QueuePairSizes;
@@ -41,6 +41,10 @@ pub trait Benchmark: Sync {
     fn config(&self) -> &BenchConfig;
     /// What each side needs and what the test says of itself (see [`Setup`]).
     fn setup(&self) -> Setup;
+    /// What staged memory cannot do in this run (refused before connecting; none by default).
+    fn staged_rules(&self) -> crate::harness::session::StagedRules {
+        crate::harness::session::StagedRules::default()
+    }
     /// Before a size starts: fill sources, clear destinations, post receives.
     fn prepare(&self, session: &mut Session, size: usize) -> Result<()>;
     /// Runs one size on this side; `None` for a passive side.
@@ -148,6 +152,7 @@ pub(crate) fn greeting<B: Benchmark>(benchmark: &B, placements: &[Placement], la
         parameters: benchmark.setup().parameters,
         placements: placement::labels(placements),
         lane: if concurrent(benchmark) { lane } else { 0 },
+        staged: benchmark.staged_rules(),
     }
 }
 
@@ -247,26 +252,26 @@ pub(crate) struct SizeStep<R> {
     pub nic_warning: Option<String>,
 }
 
-/// Leads one size: the server prepares, `before_measure` runs (lanes wait for each other
-/// there), both measure, both check, and the two reports make the row.
+/// Leads one size: the server prepares, the window's `before_measure` runs (lanes wait for
+/// each other there), both measure, both check, and the two reports make the row.
 pub(crate) fn lead_size<B: Benchmark>(
     config: &BenchConfig,
     benchmark: &B,
     session: &mut Session,
     context: &RowContext,
     size: usize,
-    before_measure: &dyn Fn(),
+    window: &dyn SizeWindow,
 ) -> Result<SizeStep<B::Row>> {
     benchmark.prepare(session, size)?;
     let (device, port) = (session.local.device.name().to_string(), session.local.port.number);
-    let counters_before = CounterSnapshot::read(Path::new("/"), &device, port);
+    window.open(&device, port);
     session.control.set_timeout(config.timeout);
     session.control.send(&Message::StartSize { size: size as u64 }, "starting a size")?;
     session.control.expect("Ready", "waiting for the server to get ready", |message| match message {
         Message::Ready => Ok(()),
         other => Err(other),
     })?;
-    before_measure();
+    window.before_measure();
     let ours = benchmark.measure(session, size)?;
     session
         .control
@@ -295,7 +300,7 @@ pub(crate) fn lead_size<B: Benchmark>(
         .transpose()
         .map_err(|source| Error::PeerReport { size, source })?;
     // Both sides are done with the size: the counters cover its warm-up, measurement and check.
-    let moved = CounterSnapshot::read(Path::new("/"), &device, port).moved_since(&counters_before);
+    let moved = window.close(&device, port);
     let context = RowContext { nic: NicColumns::from_deltas(&moved), ..context.clone() };
     let nic_warning = NicColumns::warning(&moved, &format!("{device} port {port}"));
     Ok(SizeStep { row: benchmark.row(&context, ours, peer, validation), failures, nic_warning })
@@ -313,6 +318,7 @@ pub(crate) fn drive<B: Benchmark>(
     let progress = progress_bar(config.sizes.len() * rounds);
     let mut outcome = RunOutcome::default();
     let mut position = SweepPosition::new(config.sizes.len() * rounds);
+    let window = OwnPort::default();
     let result = (|| -> Result<()> {
         'rounds: for round in 0..rounds {
             if round > 0 {
@@ -343,7 +349,7 @@ pub(crate) fn drive<B: Benchmark>(
                 }
                 position.start(size);
                 progress.set_message(format!("{size} bytes"));
-                let step = lead_size(config, benchmark, &mut session, &context, size, &|| ())?;
+                let step = lead_size(config, benchmark, &mut session, &context, size, &window)?;
                 if let Some(row) = step.row {
                     write_and_judge(&mut outputs, &progress, &thresholds, &row, &mut outcome)?;
                 }

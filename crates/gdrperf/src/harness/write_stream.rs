@@ -3,11 +3,12 @@
 //! is staged, when it copies every arrival on into its payload and credits the writer
 //! ([`crate::harness::staged_receive`]). The bench only says which figures make its row.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::harness::bandwidth::{post_credit_receives, stream, StreamOperation, StreamPlan};
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::{BandwidthConfig, BenchConfig, StopRule};
 use crate::harness::session::Session;
+use crate::harness::session::{refuse_staged, StagedRules};
 use crate::harness::staged_receive;
 use crate::output::rows::BandwidthFigures;
 
@@ -29,23 +30,24 @@ impl WriteStream<'_> {
         !session.is_client() || self.bandwidth.bidirectional
     }
 
+    /// What staged memory refuses in this run, before connecting: `-b` (one bounce ring per QP)
+    /// and `-D` with a staged receiver (it counts the messages it copies in).
+    pub fn staged_rules(&self) -> StagedRules {
+        StagedRules {
+            bidirectional: self.bandwidth.bidirectional,
+            receiver_counts_messages: matches!(self.common.stop, StopRule::Duration(_)),
+        }
+    }
+
     /// Whether the side written to is staged (it then copies every arrival on, and must hear of
-    /// each). Refused with `-b` (one bounce ring per QP) and `-D` (the receiver counts messages);
-    /// both sides decide alike from the two memories.
+    /// each). The refusals of [`WriteStream::staged_rules`] hold here too.
     fn staged_receiver(&self, session: &Session) -> Result<bool> {
-        let (ours, peers) = (session.memory().is_staged(), session.peer_memory().is_staged());
-        if (ours || peers) && self.bandwidth.bidirectional {
-            return Err(Error::Config(
-                "staged memory runs one direction at a time: drop -b/--bidirectional".into(),
-            ));
-        }
-        let receiver_is_staged = if session.is_client() { peers } else { ours };
-        if receiver_is_staged && matches!(self.common.stop, StopRule::Duration(_)) {
-            return Err(Error::Config(
-                "a staged receiver counts the messages it copies: use -n/--iters, not -D".into(),
-            ));
-        }
-        Ok(receiver_is_staged)
+        let (server, client) = match session.is_client() {
+            true => (session.peer_memory(), session.memory()),
+            false => (session.memory(), session.peer_memory()),
+        };
+        refuse_staged(self.staged_rules(), server, client)?;
+        Ok(server.is_staged())
     }
 
     /// Messages per QP and size, warm-up included (a staged receiver copies those too).

@@ -29,6 +29,12 @@
 //! after its message was copied in. One direction at a time. Its `--validate` checks each
 //! message, stamped with its index, as it is copied in, instead of a host ring.
 //!
+//! One direction at a time, the sender holds a credit per receive posted
+//! (`harness::credits`): the receiver grants its whole depth at the start of the connection and
+//! returns credits in batches as it reposts, with zero-byte SENDs the sender keeps receives for.
+//! With `-b` both sides send and receive on one receive queue, where a credit would consume a
+//! data receive: those runs go without credits, as perftest's do (said at start).
+//!
 //! Ctrl-C stops posting; what is in flight completes, and the size ends with the interruption.
 //! A peer that dies or gives up is noticed through the control channel (`check_peer`).
 
@@ -44,6 +50,7 @@ use crate::exchange::ExchangeError;
 use crate::harness::bandwidth::duration_window;
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
+use crate::harness::credits::SenderCredits;
 use crate::harness::memory::{signal_every, Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::session::{Session, SessionParts};
 use crate::harness::stream_book::signal_interval;
@@ -73,6 +80,8 @@ pub struct SendPlan {
     pub validate: bool,
     /// The peer's memory is staged too (messages are then stamped: see `harness::memory`).
     pub peer_staged: bool,
+    /// One direction at a time: the sender waits for credits (see the module docs).
+    pub credits: bool,
 }
 
 /// What this side measured: its sending, its receiving, or both.
@@ -90,6 +99,8 @@ pub const VALIDATION_RING_BYTES: usize = 64 << 20;
 const PHASE_END: u32 = 0x5e4d_e4d0;
 /// Work-request ids: the top bit says receive, the QP index sits above the sequence or slot.
 const RECEIVE_FLAG: u64 = 1 << 63;
+/// Work-request id bit of a credit: a receive for one (sender), a SEND of one (receiver).
+const CREDIT_FLAG: u64 = 1 << 62;
 const INDEX_SHIFT: u32 = 40;
 const LOW_MASK: u64 = (1 << INDEX_SHIFT) - 1;
 
@@ -98,7 +109,21 @@ fn work_request_id(receive: bool, queue_pair: usize, low: u64) -> u64 {
 }
 
 fn split_id(wr_id: u64) -> (usize, u64) {
-    (((wr_id & !RECEIVE_FLAG) >> INDEX_SHIFT) as usize, wr_id & LOW_MASK)
+    (((wr_id & !(RECEIVE_FLAG | CREDIT_FLAG)) >> INDEX_SHIFT) as usize, wr_id & LOW_MASK)
+}
+
+/// Posts the receives a one-way sender keeps for the receiver's credits (once per connection).
+pub(crate) fn post_credit_receives(queue_pairs: &mut [RcQueuePair]) -> Result<SenderCredits> {
+    for (index, queue_pair) in queue_pairs.iter_mut().enumerate() {
+        for _ in 0..crate::harness::credits::CREDIT_RECEIVES.min(queue_pair.sizes().recv_depth) {
+            queue_pair.post_receive(credit_receive_id(index), crate::verbs::LocalSlice::empty())?;
+        }
+    }
+    Ok(SenderCredits::new(queue_pairs.len()))
+}
+
+fn credit_receive_id(index: usize) -> u64 {
+    work_request_id(true, index, 0) | CREDIT_FLAG
 }
 
 /// Streams one size on this side: sends, receives, or both at once, until both are done.
@@ -108,7 +133,8 @@ fn split_id(wr_id: u64) -> (usize, u64) {
 pub fn stream_send(session: &mut Session, plan: &SendPlan) -> Result<SendReports> {
     let SessionParts { queue_pairs, completion_queue, buffers, control, connection } = session.parts();
     let receives = connection.receive_queues.as_mut();
-    let link = Link { queue_pairs, completion_queue, control };
+    let credits = connection.send_credits.as_mut().filter(|_| plan.credits);
+    let link = Link { queue_pairs, completion_queue, control, credits };
     if !buffers.first().is_some_and(|buffer| buffer.is_staged()) {
         let mut memories: Vec<Direct> = buffers.iter().map(|buffer| Direct::new(buffer, plan.size)).collect();
         return stream_with(link, plan, receives, &mut memories);
@@ -135,6 +161,7 @@ struct Link<'a> {
     queue_pairs: &'a mut [RcQueuePair],
     completion_queue: &'a mut CompletionQueue,
     control: &'a mut crate::exchange::Control,
+    credits: Option<&'a mut SenderCredits>,
 }
 
 fn stream_with<M: QueueMemory>(
@@ -146,7 +173,11 @@ fn stream_with<M: QueueMemory>(
     // A staged ring's slots are freed by completions: signal at least once per half ring.
     let plan = &SendPlan { cq_mod: signal_every(plan.cq_mod, memories) as u32, ..*plan };
     let queue_count = link.queue_pairs.len();
-    let mut sender = if plan.sends { Some(Sender::new(plan, queue_count)?) } else { None };
+    let Link { queue_pairs, completion_queue, control, credits } = link;
+    if plan.sends && plan.credits && credits.is_none() {
+        return Err(Error::Internal("a one-way sender needs its credit receives posted in prepare".into()));
+    }
+    let mut sender = if plan.sends { Some(Sender::new(plan, queue_count, credits)?) } else { None };
     let mut receiver = match (plan.receives, receives) {
         (false, _) => None,
         (true, Some(queues)) => Some(Receiver::new(plan, queue_count, queues)?),
@@ -154,7 +185,6 @@ fn stream_with<M: QueueMemory>(
             return Err(Error::Internal("a receiving side needs its receives posted in prepare".into()))
         }
     };
-    let Link { queue_pairs, completion_queue, control } = link;
     let mut last_progress = Instant::now();
     let mut stopped_by = None;
     loop {
@@ -170,6 +200,13 @@ fn stream_with<M: QueueMemory>(
             }
         }
         let found = completion_queue.poll(|completion| {
+            if completion.wr_id & CREDIT_FLAG != 0 {
+                return match (completion.wr_id & RECEIVE_FLAG != 0, sender.as_mut(), receiver.as_mut()) {
+                    (true, Some(sender), _) => sender.take_credit(&completion, queue_pairs),
+                    (false, _, Some(receiver)) => receiver.credit_sent(&completion),
+                    _ => Err(unexpected(&completion, "a credit on a side that neither sends nor receives")),
+                };
+            }
             if completion.wr_id & RECEIVE_FLAG != 0 {
                 match receiver.as_mut() {
                     Some(receiver) => receiver.complete(&completion, queue_pairs, memories),
@@ -187,6 +224,7 @@ fn stream_with<M: QueueMemory>(
         }
         if let Some(receiver) = receiver.as_mut() {
             receiver.after_poll();
+            receiver.send_credits(queue_pairs)?;
         }
         if found > 0 {
             last_progress = Instant::now();
@@ -240,8 +278,10 @@ struct SendQueue {
     base: u64,
 }
 
-struct Sender {
+struct Sender<'c> {
     queues: Vec<SendQueue>,
+    /// One way: the credits held for the receiver's posted receives.
+    credits: Option<&'c mut SenderCredits>,
     /// The current phase's limit; `None` once the measured phase is over.
     limit: Option<Limit>,
     measuring: bool,
@@ -252,8 +292,12 @@ struct Sender {
     retired_now: u64,
 }
 
-impl Sender {
-    fn new(plan: &SendPlan, queue_count: usize) -> Result<Sender> {
+impl<'c> Sender<'c> {
+    fn new(
+        plan: &SendPlan,
+        queue_count: usize,
+        credits: Option<&'c mut SenderCredits>,
+    ) -> Result<Sender<'c>> {
         let measured_limit = match plan.stop {
             StopRule::Iterations(iterations) => Limit::Messages(iterations),
             StopRule::Duration(duration) => Limit::Time(duration),
@@ -285,6 +329,7 @@ impl Sender {
             if plan.warmup > 0 { (Limit::Messages(plan.warmup), false) } else { (measured_limit, true) };
         Ok(Sender {
             queues: vec![SendQueue::default(); queue_count],
+            credits,
             limit: Some(limit),
             measuring,
             measured_limit,
@@ -312,15 +357,24 @@ impl Sender {
     /// Fills every QP's send queue as far as the phase allows.
     fn post<M: QueueMemory>(&mut self, queue_pairs: &mut [RcQueuePair], memories: &mut [M]) -> Result<()> {
         let Some(limit) = self.limit else { return Ok(()) };
-        let (tx_depth, cq_mod) =
+        let (tx_depth, mut cq_mod) =
             (u64::from(self.plan.tx_depth), signal_interval(self.plan.cq_mod, self.plan.size));
+        if let Some(credits) = self.credits.as_deref() {
+            // Nothing to post before the receiver's first grant; then a timed run's whole groups
+            // must fit in the credits that come back.
+            let Some(largest) = credits.largest_group() else { return Ok(()) };
+            cq_mod = cq_mod.min(largest.max(1));
+        }
         let out_of_time = match limit {
             Limit::Time(duration) => self.clock.origin().elapsed() >= duration,
             Limit::Messages(_) => false,
         };
         for (index, queue_pair) in queue_pairs.iter_mut().enumerate() {
             let state = &mut self.queues[index];
-            let room = tx_depth - (state.posted - state.completed);
+            let mut room = tx_depth - (state.posted - state.completed);
+            if let Some(credits) = self.credits.as_deref() {
+                room = room.min(credits.available(index));
+            }
             if state.ended || room == 0 {
                 continue;
             }
@@ -376,12 +430,32 @@ impl Sender {
             }))?;
             state.posted += count;
             state.ended = state.posted == last;
+            if let Some(credits) = self.credits.as_deref_mut() {
+                credits.spend(index, count);
+            }
             if self.measuring {
                 // Stamped with the latest reading: no later than this post.
                 self.meter.record_post(self.meter.last_completion_nanos(), count);
             }
         }
         Ok(())
+    }
+
+    /// The receiver's credit: its immediate says how many receives it reposted; the credit's
+    /// own receive is reposted at once.
+    fn take_credit(&mut self, completion: &WorkCompletion, queue_pairs: &mut [RcQueuePair]) -> Result<()> {
+        if !completion.is_success() {
+            return Err(completion.error("receive of a credit", 0));
+        }
+        let (index, _) = split_id(completion.wr_id);
+        let granted = match (self.credits.as_deref_mut(), completion.immediate) {
+            (Some(credits), Some(count)) => credits.grant(index, u64::from(count)),
+            _ => None,
+        };
+        if granted.is_none() || index >= queue_pairs.len() {
+            return Err(unexpected(completion, "a credit from the receiver"));
+        }
+        queue_pairs[index].post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())
     }
 
     fn complete(&mut self, completion: &WorkCompletion) -> Result<()> {

@@ -9,12 +9,16 @@ use crate::error::{Error, Result};
 use crate::harness::bandwidth::duration_window;
 use crate::harness::buffers::{find_mismatch, pattern_seed};
 use crate::harness::config::StopRule;
+use crate::harness::credits::ReceiverCredits;
 use crate::harness::memory::{QueueMemory, Ring};
 use crate::harness::session::Session;
 use crate::verbs::completion::opcode;
-use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RcQueuePair, RemoteAccess, WorkCompletion};
+use crate::verbs::{
+    HostBuffer, Inline, LocalSlice, MemoryRegion, Operation, RcQueuePair, RemoteAccess, SendRequest,
+    WorkCompletion,
+};
 
-use super::{split_id, unexpected, work_request_id, SendPlan, PHASE_END, VALIDATION_RING_BYTES};
+use super::{split_id, unexpected, work_request_id, SendPlan, CREDIT_FLAG, PHASE_END, VALIDATION_RING_BYTES};
 
 /// One side's receives, posted once and kept posted for the whole run.
 pub struct ReceiveQueues {
@@ -25,6 +29,8 @@ pub struct ReceiveQueues {
     /// Staged memory: the receives' slots in the bounce ring (one per receive, each as long as
     /// the sweep's largest message).
     staged_ring: Option<Ring>,
+    /// One way: the credits owed to the sender as receives are reposted.
+    credits: Option<ReceiverCredits>,
 }
 
 struct QueueReceives {
@@ -46,12 +52,14 @@ struct ValidationRing {
 
 impl ReceiveQueues {
     /// Posts `rx_depth` receives per QP (with `validate`, one per slot of a ring sized for
-    /// `max_size`-byte messages).
+    /// `max_size`-byte messages); with `credits`, all of them are owed to the sender as its
+    /// first grant.
     pub fn post(
         session: &mut Session,
         rx_depth: u32,
         validate: bool,
         max_size: usize,
+        credits: bool,
     ) -> Result<ReceiveQueues> {
         let local = &mut session.local;
         let queue_count = local.queue_pairs.len();
@@ -100,7 +108,10 @@ impl ReceiveQueues {
             }
             queues.push(queue);
         }
-        Ok(ReceiveQueues { queues, validate, failure: None, staged_ring })
+        let depth = queues.first().map_or(0, |queue| u64::from(queue.slots));
+        let send_depth = local.queue_pairs.first().map_or(1, |queue_pair| queue_pair.sizes().send_depth);
+        let credits = credits.then(|| ReceiverCredits::new(queue_count, depth, send_depth));
+        Ok(ReceiveQueues { queues, validate, failure: None, staged_ring, credits })
     }
 
     /// The slots staged receives land in (`None` unless the memory is staged).
@@ -196,8 +207,38 @@ impl<'q> Receiver<'q> {
         })
     }
 
+    /// Every phase end came and no credit SEND is left to complete.
     pub(super) fn done(&self) -> bool {
         self.states.iter().all(|state| state.phase == ReceivePhase::Done)
+            && self.queues.credits.as_ref().is_none_or(ReceiverCredits::settled)
+    }
+
+    /// Sends every QP's due credit (a batch of reposted receives), as the send queue has room.
+    pub(super) fn send_credits(&mut self, queue_pairs: &mut [RcQueuePair]) -> Result<()> {
+        let Some(credits) = self.queues.credits.as_mut() else { return Ok(()) };
+        for (index, queue_pair) in queue_pairs.iter_mut().enumerate() {
+            if let Some(credit) = credits.due(index) {
+                queue_pair.post_send(std::iter::once(SendRequest {
+                    wr_id: work_request_id(false, index, 0) | CREDIT_FLAG,
+                    signaled: true,
+                    local: LocalSlice::empty(),
+                    operation: Operation::SendWithImmediate { immediate: credit },
+                    inline: Inline::NO,
+                }))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A credit SEND completed.
+    pub(super) fn credit_sent(&mut self, completion: &WorkCompletion) -> Result<()> {
+        if !completion.is_success() {
+            return Err(completion.error("SEND of a credit", 0));
+        }
+        match self.queues.credits.as_mut().and_then(ReceiverCredits::completed) {
+            Some(()) => Ok(()),
+            None => Err(unexpected(completion, "a credit SEND of this receiver")),
+        }
     }
 
     /// One received message: check it, repost its receive, advance the phase at a phase end.
@@ -248,6 +289,9 @@ impl<'q> Receiver<'q> {
         self.landed[index] += 1;
         let target = self.queues.queues[index].slot(slot as u32);
         queue_pairs[index].post_receive(completion.wr_id, target)?;
+        if let Some(credits) = self.queues.credits.as_mut() {
+            credits.reposted(index);
+        }
         state.count += 1;
         if state.phase == ReceivePhase::Measured {
             self.measured_now += 1;

@@ -2,10 +2,10 @@
 //! receives, the receives kept posted across sizes, the plan of a size, the data check. The
 //! bench only says which figures make its row.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::harness::args_send::SendConfig;
 use crate::harness::config::{BandwidthConfig, BenchConfig};
-use crate::harness::session::Session;
+use crate::harness::session::{refuse_staged, Session, StagedRules};
 use crate::output::rows::BandwidthFigures;
 use crate::output::send_row::SendFigures;
 
@@ -30,16 +30,14 @@ impl SendStream<'_> {
         !session.is_client() || self.bandwidth.bidirectional
     }
 
-    /// Staged memory has one bounce ring per QP, which a send and a receive at once would
-    /// share: one direction at a time, as gdr-write-bw. Both sides decide alike.
+    /// What staged memory refuses in this run, before connecting: `-b` (staged memory has one
+    /// bounce ring per QP, which a send and a receive at once would share).
+    pub fn staged_rules(&self) -> StagedRules {
+        StagedRules { bidirectional: self.bandwidth.bidirectional, receiver_counts_messages: false }
+    }
+
     fn refuse_staged_bidirectional(&self, session: &Session) -> Result<()> {
-        let staged = session.memory().is_staged() || session.peer_memory().is_staged();
-        if staged && self.bandwidth.bidirectional {
-            return Err(Error::Config(
-                "staged memory runs one direction at a time: drop -b/--bidirectional".into(),
-            ));
-        }
-        Ok(())
+        refuse_staged(self.staged_rules(), session.memory(), session.peer_memory())
     }
 
     /// Before a size: the sender's pattern written, the receives posted (once per connection:
@@ -55,8 +53,13 @@ impl SendStream<'_> {
                 self.send.rx_depth,
                 self.common.validate,
                 self.common.max_size(),
+                !self.bandwidth.bidirectional,
             )?;
             session.connection.receive_queues = Some(queues);
+        }
+        if self.sends(session) && !self.bandwidth.bidirectional && session.connection.send_credits.is_none() {
+            let credits = super::post_credit_receives(&mut session.local.queue_pairs)?;
+            session.connection.send_credits = Some(credits);
         }
         Ok(())
     }
@@ -75,6 +78,7 @@ impl SendStream<'_> {
             stall_timeout: self.common.timeout,
             validate: self.common.validate,
             peer_staged: session.peer_memory().is_staged(),
+            credits: !self.bandwidth.bidirectional,
         };
         session.take_copy_seconds();
         let reports = stream_send(session, &plan)?;
