@@ -4,6 +4,7 @@
 //! an hour of sweeping) and every row is written the moment its size completes, so a crash at
 //! size 20 keeps sizes 1 to 19.
 
+pub mod columns;
 mod console;
 mod files;
 pub mod latency_row;
