@@ -40,7 +40,7 @@ pub struct Args {
     /// How much worse a value may get before it counts as a regression (5%, 0.5%).
     #[arg(long, default_value = "5%", value_name = "PERCENT")]
     tolerance: String,
-    /// Compare the memory modes inside one run instead of two runs.
+    /// Compare the memory modes inside one run instead of two runs (default: none, two runs).
     #[arg(long, value_enum)]
     by: Option<By>,
     /// With --by mem: the mode speed-ups are relative to (default cuda-staged, else host).
@@ -49,7 +49,7 @@ pub struct Args {
     /// The column to compare (default bw_avg_gbit_s for bandwidth, t_typical_us for latency).
     #[arg(long, value_name = "COLUMN")]
     metric: Option<String>,
-    /// Also write the comparison as JSON to this file.
+    /// Also write the comparison as JSON to this file (default: none).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
 }

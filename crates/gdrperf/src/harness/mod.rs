@@ -11,6 +11,7 @@ pub mod args_send;
 pub mod bandwidth;
 pub mod buffers;
 pub mod config;
+pub mod help;
 pub mod interrupt;
 pub mod lanes;
 pub mod latency;
@@ -29,6 +30,7 @@ pub mod write_stream;
 
 pub use args::{BandwidthArgs, CommonArgs};
 pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
+pub use help::parse_with_defaults;
 pub use roles::run;
 pub use session::{Session, Side};
 pub use sweep::{Benchmark, RunOutcome, Setup};
