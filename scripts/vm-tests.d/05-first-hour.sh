@@ -21,22 +21,23 @@ step=0
 readme_commands | grep -v '^cargo build' >"$first_hour/commands"
 while IFS= read -r command; do
     step=$((step + 1))
-    eval "expected=\${expected_$step:-}"
-    name=readme_step_$step
+    # (run() sets $name and $expected itself: this loop keeps its own.)
+    eval "says=\${expected_$step:-}"
+    step_name=readme_step_$step
     case $command in
         scripts/plot*)
             # No network in the VM: the plot step needs matplotlib from PyPI the first time.
             if (cd "$first_hour" && python3 -c 'import matplotlib' 2>/dev/null); then :; else
-                run "$name" 2 sh -c "cd '$first_hour' && $command" </dev/null &&
+                run "$step_name" 2 sh -c "cd '$first_hour' && $command" </dev/null &&
                     pass "README step $step ($command): without matplotlib and network, exit 2 with a message"
-                expect_in "$name" "plot: "
+                expect_in "$step_name" "plot: "
                 continue
             fi ;;
     esac
-    if run "$name" 0 sh -c "cd '$first_hour' && $command" </dev/null; then
+    if run "$step_name" 0 sh -c "cd '$first_hour' && $command" </dev/null; then
         pass "README step $step exits 0: $command"
     fi
-    [ -n "$expected" ] && expect_in "$name" "$expected"
+    [ -n "$says" ] && expect_in "$step_name" "$says"
 done <"$first_hour/commands"
 if [ "$step" = 3 ]; then pass "README's first section has the 3 commands this test knows"; else
     fail "README's first section has the 3 commands this test knows" "found $step: $(cat "$first_hour/commands")"; fi

@@ -3,30 +3,9 @@
 
 use std::process::Command;
 
-/// The options of a `--help` text that take a value, each with its whole description.
-fn value_options(help: &str) -> Vec<(String, String)> {
-    let mut options: Vec<(String, String)> = Vec::new();
-    let mut open = false;
-    for line in help.lines() {
-        let trimmed = line.trim_start();
-        let indent = line.len() - trimmed.len();
-        if indent == 0 && !trimmed.is_empty() {
-            // A section title ("Options:") ends the option before it.
-            open = false;
-            continue;
-        }
-        if (2..=6).contains(&indent) && (trimmed.starts_with('-') || trimmed.starts_with('[')) {
-            let (name, description) = trimmed.split_once("  ").unwrap_or((trimmed, ""));
-            options.push((name.trim().to_string(), description.trim().to_string()));
-            open = true;
-        } else if let Some(last) = options.last_mut().filter(|_| open) {
-            last.1.push(' ');
-            last.1.push_str(trimmed);
-        }
-    }
-    options.retain(|(name, _)| name.contains('<') || name.starts_with('['));
-    options
-}
+#[path = "../../../benches/tests/help_text/mod.rs"]
+mod help_text;
+use help_text::value_options;
 
 #[test]
 fn every_option_of_every_subcommand_shows_its_default() {

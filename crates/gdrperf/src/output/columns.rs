@@ -65,6 +65,8 @@ pub struct Column {
     pub source: &'static str,
 }
 
+// Each table's header written out in full, though they share long runs: these are the pins
+// (what a reader of a file sees), so each is spelled as it is published, not derived.
 const BANDWIDTH_ORDER: &[&str] = &[
     "test",
     "bytes",
