@@ -26,11 +26,11 @@ while IFS= read -r command; do
     step_name=readme_step_$step
     case $command in
         scripts/plot*)
-            # No network in the VM: the plot step needs matplotlib from PyPI the first time.
-            if (cd "$first_hour" && python3 -c 'import matplotlib' 2>/dev/null); then :; else
-                run "$step_name" 2 sh -c "cd '$first_hour' && $command" </dev/null &&
-                    pass "README step $step ($command): without matplotlib and network, exit 2 with a message"
-                expect_in "$step_name" "plot: "
+            # The VM has neither bash nor Python: the plot step is drawn on the host from this
+            # run's bw.json (results/softroce/first-hour/make-plots.sh), and tested there by
+            # scripts/plot-tests.sh.
+            if ! command -v bash >/dev/null || ! command -v python3 >/dev/null; then
+                echo "skip - README step $step ($command): no bash/python3 in the VM; drawn on the host"
                 continue
             fi ;;
     esac
@@ -60,11 +60,12 @@ if ls -d "$first_hour"/acceptance-*/summary.csv >/dev/null 2>&1; then pass "acce
 # Five runs a side, alternating, so that drift in the VM's load falls on both sides alike.
 proof=$OUT/compare-proof
 mkdir -p "$proof"
-# One size (64 KiB, 200 messages) keeps the 20 runs to a minute or two under TCG on a loaded
-# host; the noise between the identical runs is the point of the first comparison.
+# One size per run, 5 runs a side, alternating. 2-byte messages: per-message cost dominates,
+# so a TX depth of 1 (one message in flight) is a real drop; at 64 KiB rxe under TCG is bound by
+# its copies and -t 1 costs little (-7.7%, p = 0.65 in a first run of this test).
 for round in 1 2 3 4 5; do
     for side in a:128 b:128 deep:128 shallow:1; do
-        gdr-write-bw --loopback -s 64K -n 200 -t "${side#*:}" --json "$proof/${side%:*}-$round.json" >/dev/null 2>&1 ||
+        gdr-write-bw --loopback -s 2 -n 2000 -t "${side#*:}" --json "$proof/${side%:*}-$round.json" >/dev/null 2>&1 ||
             fail "compare proof: run ${side%:*} $round" "exit $?"
     done
 done
