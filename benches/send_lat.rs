@@ -107,7 +107,7 @@ impl Benchmark for SendLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = harness::parse_with_defaults(harness::args_latency::LATENCY_DEFAULTS);
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), LatencyTest::Send, "send_lat")?;

@@ -110,8 +110,8 @@ impl Benchmark for WriteBandwidth {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
     let defaults = TestDefaults { size: 65536, iterations: 5000, tx_depth: 128, warmup: 16 };
+    let cli: Cli = harness::parse_with_defaults(defaults);
     gdrperf::harness::exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;

@@ -136,7 +136,7 @@ impl Benchmark for WriteLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = harness::parse_with_defaults(harness::args_latency::LATENCY_DEFAULTS);
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, (&cli.write).into(), LatencyTest::Write, "write_lat")?;

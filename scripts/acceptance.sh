@@ -2,7 +2,7 @@
 # Does this node pass? Runs `gdrperf accept` from this checkout, results in the repository's
 # layout (results/<machine-label>/acceptance-<date>/):
 #
-#   scripts/acceptance.sh --profile ndr-400g              # built-in: ndr-400g, hdr-200g
+#   scripts/acceptance.sh --profile ndr-400g              # built-in: ndr-400g, hdr-200g, softroce-smoke
 #   scripts/acceptance.sh --profile ./my-cluster.toml --mem host,cuda
 #   MACHINE_LABEL=dgx-07 scripts/acceptance.sh --profile ndr-400g
 #   scripts/acceptance.sh --profile hdr-200g --dry-run    # print every bench command only

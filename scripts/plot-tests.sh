@@ -14,21 +14,8 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 PASSED=0; FAILED=0
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
-ensure_matplotlib() {
-    "$VENV/bin/python" -c 'import matplotlib' 2>/dev/null && return
-    rm -rf "$VENV"
-    if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
-        # Debian splits venv (ensurepip) out of python3.
-        echo "plot-tests.sh: installing python3-venv (apt-get)" >&2
-        rm -rf "$VENV"
-        { as_root apt-get update -q && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends python3-venv; } >/dev/null ||
-            { echo "plot-tests.sh: cannot install python3-venv" >&2; exit 2; }
-        python3 -m venv "$VENV" || { echo "plot-tests.sh: python3 -m venv failed" >&2; exit 2; }
-    fi
-    "$VENV/bin/pip" install -q matplotlib || { echo "plot-tests.sh: pip install matplotlib failed" >&2; exit 2; }
-}
+# shellcheck source=scripts/plot-venv.sh
+. scripts/plot-venv.sh
 
 # png NAME FILE CMD...: CMD exits 0 and FILE is a non-empty PNG.
 png() {

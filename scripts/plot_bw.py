@@ -15,13 +15,45 @@ import json
 import os
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed for {sys.executable}: run it as "
+             "scripts/plot KIND ... (which makes .cache/plot-venv with matplotlib), or pip install matplotlib")
 
 matplotlib.use("Agg")  # files only: no display needed (CI, ssh sessions)
 import matplotlib.pyplot as plt  # noqa: E402  (after use())
 
 UNITS = {"bw_avg_gbit_s": "Gb/s", "bw_peak_gbit_s": "Gb/s", "bw_avg_mib_s": "MiB/s",
          "bw_peak_mib_s": "MiB/s", "msg_rate_mpps": "Mpps"}
+# Axis names of the columns (docs/columns.md defines each).
+NAMES = {"bw_avg_gbit_s": "average bandwidth", "bw_peak_gbit_s": "peak bandwidth", "bw_avg_mib_s": "average bandwidth",
+         "bw_peak_mib_s": "peak bandwidth", "msg_rate_mpps": "message rate", "t_typical_us": "median latency",
+         "t_avg_us": "average latency", "p99_us": "99th percentile latency"}
+
+
+def axis_name(metric):
+    """"average bandwidth [Gb/s]": the column's name in words, or the column itself."""
+    unit = UNITS.get(metric) or ("us" if metric.endswith("_us") else "")
+    return f"{NAMES.get(metric, metric)} [{unit}]" if unit else NAMES.get(metric, metric)
+
+
+def run_label(metadata, fallback):
+    """A run in words from its metadata: "softroce 2026-12-03 15:43 (807450c7)"; fallback without."""
+    date = str(metadata.get("date", "")).replace("T", " ").rstrip("Z")[:19]
+    commit = str(metadata.get("git_commit") or "")[:8]
+    parts = [str(metadata.get("host", "")), date] + ([f"({commit})"] if commit else [])
+    label = " ".join(part for part in parts if part)
+    return label or fallback
+
+
+def run_title(metadata, rows):
+    """"write_bw on softroce (rxe0), 2026-12-03": the test, host, device and day of a run."""
+    test = metadata.get("test") or (rows[0].get("test") if rows else "") or "?"
+    host = metadata.get("host") or (rows[0].get("host") if rows else "") or "?"
+    device = metadata.get("device") or (rows[0].get("device") if rows else "")
+    day = str(metadata.get("date", ""))[:10]
+    return f"{test} on {host}" + (f" ({device})" if device else "") + (f", {day}" if day else "")
 
 
 def read_results(path):
@@ -75,21 +107,26 @@ def main():
     parser.add_argument("files", nargs="+", help="gdrperf result files (.csv or .json)")
     parser.add_argument("-o", "--output", required=True, help="image to write (.png, .svg, .pdf)")
     parser.add_argument("--metric", default="bw_avg_gbit_s", help="column to plot (default: %(default)s)")
-    parser.add_argument("--title", help="plot title (default: test, host and device of the first file)")
+    parser.add_argument("--title", help="plot title (default: test, host, device and date of the first file)")
     args = parser.parse_args()
 
     figure, axes = plt.subplots(figsize=(9, 5.5))
-    first_metadata = None
+    first = None
+    labels = {}
     for path in args.files:
         metadata, rows = read_results(path)
-        first_metadata = first_metadata if first_metadata is not None else metadata
+        first = first if first is not None else (metadata, rows)
+        # Runs told apart by host, date and commit; the file name only when the file says none.
+        label = run_label(metadata, os.path.basename(path))
+        labels[label] = labels.get(label, 0) + 1
+        run = label if labels[label] == 1 else f"{label} #{labels[label]}"
         rows = [row for row in rows if isinstance(row.get(args.metric), (int, float))]
         if not rows:
             sys.exit(f"plot_bw.py: {path} has no numeric {args.metric!r} column")
         tests = {row.get("test") for row in rows}
         lines = {}
         for row in rows:
-            parts = [os.path.basename(path)] if len(args.files) > 1 else []
+            parts = [run] if len(args.files) > 1 else []
             parts += [row["test"]] if len(tests) > 1 else []
             lines.setdefault(" ".join(parts + [mode_label(row)]), []).append((row["bytes"], row[args.metric]))
         for label, points in sorted(lines.items()):
@@ -97,12 +134,10 @@ def main():
             axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, label=label)
 
     size_axis(axes)
-    axes.set_ylabel(f"{args.metric} [{UNITS.get(args.metric, '')}]")
+    axes.set_ylabel(axis_name(args.metric))
     axes.set_ylim(bottom=0)
-    meta = first_metadata or {}
-    axes.set_title(args.title or " ".join(str(part) for part in (
-        meta.get("test", ""), "on", meta.get("host", "?"), f"({meta.get('device', '?')})", meta.get("date", "")[:10])))
-    axes.legend()
+    axes.set_title(args.title or run_title(*first))
+    axes.legend(title="memory" if len(args.files) == 1 else "run, memory")
     figure.tight_layout()
     figure.savefig(args.output, dpi=120)
     print(f"plot_bw.py: wrote {args.output}")

@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 
-from plot_bw import mode_label, plt, read_results, size_axis
+from plot_bw import axis_name, mode_label, plt, read_results, run_label, size_axis
 
 
 def metric_of(rows, wanted):
@@ -66,7 +66,9 @@ def main():
                 if mode != baseline and reference and value:
                     speedup = reference / value if lower_is_better else value / reference
                     lines.setdefault(f"{test} {mode} {group}".strip(), []).append((size, speedup))
-        ylabel, title = f"speed-up over {baseline} ({metric})", f"memory modes vs {baseline}"
+        metadata = read_results(args.files[0])[0]
+        ylabel = f"speed-up over {baseline} ({axis_name(metric)})"
+        title = f"memory modes vs {baseline}: {run_label(metadata, os.path.basename(args.files[0]))}"
     else:
         if len(args.files) != 2:
             sys.exit(f"plot_compare.py: give BASE and NEW (got {len(args.files)} files), or add --by mem")
@@ -76,8 +78,12 @@ def main():
                 test, mode, gpu, size = key
                 lines.setdefault(f"{test} {mode} {gpu}".strip(), []).append((size, new[key] / base[key]))
         better = "lower" if lower_is_better else "higher"
-        ylabel = f"{metric}: new / base ({better} is better)"
-        title = f"{os.path.basename(args.files[1])} vs {os.path.basename(args.files[0])}"
+        ylabel = f"{axis_name(metric)}: new / base ({better} is better)"
+        # The runs by host, date and commit (their metadata); file names only when they have none.
+        base_metadata, new_metadata = read_results(args.files[0])[0], read_results(args.files[1])[0]
+        test = new_metadata.get("test") or first_rows[0].get("test", "")
+        title = (f"{test}: {run_label(new_metadata, os.path.basename(args.files[1]))}"
+                 f" vs {run_label(base_metadata, os.path.basename(args.files[0]))}")
     if not lines:
         sys.exit("plot_compare.py: no size is present in both inputs with a nonzero value")
 

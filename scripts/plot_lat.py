@@ -8,16 +8,26 @@ the tail gets as much room as the median; y is the latency in microseconds.
 
     scripts/plot_lat.py results/node1/read_lat-host/2.hgrm results/node1/read_lat-cuda/2.hgrm -o lat.png
     scripts/plot_lat.py a.hgrm b.hgrm --label before --label after --log-y -o lat.png
+    scripts/plot_lat.py hdr/read_lat-2B.hgrm hdr/read_lat-4096B.hgrm --run read_lat.json -o lat.png
+
+Legend entries come from the file names the benches give (read_lat-4096B.hgrm: "read_lat 4096 B"),
+with the memory kinds and the run's host and date when --run names the run's JSON result file.
 """
 import argparse
 import math
 import os
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    sys.exit(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed for {sys.executable}: run it as "
+             "scripts/plot KIND ... (which makes .cache/plot-venv with matplotlib), or pip install matplotlib")
 
 matplotlib.use("Agg")  # files only: no display needed (CI, ssh sessions)
 import matplotlib.pyplot as plt  # noqa: E402  (after use())
+
+from plot_bw import mode_label, read_results, run_label, run_title  # noqa: E402
 
 
 def read_hgrm(path):
@@ -38,6 +48,15 @@ def read_hgrm(path):
     return points, maximum
 
 
+def hgrm_label(path):
+    """"read_lat 4096 B" from the benches' read_lat-4096B.hgrm; the file name otherwise."""
+    stem = os.path.basename(path).rsplit(".", 1)[0]
+    test, _, size = stem.rpartition("-")
+    if test and size.endswith("B") and size[:-1].isdigit():
+        return f"{test} {size[:-1]} B"
+    return stem
+
+
 def nines(x, _position=None):
     """Axis label of x = 1/(1-p): 1 -> 0%, 10 -> 90%, 1000 -> 99.9%."""
     if x < 1.5:
@@ -51,10 +70,16 @@ def main():
     parser.add_argument("files", nargs="+", help=".hgrm percentile distributions")
     parser.add_argument("-o", "--output", required=True, help="image to write (.png, .svg, .pdf)")
     parser.add_argument("--label", action="append", default=[],
-                        help="legend entry per file, in order (default: folder/file name)")
+                        help="legend entry per file, in order (default: test and size from the file name)")
+    parser.add_argument("--run", action="append", default=[],
+                        help="the run's JSON result file (one for all .hgrm files, or one per file): "
+                             "memory kinds, host and date for the legend and title")
     parser.add_argument("--log-y", action="store_true", help="log latency axis (for long tails)")
-    parser.add_argument("--title", default="latency by percentile")
+    parser.add_argument("--title", help="plot title (default: from --run, else the tests' names)")
     args = parser.parse_args()
+    if args.run and len(args.run) not in (1, len(args.files)):
+        sys.exit(f"plot_lat.py: {len(args.run)} --run for {len(args.files)} files: give one, or one per file")
+    runs = [read_results(path) for path in args.run]
     if args.label and len(args.label) != len(args.files):
         sys.exit(f"plot_lat.py: {len(args.label)} --label for {len(args.files)} files: give one per file or none")
 
@@ -67,8 +92,11 @@ def main():
         if not finite:
             sys.exit(f"plot_lat.py: {path} has no percentile rows (is it an .hgrm file?)")
         top = max(top, finite[-1][0])
-        name = args.label[index] if args.label else os.path.join(
-            os.path.basename(os.path.dirname(path)), os.path.basename(path))
+        name = args.label[index] if args.label else hgrm_label(path)
+        if runs and not args.label:
+            metadata, rows = runs[index] if len(runs) > 1 else runs[0]
+            memory = mode_label(rows[0]) if rows else ""
+            name += f", {memory}" + (f", {run_label(metadata, '')}" if len(runs) > 1 else "")
         if maximum is not None:
             name += f" (max {maximum:g} us)"
         axes.plot([x for x, _ in finite], [v for _, v in finite], drawstyle="steps-post", label=name)
@@ -84,7 +112,9 @@ def main():
         axes.set_ylim(bottom=0)
     axes.set_xlabel("percentile")
     axes.set_ylabel("latency [us]")
-    axes.set_title(args.title)
+    title = args.title or (run_title(*runs[0]) if runs else "latency by percentile: "
+                           + ", ".join(sorted({hgrm_label(path).split(" ")[0] for path in args.files})))
+    axes.set_title(title)
     axes.grid(True, which="major", alpha=0.3)
     axes.legend()
     figure.tight_layout()

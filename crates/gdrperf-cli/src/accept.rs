@@ -24,8 +24,9 @@ Examples:
   gdrperf accept --profile hdr-200g --dry-run     (print every bench command, run nothing;
                                                    exit 2 if a row cannot run, as for a real run)
 
-Built-in profiles: ndr-400g, hdr-200g (profiles/*.toml in the repository; each value names
-its source). A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
+Built-in profiles: ndr-400g, hdr-200g, softroce-smoke (profiles/*.toml in the repository;
+each value names its source). Results go to ./acceptance-HOST-DATE/ unless --out says where:
+summary.csv, summary.json and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
 (no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
 
 Exit codes:
@@ -37,7 +38,7 @@ Exit codes:
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Acceptance profile: a built-in name (ndr-400g, hdr-200g) or a TOML file.
+    /// Acceptance profile (required): a built-in name (ndr-400g, hdr-200g, softroce-smoke) or a TOML file.
     #[arg(long, value_name = "NAME|PATH")]
     profile: String,
     /// Folder for the summary and each bench's result files [default: acceptance-HOST-DATE].
@@ -46,7 +47,8 @@ pub struct Args {
     /// Only these memory modes (comma-separated) [default: every mode the profile has].
     #[arg(long, value_delimiter = ',', value_name = "MODES")]
     mem: Vec<String>,
-    /// Run everything on this RDMA device instead of the one the doctor pairs with each GPU.
+    /// Run everything on this RDMA device instead of the one the doctor pairs with each GPU
+    /// (default: none, the doctor's pairs).
     #[arg(short = 'd', long = "ib-dev", value_name = "DEVICE")]
     ib_dev: Option<String>,
     /// Folder holding the gdr-* bench binaries [default: beside gdrperf, else PATH].
@@ -100,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("acceptance-{host}-{}", date.replace(':', ""))));
     std::fs::create_dir_all(&out).with_context(|| format!("creating the output folder {}", out.display()))?;
+    println!("writing results to {}/", out.display());
     let total = steps.iter().filter(|step| matches!(step, Step::Run(_))).count();
     let mut rows = Vec::new();
     let mut done = 0;
@@ -143,6 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     acceptance::write_summary(&out, metadata, &rows)?;
     println!("summary: {0}/summary.csv, {0}/summary.json", out.display());
+    println!("results written to {}/", out.display());
     Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict)).exit_code()))
 }
 

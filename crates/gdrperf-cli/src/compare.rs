@@ -7,16 +7,24 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use gdrperf_report::{compare_memory_modes, compare_runs, parse_tolerance, ResultFile};
+use gdrperf_report::{compare_memory_modes, compare_repeated, compare_runs, parse_tolerance, ResultFile};
 
 const AFTER_HELP: &str = "\
 Examples:
   gdrperf compare results/node1/before.json results/node1/after.json --tolerance 3%
+  gdrperf compare --base a1.json,a2.json,a3.json,a4.json,a5.json --new b1.json,b2.json,b3.json,b4.json,b5.json
   gdrperf compare write_bw-host.csv write_bw-cuda.csv write_bw-cuda-staged.csv --by mem
 
 Rows are joined on (test, memory modes, GPU, size). Bandwidth rows compare bw_avg_gbit_s
 (higher is better), latency rows t_typical_us (lower is better); --metric names another
 column. Rows found in only one file are listed, never dropped.
+
+Evidence: with one run a side nothing measures the noise (identical sweeps under load differ
+by 5-40% per size): a change beyond --tolerance is flagged \"REGRESSION (single run, ...)\", one
+within it \"single run, not significant\". With --base and --new (3 or more runs each; 5 for
+p < 0.01) a row regresses only when a one-sided Mann-Whitney test gives p < 0.05 and the
+median is worse by more than the tolerance. Parameters that differ between the runs (stop
+rule, TX depth, QPs, ...) are printed as \"parameters differ: ...\" above the table.
 
 Exit codes:
   0  no row regressed beyond the tolerance (always 0 with --by mem)
@@ -34,13 +42,21 @@ pub enum By {
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// BASE and NEW result files (CSV or JSON); with --by mem, the file(s) of one run.
-    #[arg(value_name = "FILE", required = true)]
+    /// BASE and NEW result files (CSV or JSON); with --by mem, the file(s) of one run. Required
+    /// unless --base and --new are given.
+    #[arg(value_name = "FILE", required_unless_present = "base")]
     files: Vec<PathBuf>,
+    /// Repeated runs of the base, comma-separated (default: none): with --new, tested for
+    /// significance per row instead of judged by the tolerance alone.
+    #[arg(long, value_name = "FILE,FILE...", value_delimiter = ',', requires = "new", conflicts_with_all = ["files", "by"])]
+    base: Vec<PathBuf>,
+    /// Repeated runs of the new version, comma-separated (default: none).
+    #[arg(long, value_name = "FILE,FILE...", value_delimiter = ',', requires = "base")]
+    new: Vec<PathBuf>,
     /// How much worse a value may get before it counts as a regression (5%, 0.5%).
     #[arg(long, default_value = "5%", value_name = "PERCENT")]
     tolerance: String,
-    /// Compare the memory modes inside one run instead of two runs.
+    /// Compare the memory modes inside one run instead of two runs (default: none, two runs).
     #[arg(long, value_enum)]
     by: Option<By>,
     /// With --by mem: the mode speed-ups are relative to (default cuda-staged, else host).
@@ -49,16 +65,29 @@ pub struct Args {
     /// The column to compare (default bw_avg_gbit_s for bandwidth, t_typical_us for latency).
     #[arg(long, value_name = "COLUMN")]
     metric: Option<String>,
-    /// Also write the comparison as JSON to this file.
+    /// Also write the comparison as JSON to this file (default: none).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let files = args.files.iter().map(|path| ResultFile::read(path)).collect::<Result<Vec<_>, _>>()?;
-    for file in &files {
-        println!("{}: {} rows, {}", file.name, file.rows.len(), file.provenance());
+    let read = |paths: &[PathBuf]| -> anyhow::Result<Vec<ResultFile>> {
+        let files = paths.iter().map(|path| ResultFile::read(path)).collect::<Result<Vec<_>, _>>()?;
+        for file in &files {
+            println!("{}: {} rows, {}", file.name, file.rows.len(), file.provenance());
+        }
+        Ok(files)
+    };
+    if !args.base.is_empty() {
+        let (base, new) = (read(&args.base)?, read(&args.new)?);
+        println!();
+        let comparison =
+            compare_repeated(&base, &new, args.metric.as_deref(), parse_tolerance(&args.tolerance)?)?;
+        print!("{}", comparison.render());
+        write_json(&args, &comparison)?;
+        return Ok(if comparison.regressions() > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS });
     }
+    let files = read(&args.files)?;
     println!();
     match args.by {
         Some(By::Mem) => {

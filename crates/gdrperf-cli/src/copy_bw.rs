@@ -43,10 +43,11 @@ pub struct Args {
     /// counting only the GPUs in CUDA_VISIBLE_DEVICES; every row gives the bus id.
     #[arg(long, default_value = "all", value_parser = parse_gpu_selection)]
     gpu: GpuSelection,
-    /// The GPU at this PCI bus id (e.g. 0000:17:00.0), as `nvidia-smi` or `lspci -D` show it.
+    /// The GPU at this PCI bus id (e.g. 0000:17:00.0), as `nvidia-smi` or `lspci -D` show it
+    /// (default: none, --gpu).
     #[arg(long, value_parser = parse_gpu_bus_id, conflicts_with = "gpu")]
     gpu_bus_id: Option<GpuSelection>,
-    /// One copy size in bytes; K, M, G suffixes mean KiB, MiB, GiB.
+    /// One copy size in bytes; K, M, G suffixes mean KiB, MiB, GiB [default: 4K, 64K, 1M, 4M, 16M, 64M].
     #[arg(short = 's', long = "size", value_parser = parse_size, conflicts_with = "all_sizes")]
     size: Option<usize>,
     /// Every power of two from 1 B to 64 MiB.
@@ -55,10 +56,10 @@ pub struct Args {
     /// Copies per measurement [default: enough to move ~1 GiB, at least 20 and at most 1000].
     #[arg(short = 'n', long = "iters", value_parser = parse_count)]
     iterations: Option<usize>,
-    /// Write one CSV row per GPU, kind, direction and size (flushed as each completes).
+    /// Write one CSV row per GPU, kind, direction and size (flushed as each completes; default: none).
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// Write all rows, with the driver and GPU descriptions, as JSON at the end.
+    /// Write all rows, with the driver and GPU descriptions, as JSON at the end (default: none).
     #[arg(long)]
     json: Option<PathBuf>,
 }

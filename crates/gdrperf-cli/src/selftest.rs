@@ -34,7 +34,7 @@ pub struct Args {
     /// GPUs to test: an index (0), a list (0,2,3), `all`, or a PCI bus id.
     #[arg(long, default_value = "all", value_parser = parse_gpu_selection)]
     gpu: GpuSelection,
-    /// The GPU at this PCI bus id (e.g. 0000:17:00.0).
+    /// The GPU at this PCI bus id (e.g. 0000:17:00.0; default: none, --gpu).
     #[arg(long, value_parser = parse_gpu_bus_id, conflicts_with = "gpu")]
     gpu_bus_id: Option<GpuSelection>,
     /// Staging chunk size (K, M, G suffixes) [default: 16M, or the message size if smaller].

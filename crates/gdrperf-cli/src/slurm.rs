@@ -81,7 +81,7 @@ pub struct Args {
 
     /// The bench and its arguments, after `--`. Placeholders, expanded per task: {rank} {local}
     /// {node} {peer} {role}; {gpu_bus_id} (the GPU of this local task, PCI order) and {nic}
-    /// (the RDMA device nearest to it, as `gdrperf doctor` pairs them).
+    /// (the RDMA device nearest to it, as `gdrperf doctor` pairs them). Required (no default).
     #[arg(last = true, value_name = "BENCH ARGS")]
     bench: Vec<String>,
 }

@@ -226,7 +226,9 @@ fn a_bad_profile_or_mode_is_a_clear_error() {
     let output = gdrperf(&["accept", "--profile", "edr-100g", "--dry-run"], &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        text(&output).contains("no profile named \"edr-100g\": built-in profiles are ndr-400g, hdr-200g"),
+        text(&output).contains(
+            "no profile named \"edr-100g\": built-in profiles are ndr-400g, hdr-200g, softroce-smoke"
+        ),
         "{}",
         text(&output)
     );

@@ -72,7 +72,10 @@ fn render_rdma(report: &Report, out: &mut fmt::Formatter<'_>) -> fmt::Result {
                 format!("software ({driver} on {})", netdev.as_deref().unwrap_or("unknown netdev"))
             }
         };
-        let firmware = device.firmware.as_deref().map(|fw| format!(", firmware {fw}")).unwrap_or_default();
+        let firmware = device.firmware.as_deref().map_or_else(
+            || ", no firmware version (fw_ver empty)".to_string(),
+            |fw| format!(", firmware {fw}"),
+        );
         writeln!(out, "  {}: {place}{firmware}", device.name)?;
         for port in &device.ports {
             let mtu = match &port.mtu {

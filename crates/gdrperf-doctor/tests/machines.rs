@@ -251,7 +251,7 @@ fn a_soft_roce_vm_lists_rxe_as_software_and_fails_gpudirect() {
     assert_eq!(levels_of(&report, "gpus")[0].0, Level::Fail);
     assert!(levels_of(&report, "rdma-devices")[0].1.starts_with("only software RDMA devices (rxe0)"));
     assert!(report.network_controllers_without_rdma.is_empty(), "virtio-net is not an RDMA controller");
-    assert!(report.to_string().contains("rxe0: software (rxe on eth0)"));
+    assert!(report.to_string().contains("rxe0: software (rxe on eth0), no firmware version (fw_ver empty)"));
 }
 
 #[test]

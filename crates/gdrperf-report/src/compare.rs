@@ -1,5 +1,13 @@
-//! Did this change regress? Two runs joined row by row on (test, memory modes, GPU, size), each
-//! pair's change judged against a tolerance.
+//! Did this change regress? Two runs (or two sets of repeated runs) joined row by row on (test,
+//! memory modes, GPU, size), each pair's change judged against the noise.
+//!
+//! A verdict needs evidence beyond the noise (two identical back-to-back sweeps under load
+//! differ by 5-40% per size). With repeated runs on each side a row regresses when the
+//! Mann-Whitney test ([`crate::significance`]) finds the new runs worse (one-sided p < 0.05)
+//! *and* their median is worse by more than the tolerance. With one run per side nothing can
+//! measure the noise: a change beyond the stated tolerance is a regression "(single run)", one
+//! within it reads "single run, not significant". Runs whose parameters differ (iterations,
+//! TX depth, QPs, ...) are compared but marked, each difference named.
 //!
 //! ```
 //! use gdrperf_report::{compare_runs, ResultFile};
@@ -18,6 +26,10 @@ use serde::Serialize;
 use crate::error::{ReportError, Result};
 use crate::format::{percent_change, table, table_number};
 use crate::results::{Better, ResultFile, ResultRow, RowKey};
+use crate::significance::{median, p_value_lower};
+
+/// The significance level of a regression between repeated runs.
+pub const ALPHA: f64 = 0.05;
 
 /// How a value moved between the runs, judged against the tolerance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -42,11 +54,36 @@ pub struct ComparedRow {
     pub bytes: u64,
     /// The column compared ("bw_avg_gbit_s").
     pub metric: String,
+    /// The value, or the median of the repeated runs' values.
     pub base: f64,
     pub new: f64,
     /// (new - base) / base.
     pub change: f64,
     pub verdict: Change,
+    /// Runs with this row on each side.
+    pub base_runs: usize,
+    pub new_runs: usize,
+    /// Repeated runs: the one-sided Mann-Whitney p-value that the new runs are worse (better,
+    /// for an improvement); `None` for single runs.
+    pub p_value: Option<f64>,
+}
+
+impl ComparedRow {
+    /// The verdict column: the verdict with its evidence.
+    fn evidence(&self, tolerance: f64) -> String {
+        let beyond = self.change.abs() > tolerance;
+        match (self.verdict, self.p_value) {
+            (Change::Regression, None) => "REGRESSION (single run, beyond the tolerance)".into(),
+            (Change::Improvement, None) => "improved (single run)".into(),
+            (Change::Same, None) if self.change != 0.0 => "single run, not significant".into(),
+            (Change::Regression, Some(p)) => {
+                format!("REGRESSION p={p:.3} ({} vs {} runs)", self.base_runs, self.new_runs)
+            }
+            (Change::Improvement, Some(p)) => format!("improved p={p:.3}"),
+            (Change::Same, Some(p)) if beyond => format!("not significant, p={p:.2}"),
+            _ => String::new(),
+        }
+    }
 }
 
 /// Two runs compared.
@@ -55,6 +92,12 @@ pub struct Comparison {
     pub base: String,
     pub new: String,
     pub tolerance: f64,
+    /// Files on each side (more than one: repeated runs, tested for significance).
+    pub base_runs: usize,
+    pub new_runs: usize,
+    /// Run parameters that differ between the sides ("tx_depth: base 128, new 1"): the change
+    /// of a row may be theirs, not the code's.
+    pub parameter_differences: Vec<String>,
     pub rows: Vec<ComparedRow>,
     /// Rows of BASE that NEW lacks (a size that crashed, a test not run): listed, never dropped.
     pub only_in_base: Vec<String>,
@@ -82,26 +125,49 @@ impl Comparison {
                     table_number(row.base),
                     table_number(row.new),
                     percent_change(row.change),
-                    match row.verdict {
-                        Change::Regression => "REGRESSION".into(),
-                        Change::Improvement => "improved".into(),
-                        Change::Same => String::new(),
-                    },
+                    row.evidence(self.tolerance),
                 ]
             })
             .collect();
-        let mut out =
-            table(&["test", "mem", "gpu", "lane", "bytes", "metric", "base", "new", "change", ""], &rows);
+        let mut out = String::new();
+        for difference in &self.parameter_differences {
+            out.push_str(&format!("parameters differ: {difference}\n"));
+        }
+        out.push_str(&table(
+            &["test", "mem", "gpu", "lane", "bytes", "metric", "base", "new", "change", ""],
+            &rows,
+        ));
         for (label, keys) in [("only in base", &self.only_in_base), ("only in new", &self.only_in_new)] {
             if !keys.is_empty() {
                 out.push_str(&format!("{label} ({}): {}\n", keys.len(), keys.join("; ")));
             }
         }
         let tolerance = self.tolerance * 100.0;
-        out.push_str(&match self.regressions() {
-            0 => format!("no regression beyond {tolerance}% in {} compared rows\n", self.rows.len()),
-            n => format!("{n} of {} rows regressed beyond {tolerance}%\n", self.rows.len()),
+        let rows = self.rows.len();
+        let (base_runs, new_runs) = (self.base_runs, self.new_runs);
+        out.push_str(&match (self.regressions(), base_runs.min(new_runs) > 1) {
+            (0, false) => format!(
+                "no regression beyond {tolerance}% in {rows} compared rows (single runs: no test of the noise; \
+                 give --base and --new 3 or more runs each for one)\n"
+            ),
+            (n, false) => format!("{n} of {rows} rows regressed beyond {tolerance}% (single runs: no test of the noise)\n"),
+            (0, true) => format!(
+                "no significant regression (Mann-Whitney p < {ALPHA} and beyond {tolerance}%) in {rows} rows, \
+                 {base_runs} vs {new_runs} runs\n"
+            ),
+            (n, true) => format!(
+                "{n} of {rows} rows regressed: Mann-Whitney p < {ALPHA} and median beyond {tolerance}%, \
+                 {base_runs} vs {new_runs} runs\n"
+            ),
         });
+        // The smallest one-sided p-value of n vs m runs is 1 / C(n + m, n).
+        let splits = (1..=base_runs).fold(1.0, |product, i| product * (new_runs + i) as f64 / i as f64);
+        if base_runs.min(new_runs) > 1 && 1.0 / splits >= ALPHA {
+            out.push_str(&format!("{base_runs} vs {new_runs} runs cannot reach p < {ALPHA} (at best 1/{splits:.0}): give 3 or more a side\n"));
+        }
+        if !self.parameter_differences.is_empty() {
+            out.push_str("the runs' parameters differ (above): a change may be theirs, not the code's\n");
+        }
         out
     }
 }
@@ -156,31 +222,61 @@ pub(crate) fn index_rows<'a>(
 }
 
 /// Joins `base` and `new` and judges each pair. `metric`: the column to compare (default per
-/// row kind); `tolerance`: a fraction (0.05 for 5%).
+/// row kind); `tolerance`: a fraction (0.05 for 5%). One run per side: see [`compare_repeated`].
 pub fn compare_runs(
     base: &ResultFile,
     new: &ResultFile,
     metric: Option<&str>,
     tolerance: f64,
 ) -> Result<Comparison> {
-    let base_rows = index_rows([base])?;
-    let new_rows = index_rows([new])?;
+    compare_repeated(std::slice::from_ref(base), std::slice::from_ref(new), metric, tolerance)
+}
+
+/// Joins the runs of `base` and of `new` row by row and judges each row: with several runs a
+/// side, by the Mann-Whitney test and the medians; with one, by the tolerance alone.
+pub fn compare_repeated(
+    base: &[ResultFile],
+    new: &[ResultFile],
+    metric: Option<&str>,
+    tolerance: f64,
+) -> Result<Comparison> {
+    let base_rows = base.iter().map(|file| index_rows([file])).collect::<Result<Vec<_>>>()?;
+    let new_rows = new.iter().map(|file| index_rows([file])).collect::<Result<Vec<_>>>()?;
+    let keys = |side: &[BTreeMap<RowKey, &ResultRow>]| {
+        side.iter().flat_map(|rows| rows.keys().cloned()).collect::<std::collections::BTreeSet<RowKey>>()
+    };
+    let (base_keys, new_keys) = (keys(&base_rows), keys(&new_rows));
     let mut rows = Vec::new();
-    for (key, base_row) in &base_rows {
-        let Some(new_row) = new_rows.get(key) else { continue };
-        let column = metric_of(base_row, metric)?;
-        let (base_value, new_value) = (value_of(base_row, &column)?, value_of(new_row, &column)?);
+    for key in base_keys.intersection(&new_keys) {
+        let base_side: Vec<&ResultRow> = base_rows.iter().filter_map(|rows| rows.get(key).copied()).collect();
+        let new_side: Vec<&ResultRow> = new_rows.iter().filter_map(|rows| rows.get(key).copied()).collect();
+        let column = metric_of(base_side[0], metric)?;
+        let values =
+            |side: &[&ResultRow]| side.iter().map(|row| value_of(row, &column)).collect::<Result<Vec<f64>>>();
+        let (base_values, new_values) = (values(&base_side)?, values(&new_side)?);
+        let (base_value, new_value) =
+            (median(&base_values).unwrap_or(0.0), median(&new_values).unwrap_or(0.0));
         let change = relative_change(base_value, new_value);
-        let worse = match Better::for_column(&column) {
-            Better::Higher => -change,
-            Better::Lower => change,
+        let higher_is_better = Better::for_column(&column) == Better::Higher;
+        let worse = if higher_is_better { -change } else { change };
+        // The runs' values with "worse" as "lower", for the one-sided test.
+        let oriented = |values: &[f64]| -> Vec<f64> {
+            values.iter().map(|value| if higher_is_better { *value } else { -value }).collect()
         };
-        let verdict = if worse > tolerance {
-            Change::Regression
-        } else if -worse > tolerance {
-            Change::Improvement
+        let repeated = base_values.len() > 1 && new_values.len() > 1;
+        let (p_worse, p_better) = if repeated {
+            let (base_oriented, new_oriented) = (oriented(&base_values), oriented(&new_values));
+            (p_value_lower(&new_oriented, &base_oriented), p_value_lower(&base_oriented, &new_oriented))
         } else {
-            Change::Same
+            (None, None)
+        };
+        let significant = |p: Option<f64>| p.is_none_or(|p| p < ALPHA);
+        let (verdict, p_value) = if worse > tolerance && significant(p_worse) {
+            (Change::Regression, p_worse)
+        } else if -worse > tolerance && significant(p_better) {
+            (Change::Improvement, p_better)
+        } else {
+            (Change::Same, if worse >= 0.0 { p_worse } else { p_better })
         };
         rows.push(ComparedRow {
             test: key.test.clone(),
@@ -193,26 +289,31 @@ pub fn compare_runs(
             new: new_value,
             change,
             verdict,
+            base_runs: base_values.len(),
+            new_runs: new_values.len(),
+            p_value,
         });
     }
+    let names =
+        |side: &[ResultFile]| side.iter().map(|file| file.name.as_str()).collect::<Vec<_>>().join(", ");
     if rows.is_empty() {
         return Err(ReportError::NothingToCompare(format!(
             "{} and {} have no row in common (joined on test, memory modes, GPU and size): {} rows vs {} rows",
-            base.name,
-            new.name,
-            base.rows.len(),
-            new.rows.len()
+            names(base),
+            names(new),
+            base.iter().map(|file| file.rows.len()).sum::<usize>(),
+            new.iter().map(|file| file.rows.len()).sum::<usize>()
         )));
     }
-    let missing = |from: &BTreeMap<RowKey, &ResultRow>, other: &BTreeMap<RowKey, &ResultRow>| {
-        from.keys().filter(|key| !other.contains_key(key)).map(RowKey::to_string).collect::<Vec<_>>()
-    };
     Ok(Comparison {
-        base: base.name.clone(),
-        new: new.name.clone(),
+        base: names(base),
+        new: names(new),
         tolerance,
-        only_in_base: missing(&base_rows, &new_rows),
-        only_in_new: missing(&new_rows, &base_rows),
+        base_runs: base.len(),
+        new_runs: new.len(),
+        parameter_differences: crate::compare_parameters::differences(base, new),
+        only_in_base: base_keys.difference(&new_keys).map(RowKey::to_string).collect(),
+        only_in_new: new_keys.difference(&base_keys).map(RowKey::to_string).collect(),
         rows,
     })
 }
@@ -325,6 +426,43 @@ mod tests {
             "{}",
             report.render()
         );
+    }
+
+    /// Five runs of one size with the given bandwidths.
+    fn runs(values: &[f64]) -> Vec<ResultFile> {
+        values
+            .iter()
+            .map(|value| file("run.csv", &format!("test,bytes,bw_avg_gbit_s\nwrite_bw,2,{value}\n")))
+            .collect()
+    }
+
+    #[test]
+    fn repeated_runs_regress_only_beyond_the_noise() {
+        // Noise of +-10% on both sides, medians 5.2% apart: the single-run rule would call it.
+        let base = runs(&[1.00, 0.90, 1.10, 0.95, 1.05]);
+        let noisy = runs(&[0.948, 1.04, 0.86, 0.99, 0.91]);
+        let comparison = compare_repeated(&base, &noisy, None, 0.05).unwrap();
+        assert_eq!(comparison.regressions(), 0, "{}", comparison.render());
+        let text = comparison.render();
+        assert!(text.contains("not significant, p=") && text.contains("no significant regression"), "{text}");
+        // A real 20% drop, every new run below every base run: p = 1 / C(12, 7).
+        let dropped = runs(&[0.80, 0.72, 0.78, 0.76, 0.84, 0.83, 0.85]);
+        let comparison = compare_repeated(&base, &dropped, None, 0.05).unwrap();
+        assert_eq!(comparison.regressions(), 1);
+        assert_eq!(comparison.rows[0].p_value, Some(1.0 / 792.0), "C(12, 5) splits");
+        let text = comparison.render();
+        assert!(text.contains("-20.0%") && text.contains("REGRESSION p=0.001 (5 vs 7 runs)"), "{text}");
+        assert!(text.contains("1 of 1 rows regressed: Mann-Whitney p < 0.05"), "{text}");
+    }
+
+    #[test]
+    fn single_runs_say_so() {
+        let comparison = compare_runs(&runs(&[1.0])[0], &runs(&[0.97])[0], None, 0.05).unwrap();
+        let text = comparison.render();
+        assert!(text.contains("single run, not significant"), "{text}");
+        assert!(text.contains("single runs: no test of the noise"), "{text}");
+        let comparison = compare_runs(&runs(&[1.0])[0], &runs(&[0.8])[0], None, 0.05).unwrap();
+        assert!(comparison.render().contains("REGRESSION (single run, beyond the tolerance)"));
     }
 
     #[test]

@@ -33,16 +33,18 @@
 
 pub mod acceptance;
 pub mod compare;
+pub mod compare_parameters;
 pub mod error;
 pub mod evaluate;
 pub mod format;
 pub mod modes;
 pub mod profile;
 pub mod results;
+pub mod significance;
 /// Threshold parsing and resolving, shared with the benches: `gdrperf-threshold`'s.
 pub use gdrperf_threshold::limit as threshold;
 
-pub use compare::{compare_runs, Change, ComparedRow, Comparison};
+pub use compare::{compare_repeated, compare_runs, Change, ComparedRow, Comparison};
 pub use error::{ReportError, Result};
 pub use evaluate::{evaluate_bandwidth, evaluate_latency, Failure, Measured, Thresholds, Verdict};
 pub use modes::{compare_memory_modes, ModeComparison, ModeGroup};

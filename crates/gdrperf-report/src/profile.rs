@@ -38,10 +38,12 @@ use crate::threshold::{BandwidthThreshold, LatencyStatistic, LatencyThreshold};
 /// The memory modes a profile may give thresholds for (the bench binaries' `--mem` values).
 pub const MEMORY_MODES: [&str; 3] = ["host", "cuda", "cuda-staged"];
 
-/// The profiles shipped with gdrperf: (name, TOML text).
-const BUILTIN: [(&str, &str); 2] = [
+/// The profiles shipped with gdrperf: (name, TOML text), every file of profiles/ (a test checks
+/// that none is left out), so that `--profile NAME` works wherever the binary is.
+const BUILTIN: [(&str, &str); 3] = [
     ("ndr-400g", include_str!("../../../profiles/ndr-400g.toml")),
     ("hdr-200g", include_str!("../../../profiles/hdr-200g.toml")),
+    ("softroce-smoke", include_str!("../../../profiles/softroce-smoke.toml")),
 ];
 
 /// A threshold and where its figure comes from.
@@ -263,7 +265,9 @@ mod tests {
             assert_eq!(profile.name, name);
             let bandwidth = profile.bandwidth.as_ref().expect("a bandwidth section");
             let latency = profile.latency.as_ref().expect("a latency section");
-            for mode in MEMORY_MODES {
+            // The smoke profile runs where no GPU exists (Soft-RoCE): host memory only.
+            let modes: &[&str] = if name == "softroce-smoke" { &["host"] } else { &MEMORY_MODES };
+            for &mode in modes {
                 assert!(
                     bandwidth.min_bw.contains_key(mode) && latency.max_lat.contains_key(mode),
                     "{name} lacks {mode}"
@@ -304,10 +308,25 @@ mod tests {
             assert!(message.contains(expected), "{message:?} lacks {expected:?}");
         }
         let unknown = Profile::load("edr-100g").unwrap_err().to_string();
-        assert!(unknown.contains("ndr-400g, hdr-200g"), "{unknown}");
+        assert!(unknown.contains("ndr-400g, hdr-200g, softroce-smoke"), "{unknown}");
         assert!(Profile::load("/nonexistent/p.toml")
             .unwrap_err()
             .to_string()
             .contains("cannot read profile /nonexistent/p.toml"));
+    }
+
+    #[test]
+    fn every_profile_file_is_built_in_under_its_own_name() {
+        let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles");
+        let mut files: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".toml"))
+            .collect();
+        files.sort();
+        let mut names: Vec<String> =
+            Profile::builtin_names().iter().map(|name| format!("{name}.toml")).collect();
+        names.sort();
+        assert_eq!(files, names, "profiles/ and the built-in profiles differ");
     }
 }

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::error::{Result, ThresholdError};
 use crate::format::{number, percent_change};
-use crate::limit::{BandwidthLimit, LatencyLimit, LatencyStatistic};
+use crate::limit::{BandwidthLimit, BandwidthUnit, LatencyLimit, LatencyStatistic};
 
 /// The figures of one result row that thresholds are held against, in the units the
 /// published columns use. The benches implement it on their typed rows; the report crate on
@@ -79,6 +79,30 @@ impl fmt::Display for Failure {
             write!(out, "{separator}{basis}")?;
         }
         write!(out, ")")
+    }
+}
+
+impl Failure {
+    /// The FAIL line for a console whose table shows bandwidth in `table_unit`: a bandwidth
+    /// failure worded in the other unit (a `--min-bw 90Gb/s` under a MiB/s table) gets the
+    /// same comparison in the table's unit after it, so that one screen can be read in one unit.
+    pub fn in_table_unit(&self, table_unit: BandwidthUnit) -> String {
+        let other = [BandwidthUnit::GigabitsPerSecond, BandwidthUnit::MebibytesPerSecond]
+            .into_iter()
+            .find(|unit| unit.label() == self.unit);
+        match other {
+            Some(unit) if unit != table_unit => {
+                let in_table = |value: f64| number(table_unit.from_gbit(unit.to_gbit(value)));
+                format!(
+                    "{self} = {} {label} {} {} {label}",
+                    in_table(self.measured),
+                    self.relation,
+                    in_table(self.limit),
+                    label = table_unit.label()
+                )
+            }
+            _ => self.to_string(),
+        }
     }
 }
 
@@ -208,6 +232,11 @@ mod tests {
         let limit = BandwidthThreshold::parse("11000MiB/s").unwrap().resolve(None, false).unwrap();
         let failure = evaluate_bandwidth(65536, 46.137344, &limit).unwrap(); // 5500 MiB/s
         assert_eq!(failure.to_string(), "65536 bytes: BW average 5500 MiB/s < 11000 MiB/s (-50.0%)");
+        assert_eq!(failure.in_table_unit(BandwidthUnit::MebibytesPerSecond), failure.to_string());
+        assert_eq!(
+            failure.in_table_unit(BandwidthUnit::GigabitsPerSecond),
+            "65536 bytes: BW average 5500 MiB/s < 11000 MiB/s (-50.0%) = 46.1 Gb/s < 92.3 Gb/s"
+        );
     }
 
     #[test]

@@ -61,6 +61,11 @@ impl BandwidthUnit {
             BandwidthUnit::MebibytesPerSecond => gbit_to_mib(gbit_s),
         }
     }
+
+    /// A rate in this unit expressed in Gb/s.
+    pub fn to_gbit(self, value: f64) -> f64 {
+        value / self.from_gbit(1.0)
+    }
 }
 
 /// `--min-bw`: the least average bandwidth every size must reach.

@@ -150,7 +150,9 @@ fn read_device(sys: &SysRoot, name: String) -> RdmaDevice {
                 .or_else(|| ports.iter().flat_map(|port| &port.gids).find_map(|gid| gid.netdev.clone())),
         },
     };
-    RdmaDevice { name, backing, node_type, firmware: sys.read_text(directory.join("fw_ver")), ports }
+    // Drivers without a firmware (rxe, siw) leave fw_ver empty: no version, not an empty one.
+    let firmware = sys.read_text(directory.join("fw_ver")).filter(|version| !version.trim().is_empty());
+    RdmaDevice { name, backing, node_type, firmware, ports }
 }
 
 fn read_port(sys: &SysRoot, device_directory: &std::path::Path, number: u32) -> Port {

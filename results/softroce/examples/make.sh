@@ -3,10 +3,13 @@
 #   cargo build --release --workspace --bins
 #   flock /tmp/gdrperf-vm.lock scripts/softroce.sh run --timeout 900 -- \
 #       "GDRPERF_COMMIT=$(git rev-parse --short=12 HEAD) sh results/softroce/examples/make.sh"
-# then, on the host, the plots (scripts/plot-tests.sh's virtual environment):
-#   .cache/plot-venv/bin/python scripts/plot_bw.py results/softroce/examples/write_bw-run*.json -o results/softroce/examples/write_bw.png
-#   .cache/plot-venv/bin/python scripts/plot_lat.py results/softroce/examples/read_lat-hdr/*.hgrm --log-y -o results/softroce/examples/read_lat.png
-#   .cache/plot-venv/bin/python scripts/plot_compare.py results/softroce/examples/write_bw-run1.json results/softroce/examples/write_bw-run2.json -o results/softroce/examples/write_bw-run2-vs-run1.png
+# then, on the host, the plots (scripts/plot makes its matplotlib venv; titles and legends come
+# from the files' metadata), as last drawn at commit 39ed478 on branch firsthour:
+#   E=results/softroce/examples
+#   scripts/plot bw $E/write_bw-run1.json $E/write_bw-run2.json -o $E/write_bw.png
+#   scripts/plot lat $E/read_lat-hdr/read_lat-2B.hgrm $E/read_lat-hdr/read_lat-4096B.hgrm $E/read_lat-hdr/read_lat-65536B.hgrm \
+#       --run $E/read_lat-2.json --run $E/read_lat-4096.json --run $E/read_lat-65536.json --log-y -o $E/read_lat.png
+#   scripts/plot compare $E/write_bw-run1.json $E/write_bw-run2.json -o $E/write_bw-run2-vs-run1.png
 # Each JSON names its command (metadata.argv) and commit (metadata.git_commit); PROVENANCE.md
 # names them for the files that cannot (CSV, .hgrm, .hdr, .png).
 set -eu

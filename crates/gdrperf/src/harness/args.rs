@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// Options every benchmark takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CommonArgs {
-    /// Server to connect to. Without it this side is the server and waits for a client.
+    /// Server to connect to (default: none: this side is the server and waits for a client).
     #[arg(value_name = "HOST")]
     pub host: Option<String>,
 
@@ -46,7 +46,7 @@ pub struct CommonArgs {
     #[arg(short = 'n', long = "iters", value_name = "N")]
     pub iters: Option<u64>,
 
-    /// Run each size for this many seconds instead of a fixed number of iterations.
+    /// Run each size for this many seconds instead of a fixed number of iterations (default: none: -n).
     #[arg(
         short = 'D',
         long = "duration",
@@ -80,26 +80,27 @@ pub struct CommonArgs {
     #[arg(long)]
     pub validate: bool,
 
-    /// Write one CSV row per size to this file (created before measuring, each row written as its size completes).
+    /// Write one CSV row per size to this file (created before measuring, each row written as its size completes;
+    /// default: none). Columns: docs/columns.md.
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
 
-    /// Write results with run metadata as JSON to this file (rewritten as each size completes).
+    /// Write results with run metadata as JSON to this file (rewritten as each size completes; default: none).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
 
     /// Acceptance: fail any size whose average bandwidth is below this (90Gb/s, 11000MiB/s, or
-    /// 80% of the port's rate).
+    /// 80% of the port's rate; default: none, no limit).
     #[arg(long = "min-bw", value_name = "RATE", value_parser = parse_bandwidth_threshold)]
     pub min_bw: Option<gdrperf_threshold::BandwidthThreshold>,
 
-    /// Acceptance: fail any size whose latency (the statistic of --lat-pct) is above this (5us).
+    /// Acceptance: fail any size whose latency (the statistic of --lat-pct) is above this (5us; default: none).
     #[arg(long = "max-lat", value_name = "TIME", value_parser = parse_latency_threshold)]
     pub max_lat: Option<gdrperf_threshold::LatencyThreshold>,
 
     /// Acceptance: fail any size during which more than N NIC error counter increments
     /// (retransmissions, sequence errors, RNR NAKs, drops: the row's nic_errors) were counted on
-    /// this side's port.
+    /// this side's port (default: none, no limit).
     #[arg(long = "max-nic-errors", value_name = "N")]
     pub max_nic_errors: Option<u64>,
 
@@ -127,13 +128,13 @@ pub struct CommonArgs {
     #[arg(long = "gpu", value_name = "INDEX[,INDEX...]|all", conflicts_with = "gpu_bus_id")]
     pub gpu: Option<String>,
 
-    /// GPU for the cuda kinds, by PCI address (0000:17:00.0).
+    /// GPU for the cuda kinds, by PCI address (0000:17:00.0; default: none, --gpu's index).
     #[arg(long = "gpu-bus-id", value_name = "BDF")]
     pub gpu_bus_id: Option<String>,
 
     /// How the NIC reaches GPU memory: dmabuf (ibv_reg_dmabuf_mr), peermem (ibv_reg_mr through
     /// nvidia-peermem), or auto (dma-buf when the GPU supports it, else peermem).
-    #[arg(long = "gdr", value_enum, default_value_t = GdrPath::Auto, value_name = "PATH")]
+    #[arg(long = "gdr", value_enum, default_value_t = GdrPath::Auto, value_name = "MODE")]
     pub gdr: GdrPath,
 
     /// Seconds to wait for the peer (connect, exchange) or for completion progress before giving up.
@@ -157,14 +158,14 @@ pub struct CommonArgs {
     #[arg(long = "cpu", value_name = "LIST|none", conflicts_with = "numa_node")]
     pub cpu: Option<String>,
 
-    /// Run on the CPUs of this NUMA node instead of the NIC's.
+    /// Run on the CPUs of this NUMA node instead of the NIC's (default: none, the NIC's node; see --cpu).
     #[arg(long = "numa-node", value_name = "N")]
     pub numa_node: Option<u32>,
 
     /// Shared secret: the server reveals its buffer addresses and keys only to a client that
     /// proves it knows the same token (an HMAC over a fresh challenge; the token itself never
     /// crosses the network). Give both sides the same one, preferably through the environment:
-    /// other users of the host can read a command line.
+    /// other users of the host can read a command line. Default: none (no check).
     #[arg(long, env = "GDRPERF_TOKEN", hide_env_values = true, value_name = "SECRET")]
     pub token: Option<String>,
 }

@@ -25,12 +25,13 @@ pub struct LatencyArgs {
     /// Write each size's latency distribution into DIR (created if missing):
     /// per size, files named like read_lat-4096B.hgrm (percentile table, the format HdrHistogram's
     /// plotter reads) and read_lat-4096B.hdr (the whole histogram, V2-encoded, to merge or re-plot later).
+    /// Default: none.
     #[arg(long = "hdr-dir", value_name = "DIR")]
     pub hdr_dir: Option<PathBuf>,
 
     /// Write an HdrHistogram interval log (one histogram per --hlog-interval) to PATH, to see
     /// latency drift over a long -D run. With several sizes, one file per size: PATH with the
-    /// size (-4096B) before the extension.
+    /// size (-4096B) before the extension. Default: none.
     #[arg(long = "hlog", value_name = "PATH")]
     pub hlog: Option<PathBuf>,
 
@@ -41,6 +42,7 @@ pub struct LatencyArgs {
     /// Dump every raw sample (nanoseconds, one per line, in the order taken) to PATH, as
     /// perftest's -H does. With several sizes, one file per size: PATH with the size (-4096B)
     /// before the extension. Needs -n (at most 1000000), since every sample is kept in memory.
+    /// Default: none.
     #[arg(short = 'H', long = "histogram-raw", value_name = "PATH")]
     pub histogram_raw: Option<PathBuf>,
 

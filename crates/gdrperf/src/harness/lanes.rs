@@ -225,7 +225,7 @@ pub(crate) fn drive<B: Benchmark>(
         let mut write = |rows: Vec<Option<B::Row>>, complete: bool, outcome: &mut RunOutcome| -> Result<()> {
             let rows: Vec<B::Row> = rows.into_iter().flatten().collect();
             for row in &rows {
-                write_and_judge(&mut outputs, &progress, &thresholds, row, outcome)?;
+                write_and_judge(&mut outputs, &progress, &thresholds, config.unit, row, outcome)?;
             }
             if let Some(all) = complete.then(|| <B::Row as crate::output::Row>::aggregate(&rows)).flatten() {
                 progress.suspend(|| outputs.write_row(&all))?;

@@ -12,6 +12,7 @@ pub mod bandwidth;
 pub mod buffers;
 pub mod config;
 pub mod credits;
+pub mod help;
 pub mod interrupt;
 pub mod lanes;
 pub mod latency;
@@ -31,6 +32,7 @@ pub mod write_stream;
 
 pub use args::{BandwidthArgs, CommonArgs};
 pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
+pub use help::parse_with_defaults;
 pub use roles::run;
 pub use session::{Session, Side};
 pub use sweep::{Benchmark, RunOutcome, Setup};

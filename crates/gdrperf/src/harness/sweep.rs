@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::exchange::Message;
-use crate::harness::config::{BandwidthConfig, BenchConfig, StopRule};
+use crate::harness::config::{BandwidthConfig, BandwidthUnit, BenchConfig, StopRule};
 use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
 use crate::harness::placement::{self, Placement};
 use crate::harness::port_window::{OwnPort, SizeWindow};
@@ -351,7 +351,7 @@ pub(crate) fn drive<B: Benchmark>(
                 progress.set_message(format!("{size} bytes"));
                 let step = lead_size(config, benchmark, &mut session, &context, size, &window)?;
                 if let Some(row) = step.row {
-                    write_and_judge(&mut outputs, &progress, &thresholds, &row, &mut outcome)?;
+                    write_and_judge(&mut outputs, &progress, &thresholds, config.unit, &row, &mut outcome)?;
                 }
                 if let Some(warning) = &step.nic_warning {
                     progress.suspend(|| eprintln!("{warning}"));
@@ -378,11 +378,16 @@ pub(crate) fn write_and_judge<R: Row + 'static>(
     outputs: &mut Outputs<R>,
     progress: &ProgressBar,
     thresholds: &gdrperf_threshold::Thresholds,
+    unit: BandwidthUnit,
     row: &R,
     outcome: &mut RunOutcome,
 ) -> Result<()> {
     progress.suspend(|| outputs.write_row(row))?;
-    for failure in check_thresholds(thresholds, row)? {
+    let table_unit = match unit {
+        BandwidthUnit::MebibytesPerSecond => gdrperf_threshold::BandwidthUnit::MebibytesPerSecond,
+        BandwidthUnit::GigabitsPerSecond => gdrperf_threshold::BandwidthUnit::GigabitsPerSecond,
+    };
+    for failure in check_thresholds(thresholds, table_unit, row)? {
         progress.suspend(|| eprintln!("FAIL: {failure}"));
         outcome.threshold_failures.push(failure);
     }
@@ -390,10 +395,15 @@ pub(crate) fn write_and_judge<R: Row + 'static>(
 }
 
 /// The FAIL lines of one row against the acceptance thresholds (empty when none are set).
-fn check_thresholds<R: Row>(thresholds: &gdrperf_threshold::Thresholds, row: &R) -> Result<Vec<String>> {
+/// The FAIL lines of `row`, bandwidths also in the console table's unit.
+fn check_thresholds<R: Row>(
+    thresholds: &gdrperf_threshold::Thresholds,
+    table_unit: gdrperf_threshold::BandwidthUnit,
+    row: &R,
+) -> Result<Vec<String>> {
     let failures =
         thresholds.evaluate(row).map_err(|source| Error::Threshold { flag: source.flag(), source })?;
-    Ok(failures.iter().map(ToString::to_string).collect())
+    Ok(failures.iter().map(|failure| failure.in_table_unit(table_unit)).collect())
 }
 
 fn unexpected(session: &Session, expected: &'static str, got: &Message) -> Error {

@@ -5,6 +5,7 @@
 //! size 20 keeps sizes 1 to 19.
 
 pub mod ceiling_columns;
+pub mod columns;
 mod console;
 mod files;
 pub mod latency_row;

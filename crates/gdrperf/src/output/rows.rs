@@ -1,6 +1,6 @@
 //! Result rows. Their field names are the CSV column names: a published contract that plotting
-//! scripts and stored baselines depend on. Add columns at the end; rename none without a reason
-//! in the commit.
+//! scripts and stored baselines depend on. Add columns at the end only, each with its entry in
+//! the column reference ([`crate::output::columns`]), whose tests pin the order.
 
 use gdrperf_stats::units::{BITS_PER_GBIT, BYTES_PER_MIB};
 use gdrperf_stats::{aggregate_rate, BandwidthReport, LaneSpan};

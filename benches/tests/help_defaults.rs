@@ -1,0 +1,50 @@
+//! Every option of every bench binary shows its default in `--help` (and clap lists the values
+//! of those with a fixed set), so that a new user need not learn them from the run header.
+
+use std::process::Command;
+
+mod help_text;
+use help_text::value_options;
+
+#[test]
+fn every_option_of_every_bench_shows_its_default() {
+    let binaries = [
+        env!("CARGO_BIN_EXE_gdr-write-bw"),
+        env!("CARGO_BIN_EXE_gdr-send-bw"),
+        env!("CARGO_BIN_EXE_gdr-read-lat"),
+        env!("CARGO_BIN_EXE_gdr-write-lat"),
+        env!("CARGO_BIN_EXE_gdr-send-lat"),
+    ];
+    let mut missing = Vec::new();
+    for binary in binaries {
+        let output = Command::new(binary).arg("--help").output().unwrap();
+        assert!(output.status.success(), "{binary} --help failed");
+        let help = String::from_utf8(output.stdout).unwrap();
+        let options = value_options(&help);
+        assert!(options.len() > 20, "{binary}: too few options parsed from:\n{help}");
+        for (name, description) in options {
+            let description = description.to_lowercase();
+            if !description.contains("default") && !description.contains("required") {
+                missing.push(format!("{binary}: {name} says no default"));
+            }
+        }
+        assert!(help.contains("[possible values: auto, dmabuf, peermem]"), "{binary}: --gdr's values");
+    }
+    assert!(missing.is_empty(), "options whose --help hides the default:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn the_tests_own_defaults_are_shown() {
+    let help = |binary: &str| {
+        String::from_utf8(Command::new(binary).arg("--help").output().unwrap().stdout).unwrap()
+    };
+    let bandwidth = help(env!("CARGO_BIN_EXE_gdr-write-bw"));
+    let latency = help(env!("CARGO_BIN_EXE_gdr-read-lat"));
+    let option = |help: &str, name: &str| {
+        value_options(help).into_iter().find(|(option, _)| option.starts_with(name)).unwrap().1
+    };
+    assert!(option(&bandwidth, "-n, --iters").ends_with("[default: 5000]"), "{bandwidth}");
+    assert!(option(&bandwidth, "-t, --tx-depth").ends_with("[default: 128]"), "{bandwidth}");
+    assert!(option(&latency, "-n, --iters").ends_with("[default: 1000]"), "{latency}");
+    assert!(option(&latency, "-s, --size").ends_with("[default: 2]"), "{latency}");
+}

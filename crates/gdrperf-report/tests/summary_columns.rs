@@ -1,0 +1,38 @@
+//! `summary.csv`'s real header against the column reference (gdrperf::output::columns), which
+//! lists every column of every file gdrperf writes and renders docs/columns.md.
+
+use gdrperf::output::columns::{header_problems, Table};
+use gdrperf_report::acceptance::AcceptanceRow;
+use gdrperf_report::Verdict;
+
+#[test]
+fn every_summary_column_has_a_reference_entry_and_keeps_its_published_place() {
+    let row = AcceptanceRow {
+        nic: "rxe0".into(),
+        port_rate: String::new(),
+        gpu: String::new(),
+        gpu_bus_id: String::new(),
+        test: "write_bw".into(),
+        mem: "host".into(),
+        bytes: 65536,
+        metric: "bw_avg_gbit_s".into(),
+        value: Some(1.0),
+        unit: "Gb/s".into(),
+        threshold: "0.5".into(),
+        verdict: Verdict::Pass,
+        detail: String::new(),
+        threshold_source: String::new(),
+        result_file: String::new(),
+        ceiling_gbps: None,
+        ceiling_limited_by: String::new(),
+        pct_of_ceiling: None,
+        ceiling_causes: String::new(),
+    };
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.serialize(&row).unwrap();
+    let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+    let header: Vec<String> = text.lines().next().unwrap().split(',').map(str::to_string).collect();
+    let problems = header_problems(Table::AcceptSummary, &header);
+    assert!(problems.is_empty(), "the column reference and summary.csv disagree:\n{}", problems.join("\n"));
+    assert!(text.lines().nth(1).unwrap().contains(",PASS,"), "{text}");
+}

@@ -1,0 +1,325 @@
+//! The column reference: every column of every CSV/JSON row gdrperf writes, with its unit, its
+//! meaning and where its value comes from, and the published order of each table.
+//!
+//! This is the one list. `docs/columns.md` is rendered from it ([`render_markdown`]; a test
+//! fails when the file differs, `GDRPERF_WRITE_COLUMNS_DOC=1` rewrites it), and tests compare it
+//! with the headers the row types really serialise (bandwidth, send bandwidth and latency rows
+//! here, `gdrperf accept`'s `summary.csv` in gdrperf-report's tests). A column added to a row
+//! without an entry here fails those tests by name.
+//!
+//! The contract that holds: from this list on, columns are only appended at the end of a
+//! table and never renamed or moved; the tests pin each table's order. Before it, columns were
+//! inserted (2240cd3 put `copy_time_s` before gdr-send-bw's `rx_*` columns, and `cpu`..`nic_*`
+//! were followed later by `peak_messages`, `peak_span_s`, `latency_span`, `refused_samples`),
+//! so readers of older files should look columns up by name, as `gdrperf compare` and the plot
+//! scripts do.
+
+/// A table gdrperf writes: the CSV columns and the keys of each JSON `results` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// gdr-write-bw rows (`BandwidthRow`).
+    Bandwidth,
+    /// gdr-send-bw rows (`SendBandwidthRow`): the bandwidth columns plus the receiver's.
+    SendBandwidth,
+    /// gdr-read-lat, gdr-write-lat, gdr-send-lat rows (`LatencyRow`).
+    Latency,
+    /// `gdrperf accept`'s `summary.csv` (`gdrperf_report::AcceptanceRow`).
+    AcceptSummary,
+}
+
+impl Table {
+    /// Every table, in the order the reference document lists them.
+    pub const ALL: [Table; 4] =
+        [Table::Bandwidth, Table::SendBandwidth, Table::Latency, Table::AcceptSummary];
+
+    /// The table's title in the reference.
+    pub fn title(self) -> &'static str {
+        match self {
+            Table::Bandwidth => "Bandwidth rows (gdr-write-bw; `--csv`, `--json`)",
+            Table::SendBandwidth => "Send bandwidth rows (gdr-send-bw; `--csv`, `--json`)",
+            Table::Latency => "Latency rows (gdr-read-lat, gdr-write-lat, gdr-send-lat; `--csv`, `--json`)",
+            Table::AcceptSummary => "Acceptance summary (`gdrperf accept`: `summary.csv`)",
+        }
+    }
+
+    /// The published order of the table's columns: appended to, never reordered (see the
+    /// module's contract).
+    pub fn published_order(self) -> &'static [&'static str] {
+        match self {
+            Table::Bandwidth => BANDWIDTH_ORDER,
+            Table::SendBandwidth => SEND_BANDWIDTH_ORDER,
+            Table::Latency => LATENCY_ORDER,
+            Table::AcceptSummary => ACCEPT_SUMMARY_ORDER,
+        }
+    }
+}
+
+/// One column: what a reader of a result file needs to know about it.
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub name: &'static str,
+    /// The unit of its values ("MiB/s", "s", "µs", "count"), or the kind of text it holds.
+    pub unit: &'static str,
+    pub meaning: &'static str,
+    /// Where the value comes from: the measurement, the command line, the machine.
+    pub source: &'static str,
+}
+
+// Each table's header written out in full, though they share long runs: these are the pins
+// (what a reader of a file sees), so each is spelled as it is published, not derived.
+const BANDWIDTH_ORDER: &[&str] = &[
+    "test",
+    "bytes",
+    "iterations",
+    "bw_peak_mib_s",
+    "bw_avg_mib_s",
+    "bw_peak_gbit_s",
+    "bw_avg_gbit_s",
+    "msg_rate_mpps",
+    "elapsed_s",
+    "qps",
+    "tx_depth",
+    "cq_mod",
+    "bidirectional",
+    "mtu",
+    "validation",
+    "host",
+    "peer_host",
+    "device",
+    "peer_device",
+    "mem_local",
+    "mem_remote",
+    "gpu_local",
+    "gpu_remote",
+    "copy_time_s",
+    "lane",
+    "cpu",
+    "numa_node",
+    "gpu_local_bus_id",
+    "nic_retransmissions",
+    "nic_seq_errors",
+    "nic_rnr_naks",
+    "nic_out_of_buffer",
+    "nic_link_downed",
+    "nic_errors",
+    "nic_counters",
+    "peak_messages",
+    "peak_span_s",
+    "ceiling_gbps",
+    "ceiling_limited_by",
+    "pct_of_ceiling",
+    "ceiling_causes",
+];
+
+const SEND_BANDWIDTH_ORDER: &[&str] = &[
+    "test",
+    "bytes",
+    "iterations",
+    "bw_peak_mib_s",
+    "bw_avg_mib_s",
+    "bw_peak_gbit_s",
+    "bw_avg_gbit_s",
+    "msg_rate_mpps",
+    "elapsed_s",
+    "qps",
+    "tx_depth",
+    "cq_mod",
+    "bidirectional",
+    "mtu",
+    "validation",
+    "host",
+    "peer_host",
+    "device",
+    "peer_device",
+    "mem_local",
+    "mem_remote",
+    "gpu_local",
+    "gpu_remote",
+    "copy_time_s",
+    "rx_depth",
+    "inline_size",
+    "rx_iterations",
+    "rx_bw_peak_mib_s",
+    "rx_bw_avg_mib_s",
+    "rx_bw_peak_gbit_s",
+    "rx_bw_avg_gbit_s",
+    "rx_msg_rate_mpps",
+    "lane",
+    "cpu",
+    "numa_node",
+    "gpu_local_bus_id",
+    "nic_retransmissions",
+    "nic_seq_errors",
+    "nic_rnr_naks",
+    "nic_out_of_buffer",
+    "nic_link_downed",
+    "nic_errors",
+    "nic_counters",
+    "peak_messages",
+    "peak_span_s",
+    "ceiling_gbps",
+    "ceiling_limited_by",
+    "pct_of_ceiling",
+    "ceiling_causes",
+];
+
+const LATENCY_ORDER: &[&str] = &[
+    "test",
+    "bytes",
+    "iterations",
+    "t_min_us",
+    "t_max_us",
+    "t_typical_us",
+    "t_avg_us",
+    "t_stdev_us",
+    "p99_us",
+    "p99_9_us",
+    "p99_99_us",
+    "elapsed_s",
+    "mtu",
+    "validation",
+    "host",
+    "peer_host",
+    "device",
+    "peer_device",
+    "mem_local",
+    "mem_remote",
+    "gpu_local",
+    "gpu_remote",
+    "arrival",
+    "inline_size",
+    "percentile_source",
+    "saturated_samples",
+    "copy_time_s",
+    "cpu",
+    "numa_node",
+    "gpu_local_bus_id",
+    "nic_retransmissions",
+    "nic_seq_errors",
+    "nic_rnr_naks",
+    "nic_out_of_buffer",
+    "nic_link_downed",
+    "nic_errors",
+    "nic_counters",
+    "latency_span",
+    "refused_samples",
+];
+
+const ACCEPT_SUMMARY_ORDER: &[&str] = &[
+    "nic",
+    "port_rate",
+    "gpu",
+    "gpu_bus_id",
+    "test",
+    "mem",
+    "bytes",
+    "metric",
+    "value",
+    "unit",
+    "threshold",
+    "verdict",
+    "detail",
+    "threshold_source",
+    "result_file",
+    "ceiling_gbps",
+    "ceiling_limited_by",
+    "pct_of_ceiling",
+    "ceiling_causes",
+];
+
+/// Shorthands for the sources.
+const MEASURED: &str = "measured: the run's timestamps, through gdrperf-stats";
+const FLAGS: &str = "the command line (or its default)";
+const RUN: &str = "the run: this host and the peer, exchanged in the handshake";
+const COUNTERS: &str = "the port's counters in sysfs, read before and after the size (gdrperf::nic_counters)";
+const ACCEPT: &str = "gdrperf accept: the profile, the node's inventory and the bench's result file";
+
+const fn column(
+    name: &'static str,
+    unit: &'static str,
+    meaning: &'static str,
+    source: &'static str,
+) -> Column {
+    Column { name, unit, meaning, source }
+}
+
+mod entries;
+pub use entries::COLUMNS;
+
+/// The reference entry of `name`, if it has one.
+pub fn entry(name: &str) -> Option<&'static Column> {
+    COLUMNS.iter().find(|column| column.name == name)
+}
+
+/// What is wrong between a table's published order and the header a row really serialises,
+/// each problem naming its column; empty when they agree.
+pub fn header_problems(table: Table, header: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (position, name) in header.iter().enumerate() {
+        if entry(name).is_none() {
+            problems.push(format!(
+                "column `{name}` ({table:?} row, position {}) has no entry in the column reference: add \
+                 `column(\"{name}\", unit, meaning, source)` to crates/gdrperf/src/output/columns/entries.rs",
+                position + 1
+            ));
+        }
+    }
+    let published = table.published_order();
+    for (position, expected) in published.iter().enumerate() {
+        match header.get(position) {
+            Some(actual) if actual == expected => {}
+            Some(actual) => problems.push(format!(
+                "{table:?} row: column {} is `{actual}` where the published order has `{expected}`: columns \
+                 are only appended at the end, never inserted, moved or renamed",
+                position + 1
+            )),
+            None => problems.push(format!("{table:?} row: published column `{expected}` is missing")),
+        }
+    }
+    for name in header.iter().skip(published.len()) {
+        problems.push(format!(
+            "{table:?} row: new column `{name}` at the end: append it to the table's published order in \
+             crates/gdrperf/src/output/columns.rs and regenerate docs/columns.md"
+        ));
+    }
+    problems
+}
+
+/// The reference as Markdown: the contract, then each table's columns in published order.
+pub fn render_markdown() -> String {
+    let mut text = String::from(
+        "# Result columns\n\n\
+         Generated from `crates/gdrperf/src/output/columns.rs` by \
+         `GDRPERF_WRITE_COLUMNS_DOC=1 cargo test -p gdrperf --lib columns`; a test fails when this \
+         file, the list or the real headers disagree. Do not edit by hand.\n\n\
+         The CSV files have one header line and one row per message size (per lane with \
+         `--concurrent`); the JSON files hold the same columns as the keys of each entry of \
+         `results`, under `metadata` (the run header) and above `outcome`.\n\n\
+         **Contract:** columns are only appended at the end of a table, never renamed, moved or \
+         removed; a test pins each table's order. Files written before this list existed may \
+         have other orders (`copy_time_s` was inserted before gdr-send-bw's `rx_*` columns in \
+         2240cd3; `peak_messages`, `peak_span_s`, `latency_span` and `refused_samples` came \
+         after the `nic_*` columns): read columns by name.\n",
+    );
+    for table in Table::ALL {
+        text.push_str(&format!(
+            "\n## {}\n\n| # | column | unit | meaning | source |\n|---|---|---|---|---|\n",
+            table.title()
+        ));
+        for (position, name) in table.published_order().iter().enumerate() {
+            let column = entry(name).copied().unwrap_or(column(name, "?", "(no entry)", "?"));
+            text.push_str(&format!(
+                "| {} | `{}` | {} | {} | {} |\n",
+                position + 1,
+                column.name,
+                column.unit,
+                column.meaning,
+                column.source
+            ));
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;
