@@ -62,7 +62,7 @@ iterations_for() {
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 
 # csv_column FILE NAME: the value of column NAME in the first data row of a CSV file.
-csv_column() { awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i } NR == 2 && c { print $c }' "$1"; }
+csv_column() { awk -F, -v name="$2" '/^#/ { next } !header++ { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } !rows++ && c { print $c }' "$1"; }
 
 # is_number TEXT: TEXT is one finite number above zero.
 is_number() { echo "$1" | awk 'NR == 1 && NF == 1 && $1 ~ /^[0-9]+(\.[0-9]+)?$/ && $1 + 0 > 0 { ok = 1 } END { exit !ok }'; }

@@ -510,6 +510,9 @@ pub(crate) fn metadata<B: Benchmark>(
         ),
         HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),
         HeaderLine::new("Clock", clock.describe()),
+        // What made this output, so a saved console log is a complete result by itself.
+        HeaderLine::new("Command", gdrperf_stats::provenance::command_line(&config.argv)),
+        HeaderLine::new("Git commit", gdrperf_stats::provenance::GIT_COMMIT.into()),
     ];
     if let Some(span) = config.latency_span {
         header.push(HeaderLine::new("Latency sample", span.description().into()));
@@ -534,7 +537,7 @@ pub(crate) fn metadata<B: Benchmark>(
     let metadata = serde_json::json!({
         "test": B::NAME,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": env!("GDRPERF_GIT_COMMIT"),
+        "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
         "argv": config.argv,
         "date": gdrperf_stats::utc_timestamp(),
         "host": hostname(),
