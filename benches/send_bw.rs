@@ -14,7 +14,7 @@ use clap::Parser;
 use gdrperf::harness::args_send::{SendArgs, SendConfig};
 use gdrperf::harness::send::SendStream;
 use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup, TestDefaults,
+    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
 };
 use gdrperf::output::rows::BandwidthSettings;
 use gdrperf::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
@@ -114,7 +114,7 @@ impl Benchmark for SendBandwidth {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let defaults = TestDefaults { size: 65536, iterations: 5000, tx_depth: 128, warmup: 16 };
+    let defaults = gdrperf::harness::perftest_defaults::SEND_BW_DEFAULTS;
     gdrperf::harness::exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;

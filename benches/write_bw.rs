@@ -7,7 +7,7 @@
 use clap::Parser;
 use gdrperf::harness::write_stream::WriteStream;
 use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup, TestDefaults,
+    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
 };
 use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
 use gdrperf::output::{BandwidthRow, RowContext};
@@ -105,7 +105,7 @@ impl Benchmark for WriteBandwidth {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let defaults = TestDefaults { size: 65536, iterations: 5000, tx_depth: 128, warmup: 16 };
+    let defaults = gdrperf::harness::perftest_defaults::WRITE_BW_DEFAULTS;
     gdrperf::harness::exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;

@@ -16,6 +16,7 @@ pub mod lanes;
 pub mod latency;
 pub mod memory;
 pub mod pcie;
+pub mod perftest_defaults;
 pub mod placement;
 pub mod roles;
 pub mod send;
