@@ -10,6 +10,8 @@ demo_command=$(DEMO_ITERATIONS=5 demo_command "$OUT/demo")
 demo_header "$OUT/demo" "$demo_command" "Soft-RoCE VM of scripts/vm-tests.sh"
 if run demo 0 sh -c "$demo_command >>'$OUT/demo/write_bw.txt'"; then
     pass "demo's command writes write_bw.txt, .csv and .json"
+else
+    tail -5 "$OUT/demo/write_bw.txt"
 fi
 provenance_test=$(ls -t target/release/deps/result_provenance-* 2>/dev/null | grep -v '\.d$' | head -1)
 if [ -z "$provenance_test" ]; then
