@@ -15,7 +15,7 @@ use gdrperf::harness::args_send::{SendArgs, SendConfig};
 use gdrperf::harness::credits::CREDIT_RECEIVES;
 use gdrperf::harness::send::SendStream;
 use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup, TestDefaults,
+    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
 };
 use gdrperf::output::rows::BandwidthSettings;
 use gdrperf::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
@@ -138,7 +138,7 @@ impl Benchmark for SendBandwidth {
 }
 
 fn main() -> std::process::ExitCode {
-    let defaults = TestDefaults { size: 65536, iterations: 5000, tx_depth: 128, warmup: 16 };
+    let defaults = gdrperf::harness::perftest_defaults::SEND_BW_DEFAULTS;
     let cli: Cli = harness::parse_with_defaults(defaults);
     gdrperf::harness::exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;

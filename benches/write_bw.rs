@@ -7,7 +7,7 @@
 use clap::Parser;
 use gdrperf::harness::write_stream::WriteStream;
 use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup, TestDefaults,
+    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
 };
 use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
 use gdrperf::output::{BandwidthRow, RowContext};
@@ -110,7 +110,7 @@ impl Benchmark for WriteBandwidth {
 }
 
 fn main() -> std::process::ExitCode {
-    let defaults = TestDefaults { size: 65536, iterations: 5000, tx_depth: 128, warmup: 16 };
+    let defaults = gdrperf::harness::perftest_defaults::WRITE_BW_DEFAULTS;
     let cli: Cli = harness::parse_with_defaults(defaults);
     gdrperf::harness::exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;

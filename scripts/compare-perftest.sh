@@ -24,7 +24,10 @@
 # A ratio above 1 with a large p_value is the VM's noise, not a verdict; 3 runs a tool can never
 # reach 0.05 (COMPARE_ROUNDS=11 or more can).
 # perftest disables inline sends on devices it does not know (rxe among them), so gdrperf runs
-# with -I 0 here too: both tools do the same work. Needs the release binaries (cargo build --release).
+# with -I 0 here too: both tools do the same work. Neither warms up (perftest has no warm-up by
+# default; gdrperf gets --warmup 0). COMPARE_CQ_MOD=default runs the bandwidth tests without -Q,
+# so each tool applies its own default CQ moderation (perftest: 1 above 8 KiB, else 100), into
+# results/softroce/<test>-default-flags-vs-perftest.csv. Needs the release binaries (cargo build --release).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -39,7 +42,7 @@ if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     # The VM has no git: the commit the binaries were built from is handed in too.
     commit=$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- crates benches scripts || echo -dirty)
-    exec scripts/softroce.sh run --timeout "${COMPARE_TIMEOUT:-1500}" -- "GDRPERF_HOST_LOAD='$load' GDRPERF_COMMIT='$commit' COMPARE_ROUNDS=${COMPARE_ROUNDS:-3} sh scripts/compare-perftest.sh $*"
+    exec scripts/softroce.sh run --timeout "${COMPARE_TIMEOUT:-1500}" -- "GDRPERF_HOST_LOAD='$load' GDRPERF_COMMIT='$commit' COMPARE_ROUNDS=${COMPARE_ROUNDS:-3} COMPARE_CQ_MOD=${COMPARE_CQ_MOD:-100} sh scripts/compare-perftest.sh $*"
 fi
 
 SIZES="4096 65536 1048576"
@@ -47,7 +50,9 @@ LATENCY_SIZES="2 64 4096"
 LATENCY_ITERATIONS=1000
 ROUNDS=${COMPARE_ROUNDS:-3} # odd (checked above): the median is then one of the runs
 DEPTH=128
-CQ_MOD=100
+CQ_MOD=${COMPARE_CQ_MOD:-100}
+# The -Q flag both tools get: none for COMPARE_CQ_MOD=default (each tool's own default).
+if [ "$CQ_MOD" = default ]; then CQ_FLAG=""; CQ_MOD=100; SUFFIX=-default-flags; else CQ_FLAG="-Q $CQ_MOD"; SUFFIX=""; fi
 RX_DEPTH=512
 PORT=19500
 TRIES=5
@@ -62,7 +67,7 @@ iterations_for() {
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 
 # csv_column FILE NAME: the value of column NAME in the first data row of a CSV file.
-csv_column() { awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i } NR == 2 && c { print $c }' "$1"; }
+csv_column() { awk -F, -v name="$2" '/^#/ { next } !header++ { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } !rows++ && c { print $c }' "$1"; }
 
 # is_number TEXT: TEXT is one finite number above zero.
 is_number() { echo "$1" | awk 'NR == 1 && NF == 1 && $1 ~ /^[0-9]+(\.[0-9]+)?$/ && $1 + 0 > 0 { ok = 1 } END { exit !ok }'; }
@@ -117,16 +122,16 @@ retry() {
 # perftest_write_bw SIZE ITERS -> "average peak" in MiB/s (perftest's "MB/sec" is MiB/s)
 perftest_write_bw() {
     PORT=$((PORT + 1))
-    ib_write_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD >/dev/null 2>&1 &
+    ib_write_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG >/dev/null 2>&1 &
     sleep 1
-    ib_write_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD 127.0.0.1 2>/dev/null |
+    ib_write_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG 127.0.0.1 2>/dev/null |
         awk -v size="$1" '$1 == size && NF >= 5 { print $4, $3 }'
     wait
 }
 gdrperf_write_bw() {
     PORT=$((PORT + 1))
-    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD --warmup 0 >/dev/null 2>&1 &
-    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD --warmup 0 --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG --warmup 0 >/dev/null 2>&1 &
+    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG --warmup 0 --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
     echo "$(csv_column /tmp/compare.csv bw_avg_mib_s) $(csv_column /tmp/compare.csv bw_peak_mib_s)"
 }
@@ -134,16 +139,16 @@ gdrperf_write_bw() {
 # SEND/RECV bandwidth: the client's (sender's) average, as perftest's client prints it.
 perftest_send_bw() {
     PORT=$((PORT + 1))
-    ib_send_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH >/dev/null 2>&1 &
+    ib_send_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH >/dev/null 2>&1 &
     sleep 1
-    ib_send_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH 127.0.0.1 2>/dev/null |
+    ib_send_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH 127.0.0.1 2>/dev/null |
         awk -v size="$1" '$1 == size && NF >= 5 { print $4, $3 }'
     wait
 }
 gdrperf_send_bw() {
     PORT=$((PORT + 1)); rm -f /tmp/compare.csv
-    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH --warmup 0 >/dev/null 2>&1 &
-    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH -Q $CQ_MOD -r $RX_DEPTH --warmup 0 --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH --warmup 0 >/dev/null 2>&1 &
+    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH --warmup 0 --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
     echo "$(csv_column /tmp/compare.csv bw_avg_mib_s) $(csv_column /tmp/compare.csv bw_peak_mib_s)"
 }
@@ -159,8 +164,8 @@ perftest_latency() { # TOOL SIZE ITERATIONS
 gdrperf_latency() { # TOOL SIZE ITERATIONS [OPTIONS]
     tool=$1 size=$2 iterations=$3; shift 3
     PORT=$((PORT + 1)); rm -f /tmp/compare.csv
-    $tool -p $PORT -s "$size" -n "$iterations" "$@" >/dev/null 2>&1 &
-    $tool -p $PORT -s "$size" -n "$iterations" "$@" --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    $tool -p $PORT -s "$size" -n "$iterations" --warmup 0 "$@" >/dev/null 2>&1 &
+    $tool -p $PORT -s "$size" -n "$iterations" --warmup 0 "$@" --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
     csv_column /tmp/compare.csv t_typical_us
 }
@@ -188,14 +193,14 @@ ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf
 # compare TEST KIND: KIND is bw (higher is better) or lat (lower is better).
 compare() {
     test=$1 kind=$2
-    out="results/softroce/$test-vs-perftest.csv"
+    out="results/softroce/$test$SUFFIX-vs-perftest.csv"
     mkdir -p results/softroce
     if [ "$kind" = bw ]; then
-        sizes=$SIZES settings="-t $DEPTH -Q $CQ_MOD"
+        sizes=$SIZES settings="-t $DEPTH ${CQ_FLAG:-without -Q, each tool with its default CQ moderation}"
         if [ "$test" = send_bw ]; then settings="$settings -r $RX_DEPTH; sender's average"; fi
         columns="size,iterations,perftest_mib_s,gdrperf_mib_s,ratio,p_value,perftest_peak_mib_s,gdrperf_peak_mib_s,peak_ratio,peak_p_value,perftest_peak_over_avg,gdrperf_peak_over_avg"
     else
-        sizes=$LATENCY_SIZES settings="-n $LATENCY_ITERATIONS, tx depth 1, no inline (perftest's choice on rxe); sample = post to next post in both; t_typical = median"
+        sizes=$LATENCY_SIZES settings="-n $LATENCY_ITERATIONS, tx depth 1, no warm-up, no inline (perftest's choice on rxe); sample = post to next post in both; t_typical = median"
         columns="size,iterations,perftest_t_typical_us,gdrperf_t_typical_us,ratio,p_value"
     fi
     {

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # gdrperf's main job in one command, on a fresh Debian/Ubuntu machine:
 #   ./scripts/demo.sh
-# Builds the release binaries (installing cmake/clang if missing) and runs an RDMA WRITE
+# Builds the release binaries (installing cmake/clang if missing; no tests) and runs an RDMA WRITE
 # bandwidth sweep with data checking: on this host's RDMA device when it has one, otherwise in a
 # Soft-RoCE VM (scripts/softroce.sh). Results go to results/<label>/demo/: the console table
 # (write_bw.txt, headed with the command, machine and date), write_bw.csv and write_bw.json.
 # Extra arguments go to gdr-write-bw (e.g. ./scripts/demo.sh -n 200).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-GDRPERF_SKIP_VM=1 ./scripts/test.sh >/dev/null 2>&1 || true   # installs build packages only if missing
+. scripts/lib/build-packages.sh
+ensure_build_packages   # only what is missing; no tests run here (scripts/test.sh runs them)
 cargo build --release --bins --quiet
 
 if ls /sys/class/infiniband/* >/dev/null 2>&1; then
@@ -22,12 +23,9 @@ else
 fi
 out="results/$label/demo"
 mkdir -p "$out"
-command="gdr-write-bw --loopback -a -n 100 -t 64 -Q 8 --validate --csv $out/write_bw.csv --json $out/write_bw.json $*"
-{
-    echo "# command: $command"
-    echo "# machine: $machine"
-    echo "# date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-} >"$out/write_bw.txt"
+. scripts/lib/demo.sh
+command=$(demo_command "$out" "$@")
+demo_header "$out" "$command" "$machine"
 if [ ${#runner[@]} -gt 0 ]; then
     "${runner[@]}" "$command" | tee -a "$out/write_bw.txt"
 else

@@ -34,7 +34,7 @@ gdr-read-lat --loopback -d rxe0 -x 1 -s 8 -D $SECONDS_RUN --csv /tmp/loopback.cs
 gdr=$!
 sample "gdr-read-lat --loopback -s 8 (one process: main, active and passive threads)" $gdr
 wait $gdr
-echo "  t_typical_us: $(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "t_typical_us") c = i } NR == 2 { print $c }' /tmp/loopback.csv)"
+echo "  t_typical_us: $(awk -F, '/^#/ { next } !header++ { for (i = 1; i <= NF; i++) if ($i == "t_typical_us") c = i; next } !rows++ { print $c }' /tmp/loopback.csv)"
 
 ib_read_lat -d rxe0 -x 1 -p 19700 -s 8 -D $SECONDS_RUN >/tmp/server.log 2>&1 &
 server=$!

@@ -85,7 +85,7 @@ for name in $judged; do
         fail "$name: --max-nic-errors 0 fails the run or it stops with a clear error" "exit $code" "$(tail -4 "$log" 2>/dev/null)"
     fi
     if [ -f "$OUT/$name.csv" ]; then
-        nic_errors=$(python3 -c 'import csv, sys; print(next(csv.DictReader(open(sys.argv[1])))["nic_errors"])' "$OUT/$name.csv" 2>&1)
+        nic_errors=$(python3 -c 'import csv, sys; print(next(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))["nic_errors"])' "$OUT/$name.csv" 2>&1)
         [ "${nic_errors:-0}" -gt 0 ] 2>/dev/null && pass "$name: CSV nic_errors $nic_errors" || fail "$name: CSV nic_errors > 0" "got '$nic_errors'"
     fi
 done

@@ -41,7 +41,7 @@ check_rows() {
 import csv, sys
 path, want = sys.argv[1], int(sys.argv[2])
 try:
-    rows = list(csv.DictReader(open(path)))
+    rows = list(csv.DictReader(line for line in open(path) if not line.startswith('#')))
 except OSError as error:
     sys.exit(print(f"cannot read {path}: {error}"))
 problems = [] if len(rows) == want else [f"{len(rows)} rows, expected {want}"]
@@ -133,7 +133,7 @@ else
         check "ring: four pairs (two rounds x two tasks per node), four rows" \
             "$(python3 - "$shared/ring/results.csv" <<'EOF'
 import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
+rows = list(csv.DictReader(line for line in open(sys.argv[1]) if not line.startswith('#')))
 pairs = sorted((r["server_node"], r["client_node"], r["host"], r["peer_host"], r["validation"]) for r in rows)
 want = sorted([("gdrvm0", "gdrvm1", "gdrvm1", "gdrvm0", "pass")] * 2 + [("gdrvm1", "gdrvm0", "gdrvm0", "gdrvm1", "pass")] * 2)
 ports = {r["server_rank"] + "-" + r["client_rank"] for r in rows}

@@ -58,7 +58,8 @@ check_bw_csv() {
     name=$1; file=$2; rows=$3; validation=$4
     if [ ! -s "$file" ]; then fail "$name: csv written" "missing $file"; return; fi
     problems=$(awk -F, -v rows="$rows" -v want="$validation" '
-        NR == 1 {
+        /^#/ { next }  # the leading "# key: value" lines: command, git commit, ...
+        !header++ {
             for (i = 1; i <= NF; i++) col[$i] = i
             split("test bytes iterations bw_peak_mib_s bw_avg_mib_s bw_peak_gbit_s bw_avg_gbit_s msg_rate_mpps validation", need, " ")
             for (k in need) if (!(need[k] in col)) print "missing column " need[k]

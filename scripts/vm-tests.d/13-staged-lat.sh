@@ -11,7 +11,8 @@ check_staged_csv() {
     name=$1; file=$2; local_mem=$3; remote_mem=$4; iterations=$5; copies=$6
     if [ ! -s "$file" ]; then fail "$name: csv written" "missing $file"; return; fi
     problems=$(awk -F, -v lm="$local_mem" -v rm="$remote_mem" -v iters="$iterations" -v copies="$copies" '
-        NR == 1 {
+        /^#/ { next }
+        !header++ {
             for (i = 1; i <= NF; i++) col[$i] = i
             split("mem_local mem_remote iterations validation copy_time_s", need, " ")
             for (k in need) if (!(need[k] in col)) print "missing column " need[k]

@@ -7,7 +7,7 @@
 # QPs and buffers). GPU placements go through the same code: only the buffer differs.
 
 # column FILE NAME: the values of CSV column NAME, one per line.
-column() { awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $c }' "$1"; }
+column() { awk -F, -v name="$2" '/^#/ { next } !header++ { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { print $c }' "$1"; }
 
 # expect_column NAME FILE COLUMN "V1 V2 ...": the column's values, in order.
 expect_column() {
@@ -83,7 +83,7 @@ expect_in lanes_write "Lanes                 : 2 at once"
 # The aggregate is all lanes' bytes over the common wall interval (docs/methodology.md), here
 # the longest lane's elapsed time (the lanes start each size together); it never exceeds the sum
 # of the lanes' rates.
-if awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+if awk -F, '/^#/ { next } !header++ { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { bw[NR - 1] = $c["bw_avg_mib_s"]; t[NR - 1] = $c["elapsed_s"]; b[NR - 1] = $c["iterations"] * $c["bytes"] }
         END { wall = (t[1] > t[2]) ? t[1] : t[2]; want = (b[1] + b[2]) / wall / 1048576
               d = (want - bw[3]) / want

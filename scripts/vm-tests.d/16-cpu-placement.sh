@@ -6,7 +6,7 @@
 # kernel's view of the process while it runs, and in the CSV and JSON.
 
 # csv_value FILE NAME: the first row's value of CSV column NAME.
-csv_value() { awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } NR == 2 { print $c }' "$1"; }
+csv_value() { awk -F, -v name="$2" '/^#/ { next } !header++ { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } !rows++ { print $c }' "$1"; }
 
 if run cpu_default 0 gdr-write-bw --loopback -s 4096 -n 20 --csv "$OUT/cpu_default.csv"; then
     pass "cpu_default: a run on rxe0 completes unpinned"

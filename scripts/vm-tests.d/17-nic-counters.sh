@@ -7,7 +7,7 @@
 # Loss on a link is the two-VM case (not in this suite).
 
 # nic_value FILE NAME: the first row's value of CSV column NAME.
-nic_value() { awk -F, -v name="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } NR == 2 { print $c }' "$1"; }
+nic_value() { awk -F, -v name="$2" '/^#/ { next } !header++ { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } !rows++ { print $c }' "$1"; }
 
 timeout 300 gdr-write-bw --loopback -s 64K -n 200 --max-nic-errors 0 --csv "$OUT/nic_run.csv" --json "$OUT/nic_run.json" >"$OUT/nic_run.log" 2>&1
 status=$?

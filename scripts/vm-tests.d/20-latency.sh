@@ -9,7 +9,8 @@ check_lat_csv() {
     name=$1; file=$2; rows=$3; iterations=$4; validation=$5
     if [ ! -s "$file" ]; then fail "$name: csv written" "missing $file"; return; fi
     problems=$(awk -F, -v rows="$rows" -v iters="$iterations" -v want="$validation" '
-        NR == 1 {
+        /^#/ { next }
+        !header++ {
             for (i = 1; i <= NF; i++) col[$i] = i
             split("test bytes iterations t_min_us t_max_us t_typical_us t_avg_us t_stdev_us p99_us p99_9_us p99_99_us validation arrival percentile_source", need, " ")
             for (k in need) if (!(need[k] in col)) print "missing column " need[k]

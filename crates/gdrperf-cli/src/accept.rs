@@ -137,6 +137,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "profile": profile.name,
         "profile_source": args.profile,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
+        "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
+        "command": gdrperf_stats::provenance::command_line(&std::env::args().collect::<Vec<_>>()),
         "argv": gdrperf_stats::redact_command_line(std::env::args()),
         "host": host,
         "date": date,

@@ -20,6 +20,7 @@ use anyhow::Context;
 use gdrperf_cuda::{
     CopyBench, CopyDirection, Cuda, Gpu, GpuSelection, HostMemory, Measurement, StagedBuffer, StagingConfig,
 };
+use gdrperf_stats::provenance;
 use serde::Serialize;
 
 /// Sizes measured when neither `-s` nor `-a` is given.
@@ -269,8 +270,13 @@ impl Outputs {
     fn create(args: &Args) -> anyhow::Result<Outputs> {
         let csv = match &args.csv {
             Some(path) => {
-                let file = File::create(path)
+                let mut file = File::create(path)
                     .with_context(|| format!("cannot create CSV file {}", path.display()))?;
+                let argv: Vec<String> = std::env::args().collect();
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+                let head =
+                    provenance::comment_lines("copy_bw", &argv, &gdrperf_stats::utc_timestamp(), host.trim());
+                std::io::Write::write_all(&mut file, head.as_bytes())?;
                 let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(file);
                 writer.write_record(CSV_HEADER)?;
                 writer.flush()?;
@@ -322,6 +328,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         let document = serde_json::json!({
             "tool": "gdrperf copy-bw",
+            "command": provenance::command_line(&std::env::args().collect::<Vec<_>>()),
+            "git_commit": provenance::GIT_COMMIT,
+            "date": gdrperf_stats::utc_timestamp(),
             "driver_cuda_version": cuda.driver_version().to_string(),
             "kernel_module_version": cuda.kernel_module_version(),
             "gpus": gpus.iter().map(|gpu| serde_json::json!({

@@ -188,7 +188,8 @@ type CsvTable = (Vec<String>, Vec<Vec<String>>);
 
 /// Header and records of a per-pair CSV; `None` when the file is absent.
 fn read_csv(path: &Path) -> Result<Option<CsvTable>> {
-    let mut reader = match csv::Reader::from_path(path) {
+    // The benches open their CSVs with `# key: value` lines (command, git commit, ...).
+    let mut reader = match csv::ReaderBuilder::new().comment(Some(b'#')).from_path(path) {
         Ok(reader) => reader,
         Err(error) => match error.kind() {
             csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -430,12 +430,22 @@ pub fn render(rows: &[AcceptanceRow]) -> String {
     out
 }
 
-/// Writes `summary.csv` (one line per row, the columns of [`AcceptanceRow`]) and
+/// Writes `summary.csv` (`# key: value` lines for the metadata's `command`, `git_commit`,
+/// `host` and `date`, then one line per row, the columns of [`AcceptanceRow`]) and
 /// `summary.json` (`{"metadata": ..., "overall": "PASS", "results": [rows]}`) into `folder`.
 pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[AcceptanceRow]) -> Result<()> {
     let fail = |path: &Path, error: String| ReportError::WriteFile { path: path.to_path_buf(), error };
     let csv_path = folder.join("summary.csv");
-    let mut writer = csv::Writer::from_path(&csv_path).map_err(|error| fail(&csv_path, error.to_string()))?;
+    let head: String = ["command", "git_commit", "host", "date"]
+        .iter()
+        .filter_map(|key| metadata[key].as_str().map(|value| format!("# {key}: {value}\n")))
+        .collect();
+    std::fs::write(&csv_path, head).map_err(|error| fail(&csv_path, error.to_string()))?;
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&csv_path)
+        .map_err(|error| fail(&csv_path, error.to_string()))?;
+    let mut writer = csv::Writer::from_writer(file);
     for row in rows {
         writer.serialize(row).map_err(|error| fail(&csv_path, error.to_string()))?;
     }

@@ -185,8 +185,11 @@ fn summaries_are_written_as_csv_and_json() {
         .into_iter()
         .filter_map(|step| if let Step::Decided(row) = step { Some(row) } else { None })
         .collect();
-    write_summary(&folder, serde_json::json!({"profile": "test"}), &rows).unwrap();
-    let csv = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    let metadata =
+        serde_json::json!({"profile": "test", "command": "gdrperf accept", "git_commit": "1a2b3c4d"});
+    write_summary(&folder, metadata, &rows).unwrap();
+    let text = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    let csv = text.strip_prefix("# command: gdrperf accept\n# git_commit: 1a2b3c4d\n").expect(&text);
     assert!(
         csv.starts_with(
             "nic,port_rate,gpu,gpu_bus_id,test,mem,bytes,metric,value,unit,threshold,verdict,detail,"

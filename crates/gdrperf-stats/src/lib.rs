@@ -54,6 +54,7 @@ pub mod error;
 pub mod hdr_output;
 pub mod latency;
 pub mod peak;
+pub mod provenance;
 pub mod sample_clock;
 pub mod timestamp;
 pub mod units;

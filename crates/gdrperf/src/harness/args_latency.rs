@@ -222,8 +222,12 @@ pub fn latency_setup(
     let mut common = BenchConfig::from_args(common, LATENCY_DEFAULTS)?;
     common.latency_span = Some(latency.latency_span);
     let latency = LatencyConfig::from_args(latency, options, &common, test)?;
-    let files =
-        latency.files.any().then(|| LatencyFiles::create(&latency.files, name, &common.sizes)).transpose()?;
+    let files = latency
+        .files
+        .any()
+        .then(|| LatencyFiles::create(&latency.files, name, &common.sizes))
+        .transpose()?
+        .map(|files| files.with_command(&common.argv));
     Ok((common, latency, files))
 }
 

@@ -17,6 +17,7 @@ use crate::harness::config::StopRule;
 use crate::harness::memory::{
     shared_bounce_for_tests, signal_every, Direct, QueueMemory, Ring, Staged, Stamps,
 };
+use crate::harness::perftest_defaults::{duration_margin, measurement_window};
 use crate::harness::session::{Session, SessionParts};
 use crate::harness::stream_book::{signal_interval, StreamBook};
 use crate::verbs::completion::opcode;
@@ -150,14 +151,14 @@ fn signal_group<M: QueueMemory>(plan: &StreamPlan, memories: &[M]) -> u64 {
     signal_every(plan.cq_mod, memories).min(signal_interval(plan.cq_mod, plan.size))
 }
 
-/// `-D`'s measurement window, perftest's (`catch_alarm` in `perftest_resources.c`, margin
-/// `duration / 4` by default in `perftest_parameters.c`): from the end of a ramp-up margin of a
-/// quarter of the duration to the start of an equal drain margin, in nanoseconds since the first
-/// post. Only completions seen inside it count, over its length.
+/// `-D`'s measurement window, perftest's (`catch_alarm` in `perftest_resources.c`): between a
+/// ramp-up and a drain margin of `duration / 4` whole seconds (integer division, as
+/// `perftest_parameters.c`: see [`duration_margin`]), in nanoseconds since the first post. Only
+/// completions seen inside it count, over its length. `-D` is a whole number of seconds.
 pub fn duration_window(duration: Duration) -> (u64, u64) {
-    let total = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
-    let margin = total / 4;
-    (margin, total - margin)
+    let seconds = duration.as_secs();
+    let margin = duration_margin(seconds, None).unwrap_or(0);
+    measurement_window(seconds, margin)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -386,8 +387,9 @@ mod tests {
     #[test]
     fn the_duration_window_leaves_a_quarter_at_each_end() {
         assert_eq!(duration_window(Duration::from_secs(4)), (1_000_000_000, 3_000_000_000));
-        // 5 s: margins of 1.25 s.
-        assert_eq!(duration_window(Duration::from_secs(5)), (1_250_000_000, 3_750_000_000));
+        assert_eq!(duration_window(Duration::from_secs(2)), (0, 2_000_000_000));
+        // 5 s: margins of 1 s (5 / 4 in whole seconds, as perftest).
+        assert_eq!(duration_window(Duration::from_secs(5)), (1_000_000_000, 4_000_000_000));
         assert_eq!(duration_window(Duration::ZERO), (0, 0));
     }
 }

@@ -161,8 +161,9 @@ impl BenchConfig {
             (Some(_), Some(_)) => return Err(config("-n/--iters and -D/--duration exclude each other")),
             (Some(0), None) => return Err(config("-n/--iters must be at least 1")),
             (Some(iterations), None) => StopRule::Iterations(iterations),
-            (None, Some(seconds)) if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) => {
-                return Err(config("-D/--duration must be a number of seconds above 0 and at most 86400"))
+            (None, Some(seconds)) if !((1.0..=86_400.0).contains(&seconds) && seconds.fract() == 0.0) => {
+                // Whole seconds, as perftest's -D: its margin is duration / 4 in whole seconds.
+                return Err(config("-D/--duration must be a whole number of seconds from 1 to 86400"));
             }
             (None, Some(seconds)) => StopRule::Duration(Duration::from_secs_f64(seconds)),
             (None, None) => StopRule::Iterations(defaults.iterations),
@@ -359,13 +360,15 @@ fn check_devices(devices: &[String]) -> Result<Vec<String>> {
     Ok(devices.iter().map(|device| device.trim().to_string()).collect())
 }
 
-/// perftest's CQ moderation: one signaled request in 100.
-pub const DEFAULT_CQ_MODERATION: u32 = 100;
+pub use super::perftest_defaults::DEFAULT_CQ_MODERATION;
+use super::perftest_defaults::{cq_moderation, CqModeration};
 
 /// Bandwidth-specific, validated settings.
 #[derive(Debug, Clone, Copy)]
 pub struct BandwidthConfig {
+    /// The effective CQ moderation (perftest's rule), `cq_moderation.value`.
     pub cq_mod: u32,
+    pub cq_moderation: CqModeration,
     pub bidirectional: bool,
     /// `--concurrent`: every placement at once, one lane each.
     pub concurrent: bool,
@@ -380,7 +383,7 @@ impl BandwidthConfig {
     /// The run-header lines of the bandwidth settings.
     pub fn header(&self) -> Vec<(String, String)> {
         vec![
-            ("CQ moderation".into(), self.cq_mod.to_string()),
+            ("CQ moderation".into(), self.cq_moderation.describe()),
             (
                 "Direction".into(),
                 if self.bidirectional { "bidirectional" } else { "client -> server" }.into(),
@@ -389,18 +392,7 @@ impl BandwidthConfig {
     }
 
     pub fn from_args(args: &BandwidthArgs, common: &BenchConfig) -> Result<BandwidthConfig> {
-        let cq_mod = match args.cq_mod {
-            // perftest's default, shrunk to fit a small queue rather than failing a flag never typed.
-            None => DEFAULT_CQ_MODERATION.min(common.tx_depth),
-            Some(0) => return Err(config("-Q/--cq-mod must be at least 1")),
-            Some(cq_mod) if cq_mod > common.tx_depth => {
-                return Err(config(&format!(
-                    "-Q/--cq-mod ({cq_mod}) must not exceed -t/--tx-depth ({}): the signaled request would never fit in the queue",
-                    common.tx_depth
-                )))
-            }
-            Some(cq_mod) => cq_mod,
-        };
+        let cq_moderation = cq_moderation(args.cq_mod, &common.sizes, common.tx_depth)?;
         if args.concurrent && common.memory.kinds.len() > 1 {
             return Err(config(
                 "--concurrent runs the GPUs (or devices) of one --mem kind at once: give one kind",
@@ -416,7 +408,12 @@ impl BandwidthConfig {
         if common.acceptance.max_lat.is_some() {
             return Err(config("--max-lat applies to latency results: a bandwidth test is held to --min-bw"));
         }
-        Ok(BandwidthConfig { cq_mod, bidirectional: args.bidirectional, concurrent: args.concurrent })
+        Ok(BandwidthConfig {
+            cq_mod: cq_moderation.value,
+            cq_moderation,
+            bidirectional: args.bidirectional,
+            concurrent: args.concurrent,
+        })
     }
 }
 
@@ -485,8 +482,11 @@ mod tests {
         assert_eq!(common.role, Role::Server);
         assert_eq!(common.sizes, vec![65536]);
         assert_eq!(common.stop, StopRule::Iterations(5000));
-        assert_eq!((common.tx_depth, bandwidth.cq_mod), (128, 100));
-        let (common, bandwidth) = build(&["-t", "32"]).unwrap();
+        // 64 KiB is above perftest's 8 KiB limit: every request signalled, as ib_write_bw.
+        assert_eq!((common.tx_depth, bandwidth.cq_mod), (128, 1));
+        let (_, bandwidth) = build(&["-s", "8192"]).unwrap();
+        assert_eq!(bandwidth.cq_mod, 100);
+        let (common, bandwidth) = build(&["-s", "4096", "-t", "32"]).unwrap();
         assert_eq!((common.tx_depth, bandwidth.cq_mod), (32, 32), "an unset -Q shrinks to the TX depth");
     }
 
@@ -518,9 +518,10 @@ mod tests {
             (&["-s", "0"], "-s/--size"),
             (&["-n", "0"], "-n/--iters"),
             (&["-D", "-1"], "-D/--duration"),
+            (&["-D", "1.5"], "whole number of seconds"),
             (&["-n", "5", "-D", "2"], "--duration"),
             (&["-m", "1500"], "-m/--mtu"),
-            (&["-t", "16", "-Q", "32"], "-Q/--cq-mod"),
+            (&["-Q", "0"], "-Q/--cq-mod"),
             (&["-q", "0"], "-q/--qp"),
             (&["-i", "0"], "-i/--ib-port"),
             (&["--loopback", "host1"], "--loopback"),

@@ -18,6 +18,7 @@ pub mod lanes;
 pub mod latency;
 pub mod memory;
 pub mod pcie;
+pub mod perftest_defaults;
 pub mod placement;
 pub(crate) mod port_window;
 pub mod roles;

@@ -469,8 +469,23 @@ pub(crate) fn metadata<B: Benchmark>(
 ) -> RunStart {
     let labels = placement::labels(placements);
     let local = &session.local;
-    // The latency engines' clock (calibrated once per process: the same one they time with).
-    let clock = gdrperf_stats::SampleClock::new().facts();
+    // The clock this run times with: the latency engines' (calibrated once per process, the same
+    // one they use), or the monotonic clock of the bandwidth engines (`RunClock`, never pinned).
+    let (clock, clock_line) = match config.latency_span {
+        Some(_) => {
+            let facts = gdrperf_stats::SampleClock::new().facts();
+            let line = facts.describe();
+            (facts, line)
+        }
+        None => {
+            let facts = gdrperf_stats::SampleClock::monotonic().facts();
+            let kernel = facts.kernel_clocksource.clone().unwrap_or_else(|| "unknown".into());
+            (
+                facts,
+                format!("monotonic clock (bandwidth timing, thread not pinned; kernel clocksource {kernel})"),
+            )
+        }
+    };
     let mut header: Vec<HeaderLine> = vec![
         HeaderLine::per_placement(
             "Device",
@@ -533,7 +548,10 @@ pub(crate) fn metadata<B: Benchmark>(
             },
         ),
         HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),
-        HeaderLine::new("Clock", clock.describe()),
+        HeaderLine::new("Clock", clock_line),
+        // What made this output, so a saved console log is a complete result by itself.
+        HeaderLine::new("Command", gdrperf_stats::provenance::command_line(&config.argv)),
+        HeaderLine::new("Git commit", gdrperf_stats::provenance::GIT_COMMIT.into()),
     ];
     if let Some(span) = config.latency_span {
         header.push(HeaderLine::new("Latency sample", span.description().into()));
@@ -560,7 +578,7 @@ pub(crate) fn metadata<B: Benchmark>(
     let metadata = serde_json::json!({
         "test": B::NAME,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": env!("GDRPERF_GIT_COMMIT"),
+        "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
         "argv": config.argv,
         "date": gdrperf_stats::utc_timestamp(),
         "host": hostname(),

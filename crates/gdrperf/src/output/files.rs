@@ -15,19 +15,33 @@ fn output_error(path: &Path, source: std::io::Error) -> Error {
 /// those names are a published contract, see `BandwidthRow`.
 pub struct CsvFile {
     path: PathBuf,
+    /// The same open file as `writer`'s (a duplicate descriptor, sharing its offset), for the
+    /// comment lines written at `start`, before the csv writer has written anything.
+    head: File,
     writer: csv::Writer<File>,
 }
 
 impl CsvFile {
     pub fn create(path: &Path) -> Result<CsvFile> {
         let file = File::create(path).map_err(|source| output_error(path, source))?;
-        Ok(CsvFile { path: path.to_path_buf(), writer: csv::Writer::from_writer(file) })
+        let head = file.try_clone().map_err(|source| output_error(path, source))?;
+        Ok(CsvFile { path: path.to_path_buf(), head, writer: csv::Writer::from_writer(file) })
     }
 }
 
 impl<R: Row> Exporter<R> for CsvFile {
-    fn start(&mut self, _run: &RunStart) -> Result<()> {
-        Ok(())
+    /// Opens the file with `# key: value` lines naming the test, command, git commit, version,
+    /// date and host (the JSON's metadata keys; `gdrperf compare` and the plot scripts read them
+    /// back), so the CSV says what made it without its JSON beside it.
+    fn start(&mut self, run: &RunStart) -> Result<()> {
+        let text = |key: &str| run.metadata[key].as_str().unwrap_or_default().to_string();
+        let argv: Vec<String> = run.metadata["argv"]
+            .as_array()
+            .map(|words| words.iter().filter_map(|word| word.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let lines =
+            gdrperf_stats::provenance::comment_lines(&text("test"), &argv, &text("date"), &text("host"));
+        self.head.write_all(lines.as_bytes()).map_err(|source| output_error(&self.path, source))
     }
 
     fn write_row(&mut self, row: &R) -> Result<()> {
@@ -103,5 +117,35 @@ impl<R: Row> Exporter<R> for JsonFile {
         let value = serde_json::to_value(row).map_err(|error| output_error(&self.path, error.into()))?;
         self.results.push(value);
         self.rewrite()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::BandwidthRow;
+
+    #[test]
+    fn csv_files_open_with_what_made_them() {
+        let path = std::env::temp_dir().join(format!("gdrperf-csv-head-{}.csv", std::process::id()));
+        let mut file = CsvFile::create(&path).unwrap();
+        let run = RunStart {
+            header: Vec::new(),
+            metadata: serde_json::json!({
+                "test": "write_bw", "argv": ["gdr-write-bw", "--mem", "a b"],
+                "date": "2026-12-03T00:00:00Z", "host": "node1",
+            }),
+        };
+        Exporter::<BandwidthRow>::start(&mut file, &run).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let expected = gdrperf_stats::provenance::comment_lines(
+            "write_bw",
+            &["gdr-write-bw".into(), "--mem".into(), "a b".into()],
+            "2026-12-03T00:00:00Z",
+            "node1",
+        );
+        assert_eq!(text, expected);
+        assert!(expected.contains("# command: gdr-write-bw --mem 'a b'\n"), "{expected}");
     }
 }

@@ -10,7 +10,7 @@
 //! merge or re-plot), the interval log of a long run (`--hlog`), and every raw sample (`-H`).
 
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -289,6 +289,8 @@ pub struct LatencyFiles {
     paths: LatencyFilePaths,
     test: &'static str,
     several_sizes: bool,
+    /// The command line, named with the git commit under each `.hgrm` table.
+    argv: Vec<String>,
 }
 
 impl LatencyFiles {
@@ -308,7 +310,12 @@ impl LatencyFiles {
                 ));
             }
         }
-        Ok(LatencyFiles { paths: paths.clone(), test, several_sizes: sizes.len() > 1 })
+        Ok(LatencyFiles { paths: paths.clone(), test, several_sizes: sizes.len() > 1, argv: Vec::new() })
+    }
+
+    /// The command line to record in the `.hgrm` tables (the run's `argv`).
+    pub fn with_command(self, argv: &[String]) -> LatencyFiles {
+        LatencyFiles { argv: argv.to_vec(), ..self }
     }
 
     /// Opens the interval log of one size, when `--hlog` asked for one.
@@ -332,6 +339,14 @@ impl LatencyFiles {
             let mut file = File::create(&table).map_err(|source| output_error(&table, source))?;
             write_percentile_distribution(recorder.histogram(), &mut file, PercentileTableFormat::default())
                 .map_err(|error| hdr_error(&table, error))?;
+            // After the table, in the footer's own `#[...]` form that HdrHistogram's plotter and
+            // scripts/plot_lat.py skip: what made it (the table itself stays Java's, byte for byte).
+            let footer = format!(
+                "#[Command = {}]\n#[Git commit = {}]\n",
+                gdrperf_stats::provenance::command_line(&self.argv),
+                gdrperf_stats::provenance::GIT_COMMIT
+            );
+            file.write_all(footer.as_bytes()).map_err(|source| output_error(&table, source))?;
             written.push(table);
             let encoded = stem.with_extension("hdr");
             let mut file =
@@ -495,7 +510,8 @@ mod tests {
             hlog_interval: Duration::from_millis(1),
             histogram_raw: Some(directory.join("raw.txt")),
         };
-        let files = LatencyFiles::create(&paths, "send_lat", &[2, 4]).unwrap();
+        let argv = ["gdr-send-lat".to_string(), "-a".to_string()];
+        let files = LatencyFiles::create(&paths, "send_lat", &[2, 4]).unwrap().with_command(&argv);
         let run = run_of(&[1500, 1700, 1600]);
         let written = files.write(4, &run.recorder).unwrap();
         let names: Vec<String> =
@@ -503,6 +519,11 @@ mod tests {
         assert_eq!(names, ["send_lat-4B.hgrm", "send_lat-4B.hdr", "raw-4B.txt"]);
         let table = std::fs::read_to_string(&written[0]).unwrap();
         assert!(table.contains("Total count    =            3"), "{table}");
+        let footer = format!(
+            "#[Command = gdr-send-lat -a]\n#[Git commit = {}]\n",
+            gdrperf_stats::provenance::GIT_COMMIT
+        );
+        assert!(table.ends_with(&footer), "{table}");
         let raw = std::fs::read_to_string(&written[2]).unwrap();
         assert_eq!(raw, "latency_ns\n1500\n1700\n1600\n");
 
