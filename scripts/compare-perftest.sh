@@ -57,12 +57,12 @@ RX_DEPTH=512
 PORT=19500
 TRIES=5
 
-# iterations_for SIZE: about 32 MiB per run, between 3 x CQ_MOD and 2000 messages. The floor gives
-# both tools at least three signalled completions (perftest: every -Q; gdrperf also at least every
-# 64 MiB): with a single one gdrperf leaves its peak empty (too few completions to define one) and
-# perftest's comes out about its average. At 1 MiB that is 300 MiB a run, a few seconds in the VM.
+# iterations_for SIZE: about 32 MiB per run, between 5 x CQ_MOD and 2000 messages. The floor gives
+# both tools at least five signalled completions (perftest: every -Q; gdrperf also at least every
+# 64 MiB): with fewer than four gdrperf leaves its peak empty (MIN_COMPLETION_EVENTS_FOR_PEAK) and
+# perftest's comes out about its average. At 1 MiB that is 500 MiB a run, a few seconds in the VM.
 iterations_for() {
-    n=$((33554432 / $1)); [ $n -gt 2000 ] && n=2000; [ $n -lt $((3 * CQ_MOD)) ] && n=$((3 * CQ_MOD)); echo $n
+    n=$((33554432 / $1)); [ $n -gt 2000 ] && n=2000; [ $n -lt $((5 * CQ_MOD)) ] && n=$((5 * CQ_MOD)); echo $n
 }
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(( ($# + 1) / 2 ))p"; }
 

@@ -24,7 +24,7 @@ LINK_GBIT=$(awk '{ print $1 }' /sys/class/infiniband/rxe0/ports/1/rate 2>/dev/nu
 # under_link NAME CSV: no bandwidth figure of any row exceeds the link's rate.
 under_link() {
     over=$(awk -F, -v link="$LINK_GBIT" '
-        NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^(bw|rx)_(peak|avg)_gbit_s$/) c[i] = $i; next }
+        /^#/ { next } !header++ { for (i = 1; i <= NF; i++) if ($i ~ /^(bw|rx)_(peak|avg)_gbit_s$/) c[i] = $i; next }
         { for (i in c) if ($i != "" && $i + 0 > link + 0) print c[i] "=" $i }' "$2")
     if [ -n "$LINK_GBIT" ] && [ -z "$over" ]; then pass "$1: no figure above the link's $LINK_GBIT Gb/s"
     else fail "$1: no figure above the link's ${LINK_GBIT:-?} Gb/s" "$over"; fi
