@@ -199,7 +199,7 @@ fn a_failed_bandwidth_row_shows_its_ceiling_and_the_causes_from_the_results_path
     assert!(
         summary
             .lines()
-            .next()
+            .find(|line| !line.starts_with('#'))
             .unwrap()
             .ends_with(",ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes"),
         "{summary}"
