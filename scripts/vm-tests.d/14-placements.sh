@@ -84,7 +84,7 @@ expect_in lanes_write "Lanes                 : 2 at once"
 # the longest lane's elapsed time (the lanes start each size together); it never exceeds the sum
 # of the lanes' rates.
 if awk -F, '/^#/ { next } !header++ { for (i = 1; i <= NF; i++) c[$i] = i; next }
-        { bw[NR - 1] = $c["bw_avg_mib_s"]; t[NR - 1] = $c["elapsed_s"]; b[NR - 1] = $c["iterations"] * $c["bytes"] }
+        { n++; bw[n] = $c["bw_avg_mib_s"]; t[n] = $c["elapsed_s"]; b[n] = $c["iterations"] * $c["bytes"] }
         END { wall = (t[1] > t[2]) ? t[1] : t[2]; want = (b[1] + b[2]) / wall / 1048576
               d = (want - bw[3]) / want
               exit !(d < 1e-4 && d > -1e-4 && bw[3] <= bw[1] + bw[2] + 1e-6) }' "$OUT/lanes_write.csv"; then
