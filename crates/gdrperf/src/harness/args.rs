@@ -56,6 +56,11 @@ pub struct CommonArgs {
     )]
     pub duration: Option<f64>,
 
+    /// -D only: seconds left out of the measurement at each end (ramp-up and drain, perftest's
+    /// margin; default: a quarter of -D, in whole seconds). -D must be longer than twice it.
+    #[arg(short = 'f', long = "margin", value_name = "SECONDS", requires = "duration")]
+    pub margin: Option<u64>,
+
     /// Number of queue pairs (connections), used round-robin.
     #[arg(short = 'q', long = "qp", default_value_t = 1, value_name = "N")]
     pub qps: u32,

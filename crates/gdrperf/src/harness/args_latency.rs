@@ -219,6 +219,13 @@ pub fn latency_setup(
     test: LatencyTest,
     name: &'static str,
 ) -> Result<(BenchConfig, LatencyConfig, Option<LatencyFiles>)> {
+    if common.margin.is_some() {
+        // perftest's latency tests under -D report one average over the middle window; ours
+        // sample the whole duration, so a margin would be accepted and do nothing.
+        return Err(config(
+            "-f/--margin applies to bandwidth tests: a latency test's -D samples the whole duration",
+        ));
+    }
     let mut common = BenchConfig::from_args(common, LATENCY_DEFAULTS)?;
     common.latency_span = Some(latency.latency_span);
     let latency = LatencyConfig::from_args(latency, options, &common, test)?;
@@ -284,5 +291,12 @@ mod tests {
             assert!(message.contains(expected), "{arguments:?} gave {message:?}");
         }
         assert!(latency(LatencyTest::Write, &["node2", "--hdr-dir", "x", "-H", "y", "-n", "10"]).is_ok());
+        let cli = LatencyCli::try_parse_from(["test", "--loopback", "-D", "8", "-f", "1"]).unwrap();
+        let refused =
+            latency_setup(&cli.common, &cli.latency, (&cli.own).into(), LatencyTest::Write, "write_lat")
+                .err()
+                .map(|error| error.to_string())
+                .unwrap_or_default();
+        assert!(refused.contains("-f/--margin applies to bandwidth tests"), "{refused}");
     }
 }

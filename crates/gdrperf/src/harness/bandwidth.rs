@@ -17,7 +17,7 @@ use crate::harness::config::StopRule;
 use crate::harness::memory::{
     shared_bounce_for_tests, signal_every, Direct, QueueMemory, Ring, Staged, Stamps,
 };
-use crate::harness::perftest_defaults::{duration_margin, measurement_window};
+use crate::harness::perftest_defaults::measurement_window;
 use crate::harness::session::{Session, SessionParts};
 use crate::harness::stream_book::{signal_interval, StreamBook};
 use crate::verbs::completion::opcode;
@@ -55,6 +55,8 @@ pub struct StreamPlan {
     pub warmup: u64,
     pub tx_depth: u32,
     pub cq_mod: u32,
+    /// `-D`: whole seconds left out of the measurement at each end (`-f`).
+    pub margin_seconds: u64,
     /// How long without any completion before we call the peer gone.
     pub stall_timeout: Duration,
     /// The receiver is staged: write each message into its own slot of the peer's bounce ring
@@ -130,7 +132,7 @@ fn stream_with<M: QueueMemory>(
     )
     .map_err(|source| Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source })?;
     if let StopRule::Duration(duration) = plan.stop {
-        let (start, end) = duration_window(duration);
+        let (start, end) = duration_window(duration, plan.margin_seconds);
         meter.set_window(start, end);
     }
     let limit = match plan.stop {
@@ -152,13 +154,12 @@ fn signal_group<M: QueueMemory>(plan: &StreamPlan, memories: &[M]) -> u64 {
 }
 
 /// `-D`'s measurement window, perftest's (`catch_alarm` in `perftest_resources.c`): between a
-/// ramp-up and a drain margin of `duration / 4` whole seconds (integer division, as
-/// `perftest_parameters.c`: see [`duration_margin`]), in nanoseconds since the first post. Only
-/// completions seen inside it count, over its length. `-D` is a whole number of seconds.
-pub fn duration_window(duration: Duration) -> (u64, u64) {
-    let seconds = duration.as_secs();
-    let margin = duration_margin(seconds, None).unwrap_or(0);
-    measurement_window(seconds, margin)
+/// ramp-up and a drain margin of `margin_seconds` (`-f`, else `duration / 4` whole seconds: see
+/// [`duration_margin`](crate::harness::perftest_defaults::duration_margin)), in nanoseconds since
+/// the first post. Only completions seen inside it count, over its length. `-D` is a whole number
+/// of seconds.
+pub fn duration_window(duration: Duration, margin_seconds: u64) -> (u64, u64) {
+    measurement_window(duration.as_secs(), margin_seconds)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -385,11 +386,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_duration_window_leaves_a_quarter_at_each_end() {
-        assert_eq!(duration_window(Duration::from_secs(4)), (1_000_000_000, 3_000_000_000));
-        assert_eq!(duration_window(Duration::from_secs(2)), (0, 2_000_000_000));
-        // 5 s: margins of 1 s (5 / 4 in whole seconds, as perftest).
-        assert_eq!(duration_window(Duration::from_secs(5)), (1_000_000_000, 4_000_000_000));
-        assert_eq!(duration_window(Duration::ZERO), (0, 0));
+    fn the_duration_window_leaves_the_margin_at_each_end() {
+        let window = |seconds, margin| duration_window(Duration::from_secs(seconds), margin);
+        assert_eq!(window(4, 1), (1_000_000_000, 3_000_000_000));
+        assert_eq!(window(2, 0), (0, 2_000_000_000));
+        // -D 10 -f 3: measured from 3 s to 7 s.
+        assert_eq!(window(10, 3), (3_000_000_000, 7_000_000_000));
+        assert_eq!(window(0, 0), (0, 0));
     }
 }

@@ -100,6 +100,9 @@ pub struct BenchConfig {
     pub tcp_port: u16,
     pub sizes: Vec<usize>,
     pub stop: StopRule,
+    /// `-D` runs: whole seconds left out at each end (`-f`, else perftest's `duration / 4`); 0
+    /// for `-n` runs.
+    pub margin_seconds: u64,
     pub warmup: u64,
     pub qps: u32,
     pub tx_depth: u32,
@@ -168,6 +171,10 @@ impl BenchConfig {
             (None, Some(seconds)) => StopRule::Duration(Duration::from_secs_f64(seconds)),
             (None, None) => StopRule::Iterations(defaults.iterations),
         };
+        let margin_seconds = match stop {
+            StopRule::Duration(duration) => duration_margin(duration.as_secs(), args.margin)?,
+            StopRule::Iterations(_) => 0,
+        };
         let tx_depth = args.tx_depth.unwrap_or(defaults.tx_depth);
         if tx_depth == 0 || tx_depth > 16_384 {
             return Err(config("-t/--tx-depth must be between 1 and 16384"));
@@ -222,6 +229,7 @@ impl BenchConfig {
             tcp_port: args.port,
             sizes,
             stop,
+            margin_seconds,
             warmup: args.warmup.unwrap_or(defaults.warmup),
             qps: args.qps,
             tx_depth,
@@ -265,6 +273,7 @@ impl BenchConfig {
         serde_json::json!({
             "sizes": self.sizes,
             "stop": self.stop,
+            "margin": self.margin_seconds,
             "warmup": self.warmup,
             "qps": self.qps,
             "tx_depth": self.tx_depth,
@@ -361,7 +370,7 @@ fn check_devices(devices: &[String]) -> Result<Vec<String>> {
 }
 
 pub use super::perftest_defaults::DEFAULT_CQ_MODERATION;
-use super::perftest_defaults::{cq_moderation, CqModeration};
+use super::perftest_defaults::{cq_moderation, duration_margin, CqModeration};
 
 /// Bandwidth-specific, validated settings.
 #[derive(Debug, Clone, Copy)]
@@ -491,6 +500,17 @@ mod tests {
     }
 
     #[test]
+    fn margins_default_to_a_quarter_and_take_f() {
+        let margin = |arguments: &[&str]| build(arguments).unwrap().0.margin_seconds;
+        assert_eq!(margin(&[]), 0, "-n runs have no margin");
+        assert_eq!(margin(&["-D", "5"]), 1);
+        assert_eq!(margin(&["-D", "3"]), 0);
+        assert_eq!(margin(&["-D", "10", "-f", "4"]), 4);
+        assert_eq!(margin(&["-D", "10", "--margin", "0"]), 0);
+        assert_eq!(build(&["-D", "10", "-f", "3"]).unwrap().0.shared_parameters()["margin"], 3);
+    }
+
+    #[test]
     fn bind_picks_the_listening_address_and_the_token_stays_hidden() {
         let (common, _) = build(&[]).unwrap();
         assert_eq!(common.listen_address(), "0.0.0.0:18515".parse().unwrap());
@@ -520,6 +540,9 @@ mod tests {
             (&["-D", "-1"], "-D/--duration"),
             (&["-D", "1.5"], "whole number of seconds"),
             (&["-n", "5", "-D", "2"], "--duration"),
+            (&["-D", "4", "-f", "2"], "longer than twice the margin (-f/--margin 2)"),
+            (&["-D", "1", "-f", "1"], "-D/--duration 1 must be longer"),
+            (&["-f", "1"], "--duration"),
             (&["-m", "1500"], "-m/--mtu"),
             (&["-Q", "0"], "-Q/--cq-mod"),
             (&["-q", "0"], "-q/--qp"),

@@ -542,9 +542,15 @@ pub(crate) fn metadata<B: Benchmark>(
             "Stop",
             match config.stop {
                 StopRule::Iterations(n) => format!("{n} iterations per QP (+{} warm-up)", config.warmup),
-                StopRule::Duration(d) => {
+                StopRule::Duration(d) if config.latency_span.is_some() => {
                     format!("{:.1} s per size (+{} warm-up iterations)", d.as_secs_f64(), config.warmup)
                 }
+                StopRule::Duration(d) => format!(
+                    "{:.1} s per size, measured between margins of {} s (-f) (+{} warm-up iterations)",
+                    d.as_secs_f64(),
+                    config.margin_seconds,
+                    config.warmup
+                ),
             },
         ),
         HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),

@@ -99,6 +99,7 @@ impl WriteStream<'_> {
                 warmup: self.common.warmup,
                 tx_depth: self.common.tx_depth,
                 cq_mod: self.bandwidth.cq_mod,
+                margin_seconds: self.common.margin_seconds,
                 stall_timeout: self.common.timeout,
                 notify_receiver: staged_receiver,
                 validate: self.common.validate,

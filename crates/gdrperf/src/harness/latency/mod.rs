@@ -414,13 +414,16 @@ fn direct_ping_pong_initiator(
         if let Some(bytes) = bytes {
             bytes.outgoing.set(client_marker(sequence));
         }
-        let start = clock.stamp();
+        let mut start = clock.stamp();
         if let Some(previous) = open.take() {
             if samples.record(clock.instant(previous), clock.instant(start), RoundTrip::Halved)?
                 == Continue::Stop
                 || wire.stop_requested()
             {
                 break;
+            }
+            if samples.take_interval_written() {
+                start = clock.stamp(); // the --hlog write in no sample
             }
         }
         wire.post(transport.message(sequence, remote))?;
@@ -509,13 +512,16 @@ fn direct_read_latency(
     let mut open: Option<Stamp> = None;
     loop {
         wire.make_room()?;
-        let start = clock.stamp();
+        let mut start = clock.stamp();
         if let Some(previous) = open.take() {
             if samples.record(clock.instant(previous), clock.instant(start), RoundTrip::Whole)?
                 == Continue::Stop
                 || wire.stop_requested()
             {
                 break;
+            }
+            if samples.take_interval_written() {
+                start = clock.stamp(); // the --hlog write in no sample
             }
         }
         wire.post(read)?;

@@ -33,7 +33,8 @@ use crate::verbs::Operation;
 use super::samples::{Continue, RoundTrip, Samples};
 use super::wire::{Arrival, Wire};
 use super::{
-    expect_all_messages, landing, landing_offset, protocol, IntervalSink, LatencyPlan, LatencyRun, PingPong,
+    expect_all_messages, landing, landing_offset, pin_for_tsc, protocol, IntervalSink, LatencyPlan,
+    LatencyRun, PingPong,
 };
 
 /// The marker a last-byte poll would wait for: unused here (no staged side polls), any value.
@@ -110,6 +111,7 @@ pub(super) fn staged_ping_pong_initiator(
     let mut samples = Samples::new(plan, sink)?;
     let clock = SampleClock::new();
     let (mut wire, stager) = Wire::with_stager(session, plan, transport.operation_name())?;
+    let _pin = pin_for_tsc(&clock);
     let mut copies = Copies::new(stager, plan, landing_at);
     let mut sequence = 0u64;
     loop {
@@ -176,6 +178,7 @@ pub(super) fn staged_read_latency(
     let mut samples = Samples::new(plan, sink)?;
     let clock = SampleClock::new();
     let (mut wire, stager) = Wire::with_stager(session, plan, "RDMA READ")?;
+    let _pin = pin_for_tsc(&clock);
     // A READ lands where it is posted from: the start of the buffer.
     let mut copies = Copies::new(stager, plan, 0);
     let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };

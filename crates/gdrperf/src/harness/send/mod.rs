@@ -69,6 +69,8 @@ pub struct SendPlan {
     pub warmup: u64,
     pub tx_depth: u32,
     pub cq_mod: u32,
+    /// `-D`: whole seconds left out of the measurement at each end (`-f`).
+    pub margin_seconds: u64,
     pub inline: bool,
     /// This side sends (the client; both sides when bidirectional).
     pub sends: bool,
@@ -322,7 +324,7 @@ impl<'c> Sender<'c> {
             source,
         })?;
         if let StopRule::Duration(duration) = plan.stop {
-            let (start, end) = duration_window(duration);
+            let (start, end) = duration_window(duration, plan.margin_seconds);
             meter.set_window(start, end);
         }
         let (limit, measuring) =

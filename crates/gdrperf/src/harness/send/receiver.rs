@@ -190,7 +190,7 @@ impl<'q> Receiver<'q> {
         // its margins at its first receive and counts only the middle window: so does ours, on
         // its own clock, which starts at its first measured message.
         if let StopRule::Duration(duration) = plan.stop {
-            let (start, end) = duration_window(duration);
+            let (start, end) = duration_window(duration, plan.margin_seconds);
             meter.set_window(start, end);
         }
         let phase = if plan.warmup > 0 { ReceivePhase::Warmup } else { ReceivePhase::Measured };

@@ -72,6 +72,7 @@ impl SendStream<'_> {
             warmup: self.common.warmup,
             tx_depth: self.common.tx_depth,
             cq_mod: self.bandwidth.cq_mod,
+            margin_seconds: self.common.margin_seconds,
             inline: session.local.buffers[0].host_bytes().is_some() && size <= self.send.inline_size as usize,
             sends: self.sends(session),
             receives: self.receives(session),
