@@ -94,7 +94,11 @@ const LATENCY: &[Case] = &[
         &["--loopback", "--hlog-interval", "0"],
         &["--hlog-interval must be between 0.001 and 3600 seconds"],
     ),
-    case(&["--loopback", "-H", "/tmp/raw", "-D", "1"], &["-H/--histogram-raw keeps every sample in memory"]),
+    case(
+        &["--loopback", "--raw-samples", "/tmp/raw", "-D", "1"],
+        &["--raw-samples, -H and -U keep every sample in memory"],
+    ),
+    case(&["--loopback", "-H", "-D", "1"], &["--raw-samples, -H and -U keep every sample in memory"]),
     case(&["--loopback", "-Q", "4"], &["unexpected argument '-Q'"]),
     case(&["--loopback", "--concurrent"], &["unexpected argument '--concurrent'"]),
     case(&["--loopback", "--min-bw", "1Gb/s"], &["--min-bw applies to bandwidth results"]),

@@ -82,7 +82,7 @@ for test in read write send; do
     gdr-$test-lat -p $PORT -s 1024 -n 200 --validate >"$OUT/${test}_lat_server.log" 2>&1 &
     server=$!
     if run ${test}_lat_client 0 gdr-$test-lat -p $PORT -s 1024 -n 200 --validate --csv "$OUT/${test}_lat_client.csv" \
-            -H "$OUT/${test}_lat_raw.txt" --hlog "$OUT/${test}_lat.hlog" 127.0.0.1; then
+            --raw-samples "$OUT/${test}_lat_raw.txt" -H -U --hlog "$OUT/${test}_lat.hlog" 127.0.0.1; then
         pass "${test}_lat server/client --validate exits 0"
     fi
     wait $server; status=$?
@@ -90,9 +90,16 @@ for test in read write send; do
     check_lat_csv ${test}_lat_client "$OUT/${test}_lat_client.csv" 1 200 pass
     lines=$(wc -l <"$OUT/${test}_lat_raw.txt" 2>/dev/null || echo 0)
     if [ "$(head -1 "$OUT/${test}_lat_raw.txt" 2>/dev/null)" = latency_ns ] && [ "$lines" = 201 ]; then
-        pass "${test}_lat -H dumps 200 raw samples"
+        pass "${test}_lat --raw-samples dumps 200 raw samples"
     else
-        fail "${test}_lat -H dumps 200 raw samples" "$lines lines"
+        fail "${test}_lat --raw-samples dumps 200 raw samples" "$lines lines"
+    fi
+    # perftest's listings on stdout: -U all 200 in order, -H sorted less the two largest (198).
+    listed=$(grep -c "^[0-9]*, [0-9.]*$" "$OUT/${test}_lat_client.log")
+    if [ "$(grep -c "^#, usec$" "$OUT/${test}_lat_client.log")" = 2 ] && [ "$listed" = 398 ]; then
+        pass "${test}_lat -U and -H list 200 and 198 samples in usec"
+    else
+        fail "${test}_lat -U and -H list 200 and 198 samples in usec" "$listed lines"
     fi
     if grep -q "^#\[StartTime" "$OUT/${test}_lat.hlog" 2>/dev/null && grep -q "^Tag=1024B," "$OUT/${test}_lat.hlog"; then
         pass "${test}_lat --hlog writes a tagged interval log"
@@ -132,7 +139,7 @@ fi
 # --- bad input: exit 2 and a message naming the problem ----------------------------------------
 run read_lat_inline 2 gdr-read-lat --loopback -I 64 && expect_in read_lat_inline "unexpected argument '-I'"
 run write_lat_qps 2 gdr-write-lat --loopback -q 2 && expect_in write_lat_qps "-q/--qp: latency tests"
-run send_lat_raw_duration 2 gdr-send-lat --loopback -D 1 -H "$OUT/x" && expect_in send_lat_raw_duration "use it with -n"
+run send_lat_raw_duration 2 gdr-send-lat --loopback -D 1 --raw-samples "$OUT/x" && expect_in send_lat_raw_duration "use them with -n"
 run lat_server_files 2 gdr-send-lat --hdr-dir "$OUT/x" && expect_in lat_server_files "by the client"
 run lat_bad_hlog 2 gdr-write-lat --loopback -n 5 --hlog /nonexistent/dir/x.hlog && expect_in lat_bad_hlog "/nonexistent/dir/x.hlog"
 

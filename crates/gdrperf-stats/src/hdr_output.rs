@@ -170,6 +170,38 @@ pub fn write_raw_samples<W: Write>(
     result.map_err(HdrOutputError::WriteRawSamples)
 }
 
+/// The slowest samples perftest leaves out of its sorted listing and its statistics
+/// (`LAT_MEASURE_TAIL` in `perftest_parameters.h`, used by `print_report_lat`).
+pub const PERFTEST_MEASURE_TAIL: usize = 2;
+
+/// perftest's `-H`/`-U` listing (`print_report_lat` in `perftest_parameters.c`): a `#, usec`
+/// line, then `i, value` per sample with `i` counting from 1 and the value in microseconds.
+/// [`RawSampleOrder::Sorted`] is `-H`: ascending, less the [`PERFTEST_MEASURE_TAIL`] largest
+/// (perftest sorts, then shortens the count by the tail before printing);
+/// [`RawSampleOrder::AsRecorded`] is `-U`: every sample in the order taken. perftest prints `%g`
+/// (six significant digits); this prints the exact nanosecond value in µs (`1.234`), which is the
+/// same number for any sample under a millisecond.
+pub fn write_perftest_listing<W: Write>(
+    samples: &[u64],
+    order: RawSampleOrder,
+    out: &mut W,
+) -> Result<(), HdrOutputError> {
+    let mut listed = samples.to_vec();
+    if order == RawSampleOrder::Sorted {
+        listed.sort_unstable();
+        listed.truncate(listed.len().saturating_sub(PERFTEST_MEASURE_TAIL));
+    }
+    let mut out = BufWriter::new(out);
+    let result: io::Result<()> = (|| {
+        writeln!(out, "#, usec")?;
+        for (index, nanos) in listed.iter().enumerate() {
+            writeln!(out, "{}, {}", index + 1, *nanos as f64 / 1000.0)?;
+        }
+        out.flush()
+    })();
+    result.map_err(HdrOutputError::WriteRawSamples)
+}
+
 /// An HdrHistogram interval log for long runs: one histogram per interval, written as
 /// `[Tag=<tag>,]<start s>,<length s>,<max ns>,<base64 V2-deflate histogram>` lines after a header
 /// with `StartTime`/`BaseTime` (so interval starts are seconds since the run began).
@@ -268,6 +300,21 @@ impl<W: Write> LatencyIntervalLog<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn perftest_listings_sort_less_the_two_largest_or_keep_the_order() {
+        let samples = [3_000, 1_234, 9_999_000, 2_000, 5_500];
+        let listing = |order| {
+            let mut out = Vec::new();
+            write_perftest_listing(&samples, order, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(listing(RawSampleOrder::Sorted), "#, usec\n1, 1.234\n2, 2\n3, 3\n");
+        assert_eq!(listing(RawSampleOrder::AsRecorded), "#, usec\n1, 3\n2, 1.234\n3, 9999\n4, 2\n5, 5.5\n");
+        let mut out = Vec::new();
+        write_perftest_listing(&[7], RawSampleOrder::Sorted, &mut out).unwrap();
+        assert_eq!(out, b"#, usec\n", "fewer samples than the tail: nothing listed");
+    }
 
     #[test]
     fn sub_bucket_count_matches_java_for_common_precisions() {

@@ -66,8 +66,8 @@ pub use command_line::{redact_command_line, REDACTED};
 pub use copy_time::{busy_nanos, CopyInterval};
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{
-    read_v2_histogram, write_percentile_distribution, write_raw_samples, write_v2_histogram,
-    LatencyIntervalLog, PercentileTableFormat, RawSampleOrder,
+    read_v2_histogram, write_percentile_distribution, write_perftest_listing, write_raw_samples,
+    write_v2_histogram, LatencyIntervalLog, PercentileTableFormat, RawSampleOrder,
 };
 pub use latency::{LatencyRecorder, LatencySummary, PercentileSource};
 pub use peak::{CompletionMark, PeakSpan, PostMark};

@@ -39,12 +39,21 @@ pub struct LatencyArgs {
     #[arg(long = "hlog-interval", value_name = "SECONDS", default_value_t = 1.0)]
     pub hlog_interval: f64,
 
-    /// Dump every raw sample (nanoseconds, one per line, in the order taken) to PATH, as
-    /// perftest's -H does. With several sizes, one file per size: PATH with the size (-4096B)
-    /// before the extension. Needs -n (at most 1000000), since every sample is kept in memory.
-    /// Default: none.
-    #[arg(short = 'H', long = "histogram-raw", value_name = "PATH")]
+    /// Dump every raw sample (nanoseconds, one per line, in the order taken) to PATH. With
+    /// several sizes, one file per size: PATH with the size (-4096B) before the extension. Needs
+    /// -n (at most 1000000), since every sample is kept in memory. Default: none. (Before issue
+    /// 20 this was -H, which is now perftest's.)
+    #[arg(long = "raw-samples", alias = "histogram-raw", value_name = "PATH")]
     pub histogram_raw: Option<PathBuf>,
+
+    /// Print each size's samples in µs, sorted, less the two largest, as perftest's -H
+    /// (`#, usec` then `i, value` lines on stdout, before the size's row). Needs -n.
+    #[arg(short = 'H', long = "report-histogram", alias = "report-histogrm")]
+    pub report_histogram: bool,
+
+    /// Print each size's samples in µs in the order taken, as perftest's -U. Needs -n.
+    #[arg(short = 'U', long = "report-unsorted")]
+    pub report_unsorted: bool,
 
     /// What one sample spans: `iteration` (perftest's: from one post to the next, the whole
     /// iteration) or `arrival` (from the post to the answer's arrival: the wire alone).
@@ -164,17 +173,19 @@ impl LatencyConfig {
             hlog: args.hlog.clone(),
             hlog_interval: check_interval(args.hlog_interval)?,
             histogram_raw: args.histogram_raw.clone(),
+            report_sorted: args.report_histogram,
+            report_unsorted: args.report_unsorted,
         };
-        if files.histogram_raw.is_some() {
+        if files.keeps_every_sample() {
             match common.stop {
                 StopRule::Duration(_) => {
                     return Err(config(
-                        "-H/--histogram-raw keeps every sample in memory: use it with -n, not -D (--hlog records long runs)",
+                        "--raw-samples, -H and -U keep every sample in memory: use them with -n, not -D (--hlog records long runs)",
                     ))
                 }
                 StopRule::Iterations(iterations) if iterations > EXACT_SAMPLE_LIMIT => {
                     return Err(config(&format!(
-                        "-H/--histogram-raw keeps every sample in memory: -n must be at most {EXACT_SAMPLE_LIMIT}"
+                        "--raw-samples, -H and -U keep every sample in memory: -n must be at most {EXACT_SAMPLE_LIMIT}"
                     )))
                 }
                 StopRule::Iterations(_) => {}
@@ -182,7 +193,7 @@ impl LatencyConfig {
         }
         if files.any() && common.role == Role::Server {
             return Err(config(
-                "--hdr-dir, --hlog and -H/--histogram-raw are written where the samples are taken, by the client \
+                "--hdr-dir, --hlog, --raw-samples, -H and -U are written where the samples are taken, by the client \
                  (or with --loopback): give them to the client, not the server",
             ));
         }
@@ -281,8 +292,10 @@ mod tests {
             (LatencyTest::Send, &["--loopback", "-I", "5000"], "-I/--inline-size 5000"),
             (LatencyTest::Send, &["--loopback", "--write-with-imm"], "--write-with-imm"),
             (LatencyTest::Write, &["--loopback", "-q", "2"], "-q/--qp"),
-            (LatencyTest::Write, &["--loopback", "-D", "2", "-H", "x"], "use it with -n"),
-            (LatencyTest::Write, &["--loopback", "-n", "2000000", "-H", "x"], "at most 1000000"),
+            (LatencyTest::Write, &["--loopback", "-D", "2", "--raw-samples", "x"], "use them with -n"),
+            (LatencyTest::Write, &["--loopback", "-D", "2", "-U"], "use them with -n"),
+            (LatencyTest::Write, &["--loopback", "-n", "2000000", "-H"], "at most 1000000"),
+            (LatencyTest::Write, &["-H"], "by the client"),
             (LatencyTest::Write, &["--loopback", "--hlog", "x", "--hlog-interval", "0"], "--hlog-interval"),
             (LatencyTest::Write, &["--hdr-dir", "x"], "by the client"),
         ];
@@ -290,7 +303,12 @@ mod tests {
             let message = latency(*test, arguments).err().map(|error| error.to_string()).unwrap_or_default();
             assert!(message.contains(expected), "{arguments:?} gave {message:?}");
         }
-        assert!(latency(LatencyTest::Write, &["node2", "--hdr-dir", "x", "-H", "y", "-n", "10"]).is_ok());
+        assert!(latency(LatencyTest::Write, &["node2", "--hdr-dir", "x", "--raw-samples", "y", "-n", "10"])
+            .is_ok());
+        let listings =
+            latency(LatencyTest::Read, &["--loopback", "-H", "-U", "--histogram-raw", "y"]).unwrap();
+        assert!(listings.files.report_sorted && listings.files.report_unsorted);
+        assert!(listings.files.histogram_raw.is_some(), "the old long name still names the raw dump");
         let cli = LatencyCli::try_parse_from(["test", "--loopback", "-D", "8", "-f", "1"]).unwrap();
         let refused =
             latency_setup(&cli.common, &cli.latency, (&cli.own).into(), LatencyTest::Write, "write_lat")

@@ -453,12 +453,21 @@ pub struct LatencyFilePaths {
     pub hlog: Option<PathBuf>,
     pub hlog_interval: Duration,
     pub histogram_raw: Option<PathBuf>,
+    /// `-H`: perftest's sorted listing on stdout.
+    pub report_sorted: bool,
+    /// `-U`: perftest's unsorted listing on stdout.
+    pub report_unsorted: bool,
 }
 
 impl LatencyFilePaths {
     /// Whether any file is asked for.
     pub fn any(&self) -> bool {
-        self.hdr_dir.is_some() || self.hlog.is_some() || self.histogram_raw.is_some()
+        self.hdr_dir.is_some() || self.hlog.is_some() || self.keeps_every_sample()
+    }
+
+    /// Whether an output needs every sample kept in memory (the raw dump, `-H`, `-U`).
+    pub fn keeps_every_sample(&self) -> bool {
+        self.histogram_raw.is_some() || self.report_sorted || self.report_unsorted
     }
 }
 

@@ -17,8 +17,9 @@ use std::time::{Duration, SystemTime};
 use gdrperf_stats::hdrhistogram::Histogram;
 use gdrperf_stats::units::nanos_to_micros;
 use gdrperf_stats::{
-    write_percentile_distribution, write_raw_samples, write_v2_histogram, HdrOutputError, LatencyIntervalLog,
-    LatencyRecorder, PercentileSource, PercentileTableFormat, RawSampleOrder,
+    write_percentile_distribution, write_perftest_listing, write_raw_samples, write_v2_histogram,
+    HdrOutputError, LatencyIntervalLog, LatencyRecorder, PercentileSource, PercentileTableFormat,
+    RawSampleOrder,
 };
 use serde::{Deserialize, Serialize};
 
@@ -356,13 +357,25 @@ impl LatencyFiles {
             std::io::Write::flush(&mut file).map_err(|source| output_error(&encoded, source))?;
             written.push(encoded);
         }
+        if !self.paths.keeps_every_sample() {
+            return Ok(written);
+        }
+        let samples = recorder.exact_samples().ok_or_else(|| {
+            Error::Config(format!(
+                "--raw-samples, -H, -U: the {size}-byte run kept no exact samples (more than -n were taken)"
+            ))
+        })?;
+        let listings = [
+            (self.paths.report_unsorted, RawSampleOrder::AsRecorded),
+            (self.paths.report_sorted, RawSampleOrder::Sorted),
+        ];
+        for (_, order) in listings.into_iter().filter(|(asked, _)| *asked) {
+            let stdout = std::io::stdout();
+            write_perftest_listing(samples, order, &mut stdout.lock())
+                .map_err(|error| hdr_error(Path::new("stdout"), error))?;
+        }
         if let Some(path) = &self.paths.histogram_raw {
             let path = self.per_size(path, size);
-            let samples = recorder.exact_samples().ok_or_else(|| {
-                Error::Config(format!(
-                    "-H/--histogram-raw: the {size}-byte run kept no exact samples (more than -n were taken)"
-                ))
-            })?;
             let mut file = File::create(&path).map_err(|source| output_error(&path, source))?;
             write_raw_samples(samples, RawSampleOrder::AsRecorded, &mut file)
                 .map_err(|error| hdr_error(&path, error))?;
@@ -509,6 +522,7 @@ mod tests {
             hlog: Some(directory.join("lat.hlog")),
             hlog_interval: Duration::from_millis(1),
             histogram_raw: Some(directory.join("raw.txt")),
+            ..LatencyFilePaths::default()
         };
         let argv = ["gdr-send-lat".to_string(), "-a".to_string()];
         let files = LatencyFiles::create(&paths, "send_lat", &[2, 4]).unwrap().with_command(&argv);
