@@ -51,6 +51,7 @@ impl Benchmark for ReadLatency {
             buffer_len: self.common.max_size(),
             // The client READs the server's buffer; nothing writes into either side's.
             remote_access: RemoteAccess::Read,
+            inline: None,
             parameters: serde_json::json!({}),
             header: {
                 let mut header =

@@ -70,6 +70,7 @@ impl Benchmark for SendBandwidth {
             buffer_len: self.common.max_size(),
             // SENDs land in posted receives: no buffer is reached by the peer's keys.
             remote_access: RemoteAccess::None,
+            inline: None,
             parameters: self.bandwidth.parameters(),
             header: {
                 let mut header = self.bandwidth.header();

@@ -55,7 +55,7 @@ impl Benchmark for SendLatency {
     fn setup(&self) -> Setup {
         ping_pong_setup(
             &self.common,
-            self.latency.inline_size,
+            self.latency.inline_request(),
             PingPong::Send,
             serde_json::json!({}),
             vec![("Sample".into(), "half a SEND/RECV ping-pong round trip".into())],
@@ -70,7 +70,11 @@ impl Benchmark for SendLatency {
     }
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
-        let plan = LatencyPlan::new(&self.common, size, self.latency.inline(size, session.cpu_visible()));
+        let plan = LatencyPlan::new(
+            &self.common,
+            size,
+            self.latency.inline(size, session.perftest_knows_inline(), session.cpu_visible()),
+        );
         session.take_copy_seconds();
         if !session.is_client() {
             // The server takes no samples, but its copies are inside the client's.
@@ -81,6 +85,8 @@ impl Benchmark for SendLatency {
             ping_pong_initiator(session, PingPong::Send, &plan, sink)
         })?;
         figures.copy_seconds = session.take_copy_seconds();
+        figures.inline_size =
+            self.latency.inline_size_for(session.perftest_knows_inline(), session.cpu_visible()).0;
         Ok(Some(figures))
     }
 
@@ -99,7 +105,7 @@ impl Benchmark for SendLatency {
         validation: &str,
     ) -> Option<LatencyRow> {
         let settings =
-            LatencySettings { arrival: PingPong::Send.arrival(), inline_size: self.latency.inline_size };
+            LatencySettings { arrival: PingPong::Send.arrival(), inline_size: ours.as_ref()?.inline_size };
         let mut row = LatencyRow::new(context, settings, &ours?, validation);
         row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
         Some(row)

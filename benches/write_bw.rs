@@ -54,6 +54,7 @@ impl Benchmark for WriteBandwidth {
             buffer_len: self.common.max_size(),
             // The client writes into the server's buffer (and the server into the client's with -b).
             remote_access: RemoteAccess::Write,
+            inline: None,
             parameters: self.bandwidth.parameters(),
             header: self.bandwidth.header(),
             bandwidth: Some(self.bandwidth),

@@ -75,7 +75,7 @@ impl Benchmark for WriteLatency {
         };
         ping_pong_setup(
             &self.common,
-            self.latency.inline_size,
+            self.latency.inline_request(),
             PingPong::WriteWithImmediate,
             serde_json::json!({ "write_with_imm": self.latency.write_with_imm }),
             vec![
@@ -95,7 +95,11 @@ impl Benchmark for WriteLatency {
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
         let transport = PingPong::for_write_session(session, self.latency.write_with_imm);
-        let plan = LatencyPlan::new(&self.common, size, self.latency.inline(size, session.cpu_visible()));
+        let plan = LatencyPlan::new(
+            &self.common,
+            size,
+            self.latency.inline(size, session.perftest_knows_inline(), session.cpu_visible()),
+        );
         session.take_copy_seconds();
         if !session.is_client() {
             // The server takes no samples, but its copies are inside the client's.
@@ -106,6 +110,8 @@ impl Benchmark for WriteLatency {
             ping_pong_initiator(session, transport, &plan, sink)
         })?;
         figures.copy_seconds = session.take_copy_seconds();
+        figures.inline_size =
+            self.latency.inline_size_for(session.perftest_knows_inline(), session.cpu_visible()).0;
         Ok(Some(figures))
     }
 
@@ -128,7 +134,7 @@ impl Benchmark for WriteLatency {
         let transport =
             PingPong::for_write(context.mem_local, context.mem_remote, self.latency.write_with_imm);
         let settings =
-            LatencySettings { arrival: transport.arrival(), inline_size: self.latency.inline_size };
+            LatencySettings { arrival: transport.arrival(), inline_size: ours.as_ref()?.inline_size };
         let mut row = LatencyRow::new(context, settings, &ours?, validation);
         row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
         Some(row)

@@ -67,6 +67,15 @@ for test in read write send; do
     if [ "$(ls "$OUT/${test}_lat_hdr"/*.hdr 2>/dev/null | wc -l)" = 23 ]; then pass "${test}_lat: 23 V2 histograms"; else fail "${test}_lat: 23 V2 histograms" "$(ls "$OUT/${test}_lat_hdr")"; fi
     expect_in ${test}_lat_sweep "t_typical[usec]"
 done
+# perftest's inline default (ctx_set_max_inline): 0 on a device it does not know, rxe among them.
+for test in write send; do
+    expect_in ${test}_lat_sweep ": 0 (perftest's default on a device it does not know"
+    if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) if ($i == "inline_size") c = i; next } $c != 0 { bad++ } END { exit !(c && !bad) }' "$OUT/${test}_lat.csv"; then
+        pass "${test}_lat on rxe inlines nothing by default (inline_size 0, as perftest)"
+    else
+        fail "${test}_lat on rxe inlines nothing by default" "$(head -3 "$OUT/${test}_lat.csv")"
+    fi
+done
 if grep -q ",poll_last_byte," "$OUT/write_lat.csv"; then pass "write_lat polls the last byte on host memory"; else fail "write_lat polls the last byte on host memory" "$(head -2 "$OUT/write_lat.csv")"; fi
 
 # --- the WRITE_WITH_IMM path GPU memory takes, on host memory ---------------------------------

@@ -15,6 +15,7 @@ use crate::harness::args::CommonArgs;
 use crate::harness::config::{
     BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule, TestDefaults, MAX_INLINE_SIZE,
 };
+use crate::harness::perftest_defaults::{inline_size, InlineReason, InlineRequest};
 use crate::output::latency_row::LatencyFiles;
 
 /// Options every latency benchmark takes. The options only some take are in [`InlineArgs`]
@@ -127,8 +128,11 @@ impl LatencyTest {
 #[derive(Debug, Clone)]
 pub struct LatencyConfig {
     pub test: LatencyTest,
-    /// Messages up to this size are posted inline (0: never).
+    /// `-I`, or the test's default on devices perftest knows (0: never); what a run uses is
+    /// [`LatencyConfig::inline_size_for`].
     pub inline_size: u32,
+    /// `-I` was given (then it holds on any device).
+    pub inline_asked: bool,
     /// write_lat: WRITE_WITH_IMM and a receive completion even where the buffer could be polled.
     pub write_with_imm: bool,
     pub files: LatencyFilePaths,
@@ -197,12 +201,25 @@ impl LatencyConfig {
                  (or with --loopback): give them to the client, not the server",
             ));
         }
-        Ok(LatencyConfig { test, inline_size, write_with_imm: options.write_with_imm, files })
+        let inline_asked = options.inline_size.is_some();
+        Ok(LatencyConfig { test, inline_size, inline_asked, write_with_imm: options.write_with_imm, files })
     }
 
-    /// Whether a message of `size` bytes is posted inline from a buffer the CPU can read.
-    pub fn inline(&self, size: usize, cpu_visible: bool) -> bool {
-        cpu_visible && size <= self.inline_size as usize
+    /// The inline size a run uses and why: perftest's rule ([`inline_size`]) on this device
+    /// (`known_device`: [`perftest_knows_inline`](crate::harness::perftest_defaults::perftest_knows_inline))
+    /// and memory (`cpu_visible`: host memory, not GPU memory).
+    pub fn inline_size_for(&self, known_device: bool, cpu_visible: bool) -> (u32, InlineReason) {
+        inline_size(self.inline_request(), known_device, cpu_visible)
+    }
+
+    /// `-I` as given, or the test's default (for [`crate::harness::latency::ping_pong_setup`]).
+    pub fn inline_request(&self) -> InlineRequest {
+        InlineRequest { size: self.inline_size, asked: self.inline_asked }
+    }
+
+    /// Whether a message of `size` bytes is posted inline, by [`LatencyConfig::inline_size_for`].
+    pub fn inline(&self, size: usize, known_device: bool, cpu_visible: bool) -> bool {
+        size <= self.inline_size_for(known_device, cpu_visible).0 as usize
     }
 }
 
@@ -280,9 +297,17 @@ mod tests {
         assert_eq!(latency(LatencyTest::Send, &["--loopback"]).unwrap().inline_size, 236);
         assert_eq!(latency(LatencyTest::Read, &["--loopback"]).unwrap().inline_size, 0);
         let send = latency(LatencyTest::Send, &["--loopback", "-I", "64"]).unwrap();
-        assert!(send.inline(64, true));
-        assert!(!send.inline(65, true));
-        assert!(!send.inline(2, false), "GPU memory is never posted inline");
+        assert!(send.inline(64, false, true), "-I holds on a device perftest does not know");
+        assert!(!send.inline(65, true, true));
+        assert!(!send.inline(2, true, false), "GPU memory is never posted inline");
+        let write = latency(LatencyTest::Write, &["--loopback"]).unwrap();
+        assert!(write.inline(220, true, true) && !write.inline(221, true, true));
+        assert_eq!(
+            write.inline_size_for(false, true),
+            (0, InlineReason::UnknownDevice),
+            "rxe: 0, as perftest"
+        );
+        assert!(!write.inline(2, false, true));
     }
 
     #[test]

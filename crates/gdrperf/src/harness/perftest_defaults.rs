@@ -111,6 +111,75 @@ pub fn measurement_window(duration_seconds: u64, margin_seconds: u64) -> (u64, u
     (margin_seconds.saturating_mul(NANOS).min(end), end)
 }
 
+/// Whether perftest knows inline for this device (`ib_dev_name` in `perftest_parameters.c`,
+/// by `vendor_part_id`, for vendors other than the few it matches by vendor first): gdrperf
+/// knows NVIDIA's (Mellanox) ConnectX and BlueField parts, where perftest's latency tests inline
+/// 220 B (WRITE) or 236 B (SEND). perftest also knows some other vendors' parts, with sizes of
+/// their own (Broadcom 96 B, Intel 48 or 101 B, ...); gdrperf uses 0 on those unless `-I` is
+/// given (docs/methodology.md, the defaults table). Software devices (rxe: vendor 0xffffff,
+/// part 0) are unknown to both.
+pub fn perftest_knows_inline(vendor_id: u32, vendor_part_id: u32) -> bool {
+    // Vendors perftest matches by vendor id before the part id (Chelsio, Intel, and others).
+    const MATCHED_BY_VENDOR: [u32; 6] = [5157, 0x8086, 0x209b, 0x1f67, 0x1f0f, 0x1dd8];
+    !MATCHED_BY_VENDOR.contains(&vendor_id)
+        && matches!(
+            vendor_part_id,
+            4099 | 4100 | 4103 | 4104 | 4113 | 4115
+                ..=4127 | 4129 | 4131 | 4133 | 4135 // ConnectX-3 .. ConnectX-10
+                | 41682 | 41683 | 41686 | 41692 | 41695 // BlueField 1 to 4
+                | 26418 | 26428 | 26438 | 26448 | 26458 | 26468 | 26478 // ConnectX-2
+                | 25408 | 25418 | 25428 | 25448 // ConnectX
+        )
+}
+
+/// What a latency test's `-I` said: a size given, or the test's default (220 B for WRITE, 236 B
+/// for SEND, 0 for READ), which perftest applies only where [`inline_size`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InlineRequest {
+    pub size: u32,
+    pub asked: bool,
+}
+
+/// Why a run inlines what it does (for the header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InlineReason {
+    /// `-I` as given.
+    Asked,
+    /// perftest's default on a device it knows.
+    Default,
+    /// The default, on a device perftest does not know: 0, as `ctx_set_max_inline`.
+    UnknownDevice,
+    /// GPU memory: the CPU cannot copy the payload into a work request (perftest sets 0 with
+    /// CUDA memory too, and prints so).
+    GpuMemory,
+}
+
+/// perftest's `ctx_set_max_inline` for the latency tests: the default only on a device it
+/// knows, 0 on others and with GPU memory; bandwidth tests inline nothing unless `-I`
+/// (gdr-send-bw's default 0). One difference: perftest disables even an explicit `-I` on a
+/// device it does not know ("Device not recognized to implement inline feature"); gdrperf
+/// keeps what was asked (rxe accepts it), since a flag given should do what it says.
+pub fn inline_size(request: InlineRequest, known_device: bool, cpu_visible: bool) -> (u32, InlineReason) {
+    match (request.asked, known_device, cpu_visible) {
+        (_, _, false) => (0, InlineReason::GpuMemory),
+        (true, _, true) => (request.size, InlineReason::Asked),
+        (false, true, true) => (request.size, InlineReason::Default),
+        (false, false, true) => (0, InlineReason::UnknownDevice),
+    }
+}
+
+/// The header's "Inline" value.
+pub fn describe_inline(size: u32, reason: InlineReason) -> String {
+    match reason {
+        InlineReason::Asked => format!("up to {size} bytes (-I)"),
+        InlineReason::Default => format!("up to {size} bytes (perftest's default on this device)"),
+        InlineReason::UnknownDevice => {
+            "0 (perftest's default on a device it does not know, such as rxe; -I N to inline)".into()
+        }
+        InlineReason::GpuMemory => "0 (GPU memory: the CPU cannot copy it into a work request)".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +221,23 @@ mod tests {
         assert!(refused.contains("longer than twice the margin (-f/--margin 2)"), "{refused}");
         assert_eq!(measurement_window(5, 1), (1_000_000_000, 4_000_000_000));
         assert_eq!(measurement_window(3, 0), (0, 3_000_000_000));
+    }
+
+    #[test]
+    fn inline_follows_ctx_set_max_inline() {
+        // ConnectX-7 (4129) and BlueField-3 (41692) are known, rxe (0xffffff, 0) is not, nor is
+        // a Chelsio part whose id collides with a ConnectX-6 (perftest matches Chelsio first).
+        assert!(perftest_knows_inline(0x02c9, 4129) && perftest_knows_inline(0x02c9, 41692));
+        assert!(!perftest_knows_inline(0xffffff, 0));
+        assert!(!perftest_knows_inline(5157, 4123));
+        let default = InlineRequest { size: 220, asked: false };
+        assert_eq!(inline_size(default, true, true), (220, InlineReason::Default));
+        assert_eq!(inline_size(default, false, true), (0, InlineReason::UnknownDevice));
+        assert_eq!(inline_size(default, true, false), (0, InlineReason::GpuMemory));
+        let asked = InlineRequest { size: 64, asked: true };
+        assert_eq!(inline_size(asked, false, true), (64, InlineReason::Asked), "-I holds on rxe");
+        assert_eq!(inline_size(asked, true, false), (0, InlineReason::GpuMemory));
+        assert!(describe_inline(0, InlineReason::UnknownDevice).contains("rxe"));
     }
 
     /// gdrperf's column of the defaults table in docs/methodology.md: change one only with the

@@ -469,6 +469,13 @@ impl Session {
         self.local.buffers.first().is_some_and(|buffer| buffer.host_bytes().is_some())
     }
 
+    /// Whether perftest knows this side's device for its inline defaults
+    /// ([`perftest_knows_inline`](crate::harness::perftest_defaults::perftest_knows_inline)).
+    pub fn perftest_knows_inline(&self) -> bool {
+        let (vendor, part) = self.local.device.vendor_ids();
+        crate::harness::perftest_defaults::perftest_knows_inline(vendor, part)
+    }
+
     /// `--validate`, after a size: the first `len` bytes of each QP's buffer hold the pattern of
     /// its `size`-byte messages (a staged ring: every message was checked as it was copied in).
     pub fn check_received(&mut self, size: usize, len: usize) -> Result<Option<String>> {

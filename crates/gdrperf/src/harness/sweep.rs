@@ -74,6 +74,9 @@ pub struct Setup {
     pub parameters: serde_json::Value,
     /// Extra header lines ("CQ moderation", "100").
     pub header: Vec<(String, String)>,
+    /// A latency ping-pong's `-I` (or its default): the header says what perftest's rule makes
+    /// of it on this side's device and memory (`None`: nothing is sent inline).
+    pub inline: Option<crate::harness::perftest_defaults::InlineRequest>,
     /// A bandwidth test's settings: with `-b` a row sums both directions (a threshold in % of
     /// the port then means that share of both together); `--concurrent` runs every placement
     /// at once, one lane each, with an aggregate row ([`Row::aggregate`]).
@@ -580,7 +583,13 @@ pub(crate) fn metadata<B: Benchmark>(
     header.extend(pcie.header_lines().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     let ceiling = ceiling_columns::header(&local.path, session.peer.side.path.as_ref());
     header.push(HeaderLine::per_placement("Ceiling", ceiling));
-    header.extend(benchmark.setup().header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
+    let setup = benchmark.setup();
+    header.extend(setup.header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
+    if let Some(request) = setup.inline {
+        use crate::harness::perftest_defaults::{describe_inline, inline_size};
+        let (size, reason) = inline_size(request, session.perftest_knows_inline(), session.cpu_visible());
+        header.push(HeaderLine::per_placement("Inline", describe_inline(size, reason)));
+    }
     let metadata = serde_json::json!({
         "test": B::NAME,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),

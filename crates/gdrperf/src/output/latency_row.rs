@@ -58,6 +58,10 @@ pub struct LatencyFigures {
     /// Samples refused as negative or absurd (see `harness::latency::LatencyRun`).
     #[serde(default)]
     pub refused_samples: u64,
+    /// The inline size the sending side used (perftest's rule on its device and memory; set by
+    /// the bench around the run).
+    #[serde(default)]
+    pub inline_size: u32,
 }
 
 impl LatencyFigures {
@@ -83,6 +87,7 @@ impl LatencyFigures {
             copy_seconds: 0.0,
             span: Some(run.span),
             refused_samples: run.refused_samples,
+            inline_size: 0,
         })
     }
 
@@ -106,6 +111,7 @@ impl LatencyFigures {
             copy_seconds,
             span: None,
             refused_samples: 0,
+            inline_size: 0,
         }
     }
 }

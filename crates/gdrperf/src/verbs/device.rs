@@ -77,6 +77,9 @@ pub struct Device {
     context: Arc<DeviceContext>,
     port_count: u8,
     firmware: String,
+    /// `ibv_device_attr`'s vendor and part ids: what perftest recognises a device by.
+    vendor_id: u32,
+    vendor_part_id: u32,
 }
 
 impl fmt::Debug for Device {
@@ -115,6 +118,8 @@ impl Device {
             context,
             port_count: attributes.phys_port_cnt(),
             firmware: attributes.firmware_version(),
+            vendor_id: attributes.vendor_id(),
+            vendor_part_id: attributes.vendor_part_id(),
         })
     }
 
@@ -126,6 +131,11 @@ impl Device {
     /// Firmware version string (empty for software devices such as rxe).
     pub fn firmware(&self) -> &str {
         &self.firmware
+    }
+
+    /// `ibv_device_attr`'s vendor id and vendor part id (rxe: 0xffffff and 0).
+    pub fn vendor_ids(&self) -> (u32, u32) {
+        (self.vendor_id, self.vendor_part_id)
     }
 
     /// The underlying sideway context, for the other verbs wrappers.

@@ -49,6 +49,7 @@ use gdrperf_stats::LatencyRecorder;
 use crate::error::{Error, Result};
 use crate::harness::buffers::{check_received_at, pattern_seed};
 use crate::harness::config::{BenchConfig, LatencySpan, StopRule};
+use crate::harness::perftest_defaults::InlineRequest;
 use crate::harness::session::Session;
 use crate::harness::sweep::Setup;
 use crate::memory_kind::MemoryKind;
@@ -236,24 +237,25 @@ pub fn ping_pong_buffer_len(largest_message: usize) -> usize {
 }
 
 /// What a ping-pong side (gdr-send-lat, gdr-write-lat) asks of the harness: [`PING_PONG_RECEIVES`]
-/// receives kept posted, inline sends up to `max_inline` bytes, the two-halved buffer, and its
-/// header lines (`lines`, then the inline limit and the memory lines of `ping_pong`).
+/// receives kept posted, inline sends up to `inline.size` bytes (the QP's limit; what a run uses
+/// is perftest's rule on its device, [`crate::harness::perftest_defaults::inline_size`]), the
+/// two-halved buffer, and its header lines (`lines`, then the memory lines of `ping_pong`).
 pub fn ping_pong_setup(
     common: &BenchConfig,
-    max_inline: u32,
+    inline: InlineRequest,
     ping_pong: PingPong,
     parameters: serde_json::Value,
     lines: Vec<(String, String)>,
 ) -> Setup {
     let mut header = lines;
-    header.push(("Inline".into(), format!("up to {max_inline} bytes")));
     header.extend(memory_header(common, Some(ping_pong)));
     Setup {
         queue_sizes: QueuePairSizes {
             send_depth: common.tx_depth,
             recv_depth: PING_PONG_RECEIVES,
-            max_inline,
+            max_inline: inline.size,
         },
+        inline: Some(inline),
         buffer_len: ping_pong_buffer_len(common.max_size()),
         // Each side writes into the other's landing half; a SEND ping-pong reaches no buffer.
         remote_access: match ping_pong {
