@@ -19,7 +19,7 @@ use crate::harness::memory::{
 };
 use crate::harness::perftest_defaults::measurement_window;
 use crate::harness::session::{Session, SessionParts};
-use crate::harness::stream_book::{signal_interval, StreamBook};
+use crate::harness::stream_book::{events_to_store, signal_interval, StreamBook};
 use crate::verbs::completion::opcode;
 use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, RemoteBuffer, SendRequest};
 
@@ -117,20 +117,12 @@ fn stream_with<M: QueueMemory>(
     }
     let queue_count = link.queue_pairs.len() as u64;
     // Post calls: at most one per message (a staged sender posts each copy as it finishes).
-    let (expected_events, expected_posts) = match plan.stop {
-        StopRule::Iterations(iterations) => (
-            (iterations / signal_group(plan, memories) + 2) * queue_count,
-            iterations.saturating_mul(queue_count),
-        ),
-        StopRule::Duration(_) => (1 << 16, 1 << 16),
-    };
-    let capacity = |count: u64| count.min(1 << 22) as usize;
-    let mut meter = BandwidthMeter::with_capacities(
-        plan.size as u64,
-        capacity(expected_events),
-        capacity(expected_posts),
-    )
-    .map_err(|source| Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source })?;
+    let expected_events = events_to_store(plan.stop, signal_group(plan, memories), queue_count);
+    let expected_posts = events_to_store(plan.stop, 1, queue_count);
+    let mut meter =
+        BandwidthMeter::with_capacities(plan.size as u64, expected_events, expected_posts).map_err(
+            |source| Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source },
+        )?;
     if let StopRule::Duration(duration) = plan.stop {
         let (start, end) = duration_window(duration, plan.margin_seconds);
         meter.set_window(start, end);
@@ -140,10 +132,25 @@ fn stream_with<M: QueueMemory>(
         StopRule::Duration(duration) => Limit::Time(duration),
     };
     run(&mut link, plan, memories, &mut progress, limit, Some(&mut meter))?;
-    meter.report().map_err(|source| Error::Figure {
-        what: format!("no bandwidth measured at {} bytes", plan.size),
-        source,
-    })
+    meter
+        .report()
+        .map_err(|source| Error::Figure {
+            what: format!("no bandwidth measured at {} bytes", plan.size),
+            source,
+        })
+        .inspect(warn_if_not_stored)
+}
+
+/// Says on stderr when a bandwidth store filled up: the peak was then searched over the stored
+/// part of the run (the row's `peak_events_not_stored` says how many marks were left out).
+pub(crate) fn warn_if_not_stored(report: &BandwidthReport) {
+    if report.timeline_events_not_stored > 0 {
+        eprintln!(
+            "warning: {} post/completion marks of the {}-byte run did not fit the store reserved for them: \
+             BW peak is over the stored part of the run only (average and message rate count every message)",
+            report.timeline_events_not_stored, report.message_size_bytes
+        );
+    }
 }
 
 /// Requests per signalled request: `cq_mod`, lowered so that no more than

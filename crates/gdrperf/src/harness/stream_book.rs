@@ -28,6 +28,8 @@ use std::time::Duration;
 
 use gdrperf_stats::{BandwidthMeter, RunClock};
 
+use crate::harness::config::StopRule;
+
 /// Most bytes between two signalled requests of one QP.
 pub const SIGNAL_EVERY_BYTES: u64 = 64 << 20;
 
@@ -42,6 +44,30 @@ pub const SEQUENCE_BITS: u32 = 40;
 pub fn signal_interval(cq_mod: u32, size: usize) -> u64 {
     let by_bytes = (SIGNAL_EVERY_BYTES / (size.max(1) as u64)).max(1);
     u64::from(cq_mod.max(1)).min(by_bytes)
+}
+
+/// Events a `-D` run reserves room for, per second of its duration: one event every ~4 µs, more
+/// than Soft-RoCE or a moderated hardware stream raises; a faster stream (small messages, every
+/// request signalled, on hardware) fills the store, and the rest is counted and said (the row's
+/// `peak_events_not_stored` and a warning), never silently cut.
+pub const TIMED_EVENTS_PER_SECOND: u64 = 1 << 18;
+
+/// Most events any one store reserves (16 bytes each): 64 MiB.
+pub const MOST_STORED_EVENTS: u64 = 1 << 22;
+
+/// Room to reserve for the completion events of a measured phase, over `queue_count` QPs that
+/// signal one request in `signal_every` (the effective interval: [`signal_interval`], lowered for
+/// staged memory) and always the last one: `ceil(iterations / signal_every)` per QP for `-n`
+/// (each event retires at least one signalled request), [`TIMED_EVENTS_PER_SECOND`] for each
+/// second of `-D`; at most [`MOST_STORED_EVENTS`].
+pub fn events_to_store(stop: StopRule, signal_every: u64, queue_count: u64) -> usize {
+    let events = match stop {
+        StopRule::Iterations(iterations) => {
+            iterations.div_ceil(signal_every.max(1)).saturating_mul(queue_count.max(1))
+        }
+        StopRule::Duration(duration) => duration.as_secs().max(1).saturating_mul(TIMED_EVENTS_PER_SECOND),
+    };
+    events.min(MOST_STORED_EVENTS) as usize
 }
 
 /// One QP's counts.
@@ -213,6 +239,23 @@ impl StreamBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stores_hold_every_event_that_will_be_signalled() {
+        use std::time::Duration;
+        // 4 MiB with -Q 100 and -n 5000: signalled every 16 (64 MiB), 312 groups and the last.
+        let every = signal_interval(100, 4 << 20);
+        assert_eq!(events_to_store(StopRule::Iterations(5000), every, 1), 313);
+        assert_eq!(events_to_store(StopRule::Iterations(5000), every, 4), 4 * 313);
+        // A multiple of the interval: the last request is a group's own signal.
+        assert_eq!(events_to_store(StopRule::Iterations(4992), every, 1), 312);
+        // Every request signalled (perftest's rule above 8 KiB): one event each.
+        assert_eq!(events_to_store(StopRule::Iterations(5000), 1, 2), 10_000);
+        // -D: by the second, no longer a flat 65536; and never more than the most.
+        assert_eq!(events_to_store(StopRule::Duration(Duration::from_secs(4)), 1, 1), 4 << 18);
+        assert_eq!(events_to_store(StopRule::Duration(Duration::from_secs(600)), 1, 1), 1 << 22);
+        assert_eq!(events_to_store(StopRule::Iterations(u64::MAX), 1, 1024), 1 << 22);
+    }
 
     #[test]
     fn large_messages_are_signalled_at_least_every_64_mib() {

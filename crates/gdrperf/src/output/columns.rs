@@ -109,6 +109,7 @@ const BANDWIDTH_ORDER: &[&str] = &[
     "ceiling_limited_by",
     "pct_of_ceiling",
     "ceiling_causes",
+    "peak_events_not_stored",
 ];
 
 const SEND_BANDWIDTH_ORDER: &[&str] = &[
@@ -161,6 +162,7 @@ const SEND_BANDWIDTH_ORDER: &[&str] = &[
     "ceiling_limited_by",
     "pct_of_ceiling",
     "ceiling_causes",
+    "peak_events_not_stored",
 ];
 
 const LATENCY_ORDER: &[&str] = &[

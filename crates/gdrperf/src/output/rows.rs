@@ -124,6 +124,10 @@ pub struct BandwidthRow {
     /// likely first, each with its fix, joined by " | "; empty otherwise.
     #[serde(default)]
     pub ceiling_causes: String,
+    /// Post or completion marks that did not fit the store reserved before the run (both
+    /// directions, every lane): the peak was searched over the stored part only; 0 normally.
+    #[serde(default)]
+    pub peak_events_not_stored: u64,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -143,6 +147,9 @@ pub struct BandwidthFigures {
     /// The peak's span (messages, nanoseconds).
     #[serde(default)]
     pub peak_span: Option<(u64, u64)>,
+    /// Marks left out of the peak's store (`BandwidthReport::timeline_events_not_stored`).
+    #[serde(default)]
+    pub events_not_stored: u64,
 }
 
 impl From<&BandwidthReport> for BandwidthFigures {
@@ -156,6 +163,7 @@ impl From<&BandwidthReport> for BandwidthFigures {
             messages_per_second: report.message_rate.messages_per_second(),
             copy_seconds: 0.0,
             peak_span: report.peak_span.map(|span| (span.messages, span.nanos)),
+            events_not_stored: report.timeline_events_not_stored,
         }
     }
 }
@@ -225,6 +233,7 @@ impl BandwidthRow {
             ceiling_limited_by: String::new(),
             pct_of_ceiling: None,
             ceiling_causes: String::new(),
+            peak_events_not_stored: reports.iter().map(|report| report.events_not_stored).sum(),
         };
         let bytes = row.bytes;
         row.set_ceiling(CeilingColumns::for_row(context, bytes, settings.bidirectional, row.bw_avg_gbit_s));
@@ -298,6 +307,7 @@ impl BandwidthRow {
             nic_link_downed: lanes.iter().map(|row| row.nic_link_downed).sum(),
             nic_errors: lanes.iter().map(|row| row.nic_errors).sum(),
             nic_counters: String::new(),
+            peak_events_not_stored: lanes.iter().map(|row| row.peak_events_not_stored).sum(),
             ..first.clone()
         };
         all.set_ceiling(CeilingColumns::aggregate(
@@ -419,6 +429,7 @@ mod tests {
             messages_per_second: 1.0,
             copy_seconds: 0.0,
             peak_span: Some((10, 1000)),
+            events_not_stored: 0,
         };
         let row = BandwidthRow::new(&context, settings, &[figures], "off");
         let mut writer = csv::Writer::from_writer(Vec::new());
@@ -426,13 +437,18 @@ mod tests {
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let mut lines = text.lines();
         assert!(
-            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes"),
+            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored"),
             "{text}"
         );
-        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,"), "{text}");
+        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0"), "{text}");
         let second =
             BandwidthRow { numa_node: Some(1), gpu_local_bus_id: "0000:2a:00.0".into(), ..row.clone() };
         let all = BandwidthRow::aggregate(&[row, second]).unwrap();
         assert_eq!((all.numa_node, all.gpu_local_bus_id.as_str()), (None, "0000:19:00.0+0000:2a:00.0"));
+        // Marks left out of the peak's store: summed over directions and over lanes.
+        let short = BandwidthFigures { events_not_stored: 7, ..figures };
+        let both = BandwidthRow::new(&context, settings, &[short, short], "off");
+        assert_eq!(both.peak_events_not_stored, 14);
+        assert_eq!(BandwidthRow::aggregate(&[both.clone(), both]).unwrap().peak_events_not_stored, 28);
     }
 }

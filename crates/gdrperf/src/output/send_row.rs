@@ -113,6 +113,9 @@ pub struct SendBandwidthRow {
     pub pct_of_ceiling: Option<f64>,
     #[serde(default)]
     pub ceiling_causes: String,
+    /// [`BandwidthRow`]'s, over the sender's and the receiver's stores.
+    #[serde(default)]
+    pub peak_events_not_stored: u64,
 }
 
 impl SendBandwidthRow {
@@ -149,6 +152,12 @@ impl SendBandwidthRow {
             .iter()
             .flat_map(|report| report.sent.iter().chain(report.received.iter()))
             .map(|figures| figures.copy_seconds)
+            .sum();
+        // Both ends' stores, whichever figures the headline took.
+        row.peak_events_not_stored = reports
+            .iter()
+            .flat_map(|report| report.sent.iter().chain(report.received.iter()))
+            .map(|figures| figures.events_not_stored)
             .sum();
         if !received.is_empty() {
             let rx = BandwidthRow::new(context, bandwidth, &received, validation);
@@ -254,6 +263,7 @@ impl SendBandwidthRow {
             ceiling_limited_by: base.ceiling_limited_by,
             pct_of_ceiling: base.pct_of_ceiling,
             ceiling_causes: base.ceiling_causes,
+            peak_events_not_stored: base.peak_events_not_stored,
         }
     }
 
@@ -301,6 +311,7 @@ impl SendBandwidthRow {
             ceiling_limited_by: self.ceiling_limited_by.clone(),
             pct_of_ceiling: self.pct_of_ceiling,
             ceiling_causes: self.ceiling_causes.clone(),
+            peak_events_not_stored: self.peak_events_not_stored,
         }
     }
 }
@@ -426,9 +437,19 @@ mod tests {
         // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
         // placement (cpu, numa_node), the NIC counters, the peak's span and the ceiling end both.
         let shared =
-            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes");
+            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored");
         assert!(header.starts_with(shared), "{header}");
-        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes"));
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored"));
+        // Both ends' stores count, the receiver's too.
+        let short = |figures: BandwidthFigures| Some(BandwidthFigures { events_not_stored: 3, ..figures });
+        let both = row_of(
+            &context,
+            &[
+                SendFigures { sent: short(client.sent.unwrap()), ..client },
+                SendFigures { received: short(server.received.unwrap()), ..server },
+            ],
+        );
+        assert_eq!(both.peak_events_not_stored, 6);
 
         // Lane LANE's row, its receiver counting 5000 × 64 KiB at MIB_S.
         let receiving_at = |lane: &str, mib_s: f64| {

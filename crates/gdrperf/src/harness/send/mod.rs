@@ -53,7 +53,7 @@ use crate::harness::config::StopRule;
 use crate::harness::credits::SenderCredits;
 use crate::harness::memory::{signal_every, Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::session::{Session, SessionParts};
-use crate::harness::stream_book::signal_interval;
+use crate::harness::stream_book::{events_to_store, signal_interval};
 use crate::verbs::completion::opcode;
 use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, SendRequest, WorkCompletion};
 
@@ -304,25 +304,15 @@ impl<'c> Sender<'c> {
             StopRule::Iterations(iterations) => Limit::Messages(iterations),
             StopRule::Duration(duration) => Limit::Time(duration),
         };
-        let expected_events = match plan.stop {
-            StopRule::Iterations(iterations) => {
-                (iterations / u64::from(plan.cq_mod) + 2) as usize * queue_count
-            }
-            StopRule::Duration(_) => 1 << 16,
-        };
-        let expected_posts = match plan.stop {
-            StopRule::Iterations(iterations) => iterations.saturating_mul(queue_count as u64) as usize,
-            StopRule::Duration(_) => 1 << 16,
-        };
-        let mut meter = BandwidthMeter::with_capacities(
-            plan.size as u64,
-            expected_events.min(1 << 22),
-            expected_posts.min(1 << 22),
-        )
-        .map_err(|source| Error::Figure {
-            what: format!("bandwidth meter for {} bytes", plan.size),
-            source,
-        })?;
+        // Signalled as `post` does: every `signal_interval` (credits may lower it further once
+        // the receiver's depth is known; what then does not fit is counted and said).
+        let signal_every = signal_interval(plan.cq_mod, plan.size);
+        let expected_events = events_to_store(plan.stop, signal_every, queue_count as u64);
+        let expected_posts = events_to_store(plan.stop, 1, queue_count as u64);
+        let mut meter =
+            BandwidthMeter::with_capacities(plan.size as u64, expected_events, expected_posts).map_err(
+                |source| Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source },
+            )?;
         if let StopRule::Duration(duration) = plan.stop {
             let (start, end) = duration_window(duration, plan.margin_seconds);
             meter.set_window(start, end);
@@ -504,10 +494,13 @@ impl<'c> Sender<'c> {
 
     fn report(self) -> Result<BandwidthReport> {
         let size = self.plan.size;
-        self.meter.report().map_err(|source| Error::Figure {
-            what: format!("no send bandwidth measured at {size} bytes"),
-            source,
-        })
+        self.meter
+            .report()
+            .map_err(|source| Error::Figure {
+                what: format!("no send bandwidth measured at {size} bytes"),
+                source,
+            })
+            .inspect(crate::harness::bandwidth::warn_if_not_stored)
     }
 }
 

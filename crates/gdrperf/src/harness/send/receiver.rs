@@ -12,6 +12,7 @@ use crate::harness::config::StopRule;
 use crate::harness::credits::ReceiverCredits;
 use crate::harness::memory::{QueueMemory, Ring};
 use crate::harness::session::Session;
+use crate::harness::stream_book::events_to_store;
 use crate::verbs::completion::opcode;
 use crate::verbs::{
     HostBuffer, Inline, LocalSlice, MemoryRegion, Operation, RcQueuePair, RemoteAccess, SendRequest,
@@ -178,14 +179,11 @@ impl<'q> Receiver<'q> {
         if queues.queues.len() != queue_count {
             return Err(Error::Internal("receives were posted for another number of QPs".into()));
         }
-        let expected_events = match plan.stop {
-            StopRule::Iterations(iterations) => iterations as usize * queue_count,
-            StopRule::Duration(_) => 1 << 16,
-        };
-        let mut meter =
-            BandwidthMeter::new(plan.size as u64, expected_events.min(1 << 22)).map_err(|source| {
-                Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
-            })?;
+        // Every receive is an event of its own.
+        let expected_events = events_to_store(plan.stop, 1, queue_count as u64);
+        let mut meter = BandwidthMeter::new(plan.size as u64, expected_events).map_err(|source| {
+            Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
+        })?;
         // perftest's receiver under -D (`set_on_first_rx_packet` in perftest_resources.c) starts
         // its margins at its first receive and counts only the middle window: so does ours, on
         // its own clock, which starts at its first measured message.
@@ -341,7 +339,7 @@ impl<'q> Receiver<'q> {
     }
 
     pub(super) fn report(self) -> Option<BandwidthReport> {
-        self.meter.report().ok()
+        self.meter.report().ok().inspect(crate::harness::bandwidth::warn_if_not_stored)
     }
 }
 

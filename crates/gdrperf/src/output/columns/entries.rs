@@ -44,6 +44,7 @@ pub const COLUMNS: &[Column] = &[
     column("ceiling_limited_by", "text", "The limit that binds the ceiling (\"server NIC PCIe 16 GT/s x16\"), or why there is no figure (\"no hardware ceiling (software device)\").", "gdrperf-ceiling over both ends' sysfs facts"),
     column("pct_of_ceiling", "%", "`bw_avg_gbit_s` as a percentage of `ceiling_gbps`; empty where the ceiling is.", MEASURED),
     column("ceiling_causes", "text", "When the row is short of its ceiling by more than the shortfall level (10 % by default) or failed a threshold: the evidence of both ends, most likely first, each with its fix, joined by \" | \"; empty otherwise.", "gdrperf-ceiling over both ends' sysfs facts and the size's NIC counters"),
+    column("peak_events_not_stored", "count", "Post or completion marks that did not fit the store reserved before the run (from `-n` and the effective signal interval; with `-D`, 2^18 per second), over both ends: the peak (`bw_peak_*`) was then searched over the stored part of the run only and can only err low, and the run warns on stderr; averages and message rates count every message. 0 normally.", MEASURED),
     column("rx_iterations", "count", "gdr-send-bw: messages the receiver counted.", "measured on the receiver"),
     column("rx_bw_peak_mib_s", "MiB/s", "The receiver's peak; empty when it timed no receives.", "measured on the receiver"),
     column("rx_bw_avg_mib_s", "MiB/s", "The receiver's average: received bytes over its own interval.", "measured on the receiver"),
