@@ -39,8 +39,12 @@ impl<R: Row> Exporter<R> for CsvFile {
             .as_array()
             .map(|words| words.iter().filter_map(|word| word.as_str().map(str::to_string)).collect())
             .unwrap_or_default();
-        let lines =
+        let mut lines =
             gdrperf_stats::provenance::comment_lines(&text("test"), &argv, &text("date"), &text("host"));
+        // The clock the run timed with, as its header names it (TSC or monotonic, pinned or not).
+        if let Some(clock) = run.header.iter().find(|line| line.name == "Clock") {
+            lines.push_str(&format!("# clock: {}\n", clock.value));
+        }
         self.head.write_all(lines.as_bytes()).map_err(|source| output_error(&self.path, source))
     }
 
@@ -129,8 +133,9 @@ mod tests {
     fn csv_files_open_with_what_made_them() {
         let path = std::env::temp_dir().join(format!("gdrperf-csv-head-{}.csv", std::process::id()));
         let mut file = CsvFile::create(&path).unwrap();
+        let clock = "monotonic clock (bandwidth timing, thread not pinned; kernel clocksource tsc)";
         let run = RunStart {
-            header: Vec::new(),
+            header: vec![crate::output::HeaderLine::new("Clock", clock.into())],
             metadata: serde_json::json!({
                 "test": "write_bw", "argv": ["gdr-write-bw", "--mem", "a b"],
                 "date": "2026-12-03T00:00:00Z", "host": "node1",
@@ -145,7 +150,7 @@ mod tests {
             "2026-12-03T00:00:00Z",
             "node1",
         );
-        assert_eq!(text, expected);
+        assert_eq!(text, format!("{expected}# clock: {clock}\n"));
         assert!(expected.contains("# command: gdr-write-bw --mem 'a b'\n"), "{expected}");
     }
 }
