@@ -181,15 +181,6 @@ impl BenchBuffer {
         matches!(self.storage, Storage::Staged { .. })
     }
 
-    /// The time this buffer's copies kept its copy engine busy since the last call (the union
-    /// of the copies' intervals; zero for memory the NIC reaches directly).
-    pub fn take_copy_time(&mut self) -> std::time::Duration {
-        match self.stager() {
-            Some(stager) => stager.log().take_busy(),
-            None => std::time::Duration::ZERO,
-        }
-    }
-
     /// The GPU this buffer lives on and how the NIC reaches it, for headers and rows.
     pub fn gpu_description(&self) -> Option<String> {
         match &self.storage {
@@ -289,10 +280,17 @@ impl BenchBuffer {
     }
 }
 
-/// The copy time of `buffers` since the last call: each buffer's busy time (the QPs' copies
-/// run on their own streams), summed over the QPs.
+/// The copy time of `buffers` since the last call: the time during which at least one copy of
+/// any of them was running (the union over the QPs' copies, which run on their own streams at
+/// the same time), so it never exceeds this side's wall time since the last call.
 pub fn take_copy_time(buffers: &mut [BenchBuffer]) -> std::time::Duration {
-    buffers.iter_mut().map(BenchBuffer::take_copy_time).sum()
+    let mut intervals = Vec::new();
+    for buffer in buffers.iter_mut() {
+        if let Some(stager) = buffer.stager() {
+            stager.log().take_into(&mut intervals);
+        }
+    }
+    std::time::Duration::from_nanos(gdrperf_stats::busy_nanos(&intervals))
 }
 
 /// The first failure of the per-message checks of staged rings in the current size (`None`

@@ -161,7 +161,7 @@ pub struct LatencyRow {
     pub percentile_source: String,
     pub saturated_samples: u64,
     /// Staged memory: the seconds during which at least one copy between payload and bounce
-    /// buffer was running (the union of the copies' intervals, `gdrperf_stats::busy_nanos`),
+    /// buffer was running (per side the union of its copies' intervals, `gdrperf_stats::busy_nanos`),
     /// both sides summed, for this size, warm-up included (0 where nothing is staged); the copies are
     /// inside the samples. read_lat counts the reader's copies only: the passive server copies
     /// its payload out once per size, outside any sample. Appended last: columns are a contract.

@@ -69,9 +69,9 @@ pub struct BandwidthRow {
     pub gpu_local: String,
     pub gpu_remote: String,
     /// Staged memory: the seconds during which at least one copy between payload and bounce
-    /// buffer was running (the union of the copies' intervals, `gdrperf_stats::busy_nanos`, per
-    /// side and QP), summed over both sides, for this size, warm-up included (0 where nothing is
-    /// staged).
+    /// buffer was running (the union of the intervals of all a side's QPs' copies,
+    /// `gdrperf_stats::busy_nanos`: at most that side's wall time), summed over both sides, for
+    /// this size, warm-up included (0 where nothing is staged).
     pub copy_time_s: f64,
     /// `--concurrent`: the lane ("0", "1", ...) or "all" for the sum of the lanes; empty otherwise.
     #[serde(default)]
