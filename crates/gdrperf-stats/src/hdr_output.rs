@@ -171,7 +171,7 @@ pub fn write_raw_samples<W: Write>(
 }
 
 /// The slowest samples perftest leaves out of its sorted listing and its statistics
-/// (`LAT_MEASURE_TAIL` in `perftest_parameters.h`, used by `print_report_lat`).
+/// (`LAT_MEASURE_TAIL`, `perftest_parameters.c` beside `print_report_lat`).
 pub const PERFTEST_MEASURE_TAIL: usize = 2;
 
 /// perftest's `-H`/`-U` listing (`print_report_lat` in `perftest_parameters.c`): a `#, usec`

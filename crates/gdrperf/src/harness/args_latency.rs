@@ -115,7 +115,7 @@ pub enum LatencyTest {
 
 impl LatencyTest {
     /// perftest's default inline size for the test, `None` where inline does not apply.
-    fn default_inline_size(self) -> Option<u32> {
+    pub(crate) fn default_inline_size(self) -> Option<u32> {
         match self {
             LatencyTest::Read => None,
             LatencyTest::Write => Some(220),

@@ -250,6 +250,22 @@ mod tests {
         assert_eq!(row(SEND_BW_DEFAULTS), (65536, 1000, 128, 16));
         assert_eq!(row(LATENCY_DEFAULTS), (2, 1000, 1, 16));
         assert_eq!((DEFAULT_CQ_MODERATION, CQ_MODERATION_SIZE_LIMIT), (100, 8192));
+        assert_eq!(crate::harness::stream_book::SIGNAL_EVERY_BYTES, 64 << 20, "the signalling row");
         assert_eq!(duration_margin(8, None).unwrap(), 2);
+        assert_eq!(duration_margin(8, Some(3)).unwrap(), 3, "-f");
+        assert!(duration_margin(6, Some(3)).is_err());
+        // Inline: 220 / 236 / none on a known device, 0 on rxe and with GPU memory.
+        use crate::harness::args_latency::LatencyTest;
+        let defaults =
+            [LatencyTest::Write, LatencyTest::Send, LatencyTest::Read].map(LatencyTest::default_inline_size);
+        assert_eq!(defaults, [Some(220), Some(236), None]);
+        let default = InlineRequest { size: 220, asked: false };
+        assert_eq!(
+            [(true, true), (false, true), (true, false)]
+                .map(|(known, host)| inline_size(default, known, host).0),
+            [220, 0, 0]
+        );
+        // -H's listing leaves perftest's tail out.
+        assert_eq!(gdrperf_stats::hdr_output::PERFTEST_MEASURE_TAIL, 2);
     }
 }
