@@ -104,7 +104,14 @@ const LATENCY: &[Case] = &[
     case(&["--loopback", "--min-bw", "1Gb/s"], &["--min-bw applies to bandwidth results"]),
 ];
 
-const WRITE_BW: &[Case] = &[case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"])];
+const WRITE_BW: &[Case] = &[
+    case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"]),
+    case(
+        &["--loopback", "-D", "2", "-f", "1"],
+        &["-D/--duration 2 must be longer than twice the margin (-f/--margin 1)"],
+    ),
+    case(&["--loopback", "-f", "1"], &["--duration"]),
+];
 
 const SEND_BW: &[Case] = &[
     case(&["--loopback", "-r", "0"], &["-r/--rx-depth must be between 1 and 16384"]),

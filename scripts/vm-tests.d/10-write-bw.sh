@@ -30,10 +30,18 @@ check_bw_csv write_bw_client "$OUT/client.csv" 1 pass
 expect_in write_bw_client "BW average[Gb/sec]"
 
 # --- duration mode ------------------------------------------------------------------------------
-if run write_bw_duration 0 gdr-write-bw --loopback -s 4096 -D 1 --csv "$OUT/duration.csv"; then
-    pass "write_bw -D 1 exits 0"
+# -D 3 -f 1 (perftest's -f): measured from 1 s to 2 s, so elapsed_s is the 1 s window; nothing
+# left out of the peak's store (peak_events_not_stored 0, the last column).
+if run write_bw_duration 0 gdr-write-bw --loopback -s 4096 -D 3 -f 1 --csv "$OUT/duration.csv"; then
+    pass "write_bw -D 3 -f 1 exits 0"
 fi
 check_bw_csv write_bw_duration "$OUT/duration.csv" 1 off
+expect_in write_bw_duration "measured between margins of 1 s (-f)"
+if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { e = $c["elapsed_s"]; n = $c["peak_events_not_stored"] } END { exit !(e > 0.999 && e < 1.001 && n == "0" && $NF == "0") }' "$OUT/duration.csv"; then
+    pass "write_bw -D 3 -f 1 averages over the 1 s window, no event left out"
+else
+    fail "write_bw -D 3 -f 1 averages over the 1 s window" "$(tail -1 "$OUT/duration.csv")"
+fi
 
 # --- the worked example ------------------------------------------------------------------------
 (sleep 0.5; target/release/examples/rdma_write 127.0.0.1 >"$OUT/example_client.log" 2>&1) &
