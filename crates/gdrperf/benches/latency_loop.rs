@@ -24,15 +24,6 @@ use gdrperf::harness::latency::samples::{Continue, RoundTrip, Samples};
 use gdrperf::harness::latency::LatencyPlan;
 use gdrperf_stats::{SampleClock, Stamp};
 
-/// What the engine fills per request before the verbs call (`SendRequest`'s fields).
-#[derive(Clone, Copy)]
-struct Request {
-    wr_id: u64,
-    signaled: bool,
-    local: [u64; 2],
-    remote: [u64; 2],
-}
-
 /// One size of `turns` measured turns after `warmup`, post to next post (gdrperf's default
 /// span), as `direct_ping_pong_initiator` runs it; returns how long the loop took.
 fn run(turns: u64, warmup: u64, deferred: bool, clock: SampleClock, stop: &AtomicBool) -> Duration {
@@ -64,9 +55,9 @@ fn run(turns: u64, warmup: u64, deferred: bool, clock: SampleClock, stop: &Atomi
                 break;
             }
         }
-        let request =
-            Request { wr_id: 1, signaled: true, local: [0x1000, 2], remote: [0x2000 + sequence, 7] };
-        black_box((request.wr_id, request.signaled, request.local, request.remote));
+        // What the engine fills per request before the verbs call (`SendRequest`'s fields: id,
+        // signal flag, local slice, remote address and key).
+        black_box((1u64, true, [0x1000u64, 2], [0x2000 + sequence, 7u64]));
         // The stand-in peer's answer is already there.
         black_box(marker[1]);
         sequence += 1;
