@@ -23,11 +23,17 @@
 # of a Mann-Whitney U test of the runs (near 1: indistinguishable; under 0.05: a real difference).
 # A ratio above 1 with a large p_value is the VM's noise, not a verdict; 3 runs a tool can never
 # reach 0.05 (COMPARE_ROUNDS=11 or more can).
-# perftest disables inline sends on devices it does not know (rxe among them), so gdrperf runs
-# with -I 0 here too: both tools do the same work. Neither warms up (perftest has no warm-up by
-# default; gdrperf gets --warmup 0). COMPARE_CQ_MOD=default runs the bandwidth tests without -Q,
-# so each tool applies its own default CQ moderation (perftest: 1 above 8 KiB, else 100), into
-# results/softroce/<test>-default-flags-vs-perftest.csv. Needs the release binaries (cargo build --release).
+# Two forms of each test (COMPARE_FORMS, default "flags defaults", both in one boot):
+# - flags (results/softroce/<test>-vs-perftest.csv): the same work forced on both: -Q CQ_MOD for
+#   bandwidth, -I 0 for gdrperf's latency (perftest disables inline sends on devices it does not
+#   know, rxe among them), and no warm-up in either, latency and bandwidth alike (perftest has none
+#   unless --perform_warm_up; gdrperf gets --warmup 0);
+# - defaults (results/softroce/<test>-default-flags-vs-perftest.csv): what a user typing the bare
+#   command gets, neither -Q nor -I nor --warmup: each tool's own CQ moderation (both: 1 above
+#   8 KiB, else 100), inline size (gdrperf inlines on rxe where perftest does not) and warm-up
+#   (perftest none; gdrperf 16 untimed messages a QP in bandwidth, 16 dropped samples in latency).
+# COMPARE_CQ_MOD=default (older spelling) is COMPARE_FORMS=defaults. Needs the release binaries
+# (cargo build --release).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -42,7 +48,7 @@ if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     # The VM has no git: the commit the binaries were built from is handed in too.
     commit=$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- crates benches scripts || echo -dirty)
-    exec scripts/softroce.sh run --timeout "${COMPARE_TIMEOUT:-1500}" -- "GDRPERF_HOST_LOAD='$load' GDRPERF_COMMIT='$commit' COMPARE_ROUNDS=${COMPARE_ROUNDS:-3} COMPARE_CQ_MOD=${COMPARE_CQ_MOD:-100} sh scripts/compare-perftest.sh $*"
+    exec scripts/softroce.sh run --timeout "${COMPARE_TIMEOUT:-1500}" -- "GDRPERF_HOST_LOAD='$load' GDRPERF_COMMIT='$commit' COMPARE_ROUNDS=${COMPARE_ROUNDS:-3} COMPARE_CQ_MOD=${COMPARE_CQ_MOD:-100} COMPARE_FORMS='${COMPARE_FORMS:-flags defaults}' sh scripts/compare-perftest.sh $*"
 fi
 
 SIZES="4096 65536 1048576"
@@ -51,8 +57,17 @@ LATENCY_ITERATIONS=1000
 ROUNDS=${COMPARE_ROUNDS:-3} # odd (checked above): the median is then one of the runs
 DEPTH=128
 CQ_MOD=${COMPARE_CQ_MOD:-100}
-# The -Q flag both tools get: none for COMPARE_CQ_MOD=default (each tool's own default).
-if [ "$CQ_MOD" = default ]; then CQ_FLAG=""; CQ_MOD=100; SUFFIX=-default-flags; else CQ_FLAG="-Q $CQ_MOD"; SUFFIX=""; fi
+FORMS=${COMPARE_FORMS:-flags defaults}
+if [ "$CQ_MOD" = default ]; then CQ_MOD=100; FORMS=defaults; fi
+# use_form FORM: the flags of one form (see the header): -Q both tools get, gdrperf's warm-up and
+# inline flags, and the output file's suffix.
+use_form() {
+    case $1 in
+        flags) CQ_FLAG="-Q $CQ_MOD" WARMUP_FLAG="--warmup 0" INLINE_FLAG="-I 0" SUFFIX="" ;;
+        defaults) CQ_FLAG="" WARMUP_FLAG="" INLINE_FLAG="" SUFFIX=-default-flags ;;
+        *) echo "compare-perftest: unknown form '$1' (known: flags defaults)" >&2; exit 2 ;;
+    esac
+}
 RX_DEPTH=512
 PORT=19500
 TRIES=5
@@ -130,8 +145,8 @@ perftest_write_bw() {
 }
 gdrperf_write_bw() {
     PORT=$((PORT + 1))
-    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG --warmup 0 >/dev/null 2>&1 &
-    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG --warmup 0 --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG $WARMUP_FLAG >/dev/null 2>&1 &
+    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG $WARMUP_FLAG --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
     echo "$(csv_column /tmp/compare.csv bw_avg_mib_s) $(csv_column /tmp/compare.csv bw_peak_mib_s)"
 }
@@ -147,8 +162,8 @@ perftest_send_bw() {
 }
 gdrperf_send_bw() {
     PORT=$((PORT + 1)); rm -f /tmp/compare.csv
-    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH --warmup 0 >/dev/null 2>&1 &
-    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH --warmup 0 --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH $WARMUP_FLAG >/dev/null 2>&1 &
+    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH $WARMUP_FLAG --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
     echo "$(csv_column /tmp/compare.csv bw_avg_mib_s) $(csv_column /tmp/compare.csv bw_peak_mib_s)"
 }
@@ -164,8 +179,8 @@ perftest_latency() { # TOOL SIZE ITERATIONS
 gdrperf_latency() { # TOOL SIZE ITERATIONS [OPTIONS]
     tool=$1 size=$2 iterations=$3; shift 3
     PORT=$((PORT + 1)); rm -f /tmp/compare.csv
-    $tool -p $PORT -s "$size" -n "$iterations" --warmup 0 "$@" >/dev/null 2>&1 &
-    $tool -p $PORT -s "$size" -n "$iterations" --warmup 0 "$@" --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    $tool -p $PORT -s "$size" -n "$iterations" $WARMUP_FLAG "$@" >/dev/null 2>&1 &
+    $tool -p $PORT -s "$size" -n "$iterations" $WARMUP_FLAG "$@" --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
     csv_column /tmp/compare.csv t_typical_us
 }
@@ -173,8 +188,8 @@ perftest_read_lat() { perftest_latency ib_read_lat "$@"; }
 perftest_write_lat() { perftest_latency ib_write_lat "$@"; }
 perftest_send_lat() { perftest_latency ib_send_lat "$@"; }
 gdrperf_read_lat() { gdrperf_latency gdr-read-lat "$@" --latency-span iteration; }
-gdrperf_write_lat() { gdrperf_latency gdr-write-lat "$@" -I 0 --latency-span iteration; }
-gdrperf_send_lat() { gdrperf_latency gdr-send-lat "$@" -I 0 --latency-span iteration; }
+gdrperf_write_lat() { gdrperf_latency gdr-write-lat "$@" $INLINE_FLAG --latency-span iteration; }
+gdrperf_send_lat() { gdrperf_latency gdr-send-lat "$@" $INLINE_FLAG --latency-span iteration; }
 
 # numbers_in VALUES...: the values that are numbers (a run's empty peak, read as nan, is left out
 # of medians and tests; a figure with no number left is nan).
@@ -196,11 +211,21 @@ compare() {
     out="results/softroce/$test$SUFFIX-vs-perftest.csv"
     mkdir -p results/softroce
     if [ "$kind" = bw ]; then
-        sizes=$SIZES settings="-t $DEPTH ${CQ_FLAG:-without -Q, each tool with its default CQ moderation}"
+        if [ -n "$SUFFIX" ]; then
+            extras="without -Q, each tool with its default CQ moderation and warm-up (perftest none, gdrperf 16 messages a QP)"
+        else
+            extras="$CQ_FLAG, no warm-up in either"
+        fi
+        sizes=$SIZES settings="-t $DEPTH $extras"
         if [ "$test" = send_bw ]; then settings="$settings -r $RX_DEPTH; sender's average"; fi
         columns="size,iterations,perftest_mib_s,gdrperf_mib_s,ratio,p_value,perftest_peak_mib_s,gdrperf_peak_mib_s,peak_ratio,peak_p_value,perftest_peak_over_avg,gdrperf_peak_over_avg"
     else
-        sizes=$LATENCY_SIZES settings="-n $LATENCY_ITERATIONS, tx depth 1, no warm-up, no inline (perftest's choice on rxe); sample = post to next post in both; t_typical = median"
+        if [ -n "$SUFFIX" ]; then
+            extras="each tool's default warm-up (perftest none, gdrperf 16 samples dropped) and inline size (perftest 0 on rxe, gdrperf its own)"
+        else
+            extras="no warm-up, no inline (perftest's choice on rxe)"
+        fi
+        sizes=$LATENCY_SIZES settings="-n $LATENCY_ITERATIONS, tx depth 1, $extras; sample = post to next post in both; t_typical = median"
         columns="size,iterations,perftest_t_typical_us,gdrperf_t_typical_us,ratio,p_value"
     fi
     {
@@ -242,10 +267,13 @@ compare() {
     echo "wrote $out"
 }
 
-for test in "$@"; do
-    case $test in
-        write_bw | send_bw) compare "$test" bw ;;
-        read_lat | write_lat | send_lat) compare "$test" lat ;;
-        *) echo "compare-perftest: unknown test '$test' (known: write_bw send_bw read_lat write_lat send_lat)" >&2; exit 2 ;;
-    esac
+for form in $FORMS; do
+    use_form "$form"
+    for test in "$@"; do
+        case $test in
+            write_bw | send_bw) compare "$test" bw ;;
+            read_lat | write_lat | send_lat) compare "$test" lat ;;
+            *) echo "compare-perftest: unknown test '$test' (known: write_bw send_bw read_lat write_lat send_lat)" >&2; exit 2 ;;
+        esac
+    done
 done

@@ -10,6 +10,12 @@
 //! polled to the end, `wait`; one at a time, with the buffer's events reused and nothing
 //! allocated per copy) next to the bare pinned copy of the same size and direction, and prints
 //! the ratio of their medians: what staging adds per message.
+//!
+//! Two bandwidth columns, one per method, so that a row is only ever compared with a row
+//! measured the same way: `queued GB/s` (`bw_gbytes_s`) keeps `iterations` copies in flight on
+//! one stream (pinned, pageable, bidir), `1-by-1 GB/s` (`one_by_one_gbytes_s`) is bytes over the
+//! summed times of the copies waited for one at a time (the latency samples: pinned and
+//! pageable up to the latency limit, and the staged path, which is only measured that way).
 
 use std::fs::File;
 use std::path::PathBuf;
@@ -163,14 +169,18 @@ struct Row {
     direction: &'static str,
     size_bytes: usize,
     iterations: usize,
+    /// Bytes and seconds of the queued run (staged rows: of the one-at-a-time copies).
     bytes_moved: u64,
     elapsed_s: f64,
-    bw_gbytes_s: f64,
+    /// Copies queued on the stream; `None` for the staged path, which is not measured so.
+    bw_gbytes_s: Option<f64>,
     lat_median_us: Option<f64>,
     lat_min_us: Option<f64>,
+    /// Copies waited for one at a time: the latency samples' bytes over their summed times.
+    one_by_one_gbytes_s: Option<f64>,
 }
 
-const CSV_HEADER: [&str; 12] = [
+const CSV_HEADER: [&str; 13] = [
     "gpu",
     "bus_id",
     "gpu_name",
@@ -183,10 +193,11 @@ const CSV_HEADER: [&str; 12] = [
     "bw_gbytes_s",
     "lat_median_us",
     "lat_min_us",
+    "one_by_one_gbytes_s",
 ];
 
 impl Row {
-    fn csv_fields(&self) -> [String; 12] {
+    fn csv_fields(&self) -> [String; 13] {
         let optional = |value: Option<f64>| value.map(|value| format!("{value:.3}")).unwrap_or_default();
         [
             self.gpu.to_string(),
@@ -198,9 +209,10 @@ impl Row {
             self.iterations.to_string(),
             self.bytes_moved.to_string(),
             format!("{:.6}", self.elapsed_s),
-            format!("{:.3}", self.bw_gbytes_s),
+            optional(self.bw_gbytes_s),
             optional(self.lat_median_us),
             optional(self.lat_min_us),
+            optional(self.one_by_one_gbytes_s),
         ]
     }
 
@@ -208,20 +220,29 @@ impl Row {
         let optional =
             |value: Option<f64>| value.map(|value| format!("{value:.2}")).unwrap_or_else(|| "-".to_string());
         format!(
-            "{:>3} {:>9} {:>6} {:>8} {:>6} {:>10.2} {:>11} {:>9}",
+            "{:>3} {:>9} {:>6} {:>8} {:>6} {:>11} {:>11} {:>11} {:>11}",
             self.gpu,
             self.kind,
             self.direction,
             format_size(self.size_bytes),
             self.iterations,
-            self.bw_gbytes_s,
+            optional(self.bw_gbytes_s),
+            optional(self.one_by_one_gbytes_s),
             optional(self.lat_median_us),
             optional(self.lat_min_us)
         )
     }
 }
 
-const TABLE_HEADER: &str = "gpu      kind    dir     size  iters    bw GB/s  lat med us  lat min us";
+const TABLE_HEADER: &str =
+    "gpu      kind    dir     size  iters queued GB/s 1-by-1 GB/s  lat med us  lat min us";
+
+/// The rate of copies of `size` bytes waited for one at a time: bytes over the samples' summed
+/// times, in GB/s (`None` without samples).
+fn one_by_one_rate(size: usize, samples: &[Duration]) -> Option<f64> {
+    let seconds: f64 = samples.iter().map(Duration::as_secs_f64).sum();
+    (seconds > 0.0).then(|| (size * samples.len()) as f64 / seconds / 1e9)
+}
 
 /// Median and minimum of latency samples, in microseconds.
 fn latency_summary(mut samples: Vec<Duration>) -> (Option<f64>, Option<f64>) {
@@ -361,9 +382,10 @@ fn measure_gpu(gpu: &Gpu, plan: &Plan, outputs: &mut Outputs) -> anyhow::Result<
         iterations,
         bytes_moved: measurement.bytes,
         elapsed_s: measurement.elapsed.as_secs_f64(),
-        bw_gbytes_s: measurement.gbytes_per_second(),
+        bw_gbytes_s: Some(measurement.gbytes_per_second()),
         lat_median_us: None,
         lat_min_us: None,
+        one_by_one_gbytes_s: None,
     };
     let staged_len = max_size.min(STAGED_PATH_MAX_SIZE);
     let mut stager = StagedBuffer::new(gpu, staged_len, StagingConfig::for_message_size(staged_len))?;
@@ -377,8 +399,9 @@ fn measure_gpu(gpu: &Gpu, plan: &Plan, outputs: &mut Outputs) -> anyhow::Result<
                 let measurement = bench.bandwidth(memory, direction, size, iterations)?;
                 let mut line = row(memory, direction.label(), size, iterations, measurement);
                 if size <= LATENCY_MAX_SIZE {
-                    (line.lat_median_us, line.lat_min_us) =
-                        latency_summary(bench.latencies(memory, direction, size, iterations)?);
+                    let samples = bench.latencies(memory, direction, size, iterations)?;
+                    line.one_by_one_gbytes_s = one_by_one_rate(size, &samples);
+                    (line.lat_median_us, line.lat_min_us) = latency_summary(samples);
                 }
                 if memory == HostMemory::Pinned {
                     bare_medians[slot] = line.lat_median_us;
@@ -395,6 +418,8 @@ fn measure_gpu(gpu: &Gpu, plan: &Plan, outputs: &mut Outputs) -> anyhow::Result<
                     Measurement { bytes: (size * samples.len()) as u64, elapsed: samples.iter().sum() };
                 let mut line = Row {
                     kind: "staged",
+                    bw_gbytes_s: None,
+                    one_by_one_gbytes_s: one_by_one_rate(size, &samples),
                     ..row(HostMemory::Pinned, direction.label(), size, iterations, measurement)
                 };
                 (line.lat_median_us, line.lat_min_us) = latency_summary(samples);
@@ -468,14 +493,30 @@ mod tests {
             iterations: 10,
             bytes_moved: 40960,
             elapsed_s: 0.001,
-            bw_gbytes_s: 0.04096,
+            bw_gbytes_s: Some(0.04096),
             lat_median_us: Some(5.0),
             lat_min_us: None,
+            one_by_one_gbytes_s: Some(0.8192),
         };
         let fields = row.csv_fields();
         assert_eq!(fields.len(), CSV_HEADER.len());
         assert_eq!(fields[CSV_HEADER.iter().position(|h| *h == "bw_gbytes_s").unwrap()], "0.041");
         assert_eq!(fields[CSV_HEADER.iter().position(|h| *h == "lat_min_us").unwrap()], "");
+        assert_eq!(fields[CSV_HEADER.iter().position(|h| *h == "one_by_one_gbytes_s").unwrap()], "0.819");
+        let staged = Row { kind: "staged", bw_gbytes_s: None, ..row };
+        assert_eq!(staged.csv_fields()[CSV_HEADER.iter().position(|h| *h == "bw_gbytes_s").unwrap()], "");
+        let line = staged.table_line();
+        let queued_column = TABLE_HEADER.find("queued GB/s").unwrap() + "queued GB/s".len();
+        assert_eq!(line[..queued_column].trim_end().chars().last(), Some('-'), "no queued figure: {line}");
+        assert_eq!(line.len(), TABLE_HEADER.len(), "columns line up:\n{TABLE_HEADER}\n{line}");
+    }
+
+    #[test]
+    fn the_one_by_one_rate_is_bytes_over_summed_sample_times() {
+        let samples: Vec<Duration> = [1, 3].iter().map(|&us| Duration::from_micros(us)).collect();
+        // 2 copies of 1000 bytes in 4 us: 0.5 GB/s.
+        assert_eq!(one_by_one_rate(1000, &samples), Some(0.5));
+        assert_eq!(one_by_one_rate(1000, &[]), None);
     }
 
     #[test]

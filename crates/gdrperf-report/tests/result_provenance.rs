@@ -126,3 +126,65 @@ fn the_rules_accept_and_refuse_what_they_should() {
     assert!(!names_itself(&orphan) && !named_in_provenance(&orphan, &folder));
     fs::remove_dir_all(&folder).unwrap();
 }
+
+/// The commit-like words of `text`'s lines that speak of a commit ("git commit: 1a2b3c4",
+/// "binaries built from commit ..."), as [`has_commit_id`] spots them.
+fn cited_commits(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| line.to_lowercase().contains("commit"))
+        .flat_map(|line| line.split(|c: char| !c.is_ascii_alphanumeric()))
+        .filter(|word| has_commit_id(word))
+        .map(str::to_string)
+        .collect()
+}
+
+fn git(arguments: &[&str]) -> Option<std::process::Output> {
+    std::process::Command::new("git").args(arguments).current_dir(env!("CARGO_MANIFEST_DIR")).output().ok()
+}
+
+/// Every commit a file under `results/` cites is in this checkout's history (an ancestor of
+/// HEAD), so that a reader of a clone can check it out: a commit rebased away, or a tag (tags do
+/// not travel with a push here), leaves a result nobody can follow (issue 20 item 6). Needs a
+/// full clone; says so and checks nothing in a copy without git history (the demo's output in
+/// the VM, `GDRPERF_PROVENANCE_DIR`, has none).
+#[test]
+fn every_cited_commit_is_in_the_history() {
+    let inside = git(&["rev-parse", "--is-shallow-repository"]);
+    let Some(answer) = inside.filter(|output| output.status.success()) else {
+        eprintln!("skipped: not a git checkout (or no git), so there is no history to look in");
+        return;
+    };
+    if String::from_utf8_lossy(&answer.stdout).trim() == "true"
+        || std::env::var_os("GDRPERF_PROVENANCE_DIR").is_some()
+    {
+        eprintln!("skipped: a shallow clone, or a folder outside the repository");
+        return;
+    }
+    let results = results_folder().canonicalize().unwrap();
+    let mut files = Vec::new();
+    files_under(&results, &mut files);
+    let mut cited: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for path in &files {
+        let Ok(text) = fs::read_to_string(path) else { continue };
+        for commit in cited_commits(&text) {
+            cited.entry(commit).or_default().push(path.strip_prefix(&results).unwrap().display().to_string());
+        }
+    }
+    assert!(!cited.is_empty(), "no commit cited under {}", results.display());
+    let missing: Vec<String> = cited
+        .iter()
+        .filter(|(commit, _)| {
+            !git(&["merge-base", "--is-ancestor", commit.as_str(), "HEAD"])
+                .is_some_and(|output| output.status.success())
+        })
+        .map(|(commit, paths)| format!("{commit} (cited in {})", paths.join(", ")))
+        .collect();
+    assert!(missing.is_empty(), "commits cited under results/ that are not in HEAD's history: {missing:#?}");
+}
+
+#[test]
+fn cited_commits_are_read_from_lines_that_speak_of_commits() {
+    let text =
+        "# git commit: 312d1f5-dirty\n# size 1048576 deadbeef12\nbuilt from commit 1a2b3c4d and 5e6f7a8b\n";
+    assert_eq!(cited_commits(text), ["312d1f5", "1a2b3c4d", "5e6f7a8b"]);
+}

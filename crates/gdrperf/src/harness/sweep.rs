@@ -6,6 +6,7 @@
 //! client `StartSize` -> server prepares, `Ready` -> both measure -> client `SizeDone` ->
 //! server checks its memory, `SizeResult` (with its own measurement) -> client writes the row.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -19,7 +20,7 @@ use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
 use crate::harness::placement::{self, Placement};
 use crate::harness::port_window::{OwnPort, SizeWindow};
 use crate::harness::session::{hostname, Greeting, LocalResources, Session, Side};
-use crate::nic_counters::NicColumns;
+use crate::nic_counters::{rnr_moved, NicColumns, SoftwareDeviceTally};
 use crate::output::ceiling_columns::{self, RowPath};
 use crate::output::{HeaderLine, Outputs, Row, RowContext, RunStart};
 use crate::verbs::QueuePairSizes;
@@ -251,8 +252,11 @@ pub(crate) struct SizeStep<R> {
     pub row: Option<R>,
     /// Data-check failures of either side ("client: ...", "server: ...").
     pub failures: Vec<String>,
-    /// A line for under the size when the NIC's error counters moved during it.
+    /// A line for under the size when the NIC's error counters moved during it (on a software
+    /// device only for RNR NAKs: [`SoftwareDeviceTally`]).
     pub nic_warning: Option<String>,
+    /// The counters that moved during the size, for a software device's end-of-run line.
+    pub nic_moved: BTreeMap<String, u64>,
 }
 
 /// Leads one size: the server prepares, the window's `before_measure` runs (lanes wait for
@@ -305,8 +309,17 @@ pub(crate) fn lead_size<B: Benchmark>(
     // Both sides are done with the size: the counters cover its warm-up, measurement and check.
     let moved = window.close(&device, port);
     let context = RowContext { nic: NicColumns::from_deltas(&moved), ..context.clone() };
-    let nic_warning = NicColumns::warning(&moved, &format!("{device} port {port}"));
-    Ok(SizeStep { row: benchmark.row(&context, ours, peer, validation), failures, nic_warning })
+    let software = session.local.path.software_device.is_some();
+    let nic_warning = match software && !rnr_moved(&moved) {
+        true => None,
+        false => NicColumns::warning(&moved, &format!("{device} port {port}")),
+    };
+    Ok(SizeStep {
+        row: benchmark.row(&context, ours, peer, validation),
+        failures,
+        nic_warning,
+        nic_moved: moved,
+    })
 }
 
 /// The client's sweep: each round's sizes, both sides' results collected, rows written.
@@ -322,6 +335,7 @@ pub(crate) fn drive<B: Benchmark>(
     let mut outcome = RunOutcome::default();
     let mut position = SweepPosition::new(config.sizes.len() * rounds);
     let window = OwnPort::default();
+    let mut software_tally = SoftwareDeviceTally::default();
     let result = (|| -> Result<()> {
         'rounds: for round in 0..rounds {
             if round > 0 {
@@ -359,6 +373,7 @@ pub(crate) fn drive<B: Benchmark>(
                 if let Some(warning) = &step.nic_warning {
                     progress.suspend(|| eprintln!("{warning}"));
                 }
+                software_tally.add(&step.nic_moved);
                 progress.inc(1);
                 position.finish();
                 if !step.failures.is_empty() {
@@ -371,6 +386,12 @@ pub(crate) fn drive<B: Benchmark>(
         Ok(())
     })();
     progress.finish_and_clear();
+    if let Some(driver) = &session.local.path.software_device {
+        let (device, port) = (session.local.device.name(), session.local.port.number);
+        if let Some(line) = software_tally.line(device, u32::from(port), driver) {
+            eprintln!("{line}");
+        }
+    }
     let concluded = conclude(&mut session, result, &position, "client");
     finish_outputs(&mut outputs, outcome, concluded)
 }

@@ -17,8 +17,9 @@
 //!
 //! A sample runs from just before the post to the moment the arrival is seen: recording, the
 //! reposting of receives and the reaping of send completions happen outside it, the clock is
-//! read raw at both ends and converted afterwards, and nothing in the loop allocates (the recorder reserves everything up front, polling goes through the
-//! completion queue's preallocated array).
+//! read raw at both ends and converted afterwards (with `-n` and no interval log, only after the
+//! last turn: `samples.rs`), and nothing in the loop allocates (the recorder reserves everything
+//! up front, polling goes through the completion queue's preallocated array).
 //!
 //! Ping-pong buffers have two halves, as perftest's have: a side sends from the first and the
 //! peer's messages land in the second (its writes, and this side's receives), so a side never
@@ -35,7 +36,9 @@
 //! the host engines' hot loops stay as tuned.
 
 mod pin;
-mod samples;
+/// Public for the loop's benchmark (`benches/latency_loop.rs`) only.
+#[doc(hidden)]
+pub mod samples;
 mod staged;
 mod wire;
 
@@ -404,8 +407,8 @@ fn direct_ping_pong_initiator(
     let bytes = marker_bytes_for(session, transport, plan.size)?;
     let landing_byte = bytes.map(|bytes| bytes.landing);
     let remote = landing(session.remote_buffer(0));
-    let mut samples = Samples::new(plan, sink)?.spanning(plan.span);
     let clock = SampleClock::new();
+    let mut samples = Samples::new(plan, sink)?.spanning(plan.span).deferring(clock, RoundTrip::Halved);
     let mut wire = Wire::new(session, plan, transport.operation_name());
     let _pin = pin_for_tsc(&clock);
     let mut sequence = 0u64;
@@ -418,8 +421,7 @@ fn direct_ping_pong_initiator(
         }
         let mut start = clock.stamp();
         if let Some(previous) = open.take() {
-            if samples.record(clock.instant(previous), clock.instant(start), RoundTrip::Halved)?
-                == Continue::Stop
+            if samples.record_stamps(&clock, previous, start, RoundTrip::Halved)? == Continue::Stop
                 || wire.stop_requested()
             {
                 break;
@@ -441,8 +443,7 @@ fn direct_ping_pong_initiator(
         match end {
             None => open = Some(start),
             Some(end) => {
-                if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Halved)?
-                    == Continue::Stop
+                if samples.record_stamps(&clock, start, end, RoundTrip::Halved)? == Continue::Stop
                     || wire.stop_requested()
                 {
                     break;
@@ -505,8 +506,8 @@ fn direct_read_latency(
     sink: Option<&mut dyn IntervalSink>,
 ) -> Result<LatencyRun> {
     let remote = session.remote_buffer(0);
-    let mut samples = Samples::new(plan, sink)?.spanning(plan.span);
     let clock = SampleClock::new();
+    let mut samples = Samples::new(plan, sink)?.spanning(plan.span).deferring(clock, RoundTrip::Whole);
     let mut wire = Wire::new(session, plan, "RDMA READ");
     let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };
     let _pin = pin_for_tsc(&clock);
@@ -516,8 +517,7 @@ fn direct_read_latency(
         wire.make_room()?;
         let mut start = clock.stamp();
         if let Some(previous) = open.take() {
-            if samples.record(clock.instant(previous), clock.instant(start), RoundTrip::Whole)?
-                == Continue::Stop
+            if samples.record_stamps(&clock, previous, start, RoundTrip::Whole)? == Continue::Stop
                 || wire.stop_requested()
             {
                 break;
@@ -532,8 +532,7 @@ fn direct_read_latency(
             LatencySpan::Iteration => open = Some(start),
             LatencySpan::Arrival => {
                 let end = clock.stamp();
-                if samples.record(clock.instant(start), clock.instant(end), RoundTrip::Whole)?
-                    == Continue::Stop
+                if samples.record_stamps(&clock, start, end, RoundTrip::Whole)? == Continue::Stop
                     || wire.stop_requested()
                 {
                     break;

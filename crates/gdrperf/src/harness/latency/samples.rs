@@ -1,10 +1,16 @@
 //! The samples of one size: the recorder, with the warm-up, the stop rule and the interval log
 //! around it. Pure bookkeeping, tested without a device.
+//!
+//! A run of `-n` iterations without an interval log keeps its clock readings raw during the loop
+//! and records them after it ([`Samples::deferring`]), as perftest keeps its `tposted` cycles: a
+//! loop turn then stores two stamps and compares a count, where recording live converts both
+//! stamps to `Instant`s (floating-point helpers under QEMU TCG) and feeds the histogram, the
+//! moments and the exact buffer, all of it inside the next sample of a post-to-post span.
 
 use std::time::Instant;
 
 use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
-use gdrperf_stats::{LatencyRecorder, RunClock};
+use gdrperf_stats::{LatencyRecorder, RunClock, SampleClock, Stamp};
 
 use crate::error::{Error, Result};
 use crate::harness::config::{LatencySpan, StopRule};
@@ -13,19 +19,19 @@ use super::{IntervalSink, LatencyPlan, LatencyRun};
 
 /// A sample is a whole round trip (READ) or half of one (ping-pong).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RoundTrip {
+pub enum RoundTrip {
     Whole,
     Halved,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Continue {
+pub enum Continue {
     Go,
     Stop,
 }
 
 /// The recorder with the warm-up, the stop rule and the interval log around it.
-pub(super) struct Samples<'a> {
+pub struct Samples<'a> {
     recorder: LatencyRecorder,
     warmup_left: u64,
     stop: StopRule,
@@ -40,10 +46,22 @@ pub(super) struct Samples<'a> {
     /// Longest sample accepted: the stall timeout (a wait that long fails before it ends).
     longest_nanos: u64,
     refused: u64,
+    /// The raw stamps of a deferred run, recorded at [`Samples::finish`].
+    deferred: Option<Deferred>,
+}
+
+/// A deferred run's stamps: every turn's (start, end), warm-up included, and what turns them into
+/// samples afterwards.
+struct Deferred {
+    stamps: Vec<(Stamp, Stamp)>,
+    /// Warm-up and measured turns: the loop stops when this many are stored.
+    turns: usize,
+    clock: SampleClock,
+    round_trip: RoundTrip,
 }
 
 impl<'a> Samples<'a> {
-    pub(super) fn new(plan: &LatencyPlan, sink: Option<&'a mut dyn IntervalSink>) -> Result<Samples<'a>> {
+    pub fn new(plan: &LatencyPlan, sink: Option<&'a mut dyn IntervalSink>) -> Result<Samples<'a>> {
         // A -D run's count is unknown: keep exact samples up to the limit, beyond it the
         // percentiles come from the histogram (the recorder says which in its summary).
         let expected = match plan.stop {
@@ -65,17 +83,56 @@ impl<'a> Samples<'a> {
             span: LatencySpan::Arrival,
             longest_nanos: u64::try_from(plan.stall_timeout.as_nanos()).unwrap_or(u64::MAX),
             refused: 0,
+            deferred: None,
         })
     }
 
+    /// Keeps the stamps raw until [`Samples::finish`] where the run allows it: a fixed count
+    /// (`-n`, at most [`EXACT_SAMPLE_LIMIT`] turns, so the store stays as small as the recorder's
+    /// exact buffer) and no interval log (which needs the histogram as the run goes). Otherwise
+    /// [`Samples::record_stamps`] records live. A deferred run takes exactly warm-up + `-n`
+    /// turns, the count the responder expects; a refused sample leaves the run one sample short
+    /// (and is reported), where a live run would take one more turn.
+    pub fn deferring(mut self, clock: SampleClock, round_trip: RoundTrip) -> Self {
+        let turns = match self.stop {
+            StopRule::Iterations(iterations) => self.warmup_left.saturating_add(iterations),
+            StopRule::Duration(_) => return self,
+        };
+        if self.sink.is_none() && turns <= EXACT_SAMPLE_LIMIT {
+            let turns = turns as usize;
+            self.deferred = Some(Deferred { stamps: Vec::with_capacity(turns), turns, clock, round_trip });
+        }
+        self
+    }
+
+    /// One turn's raw stamps: stored where the run is deferred (see [`Samples::deferring`]),
+    /// else converted and recorded at once ([`Samples::record`]).
+    #[inline]
+    pub fn record_stamps(
+        &mut self,
+        clock: &SampleClock,
+        start: Stamp,
+        end: Stamp,
+        round_trip: RoundTrip,
+    ) -> Result<Continue> {
+        match self.deferred.as_mut() {
+            Some(deferred) => {
+                // Reserved for `turns` and the loop stops at `turns`: never reallocates.
+                deferred.stamps.push((start, end));
+                Ok(if deferred.stamps.len() >= deferred.turns { Continue::Stop } else { Continue::Go })
+            }
+            None => self.record(clock.instant(start), clock.instant(end), round_trip),
+        }
+    }
+
     /// Says what the engine's samples span (reported with the run; post to arrival unless said).
-    pub(super) fn spanning(mut self, span: LatencySpan) -> Self {
+    pub fn spanning(mut self, span: LatencySpan) -> Self {
         self.span = span;
         self
     }
 
     #[inline]
-    pub(super) fn record(&mut self, start: Instant, end: Instant, round_trip: RoundTrip) -> Result<Continue> {
+    pub fn record(&mut self, start: Instant, end: Instant, round_trip: RoundTrip) -> Result<Continue> {
         if self.warmup_left > 0 {
             self.warmup_left -= 1;
             return Ok(Continue::Go);
@@ -118,7 +175,13 @@ impl<'a> Samples<'a> {
         std::mem::take(&mut self.interval_written)
     }
 
-    pub(super) fn finish(mut self) -> Result<LatencyRun> {
+    pub fn finish(mut self) -> Result<LatencyRun> {
+        if let Some(deferred) = self.deferred.take() {
+            for (start, end) in deferred.stamps {
+                let (clock, round_trip) = (deferred.clock, deferred.round_trip);
+                self.record(clock.instant(start), clock.instant(end), round_trip)?;
+            }
+        }
         let (clock, last_end) = match (self.clock, self.last_end) {
             (Some(clock), Some(end)) => (clock, end),
             _ => return Err(Error::Internal("no latency sample was taken".into())),
@@ -220,6 +283,78 @@ mod tests {
         assert_eq!(run.recorder.summary().unwrap().t_max_nanos, 5_000);
         assert_eq!(run.span, LatencySpan::Arrival);
         assert_eq!(sample_nanos(at(0), at(1_000_000), 1_000_000_000), Some(1_000_000_000));
+    }
+
+    /// Real stamps of a monotonic clock, `count` of them, each at least a microsecond apart.
+    fn stamps(clock: &SampleClock, count: usize) -> Vec<Stamp> {
+        (0..count)
+            .map(|_| {
+                let stamp = clock.stamp();
+                while clock.instant(clock.stamp()) < clock.instant(stamp) + Duration::from_micros(1) {}
+                stamp
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_deferred_run_records_after_the_loop_what_a_live_run_records_during_it() {
+        let clock = SampleClock::monotonic();
+        let taken = stamps(&clock, 6);
+        let mut deferred = Samples::new(&plan(StopRule::Iterations(3), 2), None)
+            .unwrap()
+            .deferring(clock, RoundTrip::Halved);
+        let mut live = Samples::new(&plan(StopRule::Iterations(3), 2), None).unwrap();
+        let mut steps = Vec::new();
+        for pair in taken.windows(2) {
+            steps.push(deferred.record_stamps(&clock, pair[0], pair[1], RoundTrip::Halved).unwrap());
+            live.record(clock.instant(pair[0]), clock.instant(pair[1]), RoundTrip::Halved).unwrap();
+        }
+        assert_eq!(steps, [Continue::Go, Continue::Go, Continue::Go, Continue::Go, Continue::Stop]);
+        assert_eq!(deferred.recorder.count(), 0, "nothing is recorded inside the loop");
+        let (deferred, live) = (deferred.finish().unwrap(), live.finish().unwrap());
+        assert_eq!(deferred.recorder.count(), 3, "warm-up turns are dropped after the loop too");
+        assert_eq!(deferred.recorder.summary().unwrap(), live.recorder.summary().unwrap());
+        assert_eq!(deferred.elapsed_nanos, live.elapsed_nanos);
+    }
+
+    #[test]
+    fn a_deferred_run_takes_a_fixed_count_and_reports_refusals_after_it() {
+        let clock = SampleClock::monotonic();
+        let taken = stamps(&clock, 3);
+        let mut samples =
+            Samples::new(&plan(StopRule::Iterations(2), 0), None).unwrap().deferring(clock, RoundTrip::Whole);
+        // The second turn runs backwards (end before start): refused, and the run still ends at 2.
+        assert_eq!(
+            samples.record_stamps(&clock, taken[0], taken[1], RoundTrip::Whole).unwrap(),
+            Continue::Go
+        );
+        assert_eq!(
+            samples.record_stamps(&clock, taken[2], taken[1], RoundTrip::Whole).unwrap(),
+            Continue::Stop
+        );
+        let run = samples.finish().unwrap();
+        assert_eq!((run.recorder.count(), run.refused_samples), (1, 1));
+    }
+
+    #[test]
+    fn duration_runs_and_interval_logs_record_live() {
+        let clock = SampleClock::monotonic();
+        let mut log = Log { period: Duration::from_secs(1), ends: Vec::new() };
+        let timed = Samples::new(&plan(StopRule::Duration(Duration::from_secs(1)), 0), None).unwrap();
+        assert!(timed.deferring(clock, RoundTrip::Whole).deferred.is_none());
+        let logged = Samples::new(&plan(StopRule::Iterations(5), 0), Some(&mut log)).unwrap();
+        assert!(logged.deferring(clock, RoundTrip::Whole).deferred.is_none());
+        let huge = Samples::new(&plan(StopRule::Iterations(EXACT_SAMPLE_LIMIT), 1), None).unwrap();
+        assert!(
+            huge.deferring(clock, RoundTrip::Whole).deferred.is_none(),
+            "more turns than the exact buffer holds"
+        );
+        let taken = stamps(&clock, 2);
+        let mut live = Samples::new(&plan(StopRule::Iterations(1), 0), Some(&mut log))
+            .unwrap()
+            .deferring(clock, RoundTrip::Whole);
+        live.record_stamps(&clock, taken[0], taken[1], RoundTrip::Whole).unwrap();
+        assert_eq!(live.recorder.count(), 1, "recorded at once");
     }
 
     #[test]
