@@ -124,6 +124,9 @@ pub struct BandwidthRow {
     /// likely first, each with its fix, joined by " | "; empty otherwise.
     #[serde(default)]
     pub ceiling_causes: String,
+    /// What `ceiling_causes` becomes if the row misses a threshold (no column of its own).
+    #[serde(skip)]
+    pub causes_if_failed: String,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -225,6 +228,7 @@ impl BandwidthRow {
             ceiling_limited_by: String::new(),
             pct_of_ceiling: None,
             ceiling_causes: String::new(),
+            causes_if_failed: String::new(),
         };
         let bytes = row.bytes;
         row.set_ceiling(CeilingColumns::for_row(context, bytes, settings.bidirectional, row.bw_avg_gbit_s));
@@ -238,10 +242,12 @@ impl BandwidthRow {
             ceiling_limited_by: self.ceiling_limited_by.clone(),
             pct_of_ceiling: self.pct_of_ceiling,
             ceiling_causes: self.ceiling_causes.clone(),
+            causes_if_failed: self.causes_if_failed.clone(),
         }
     }
 
     pub fn set_ceiling(&mut self, columns: CeilingColumns) {
+        self.causes_if_failed = columns.causes_if_failed;
         self.ceiling_gbps = columns.ceiling_gbps;
         self.ceiling_limited_by = columns.ceiling_limited_by;
         self.pct_of_ceiling = columns.pct_of_ceiling;
@@ -353,6 +359,10 @@ pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str, bus_id: 
 }
 
 impl Row for BandwidthRow {
+    fn threshold_missed(&mut self) -> Vec<String> {
+        super::list_causes_if_failed(&mut self.ceiling_causes, &self.causes_if_failed)
+    }
+
     fn aggregate(lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
         BandwidthRow::aggregate(lanes)
     }

@@ -113,6 +113,9 @@ pub struct SendBandwidthRow {
     pub pct_of_ceiling: Option<f64>,
     #[serde(default)]
     pub ceiling_causes: String,
+    /// What `ceiling_causes` becomes if the row misses a threshold (no column of its own).
+    #[serde(skip)]
+    pub causes_if_failed: String,
 }
 
 impl SendBandwidthRow {
@@ -254,6 +257,7 @@ impl SendBandwidthRow {
             ceiling_limited_by: base.ceiling_limited_by,
             pct_of_ceiling: base.pct_of_ceiling,
             ceiling_causes: base.ceiling_causes,
+            causes_if_failed: base.causes_if_failed,
         }
     }
 
@@ -301,11 +305,16 @@ impl SendBandwidthRow {
             ceiling_limited_by: self.ceiling_limited_by.clone(),
             pct_of_ceiling: self.pct_of_ceiling,
             ceiling_causes: self.ceiling_causes.clone(),
+            causes_if_failed: self.causes_if_failed.clone(),
         }
     }
 }
 
 impl Row for SendBandwidthRow {
+    fn threshold_missed(&mut self) -> Vec<String> {
+        super::list_causes_if_failed(&mut self.ceiling_causes, &self.causes_if_failed)
+    }
+
     fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
         SendBandwidthRow::aggregate(lanes)
     }
