@@ -61,11 +61,19 @@ impl Benchmark for SendBandwidth {
 
     fn setup(&self) -> Setup {
         Setup {
-            queue_sizes: QueuePairSizes {
-                send_depth: self.common.tx_depth,
+            queue_sizes: match self.bandwidth.bidirectional {
+                // Both directions on each QP: room for the credits each way beyond the data's.
+                true => QueuePairSizes {
+                    send_depth: self.common.tx_depth + CREDIT_RECEIVES,
+                    recv_depth: self.send.rx_depth + CREDIT_RECEIVES,
+                    max_inline: self.send.inline_size,
+                },
                 // A one-way sender's QP receives the receiver's credits instead.
-                recv_depth: self.send.rx_depth.max(CREDIT_RECEIVES),
-                max_inline: self.send.inline_size,
+                false => QueuePairSizes {
+                    send_depth: self.common.tx_depth,
+                    recv_depth: self.send.rx_depth.max(CREDIT_RECEIVES),
+                    max_inline: self.send.inline_size,
+                },
             },
             buffer_len: self.common.max_size(),
             // SENDs land in posted receives: no buffer is reached by the peer's keys.
@@ -77,14 +85,7 @@ impl Benchmark for SendBandwidth {
                 header.push(("RX depth".into(), self.send.rx_depth.to_string()));
                 header.push(("Inline".into(), format!("up to {} bytes", self.send.inline_size)));
                 let (rx_depth, tx_depth) = (self.send.rx_depth, self.common.tx_depth);
-                if self.bandwidth.bidirectional {
-                    header.push((
-                        "Credits".into(),
-                        "none with -b (both directions share one receive queue), as in perftest: a SEND that finds \
-                         no receive waits out receiver-not-ready (RNR) retries, and the row counts them"
-                            .into(),
-                    ));
-                } else if rx_depth < tx_depth {
+                if rx_depth < tx_depth {
                     header.push((
                         "Credits".into(),
                         format!(

@@ -42,3 +42,22 @@ fi
 run ceiling_explain 1 gdrperf explain "$OUT/ceiling_client.json" \
     && expect_in ceiling_explain "(server NIC PCIe 32 GT/s x8): SHORT"
 expect_in ceiling_explain "cause: server (peer): rxe0 (0000:18:00.0) trained at PCIe 32 GT/s x8"
+
+# A staged server: its copies in, timed at set-up (TCG memcpy, far below the x8 link), bound the
+# client's row, named as the server's; --min-bw's FAIL line lists the causes under it.
+next_port
+GDRPERF_PATH_SYSFS_ROOT="$fixtures/x8" gdr-write-bw -p $PORT --mem host-staged -s 65536 -n 50 >"$OUT/ceiling_staged_server.log" 2>&1 &
+server=$!
+run ceiling_staged 1 env GDRPERF_PATH_SYSFS_ROOT="$fixtures/healthy" gdr-write-bw -p $PORT -s 65536 -n 50 \
+    --report-gbits --min-bw 1000Gb/s --csv "$OUT/ceiling_staged.csv" 127.0.0.1 && pass "ceiling_staged: --min-bw 1000Gb/s exits 1"
+wait $server
+if grep -q ',server staged copies [0-9.]* Gb/s,' "$OUT/ceiling_staged.csv"; then
+    pass "ceiling_staged: the server's copies bound the client's row"
+else
+    fail "ceiling_staged: the server's copies bound the client's row" "$(tail -1 "$OUT/ceiling_staged.csv")"
+fi
+if grep -A1 '^FAIL: 65536 bytes: BW average' "$OUT/ceiling_staged.log" | grep -q '^    cause: '; then
+    pass "ceiling_staged: the FAIL line lists the causes under it"
+else
+    fail "ceiling_staged: the FAIL line lists the causes under it" "$(grep -A2 '^FAIL' "$OUT/ceiling_staged.log")"
+fi

@@ -76,6 +76,23 @@ for placement in host:host host-staged:host-staged host-staged:host host:host-st
     done
 done
 
+# -D (a timed run, counted per message in the middle window): the same placements, the staged
+# receiver of write_bw aside (refused below). About 12 runs of 2 s, ~70 s in all under TCG.
+for placement in host:host host-staged:host-staged host-staged:host host:host-staged; do
+    server_mem=${placement%%:*}; client_mem=${placement##*:}
+    for size in 4K 1M; do
+        pair "credits_D_send_bw_${server_mem}_${client_mem}_$size" "$server_mem" "$client_mem" gdr-send-bw -s $size -D 2
+        case $server_mem in host-staged) continue ;; esac
+        pair "credits_D_write_bw_${server_mem}_${client_mem}_$size" "$server_mem" "$client_mem" gdr-write-bw -s $size -D 2
+    done
+done
+
+# -b: both directions share each QP's receives, credits too (host memory: staged refuses -b).
+for size in 2 64K; do
+    pair "credits_b_send_bw_$size" host host gdr-send-bw -b -s $size -n 300 -r 32
+done
+pair credits_b_send_bw_q2_D host host gdr-send-bw -b -s 4K -D 2 -q 2
+
 # Fewer receives than the sender keeps in flight: said at start, and still no RNR.
 pair credits_send_bw_r8 host host gdr-send-bw -s 4K -n 500 -r 8
 expect_in credits_send_bw_r8 "-r 8 is below -t 128"

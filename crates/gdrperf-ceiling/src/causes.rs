@@ -44,6 +44,50 @@ pub struct RowEvidence {
     pub nic_errors_moved: Vec<(String, String)>,
 }
 
+/// Every counter whose movement is an error (gdrperf's `nic_counters` compact sets, and the rest). Not
+/// `duplicate_request`: the responder counts every retransmitted packet it had already seen, so
+/// one retry of a window counts dozens of times; the retry itself is counted once, in
+/// gdrperf's `RETRANSMISSIONS`, and `duplicate_request` stays visible in `nic_counters`.
+pub const ERROR_COUNTERS: &[&str] = &[
+    "completer_retry_err",
+    "local_ack_timeout_err",
+    "roce_adp_retrans",
+    "rcvd_seq_err",
+    "out_of_seq_request",
+    "packet_seq_err",
+    "out_of_sequence",
+    "implied_nak_seq_err",
+    "rcvd_rnr_err",
+    "send_rnr_err",
+    "rnr_nak_retry_err",
+    "out_of_buffer",
+    "link_downed",
+    "retry_exceeded_err",
+    "retry_rnr_exceeded_err",
+    "send_err",
+    "req_cqe_error",
+    "resp_cqe_error",
+    "req_remote_access_errors",
+    "req_remote_invalid_request",
+    "resp_local_length_error",
+    "resp_remote_access_errors",
+    "port_rcv_errors",
+    "port_xmit_discards",
+    "port_rcv_remote_physical_errors",
+    "port_rcv_switch_relay_errors",
+    "symbol_error",
+    "link_error_recovery",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+];
+
+/// The `name=delta` entries of `moved` (a row's `nic_counters`: every counter that moved,
+/// traffic included) that are [`ERROR_COUNTERS`], so that a cause quotes only those.
+pub fn moved_error_counters(moved: &str) -> String {
+    let is_error = |entry: &&str| entry.split('=').next().is_some_and(|name| ERROR_COUNTERS.contains(&name));
+    moved.split(';').filter(is_error).collect::<Vec<_>>().join(";")
+}
+
 /// The largest Max Read Request a PCIe function may use, and what NVIDIA's ConnectX tuning
 /// guidance sets (`setpci ... CAP_EXP+8.w=5...`); smaller ones are listed last, unquantified.
 pub const TUNED_MAX_READ_REQUEST_BYTES: u32 = 4096;
@@ -219,6 +263,7 @@ mod tests {
             iommu_translating: Vec::new(),
             nic_numa_node: None,
             thread_numa_node: None,
+            staged_copy: None,
         }
     }
 
@@ -255,5 +300,14 @@ mod tests {
             &RowEvidence::default(),
         );
         assert_eq!(found, Vec::new());
+    }
+
+    /// A cause quotes the error counters that moved, not the traffic counters beside them.
+    #[test]
+    fn the_nic_cause_quotes_only_error_counters() {
+        let moved = "port_rcv_data=81920;completer_retry_err=1;port_xmit_packets=40;duplicate_request=30;rcvd_rnr_err=2";
+        assert_eq!(moved_error_counters(moved), "completer_retry_err=1;rcvd_rnr_err=2");
+        assert_eq!(moved_error_counters("port_rcv_data=81920"), "");
+        assert_eq!(moved_error_counters(""), "");
     }
 }

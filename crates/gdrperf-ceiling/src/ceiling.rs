@@ -6,7 +6,8 @@
 //! - the source's NIC link carrying completions, the sink's NIC link carrying memory writes
 //!   ([`crate::pcie_link`]), at each NIC's Max Payload Size;
 //! - with GPU memory (GPUDirect or staged), each GPU's link in the same way;
-//! - with staged memory, that end's measured copy rate (the copies of the row itself).
+//! - with staged memory, that end's copy engine: its rate measured once at set-up
+//!   ([`crate::facts::CopyRates`]), out at the source, in at the sink.
 //!
 //! A bidirectional row carries both directions at once (PCIe and the wire are full duplex): its
 //! ceiling is the sum of the two directions'. A software device (rxe, siw) copies with the CPU
@@ -23,7 +24,7 @@ use crate::wire::{self, LinkLayer};
 pub struct End<'a> {
     pub role: &'a str,
     pub facts: &'a EndFacts,
-    /// Staged memory: the rate of this end's copies in this row (bytes over copy time), in Gb/s.
+    /// Staged memory: this end's copy engine's rate in the row's direction, in Gb/s.
     pub copy_gbps: Option<f64>,
 }
 

@@ -26,6 +26,20 @@ pub enum MemoryPath {
     Staged { fallback: bool },
 }
 
+/// A staged end's copy engine, timed once at set-up: one copy of its staging buffer (up to
+/// 16 MiB) each way, as the bench's own copies run (chunked and pipelined). The same GPU, pinned
+/// buffer and NUMA placement as the rows, measured on the spot rather than taken from a stored
+/// `gdrperf copy-bw` result, which may come from another boot, machine or placement.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CopyRates {
+    /// Payload to bounce buffer (before a send): what a staged source pays.
+    pub out_gbps: f64,
+    /// Bounce buffer to payload (after a receive): what a staged sink pays.
+    pub in_gbps: f64,
+    /// The bytes of each timed copy.
+    pub bytes: u64,
+}
+
 /// One PCIe function's link and Device Control, as far as known.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PcieFacts {
@@ -116,6 +130,10 @@ pub struct EndFacts {
     pub nic_numa_node: Option<u32>,
     /// The NUMA node of the measuring thread's CPUs.
     pub thread_numa_node: Option<u32>,
+    /// Staged memory: the copy engine's rates, measured at set-up (absent from older peers and
+    /// stored results, and where nothing is staged).
+    #[serde(default)]
+    pub staged_copy: Option<CopyRates>,
 }
 
 /// What the harness knows that sysfs does not: which device and port, where memory lives, the
@@ -152,6 +170,7 @@ impl EndFacts {
             iommu_translating: Vec::new(),
             nic_numa_node: None,
             thread_numa_node: query.thread_numa_node,
+            staged_copy: None,
         };
         let Ok(sys) = SysRoot::open(root) else { return facts };
         let device = rdma::scan(&sys).into_iter().find(|device| device.name == query.nic);

@@ -24,9 +24,9 @@ pub mod wire;
 
 use serde::{Deserialize, Serialize};
 
-pub use causes::{causes, Cause, RowEvidence};
+pub use causes::{causes, moved_error_counters, Cause, RowEvidence, ERROR_COUNTERS};
 pub use ceiling::{ceiling, Ceiling, End, Limit, Transfer, SOFTWARE_DEVICE};
-pub use facts::{EndFacts, EndQuery, MemoryPath, PcieFacts};
+pub use facts::{CopyRates, EndFacts, EndQuery, MemoryPath, PcieFacts};
 pub use row::{judge_row, RowEnds, RowFigures};
 
 /// How far below its ceiling a row may fall before its causes are listed, in percent. 10 %

@@ -25,7 +25,8 @@ pub struct RowFigures<'a> {
     pub bidirectional: bool,
     /// `bw_avg_gbit_s`.
     pub measured_gbps: f64,
-    /// The local NIC's error counters that moved during the size ("name=delta;..."), if any.
+    /// The local NIC's counters that moved during the size ("name=delta;...", the row's
+    /// `nic_counters`), if any error counter did; the causes quote the error counters only.
     pub nic_errors_moved: Option<&'a str>,
 }
 
@@ -47,6 +48,17 @@ impl RowEnds<'_> {
     }
 }
 
+/// The staged copy rate that bounds an end: a source copies out, a sink copies in, an end of a
+/// bidirectional row does both (the slower bounds it).
+fn copy_gbps(facts: &EndFacts, is_source: bool, bidirectional: bool) -> Option<f64> {
+    let rates = facts.staged_copy?;
+    Some(match (bidirectional, is_source) {
+        (true, _) => rates.out_gbps.min(rates.in_gbps),
+        (false, true) => rates.out_gbps,
+        (false, false) => rates.in_gbps,
+    })
+}
+
 /// Judges a row: a READ's data leaves the responder (the server), every other test's the
 /// requester (the client); WRITE and READ carry a RETH, SEND does not.
 pub fn judge_row(
@@ -55,10 +67,18 @@ pub fn judge_row(
     shortfall_percent: f64,
     threshold_failed: bool,
 ) -> Judgement {
-    let local = End { role: ends.local_role(), facts: ends.local, copy_gbps: None };
-    let peer = ends.peer.map(|facts| End { role: ends.peer_role(), facts, copy_gbps: None });
     let client_is_source = !figures.test.starts_with("read");
     let local_is_source = client_is_source == ends.local_is_client;
+    let local = End {
+        role: ends.local_role(),
+        facts: ends.local,
+        copy_gbps: copy_gbps(ends.local, local_is_source, figures.bidirectional),
+    };
+    let peer = ends.peer.map(|facts| End {
+        role: ends.peer_role(),
+        facts,
+        copy_gbps: copy_gbps(facts, !local_is_source, figures.bidirectional),
+    });
     let transfer = Transfer {
         message_bytes: figures.message_bytes,
         with_reth: !figures.test.starts_with("send"),
@@ -72,7 +92,9 @@ pub fn judge_row(
     let evidence = RowEvidence {
         nic_errors_moved: figures
             .nic_errors_moved
-            .map(|moved| vec![(ends.local_role().to_string(), moved.to_string())])
+            .map(crate::causes::moved_error_counters)
+            .filter(|moved| !moved.is_empty())
+            .map(|moved| vec![(ends.local_role().to_string(), moved)])
             .unwrap_or_default(),
     };
     let mut judgement = judge(

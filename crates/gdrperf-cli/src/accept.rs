@@ -118,7 +118,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .unwrap_or_else(|| run.nic.device.clone());
                 println!("[{done}/{total}] {} --mem {} ({place}) ...", run.binary, run.mode);
                 let started = Instant::now();
-                let row = execute(&args, &run, &out);
+                let shortfall = profile.bandwidth.as_ref().and_then(|check| check.shortfall_percent());
+                let row = execute(&args, &run, &out, shortfall);
                 println!(
                     "      {} in {:.0} s{}",
                     row.verdict,
@@ -238,7 +239,8 @@ fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node
 }
 
 /// Runs one bench with its output files in `out`, and judges what it wrote.
-fn execute(args: &Args, run: &PlannedRun, out: &Path) -> AcceptanceRow {
+/// `shortfall`: the profile's level for the ceiling's causes (see `add_ceiling`).
+fn execute(args: &Args, run: &PlannedRun, out: &Path, shortfall: Option<f64>) -> AcceptanceRow {
     let Some(binary) = find_bench(args.bench_dir.as_deref(), &run.binary) else {
         return run.error(format!(
             "{} not found {}(build it: cargo build --release -p gdrperf-benches)",
@@ -301,7 +303,7 @@ fn execute(args: &Args, run: &PlannedRun, out: &Path) -> AcceptanceRow {
             let file_name =
                 json.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
             let mut row = run.judge(&result, &file_name);
-            add_ceiling(&mut row, &json);
+            add_ceiling(&mut row, &json, shortfall);
             row
         }
         Err(error) => run.error(error.to_string()),
@@ -310,10 +312,11 @@ fn execute(args: &Args, run: &PlannedRun, out: &Path) -> AcceptanceRow {
 
 /// A bandwidth row's ceiling and, when it failed or is short, the causes: `gdrperf explain`'s
 /// judgement of the bench's JSON file. A file without path facts leaves the columns empty.
-fn add_ceiling(row: &mut AcceptanceRow, json: &Path) {
+/// `shortfall`: the profile's level (its `[bandwidth] shortfall`), else gdrperf's.
+fn add_ceiling(row: &mut AcceptanceRow, json: &Path, shortfall: Option<f64>) {
     let Ok(stored) = crate::explain::StoredResult::read(json) else { return };
     let failed = row.verdict == Verdict::Fail;
-    let shortfall = gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT;
+    let shortfall = shortfall.unwrap_or(gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT);
     let Some(measured) =
         stored.rows().iter().find(|candidate| candidate["bytes"].as_u64() == Some(row.bytes))
     else {

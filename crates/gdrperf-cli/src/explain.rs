@@ -39,20 +39,23 @@ pub struct Args {
     /// memory mode is short whatever its share of the ceiling.
     #[arg(long, value_name = "NAME|PATH")]
     profile: Option<String>,
-    /// How far below its ceiling a row may fall, in percent, before its causes are listed.
-    #[arg(long, value_name = "PERCENT", default_value_t = gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT)]
-    shortfall: f64,
+    /// How far below its ceiling a row may fall, in percent, before its causes are listed
+    /// [default: the profile's `shortfall`, else 10].
+    #[arg(long, value_name = "PERCENT")]
+    shortfall: Option<f64>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if !(0.0..100.0).contains(&args.shortfall) {
-        bail!("--shortfall {} is not a percentage below 100", args.shortfall);
+    let profile = args.profile.as_deref().map(Profile::load).transpose()?;
+    let from_profile = profile.as_ref().and_then(|profile| profile.bandwidth.as_ref()?.shortfall_percent());
+    let shortfall = args.shortfall.or(from_profile).unwrap_or(gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT);
+    if !(0.0..100.0).contains(&shortfall) {
+        bail!("--shortfall {shortfall} is not a percentage below 100");
     }
     let stored = StoredResult::read(&args.file)?;
-    let profile = args.profile.as_deref().map(Profile::load).transpose()?;
     let mut short_rows = 0;
     for row in stored.rows() {
-        let Some(judged) = stored.judge(row, profile.as_ref(), args.shortfall, false)? else { continue };
+        let Some(judged) = stored.judge(row, profile.as_ref(), shortfall, false)? else { continue };
         short_rows += usize::from(judged.short);
         print!("{}", describe(row, &judged));
     }

@@ -15,6 +15,8 @@
 //! source = "why these run parameters"
 //! min_bw.host = { value = "180Gb/s", source = "why this figure" }
 //! min_bw.cuda = { value = "90%", source = "..." }
+//! shortfall = { value = "10%", source = "..." } # optional: a row further below its path
+//!                                            # ceiling lists its causes (default 10%)
 //!
 //! [latency]                                  # gdr-read-lat --loopback
 //! test = "read_lat"
@@ -72,6 +74,26 @@ pub struct BandwidthCheck {
     pub source: String,
     /// Per memory mode.
     pub min_bw: BTreeMap<String, SourcedValue>,
+    /// How far below its path ceiling a judged row may fall, as "N%", before its verdict lists
+    /// the causes (`ceiling_causes`); absent: gdrperf's level, 10 %.
+    #[serde(default)]
+    pub shortfall: Option<SourcedValue>,
+}
+
+impl BandwidthCheck {
+    /// The shortfall level in percent, if the profile sets one (checked when it was parsed).
+    pub fn shortfall_percent(&self) -> Option<f64> {
+        self.shortfall.as_ref().and_then(|sourced| parse_percent(&sourced.value).ok())
+    }
+}
+
+/// "10%" (or "10") as a percentage in `[0, 100)`.
+fn parse_percent(value: &str) -> Result<f64, String> {
+    let number = value.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(percent) if (0.0..100.0).contains(&percent) => Ok(percent),
+        _ => Err(format!("shortfall {value:?} is not a percentage from 0% to below 100%")),
+    }
 }
 
 /// The latency part of a profile.
@@ -164,6 +186,14 @@ impl Profile {
                 BandwidthThreshold::parse(value).map(|_| ()).map_err(Into::into)
             })
             .map_err(&fail)?;
+            if let Some(shortfall) = &check.shortfall {
+                parse_percent(&shortfall.value).map_err(|error| fail(format!("[bandwidth] {error}")))?;
+                if shortfall.source.trim().is_empty() {
+                    return Err(fail(
+                        "[bandwidth] shortfall: source is empty: say where the level comes from".into(),
+                    ));
+                }
+            }
         }
         if let Some(check) = &profile.latency {
             check_run(
@@ -287,6 +317,11 @@ mod tests {
         let bandwidth = profile.bandwidth.unwrap();
         assert_eq!((bandwidth.qps, bandwidth.bidirectional, bandwidth.size), (1, false, 4096));
         assert!(profile.latency.is_none());
+        assert_eq!(bandwidth.shortfall_percent(), None, "no level: gdrperf's default");
+        let with_level =
+            CUSTOM.replace("[bandwidth]", "[bandwidth]\nshortfall = { value = \"25%\", source = \"test\" }");
+        let bandwidth = Profile::parse("custom.toml", &with_level).unwrap().bandwidth.unwrap();
+        assert_eq!(bandwidth.shortfall_percent(), Some(25.0));
     }
 
     #[test]
@@ -302,6 +337,15 @@ mod tests {
             ),
             (CUSTOM.replace("size = 4096", "size = 4096\nsizes = [1]"), "unknown field `sizes`"),
             ("name = \"x\"\ndescription = \"y\"\n".to_string(), "neither a [bandwidth] nor a [latency]"),
+            (
+                CUSTOM
+                    .replace("[bandwidth]", "[bandwidth]\nshortfall = { value = \"150%\", source = \"t\" }"),
+                "[bandwidth] shortfall \"150%\" is not a percentage",
+            ),
+            (
+                CUSTOM.replace("[bandwidth]", "[bandwidth]\nshortfall = { value = \"5%\", source = \" \" }"),
+                "shortfall: source is empty",
+            ),
         ];
         for (text, expected) in cases {
             let message = Profile::parse("custom.toml", &text).unwrap_err().to_string();

@@ -60,8 +60,25 @@ pub struct Failure {
 }
 
 impl fmt::Display for Failure {
-    /// "2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)"
+    /// "2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)"; a count against a count limit
+    /// (NIC errors against 0) in words, as it has no unit and no meaningful percentage:
+    /// "65536 bytes: NIC error counters moved 12 times, more than the 0 allowed (...)".
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.relative.is_nan() {
+            let times = if self.measured == 1.0 { "time" } else { "times" };
+            write!(
+                out,
+                "{} bytes: {} moved {} {times}, more than the {} allowed",
+                self.bytes,
+                self.what,
+                number(self.measured),
+                number(self.limit)
+            )?;
+            return match &self.basis {
+                Some(basis) => write!(out, " ({basis})"),
+                None => Ok(()),
+            };
+        }
         write!(
             out,
             "{} bytes: {} {} {unit} {} {} {unit} ({}",
@@ -70,13 +87,11 @@ impl fmt::Display for Failure {
             number(self.measured),
             self.relation,
             number(self.limit),
-            // A count against a count limit (NIC errors against 0) has no meaningful percentage.
-            if self.relative.is_nan() { String::new() } else { percent_change(self.relative) },
+            percent_change(self.relative),
             unit = self.unit,
         )?;
         if let Some(basis) = &self.basis {
-            let separator = if self.relative.is_nan() { "" } else { "; " };
-            write!(out, "{separator}{basis}")?;
+            write!(out, "; {basis}")?;
         }
         write!(out, ")")
     }
@@ -151,7 +166,7 @@ pub fn evaluate_nic_errors(bytes: u64, errors: u64, limit: u64) -> Option<Failur
         what: "NIC error counters".to_string(),
         measured: errors as f64,
         limit: limit as f64,
-        unit: "moved".to_string(),
+        unit: String::new(),
         relation: ">",
         relative: f64::NAN,
         basis: Some("nic_errors: retransmissions, sequence errors, RNR NAKs, drops; see nic_counters".into()),
@@ -255,7 +270,7 @@ mod tests {
         let failure = evaluate_nic_errors(65536, 12, 0).unwrap();
         assert_eq!(
             failure.to_string(),
-            "65536 bytes: NIC error counters 12 moved > 0 moved (nic_errors: retransmissions, sequence errors, RNR NAKs, drops; see nic_counters)"
+            "65536 bytes: NIC error counters moved 12 times, more than the 0 allowed (nic_errors: retransmissions, sequence errors, RNR NAKs, drops; see nic_counters)"
         );
         assert!(evaluate_nic_errors(65536, 3, 3).is_none());
         let thresholds = Thresholds { max_nic_errors: Some(0), ..Thresholds::default() };

@@ -30,42 +30,8 @@ pub const RNR_NAKS: &[&str] = &["rcvd_rnr_err", "send_rnr_err", "rnr_nak_retry_e
 pub const OUT_OF_BUFFER: &[&str] = &["out_of_buffer"];
 /// Times the link went down.
 pub const LINK_DOWNED: &[&str] = &["link_downed"];
-/// Every counter whose movement is an error (the compact sets above, and the rest). Not
-/// `duplicate_request`: the responder counts every retransmitted packet it had already seen, so
-/// one retry of a window counts dozens of times; the retry itself is counted once, in
-/// [`RETRANSMISSIONS`], and `duplicate_request` stays visible in `nic_counters`.
-pub const ERROR_COUNTERS: &[&str] = &[
-    "completer_retry_err",
-    "local_ack_timeout_err",
-    "roce_adp_retrans",
-    "rcvd_seq_err",
-    "out_of_seq_request",
-    "packet_seq_err",
-    "out_of_sequence",
-    "implied_nak_seq_err",
-    "rcvd_rnr_err",
-    "send_rnr_err",
-    "rnr_nak_retry_err",
-    "out_of_buffer",
-    "link_downed",
-    "retry_exceeded_err",
-    "retry_rnr_exceeded_err",
-    "send_err",
-    "req_cqe_error",
-    "resp_cqe_error",
-    "req_remote_access_errors",
-    "req_remote_invalid_request",
-    "resp_local_length_error",
-    "resp_remote_access_errors",
-    "port_rcv_errors",
-    "port_xmit_discards",
-    "port_rcv_remote_physical_errors",
-    "port_rcv_switch_relay_errors",
-    "symbol_error",
-    "link_error_recovery",
-    "local_link_integrity_errors",
-    "excessive_buffer_overrun_errors",
-];
+/// Every counter whose movement is an error (kept with the causes that quote them).
+pub use gdrperf_ceiling::ERROR_COUNTERS;
 
 /// The port's counters at one moment, by name (`hw_counters/` names as they are; a name that
 /// both directories have keeps `counters/`'s value and gets `hw_` before the driver's).

@@ -4,7 +4,7 @@
 #   flock /tmp/gdrperf-vm.lock scripts/softroce.sh run --timeout 900 -- \
 #       "GDRPERF_COMMIT=$(git rev-parse --short=12 HEAD) sh results/softroce/examples/make.sh"
 # then, on the host, the plots (scripts/plot makes its matplotlib venv; titles and legends come
-# from the files' metadata), as last drawn at commit 39ed478 on branch firsthour:
+# from the files' metadata), as last drawn at commit 37901bc on branch leftovers:
 #   E=results/softroce/examples
 #   scripts/plot bw $E/write_bw-run1.json $E/write_bw-run2.json -o $E/write_bw.png
 #   scripts/plot lat $E/read_lat-hdr/read_lat-2B.hgrm $E/read_lat-hdr/read_lat-4096B.hgrm $E/read_lat-hdr/read_lat-65536B.hgrm \

@@ -32,6 +32,7 @@ fn ndr_end(nic_link: PcieFacts) -> EndFacts {
         iommu_translating: Vec::new(),
         nic_numa_node: Some(0),
         thread_numa_node: Some(0),
+        staged_copy: None,
     }
 }
 
@@ -140,4 +141,40 @@ fn unknown_mps_is_taken_at_its_largest_so_the_bound_stays_an_upper_bound() {
     let by_hand = 16.0 * 16.0 * 128.0 / 130.0 * 65536.0 / (65536.0 + 16.0 * 24.0);
     assert!((got.gbps().unwrap() - by_hand).abs() < 1e-9);
     assert_eq!(got.limited_by(), "server NIC PCIe 16 GT/s x16 (MPS unknown)");
+}
+
+/// A row takes each staged end's rate measured at set-up in the row's direction: the source's
+/// copies out, the sink's copies in; a bidirectional row the slower of each end's two (which can
+/// only err low: staged memory refuses -b today).
+#[test]
+fn a_row_bounds_each_staged_end_by_its_copies_in_the_rows_direction() {
+    use crate::facts::CopyRates;
+    use crate::row::{judge_row, RowEnds, RowFigures};
+    let mut client = ndr_end(link("mlx5_0", 32.0, 16, 16));
+    client.memory = MemoryPath::Staged { fallback: false };
+    client.staged_copy = Some(CopyRates { out_gbps: 120.0, in_gbps: 250.0, bytes: 64 << 20 });
+    let mut server = client.clone();
+    server.staged_copy = Some(CopyRates { out_gbps: 300.0, in_gbps: 95.0, bytes: 64 << 20 });
+    let judge = |test, local_is_client: bool, bidirectional| {
+        let (local, peer) = if local_is_client { (&client, &server) } else { (&server, &client) };
+        let ends = RowEnds { local_is_client, local, peer: Some(peer) };
+        let figures = RowFigures {
+            test,
+            message_bytes: 65536,
+            bidirectional,
+            measured_gbps: 50.0,
+            nic_errors_moved: None,
+        };
+        let judgement = judge_row(ends, figures, 10.0, false);
+        (judgement.ceiling_gbps, judgement.ceiling_limited_by)
+    };
+    // WRITE: the client copies out (120), the server copies in (95): the server's copies bind,
+    // in either side's row.
+    let server_copies = (Some(95.0), "server staged copies 95.0 Gb/s".to_string());
+    assert_eq!(judge("write_bw", true, false), server_copies);
+    assert_eq!(judge("write_bw", false, false), server_copies);
+    // READ: the server is the source (copies out 300), the client the sink (copies in 250).
+    assert_eq!(judge("read_bw", true, false), (Some(250.0), "client staged copies 250.0 Gb/s".into()));
+    // Both ways: each end's slower direction (client 120, server 95) bounds both directions.
+    assert_eq!(judge("send_bw", true, true).0, Some(95.0 + 95.0));
 }

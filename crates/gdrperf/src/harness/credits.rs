@@ -10,6 +10,10 @@
 //! their own at the sender, which keeps [`CREDIT_RECEIVES`] posted: [`credit_batch`] sizes the
 //! batches so that the credits in flight never outnumber them.
 //!
+//! With `-b` (gdr-send-bw) both directions share each QP's receive queue, so a credit lands in
+//! whatever receive is next: each side keeps [`CREDIT_RECEIVES`] receives beyond those it grants,
+//! and sends at most that many credits at once.
+//!
 //! This is the bookkeeping only, apart from the verbs calls, so that a benchmark
 //! (`benches/stream_loop.rs`) can time it against a stand-in queue.
 
@@ -189,5 +193,94 @@ mod tests {
             }
         }
         assert_eq!(sender.largest_group(), Some(depth + 1 - 3));
+    }
+
+    /// What travels on one direction of a QP, in order (RC delivers in order).
+    #[derive(Debug, Clone, Copy)]
+    enum Wire {
+        Data,
+        Credit(u64),
+    }
+
+    /// One end of a `-b` QP: it sends data on its credits and returns the peer's credits as it
+    /// reposts, and both the peer's data and the peer's credits consume its one receive pool:
+    /// `depth` granted plus [`CREDIT_RECEIVES`] kept for credits (gdr-send-bw's `-b`).
+    struct End {
+        sender: SenderCredits,
+        receiver: ReceiverCredits,
+        /// Receives posted now.
+        posted: u64,
+        /// Landed and not yet polled: data (reposted and owed) or credits (reposted, granted).
+        landed: std::collections::VecDeque<Wire>,
+        /// What this end has sent, not yet landed at the peer.
+        outgoing: std::collections::VecDeque<Wire>,
+    }
+
+    /// Both directions share each end's receives: with the reserve, neither data nor a credit
+    /// ever finds the receive queue empty, whatever the order of posts, landings and polls.
+    #[test]
+    fn both_directions_sharing_one_receive_queue_never_find_it_empty() {
+        for depth in [1u64, 7, 17, 128, 512] {
+            let end = || End {
+                sender: SenderCredits::new(1),
+                receiver: ReceiverCredits::new(1, depth, CREDIT_RECEIVES),
+                posted: depth + u64::from(CREDIT_RECEIVES),
+                landed: Default::default(),
+                outgoing: Default::default(),
+            };
+            let mut ends = [end(), end()];
+            let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ depth;
+            let mut random = move |below: u64| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed % below
+            };
+            let mut delivered = [0u64; 2];
+            for _ in 0..20_000 {
+                let this = random(2) as usize;
+                let peer = 1 - this;
+                let end = &mut ends[this];
+                match random(4) {
+                    // Credits due and data on the credits held go out.
+                    0 => {
+                        while let Some(credit) = end.receiver.due(0) {
+                            end.outgoing.push_back(Wire::Credit(u64::from(credit)));
+                        }
+                        let send = end.sender.available(0).min(random(2 * depth + 2));
+                        end.sender.spend(0, send);
+                        end.outgoing.extend(std::iter::repeat_n(Wire::Data, send as usize));
+                    }
+                    // Some of what this end sent lands at the peer, each in a posted receive.
+                    1 => {
+                        for _ in 0..random(2 * depth + 2) {
+                            let Some(item) = ends[this].outgoing.pop_front() else { break };
+                            if let Wire::Credit(_) = item {
+                                // The credit SEND completes at its sender once it landed.
+                                ends[this].receiver.completed().expect("a credit in flight");
+                            } else {
+                                delivered[peer] += 1;
+                            }
+                            let peer_end = &mut ends[peer];
+                            assert!(peer_end.posted > 0, "{item:?} found no receive ({depth} deep)");
+                            peer_end.posted -= 1;
+                            peer_end.landed.push_back(item);
+                        }
+                    }
+                    // Some landed messages are polled: each receive goes back at once.
+                    _ => {
+                        for _ in 0..random(depth + 2) {
+                            let Some(item) = end.landed.pop_front() else { break };
+                            end.posted += 1;
+                            match item {
+                                Wire::Data => end.receiver.reposted(0),
+                                Wire::Credit(count) => end.sender.grant(0, count).expect("QP 0"),
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(delivered.iter().all(|&count| count > 100), "{depth} deep: {delivered:?} delivered");
+        }
     }
 }

@@ -104,7 +104,10 @@ impl LocalResources {
                 _ => BenchBuffer::host(&protection_domain, buffer_len, access)?,
             });
         }
-        let path = super::pcie::path_facts(&device, &port, &buffers, &cpu);
+        let mut path = super::pcie::path_facts(&device, &port, &buffers, &cpu);
+        if let Some(stager) = buffers.first_mut().and_then(BenchBuffer::stager) {
+            path.staged_copy = Some(super::staging::measure_copy_rates(stager, config.timeout)?);
+        }
         Ok(LocalResources {
             device,
             port,

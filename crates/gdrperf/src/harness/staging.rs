@@ -159,6 +159,33 @@ pub fn spin_until(
     Ok(())
 }
 
+/// The most bytes [`measure_copy_rates`] copies each way.
+pub const COPY_RATE_BYTES: usize = 16 << 20;
+
+/// Times the copy engine once, at set-up, for the rows' ceiling (`gdrperf_ceiling::CopyRates`):
+/// one untimed copy out (first touch, CUDA's lazy start), then one copy out and one in of the
+/// staging buffer's first `COPY_RATE_BYTES` (at most), each as the bench's own copies run.
+/// The copies are dropped from the copy log: they are no part of any size's copy time.
+pub fn measure_copy_rates(stager: &mut dyn Stager, timeout: Duration) -> Result<gdrperf_ceiling::CopyRates> {
+    let bytes = stager.bounce().1.min(COPY_RATE_BYTES);
+    let what = || format!("timing a {bytes}-byte staged copy at set-up");
+    let time = |stager: &mut dyn Stager, out: bool| -> Result<f64> {
+        let started = Instant::now();
+        let copy = if out { stager.begin_out(0..bytes)? } else { stager.begin_in(0..bytes)? };
+        wait_copy(stager, copy, timeout, &what)?;
+        Ok(started.elapsed().as_secs_f64())
+    };
+    time(stager, true)?;
+    let (out_seconds, in_seconds) = (time(stager, true)?, time(stager, false)?);
+    stager.log().take_busy();
+    let gbps = |seconds: f64| bytes as f64 * 8.0 / seconds.max(1e-9) / 1e9;
+    Ok(gdrperf_ceiling::CopyRates {
+        out_gbps: gbps(out_seconds),
+        in_gbps: gbps(in_seconds),
+        bytes: bytes as u64,
+    })
+}
+
 /// GPU payload, pinned host bounce buffer, copies on CUDA streams.
 pub struct CudaStager {
     buffer: StagedBuffer,
@@ -342,6 +369,16 @@ impl Stager for HostStager {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The set-up timing copies the staging buffer each way and leaves no copy in the log.
+    #[test]
+    fn copy_rates_are_timed_once_and_kept_out_of_the_copy_time() {
+        let mut stager = HostStager::new(1 << 20).unwrap();
+        let rates = measure_copy_rates(&mut stager, Duration::from_secs(10)).unwrap();
+        assert_eq!(rates.bytes, 1 << 20);
+        assert!(rates.out_gbps > 0.0 && rates.in_gbps > 0.0, "{rates:?}");
+        assert_eq!(stager.log().copies(), 0);
+    }
 
     #[test]
     fn logs_share_one_time_line_so_a_sides_copies_count_once() {

@@ -396,8 +396,9 @@ pub(crate) fn drive<B: Benchmark>(
     finish_outputs(&mut outputs, outcome, concluded)
 }
 
-/// Writes one row, then holds it against the thresholds: each miss is a FAIL line on stderr and
-/// in `outcome` (the sequential sweep and the lanes of a concurrent run alike).
+/// Holds one row against the thresholds, then writes it: each miss is a FAIL line on stderr and
+/// in `outcome` (the sequential sweep and the lanes of a concurrent run alike), followed by the
+/// row's causes as `gdrperf accept` lists them, which the row's `ceiling_causes` then carries.
 pub(crate) fn write_and_judge<R: Row + 'static>(
     outputs: &mut Outputs<R>,
     progress: &ProgressBar,
@@ -406,13 +407,22 @@ pub(crate) fn write_and_judge<R: Row + 'static>(
     row: &R,
     outcome: &mut RunOutcome,
 ) -> Result<()> {
-    progress.suspend(|| outputs.write_row(row))?;
     let table_unit = match unit {
         BandwidthUnit::MebibytesPerSecond => gdrperf_threshold::BandwidthUnit::MebibytesPerSecond,
         BandwidthUnit::GigabitsPerSecond => gdrperf_threshold::BandwidthUnit::GigabitsPerSecond,
     };
-    for failure in check_thresholds(thresholds, table_unit, row)? {
-        progress.suspend(|| eprintln!("FAIL: {failure}"));
+    let failures = check_thresholds(thresholds, table_unit, row)?;
+    if failures.is_empty() {
+        return progress.suspend(|| outputs.write_row(row));
+    }
+    let mut missed = row.clone();
+    let causes = missed.threshold_missed();
+    progress.suspend(|| outputs.write_row(&missed))?;
+    for failure in failures {
+        progress.suspend(|| {
+            eprintln!("FAIL: {failure}");
+            causes.iter().for_each(|cause| eprintln!("    cause: {cause}"));
+        });
         outcome.threshold_failures.push(failure);
     }
     Ok(())

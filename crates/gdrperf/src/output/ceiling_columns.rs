@@ -40,6 +40,9 @@ pub struct CeilingColumns {
     pub pct_of_ceiling: Option<f64>,
     /// Each cause's line, most likely first, joined by " | "; empty unless the row is short.
     pub ceiling_causes: String,
+    /// The causes the row lists if it misses a threshold (`--min-bw`), short of its ceiling or
+    /// not: what `ceiling_causes` becomes then.
+    pub causes_if_failed: String,
 }
 
 impl CeilingColumns {
@@ -62,7 +65,9 @@ impl CeilingColumns {
             nic_errors_moved: (context.nic.nic_errors > 0).then_some(context.nic.nic_counters.as_str()),
         };
         let judgement = judge_row(ends, figures, path.shortfall_percent, false);
+        let causes_if_failed = judge_row(ends, figures, path.shortfall_percent, true).causes_column();
         CeilingColumns {
+            causes_if_failed,
             ceiling_gbps: judgement.ceiling_gbps,
             ceiling_causes: judgement.causes_column(),
             ceiling_limited_by: judgement.ceiling_limited_by,
@@ -75,8 +80,12 @@ impl CeilingColumns {
     pub fn aggregate(lanes: impl Iterator<Item = CeilingColumns> + Clone, measured_gbps: f64) -> Self {
         let ceiling_gbps = lanes.clone().map(|lane| lane.ceiling_gbps).sum::<Option<f64>>();
         let limited: Vec<String> = lanes.clone().map(|lane| lane.ceiling_limited_by).collect();
-        let causes: Vec<String> = lanes.map(|lane| lane.ceiling_causes).filter(|c| !c.is_empty()).collect();
+        let causes: Vec<String> =
+            lanes.clone().map(|lane| lane.ceiling_causes).filter(|c| !c.is_empty()).collect();
+        let if_failed: Vec<String> =
+            lanes.map(|lane| lane.causes_if_failed).filter(|c| !c.is_empty()).collect();
         CeilingColumns {
+            causes_if_failed: distinct(&if_failed, " | "),
             ceiling_gbps,
             ceiling_limited_by: distinct(&limited, " + "),
             pct_of_ceiling: ceiling_gbps.filter(|gbps| *gbps > 0.0).map(|gbps| 100.0 * measured_gbps / gbps),

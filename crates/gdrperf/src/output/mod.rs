@@ -26,7 +26,7 @@ use crate::harness::config::BandwidthUnit;
 
 /// A result row: serialisable for files, printable as a line of the console table, and held
 /// against the acceptance thresholds through its typed figures.
-pub trait Row: Serialize + gdrperf_threshold::Measured {
+pub trait Row: Serialize + gdrperf_threshold::Measured + Clone {
     /// Column titles of the console table.
     fn console_header(unit: BandwidthUnit) -> String;
     /// This row as a line of the console table.
@@ -39,6 +39,20 @@ pub trait Row: Serialize + gdrperf_threshold::Measured {
     {
         None
     }
+    /// The row missed a threshold: its causes column becomes the causes a failed row lists
+    /// (short of its ceiling or not), which are returned, one per cause. None by default (a
+    /// latency row has no ceiling).
+    fn threshold_missed(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A row's `ceiling_causes` set to the causes of a missed threshold, and those, one per cause.
+pub(crate) fn list_causes_if_failed(ceiling_causes: &mut String, causes_if_failed: &str) -> Vec<String> {
+    if !causes_if_failed.is_empty() {
+        *ceiling_causes = causes_if_failed.to_string();
+    }
+    ceiling_causes.split(" | ").filter(|cause| !cause.is_empty()).map(str::to_string).collect()
 }
 
 /// One line of the run header: what the console prints above the table, and what the files'

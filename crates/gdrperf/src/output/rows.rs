@@ -128,6 +128,9 @@ pub struct BandwidthRow {
     /// directions, every lane): the peak was searched over the stored part only; 0 normally.
     #[serde(default)]
     pub peak_events_not_stored: u64,
+    /// What `ceiling_causes` becomes if the row misses a threshold (no column of its own).
+    #[serde(skip)]
+    pub causes_if_failed: String,
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -234,6 +237,7 @@ impl BandwidthRow {
             pct_of_ceiling: None,
             ceiling_causes: String::new(),
             peak_events_not_stored: reports.iter().map(|report| report.events_not_stored).sum(),
+            causes_if_failed: String::new(),
         };
         let bytes = row.bytes;
         row.set_ceiling(CeilingColumns::for_row(context, bytes, settings.bidirectional, row.bw_avg_gbit_s));
@@ -247,10 +251,12 @@ impl BandwidthRow {
             ceiling_limited_by: self.ceiling_limited_by.clone(),
             pct_of_ceiling: self.pct_of_ceiling,
             ceiling_causes: self.ceiling_causes.clone(),
+            causes_if_failed: self.causes_if_failed.clone(),
         }
     }
 
     pub fn set_ceiling(&mut self, columns: CeilingColumns) {
+        self.causes_if_failed = columns.causes_if_failed;
         self.ceiling_gbps = columns.ceiling_gbps;
         self.ceiling_limited_by = columns.ceiling_limited_by;
         self.pct_of_ceiling = columns.pct_of_ceiling;
@@ -363,6 +369,10 @@ pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str, bus_id: 
 }
 
 impl Row for BandwidthRow {
+    fn threshold_missed(&mut self) -> Vec<String> {
+        super::list_causes_if_failed(&mut self.ceiling_causes, &self.causes_if_failed)
+    }
+
     fn aggregate(lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
         BandwidthRow::aggregate(lanes)
     }

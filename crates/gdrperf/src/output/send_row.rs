@@ -116,6 +116,9 @@ pub struct SendBandwidthRow {
     /// [`BandwidthRow`]'s, over the sender's and the receiver's stores.
     #[serde(default)]
     pub peak_events_not_stored: u64,
+    /// What `ceiling_causes` becomes if the row misses a threshold (no column of its own).
+    #[serde(skip)]
+    pub causes_if_failed: String,
 }
 
 impl SendBandwidthRow {
@@ -264,6 +267,7 @@ impl SendBandwidthRow {
             pct_of_ceiling: base.pct_of_ceiling,
             ceiling_causes: base.ceiling_causes,
             peak_events_not_stored: base.peak_events_not_stored,
+            causes_if_failed: base.causes_if_failed,
         }
     }
 
@@ -312,11 +316,16 @@ impl SendBandwidthRow {
             pct_of_ceiling: self.pct_of_ceiling,
             ceiling_causes: self.ceiling_causes.clone(),
             peak_events_not_stored: self.peak_events_not_stored,
+            causes_if_failed: self.causes_if_failed.clone(),
         }
     }
 }
 
 impl Row for SendBandwidthRow {
+    fn threshold_missed(&mut self) -> Vec<String> {
+        super::list_causes_if_failed(&mut self.ceiling_causes, &self.causes_if_failed)
+    }
+
     fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
         SendBandwidthRow::aggregate(lanes)
     }

@@ -29,11 +29,14 @@
 //! after its message was copied in. One direction at a time. Its `--validate` checks each
 //! message, stamped with its index, as it is copied in, instead of a host ring.
 //!
-//! One direction at a time, the sender holds a credit per receive posted
-//! (`harness::credits`): the receiver grants its whole depth at the start of the connection and
-//! returns credits in batches as it reposts, with zero-byte SENDs the sender keeps receives for.
-//! With `-b` both sides send and receive on one receive queue, where a credit would consume a
-//! data receive: those runs go without credits, as perftest's do (said at start).
+//! Every sender holds a credit per receive posted (`harness::credits`): the receiver grants its
+//! whole depth at the start of the connection and returns credits in batches as it reposts, with
+//! zero-byte SENDs the sender keeps receives for. One way, those are receives of their own
+//! (`post_credit_receives`). With `-b` both directions share one receive queue per QP, where a
+//! credit lands in whatever receive is next: each side then posts [`CREDIT_RECEIVES`] receives
+//! beyond the `-r` it grants (and its send queue has as many entries beyond `-t` for its own
+//! credits), so that neither data nor credits ever find the queue empty. A credit is told from
+//! data by its immediate value (data carries none, or `PHASE_END`).
 //!
 //! Ctrl-C stops posting; what is in flight completes, and the size ends with the interruption.
 //! A peer that dies or gives up is noticed through the control channel (`check_peer`).
@@ -50,7 +53,7 @@ use crate::exchange::ExchangeError;
 use crate::harness::bandwidth::duration_window;
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
-use crate::harness::credits::SenderCredits;
+use crate::harness::credits::{SenderCredits, CREDIT_RECEIVES};
 use crate::harness::memory::{signal_every, Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::session::{Session, SessionParts};
 use crate::harness::stream_book::{events_to_store, signal_interval};
@@ -82,8 +85,6 @@ pub struct SendPlan {
     pub validate: bool,
     /// The peer's memory is staged too (messages are then stamped: see `harness::memory`).
     pub peer_staged: bool,
-    /// One direction at a time: the sender waits for credits (see the module docs).
-    pub credits: bool,
 }
 
 /// What this side measured: its sending, its receiving, or both.
@@ -117,7 +118,7 @@ fn split_id(wr_id: u64) -> (usize, u64) {
 /// Posts the receives a one-way sender keeps for the receiver's credits (once per connection).
 pub(crate) fn post_credit_receives(queue_pairs: &mut [RcQueuePair]) -> Result<SenderCredits> {
     for (index, queue_pair) in queue_pairs.iter_mut().enumerate() {
-        for _ in 0..crate::harness::credits::CREDIT_RECEIVES.min(queue_pair.sizes().recv_depth) {
+        for _ in 0..CREDIT_RECEIVES.min(queue_pair.sizes().recv_depth) {
             queue_pair.post_receive(credit_receive_id(index), crate::verbs::LocalSlice::empty())?;
         }
     }
@@ -135,7 +136,7 @@ fn credit_receive_id(index: usize) -> u64 {
 pub fn stream_send(session: &mut Session, plan: &SendPlan) -> Result<SendReports> {
     let SessionParts { queue_pairs, completion_queue, buffers, control, connection } = session.parts();
     let receives = connection.receive_queues.as_mut();
-    let credits = connection.send_credits.as_mut().filter(|_| plan.credits);
+    let credits = connection.send_credits.as_mut();
     let link = Link { queue_pairs, completion_queue, control, credits };
     if !buffers.first().is_some_and(|buffer| buffer.is_staged()) {
         let mut memories: Vec<Direct> = buffers.iter().map(|buffer| Direct::new(buffer, plan.size)).collect();
@@ -176,8 +177,8 @@ fn stream_with<M: QueueMemory>(
     let plan = &SendPlan { cq_mod: signal_every(plan.cq_mod, memories) as u32, ..*plan };
     let queue_count = link.queue_pairs.len();
     let Link { queue_pairs, completion_queue, control, credits } = link;
-    if plan.sends && plan.credits && credits.is_none() {
-        return Err(Error::Internal("a one-way sender needs its credit receives posted in prepare".into()));
+    if plan.sends && credits.is_none() {
+        return Err(Error::Internal("a sender needs its credits set up in prepare".into()));
     }
     let mut sender = if plan.sends { Some(Sender::new(plan, queue_count, credits)?) } else { None };
     let mut receiver = match (plan.receives, receives) {
@@ -207,6 +208,18 @@ fn stream_with<M: QueueMemory>(
                     (true, Some(sender), _) => sender.take_credit(&completion, queue_pairs),
                     (false, _, Some(receiver)) => receiver.credit_sent(&completion),
                     _ => Err(unexpected(&completion, "a credit on a side that neither sends nor receives")),
+                };
+            }
+            if completion.wr_id & RECEIVE_FLAG != 0 && is_shared_credit(&completion) {
+                // -b: the peer's credit landed in a data receive (see the module docs).
+                return match (receiver.as_mut(), sender.as_mut()) {
+                    (Some(receiver), Some(sender)) => {
+                        let index = receiver.repost_reserved(&completion, queue_pairs)?;
+                        sender.grant(&completion, index)
+                    }
+                    _ => {
+                        Err(unexpected(&completion, "a credit only where both directions share the receives"))
+                    }
                 };
             }
             if completion.wr_id & RECEIVE_FLAG != 0 {
@@ -256,6 +269,15 @@ fn stream_with<M: QueueMemory>(
     let sent = sender.map(Sender::report).transpose()?;
     let received = receiver.and_then(Receiver::report);
     Ok(SendReports { sent, received })
+}
+
+/// A credit on a receive shared with data (`-b`): a successful zero-byte message whose
+/// immediate is a count, where data carries no immediate or [`PHASE_END`].
+fn is_shared_credit(completion: &WorkCompletion) -> bool {
+    completion.is_success()
+        && completion.opcode == opcode::RECV
+        && completion.byte_len == 0
+        && completion.immediate.is_some_and(|immediate| immediate != PHASE_END)
 }
 
 fn unexpected(completion: &WorkCompletion, expected: &'static str) -> Error {
@@ -440,14 +462,21 @@ impl<'c> Sender<'c> {
             return Err(completion.error("receive of a credit", 0));
         }
         let (index, _) = split_id(completion.wr_id);
+        if index >= queue_pairs.len() {
+            return Err(unexpected(completion, "a credit from the receiver"));
+        }
+        self.grant(completion, index)?;
+        queue_pairs[index].post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())
+    }
+
+    /// Takes in the credit `completion` carries for QP `index` (its immediate: how many
+    /// receives the peer reposted).
+    fn grant(&mut self, completion: &WorkCompletion, index: usize) -> Result<()> {
         let granted = match (self.credits.as_deref_mut(), completion.immediate) {
             (Some(credits), Some(count)) => credits.grant(index, u64::from(count)),
             _ => None,
         };
-        if granted.is_none() || index >= queue_pairs.len() {
-            return Err(unexpected(completion, "a credit from the receiver"));
-        }
-        queue_pairs[index].post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())
+        granted.ok_or_else(|| unexpected(completion, "a credit from the receiver"))
     }
 
     fn complete(&mut self, completion: &WorkCompletion) -> Result<()> {
@@ -515,5 +544,30 @@ mod tests {
             assert_eq!(id & RECEIVE_FLAG != 0, receive);
             assert_eq!(split_id(id), (queue_pair, low));
         }
+    }
+
+    fn receive(byte_len: u32, immediate: Option<u32>) -> WorkCompletion {
+        WorkCompletion {
+            wr_id: work_request_id(true, 2, 7),
+            status: 0,
+            opcode: opcode::RECV,
+            byte_len,
+            immediate,
+            vendor_err: 0,
+        }
+    }
+
+    /// With -b a credit shares the data receives: only a zero-byte message with a count is one.
+    #[test]
+    fn a_credit_is_told_from_data_on_a_shared_receive() {
+        assert!(is_shared_credit(&receive(0, Some(12))));
+        assert!(!is_shared_credit(&receive(0, Some(PHASE_END))), "a phase end is data");
+        assert!(!is_shared_credit(&receive(4096, None)));
+        assert!(!is_shared_credit(&receive(4096, Some(PHASE_END))));
+        assert!(!is_shared_credit(&receive(4096, Some(12))), "a credit carries no bytes");
+        assert!(
+            !is_shared_credit(&WorkCompletion { status: 5, ..receive(0, Some(12)) }),
+            "a flushed receive"
+        );
     }
 }

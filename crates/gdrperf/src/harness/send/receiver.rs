@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::harness::bandwidth::duration_window;
 use crate::harness::buffers::{find_mismatch, pattern_seed};
 use crate::harness::config::StopRule;
-use crate::harness::credits::ReceiverCredits;
+use crate::harness::credits::{ReceiverCredits, CREDIT_RECEIVES};
 use crate::harness::memory::{QueueMemory, Ring};
 use crate::harness::session::Session;
 use crate::harness::stream_book::events_to_store;
@@ -30,8 +30,8 @@ pub struct ReceiveQueues {
     /// Staged memory: the receives' slots in the bounce ring (one per receive, each as long as
     /// the sweep's largest message).
     staged_ring: Option<Ring>,
-    /// One way: the credits owed to the sender as receives are reposted.
-    credits: Option<ReceiverCredits>,
+    /// The credits owed to the sender as receives are reposted.
+    credits: ReceiverCredits,
 }
 
 struct QueueReceives {
@@ -41,6 +41,8 @@ struct QueueReceives {
     /// Staged memory: receive `k` lands in slot `k` of this ring.
     staged: Option<Ring>,
     slots: u32,
+    /// Receives posted beyond `slots` for the peer's credits (`-b`: see the module docs).
+    reserved: u32,
 }
 
 /// Host memory with one slot per posted receive. The region is declared first so that it is
@@ -53,14 +55,15 @@ struct ValidationRing {
 
 impl ReceiveQueues {
     /// Posts `rx_depth` receives per QP (with `validate`, one per slot of a ring sized for
-    /// `max_size`-byte messages); with `credits`, all of them are owed to the sender as its
-    /// first grant.
+    /// `max_size`-byte messages), all of them owed to the sender as its first grant. With
+    /// `shared` (`-b`: this side sends too, and the peer's credits land in these receives),
+    /// [`CREDIT_RECEIVES`] more per QP, kept for those credits and never granted.
     pub fn post(
         session: &mut Session,
         rx_depth: u32,
         validate: bool,
         max_size: usize,
-        credits: bool,
+        shared: bool,
     ) -> Result<ReceiveQueues> {
         let local = &mut session.local;
         let queue_count = local.queue_pairs.len();
@@ -72,6 +75,10 @@ impl ReceiveQueues {
             // must land in the bounce ring, to be copied in from there.
             let staged = buffer.is_staged().then(|| Ring::new(buffer.region().len(), rx_depth, max_size));
             staged_ring = staged_ring.or(staged);
+            if shared && staged.is_some() {
+                return Err(Error::Internal("staged memory runs one direction at a time".into()));
+            }
+            let reserved = if shared { CREDIT_RECEIVES } else { 0 };
             let use_ring = validate && staged.is_none();
             if use_ring && buffer.host_bytes().is_none() {
                 return Err(Error::Config(format!(
@@ -86,7 +93,7 @@ impl ReceiveQueues {
             } else if use_ring {
                 let slots =
                     (VALIDATION_RING_BYTES / (max_size.max(1) * queue_count)).clamp(1, rx_depth as usize);
-                let memory = HostBuffer::new(slots * max_size)?;
+                let memory = HostBuffer::new((slots + reserved as usize) * max_size)?;
                 // SAFETY: the memory is stored next to the region, which is dropped first.
                 let region = unsafe {
                     MemoryRegion::register(
@@ -102,16 +109,21 @@ impl ReceiveQueues {
             } else {
                 (None, rx_depth)
             };
-            let queue = QueueReceives { target, ring, staged, slots };
-            for slot in 0..queue.slots {
+            let queue = QueueReceives { target, ring, staged, slots, reserved };
+            for slot in 0..queue.slots + queue.reserved {
                 local.queue_pairs[index]
                     .post_receive(work_request_id(true, index, u64::from(slot)), queue.slot(slot))?;
             }
             queues.push(queue);
         }
         let depth = queues.first().map_or(0, |queue| u64::from(queue.slots));
-        let send_depth = local.queue_pairs.first().map_or(1, |queue_pair| queue_pair.sizes().send_depth);
-        let credits = credits.then(|| ReceiverCredits::new(queue_count, depth, send_depth));
+        // One way the send queue carries credits only; with -b it has CREDIT_RECEIVES entries
+        // for them beyond the data's -t (see gdr-send-bw's setup).
+        let send_depth = match shared {
+            true => CREDIT_RECEIVES,
+            false => local.queue_pairs.first().map_or(1, |queue_pair| queue_pair.sizes().send_depth),
+        };
+        let credits = ReceiverCredits::new(queue_count, depth, send_depth);
         Ok(ReceiveQueues { queues, validate, failure: None, staged_ring, credits })
     }
 
@@ -207,13 +219,12 @@ impl<'q> Receiver<'q> {
 
     /// Every phase end came and no credit SEND is left to complete.
     pub(super) fn done(&self) -> bool {
-        self.states.iter().all(|state| state.phase == ReceivePhase::Done)
-            && self.queues.credits.as_ref().is_none_or(ReceiverCredits::settled)
+        self.states.iter().all(|state| state.phase == ReceivePhase::Done) && self.queues.credits.settled()
     }
 
     /// Sends every QP's due credit (a batch of reposted receives), as the send queue has room.
     pub(super) fn send_credits(&mut self, queue_pairs: &mut [RcQueuePair]) -> Result<()> {
-        let Some(credits) = self.queues.credits.as_mut() else { return Ok(()) };
+        let credits = &mut self.queues.credits;
         for (index, queue_pair) in queue_pairs.iter_mut().enumerate() {
             if let Some(credit) = credits.due(index) {
                 queue_pair.post_send(std::iter::once(SendRequest {
@@ -233,10 +244,25 @@ impl<'q> Receiver<'q> {
         if !completion.is_success() {
             return Err(completion.error("SEND of a credit", 0));
         }
-        match self.queues.credits.as_mut().and_then(ReceiverCredits::completed) {
+        match self.queues.credits.completed() {
             Some(()) => Ok(()),
             None => Err(unexpected(completion, "a credit SEND of this receiver")),
         }
+    }
+
+    /// `-b`: the peer's credit consumed one of our receives; it goes back at once, kept for
+    /// credits (owed to nobody). Returns the QP's index.
+    pub(super) fn repost_reserved(
+        &mut self,
+        completion: &WorkCompletion,
+        queue_pairs: &mut [RcQueuePair],
+    ) -> Result<usize> {
+        let (index, slot) = split_id(completion.wr_id);
+        let Some(queue) = self.queues.queues.get(index).filter(|queue| queue.reserved > 0) else {
+            return Err(unexpected(completion, "a credit only where both directions share the receives"));
+        };
+        queue_pairs[index].post_receive(completion.wr_id, queue.slot(slot as u32))?;
+        Ok(index)
     }
 
     /// One received message: check it, repost its receive, advance the phase at a phase end.
@@ -287,9 +313,7 @@ impl<'q> Receiver<'q> {
         self.landed[index] += 1;
         let target = self.queues.queues[index].slot(slot as u32);
         queue_pairs[index].post_receive(completion.wr_id, target)?;
-        if let Some(credits) = self.queues.credits.as_mut() {
-            credits.reposted(index);
-        }
+        self.queues.credits.reposted(index);
         state.count += 1;
         if state.phase == ReceivePhase::Measured {
             self.measured_now += 1;

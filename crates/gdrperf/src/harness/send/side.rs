@@ -5,6 +5,7 @@
 use crate::error::Result;
 use crate::harness::args_send::SendConfig;
 use crate::harness::config::{BandwidthConfig, BenchConfig};
+use crate::harness::credits::SenderCredits;
 use crate::harness::session::{refuse_staged, Session, StagedRules};
 use crate::output::rows::BandwidthFigures;
 use crate::output::send_row::SendFigures;
@@ -53,12 +54,16 @@ impl SendStream<'_> {
                 self.send.rx_depth,
                 self.common.validate,
                 self.common.max_size(),
-                !self.bandwidth.bidirectional,
+                self.bandwidth.bidirectional,
             )?;
             session.connection.receive_queues = Some(queues);
         }
-        if self.sends(session) && !self.bandwidth.bidirectional && session.connection.send_credits.is_none() {
-            let credits = super::post_credit_receives(&mut session.local.queue_pairs)?;
+        if self.sends(session) && session.connection.send_credits.is_none() {
+            // With -b the credits land in the receives just posted, which keep room for them.
+            let credits = match self.bandwidth.bidirectional {
+                true => SenderCredits::new(session.local.queue_pairs.len()),
+                false => super::post_credit_receives(&mut session.local.queue_pairs)?,
+            };
             session.connection.send_credits = Some(credits);
         }
         Ok(())
@@ -79,7 +84,6 @@ impl SendStream<'_> {
             stall_timeout: self.common.timeout,
             validate: self.common.validate,
             peer_staged: session.peer_memory().is_staged(),
-            credits: !self.bandwidth.bidirectional,
         };
         session.take_copy_seconds();
         let reports = stream_send(session, &plan)?;

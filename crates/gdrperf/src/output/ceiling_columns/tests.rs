@@ -55,6 +55,29 @@ fn a_row_near_its_ceiling_lists_no_cause_and_moved_counters_are_named() {
     assert!(columns.ceiling_causes.starts_with("server: mlx5_0 error counters moved"), "{columns:?}");
 }
 
+/// A row that misses --min-bw lists its causes although it is near its ceiling (or has none):
+/// the verdict FAIL comes with its evidence, as `gdrperf accept`'s does.
+#[test]
+fn a_row_missing_a_threshold_lists_causes_short_of_its_ceiling_or_not() {
+    let healthy = host_facts(&Machine::dgx_h100_like(), "mlx5_0");
+    let mut near = context("send_bw", RowPath::new(false, healthy.clone(), Some(healthy)));
+    near.nic = NicColumns { nic_errors: 2, nic_counters: "link_downed=2".into(), ..NicColumns::default() };
+    let columns = CeilingColumns::for_row(&near, 65536, false, 380.0);
+    assert_eq!(columns.ceiling_causes, "", "near its ceiling: no cause unless it fails");
+    assert!(columns.causes_if_failed.starts_with("server: mlx5_0 error counters moved"), "{columns:?}");
+    let mut ceiling_causes = columns.ceiling_causes.clone();
+    let causes = crate::output::list_causes_if_failed(&mut ceiling_causes, &columns.causes_if_failed);
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(ceiling_causes, causes[0]);
+    // A software device: no ceiling, yet the moved counters are named on a FAIL.
+    let rxe = host_facts(&Machine::rxe_only(), "rxe0");
+    let mut soft = context("write_bw", RowPath::new(true, rxe.clone(), Some(rxe)));
+    soft.nic = near.nic.clone();
+    let columns = CeilingColumns::for_row(&soft, 65536, false, 1.0);
+    assert_eq!((columns.ceiling_gbps, columns.ceiling_causes.as_str()), (None, ""));
+    assert!(columns.causes_if_failed.contains("error counters moved"), "{columns:?}");
+}
+
 #[test]
 fn a_software_device_has_no_figure_and_the_header_says_why() {
     let rxe = host_facts(&Machine::rxe_only(), "rxe0");
@@ -76,6 +99,7 @@ fn lanes_ceilings_add_and_their_limits_are_listed_once() {
         ceiling_limited_by: "wire".into(),
         pct_of_ceiling: Some(50.0),
         ceiling_causes: "client: x; fix: setpci ECAP_ACS+0x6.w=0000".into(),
+        causes_if_failed: String::new(),
     };
     let all = CeilingColumns::aggregate([lane.clone(), lane].into_iter(), 150.0);
     assert_eq!(all.ceiling_gbps, Some(200.0));
