@@ -27,6 +27,7 @@ use sideway::rdmacm::communication_manager::{
 };
 
 use crate::error::{Error, Result};
+use crate::verbs::queue_pair::error_chain;
 use crate::verbs::{Device, Gid, PathSettings, RcQueuePair};
 
 /// How long address and route resolution may take, each (perftest's 2000 ms).
@@ -350,18 +351,6 @@ fn describe_event(event: &EventType, status: i32) -> String {
 
 fn cm_error(step: &str, error: &dyn std::error::Error) -> Error {
     Error::ConnectionManager { step: step.to_string(), detail: error_chain(error) }
-}
-
-/// "outer: inner", so that the errno under sideway's wrapper errors is not lost.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -264,7 +264,7 @@ fn modify_error(state: &'static str, error: &dyn std::error::Error) -> Error {
 }
 
 /// "outer: inner: innermost", so that the errno under sideway's wrapper errors is not lost.
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(inner) = source {
