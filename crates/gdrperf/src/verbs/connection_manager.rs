@@ -16,6 +16,11 @@
 //! (checked, with the fix in the error), and the attributes both paths share (MTU, read depth,
 //! RNR timer, retry counts) are set as [`RcQueuePair::connect`] sets them, so `-R` changes how
 //! the peer is found, never what is measured.
+//!
+//! sideway's `ConnectionParameter` sets only the QP number (its default advertises one outstanding
+//! READ each way, retry counts 7, no private data). That is enough: with user-managed QPs the
+//! CM's advertised read depths reach no QP, each side sets its own from [`PathSettings`] (both
+//! gdrperf, both the same), so nothing needs a raw binding.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
