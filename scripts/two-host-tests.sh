@@ -10,6 +10,8 @@
 #    send/recv bandwidth, write and send latency (those that are built). Checked: both sides exit
 #    0, the rows, the data check, both host names in every row, the GID taken from the client's
 #    interface address (::ffff:192.0.2.11), the bytes on eth0.
+# 1a. -R (scripts/vm-tests.d/21-rdma-cm.sh) in gdrvm0, where rxe0 sits on eth0: every bench
+#    connected through rdma_cm, loopback and two processes, perftest's -R beside it.
 # 1b. Loss (scripts/loss-test.sh, short form): netem drops 2% of gdrvm1's eth0 egress; checked:
 #    rxe's error counters move and gdr-write-bw --max-nic-errors 0 fails (exit 1, WARNING and
 #    FAIL lines), one way and both ways; GDRPERF_SKIP_LOSS=1 skips it.
@@ -82,6 +84,15 @@ read -r tx_before _ <"$OUT/benches/eth0.gdrvm1.before" 2>/dev/null
 read -r tx_after _ <"$OUT/benches/eth0.gdrvm1.after" 2>/dev/null
 sent=$(( ${tx_after:-0} - ${tx_before:-0} ))
 check "gdrvm1 sent $((sent >> 20)) MiB over eth0 (at least 96 MiB)" "$([ "$sent" -ge $((96 << 20)) ] || echo "only $sent bytes")"
+
+# --- 1a. -R: the rdma_cm family in gdrvm0, whose rxe0 sits on a NIC (on lo rdma_cm finds no route)
+echo "== -R through rdma_cm in gdrvm0 (scripts/vm-tests.d/21-rdma-cm.sh)"
+scripts/softroce.sh pair --timeout 900 -- \
+    "VM_TEST_OUT=$OUT/rdma-cm VM_TESTS=21-rdma-cm scripts/vm-tests.sh" true >"$OUT/rdma-cm.log" 2>&1
+status=$?
+grep -E '^vm0\| (ok|FAIL) ' "$OUT/rdma-cm.log" | sed 's/^vm0| /       /'
+check "-R family in gdrvm0: $(grep -o '[0-9]* passed, [0-9]* failed' "$OUT/rdma-cm.log" | tail -n 1) (exit $status)" \
+    "$([ $status = 0 ] || grep -A3 'FAIL' "$OUT/rdma-cm.log" | head -n 12)"
 
 # --- 1b. packet loss on the link ------------------------------------------------------------------
 if [ "${GDRPERF_SKIP_LOSS:-0}" = 1 ]; then

@@ -59,6 +59,10 @@ pub enum Error {
     )]
     CreateQp { send_depth: u32, recv_depth: u32, source: io::Error },
 
+    /// `-R`: a step of connecting through rdma_cm failed; `detail` says why and what to try.
+    #[error("rdma_cm: {step}: {detail}")]
+    ConnectionManager { step: String, detail: String },
+
     #[error("ibv_modify_qp to {state} failed: {detail}")]
     ModifyQp { state: &'static str, detail: String },
 

@@ -171,10 +171,19 @@ fn hello() -> impl Strategy<Value = Hello> {
         side,
         proptest::collection::vec(endpoint, 0..4),
         proptest::collection::vec(buffer, 0..4),
-        (proptest::collection::vec(text(), 0..3), any::<u32>()),
+        (proptest::collection::vec(text(), 0..3), any::<u32>(), proptest::option::of(any::<u16>())),
     )
         .prop_map(
-            |(version, gdrperf_version, host, parameters, side, endpoints, buffers, (placements, lane))| {
+            |(
+                version,
+                gdrperf_version,
+                host,
+                parameters,
+                side,
+                endpoints,
+                buffers,
+                (placements, lane, rdma_cm_port),
+            )| {
                 Hello {
                     version,
                     gdrperf_version,
@@ -185,6 +194,7 @@ fn hello() -> impl Strategy<Value = Hello> {
                     buffers,
                     placements,
                     lane,
+                    rdma_cm_port,
                 }
             },
         )
@@ -467,6 +477,7 @@ fn peers_of_another_protocol_version_are_refused_naming_both() {
             buffers: vec![RemoteBuffer { address: 0x1000, rkey: 0x1234, len: 64 }],
             placements: vec![],
             lane: 0,
+            rdma_cm_port: None,
         };
         let error = client_side.exchange_hello(&hello, None).unwrap_err();
         prop_assert!(

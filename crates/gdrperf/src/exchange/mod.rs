@@ -123,6 +123,9 @@ pub struct Hello {
     /// Which lane of a `--concurrent` run this connection carries (0 otherwise).
     #[serde(default)]
     pub lane: u32,
+    /// `-R`, from a server: the rdma_cm port it listens on for these QPs (`None` otherwise).
+    #[serde(default)]
+    pub rdma_cm_port: Option<u16>,
 }
 
 /// Per-side facts: shown in the run header and result rows, never required to match.

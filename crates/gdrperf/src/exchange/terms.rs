@@ -74,6 +74,7 @@ fn flag(name: &str, value: &Value) -> Option<String> {
         "validate" => switch("--validate"),
         "bidirectional" => switch("-b"),
         "concurrent" => switch("--concurrent"),
+        "rdma_cm" => switch("-R"),
         other => {
             let long = format!("--{}", other.replace('_', "-"));
             if value.is_boolean() {
@@ -167,5 +168,15 @@ mod tests {
              this side no -m -s 4096 --validate; give both sides the same flags"
         );
         assert_eq!(describe_mismatch(&ours, &ours), None);
+    }
+
+    #[test]
+    fn one_side_with_rdma_cm_is_told_to_give_both_minus_r() {
+        let ours = json!({"test": "send_lat", "qps": 1, "rdma_cm": true});
+        let theirs = json!({"test": "send_lat", "qps": 1, "rdma_cm": false});
+        assert_eq!(
+            describe_mismatch(&ours, &theirs).unwrap(),
+            "runs gdr-send-lat with other settings: it has no -R, this side -R; give both sides the same flags"
+        );
     }
 }

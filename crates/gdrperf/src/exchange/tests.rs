@@ -21,6 +21,7 @@ pub(crate) fn hello() -> Hello {
         buffers: vec![RemoteBuffer { address: 0x7000, rkey: 99, len: 4096 }],
         placements: vec!["host".into(), "cuda:0".into()],
         lane: 0,
+        rdma_cm_port: None,
     }
 }
 

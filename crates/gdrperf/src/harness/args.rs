@@ -30,7 +30,13 @@ pub struct CommonArgs {
     #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
     pub gid_index: Option<u32>,
 
-    /// TCP port of the out-of-band exchange.
+    /// Connect the queue pairs through rdma_cm, as perftest's -R: the server's IP address is
+    /// resolved to a device, port, GID and route by the RDMA connection manager, which swaps QP
+    /// numbers (the TCP channel still carries parameters, keys and results). Both sides give it.
+    #[arg(short = 'R', long = "rdma_cm", visible_alias = "rdma-cm", conflicts_with = "gid_index")]
+    pub rdma_cm: bool,
+
+    /// TCP port of the out-of-band exchange (with -R, rdma_cm listens from the same number up).
     #[arg(short = 'p', long = "port", default_value_t = 18515, value_name = "TCP_PORT")]
     pub port: u16,
 

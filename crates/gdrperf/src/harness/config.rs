@@ -97,6 +97,8 @@ pub struct BenchConfig {
     pub devices: Vec<String>,
     pub ib_port: u8,
     pub gid_index: Option<u32>,
+    /// `-R`: the QPs are connected through rdma_cm (`verbs::connection_manager`), not from the hellos.
+    pub rdma_cm: bool,
     pub tcp_port: u16,
     pub sizes: Vec<usize>,
     pub stop: StopRule,
@@ -226,6 +228,7 @@ impl BenchConfig {
             devices: check_devices(&args.ib_dev)?,
             ib_port: args.ib_port,
             gid_index: args.gid_index,
+            rdma_cm: args.rdma_cm,
             tcp_port: args.port,
             sizes,
             stop,
@@ -279,6 +282,8 @@ impl BenchConfig {
             "tx_depth": self.tx_depth,
             "mtu": self.mtu.map(Mtu::bytes),
             "validate": self.validate,
+            // Both sides connect the same way, or neither finds the other: checked with the terms.
+            "rdma_cm": self.rdma_cm,
         })
     }
 }
@@ -530,6 +535,17 @@ mod tests {
         assert_eq!(common.accept_timeout, None, "like perftest, a server waits for ever by default");
         let (common, _) = build(&["--accept-timeout", "30"]).unwrap();
         assert_eq!(common.accept_timeout, Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn rdma_cm_is_a_shared_parameter_and_leaves_the_gid_to_the_connection_manager() {
+        let (common, _) = build(&["-R", "node2"]).unwrap();
+        assert!(common.rdma_cm);
+        assert_eq!(common.shared_parameters()["rdma_cm"], true, "both sides must agree on -R");
+        assert!(build(&["--rdma_cm"]).unwrap().0.rdma_cm, "perftest's long spelling");
+        assert_eq!(build(&[]).unwrap().0.shared_parameters()["rdma_cm"], false);
+        let error = build(&["-R", "-x", "3"]).unwrap_err().to_string();
+        assert!(error.contains("--gid-index") && error.contains("--rdma_cm"), "{error}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::harness::config::{BenchConfig, Role};
 use crate::harness::memory::staged_len;
 use crate::harness::placement::Placement;
 use crate::harness::staging::{CudaStager, HostStager};
+use crate::verbs::connection_manager::CmEnd;
 use crate::verbs::{
     CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair,
     RemoteAccess, RemoteBuffer,
@@ -43,6 +44,8 @@ pub struct LocalResources {
     pub cpu: CpuPlacement,
     /// This side's path facts, read once here and sent to the peer in the hello.
     pub path: gdrperf_ceiling::EndFacts,
+    /// `-R`: this side's rdma_cm end (a server listens from here on), then its connections.
+    pub(crate) rdma_cm: Option<CmEnd>,
 }
 
 impl LocalResources {
@@ -108,6 +111,11 @@ impl LocalResources {
         if let Some(stager) = buffers.first_mut().and_then(BenchBuffer::stager) {
             path.staged_copy = Some(super::staging::measure_copy_rates(stager, config.timeout)?);
         }
+        let rdma_cm = match (config.rdma_cm, &config.role) {
+            (false, _) => None,
+            (true, Role::Server) => Some(CmEnd::server(config.listen_address().ip(), config.tcp_port)?),
+            (true, _) => Some(CmEnd::client()?),
+        };
         Ok(LocalResources {
             device,
             port,
@@ -118,6 +126,7 @@ impl LocalResources {
             buffers,
             cpu,
             path,
+            rdma_cm,
         })
     }
 
@@ -148,6 +157,7 @@ impl LocalResources {
             buffers: self.buffers.iter().map(|buffer| buffer.region().remote()).collect(),
             placements: greeting.placements.clone(),
             lane: greeting.lane,
+            rdma_cm_port: self.rdma_cm.as_ref().and_then(CmEnd::listening_port),
         }
     }
 }
@@ -312,7 +322,7 @@ impl Session {
         greeting: &Greeting,
     ) -> Result<Session> {
         let connected = refuse_pairing(greeting, true, &local, &peer)
-            .and_then(|()| Session::connect_queue_pairs(config, local, peer));
+            .and_then(|()| Session::connect_queue_pairs(config, local, peer, &control));
         match connected {
             Ok((local, peer, mtu)) => Ok(Session {
                 side: Side::Server,
@@ -358,7 +368,7 @@ impl Session {
         let result =
             control.exchange_hello(&ours, config.token.as_ref()).map_err(Error::from).and_then(|peer| {
                 refuse_pairing(greeting, side == Side::Server, &local, &peer)?;
-                Session::connect_queue_pairs(config, local, peer)
+                Session::connect_queue_pairs(config, local, peer, &control)
             });
         match result {
             Ok((local, peer, mtu)) => {
@@ -386,7 +396,7 @@ impl Session {
             self.control.report_failure(&error.to_string());
             return Err(error);
         }
-        let (local, peer, mtu) = Session::connect_queue_pairs(config, local, peer)?;
+        let (local, peer, mtu) = Session::connect_queue_pairs(config, local, peer, &self.control)?;
         self.local = local;
         self.peer = peer;
         self.mtu = mtu;
@@ -416,6 +426,7 @@ impl Session {
         config: &BenchConfig,
         mut local: LocalResources,
         peer: Hello,
+        control: &Control,
     ) -> Result<(LocalResources, Hello, Mtu)> {
         if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
             return Err(Error::Protocol(format!(
@@ -430,6 +441,21 @@ impl Session {
         let read_depth = 16;
         let path =
             PathSettings { port: local.port.number, mtu, local_gid: local.gid, read_depth, service_level: 0 };
+        if let Some(rdma_cm) = local.rdma_cm.as_mut() {
+            // A client reaches the server's rdma_cm listener at the address it reached its TCP
+            // port at; a server (listening) needs no address.
+            let server = match peer.rdma_cm_port {
+                Some(port) => Some(rdma_cm_peer(control.peer(), port, local.gid)?),
+                None if rdma_cm.listening_port().is_some() => None,
+                None => {
+                    return Err(Error::Protocol("the server's hello gives no rdma_cm port for -R".into()))
+                }
+            };
+            let mut peer_failed = || control.peer_gone(std::time::Duration::ZERO).map(Error::from);
+            let queue_pairs = &mut local.queue_pairs;
+            rdma_cm.connect(&local.device, queue_pairs, &path, server, config.timeout, &mut peer_failed)?;
+            return Ok((local, peer, mtu));
+        }
         for (queue_pair, remote) in local.queue_pairs.iter_mut().zip(&peer.endpoints) {
             queue_pair.connect(remote, &path)?;
         }
@@ -496,6 +522,17 @@ impl Session {
     pub fn take_copy_seconds(&mut self) -> f64 {
         crate::harness::buffers::take_copy_time(&mut self.local.buffers).as_secs_f64()
     }
+}
+
+/// The server's rdma_cm address: the host of `control_peer` ("10.0.0.2:18515", as the TCP
+/// channel reached it) at the rdma_cm `port` its hello gave.
+fn rdma_cm_peer(control_peer: &str, port: u16, local_gid: Option<GidChoice>) -> Result<std::net::SocketAddr> {
+    let address: std::net::SocketAddr = control_peer.parse().map_err(|_| {
+        Error::Internal(format!("the control channel's peer '{control_peer}' is no socket address"))
+    })?;
+    let ip =
+        crate::verbs::connection_manager::rdma_cm_address(address.ip(), local_gid.map(|choice| choice.gid));
+    Ok(std::net::SocketAddr::new(ip, port))
 }
 
 /// This machine's host name, for result rows (which node measured what).

@@ -520,6 +520,7 @@ pub(crate) fn metadata<B: Benchmark>(
             )
         }
     };
+    let qp_connection = crate::verbs::connection_manager::describe(local.rdma_cm.as_ref());
     let mut header: Vec<HeaderLine> = vec![
         HeaderLine::per_placement(
             "Device",
@@ -571,6 +572,7 @@ pub(crate) fn metadata<B: Benchmark>(
         ),
         HeaderLine::new("CPU", local.cpu.describe()),
         HeaderLine::new("QPs", config.qps.to_string()),
+        HeaderLine::new("QP connection", qp_connection.clone()),
         HeaderLine::new("TX depth", config.tx_depth.to_string()),
         HeaderLine::new(
             "Stop",
@@ -651,6 +653,7 @@ pub(crate) fn metadata<B: Benchmark>(
         "parameters": session.peer.parameters,
         "clock": clock,
         "latency_span": config.latency_span,
+        "qp_connection": qp_connection,
     });
     RunStart { header, metadata }
 }

@@ -3,9 +3,10 @@
 //! The order of the modules is the order an RDMA program uses them in:
 //! [`Device`] (open, pick port and GID) -> protection domain ([`Device::alloc_pd`]) ->
 //! [`MemoryRegion`] (register buffers) -> [`CompletionQueue`] -> [`RcQueuePair`] (create,
-//! exchange [`Endpoint`]s, connect) -> post work requests and poll completions.
+//! exchange [`Endpoint`]s, connect, or connect through rdma_cm: `connection_manager`) -> post work requests and poll completions.
 
 pub mod completion;
+pub mod connection_manager;
 pub mod device;
 pub mod memory;
 pub mod queue_pair;

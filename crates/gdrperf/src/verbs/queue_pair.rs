@@ -113,6 +113,12 @@ impl Operation {
     }
 }
 
+/// The receiver's RNR NAK timer (IB encoding 12: 0.64 ms), with rdma_cm as without it.
+pub(crate) const MIN_RNR_TIMER: u8 = 12;
+
+/// The local ACK timeout (IB encoding 14: 4.096 us x 2^14, about 67 ms), with rdma_cm as without it.
+pub(crate) const ACK_TIMEOUT: u8 = 14;
+
 /// A reliable-connected queue pair.
 pub struct RcQueuePair {
     queue_pair: ExtendedQueuePair,
@@ -181,7 +187,7 @@ impl RcQueuePair {
             .setup_dest_qp_num(remote.qp_number)
             .setup_rq_psn(remote.psn)
             .setup_max_dest_read_atomic(path.read_depth)
-            .setup_min_rnr_timer(12)
+            .setup_min_rnr_timer(MIN_RNR_TIMER)
             .setup_address_vector(&address);
         self.queue_pair.modify(&ready_to_receive).map_err(|error| modify_error("RTR", &error))?;
 
@@ -189,11 +195,17 @@ impl RcQueuePair {
         ready_to_send
             .setup_state(QueuePairState::ReadyToSend)
             .setup_sq_psn(self.psn)
-            .setup_timeout(14)
+            .setup_timeout(ACK_TIMEOUT)
             .setup_retry_cnt(7)
             .setup_rnr_retry(7)
             .setup_max_read_atomic(path.read_depth);
         self.queue_pair.modify(&ready_to_send).map_err(|error| modify_error("RTS", &error))
+    }
+
+    /// Applies a transition whose attributes came from elsewhere (rdma_cm's, see
+    /// [`crate::verbs::connection_manager`]); `state` names it in the error.
+    pub(crate) fn modify(&mut self, attributes: &QueuePairAttribute, state: &'static str) -> Result<()> {
+        self.queue_pair.modify(attributes).map_err(|error| modify_error(state, &error))
     }
 
     /// Posts `requests` to the send queue with one doorbell.
@@ -252,7 +264,7 @@ fn modify_error(state: &'static str, error: &dyn std::error::Error) -> Error {
 }
 
 /// "outer: inner: innermost", so that the errno under sideway's wrapper errors is not lost.
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(inner) = source {
