@@ -9,7 +9,8 @@
 //! `copy_time_s` counts the reader's copies.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest, TestOptions};
+use gdrperf::bench::{self, Bench};
+use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, TestOptions};
 use gdrperf::harness::latency::{memory_header, prepare_read_source, read_latency, LatencyPlan};
 use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
 use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
@@ -17,11 +18,7 @@ use gdrperf::output::RowContext;
 use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-read-lat",
-    version,
-    about = "RDMA READ latency (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -36,8 +33,7 @@ struct ReadLatency {
 }
 
 impl Benchmark for ReadLatency {
-    const NAME: &'static str = "read_lat";
-    const TITLE: &'static str = "RDMA_Read Latency Test";
+    const BENCH: Bench = bench::READ_LAT;
     type Report = LatencyFigures;
     type Row = LatencyRow;
 
@@ -106,10 +102,10 @@ impl Benchmark for ReadLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_with_defaults(harness::args_latency::LATENCY_DEFAULTS);
+    let cli: Cli = harness::parse_bench(&ReadLatency::BENCH);
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, TestOptions::default(), LatencyTest::Read, "read_lat")?;
+            latency_setup(&cli.common, &cli.latency, TestOptions::default(), &ReadLatency::BENCH)?;
         harness::run(&ReadLatency { common, latency, files })
     })
 }

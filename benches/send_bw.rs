@@ -11,6 +11,7 @@
 //! `gdrperf::harness::memory`); `copy_time_s` is both sides' copy time.
 
 use clap::Parser;
+use gdrperf::bench::{self, Bench};
 use gdrperf::harness::args_send::{SendArgs, SendConfig};
 use gdrperf::harness::credits::CREDIT_RECEIVES;
 use gdrperf::harness::send::SendStream;
@@ -23,11 +24,7 @@ use gdrperf::output::RowContext;
 use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-send-bw",
-    version,
-    about = "SEND/RECV bandwidth (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -50,8 +47,7 @@ impl SendBandwidth {
 }
 
 impl Benchmark for SendBandwidth {
-    const NAME: &'static str = "send_bw";
-    const TITLE: &'static str = "Send BW Test";
+    const BENCH: Bench = bench::SEND_BW;
     type Report = SendFigures;
     type Row = SendBandwidthRow;
 
@@ -138,8 +134,8 @@ impl Benchmark for SendBandwidth {
 }
 
 fn main() -> std::process::ExitCode {
-    let defaults = gdrperf::harness::perftest_defaults::SEND_BW_DEFAULTS;
-    let cli: Cli = harness::parse_with_defaults(defaults);
+    let cli: Cli = harness::parse_bench(&SendBandwidth::BENCH);
+    let defaults = SendBandwidth::BENCH.defaults;
     gdrperf::harness::exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;

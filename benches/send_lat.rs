@@ -12,7 +12,8 @@
 //! its copies are inside the timed round trip and `copy_time_s` counts both sides' copies.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{latency_setup, InlineArgs, LatencyArgs, LatencyConfig, LatencyTest};
+use gdrperf::bench::{self, Bench};
+use gdrperf::harness::args_latency::{latency_setup, InlineArgs, LatencyArgs, LatencyConfig};
 use gdrperf::harness::latency::{
     check_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_setup, prepare_ping_pong,
     prepare_ping_pong_check, LatencyPlan, PingPong,
@@ -22,11 +23,7 @@ use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, L
 use gdrperf::output::RowContext;
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-send-lat",
-    version,
-    about = "SEND/RECV latency, ping-pong (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -43,8 +40,7 @@ struct SendLatency {
 }
 
 impl Benchmark for SendLatency {
-    const NAME: &'static str = "send_lat";
-    const TITLE: &'static str = "Send Latency Test";
+    const BENCH: Bench = bench::SEND_LAT;
     type Report = LatencyFigures;
     type Row = LatencyRow;
 
@@ -107,10 +103,10 @@ impl Benchmark for SendLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_with_defaults(harness::args_latency::LATENCY_DEFAULTS);
+    let cli: Cli = harness::parse_bench(&SendLatency::BENCH);
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), LatencyTest::Send, "send_lat")?;
+            latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), &SendLatency::BENCH)?;
         harness::run(&SendLatency { common, latency, files })
     })
 }

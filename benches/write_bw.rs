@@ -5,6 +5,7 @@
 //! side checks its buffer against the sender's pattern after every size.
 
 use clap::Parser;
+use gdrperf::bench::{self, Bench};
 use gdrperf::harness::write_stream::WriteStream;
 use gdrperf::harness::{
     self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
@@ -14,11 +15,7 @@ use gdrperf::output::{BandwidthRow, RowContext};
 use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-write-bw",
-    version,
-    about = "RDMA WRITE bandwidth (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -38,8 +35,7 @@ impl WriteBandwidth {
 }
 
 impl Benchmark for WriteBandwidth {
-    const NAME: &'static str = "write_bw";
-    const TITLE: &'static str = "RDMA_Write BW Test";
+    const BENCH: Bench = bench::WRITE_BW;
     type Report = BandwidthFigures;
     type Row = BandwidthRow;
 
@@ -110,8 +106,8 @@ impl Benchmark for WriteBandwidth {
 }
 
 fn main() -> std::process::ExitCode {
-    let defaults = gdrperf::harness::perftest_defaults::WRITE_BW_DEFAULTS;
-    let cli: Cli = harness::parse_with_defaults(defaults);
+    let cli: Cli = harness::parse_bench(&WriteBandwidth::BENCH);
+    let defaults = WriteBandwidth::BENCH.defaults;
     gdrperf::harness::exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;

@@ -15,9 +15,8 @@
 //! round trip and `copy_time_s` counts both sides' copies.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{
-    latency_setup, LatencyArgs, LatencyConfig, LatencyTest, WriteLatencyArgs,
-};
+use gdrperf::bench::{self, Bench};
+use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, WriteLatencyArgs};
 use gdrperf::harness::latency::{
     check_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_setup, prepare_ping_pong,
     prepare_ping_pong_check, LatencyPlan, PingPong,
@@ -27,11 +26,7 @@ use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, L
 use gdrperf::output::RowContext;
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-write-lat",
-    version,
-    about = "RDMA WRITE latency, ping-pong (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -58,8 +53,7 @@ impl WriteLatency {
 }
 
 impl Benchmark for WriteLatency {
-    const NAME: &'static str = "write_lat";
-    const TITLE: &'static str = "RDMA_Write Latency Test";
+    const BENCH: Bench = bench::WRITE_LAT;
     type Report = LatencyFigures;
     type Row = LatencyRow;
 
@@ -136,10 +130,10 @@ impl Benchmark for WriteLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_with_defaults(harness::args_latency::LATENCY_DEFAULTS);
+    let cli: Cli = harness::parse_bench(&WriteLatency::BENCH);
     gdrperf::harness::exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, (&cli.write).into(), LatencyTest::Write, "write_lat")?;
+            latency_setup(&cli.common, &cli.latency, (&cli.write).into(), &WriteLatency::BENCH)?;
         harness::run(&WriteLatency { common, latency, files })
     })
 }

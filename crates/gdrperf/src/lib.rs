@@ -9,6 +9,7 @@
 //!
 //! `examples/rdma_write.rs` is the smallest complete program using the verbs layer alone.
 
+pub mod bench;
 pub mod cpu_placement;
 pub mod error;
 pub mod exchange;

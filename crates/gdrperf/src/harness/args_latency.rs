@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 
+use crate::bench::{Bench, Operation};
 use crate::error::{Error, Result};
 use crate::harness::args::CommonArgs;
 use crate::harness::config::{
@@ -216,10 +217,15 @@ pub fn latency_setup(
     common: &CommonArgs,
     latency: &LatencyArgs,
     options: TestOptions,
-    test: LatencyTest,
-    name: &'static str,
+    bench: &Bench,
 ) -> Result<(BenchConfig, LatencyConfig, Option<LatencyFiles>)> {
-    let mut common = BenchConfig::from_args(common, LATENCY_DEFAULTS)?;
+    let test = match bench.operation {
+        Operation::Read => LatencyTest::Read,
+        Operation::Write => LatencyTest::Write,
+        Operation::Send => LatencyTest::Send,
+    };
+    let name = bench.name;
+    let mut common = BenchConfig::from_args(common, bench.defaults)?;
     common.latency_span = Some(latency.latency_span);
     let latency = LatencyConfig::from_args(latency, options, &common, test)?;
     let files = latency

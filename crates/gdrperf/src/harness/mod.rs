@@ -33,7 +33,7 @@ pub mod write_stream;
 
 pub use args::{BandwidthArgs, CommonArgs};
 pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
-pub use help::parse_with_defaults;
+pub use help::parse_bench;
 pub use roles::run;
 pub use session::{Session, Side};
 pub use sweep::{Benchmark, RunOutcome, Setup};

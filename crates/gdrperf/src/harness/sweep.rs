@@ -27,10 +27,9 @@ use crate::verbs::QueuePairSizes;
 /// What a bench binary implements. All methods take `&self`: in `--loopback` both ends run the
 /// same benchmark value on two threads.
 pub trait Benchmark: Sync {
-    /// Machine name, the `test` column: "write_bw".
-    const NAME: &'static str;
-    /// Console title: "RDMA_Write BW Test".
-    const TITLE: &'static str;
+    /// The bench's descriptor (its names, title and defaults), an entry of
+    /// [`BENCHES`](crate::bench::BENCHES).
+    const BENCH: crate::bench::Bench;
     /// What one side measures for one size (sent to the peer as JSON).
     type Report: Serialize + DeserializeOwned + Send;
     /// The result row.
@@ -148,7 +147,7 @@ pub(crate) fn create_local<B: Benchmark>(
 /// What this side says in its hello for round or lane `lane`.
 pub(crate) fn greeting<B: Benchmark>(benchmark: &B, placements: &[Placement], lane: u32) -> Greeting {
     Greeting {
-        test: B::NAME,
+        test: B::BENCH.name,
         parameters: benchmark.setup().parameters,
         placements: placement::labels(placements),
         lane: if concurrent(benchmark) { lane } else { 0 },
@@ -429,7 +428,7 @@ pub(crate) fn progress_bar(sizes: usize) -> ProgressBar {
 
 pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session) -> RowContext {
     RowContext {
-        test: B::NAME.to_string(),
+        test: B::BENCH.name.to_string(),
         host: hostname(),
         peer_host: session.peer.host.clone(),
         device: session.local.device.name().to_string(),
@@ -576,7 +575,7 @@ pub(crate) fn metadata<B: Benchmark>(
     header.push(HeaderLine::per_placement("Ceiling", ceiling));
     header.extend(benchmark.setup().header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     let metadata = serde_json::json!({
-        "test": B::NAME,
+        "test": B::BENCH.name,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
         "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
         "argv": config.argv,
