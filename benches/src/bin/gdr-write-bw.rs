@@ -6,11 +6,12 @@
 
 use clap::Parser;
 use gdrperf::bench::{self, Bench};
-use gdrperf::harness::write_stream::WriteStream;
+use gdrperf::harness::bandwidth::StreamOperation;
+use gdrperf::harness::write_stream::OneSidedStream;
 use gdrperf::harness::{
     self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
 };
-use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
+use gdrperf::output::rows::BandwidthFigures;
 use gdrperf::output::{BandwidthRow, RowContext};
 use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
 
@@ -29,8 +30,8 @@ struct WriteBandwidth {
 }
 
 impl WriteBandwidth {
-    fn stream(&self) -> WriteStream<'_> {
-        WriteStream { common: &self.common, bandwidth: &self.bandwidth }
+    fn stream(&self) -> OneSidedStream<'_> {
+        OneSidedStream { operation: StreamOperation::Write, common: &self.common, bandwidth: &self.bandwidth }
     }
 }
 
@@ -82,26 +83,7 @@ impl Benchmark for WriteBandwidth {
         peer: Option<BandwidthFigures>,
         validation: &str,
     ) -> Option<BandwidthRow> {
-        // Both directions add up; one direction seen from both ends (a receiver that copies on
-        // reports when data reached its payload) counts at the slower end, where it arrived last.
-        let reports: Vec<BandwidthFigures> = match (ours, peer) {
-            (Some(sent), Some(landed)) if !self.bandwidth.bidirectional => {
-                let slower = if landed.average_bytes_per_second < sent.average_bytes_per_second {
-                    landed
-                } else {
-                    sent
-                };
-                // The copies of both ends are part of the cost, whichever end was slower.
-                vec![BandwidthFigures { copy_seconds: sent.copy_seconds + landed.copy_seconds, ..slower }]
-            }
-            (ours, peer) => ours.into_iter().chain(peer).collect(),
-        };
-        let settings = BandwidthSettings {
-            tx_depth: self.common.tx_depth,
-            cq_mod: self.bandwidth.cq_mod,
-            bidirectional: self.bandwidth.bidirectional,
-        };
-        (!reports.is_empty()).then(|| BandwidthRow::new(context, settings, &reports, validation))
+        self.stream().row(context, ours, peer, validation)
     }
 }
 

@@ -5,6 +5,10 @@
 //! signaled (fewer completions to poll at high message rates), the clock started at the first
 //! post and stopped at the last completion. Each completion tells how far its QP has come, since a
 //! signaled completion implies that every earlier request of that QP is done too.
+//!
+//! The same loop streams WRITEs and READs. A reader whose memory is staged lands each READ in
+//! its own slot of the bounce ring and copies it in once its completion is seen; a slot is read
+//! into again only after that copy finished ([`QueueMemory::ready_to_land`]).
 
 use std::time::Duration;
 
@@ -176,6 +180,8 @@ struct Progress {
     credited: u64,
     /// Messages posted (and completed) before the current phase.
     phase_start: u64,
+    /// A staged reader: messages whose READ completed and whose copy in has started.
+    landed: u64,
 }
 
 fn run<M: QueueMemory>(
@@ -221,12 +227,17 @@ fn run<M: QueueMemory>(
                 // The room in the send queue, up to the target; whole signal groups in a timed run.
                 let mut count = book.room(index);
                 if M::COPIES {
-                    let end = target.map_or(u64::MAX, |target| phase_start + target);
-                    let ready = memories[index].ready_to_post(
-                        phase_start + counts.posted,
-                        phase_start + counts.completed,
-                        end,
-                    )?;
+                    let ready = match plan.operation {
+                        StreamOperation::Write => memories[index].ready_to_post(
+                            phase_start + counts.posted,
+                            phase_start + counts.completed,
+                            target.map_or(u64::MAX, |target| phase_start + target),
+                        )?,
+                        // A READ lands in the staged ring: into a slot already copied in.
+                        StreamOperation::Read => {
+                            memories[index].ready_to_land(phase_start + counts.posted)?
+                        }
+                    };
                     count = count.min(ready);
                 }
                 let remote = link.remotes[index];
@@ -297,6 +308,9 @@ fn run<M: QueueMemory>(
             retired_now += book.complete(completion.wr_id).map_err(|_| unexpected())?;
             Ok(())
         })?;
+        if M::COPIES && plan.operation == StreamOperation::Read {
+            land(memories, progress, &book)?;
+        }
         let alive = if retired_now == 0 && credits_now > 0 {
             // A credit retires none of our requests but shows the receiver alive.
             book.other_progress();
@@ -332,6 +346,18 @@ fn run<M: QueueMemory>(
             return stopped_by.map_or(Ok(()), |signal| Err(ExchangeError::Interrupted(signal).into()));
         }
     }
+}
+
+/// A staged reader: every READ completed since the last poll has landed in its ring slot (a
+/// signalled completion implies the QP's earlier ones), and its copy in starts now.
+fn land<M: QueueMemory>(memories: &mut [M], progress: &mut [Progress], book: &StreamBook) -> Result<()> {
+    for ((memory, state), counts) in memories.iter_mut().zip(progress.iter_mut()).zip(&book.progress) {
+        while state.landed < state.phase_start + counts.completed {
+            memory.landed(state.landed, state.landed)?;
+            state.landed += 1;
+        }
+    }
+    Ok(())
 }
 
 /// A staged receiver's credit: its immediate says how many more messages it copied in; the

@@ -103,6 +103,11 @@ pub trait QueueMemory {
     /// the phase will send (`u64::MAX` while a timed phase runs).
     fn ready_to_post(&mut self, posted: u64, completed: u64, end: u64) -> Result<u64>;
 
+    /// A reader's room (RDMA READ into a staged ring): how many messages from `posted` on have a
+    /// free slot to land in, a slot being free once the message that last landed in it is copied
+    /// in. `u64::MAX` where nothing is copied.
+    fn ready_to_land(&mut self, posted: u64) -> Result<u64>;
+
     /// Message `message` has landed in ring position `position` (its slot is
     /// `position % slots`: the message number itself for a write stream, the receive's slot for
     /// SEND/RECV): starts its copy in.
@@ -154,6 +159,11 @@ impl QueueMemory for Direct {
 
     #[inline(always)]
     fn ready_to_post(&mut self, _posted: u64, _completed: u64, _end: u64) -> Result<u64> {
+        Ok(u64::MAX)
+    }
+
+    #[inline(always)]
+    fn ready_to_land(&mut self, _posted: u64) -> Result<u64> {
         Ok(u64::MAX)
     }
 
@@ -352,6 +362,11 @@ impl QueueMemory for Staged<'_> {
     }
 
     #[inline]
+    fn ready_to_land(&mut self, posted: u64) -> Result<u64> {
+        Ok((self.copied_in()? + self.ring.slots).saturating_sub(posted))
+    }
+
+    #[inline]
     fn landed(&mut self, message: u64, position: u64) -> Result<()> {
         debug_assert_eq!(message, self.in_started, "messages land in order");
         let range = self.ring.range(position, self.size);
@@ -496,6 +511,23 @@ mod tests {
         // Messages 0 and 1 completed: 4 and 5 reuse their slots, with their own stamps.
         staged.ready_to_post(4, 2, 100).unwrap();
         assert_eq!((in_slot(0), in_slot(1), in_slot(3)), (message(4), message(5), message(3)));
+    }
+
+    #[test]
+    fn a_reader_lands_only_in_slots_already_copied_in() {
+        let mut stager = HostStager::new(4 * 256).unwrap();
+        let bounce = bounce_of(&stager);
+        let mut check = MessageCheck::default();
+        let ring = Ring::new(1024, 4, 256);
+        let mut staged = Staged::from_parts(&mut stager, bounce, &mut check, ring, 256, None);
+        // An empty ring: 4 READs may be posted, none more.
+        assert_eq!(staged.ready_to_land(0).unwrap(), 4);
+        assert_eq!(staged.ready_to_land(4).unwrap(), 0);
+        // Two landed and copied in (host copies finish at once): their slots take two more.
+        staged.landed(0, 0).unwrap();
+        staged.landed(1, 1).unwrap();
+        assert_eq!(staged.ready_to_land(4).unwrap(), 2);
+        assert_eq!(staged.out_started, 0, "a reader copies nothing out");
     }
 
     #[test]

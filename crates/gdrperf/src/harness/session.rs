@@ -43,6 +43,8 @@ pub struct LocalResources {
     pub cpu: CpuPlacement,
     /// This side's path facts, read once here and sent to the peer in the hello.
     pub path: gdrperf_ceiling::EndFacts,
+    /// RDMA READs each QP may have outstanding, within the device's bound.
+    pub read_depth: u8,
 }
 
 impl LocalResources {
@@ -105,7 +107,12 @@ impl LocalResources {
             });
         }
         let path = super::pcie::path_facts(&device, &port, &buffers, &cpu);
+        let (read_depth, lowered) = config.read_depth.on_device(device.max_reads_per_qp());
+        if let Some(lowered) = lowered {
+            eprintln!("{}: {lowered}", crate::harness::program_name());
+        }
         Ok(LocalResources {
+            read_depth: read_depth.min(u32::from(u8::MAX)) as u8,
             device,
             port,
             gid,
@@ -424,7 +431,7 @@ impl Session {
         }
         let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
         let mtu = config.mtu.unwrap_or(local.port.active_mtu.min(peer_mtu));
-        let read_depth = 16;
+        let read_depth = local.read_depth;
         let path =
             PathSettings { port: local.port.number, mtu, local_gid: local.gid, read_depth, service_level: 0 };
         for (queue_pair, remote) in local.queue_pairs.iter_mut().zip(&peer.endpoints) {

@@ -1,7 +1,13 @@
-//! gdr-write-bw's two sides on the streaming engine, whatever the memory: the writer streams
-//! ([`crate::harness::bandwidth::stream`]); the side written to is passive, unless its memory
-//! is staged, when it copies every arrival on into its payload and credits the writer
-//! ([`crate::harness::staged_receive`]). The bench only says which figures make its row.
+//! The one-sided bandwidth benches (gdr-write-bw, gdr-read-bw) on the streaming engine, whatever
+//! the memory: the active side streams WRITEs or READs ([`crate::harness::bandwidth::stream`]);
+//! the other side is passive, except where its memory is staged:
+//! - WRITE into staged memory: the side written to copies every arrival on into its payload and
+//!   credits the writer ([`crate::harness::staged_receive`]).
+//! - READ of staged memory: the side read from copies its payload out into its registered bounce
+//!   buffer once per size, before the clock starts (what a program without GPUDirect does before
+//!   it lets a peer read); a staged reader copies each landed message in, timed, in the engine.
+//!
+//! The bench only says which figures make its row.
 
 use crate::error::Result;
 use crate::harness::bandwidth::{post_credit_receives, stream, StreamOperation, StreamPlan};
@@ -10,24 +16,39 @@ use crate::harness::config::{BandwidthConfig, BenchConfig, StopRule};
 use crate::harness::session::Session;
 use crate::harness::session::{refuse_staged, StagedRules};
 use crate::harness::staged_receive;
-use crate::output::rows::BandwidthFigures;
+use crate::output::rows::{BandwidthFigures, BandwidthSettings};
+use crate::output::{BandwidthRow, RowContext};
 
-/// The settings of a write stream.
+/// The settings of a one-sided stream.
 #[derive(Debug, Clone, Copy)]
-pub struct WriteStream<'a> {
+pub struct OneSidedStream<'a> {
+    pub operation: StreamOperation,
     pub common: &'a BenchConfig,
     pub bandwidth: &'a BandwidthConfig,
 }
 
-impl WriteStream<'_> {
-    /// Whether this side writes: the client always, the server only when bidirectional.
+impl OneSidedStream<'_> {
+    /// Whether this side posts (writes or reads): the client always, the server only when
+    /// bidirectional.
     pub fn sends(&self, session: &Session) -> bool {
         session.is_client() || self.bandwidth.bidirectional
     }
 
-    /// Whether this side is written to, and so has a buffer to check.
+    /// Whether data lands in this side's buffer, which then has something to check: the side
+    /// written to, or the reader.
     pub fn receives(&self, session: &Session) -> bool {
-        !session.is_client() || self.bandwidth.bidirectional
+        match self.operation {
+            StreamOperation::Write => !session.is_client() || self.bandwidth.bidirectional,
+            StreamOperation::Read => self.sends(session),
+        }
+    }
+
+    /// Whether the peer takes data from this side's buffer: the writer, or the side read from.
+    fn is_source(&self, session: &Session) -> bool {
+        match self.operation {
+            StreamOperation::Write => self.sends(session),
+            StreamOperation::Read => !session.is_client() || self.bandwidth.bidirectional,
+        }
     }
 
     /// What staged memory refuses in this run, before connecting: `-b` (one bounce ring per QP)
@@ -35,19 +56,21 @@ impl WriteStream<'_> {
     pub fn staged_rules(&self) -> StagedRules {
         StagedRules {
             bidirectional: self.bandwidth.bidirectional,
-            receiver_counts_messages: matches!(self.common.stop, StopRule::Duration(_)),
+            receiver_counts_messages: self.operation == StreamOperation::Write
+                && matches!(self.common.stop, StopRule::Duration(_)),
         }
     }
 
     /// Whether the side written to is staged (it then copies every arrival on, and must hear of
-    /// each). The refusals of [`WriteStream::staged_rules`] hold here too.
+    /// each; never for READ, where the reader copies its own). The refusals of
+    /// [`OneSidedStream::staged_rules`] hold here too.
     fn staged_receiver(&self, session: &Session) -> Result<bool> {
         let (server, client) = match session.is_client() {
             true => (session.peer_memory(), session.memory()),
             false => (session.memory(), session.peer_memory()),
         };
         refuse_staged(self.staged_rules(), server, client)?;
-        Ok(server.is_staged())
+        Ok(self.operation == StreamOperation::Write && server.is_staged())
     }
 
     /// Messages per QP and size, warm-up included (a staged receiver copies those too).
@@ -59,7 +82,7 @@ impl WriteStream<'_> {
     }
 
     /// Before a size: receives and credits in place, the data check's pattern written (the
-    /// writer) or the buffer cleared (the side written to).
+    /// source) or the buffer cleared (where data lands), a staged source's payload copied out.
     pub fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
         let staged_receiver = self.staged_receiver(session)?;
         if staged_receiver && !self.sends(session) {
@@ -69,18 +92,24 @@ impl WriteStream<'_> {
             post_credit_receives(&mut session.local.queue_pairs)?;
             session.connection.credit_receives = true;
         }
-        if !self.common.validate {
-            return Ok(());
-        }
-        let (sends, receives) = (self.sends(session), self.receives(session));
+        let (source, receives) = (self.is_source(session), self.receives(session));
         for (index, buffer) in session.local.buffers.iter_mut().enumerate() {
-            match (sends, receives) {
-                // Both directions share one buffer per QP: each side writes its pattern into the
-                // peer's buffer, so the local copy must hold the pattern we send and is then
+            match (source, receives) {
+                _ if !self.common.validate => {}
+                // Both directions share one buffer per QP: each side's pattern goes into the
+                // peer's buffer, so the local copy must hold the pattern we give and is then
                 // overwritten by the peer's identical pattern.
                 (true, _) => buffer.fill_pattern(size, pattern_seed(size, index))?,
                 (false, true) => buffer.clear(size)?,
                 (false, false) => {}
+            }
+            if source && self.operation == StreamOperation::Read {
+                if let Some(stager) = buffer.stager() {
+                    let copy = stager.begin_out(0..size)?;
+                    stager.finish()?;
+                    // Before the size, outside the clock: not part of the copy time.
+                    stager.log().forget(copy);
+                }
             }
         }
         Ok(())
@@ -94,7 +123,7 @@ impl WriteStream<'_> {
         let report = if self.sends(session) {
             let plan = StreamPlan {
                 size,
-                operation: StreamOperation::Write,
+                operation: self.operation,
                 stop: self.common.stop,
                 warmup: self.common.warmup,
                 tx_depth: self.common.tx_depth,
@@ -119,5 +148,35 @@ impl WriteStream<'_> {
         };
         let copy_seconds = session.take_copy_seconds();
         Ok(Some(BandwidthFigures { copy_seconds, ..BandwidthFigures::from(&report) }))
+    }
+
+    /// The row of one size: both directions add up; one direction seen from both ends (a
+    /// receiver that copies on reports when data reached its payload) counts at the slower end,
+    /// where it arrived last.
+    pub fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<BandwidthFigures>,
+        peer: Option<BandwidthFigures>,
+        validation: &str,
+    ) -> Option<BandwidthRow> {
+        let reports: Vec<BandwidthFigures> = match (ours, peer) {
+            (Some(sent), Some(landed)) if !self.bandwidth.bidirectional => {
+                let slower = if landed.average_bytes_per_second < sent.average_bytes_per_second {
+                    landed
+                } else {
+                    sent
+                };
+                // The copies of both ends are part of the cost, whichever end was slower.
+                vec![BandwidthFigures { copy_seconds: sent.copy_seconds + landed.copy_seconds, ..slower }]
+            }
+            (ours, peer) => ours.into_iter().chain(peer).collect(),
+        };
+        let settings = BandwidthSettings {
+            tx_depth: self.common.tx_depth,
+            cq_mod: self.bandwidth.cq_mod,
+            bidirectional: self.bandwidth.bidirectional,
+        };
+        (!reports.is_empty()).then(|| BandwidthRow::new(context, settings, &reports, validation))
     }
 }

@@ -77,6 +77,8 @@ pub struct Device {
     context: Arc<DeviceContext>,
     port_count: u8,
     firmware: String,
+    /// RDMA READs (and atomics) one QP may have outstanding as initiator: `max_qp_rd_atom`.
+    max_reads_per_qp: u32,
 }
 
 impl fmt::Debug for Device {
@@ -115,7 +117,14 @@ impl Device {
             context,
             port_count: attributes.phys_port_cnt(),
             firmware: attributes.firmware_version(),
+            max_reads_per_qp: attributes.max_qp_rd_atom().max(0) as u32,
         })
+    }
+
+    /// How many RDMA READs one QP may have outstanding (`max_qp_rd_atom`): the bound of
+    /// gdr-read-bw's `-o/--outs`, as perftest bounds it.
+    pub fn max_reads_per_qp(&self) -> u32 {
+        self.max_reads_per_qp
     }
 
     /// The device's name as libibverbs reports it.
