@@ -104,6 +104,13 @@ const LATENCY: &[Case] = &[
 
 const WRITE_BW: &[Case] = &[case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"])];
 
+const READ_BW: &[Case] = &[
+    case(&["--loopback", "-o", "0"], &["-o/--outs must be at least 1 outstanding READ"]),
+    case(&["--loopback", "-o", "x"], &["invalid value 'x' for '--outs <N>'"]),
+    case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"]),
+    case(&["--loopback", "-b", "--mem", "cuda-staged"], &["staged memory runs one direction at a time"]),
+];
+
 const SEND_BW: &[Case] = &[
     case(&["--loopback", "-r", "0"], &["-r/--rx-depth must be between 1 and 16384"]),
     case(&["--loopback", "-I", "5000"], &["-I/--inline-size 5000 is above 1024 bytes"]),
@@ -130,6 +137,7 @@ fn tables(bench: &Bench) -> Vec<&'static [Case]> {
     };
     let own: &'static [Case] = match bench.name {
         "write_bw" => WRITE_BW,
+        "read_bw" => READ_BW,
         "send_bw" => SEND_BW,
         "read_lat" => READ_LAT,
         "write_lat" => WRITE_LAT,

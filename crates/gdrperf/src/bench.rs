@@ -77,6 +77,19 @@ pub const SEND_BW: Bench = Bench {
     defaults: SEND_BW_DEFAULTS,
 };
 
+/// ib_read_bw's defaults: as ib_send_bw's (`DEF_ITERS`, 1000: only WRITE bandwidth tests take
+/// `DEF_ITERS_WB`).
+pub const READ_BW: Bench = Bench {
+    name: "read_bw",
+    binary: "gdr-read-bw",
+    title: "RDMA_Read BW Test",
+    operation: Operation::Read,
+    measures: Measures::Bandwidth,
+    summary: "RDMA READ bandwidth",
+    perftest: "ib_read_bw",
+    defaults: SEND_BW_DEFAULTS,
+};
+
 pub const READ_LAT: Bench = Bench {
     name: "read_lat",
     binary: "gdr-read-lat",
@@ -111,7 +124,7 @@ pub const SEND_LAT: Bench = Bench {
 };
 
 /// Every bench, in the order tables list them.
-pub const BENCHES: &[Bench] = &[WRITE_BW, SEND_BW, READ_LAT, WRITE_LAT, SEND_LAT];
+pub const BENCHES: &[Bench] = &[WRITE_BW, READ_BW, SEND_BW, READ_LAT, WRITE_LAT, SEND_LAT];
 
 #[cfg(test)]
 mod tests {
