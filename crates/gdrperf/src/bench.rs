@@ -5,9 +5,8 @@
 //!
 //! A new bench is its file under `benches/src/bin/`, one entry in [`BENCHES`] and its VM test.
 
-use crate::harness::args_latency::LATENCY_DEFAULTS;
 use crate::harness::config::TestDefaults;
-use crate::harness::perftest_defaults::{SEND_BW_DEFAULTS, WRITE_BW_DEFAULTS};
+use crate::harness::perftest_defaults::{LATENCY_DEFAULTS, SEND_BW_DEFAULTS, WRITE_BW_DEFAULTS};
 
 /// What a bench measures: which figures make its rows, which options apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

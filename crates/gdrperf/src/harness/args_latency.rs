@@ -13,9 +13,7 @@ use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 use crate::bench::{Bench, Operation};
 use crate::error::{Error, Result};
 use crate::harness::args::CommonArgs;
-use crate::harness::config::{
-    BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule, TestDefaults, MAX_INLINE_SIZE,
-};
+use crate::harness::config::{BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule, MAX_INLINE_SIZE};
 use crate::output::latency_row::LatencyFiles;
 
 /// Options every latency benchmark takes. The options only some take are in [`InlineArgs`]
@@ -207,9 +205,7 @@ fn config(message: &str) -> Error {
     Error::Config(message.to_string())
 }
 
-/// perftest's defaults for its latency tests: 2-byte messages, 1000 iterations, one outstanding.
-pub const LATENCY_DEFAULTS: TestDefaults =
-    TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
+pub use crate::harness::perftest_defaults::LATENCY_DEFAULTS;
 
 /// What every latency binary builds from its command line, in one step: the common settings
 /// (with perftest's latency defaults), the latency settings, and the HDR files when asked for.

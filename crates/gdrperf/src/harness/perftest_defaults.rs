@@ -15,6 +15,9 @@ pub const WRITE_BW_DEFAULTS: TestDefaults =
 /// gdr-send-bw's defaults: as ib_send_bw, whose iterations are `DEF_ITERS` (1000), not
 /// `DEF_ITERS_WB`, which only WRITE bandwidth tests use.
 pub const SEND_BW_DEFAULTS: TestDefaults = TestDefaults { iterations: 1000, ..WRITE_BW_DEFAULTS };
+/// perftest's defaults for its latency tests: 2-byte messages, 1000 iterations, one outstanding.
+pub const LATENCY_DEFAULTS: TestDefaults =
+    TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
 
 /// perftest's CQ moderation: one signalled request in 100 (`DEF_CQ_MOD`).
 pub const DEFAULT_CQ_MODERATION: u32 = 100;
@@ -158,7 +161,6 @@ mod tests {
     /// table.
     #[test]
     fn the_defaults_table_holds_for_gdrperf() {
-        use crate::harness::args_latency::LATENCY_DEFAULTS;
         let row = |d: TestDefaults| (d.size, d.iterations, d.tx_depth, d.warmup);
         assert_eq!(row(WRITE_BW_DEFAULTS), (65536, 5000, 128, 16));
         assert_eq!(row(SEND_BW_DEFAULTS), (65536, 1000, 128, 16));
