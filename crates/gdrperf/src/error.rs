@@ -152,11 +152,8 @@ pub enum Error {
     #[error("CPU placement: {0}")]
     CpuPlacement(String),
 
-    #[error("{0}")]
-    Memory(String),
-
-    #[error("cannot install the {signal} handler: {source}")]
-    Signal { signal: &'static str, source: io::Error },
+    #[error(transparent)]
+    Signal(#[from] crate::harness::stop::SignalError),
 
     /// Where in the sweep an error struck, so that a dead peer or a failed completion names
     /// the size and the peer.
