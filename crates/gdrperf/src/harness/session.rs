@@ -258,7 +258,7 @@ pub struct Session {
     pub(crate) peer: Hello,
     /// The path MTU both QPs were connected with.
     pub(crate) mtu: Mtu,
-    /// What the engines keep for this connection across sizes (receives posted once).
+    /// What the bench's engine keeps for this connection across sizes (receives posted once).
     pub(crate) connection: Connection,
 }
 
@@ -271,20 +271,28 @@ pub(crate) struct SessionParts<'a> {
     pub(crate) connection: &'a mut Connection,
 }
 
-/// What the engines keep for one connection across sizes. It lives in the session, not in the
-/// benchmark value, because that value is shared by both ends of a loopback run and by every
-/// lane of a concurrent one; and it goes with the QPs it belongs to when the next memory
-/// placement replaces them. Receives cannot be taken back once posted, hence all of it.
+/// What an engine keeps for one connection across sizes (receives posted once, credits): the
+/// engine's own type, which the session holds without knowing it (so the session depends on no
+/// engine). It lives with the session, not in the benchmark value, because that value is shared
+/// by both ends of a loopback run and by every lane of a concurrent one; and it goes with the QPs
+/// it belongs to when the next memory placement replaces them. Receives cannot be taken back
+/// once posted, hence all of it.
 #[derive(Default)]
-pub(crate) struct Connection {
-    /// gdr-send-bw's receives, with their `--validate` ring or staged slots.
-    pub(crate) receive_queues: Option<crate::harness::send::ReceiveQueues>,
-    /// A ping-pong's receives are posted.
-    pub(crate) ping_pong_receives: bool,
-    /// A writer's receives for a staged receiver's credits are posted.
-    pub(crate) credit_receives: bool,
-    /// A one-way SEND stream's credits, its receives for them posted.
-    pub(crate) send_credits: Option<crate::harness::credits::SenderCredits>,
+pub(crate) struct Connection(Option<Box<dyn std::any::Any + Send>>);
+
+impl Connection {
+    /// The engine's state of type `T`, made with its default on first use.
+    pub(crate) fn state<T: Default + Send + 'static>(&mut self) -> &mut T {
+        let state = self.0.get_or_insert_with(|| Box::new(T::default()));
+        if !state.is::<T>() {
+            // One bench drives one engine per connection; another type starts afresh.
+            *state = Box::new(T::default());
+        }
+        match state.downcast_mut::<T>() {
+            Some(state) => state,
+            None => unreachable!("the state was made of this type just above"),
+        }
+    }
 }
 
 impl Session {

@@ -448,7 +448,7 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         lane: String::new(),
         cpu: session.local.cpu.cpu_column(),
         numa_node: session.local.cpu.numa_node,
-        gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local).unwrap_or_default(),
+        gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local.buffers).unwrap_or_default(),
         nic: Default::default(),
         path: Some(RowPath::new(
             session.side.is_client(),
@@ -565,7 +565,7 @@ pub(crate) fn metadata<B: Benchmark>(
             ),
         ));
     }
-    let pcie = super::pcie::run_pcie_facts(local);
+    let pcie = super::pcie::run_pcie_facts(&local.device, &local.buffers);
     let gpu_order = gdrperf_cuda::GpuOrder::from_env();
     if local.buffers.first().and_then(|buffer| buffer.gpu_index()).is_some() {
         header.push(HeaderLine::new("GPU numbering", gpu_order.describe()));

@@ -19,6 +19,10 @@ use crate::harness::staged_receive;
 use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 use crate::output::{BandwidthRow, RowContext};
 
+/// A writer's receives for a staged receiver's credits are posted (once per connection).
+#[derive(Default)]
+struct CreditReceives(bool);
+
 /// The settings of a one-sided stream.
 #[derive(Debug, Clone, Copy)]
 pub struct OneSidedStream<'a> {
@@ -88,9 +92,9 @@ impl OneSidedStream<'_> {
         if staged_receiver && !self.sends(session) {
             staged_receive::post_receives(session, size, self.common.tx_depth, self.messages_per_qp())?;
         }
-        if staged_receiver && self.sends(session) && !session.connection.credit_receives {
+        if staged_receiver && self.sends(session) && !session.connection.state::<CreditReceives>().0 {
             post_credit_receives(&mut session.local.queue_pairs)?;
-            session.connection.credit_receives = true;
+            session.connection.state::<CreditReceives>().0 = true;
         }
         let (source, receives) = (self.is_source(session), self.receives(session));
         for (index, buffer) in session.local.buffers.iter_mut().enumerate() {

@@ -314,16 +314,20 @@ pub fn check_ping_pong(session: &mut Session, size: usize, len: usize) -> Result
 /// taken back), and go with the QPs when a new memory placement replaces them, as the
 /// session's connection state does.
 fn post_receives_once(session: &mut Session) -> Result<()> {
-    if session.connection.ping_pong_receives {
+    if session.connection.state::<PingPongReceives>().0 {
         return Ok(());
     }
     let landing = landing_half(session);
     for _ in 0..PING_PONG_RECEIVES {
         session.local.queue_pairs[0].post_receive(RECEIVE_ID, landing)?;
     }
-    session.connection.ping_pong_receives = true;
+    session.connection.state::<PingPongReceives>().0 = true;
     Ok(())
 }
+
+/// A ping-pong's receives are posted (once per connection).
+#[derive(Default)]
+struct PingPongReceives(bool);
 
 /// Receives take the whole landing half: a receive posted during one size then fits any later one.
 fn landing_half(session: &Session) -> LocalSlice {

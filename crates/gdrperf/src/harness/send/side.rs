@@ -9,7 +9,7 @@ use crate::harness::session::{refuse_staged, Session, StagedRules};
 use crate::output::rows::BandwidthFigures;
 use crate::output::send_row::SendFigures;
 
-use super::{stream_send, ReceiveQueues, SendPlan};
+use super::{stream_send, ReceiveQueues, SendConnection, SendPlan};
 
 /// The settings of a SEND stream.
 #[derive(Debug, Clone, Copy)]
@@ -47,7 +47,7 @@ impl SendStream<'_> {
         if self.common.validate && self.sends(session) {
             session.fill_pattern(size)?;
         }
-        if self.receives(session) && session.connection.receive_queues.is_none() {
+        if self.receives(session) && session.connection.state::<SendConnection>().receive_queues.is_none() {
             let queues = ReceiveQueues::post(
                 session,
                 self.send.rx_depth,
@@ -55,11 +55,14 @@ impl SendStream<'_> {
                 self.common.max_size(),
                 !self.bandwidth.bidirectional,
             )?;
-            session.connection.receive_queues = Some(queues);
+            session.connection.state::<SendConnection>().receive_queues = Some(queues);
         }
-        if self.sends(session) && !self.bandwidth.bidirectional && session.connection.send_credits.is_none() {
+        if self.sends(session)
+            && !self.bandwidth.bidirectional
+            && session.connection.state::<SendConnection>().send_credits.is_none()
+        {
             let credits = super::post_credit_receives(&mut session.local.queue_pairs)?;
-            session.connection.send_credits = Some(credits);
+            session.connection.state::<SendConnection>().send_credits = Some(credits);
         }
         Ok(())
     }
@@ -82,7 +85,13 @@ impl SendStream<'_> {
         };
         session.take_copy_seconds();
         let reports = stream_send(session, &plan)?;
-        let rx_depth = session.connection.receive_queues.as_ref().map(ReceiveQueues::depth).unwrap_or(0);
+        let rx_depth = session
+            .connection
+            .state::<SendConnection>()
+            .receive_queues
+            .as_ref()
+            .map(ReceiveQueues::depth)
+            .unwrap_or(0);
         // One direction at a time when staged: the copies belong to whichever this side did.
         let copy_seconds = session.take_copy_seconds();
         let with_copies = |report: &_| BandwidthFigures { copy_seconds, ..BandwidthFigures::from(report) };
@@ -100,7 +109,12 @@ impl SendStream<'_> {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
-        let failure = session.connection.receive_queues.as_mut().and_then(ReceiveQueues::take_failure);
+        let failure = session
+            .connection
+            .state::<SendConnection>()
+            .receive_queues
+            .as_mut()
+            .and_then(ReceiveQueues::take_failure);
         Ok(failure.or_else(|| session.take_message_failure()))
     }
 }
