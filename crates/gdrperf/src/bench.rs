@@ -5,8 +5,9 @@
 //!
 //! A new bench is its file under `benches/src/bin/`, one entry in [`BENCHES`] and its VM test.
 
-use crate::harness::config::TestDefaults;
-use crate::harness::perftest_defaults::{LATENCY_DEFAULTS, SEND_BW_DEFAULTS, WRITE_BW_DEFAULTS};
+use crate::harness::perftest_defaults::{
+    TestDefaults, LATENCY_DEFAULTS, SEND_BW_DEFAULTS, WRITE_BW_DEFAULTS,
+};
 
 /// What a bench measures: which figures make its rows, which options apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,6 +15,7 @@ use crate::cpu_placement::CpuRequest;
 use crate::error::{Error, Result};
 use crate::exchange::Token;
 use crate::harness::args::{BandwidthArgs, CommonArgs, GdrPath, MemoryKind};
+pub use crate::harness::perftest_defaults::TestDefaults;
 use crate::verbs::Mtu;
 use gdrperf_cuda::GpuSelection;
 
@@ -165,15 +166,6 @@ impl ReadDepth {
             Some(asked) => Ok(ReadDepth::Asked(asked)),
         }
     }
-}
-
-/// Per-test defaults, as perftest sets them for each test.
-#[derive(Debug, Clone, Copy)]
-pub struct TestDefaults {
-    pub size: u64,
-    pub iterations: u64,
-    pub tx_depth: u32,
-    pub warmup: u64,
 }
 
 impl BenchConfig {

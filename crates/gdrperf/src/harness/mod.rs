@@ -9,6 +9,7 @@ pub mod args;
 pub mod args_latency;
 pub mod args_send;
 pub mod bandwidth;
+pub mod barrier;
 pub mod buffers;
 pub mod config;
 pub mod credits;

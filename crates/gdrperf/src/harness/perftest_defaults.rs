@@ -5,7 +5,15 @@
 //! `the_defaults_table_holds_for_gdrperf` pins gdrperf's side of it.
 
 use crate::error::{Error, Result};
-use crate::harness::config::TestDefaults;
+
+/// Per-test defaults, as perftest sets them for each test.
+#[derive(Debug, Clone, Copy)]
+pub struct TestDefaults {
+    pub size: u64,
+    pub iterations: u64,
+    pub tx_depth: u32,
+    pub warmup: u64,
+}
 
 /// gdr-write-bw's defaults: ib_write_bw's 65536 B (`DEF_SIZE_BW`), 5000 iterations
 /// (`DEF_ITERS_WB`), TX depth 128 (`DEF_TX_BW`); 16 untimed warm-up messages per QP (perftest has
