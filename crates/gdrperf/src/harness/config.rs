@@ -129,6 +129,11 @@ pub struct BenchConfig {
     pub read_depth: ReadDepth,
 }
 
+/// The refusal of `-b` with staged memory, in the same words wherever it is made (here for
+/// loopback, in `session::refuse_staged` once the peer's memory is known).
+pub(crate) const STAGED_BIDIRECTIONAL: &str =
+    "staged memory runs one direction at a time: drop -b/--bidirectional";
+
 /// RDMA READs a QP may have outstanding (its `max_rd_atomic` and `max_dest_rd_atomic`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadDepth {
@@ -437,7 +442,7 @@ impl BandwidthConfig {
         // client would leave its peer waiting for it. A loopback run has no peer to tell.
         let staged = common.memory.kinds.iter().any(|kind| kind.is_staged());
         if args.bidirectional && staged && matches!(common.role, Role::Loopback) {
-            return Err(config("staged memory runs one direction at a time: drop -b/--bidirectional"));
+            return Err(config(STAGED_BIDIRECTIONAL));
         }
         if common.acceptance.max_lat.is_some() {
             return Err(config("--max-lat applies to latency results: a bandwidth test is held to --min-bw"));

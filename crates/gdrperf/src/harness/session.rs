@@ -186,9 +186,7 @@ pub struct StagedRules {
 /// The refusal of [`StagedRules`] for a server with `server` memory and a client with `client`.
 pub fn refuse_staged(rules: StagedRules, server: MemoryKind, client: MemoryKind) -> Result<()> {
     if rules.bidirectional && (server.is_staged() || client.is_staged()) {
-        return Err(Error::Config(
-            "staged memory runs one direction at a time: drop -b/--bidirectional".into(),
-        ));
+        return Err(Error::Config(crate::harness::config::STAGED_BIDIRECTIONAL.into()));
     }
     if rules.receiver_counts_messages && server.is_staged() {
         return Err(Error::Config(

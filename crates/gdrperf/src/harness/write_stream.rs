@@ -14,7 +14,7 @@ use crate::harness::bandwidth::{post_credit_receives, stream, StreamOperation, S
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::{BandwidthConfig, BenchConfig, StopRule};
 use crate::harness::session::Session;
-use crate::harness::session::{refuse_staged, StagedRules};
+use crate::harness::session::StagedRules;
 use crate::harness::staged_receive;
 use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 use crate::output::{BandwidthRow, RowContext};
@@ -67,14 +67,10 @@ impl OneSidedStream<'_> {
 
     /// Whether the side written to is staged (it then copies every arrival on, and must hear of
     /// each; never for READ, where the reader copies its own). The refusals of
-    /// [`OneSidedStream::staged_rules`] hold here too.
-    fn staged_receiver(&self, session: &Session) -> Result<bool> {
-        let (server, client) = match session.is_client() {
-            true => (session.peer_memory(), session.memory()),
-            false => (session.memory(), session.peer_memory()),
-        };
-        refuse_staged(self.staged_rules(), server, client)?;
-        Ok(self.operation == StreamOperation::Write && server.is_staged())
+    /// [`OneSidedStream::staged_rules`] were made once, before the QPs connected.
+    fn staged_receiver(&self, session: &Session) -> bool {
+        let server = if session.is_client() { session.peer_memory() } else { session.memory() };
+        self.operation == StreamOperation::Write && server.is_staged()
     }
 
     /// Messages per QP and size, warm-up included (a staged receiver copies those too).
@@ -88,7 +84,7 @@ impl OneSidedStream<'_> {
     /// Before a size: receives and credits in place, the data check's pattern written (the
     /// source) or the buffer cleared (where data lands), a staged source's payload copied out.
     pub fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
-        let staged_receiver = self.staged_receiver(session)?;
+        let staged_receiver = self.staged_receiver(session);
         if staged_receiver && !self.sends(session) {
             staged_receive::post_receives(session, size, self.common.tx_depth, self.messages_per_qp())?;
         }
@@ -122,7 +118,7 @@ impl OneSidedStream<'_> {
     /// One size on this side: the writer's figures, a staged receiver's (when data reached its
     /// payload), or `None` for a passive side.
     pub fn measure(&self, session: &mut Session, size: usize) -> Result<Option<BandwidthFigures>> {
-        let staged_receiver = self.staged_receiver(session)?;
+        let staged_receiver = self.staged_receiver(session);
         session.take_copy_seconds();
         let report = if self.sends(session) {
             let plan = StreamPlan {

@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::harness::args_send::SendConfig;
 use crate::harness::config::{BandwidthConfig, BenchConfig};
-use crate::harness::session::{refuse_staged, Session, StagedRules};
+use crate::harness::session::{Session, StagedRules};
 use crate::output::rows::BandwidthFigures;
 use crate::output::send_row::SendFigures;
 
@@ -36,14 +36,9 @@ impl SendStream<'_> {
         StagedRules { bidirectional: self.bandwidth.bidirectional, receiver_counts_messages: false }
     }
 
-    fn refuse_staged_bidirectional(&self, session: &Session) -> Result<()> {
-        refuse_staged(self.staged_rules(), session.memory(), session.peer_memory())
-    }
-
     /// Before a size: the sender's pattern written, the receives posted (once per connection:
     /// they are reposted as consumed, across sizes).
     pub fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
-        self.refuse_staged_bidirectional(session)?;
         if self.common.validate && self.sends(session) {
             session.fill_pattern(size)?;
         }
