@@ -9,16 +9,7 @@
 //! size before the clock starts; a staged reader copies each landed message in, timed.
 
 use clap::Parser;
-use gdrperf::bench::{self, Bench};
-use gdrperf::harness::bandwidth::StreamOperation;
-use gdrperf::harness::config::ReadDepth;
-use gdrperf::harness::write_stream::OneSidedStream;
-use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
-};
-use gdrperf::output::rows::BandwidthFigures;
-use gdrperf::output::{BandwidthRow, RowContext};
-use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
 #[command(version)]
@@ -79,7 +70,7 @@ impl Benchmark for ReadBandwidth {
         }
     }
 
-    fn staged_rules(&self) -> gdrperf::harness::session::StagedRules {
+    fn staged_rules(&self) -> StagedRules {
         self.stream().staged_rules()
     }
 
@@ -110,11 +101,11 @@ impl Benchmark for ReadBandwidth {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_bench(&ReadBandwidth::BENCH);
-    gdrperf::harness::exit(|| {
+    let cli: Cli = parse_bench(&ReadBandwidth::BENCH);
+    exit(|| {
         let mut common = BenchConfig::from_args(&cli.common, ReadBandwidth::BENCH.defaults)?;
         common.read_depth = ReadDepth::from_outs(cli.outs)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
-        harness::run(&ReadBandwidth { common, bandwidth })
+        run(&ReadBandwidth { common, bandwidth })
     })
 }

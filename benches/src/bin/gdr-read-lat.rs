@@ -9,13 +9,7 @@
 //! `copy_time_s` counts the reader's copies.
 
 use clap::Parser;
-use gdrperf::bench::{self, Bench};
-use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, TestOptions};
-use gdrperf::harness::latency::{memory_header, prepare_read_source, read_latency, LatencyPlan};
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
-use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
-use gdrperf::output::RowContext;
-use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
 #[command(version)]
@@ -102,10 +96,10 @@ impl Benchmark for ReadLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_bench(&ReadLatency::BENCH);
-    gdrperf::harness::exit(|| {
+    let cli: Cli = parse_bench(&ReadLatency::BENCH);
+    exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, TestOptions::default(), &ReadLatency::BENCH)?;
-        harness::run(&ReadLatency { common, latency, files })
+        run(&ReadLatency { common, latency, files })
     })
 }

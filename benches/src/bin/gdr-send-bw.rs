@@ -11,17 +11,7 @@
 //! `gdrperf::harness::memory`); `copy_time_s` is both sides' copy time.
 
 use clap::Parser;
-use gdrperf::bench::{self, Bench};
-use gdrperf::harness::args_send::{SendArgs, SendConfig};
-use gdrperf::harness::credits::CREDIT_RECEIVES;
-use gdrperf::harness::send::SendStream;
-use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
-};
-use gdrperf::output::rows::BandwidthSettings;
-use gdrperf::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
-use gdrperf::output::RowContext;
-use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
 #[command(version)]
@@ -94,7 +84,7 @@ impl Benchmark for SendBandwidth {
         }
     }
 
-    fn staged_rules(&self) -> gdrperf::harness::session::StagedRules {
+    fn staged_rules(&self) -> StagedRules {
         self.stream().staged_rules()
     }
 
@@ -134,12 +124,12 @@ impl Benchmark for SendBandwidth {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_bench(&SendBandwidth::BENCH);
+    let cli: Cli = parse_bench(&SendBandwidth::BENCH);
     let defaults = SendBandwidth::BENCH.defaults;
-    gdrperf::harness::exit(|| {
+    exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
         let send = SendConfig::from_args(&cli.send)?;
-        harness::run(&SendBandwidth { common, bandwidth, send })
+        run(&SendBandwidth { common, bandwidth, send })
     })
 }

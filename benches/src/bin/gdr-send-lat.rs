@@ -12,15 +12,7 @@
 //! its copies are inside the timed round trip and `copy_time_s` counts both sides' copies.
 
 use clap::Parser;
-use gdrperf::bench::{self, Bench};
-use gdrperf::harness::args_latency::{latency_setup, InlineArgs, LatencyArgs, LatencyConfig};
-use gdrperf::harness::latency::{
-    check_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_setup, prepare_ping_pong,
-    prepare_ping_pong_check, LatencyPlan, PingPong,
-};
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
-use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
-use gdrperf::output::RowContext;
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
 #[command(version)]
@@ -103,10 +95,10 @@ impl Benchmark for SendLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_bench(&SendLatency::BENCH);
-    gdrperf::harness::exit(|| {
+    let cli: Cli = parse_bench(&SendLatency::BENCH);
+    exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), &SendLatency::BENCH)?;
-        harness::run(&SendLatency { common, latency, files })
+        run(&SendLatency { common, latency, files })
     })
 }

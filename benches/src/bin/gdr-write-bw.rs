@@ -5,15 +5,7 @@
 //! side checks its buffer against the sender's pattern after every size.
 
 use clap::Parser;
-use gdrperf::bench::{self, Bench};
-use gdrperf::harness::bandwidth::StreamOperation;
-use gdrperf::harness::write_stream::OneSidedStream;
-use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
-};
-use gdrperf::output::rows::BandwidthFigures;
-use gdrperf::output::{BandwidthRow, RowContext};
-use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
 #[command(version)]
@@ -57,7 +49,7 @@ impl Benchmark for WriteBandwidth {
         }
     }
 
-    fn staged_rules(&self) -> gdrperf::harness::session::StagedRules {
+    fn staged_rules(&self) -> StagedRules {
         self.stream().staged_rules()
     }
 
@@ -88,11 +80,11 @@ impl Benchmark for WriteBandwidth {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_bench(&WriteBandwidth::BENCH);
+    let cli: Cli = parse_bench(&WriteBandwidth::BENCH);
     let defaults = WriteBandwidth::BENCH.defaults;
-    gdrperf::harness::exit(|| {
+    exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
-        harness::run(&WriteBandwidth { common, bandwidth })
+        run(&WriteBandwidth { common, bandwidth })
     })
 }

@@ -15,15 +15,7 @@
 //! round trip and `copy_time_s` counts both sides' copies.
 
 use clap::Parser;
-use gdrperf::bench::{self, Bench};
-use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, WriteLatencyArgs};
-use gdrperf::harness::latency::{
-    check_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_setup, prepare_ping_pong,
-    prepare_ping_pong_check, LatencyPlan, PingPong,
-};
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
-use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
-use gdrperf::output::RowContext;
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
 #[command(version)]
@@ -130,10 +122,10 @@ impl Benchmark for WriteLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_bench(&WriteLatency::BENCH);
-    gdrperf::harness::exit(|| {
+    let cli: Cli = parse_bench(&WriteLatency::BENCH);
+    exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, (&cli.write).into(), &WriteLatency::BENCH)?;
-        harness::run(&WriteLatency { common, latency, files })
+        run(&WriteLatency { common, latency, files })
     })
 }
