@@ -205,8 +205,6 @@ fn config(message: &str) -> Error {
     Error::Config(message.to_string())
 }
 
-pub use crate::harness::perftest_defaults::LATENCY_DEFAULTS;
-
 /// What every latency binary builds from its command line, in one step: the common settings
 /// (with perftest's latency defaults), the latency settings, and the HDR files when asked for.
 pub fn latency_setup(

@@ -399,7 +399,6 @@ fn check_devices(devices: &[String]) -> Result<Vec<String>> {
     Ok(devices.iter().map(|device| device.trim().to_string()).collect())
 }
 
-pub use super::perftest_defaults::DEFAULT_CQ_MODERATION;
 use super::perftest_defaults::{cq_moderation, CqModeration};
 
 /// Bandwidth-specific, validated settings.

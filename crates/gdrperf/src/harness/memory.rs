@@ -274,10 +274,6 @@ impl<'a> Staged<'a> {
         }
     }
 
-    pub fn ring(&self) -> Ring {
-        self.ring
-    }
-
     /// The quick check of a received message: the body against the pattern built once, the
     /// stamps against the message's (memcmp speed; the slow per-byte search runs only to
     /// describe a failure).

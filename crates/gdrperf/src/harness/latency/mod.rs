@@ -235,7 +235,7 @@ pub fn ping_pong_buffer_len(largest_message: usize) -> usize {
     2 * largest_message.next_multiple_of(HALF_ALIGNMENT)
 }
 
-/// What a ping-pong side (gdr-send-lat, gdr-write-lat) asks of the harness: [`PING_PONG_RECEIVES`]
+/// What a ping-pong side (gdr-send-lat, gdr-write-lat) asks of the harness: `PING_PONG_RECEIVES` (8)
 /// receives kept posted, inline sends up to `max_inline` bytes, the two-halved buffer, and its
 /// header lines (`lines`, then the inline limit and the memory lines of `ping_pong`).
 pub fn ping_pong_setup(
