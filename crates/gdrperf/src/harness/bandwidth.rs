@@ -18,9 +18,7 @@ use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
-use crate::harness::memory::{
-    shared_bounce_for_tests, signal_every, Direct, QueueMemory, Ring, Staged, Stamps,
-};
+use crate::harness::memory::{signal_every, Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::perftest_defaults::{duration_margin, measurement_window};
 use crate::harness::session::{Session, SessionParts};
 use crate::harness::stream_book::{signal_interval, StreamBook};
@@ -67,6 +65,8 @@ pub struct StreamPlan {
     pub notify_receiver: bool,
     /// `--validate`: a staged sender stamps each message with its index.
     pub validate: bool,
+    /// The test hook of [`BenchConfig::shared_bounce_for_tests`](crate::harness::config::BenchConfig).
+    pub shared_bounce_for_tests: bool,
 }
 
 pub use crate::harness::credits::CREDIT_RECEIVES;
@@ -192,7 +192,7 @@ fn run<M: QueueMemory>(
     limit: Limit,
     mut meter: Option<&mut BandwidthMeter>,
 ) -> Result<()> {
-    let shared_bounce = shared_bounce_for_tests();
+    let shared_bounce = plan.shared_bounce_for_tests;
     let remote_rings: Vec<Option<Ring>> = link
         .remotes
         .iter()

@@ -127,6 +127,11 @@ pub struct BenchConfig {
     pub latency_span: Option<LatencySpan>,
     /// RDMA READs each QP may have outstanding (set by gdr-read-bw from `-o/--outs`).
     pub read_depth: ReadDepth,
+    /// Test hook, read once here from `GDRPERF_TEST_SHARED_BOUNCE` (never while an engine sets
+    /// up): the write stream behaves as gdrperf did before the staged ring (every message into
+    /// the same bounce bytes, no credits), so that a VM test can show that `--validate` catches
+    /// what that did. Never set it to measure.
+    pub shared_bounce_for_tests: bool,
 }
 
 /// The refusal of `-b` with staged memory, in the same words wherever it is made (here for
@@ -286,6 +291,7 @@ impl BenchConfig {
             argv: gdrperf_stats::redact_command_line(std::env::args()),
             latency_span: None,
             read_depth: ReadDepth::Fixed(16),
+            shared_bounce_for_tests: std::env::var_os("GDRPERF_TEST_SHARED_BOUNCE").is_some(),
         })
     }
 

@@ -53,13 +53,6 @@ pub fn staged_len(largest: usize, depth: u32) -> usize {
     slot.saturating_mul(depth.max(1) as usize).min(RING_BYTES.max(slot)).max(largest)
 }
 
-/// `GDRPERF_TEST_SHARED_BOUNCE` set: the write stream behaves as gdrperf did before the ring
-/// (every message into the same bounce bytes, no credits), so that a VM test can show that
-/// `--validate` catches what that did. Read once per size; never set it to measure.
-pub fn shared_bounce_for_tests() -> bool {
-    std::env::var_os("GDRPERF_TEST_SHARED_BOUNCE").is_some()
-}
-
 /// The slots of one size in a staged ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ring {

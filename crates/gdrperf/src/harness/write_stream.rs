@@ -86,7 +86,7 @@ impl OneSidedStream<'_> {
     pub fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
         let staged_receiver = self.staged_receiver(session);
         if staged_receiver && !self.sends(session) {
-            staged_receive::post_receives(session, size, self.common.tx_depth, self.messages_per_qp())?;
+            staged_receive::post_receives(session, size, self.common, self.messages_per_qp())?;
         }
         if staged_receiver && self.sends(session) && !session.connection.state::<CreditReceives>().0 {
             post_credit_receives(&mut session.local.queue_pairs)?;
@@ -131,18 +131,11 @@ impl OneSidedStream<'_> {
                 stall_timeout: self.common.timeout,
                 notify_receiver: staged_receiver,
                 validate: self.common.validate,
+                shared_bounce_for_tests: self.common.shared_bounce_for_tests,
             };
             stream(session, &plan)?
         } else if staged_receiver {
-            staged_receive::receive(
-                session,
-                size,
-                self.common.tx_depth,
-                self.common.warmup,
-                self.messages_per_qp(),
-                self.common.timeout,
-                self.common.validate,
-            )?
+            staged_receive::receive(session, size, self.common, self.messages_per_qp())?
         } else {
             return Ok(None);
         };
