@@ -83,10 +83,7 @@ impl Benchmark for ReadBandwidth {
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
-        if !self.common.validate || !self.stream().receives(session) {
-            return Ok(None);
-        }
-        session.check_received(size, size)
+        self.stream().check(session, size)
     }
 
     fn row(

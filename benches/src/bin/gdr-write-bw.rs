@@ -62,10 +62,7 @@ impl Benchmark for WriteBandwidth {
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
-        if !self.common.validate || !self.stream().receives(session) {
-            return Ok(None);
-        }
-        session.check_received(size, size)
+        self.stream().check(session, size)
     }
 
     fn row(

@@ -143,6 +143,15 @@ impl OneSidedStream<'_> {
         Ok(Some(BandwidthFigures { copy_seconds, ..BandwidthFigures::from(&report) }))
     }
 
+    /// `--validate`, after a size: where data landed, the pattern is whole (a staged ring was
+    /// checked message by message as each was copied in).
+    pub fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
+        if !self.common.validate || !self.receives(session) {
+            return Ok(None);
+        }
+        session.check_received(size, size)
+    }
+
     /// The row of one size: both directions add up; one direction seen from both ends (a
     /// receiver that copies on reports when data reached its payload) counts at the slower end,
     /// where it arrived last.
