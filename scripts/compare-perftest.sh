@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gdrperf against Debian's perftest, same VM boot, same sizes, iterations and queue settings:
-#   scripts/compare-perftest.sh write_bw send_bw read_lat write_lat send_lat
+#   scripts/compare-perftest.sh write_bw read_bw send_bw read_lat write_lat send_lat
 # On the host it boots the Soft-RoCE VM (scripts/softroce.sh) and runs itself inside; inside the
 # VM it runs each tool 3 times per size, alternating, and writes
 # results/softroce/<test>-vs-perftest.csv, headed by '#' lines with the command, machine, date and
@@ -42,7 +42,7 @@ case ${COMPARE_ROUNDS:-3} in
 esac
 
 if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
-    [ $# -ge 1 ] || { echo "usage: $0 TEST... (write_bw send_bw read_lat write_lat send_lat)" >&2; exit 2; }
+    [ $# -ge 1 ] || { echo "usage: $0 TEST... (write_bw read_bw send_bw read_lat write_lat send_lat)" >&2; exit 2; }
     cargo build --release --bins --quiet
     # The VM cannot see the host's load, which moves every timing under TCG: hand it in.
     load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -134,22 +134,27 @@ retry() {
     echo nan nan
 }
 
-# perftest_write_bw SIZE ITERS -> "average peak" in MiB/s (perftest's "MB/sec" is MiB/s)
-perftest_write_bw() {
+# perftest_one_sided TOOL SIZE ITERS -> "average peak" in MiB/s (perftest's "MB/sec" is MiB/s)
+perftest_one_sided() {
     PORT=$((PORT + 1))
-    ib_write_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG >/dev/null 2>&1 &
+    $1 -d rxe0 -x 1 -p $PORT -s "$2" -n "$3" -t $DEPTH $CQ_FLAG >/dev/null 2>&1 &
     sleep 1
-    ib_write_bw -d rxe0 -x 1 -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG 127.0.0.1 2>/dev/null |
-        awk -v size="$1" '$1 == size && NF >= 5 { print $4, $3 }'
+    $1 -d rxe0 -x 1 -p $PORT -s "$2" -n "$3" -t $DEPTH $CQ_FLAG 127.0.0.1 2>/dev/null |
+        awk -v size="$2" '$1 == size && NF >= 5 { print $4, $3 }'
     wait
 }
-gdrperf_write_bw() {
-    PORT=$((PORT + 1))
-    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG $WARMUP_FLAG >/dev/null 2>&1 &
-    gdr-write-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG $WARMUP_FLAG --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+gdrperf_one_sided() { # TOOL SIZE ITERS
+    PORT=$((PORT + 1)); rm -f /tmp/compare.csv
+    $1 -p $PORT -s "$2" -n "$3" -t $DEPTH $CQ_FLAG $WARMUP_FLAG >/dev/null 2>&1 &
+    $1 -p $PORT -s "$2" -n "$3" -t $DEPTH $CQ_FLAG $WARMUP_FLAG --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
     echo "$(csv_column /tmp/compare.csv bw_avg_mib_s) $(csv_column /tmp/compare.csv bw_peak_mib_s)"
 }
+perftest_write_bw() { perftest_one_sided ib_write_bw "$@"; }
+gdrperf_write_bw() { gdrperf_one_sided gdr-write-bw "$@"; }
+# READ: both tools keep the device's max_qp_rd_atom READs outstanding per QP (neither gets -o).
+perftest_read_bw() { perftest_one_sided ib_read_bw "$@"; }
+gdrperf_read_bw() { gdrperf_one_sided gdr-read-bw "$@"; }
 
 # SEND/RECV bandwidth: the client's (sender's) average, as perftest's client prints it.
 perftest_send_bw() {
@@ -271,9 +276,9 @@ for form in $FORMS; do
     use_form "$form"
     for test in "$@"; do
         case $test in
-            write_bw | send_bw) compare "$test" bw ;;
+            write_bw | read_bw | send_bw) compare "$test" bw ;;
             read_lat | write_lat | send_lat) compare "$test" lat ;;
-            *) echo "compare-perftest: unknown test '$test' (known: write_bw send_bw read_lat write_lat send_lat)" >&2; exit 2 ;;
+            *) echo "compare-perftest: unknown test '$test' (known: write_bw read_bw send_bw read_lat write_lat send_lat)" >&2; exit 2 ;;
         esac
     done
 done

@@ -8,6 +8,8 @@
 
 use std::process::Command;
 
+use gdrperf::bench::{Bench, Measures, BENCHES};
+
 /// One bad command line and what stderr must say about it (any one of `expected`).
 struct Case {
     arguments: &'static [&'static str],
@@ -113,6 +115,13 @@ const WRITE_BW: &[Case] = &[
     case(&["--loopback", "-f", "1"], &["--duration"]),
 ];
 
+const READ_BW: &[Case] = &[
+    case(&["--loopback", "-o", "0"], &["-o/--outs must be at least 1 outstanding READ"]),
+    case(&["--loopback", "-o", "x"], &["invalid value 'x' for '--outs <N>'"]),
+    case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"]),
+    case(&["--loopback", "-b", "--mem", "cuda-staged"], &["staged memory runs one direction at a time"]),
+];
+
 const SEND_BW: &[Case] = &[
     case(&["--loopback", "-r", "0"], &["-r/--rx-depth must be between 1 and 16384"]),
     case(&["--loopback", "-I", "5000"], &["-I/--inline-size 5000 is above 1024 bytes"]),
@@ -131,20 +140,37 @@ const SEND_LAT: &[Case] = &[
     case(&["--loopback", "--write-with-imm"], &["unexpected argument '--write-with-imm'"]),
 ];
 
-/// A bench binary, if the package defines it, with the case lists that apply to it.
-type Binary = (&'static str, Option<&'static str>, Vec<&'static [Case]>);
+/// The case lists of bench `bench`: the common ones, its kind's, and its own (by name).
+fn tables(bench: &Bench) -> Vec<&'static [Case]> {
+    let kind = match bench.measures {
+        Measures::Bandwidth => BANDWIDTH,
+        Measures::Latency => LATENCY,
+    };
+    let own: &'static [Case] = match bench.name {
+        "write_bw" => WRITE_BW,
+        "read_bw" => READ_BW,
+        "send_bw" => SEND_BW,
+        "read_lat" => READ_LAT,
+        "write_lat" => WRITE_LAT,
+        "send_lat" => SEND_LAT,
+        _ => &[],
+    };
+    vec![COMMON, kind, own]
+}
 
-/// Every bench binary with its own case lists. A binary the package does not (yet) define has
-/// no `CARGO_BIN_EXE_` variable and is left out at compile time.
-fn binaries() -> Vec<(&'static str, &'static str, Vec<&'static [Case]>)> {
-    let all: [Binary; 5] = [
-        ("gdr-write-bw", Some(env!("CARGO_BIN_EXE_gdr-write-bw")), vec![COMMON, BANDWIDTH, WRITE_BW]),
-        ("gdr-send-bw", option_env!("CARGO_BIN_EXE_gdr-send-bw"), vec![COMMON, BANDWIDTH, SEND_BW]),
-        ("gdr-read-lat", option_env!("CARGO_BIN_EXE_gdr-read-lat"), vec![COMMON, LATENCY, READ_LAT]),
-        ("gdr-write-lat", option_env!("CARGO_BIN_EXE_gdr-write-lat"), vec![COMMON, LATENCY, WRITE_LAT]),
-        ("gdr-send-lat", option_env!("CARGO_BIN_EXE_gdr-send-lat"), vec![COMMON, LATENCY, SEND_LAT]),
-    ];
-    all.into_iter().filter_map(|(name, binary, tables)| binary.map(|binary| (name, binary, tables))).collect()
+/// Every bench of `gdrperf::bench::BENCHES` with its binary (built by cargo next to this test's
+/// `deps/` folder) and its case lists: a new bench is checked without being named here.
+fn binaries() -> Vec<(&'static str, String, Vec<&'static [Case]>)> {
+    let test = std::env::current_exe().expect("the test knows its path");
+    let folder = test.parent().and_then(std::path::Path::parent).expect("target/<profile>/deps/<test>");
+    BENCHES
+        .iter()
+        .map(|bench| {
+            let binary = folder.join(bench.binary);
+            assert!(binary.exists(), "{} is in BENCHES but not built: {}", bench.binary, binary.display());
+            (bench.name, binary.to_string_lossy().into_owned(), tables(bench))
+        })
+        .collect()
 }
 
 /// Runs `binary` and returns its exit code and stderr; a panic fails at once.
@@ -169,7 +195,7 @@ fn every_binary_refuses_bad_input_with_exit_2_and_a_message_naming_it() {
     let mut checked = 0;
     for (name, binary, tables) in binaries() {
         for case in tables.iter().flat_map(|table| table.iter()) {
-            let (code, stderr) = run(binary, case.arguments, &[]);
+            let (code, stderr) = run(&binary, case.arguments, &[]);
             checked += 1;
             if code != 2 || !case.expected.iter().any(|text| stderr.contains(text)) {
                 failures.push(format!(
@@ -185,7 +211,7 @@ fn every_binary_refuses_bad_input_with_exit_2_and_a_message_naming_it() {
 #[test]
 fn an_empty_token_in_the_environment_is_refused_not_ignored() {
     for (name, binary, _) in binaries() {
-        let (code, stderr) = run(binary, &["-n", "5", "127.0.0.1"], &[("GDRPERF_TOKEN", "")]);
+        let (code, stderr) = run(&binary, &["-n", "5", "127.0.0.1"], &[("GDRPERF_TOKEN", "")]);
         assert_eq!(code, 2, "{name}: {stderr}");
         assert!(stderr.contains("--token (or GDRPERF_TOKEN) is empty"), "{name}: {stderr}");
     }
@@ -209,7 +235,7 @@ fn gpu_memory_without_a_cuda_driver_is_a_clear_error() {
     // Staged GPU memory loads CUDA as well, in every binary (all five take it).
     for (name, binary, _) in binaries() {
         for memory in ["cuda", "cuda-staged"] {
-            let (code, stderr) = run(binary, &["--loopback", "--mem", memory, "-n", "5"], &[]);
+            let (code, stderr) = run(&binary, &["--loopback", "--mem", memory, "-n", "5"], &[]);
             assert_eq!(code, 2, "{name} --mem {memory}: {stderr}");
             assert!(stderr.contains("libcuda.so not found"), "{name} --mem {memory}: {stderr}");
         }
@@ -223,7 +249,7 @@ fn no_rdma_device_is_a_clear_error() {
         return;
     }
     for (name, binary, _) in binaries() {
-        let (code, stderr) = run(binary, &["--loopback", "-n", "5"], &[]);
+        let (code, stderr) = run(&binary, &["--loopback", "-n", "5"], &[]);
         assert_eq!(code, 2, "{name}: {stderr}");
         assert!(stderr.contains("no RDMA device found"), "{name}: {stderr}");
         assert!(stderr.contains("scripts/softroce.sh"), "{name}: {stderr}");

@@ -8,15 +8,13 @@ use help_text::value_options;
 
 #[test]
 fn every_option_of_every_bench_shows_its_default() {
-    let binaries = [
-        env!("CARGO_BIN_EXE_gdr-write-bw"),
-        env!("CARGO_BIN_EXE_gdr-send-bw"),
-        env!("CARGO_BIN_EXE_gdr-read-lat"),
-        env!("CARGO_BIN_EXE_gdr-write-lat"),
-        env!("CARGO_BIN_EXE_gdr-send-lat"),
-    ];
+    // Every bench of the one list, built next to this test's deps/ folder.
+    let test = std::env::current_exe().unwrap();
+    let folder = test.parent().and_then(std::path::Path::parent).unwrap().to_path_buf();
     let mut missing = Vec::new();
-    for binary in binaries {
+    for bench in gdrperf::bench::BENCHES {
+        let binary = folder.join(bench.binary);
+        let binary = binary.to_str().unwrap();
         let output = Command::new(binary).arg("--help").output().unwrap();
         assert!(output.status.success(), "{binary} --help failed");
         let help = String::from_utf8(output.stdout).unwrap();

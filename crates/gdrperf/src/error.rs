@@ -63,17 +63,17 @@ pub enum Error {
     #[error("rdma_cm: {step}: {detail}")]
     ConnectionManager { step: String, detail: String },
 
-    #[error("ibv_modify_qp to {state} failed: {detail}")]
-    ModifyQp { state: &'static str, detail: String },
+    #[error("ibv_modify_qp to {state} failed: {}", chain(.source))]
+    ModifyQp { state: &'static str, source: sideway::ibverbs::queue_pair::ModifyQueuePairError },
 
     #[error("ibv_reg_mr ({what}, {len} bytes) failed: {source}{hint}")]
     RegisterMemory { what: String, len: usize, source: io::Error, hint: &'static str },
 
-    #[error("ibv_post_send ({op}) failed: {detail}")]
-    PostSend { op: &'static str, detail: String },
+    #[error("ibv_post_send ({op}) failed: {}", chain(.source))]
+    PostSend { op: &'static str, source: sideway::ibverbs::queue_pair::PostSendError },
 
-    #[error("ibv_post_recv failed: {detail}")]
-    PostRecv { detail: String },
+    #[error("ibv_post_recv failed: {source}")]
+    PostRecv { source: io::Error },
 
     #[error("ibv_poll_cq failed: {0}")]
     PollCq(#[source] io::Error),
@@ -156,11 +156,8 @@ pub enum Error {
     #[error("CPU placement: {0}")]
     CpuPlacement(String),
 
-    #[error("{0}")]
-    Memory(String),
-
-    #[error("cannot install the {signal} handler: {source}")]
-    Signal { signal: &'static str, source: io::Error },
+    #[error(transparent)]
+    Signal(#[from] crate::harness::stop::SignalError),
 
     /// Where in the sweep an error struck, so that a dead peer or a failed completion names
     /// the size and the peer.
@@ -170,6 +167,20 @@ pub enum Error {
 
 /// Shorthand used across the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// "outer: inner: innermost": a verbs error's message with its causes, so that the errno under
+/// sideway's wrapper errors shows where only the message is printed (the bench binaries print
+/// `error: {error}`); the source itself is kept for callers that walk the chain.
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
 
 #[cfg(test)]
 mod tests {
@@ -185,6 +196,27 @@ mod tests {
         // thiserror hands out the Box itself as the source.
         let source = error.source().and_then(|source| source.downcast_ref::<Box<Error>>());
         assert!(matches!(source.map(|boxed| &**boxed), Some(Error::PortDown { port: 1, .. })), "{source:?}");
+    }
+
+    #[test]
+    fn verbs_errors_keep_their_source_and_show_the_errno() {
+        use sideway::ibverbs::queue_pair::{ModifyQueuePairErrorKind, PostSendError};
+        let errno = || io::Error::from_raw_os_error(22);
+        let error =
+            Error::ModifyQp { state: "RTR", source: ModifyQueuePairErrorKind::Ibverbs(errno()).into() };
+        assert!(
+            error.to_string().starts_with("ibv_modify_qp to RTR failed: modify queue pair failed: "),
+            "{error}"
+        );
+        assert!(error.to_string().contains(&errno().to_string()), "{error}");
+        assert!(error
+            .source()
+            .is_some_and(|source| source.is::<sideway::ibverbs::queue_pair::ModifyQueuePairError>()));
+        let error = Error::PostSend { op: "RDMA READ", source: PostSendError::Ibverbs(errno()) };
+        assert!(error.to_string().contains(&errno().to_string()), "{error}");
+        assert!(error.source().is_some_and(|source| source.is::<PostSendError>()));
+        let error = Error::PostRecv { source: errno() };
+        assert!(error.source().is_some_and(|source| source.is::<io::Error>()));
     }
 
     #[test]

@@ -7,8 +7,11 @@
 //! - [`harness`]: what every benchmark shares (options, sweep, timing, validation).
 //! - [`output`]: console table, CSV and JSON exporters.
 //!
+//! - [`prelude`]: what a bench binary imports (benches/src/bin/*.rs use nothing else).
+//!
 //! `examples/rdma_write.rs` is the smallest complete program using the verbs layer alone.
 
+pub mod bench;
 pub mod cpu_placement;
 pub mod error;
 pub mod exchange;
@@ -16,6 +19,7 @@ pub mod harness;
 pub mod memory_kind;
 pub mod nic_counters;
 pub mod output;
+pub mod prelude;
 pub mod verbs;
 
 pub use error::{Error, Result};

@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 
+use crate::bench::{Bench, Operation};
 use crate::error::{Error, Result};
 use crate::harness::args::CommonArgs;
-use crate::harness::config::{
-    BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule, TestDefaults, MAX_INLINE_SIZE,
-};
+use crate::harness::config::{BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule, MAX_INLINE_SIZE};
 use crate::harness::perftest_defaults::{inline_size, InlineReason, InlineRequest};
 use crate::output::latency_row::LatencyFiles;
 
@@ -205,8 +204,8 @@ impl LatencyConfig {
         Ok(LatencyConfig { test, inline_size, inline_asked, write_with_imm: options.write_with_imm, files })
     }
 
-    /// The inline size a run uses and why: perftest's rule ([`inline_size`]) on this device
-    /// (`known_device`: [`perftest_knows_inline`](crate::harness::perftest_defaults::perftest_knows_inline))
+    /// The inline size a run uses and why: perftest's rule (`perftest_defaults::inline_size`) on this device
+    /// (`known_device`: `perftest_defaults::perftest_knows_inline`)
     /// and memory (`cpu_visible`: host memory, not GPU memory).
     pub fn inline_size_for(&self, known_device: bool, cpu_visible: bool) -> (u32, InlineReason) {
         inline_size(self.inline_request(), known_device, cpu_visible)
@@ -234,18 +233,13 @@ fn config(message: &str) -> Error {
     Error::Config(message.to_string())
 }
 
-/// perftest's defaults for its latency tests: 2-byte messages, 1000 iterations, one outstanding.
-pub const LATENCY_DEFAULTS: TestDefaults =
-    TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
-
 /// What every latency binary builds from its command line, in one step: the common settings
 /// (with perftest's latency defaults), the latency settings, and the HDR files when asked for.
 pub fn latency_setup(
     common: &CommonArgs,
     latency: &LatencyArgs,
     options: TestOptions,
-    test: LatencyTest,
-    name: &'static str,
+    bench: &Bench,
 ) -> Result<(BenchConfig, LatencyConfig, Option<LatencyFiles>)> {
     if common.margin.is_some() {
         // perftest's latency tests under -D report one average over the middle window; ours
@@ -254,7 +248,13 @@ pub fn latency_setup(
             "-f/--margin applies to bandwidth tests: a latency test's -D samples the whole duration",
         ));
     }
-    let mut common = BenchConfig::from_args(common, LATENCY_DEFAULTS)?;
+    let test = match bench.operation {
+        Operation::Read => LatencyTest::Read,
+        Operation::Write => LatencyTest::Write,
+        Operation::Send => LatencyTest::Send,
+    };
+    let name = bench.name;
+    let mut common = BenchConfig::from_args(common, bench.defaults)?;
     common.latency_span = Some(latency.latency_span);
     let latency = LatencyConfig::from_args(latency, options, &common, test)?;
     let files = latency
@@ -335,11 +335,10 @@ mod tests {
         assert!(listings.files.report_sorted && listings.files.report_unsorted);
         assert!(listings.files.histogram_raw.is_some(), "the old long name still names the raw dump");
         let cli = LatencyCli::try_parse_from(["test", "--loopback", "-D", "8", "-f", "1"]).unwrap();
-        let refused =
-            latency_setup(&cli.common, &cli.latency, (&cli.own).into(), LatencyTest::Write, "write_lat")
-                .err()
-                .map(|error| error.to_string())
-                .unwrap_or_default();
+        let refused = latency_setup(&cli.common, &cli.latency, (&cli.own).into(), &crate::bench::WRITE_LAT)
+            .err()
+            .map(|error| error.to_string())
+            .unwrap_or_default();
         assert!(refused.contains("-f/--margin applies to bandwidth tests"), "{refused}");
     }
 }

@@ -5,6 +5,10 @@
 //! signaled (fewer completions to poll at high message rates), the clock started at the first
 //! post and stopped at the last completion. Each completion tells how far its QP has come, since a
 //! signaled completion implies that every earlier request of that QP is done too.
+//!
+//! The same loop streams WRITEs and READs. A reader whose memory is staged lands each READ in
+//! its own slot of the bounce ring and copies it in once its completion is seen; a slot is read
+//! into again only after that copy finished ([`QueueMemory::ready_to_land`]).
 
 use std::time::Duration;
 
@@ -14,9 +18,7 @@ use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::StopRule;
-use crate::harness::memory::{
-    shared_bounce_for_tests, signal_every, Direct, QueueMemory, Ring, Staged, Stamps,
-};
+use crate::harness::memory::{signal_every, Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::harness::perftest_defaults::measurement_window;
 use crate::harness::session::{Session, SessionParts};
 use crate::harness::stream_book::{events_to_store, signal_interval, StreamBook};
@@ -65,6 +67,8 @@ pub struct StreamPlan {
     pub notify_receiver: bool,
     /// `--validate`: a staged sender stamps each message with its index.
     pub validate: bool,
+    /// The test hook of [`BenchConfig::shared_bounce_for_tests`](crate::harness::config::BenchConfig).
+    pub shared_bounce_for_tests: bool,
 }
 
 pub use crate::harness::credits::CREDIT_RECEIVES;
@@ -184,6 +188,8 @@ struct Progress {
     credited: u64,
     /// Messages posted (and completed) before the current phase.
     phase_start: u64,
+    /// A staged reader: messages whose READ completed and whose copy in has started.
+    landed: u64,
 }
 
 fn run<M: QueueMemory>(
@@ -194,7 +200,7 @@ fn run<M: QueueMemory>(
     limit: Limit,
     mut meter: Option<&mut BandwidthMeter>,
 ) -> Result<()> {
-    let shared_bounce = shared_bounce_for_tests();
+    let shared_bounce = plan.shared_bounce_for_tests;
     let remote_rings: Vec<Option<Ring>> = link
         .remotes
         .iter()
@@ -229,12 +235,17 @@ fn run<M: QueueMemory>(
                 // The room in the send queue, up to the target; whole signal groups in a timed run.
                 let mut count = book.room(index);
                 if M::COPIES {
-                    let end = target.map_or(u64::MAX, |target| phase_start + target);
-                    let ready = memories[index].ready_to_post(
-                        phase_start + counts.posted,
-                        phase_start + counts.completed,
-                        end,
-                    )?;
+                    let ready = match plan.operation {
+                        StreamOperation::Write => memories[index].ready_to_post(
+                            phase_start + counts.posted,
+                            phase_start + counts.completed,
+                            target.map_or(u64::MAX, |target| phase_start + target),
+                        )?,
+                        // A READ lands in the staged ring: into a slot already copied in.
+                        StreamOperation::Read => {
+                            memories[index].ready_to_land(phase_start + counts.posted)?
+                        }
+                    };
                     count = count.min(ready);
                 }
                 let remote = link.remotes[index];
@@ -305,6 +316,9 @@ fn run<M: QueueMemory>(
             retired_now += book.complete(completion.wr_id).map_err(|_| unexpected())?;
             Ok(())
         })?;
+        if M::COPIES && plan.operation == StreamOperation::Read {
+            land(memories, progress, &book)?;
+        }
         let alive = if retired_now == 0 && credits_now > 0 {
             // A credit retires none of our requests but shows the receiver alive.
             book.other_progress();
@@ -340,6 +354,18 @@ fn run<M: QueueMemory>(
             return stopped_by.map_or(Ok(()), |signal| Err(ExchangeError::Interrupted(signal).into()));
         }
     }
+}
+
+/// A staged reader: every READ completed since the last poll has landed in its ring slot (a
+/// signalled completion implies the QP's earlier ones), and its copy in starts now.
+fn land<M: QueueMemory>(memories: &mut [M], progress: &mut [Progress], book: &StreamBook) -> Result<()> {
+    for ((memory, state), counts) in memories.iter_mut().zip(progress.iter_mut()).zip(&book.progress) {
+        while state.landed < state.phase_start + counts.completed {
+            memory.landed(state.landed, state.landed)?;
+            state.landed += 1;
+        }
+    }
+    Ok(())
 }
 
 /// A staged receiver's credit: its immediate says how many more messages it copied in; the

@@ -408,7 +408,9 @@ pub fn message_stamps(seed: u64, index: u64, len: usize) -> Vec<(usize, Vec<u8>)
     stamps
 }
 
-/// Writes message `index` of the pattern `seed` into `bytes`.
+/// Writes message `index` of the pattern `seed` into `bytes` (what a staged sender sends: the
+/// tests build expected messages with it).
+#[cfg(test)]
 pub fn fill_message(bytes: &mut [u8], seed: u64, index: u64) {
     fill_pattern(bytes, seed);
     for (offset, stamp) in message_stamps(seed, index, bytes.len()) {

@@ -15,6 +15,7 @@ use crate::cpu_placement::CpuRequest;
 use crate::error::{Error, Result};
 use crate::exchange::Token;
 use crate::harness::args::{BandwidthArgs, CommonArgs, GdrPath, MemoryKind};
+pub use crate::harness::perftest_defaults::TestDefaults;
 use crate::verbs::Mtu;
 use gdrperf_cuda::GpuSelection;
 
@@ -129,15 +130,57 @@ pub struct BenchConfig {
     pub argv: Vec<String>,
     /// Latency tests: what a sample spans (set from `--latency-span`); `None` elsewhere.
     pub latency_span: Option<LatencySpan>,
+    /// RDMA READs each QP may have outstanding (set by gdr-read-bw from `-o/--outs`).
+    pub read_depth: ReadDepth,
+    /// Test hook, read once here from `GDRPERF_TEST_SHARED_BOUNCE` (never while an engine sets
+    /// up): the write stream behaves as gdrperf did before the staged ring (every message into
+    /// the same bounce bytes, no credits), so that a VM test can show that `--validate` catches
+    /// what that did. Never set it to measure.
+    pub shared_bounce_for_tests: bool,
 }
 
-/// Per-test defaults, as perftest sets them for each test.
-#[derive(Debug, Clone, Copy)]
-pub struct TestDefaults {
-    pub size: u64,
-    pub iterations: u64,
-    pub tx_depth: u32,
-    pub warmup: u64,
+/// The refusal of `-b` with staged memory, in the same words wherever it is made (here for
+/// loopback, in `session::refuse_staged` once the peer's memory is known).
+pub(crate) const STAGED_BIDIRECTIONAL: &str =
+    "staged memory runs one direction at a time: drop -b/--bidirectional";
+
+/// RDMA READs a QP may have outstanding (its `max_rd_atomic` and `max_dest_rd_atomic`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadDepth {
+    /// 16, whatever the device: the benches without a READ stream.
+    Fixed(u32),
+    /// The device's `max_qp_rd_atom`: perftest's default for READ tests.
+    DeviceMax,
+    /// `-o N`, lowered to the device's `max_qp_rd_atom` with a message where above it, as
+    /// perftest does (`ctx_set_out_reads` in `perftest_parameters.c`).
+    Asked(u32),
+}
+
+impl ReadDepth {
+    /// The depth on a device whose QPs allow `device_max` outstanding READs: the value, and a
+    /// line for stderr where `-o` was lowered.
+    pub fn on_device(self, device_max: u32) -> (u32, Option<String>) {
+        match self {
+            ReadDepth::Fixed(depth) => (depth, None),
+            ReadDepth::DeviceMax => (device_max, None),
+            ReadDepth::Asked(asked) if asked > device_max => (
+                device_max,
+                Some(format!(
+                    "-o/--outs {asked} is above the device's max_qp_rd_atom ({device_max}): using {device_max}, as perftest does"
+                )),
+            ),
+            ReadDepth::Asked(asked) => (asked, None),
+        }
+    }
+
+    /// `-o/--outs` as given (`None`: the device's maximum).
+    pub fn from_outs(outs: Option<u32>) -> Result<ReadDepth> {
+        match outs {
+            None => Ok(ReadDepth::DeviceMax),
+            Some(0) => Err(Error::Config("-o/--outs must be at least 1 outstanding READ".into())),
+            Some(asked) => Ok(ReadDepth::Asked(asked)),
+        }
+    }
 }
 
 impl BenchConfig {
@@ -258,6 +301,8 @@ impl BenchConfig {
             },
             argv: gdrperf_stats::redact_command_line(std::env::args()),
             latency_span: None,
+            read_depth: ReadDepth::Fixed(16),
+            shared_bounce_for_tests: std::env::var_os("GDRPERF_TEST_SHARED_BOUNCE").is_some(),
         })
     }
 
@@ -374,7 +419,6 @@ fn check_devices(devices: &[String]) -> Result<Vec<String>> {
     Ok(devices.iter().map(|device| device.trim().to_string()).collect())
 }
 
-pub use super::perftest_defaults::DEFAULT_CQ_MODERATION;
 use super::perftest_defaults::{cq_moderation, duration_margin, CqModeration};
 
 /// Bandwidth-specific, validated settings.
@@ -417,7 +461,7 @@ impl BandwidthConfig {
         // client would leave its peer waiting for it. A loopback run has no peer to tell.
         let staged = common.memory.kinds.iter().any(|kind| kind.is_staged());
         if args.bidirectional && staged && matches!(common.role, Role::Loopback) {
-            return Err(config("staged memory runs one direction at a time: drop -b/--bidirectional"));
+            return Err(config(STAGED_BIDIRECTIONAL));
         }
         if common.acceptance.max_lat.is_some() {
             return Err(config("--max-lat applies to latency results: a bandwidth test is held to --min-bw"));
@@ -480,6 +524,21 @@ impl LatencyFilePaths {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn outstanding_reads_follow_perftest_within_the_device_bound() {
+        // rxe allows 128, mlx5 16: -o above is lowered with a message, none means the maximum.
+        assert_eq!(ReadDepth::from_outs(None).unwrap().on_device(128), (128, None));
+        assert_eq!(ReadDepth::from_outs(Some(8)).unwrap().on_device(16), (8, None));
+        let (depth, message) = ReadDepth::from_outs(Some(64)).unwrap().on_device(16);
+        assert_eq!(depth, 16);
+        assert!(message.unwrap().contains("-o/--outs 64 is above the device's max_qp_rd_atom (16)"));
+        assert!(ReadDepth::from_outs(Some(0))
+            .unwrap_err()
+            .to_string()
+            .contains("-o/--outs must be at least 1"));
+        assert_eq!(ReadDepth::Fixed(16).on_device(128), (16, None));
+    }
 
     #[derive(Parser)]
     struct Cli {

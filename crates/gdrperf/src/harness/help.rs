@@ -3,17 +3,18 @@
 //! `-s`, `-n`, `-t` and `--warmup` have per-test defaults (perftest's: 64 KiB and 5000
 //! iterations for bandwidth, 2 bytes and 1000 for latency), so the shared `CommonArgs` cannot
 //! name them in its attributes, and a new user learnt them only from the run header. The binary
-//! passes its [`TestDefaults`] here and `--help` shows them the way clap shows fixed defaults.
+//! passes its bench descriptor here and `--help` shows them the way clap shows fixed defaults.
 
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches};
 
+use crate::bench::Bench;
 use crate::harness::TestDefaults;
 
-/// Parses the process's command line for `C` (exiting with clap's message and status on bad
-/// input, or after printing `--help`), with `defaults` written into the help of the options
-/// they fill.
-pub fn parse_with_defaults<C: CommandFactory + FromArgMatches>(defaults: TestDefaults) -> C {
-    let matches: ArgMatches = with_test_defaults(C::command(), defaults).get_matches();
+/// Parses the process's command line for `C` as bench `bench`'s binary: its name, its first help
+/// line and its defaults all come from the descriptor (see [`crate::bench`]).
+pub fn parse_bench<C: CommandFactory + FromArgMatches>(bench: &Bench) -> C {
+    let command = C::command().name(bench.binary).bin_name(bench.binary).about(bench.about());
+    let matches: ArgMatches = with_test_defaults(command, bench.defaults).get_matches();
     C::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
 }
 

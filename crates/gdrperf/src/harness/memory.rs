@@ -53,13 +53,6 @@ pub fn staged_len(largest: usize, depth: u32) -> usize {
     slot.saturating_mul(depth.max(1) as usize).min(RING_BYTES.max(slot)).max(largest)
 }
 
-/// `GDRPERF_TEST_SHARED_BOUNCE` set: the write stream behaves as gdrperf did before the ring
-/// (every message into the same bounce bytes, no credits), so that a VM test can show that
-/// `--validate` catches what that did. Read once per size; never set it to measure.
-pub fn shared_bounce_for_tests() -> bool {
-    std::env::var_os("GDRPERF_TEST_SHARED_BOUNCE").is_some()
-}
-
 /// The slots of one size in a staged ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ring {
@@ -102,6 +95,11 @@ pub trait QueueMemory {
     /// whose send has completed (their slots are free again); `end`: one past the last message
     /// the phase will send (`u64::MAX` while a timed phase runs).
     fn ready_to_post(&mut self, posted: u64, completed: u64, end: u64) -> Result<u64>;
+
+    /// A reader's room (RDMA READ into a staged ring): how many messages from `posted` on have a
+    /// free slot to land in, a slot being free once the message that last landed in it is copied
+    /// in. `u64::MAX` where nothing is copied.
+    fn ready_to_land(&mut self, posted: u64) -> Result<u64>;
 
     /// Message `message` has landed in ring position `position` (its slot is
     /// `position % slots`: the message number itself for a write stream, the receive's slot for
@@ -154,6 +152,11 @@ impl QueueMemory for Direct {
 
     #[inline(always)]
     fn ready_to_post(&mut self, _posted: u64, _completed: u64, _end: u64) -> Result<u64> {
+        Ok(u64::MAX)
+    }
+
+    #[inline(always)]
+    fn ready_to_land(&mut self, _posted: u64) -> Result<u64> {
         Ok(u64::MAX)
     }
 
@@ -264,10 +267,6 @@ impl<'a> Staged<'a> {
         }
     }
 
-    pub fn ring(&self) -> Ring {
-        self.ring
-    }
-
     /// The quick check of a received message: the body against the pattern built once, the
     /// stamps against the message's (memcmp speed; the slow per-byte search runs only to
     /// describe a failure).
@@ -349,6 +348,11 @@ impl QueueMemory for Staged<'_> {
             self.out_done += 1;
         }
         Ok(self.out_done.saturating_sub(posted))
+    }
+
+    #[inline]
+    fn ready_to_land(&mut self, posted: u64) -> Result<u64> {
+        Ok((self.copied_in()? + self.ring.slots).saturating_sub(posted))
     }
 
     #[inline]
@@ -496,6 +500,23 @@ mod tests {
         // Messages 0 and 1 completed: 4 and 5 reuse their slots, with their own stamps.
         staged.ready_to_post(4, 2, 100).unwrap();
         assert_eq!((in_slot(0), in_slot(1), in_slot(3)), (message(4), message(5), message(3)));
+    }
+
+    #[test]
+    fn a_reader_lands_only_in_slots_already_copied_in() {
+        let mut stager = HostStager::new(4 * 256).unwrap();
+        let bounce = bounce_of(&stager);
+        let mut check = MessageCheck::default();
+        let ring = Ring::new(1024, 4, 256);
+        let mut staged = Staged::from_parts(&mut stager, bounce, &mut check, ring, 256, None);
+        // An empty ring: 4 READs may be posted, none more.
+        assert_eq!(staged.ready_to_land(0).unwrap(), 4);
+        assert_eq!(staged.ready_to_land(4).unwrap(), 0);
+        // Two landed and copied in (host copies finish at once): their slots take two more.
+        staged.landed(0, 0).unwrap();
+        staged.landed(1, 1).unwrap();
+        assert_eq!(staged.ready_to_land(4).unwrap(), 2);
+        assert_eq!(staged.out_started, 0, "a reader copies nothing out");
     }
 
     #[test]

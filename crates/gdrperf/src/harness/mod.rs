@@ -5,38 +5,48 @@
 //! [`Benchmark`] and calls [`run`]. Everything else (roles, loopback, the exchange, warm-up,
 //! timing, validation, CSV/JSON/console) lives here, once.
 
-pub mod args;
-pub mod args_latency;
-pub mod args_send;
-pub mod bandwidth;
-pub mod buffers;
-pub mod config;
+pub(crate) mod args;
+pub(crate) mod args_latency;
+pub(crate) mod args_send;
+pub(crate) mod bandwidth;
+pub(crate) mod barrier;
+pub(crate) mod buffers;
+pub(crate) mod config;
 pub mod credits;
-pub mod help;
-pub mod interrupt;
-pub mod lanes;
-pub mod latency;
-pub mod memory;
-pub mod pcie;
-pub mod perftest_defaults;
-pub mod placement;
+pub(crate) mod help;
+pub(crate) mod interrupt;
+pub(crate) mod lanes;
+pub(crate) mod latency;
+pub(crate) mod memory;
+pub(crate) mod pcie;
+pub(crate) mod perftest_defaults;
+pub(crate) mod placement;
 pub(crate) mod port_window;
-pub mod roles;
-pub mod send;
-pub mod session;
-pub mod staged_receive;
+pub(crate) mod roles;
+pub(crate) mod send;
+pub(crate) mod session;
+pub(crate) mod staged_receive;
 pub mod staging;
-pub mod stop;
+pub(crate) mod stop;
 pub mod stream_book;
-pub mod sweep;
-pub mod write_stream;
+pub(crate) mod sweep;
+pub(crate) mod write_stream;
 
 pub use args::{BandwidthArgs, CommonArgs};
 pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
-pub use help::parse_with_defaults;
+pub use help::parse_bench;
 pub use roles::run;
 pub use session::{Session, Side};
 pub use sweep::{Benchmark, RunOutcome, Setup};
+
+/// The latency loop's bookkeeping, for `benches/latency_loop.rs` (criterion benches link the
+/// library from outside): not part of what the bench binaries use.
+#[doc(hidden)]
+pub mod latency_loop_parts {
+    pub use super::config::LatencySpan;
+    pub use super::latency::samples::{Continue, RoundTrip, Samples};
+    pub use super::latency::LatencyPlan;
+}
 
 /// Runs a bench binary's body and turns its result into the exit code: 0 when every size
 /// passed, 1 when a data check failed, 2 on any error (with the message on stderr), and 130 or 143

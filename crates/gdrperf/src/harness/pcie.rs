@@ -12,7 +12,6 @@ use gdrperf_topology::pcie::{run_facts, RunPcieFacts};
 
 use crate::cpu_placement::CpuPlacement;
 use crate::harness::buffers::BenchBuffer;
-use crate::harness::session::LocalResources;
 use crate::memory_kind::MemoryKind;
 use crate::verbs::{Device, PortInfo};
 
@@ -22,17 +21,13 @@ use crate::verbs::{Device, PortInfo};
 pub const SYSFS_ROOT_VARIABLE: &str = "GDRPERF_PATH_SYSFS_ROOT";
 
 /// The facts for this side's first buffer's GPU (if any) and its RDMA device, read from `/`.
-pub fn run_pcie_facts(local: &LocalResources) -> RunPcieFacts {
-    run_facts(Path::new("/"), gpu_bus_id(local).as_deref(), local.device.name())
+pub fn run_pcie_facts(device: &Device, buffers: &[BenchBuffer]) -> RunPcieFacts {
+    run_facts(Path::new("/"), gpu_bus_id(buffers).as_deref(), device.name())
 }
 
 /// The PCI bus id (with domain: 0000:19:00.0) of the GPU this side's buffers live on, if any:
 /// shown next to every GPU index, since indices follow CUDA's order ([`gdrperf_cuda::GpuOrder`]).
-pub fn gpu_bus_id(local: &LocalResources) -> Option<String> {
-    buffers_gpu_bus_id(&local.buffers)
-}
-
-fn buffers_gpu_bus_id(buffers: &[BenchBuffer]) -> Option<String> {
+pub fn gpu_bus_id(buffers: &[BenchBuffer]) -> Option<String> {
     buffers
         .first()
         .and_then(|buffer| buffer.gpu_index())
@@ -50,7 +45,7 @@ pub fn path_facts(device: &Device, port: &PortInfo, buffers: &[BenchBuffer], cpu
         // gdrperf stages only when asked: never a fallback from GPUDirect.
         MemoryKind::CudaStaged | MemoryKind::HostStaged => MemoryPath::Staged { fallback: false },
     };
-    let gpu_bus_id = if kind.is_on_gpu() { buffers_gpu_bus_id(buffers) } else { None };
+    let gpu_bus_id = if kind.is_on_gpu() { gpu_bus_id(buffers) } else { None };
     let root = std::env::var_os(SYSFS_ROOT_VARIABLE).map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
     let query = EndQuery {
         nic: device.name(),

@@ -5,7 +5,15 @@
 //! `the_defaults_table_holds_for_gdrperf` pins gdrperf's side of it.
 
 use crate::error::{Error, Result};
-use crate::harness::config::TestDefaults;
+
+/// Per-test defaults, as perftest sets them for each test.
+#[derive(Debug, Clone, Copy)]
+pub struct TestDefaults {
+    pub size: u64,
+    pub iterations: u64,
+    pub tx_depth: u32,
+    pub warmup: u64,
+}
 
 /// gdr-write-bw's defaults: ib_write_bw's 65536 B (`DEF_SIZE_BW`), 5000 iterations
 /// (`DEF_ITERS_WB`), TX depth 128 (`DEF_TX_BW`); 16 untimed warm-up messages per QP (perftest has
@@ -15,6 +23,9 @@ pub const WRITE_BW_DEFAULTS: TestDefaults =
 /// gdr-send-bw's defaults: as ib_send_bw, whose iterations are `DEF_ITERS` (1000), not
 /// `DEF_ITERS_WB`, which only WRITE bandwidth tests use.
 pub const SEND_BW_DEFAULTS: TestDefaults = TestDefaults { iterations: 1000, ..WRITE_BW_DEFAULTS };
+/// perftest's defaults for its latency tests: 2-byte messages, 1000 iterations, one outstanding.
+pub const LATENCY_DEFAULTS: TestDefaults =
+    TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
 
 /// perftest's CQ moderation: one signalled request in 100 (`DEF_CQ_MOD`).
 pub const DEFAULT_CQ_MODERATION: u32 = 100;
@@ -244,7 +255,6 @@ mod tests {
     /// table.
     #[test]
     fn the_defaults_table_holds_for_gdrperf() {
-        use crate::harness::args_latency::LATENCY_DEFAULTS;
         let row = |d: TestDefaults| (d.size, d.iterations, d.tx_depth, d.warmup);
         assert_eq!(row(WRITE_BW_DEFAULTS), (65536, 5000, 128, 16));
         assert_eq!(row(SEND_BW_DEFAULTS), (65536, 1000, 128, 16));

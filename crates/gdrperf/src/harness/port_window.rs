@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::harness::lanes::LaneBarrier;
+use crate::harness::barrier::LaneBarrier;
 use crate::nic_counters::CounterSnapshot;
 
 /// What a client does around a size besides the exchange: lanes wait for each other before

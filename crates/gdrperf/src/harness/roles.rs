@@ -28,16 +28,16 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
             let address = config.listen_address();
             let listener = Control::listen(address)?;
             eprintln!(
-                "gdr-{}: waiting for a client on {address} (device {})",
-                B::NAME.replace('_', "-"),
+                "{}: waiting for a client on {address} (device {})",
+                B::BENCH.binary,
                 local.device.name()
             );
             if config.bind.is_none_or(|address| address.is_unspecified()) && config.token.is_none() {
                 eprintln!(
-                    "gdr-{}: no token, and every address of this host listens: anyone who reaches port {} \
+                    "{}: no token, and every address of this host listens: anyone who reaches port {} \
                      before your client gets this run's memory keys (set GDRPERF_TOKEN on both sides, \
                      or --bind one address; see docs/security.md)",
-                    B::NAME.replace('_', "-"),
+                    B::BENCH.binary,
                     address.port()
                 );
             }
@@ -139,5 +139,9 @@ fn run_loopback<B: Benchmark>(
 }
 
 fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<B::Row>> {
-    Outputs::create(config.csv.as_deref(), config.json.as_deref(), Some(Console::new(B::TITLE, config.unit)))
+    Outputs::create(
+        config.csv.as_deref(),
+        config.json.as_deref(),
+        Some(Console::new(B::BENCH.title, config.unit)),
+    )
 }

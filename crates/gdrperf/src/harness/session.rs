@@ -46,6 +46,8 @@ pub struct LocalResources {
     pub path: gdrperf_ceiling::EndFacts,
     /// `-R`: this side's rdma_cm end (a server listens from here on), then its connections.
     pub(crate) rdma_cm: Option<CmEnd>,
+    /// RDMA READs each QP may have outstanding, within the device's bound.
+    pub read_depth: u8,
 }
 
 impl LocalResources {
@@ -116,7 +118,12 @@ impl LocalResources {
             (true, Role::Server) => Some(CmEnd::server(config.listen_address().ip(), config.tcp_port)?),
             (true, _) => Some(CmEnd::client()?),
         };
+        let (read_depth, lowered) = config.read_depth.on_device(device.max_reads_per_qp());
+        if let Some(lowered) = lowered {
+            eprintln!("{}: {lowered}", crate::harness::program_name());
+        }
         Ok(LocalResources {
+            read_depth: read_depth.min(u32::from(u8::MAX)) as u8,
             device,
             port,
             gid,
@@ -192,9 +199,7 @@ pub struct StagedRules {
 /// The refusal of [`StagedRules`] for a server with `server` memory and a client with `client`.
 pub fn refuse_staged(rules: StagedRules, server: MemoryKind, client: MemoryKind) -> Result<()> {
     if rules.bidirectional && (server.is_staged() || client.is_staged()) {
-        return Err(Error::Config(
-            "staged memory runs one direction at a time: drop -b/--bidirectional".into(),
-        ));
+        return Err(Error::Config(crate::harness::config::STAGED_BIDIRECTIONAL.into()));
     }
     if rules.receiver_counts_messages && server.is_staged() {
         return Err(Error::Config(
@@ -264,7 +269,7 @@ pub struct Session {
     pub(crate) peer: Hello,
     /// The path MTU both QPs were connected with.
     pub(crate) mtu: Mtu,
-    /// What the engines keep for this connection across sizes (receives posted once).
+    /// What the bench's engine keeps for this connection across sizes (receives posted once).
     pub(crate) connection: Connection,
 }
 
@@ -277,20 +282,28 @@ pub(crate) struct SessionParts<'a> {
     pub(crate) connection: &'a mut Connection,
 }
 
-/// What the engines keep for one connection across sizes. It lives in the session, not in the
-/// benchmark value, because that value is shared by both ends of a loopback run and by every
-/// lane of a concurrent one; and it goes with the QPs it belongs to when the next memory
-/// placement replaces them. Receives cannot be taken back once posted, hence all of it.
+/// What an engine keeps for one connection across sizes (receives posted once, credits): the
+/// engine's own type, which the session holds without knowing it (so the session depends on no
+/// engine). It lives with the session, not in the benchmark value, because that value is shared
+/// by both ends of a loopback run and by every lane of a concurrent one; and it goes with the QPs
+/// it belongs to when the next memory placement replaces them. Receives cannot be taken back
+/// once posted, hence all of it.
 #[derive(Default)]
-pub(crate) struct Connection {
-    /// gdr-send-bw's receives, with their `--validate` ring or staged slots.
-    pub(crate) receive_queues: Option<crate::harness::send::ReceiveQueues>,
-    /// A ping-pong's receives are posted.
-    pub(crate) ping_pong_receives: bool,
-    /// A writer's receives for a staged receiver's credits are posted.
-    pub(crate) credit_receives: bool,
-    /// A one-way SEND stream's credits, its receives for them posted.
-    pub(crate) send_credits: Option<crate::harness::credits::SenderCredits>,
+pub(crate) struct Connection(Option<Box<dyn std::any::Any + Send>>);
+
+impl Connection {
+    /// The engine's state of type `T`, made with its default on first use.
+    pub(crate) fn state<T: Default + Send + 'static>(&mut self) -> &mut T {
+        let state = self.0.get_or_insert_with(|| Box::new(T::default()));
+        if !state.is::<T>() {
+            // One bench drives one engine per connection; another type starts afresh.
+            *state = Box::new(T::default());
+        }
+        match state.downcast_mut::<T>() {
+            Some(state) => state,
+            None => unreachable!("the state was made of this type just above"),
+        }
+    }
 }
 
 impl Session {
@@ -438,7 +451,7 @@ impl Session {
         }
         let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
         let mtu = config.mtu.unwrap_or(local.port.active_mtu.min(peer_mtu));
-        let read_depth = 16;
+        let read_depth = local.read_depth;
         let path =
             PathSettings { port: local.port.number, mtu, local_gid: local.gid, read_depth, service_level: 0 };
         if let Some(rdma_cm) = local.rdma_cm.as_mut() {
@@ -499,7 +512,7 @@ impl Session {
     }
 
     /// Whether perftest knows this side's device for its inline defaults
-    /// ([`perftest_knows_inline`](crate::harness::perftest_defaults::perftest_knows_inline)).
+    /// (`perftest_defaults::perftest_knows_inline`).
     pub fn perftest_knows_inline(&self) -> bool {
         let (vendor, part) = self.local.device.vendor_ids();
         crate::harness::perftest_defaults::perftest_knows_inline(vendor, part)

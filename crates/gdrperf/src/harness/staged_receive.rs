@@ -8,15 +8,16 @@
 //! messages were copied in). The sender writes into a slot only once the message before it in
 //! that slot was credited, so no message lands on bytes still being copied.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
 use crate::error::{Error, Result};
 use crate::harness::bandwidth::CREDIT_FLAG;
 use crate::harness::buffers::pattern_seed;
+use crate::harness::config::BenchConfig;
 use crate::harness::credits::{credit_batch, CREDIT_RECEIVES};
-use crate::harness::memory::{shared_bounce_for_tests, QueueMemory, Ring, Staged, Stamps};
+use crate::harness::memory::{QueueMemory, Ring, Staged, Stamps};
 use crate::harness::session::{Session, SessionParts};
 use crate::verbs::completion::opcode;
 use crate::verbs::{Inline, LocalSlice, Operation, SendRequest};
@@ -33,16 +34,23 @@ fn ring(session: &Session, size: usize, depth: u32) -> Ring {
 }
 
 /// Receives kept posted: one per slot (the old shared bounce buffer, for its test: `depth`).
-fn receive_slots(ring: Ring, depth: u32) -> u64 {
-    match shared_bounce_for_tests() {
+fn receive_slots(ring: Ring, depth: u32, shared_bounce_for_tests: bool) -> u64 {
+    match shared_bounce_for_tests {
         true => u64::from(depth),
         false => ring.slots,
     }
 }
 
 /// Posts the initial receives on every QP of a staged receiver (before the sender may start).
-pub fn post_receives(session: &mut Session, size: usize, depth: u32, messages_per_qp: u64) -> Result<()> {
-    let slots = receive_slots(ring(session, size, depth), depth);
+/// `config`: its `-t` is the depth the sender keeps in flight.
+pub fn post_receives(
+    session: &mut Session,
+    size: usize,
+    config: &BenchConfig,
+    messages_per_qp: u64,
+) -> Result<()> {
+    let depth = config.tx_depth;
+    let slots = receive_slots(ring(session, size, depth), depth, config.shared_bounce_for_tests);
     for (index, queue_pair) in session.local.queue_pairs.iter_mut().enumerate() {
         for _ in 0..initial_receives(slots, messages_per_qp) {
             queue_pair.post_receive(index as u64, LocalSlice::empty())?;
@@ -53,21 +61,22 @@ pub fn post_receives(session: &mut Session, size: usize, depth: u32, messages_pe
 
 /// Receives `messages_per_qp` messages on every QP, copying each into the payload, and reports
 /// the rate at which data reached the payload: from the first arrival to the last copy done.
-/// `depth` must be what [`post_receives`] was given. The first `warmup` messages of each QP are
-/// copied like the others but not measured: the clock starts when the last of them is copied.
-/// With `validate`, each message is checked as its copy in finishes (see `harness::memory`).
+/// `config` must be what [`post_receives`] was given. The first `--warmup` messages of each QP
+/// are copied like the others but not measured: the clock starts when the last of them is
+/// copied. With `--validate`, each message is checked as its copy in finishes (see
+/// `harness::memory`).
 pub fn receive(
     session: &mut Session,
     size: usize,
-    depth: u32,
-    warmup: u64,
+    config: &BenchConfig,
     messages_per_qp: u64,
-    stall_timeout: Duration,
-    validate: bool,
 ) -> Result<BandwidthReport> {
+    let (depth, warmup, stall_timeout, validate) =
+        (config.tx_depth, config.warmup, config.timeout, config.validate);
+    let shared_bounce = config.shared_bounce_for_tests;
     let ring = ring(session, size, depth);
-    let slots = receive_slots(ring, depth);
-    let ring = if shared_bounce_for_tests() { Ring { slots: 1, stride: size } } else { ring };
+    let slots = receive_slots(ring, depth, shared_bounce);
+    let ring = if shared_bounce { Ring { slots: 1, stride: size } } else { ring };
     let stamped = session.peer_memory().is_staged();
     let SessionParts { queue_pairs, completion_queue, buffers, control, .. } = session.parts();
     let queue_count = queue_pairs.len();

@@ -17,8 +17,6 @@ use std::sync::Arc;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::flag;
 
-use crate::error::{Error, Result};
-
 /// The signals that stop a sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopSignal {
@@ -83,17 +81,28 @@ impl StopFlag {
     }
 }
 
+/// A stop signal's handler could not be installed. Its own type (wrapped by
+/// [`crate::Error::Signal`]), so that this module, which the exchange uses, needs nothing of the
+/// crate's error: no import cycle.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot install the {signal} handler: {source}")]
+pub struct SignalError {
+    pub signal: &'static str,
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// Installs the handlers that feed `stop` for the rest of the process. Any second stop signal,
 /// of either kind, ends the process at once with that signal's exit code.
 ///
 /// They are never removed: signal-hook cannot give a signal its default action back, so removing
 /// them would leave Ctrl-C ignored. The bench binaries exit right after the sweep anyway, and
 /// until then a second signal still ends the process at once.
-pub fn install_signal_handlers(stop: &StopFlag) -> Result<()> {
+pub fn install_signal_handlers(stop: &StopFlag) -> Result<(), SignalError> {
     let asked_before = Arc::new(AtomicBool::new(false));
     for signal in [StopSignal::Interrupt, StopSignal::Terminate] {
         let number = signal.number();
-        let failed = |source| Error::Signal { signal: signal.name(), source };
+        let failed = |source| SignalError { signal: signal.name(), source };
         // Order matters: the shutdown looks at the flag before this same signal sets it, so it
         // fires on the second signal only.
         flag::register_conditional_shutdown(number, i32::from(signal.exit_code()), Arc::clone(&asked_before))

@@ -28,10 +28,9 @@ use crate::verbs::QueuePairSizes;
 /// What a bench binary implements. All methods take `&self`: in `--loopback` both ends run the
 /// same benchmark value on two threads.
 pub trait Benchmark: Sync {
-    /// Machine name, the `test` column: "write_bw".
-    const NAME: &'static str;
-    /// Console title: "RDMA_Write BW Test".
-    const TITLE: &'static str;
+    /// The bench's descriptor (its names, title and defaults), an entry of
+    /// [`BENCHES`](crate::bench::BENCHES).
+    const BENCH: crate::bench::Bench;
     /// What one side measures for one size (sent to the peer as JSON).
     type Report: Serialize + DeserializeOwned + Send;
     /// The result row.
@@ -152,7 +151,7 @@ pub(crate) fn create_local<B: Benchmark>(
 /// What this side says in its hello for round or lane `lane`.
 pub(crate) fn greeting<B: Benchmark>(benchmark: &B, placements: &[Placement], lane: u32) -> Greeting {
     Greeting {
-        test: B::NAME,
+        test: B::BENCH.name,
         parameters: benchmark.setup().parameters,
         placements: placement::labels(placements),
         lane: if concurrent(benchmark) { lane } else { 0 },
@@ -463,7 +462,7 @@ pub(crate) fn progress_bar(sizes: usize) -> ProgressBar {
 
 pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session) -> RowContext {
     RowContext {
-        test: B::NAME.to_string(),
+        test: B::BENCH.name.to_string(),
         host: hostname(),
         peer_host: session.peer.host.clone(),
         device: session.local.device.name().to_string(),
@@ -483,7 +482,7 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         lane: String::new(),
         cpu: session.local.cpu.cpu_column(),
         numa_node: session.local.cpu.numa_node,
-        gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local).unwrap_or_default(),
+        gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local.buffers).unwrap_or_default(),
         nic: Default::default(),
         path: Some(RowPath::new(
             session.side.is_client(),
@@ -608,7 +607,7 @@ pub(crate) fn metadata<B: Benchmark>(
             ),
         ));
     }
-    let pcie = super::pcie::run_pcie_facts(local);
+    let pcie = super::pcie::run_pcie_facts(&local.device, &local.buffers);
     let gpu_order = gdrperf_cuda::GpuOrder::from_env();
     if local.buffers.first().and_then(|buffer| buffer.gpu_index()).is_some() {
         header.push(HeaderLine::new("GPU numbering", gpu_order.describe()));
@@ -624,7 +623,7 @@ pub(crate) fn metadata<B: Benchmark>(
         header.push(HeaderLine::per_placement("Inline", describe_inline(size, reason)));
     }
     let metadata = serde_json::json!({
-        "test": B::NAME,
+        "test": B::BENCH.name,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
         "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
         "argv": config.argv,

@@ -31,8 +31,8 @@ use sideway::rdmacm::communication_manager::{
     ConnectionParameter, Event, EventChannel, EventType, GetEventErrorKind, Identifier, PortSpace,
 };
 
+use crate::error::chain as error_chain;
 use crate::error::{Error, Result};
-use crate::verbs::queue_pair::error_chain;
 use crate::verbs::{Device, Gid, PathSettings, RcQueuePair};
 
 /// How long address and route resolution may take, each (perftest's 2000 ms).

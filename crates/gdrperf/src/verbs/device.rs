@@ -80,6 +80,8 @@ pub struct Device {
     /// `ibv_device_attr`'s vendor and part ids: what perftest recognises a device by.
     vendor_id: u32,
     vendor_part_id: u32,
+    /// RDMA READs (and atomics) one QP may have outstanding as initiator: `max_qp_rd_atom`.
+    max_reads_per_qp: u32,
 }
 
 impl fmt::Debug for Device {
@@ -120,7 +122,14 @@ impl Device {
             firmware: attributes.firmware_version(),
             vendor_id: attributes.vendor_id(),
             vendor_part_id: attributes.vendor_part_id(),
+            max_reads_per_qp: attributes.max_qp_rd_atom().max(0) as u32,
         })
+    }
+
+    /// How many RDMA READs one QP may have outstanding (`max_qp_rd_atom`): the bound of
+    /// gdr-read-bw's `-o/--outs`, as perftest bounds it.
+    pub fn max_reads_per_qp(&self) -> u32 {
+        self.max_reads_per_qp
     }
 
     /// The device's name as libibverbs reports it.

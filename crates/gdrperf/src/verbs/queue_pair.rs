@@ -155,7 +155,7 @@ impl RcQueuePair {
             .setup_pkey_index(0)
             .setup_port(port)
             .setup_access_flags(access.flags());
-        queue_pair.modify(&attributes).map_err(|error| modify_error("INIT", &error))?;
+        queue_pair.modify(&attributes).map_err(|error| modify_error("INIT", error))?;
         Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes })
     }
 
@@ -189,7 +189,7 @@ impl RcQueuePair {
             .setup_max_dest_read_atomic(path.read_depth)
             .setup_min_rnr_timer(MIN_RNR_TIMER)
             .setup_address_vector(&address);
-        self.queue_pair.modify(&ready_to_receive).map_err(|error| modify_error("RTR", &error))?;
+        self.queue_pair.modify(&ready_to_receive).map_err(|error| modify_error("RTR", error))?;
 
         let mut ready_to_send = QueuePairAttribute::new();
         ready_to_send
@@ -199,13 +199,13 @@ impl RcQueuePair {
             .setup_retry_cnt(7)
             .setup_rnr_retry(7)
             .setup_max_read_atomic(path.read_depth);
-        self.queue_pair.modify(&ready_to_send).map_err(|error| modify_error("RTS", &error))
+        self.queue_pair.modify(&ready_to_send).map_err(|error| modify_error("RTS", error))
     }
 
     /// Applies a transition whose attributes came from elsewhere (rdma_cm's, see
     /// [`crate::verbs::connection_manager`]); `state` names it in the error.
     pub(crate) fn modify(&mut self, attributes: &QueuePairAttribute, state: &'static str) -> Result<()> {
-        self.queue_pair.modify(attributes).map_err(|error| modify_error(state, &error))
+        self.queue_pair.modify(attributes).map_err(|error| modify_error(state, error))
     }
 
     /// Posts `requests` to the send queue with one doorbell.
@@ -240,7 +240,7 @@ impl RcQueuePair {
                 unsafe { buffer.setup_sge(local.lkey(), local.address(), local.len()) };
             }
         }
-        guard.post().map_err(|error| Error::PostSend { op: last_operation, detail: error_chain(&error) })
+        guard.post().map_err(|source| Error::PostSend { op: last_operation, source })
     }
 
     /// Posts one receive for `local`. Goes straight to `ibv_post_recv` with a request on the
@@ -254,25 +254,13 @@ impl RcQueuePair {
         if status == 0 {
             Ok(())
         } else {
-            Err(Error::PostRecv { detail: io::Error::from_raw_os_error(status).to_string() })
+            Err(Error::PostRecv { source: io::Error::from_raw_os_error(status) })
         }
     }
 }
 
-fn modify_error(state: &'static str, error: &dyn std::error::Error) -> Error {
-    Error::ModifyQp { state, detail: error_chain(error) }
-}
-
-/// "outer: inner: innermost", so that the errno under sideway's wrapper errors is not lost.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    text
+fn modify_error(state: &'static str, source: sideway::ibverbs::queue_pair::ModifyQueuePairError) -> Error {
+    Error::ModifyQp { state, source }
 }
 
 /// A 24-bit starting packet sequence number. Any value works; a random one keeps packets of a

@@ -239,9 +239,9 @@ pub fn ping_pong_buffer_len(largest_message: usize) -> usize {
     2 * largest_message.next_multiple_of(HALF_ALIGNMENT)
 }
 
-/// What a ping-pong side (gdr-send-lat, gdr-write-lat) asks of the harness: [`PING_PONG_RECEIVES`]
+/// What a ping-pong side (gdr-send-lat, gdr-write-lat) asks of the harness: `PING_PONG_RECEIVES` (8)
 /// receives kept posted, inline sends up to `inline.size` bytes (the QP's limit; what a run uses
-/// is perftest's rule on its device, [`crate::harness::perftest_defaults::inline_size`]), the
+/// is perftest's rule on its device, `perftest_defaults::inline_size`), the
 /// two-halved buffer, and its header lines (`lines`, then the memory lines of `ping_pong`).
 pub fn ping_pong_setup(
     common: &BenchConfig,
@@ -319,16 +319,20 @@ pub fn check_ping_pong(session: &mut Session, size: usize, len: usize) -> Result
 /// taken back), and go with the QPs when a new memory placement replaces them, as the
 /// session's connection state does.
 fn post_receives_once(session: &mut Session) -> Result<()> {
-    if session.connection.ping_pong_receives {
+    if session.connection.state::<PingPongReceives>().0 {
         return Ok(());
     }
     let landing = landing_half(session);
     for _ in 0..PING_PONG_RECEIVES {
         session.local.queue_pairs[0].post_receive(RECEIVE_ID, landing)?;
     }
-    session.connection.ping_pong_receives = true;
+    session.connection.state::<PingPongReceives>().0 = true;
     Ok(())
 }
+
+/// A ping-pong's receives are posted (once per connection).
+#[derive(Default)]
+struct PingPongReceives(bool);
 
 /// Receives take the whole landing half: a receive posted during one size then fits any later one.
 fn landing_half(session: &Session) -> LocalSlice {

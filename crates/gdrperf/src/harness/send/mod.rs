@@ -129,14 +129,26 @@ fn credit_receive_id(index: usize) -> u64 {
     work_request_id(true, index, 0) | CREDIT_FLAG
 }
 
+/// What the SEND stream keeps for one connection across sizes (in the session's
+/// [`Connection`](crate::harness::session::Connection)): receives cannot be taken back once
+/// posted.
+#[derive(Default)]
+pub(crate) struct SendConnection {
+    /// The receives, with their `--validate` ring or staged slots.
+    pub(crate) receive_queues: Option<ReceiveQueues>,
+    /// A one-way SEND stream's credits, its receives for them posted.
+    pub(crate) send_credits: Option<SenderCredits>,
+}
+
 /// Streams one size on this side: sends, receives, or both at once, until both are done.
 ///
 /// Generic over the memory ([`QueueMemory`]), chosen here once per size: [`Direct`] for host
 /// and GPU memory, [`Staged`] (with its ring) for staged memory.
 pub fn stream_send(session: &mut Session, plan: &SendPlan) -> Result<SendReports> {
     let SessionParts { queue_pairs, completion_queue, buffers, control, connection } = session.parts();
-    let receives = connection.receive_queues.as_mut();
-    let credits = connection.send_credits.as_mut();
+    let SendConnection { receive_queues, send_credits } = connection.state::<SendConnection>();
+    let receives = receive_queues.as_mut();
+    let credits = send_credits.as_mut();
     let link = Link { queue_pairs, completion_queue, control, credits };
     if !buffers.first().is_some_and(|buffer| buffer.is_staged()) {
         let mut memories: Vec<Direct> = buffers.iter().map(|buffer| Direct::new(buffer, plan.size)).collect();

@@ -6,11 +6,11 @@ use crate::error::Result;
 use crate::harness::args_send::SendConfig;
 use crate::harness::config::{BandwidthConfig, BenchConfig};
 use crate::harness::credits::SenderCredits;
-use crate::harness::session::{refuse_staged, Session, StagedRules};
+use crate::harness::session::{Session, StagedRules};
 use crate::output::rows::BandwidthFigures;
 use crate::output::send_row::SendFigures;
 
-use super::{stream_send, ReceiveQueues, SendPlan};
+use super::{stream_send, ReceiveQueues, SendConnection, SendPlan};
 
 /// The settings of a SEND stream.
 #[derive(Debug, Clone, Copy)]
@@ -37,18 +37,13 @@ impl SendStream<'_> {
         StagedRules { bidirectional: self.bandwidth.bidirectional, receiver_counts_messages: false }
     }
 
-    fn refuse_staged_bidirectional(&self, session: &Session) -> Result<()> {
-        refuse_staged(self.staged_rules(), session.memory(), session.peer_memory())
-    }
-
     /// Before a size: the sender's pattern written, the receives posted (once per connection:
     /// they are reposted as consumed, across sizes).
     pub fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
-        self.refuse_staged_bidirectional(session)?;
         if self.common.validate && self.sends(session) {
             session.fill_pattern(size)?;
         }
-        if self.receives(session) && session.connection.receive_queues.is_none() {
+        if self.receives(session) && session.connection.state::<SendConnection>().receive_queues.is_none() {
             let queues = ReceiveQueues::post(
                 session,
                 self.send.rx_depth,
@@ -56,15 +51,15 @@ impl SendStream<'_> {
                 self.common.max_size(),
                 self.bandwidth.bidirectional,
             )?;
-            session.connection.receive_queues = Some(queues);
+            session.connection.state::<SendConnection>().receive_queues = Some(queues);
         }
-        if self.sends(session) && session.connection.send_credits.is_none() {
+        if self.sends(session) && session.connection.state::<SendConnection>().send_credits.is_none() {
             // With -b the credits land in the receives just posted, which keep room for them.
             let credits = match self.bandwidth.bidirectional {
                 true => SenderCredits::new(session.local.queue_pairs.len()),
                 false => super::post_credit_receives(&mut session.local.queue_pairs)?,
             };
-            session.connection.send_credits = Some(credits);
+            session.connection.state::<SendConnection>().send_credits = Some(credits);
         }
         Ok(())
     }
@@ -87,7 +82,13 @@ impl SendStream<'_> {
         };
         session.take_copy_seconds();
         let reports = stream_send(session, &plan)?;
-        let rx_depth = session.connection.receive_queues.as_ref().map(ReceiveQueues::depth).unwrap_or(0);
+        let rx_depth = session
+            .connection
+            .state::<SendConnection>()
+            .receive_queues
+            .as_ref()
+            .map(ReceiveQueues::depth)
+            .unwrap_or(0);
         // One direction at a time when staged: the copies belong to whichever this side did.
         let copy_seconds = session.take_copy_seconds();
         let with_copies = |report: &_| BandwidthFigures { copy_seconds, ..BandwidthFigures::from(report) };
@@ -105,7 +106,12 @@ impl SendStream<'_> {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
-        let failure = session.connection.receive_queues.as_mut().and_then(ReceiveQueues::take_failure);
+        let failure = session
+            .connection
+            .state::<SendConnection>()
+            .receive_queues
+            .as_mut()
+            .and_then(ReceiveQueues::take_failure);
         Ok(failure.or_else(|| session.take_message_failure()))
     }
 }

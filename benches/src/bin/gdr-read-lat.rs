@@ -9,19 +9,10 @@
 //! `copy_time_s` counts the reader's copies.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{latency_setup, LatencyArgs, LatencyConfig, LatencyTest, TestOptions};
-use gdrperf::harness::latency::{memory_header, prepare_read_source, read_latency, LatencyPlan};
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
-use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
-use gdrperf::output::RowContext;
-use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-read-lat",
-    version,
-    about = "RDMA READ latency (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -36,8 +27,7 @@ struct ReadLatency {
 }
 
 impl Benchmark for ReadLatency {
-    const NAME: &'static str = "read_lat";
-    const TITLE: &'static str = "RDMA_Read Latency Test";
+    const BENCH: Bench = bench::READ_LAT;
     type Report = LatencyFigures;
     type Row = LatencyRow;
 
@@ -107,10 +97,10 @@ impl Benchmark for ReadLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_with_defaults(harness::args_latency::LATENCY_DEFAULTS);
-    gdrperf::harness::exit(|| {
+    let cli: Cli = parse_bench(&ReadLatency::BENCH);
+    exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, TestOptions::default(), LatencyTest::Read, "read_lat")?;
-        harness::run(&ReadLatency { common, latency, files })
+            latency_setup(&cli.common, &cli.latency, TestOptions::default(), &ReadLatency::BENCH)?;
+        run(&ReadLatency { common, latency, files })
     })
 }

@@ -5,20 +5,10 @@
 //! side checks its buffer against the sender's pattern after every size.
 
 use clap::Parser;
-use gdrperf::harness::write_stream::WriteStream;
-use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
-};
-use gdrperf::output::rows::{BandwidthFigures, BandwidthSettings};
-use gdrperf::output::{BandwidthRow, RowContext};
-use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-write-bw",
-    version,
-    about = "RDMA WRITE bandwidth (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -32,14 +22,13 @@ struct WriteBandwidth {
 }
 
 impl WriteBandwidth {
-    fn stream(&self) -> WriteStream<'_> {
-        WriteStream { common: &self.common, bandwidth: &self.bandwidth }
+    fn stream(&self) -> OneSidedStream<'_> {
+        OneSidedStream { operation: StreamOperation::Write, common: &self.common, bandwidth: &self.bandwidth }
     }
 }
 
 impl Benchmark for WriteBandwidth {
-    const NAME: &'static str = "write_bw";
-    const TITLE: &'static str = "RDMA_Write BW Test";
+    const BENCH: Bench = bench::WRITE_BW;
     type Report = BandwidthFigures;
     type Row = BandwidthRow;
 
@@ -61,7 +50,7 @@ impl Benchmark for WriteBandwidth {
         }
     }
 
-    fn staged_rules(&self) -> gdrperf::harness::session::StagedRules {
+    fn staged_rules(&self) -> StagedRules {
         self.stream().staged_rules()
     }
 
@@ -74,10 +63,7 @@ impl Benchmark for WriteBandwidth {
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
-        if !self.common.validate || !self.stream().receives(session) {
-            return Ok(None);
-        }
-        session.check_received(size, size)
+        self.stream().check(session, size)
     }
 
     fn row(
@@ -87,35 +73,16 @@ impl Benchmark for WriteBandwidth {
         peer: Option<BandwidthFigures>,
         validation: &str,
     ) -> Option<BandwidthRow> {
-        // Both directions add up; one direction seen from both ends (a receiver that copies on
-        // reports when data reached its payload) counts at the slower end, where it arrived last.
-        let reports: Vec<BandwidthFigures> = match (ours, peer) {
-            (Some(sent), Some(landed)) if !self.bandwidth.bidirectional => {
-                let slower = if landed.average_bytes_per_second < sent.average_bytes_per_second {
-                    landed
-                } else {
-                    sent
-                };
-                // The copies of both ends are part of the cost, whichever end was slower.
-                vec![BandwidthFigures { copy_seconds: sent.copy_seconds + landed.copy_seconds, ..slower }]
-            }
-            (ours, peer) => ours.into_iter().chain(peer).collect(),
-        };
-        let settings = BandwidthSettings {
-            tx_depth: self.common.tx_depth,
-            cq_mod: self.bandwidth.cq_mod,
-            bidirectional: self.bandwidth.bidirectional,
-        };
-        (!reports.is_empty()).then(|| BandwidthRow::new(context, settings, &reports, validation))
+        self.stream().row(context, ours, peer, validation)
     }
 }
 
 fn main() -> std::process::ExitCode {
-    let defaults = gdrperf::harness::perftest_defaults::WRITE_BW_DEFAULTS;
-    let cli: Cli = harness::parse_with_defaults(defaults);
-    gdrperf::harness::exit(|| {
+    let cli: Cli = parse_bench(&WriteBandwidth::BENCH);
+    let defaults = WriteBandwidth::BENCH.defaults;
+    exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
-        harness::run(&WriteBandwidth { common, bandwidth })
+        run(&WriteBandwidth { common, bandwidth })
     })
 }

@@ -11,23 +11,10 @@
 //! `gdrperf::harness::memory`); `copy_time_s` is both sides' copy time.
 
 use clap::Parser;
-use gdrperf::harness::args_send::{SendArgs, SendConfig};
-use gdrperf::harness::credits::CREDIT_RECEIVES;
-use gdrperf::harness::send::SendStream;
-use gdrperf::harness::{
-    self, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session, Setup,
-};
-use gdrperf::output::rows::BandwidthSettings;
-use gdrperf::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
-use gdrperf::output::RowContext;
-use gdrperf::verbs::{QueuePairSizes, RemoteAccess};
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-send-bw",
-    version,
-    about = "SEND/RECV bandwidth (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -50,8 +37,7 @@ impl SendBandwidth {
 }
 
 impl Benchmark for SendBandwidth {
-    const NAME: &'static str = "send_bw";
-    const TITLE: &'static str = "Send BW Test";
+    const BENCH: Bench = bench::SEND_BW;
     type Report = SendFigures;
     type Row = SendBandwidthRow;
 
@@ -100,7 +86,7 @@ impl Benchmark for SendBandwidth {
         }
     }
 
-    fn staged_rules(&self) -> gdrperf::harness::session::StagedRules {
+    fn staged_rules(&self) -> StagedRules {
         self.stream().staged_rules()
     }
 
@@ -140,12 +126,12 @@ impl Benchmark for SendBandwidth {
 }
 
 fn main() -> std::process::ExitCode {
-    let defaults = gdrperf::harness::perftest_defaults::SEND_BW_DEFAULTS;
-    let cli: Cli = harness::parse_with_defaults(defaults);
-    gdrperf::harness::exit(|| {
+    let cli: Cli = parse_bench(&SendBandwidth::BENCH);
+    let defaults = SendBandwidth::BENCH.defaults;
+    exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
         let send = SendConfig::from_args(&cli.send)?;
-        harness::run(&SendBandwidth { common, bandwidth, send })
+        run(&SendBandwidth { common, bandwidth, send })
     })
 }

@@ -12,21 +12,10 @@
 //! its copies are inside the timed round trip and `copy_time_s` counts both sides' copies.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{latency_setup, InlineArgs, LatencyArgs, LatencyConfig, LatencyTest};
-use gdrperf::harness::latency::{
-    check_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_setup, prepare_ping_pong,
-    prepare_ping_pong_check, LatencyPlan, PingPong,
-};
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
-use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
-use gdrperf::output::RowContext;
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-send-lat",
-    version,
-    about = "SEND/RECV latency, ping-pong (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -43,8 +32,7 @@ struct SendLatency {
 }
 
 impl Benchmark for SendLatency {
-    const NAME: &'static str = "send_lat";
-    const TITLE: &'static str = "Send Latency Test";
+    const BENCH: Bench = bench::SEND_LAT;
     type Report = LatencyFigures;
     type Row = LatencyRow;
 
@@ -113,10 +101,10 @@ impl Benchmark for SendLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_with_defaults(harness::args_latency::LATENCY_DEFAULTS);
-    gdrperf::harness::exit(|| {
+    let cli: Cli = parse_bench(&SendLatency::BENCH);
+    exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), LatencyTest::Send, "send_lat")?;
-        harness::run(&SendLatency { common, latency, files })
+            latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), &SendLatency::BENCH)?;
+        run(&SendLatency { common, latency, files })
     })
 }

@@ -15,23 +15,10 @@
 //! round trip and `copy_time_s` counts both sides' copies.
 
 use clap::Parser;
-use gdrperf::harness::args_latency::{
-    latency_setup, LatencyArgs, LatencyConfig, LatencyTest, WriteLatencyArgs,
-};
-use gdrperf::harness::latency::{
-    check_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_setup, prepare_ping_pong,
-    prepare_ping_pong_check, LatencyPlan, PingPong,
-};
-use gdrperf::harness::{self, BenchConfig, Benchmark, CommonArgs, Session, Setup};
-use gdrperf::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
-use gdrperf::output::RowContext;
+use gdrperf::prelude::*;
 
 #[derive(Parser)]
-#[command(
-    name = "gdr-write-lat",
-    version,
-    about = "RDMA WRITE latency, ping-pong (server: no HOST; client: HOST; or --loopback)"
-)]
+#[command(version)]
 struct Cli {
     #[command(flatten)]
     common: CommonArgs,
@@ -58,8 +45,7 @@ impl WriteLatency {
 }
 
 impl Benchmark for WriteLatency {
-    const NAME: &'static str = "write_lat";
-    const TITLE: &'static str = "RDMA_Write Latency Test";
+    const BENCH: Bench = bench::WRITE_LAT;
     type Report = LatencyFigures;
     type Row = LatencyRow;
 
@@ -142,10 +128,10 @@ impl Benchmark for WriteLatency {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli: Cli = harness::parse_with_defaults(harness::args_latency::LATENCY_DEFAULTS);
-    gdrperf::harness::exit(|| {
+    let cli: Cli = parse_bench(&WriteLatency::BENCH);
+    exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, (&cli.write).into(), LatencyTest::Write, "write_lat")?;
-        harness::run(&WriteLatency { common, latency, files })
+            latency_setup(&cli.common, &cli.latency, (&cli.write).into(), &WriteLatency::BENCH)?;
+        run(&WriteLatency { common, latency, files })
     })
 }
