@@ -9,15 +9,15 @@
 set -u
 BIN=${BIN:-target/cuda/release/gdrperf}
 OUT=${OUT:?set OUT to a folder for the logs}
-head() {
+header() {
     echo "# command: $*"
     echo "# git commit: ${GIT_COMMIT:-unknown} (binary: $BIN)"
     echo "# machine: $(nvidia-smi --query-gpu=name,pci.bus_id,driver_version --format=csv,noheader | head -n 1); $(uname -srm)"
     echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 }
-{ head "$BIN" selftest; "$BIN" selftest 2>&1; echo "exit status: $?"; } > "$OUT/selftest-both-ways.txt"
+{ header "$BIN" selftest; "$BIN" selftest 2>&1; echo "exit status: $?"; } > "$OUT/selftest-both-ways.txt"
 {
-    head "$BIN" copy-bw --gpu 0 -s SIZE -n 5000 --csv "$OUT/copy-bw-columns-SIZE.csv" "(SIZE: 1K 4K 64K)"
+    header "$BIN" copy-bw --gpu 0 -s SIZE -n 5000 --csv "$OUT/copy-bw-columns-SIZE.csv" "(SIZE: 1K 4K 64K)"
     for size in 1K 4K 64K; do
         "$BIN" copy-bw --gpu 0 -s $size -n 5000 --csv "$OUT/copy-bw-columns-$size.csv" 2>&1; echo "exit status: $?"
     done
