@@ -58,24 +58,7 @@ impl Benchmark for SendLatency {
     }
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
-        let plan = LatencyPlan::new(
-            &self.common,
-            size,
-            self.latency.inline(size, session.perftest_knows_inline(), session.cpu_visible()),
-        );
-        session.take_copy_seconds();
-        if !session.is_client() {
-            // The server takes no samples, but its copies are inside the client's.
-            ping_pong_responder(session, PingPong::Send, &plan)?;
-            return Ok(Some(LatencyFigures::copies_only(size, session.take_copy_seconds())));
-        }
-        let mut figures = measure_size(self.files.as_ref(), size, |sink| {
-            ping_pong_initiator(session, PingPong::Send, &plan, sink)
-        })?;
-        figures.copy_seconds = session.take_copy_seconds();
-        figures.inline_size =
-            self.latency.inline_size_for(session.perftest_knows_inline(), session.cpu_visible()).0;
-        Ok(Some(figures))
+        measure_ping_pong(session, PingPong::Send, &self.common, &self.latency, self.files.as_ref(), size)
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
@@ -92,11 +75,7 @@ impl Benchmark for SendLatency {
         peer: Option<LatencyFigures>,
         validation: &str,
     ) -> Option<LatencyRow> {
-        let settings =
-            LatencySettings { arrival: PingPong::Send.arrival(), inline_size: ours.as_ref()?.inline_size };
-        let mut row = LatencyRow::new(context, settings, &ours?, validation);
-        row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
-        Some(row)
+        ping_pong_row(context, PingPong::Send.arrival(), ours, peer, validation)
     }
 }
 

@@ -38,8 +38,12 @@ impl Benchmark for WriteBandwidth {
 
     fn setup(&self) -> Setup {
         Setup {
-            queue_sizes: // Receives are used only by a receiver that copies each arrival on (harness::write_stream).
-        QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: self.common.tx_depth, max_inline: 0 },
+            // Receives are used only by a receiver that copies each arrival on (harness::write_stream).
+            queue_sizes: QueuePairSizes {
+                send_depth: self.common.tx_depth,
+                recv_depth: self.common.tx_depth,
+                max_inline: 0,
+            },
             buffer_len: self.common.max_size(),
             // The client writes into the server's buffer (and the server into the client's with -b).
             remote_access: RemoteAccess::Write,

@@ -81,24 +81,7 @@ impl Benchmark for WriteLatency {
 
     fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
         let transport = PingPong::for_write_session(session, self.latency.write_with_imm);
-        let plan = LatencyPlan::new(
-            &self.common,
-            size,
-            self.latency.inline(size, session.perftest_knows_inline(), session.cpu_visible()),
-        );
-        session.take_copy_seconds();
-        if !session.is_client() {
-            // The server takes no samples, but its copies are inside the client's.
-            ping_pong_responder(session, transport, &plan)?;
-            return Ok(Some(LatencyFigures::copies_only(size, session.take_copy_seconds())));
-        }
-        let mut figures = measure_size(self.files.as_ref(), size, |sink| {
-            ping_pong_initiator(session, transport, &plan, sink)
-        })?;
-        figures.copy_seconds = session.take_copy_seconds();
-        figures.inline_size =
-            self.latency.inline_size_for(session.perftest_knows_inline(), session.cpu_visible()).0;
-        Ok(Some(figures))
+        measure_ping_pong(session, transport, &self.common, &self.latency, self.files.as_ref(), size)
     }
 
     fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
@@ -119,11 +102,7 @@ impl Benchmark for WriteLatency {
         // The transport follows from the memory of both sides, which the context names.
         let transport =
             PingPong::for_write(context.mem_local, context.mem_remote, self.latency.write_with_imm);
-        let settings =
-            LatencySettings { arrival: transport.arrival(), inline_size: ours.as_ref()?.inline_size };
-        let mut row = LatencyRow::new(context, settings, &ours?, validation);
-        row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
-        Some(row)
+        ping_pong_row(context, transport.arrival(), ours, peer, validation)
     }
 }
 

@@ -1,18 +1,27 @@
 //! Why a row is short of its ceiling: the evidence in both ends' facts, most likely first, each
 //! with what to do about it (the doctor's kind of fix line) and where the judgement comes from.
 //!
-//! The ranking is by how much each finding is known to cost, largest first: a fallback to
-//! staged copies and a link trained below its maximum change the ceiling itself; a GPU and NIC
-//! joined through the CPU, ACS redirection and a translating IOMMU send GPUDirect traffic
-//! through the root complex (NVIDIA's GPUDirect RDMA documentation, "Supported Systems" and
-//! "PCI Access Control Services"); error counters that moved mean retransmitted data; the
-//! measuring thread on another NUMA node than the NIC crosses the socket interconnect on every
-//! doorbell and completion; relaxed ordering off and a small Max Read Request cost an amount no
-//! public source quantifies, so they come last; an MTU below the port's costs only its headers.
+//! The order is by how much each finding can cost *this row*, in three tiers:
+//! 1. a finding that sets the rate of the part that binds the row's ceiling: a link trained
+//!    below its maximum when that link binds, a fallback to staged copies when the copies bind.
+//!    Fixing it lifts the ceiling itself, so it explains the most;
+//! 2. findings whose cost the ceiling does not count, or whose part's limit is unknown (or the
+//!    ceiling has no figure), in the order of their known cost: a fallback whose copy rate is
+//!    unknown, a link whose rate is unknown; a GPU and NIC joined through the CPU, ACS
+//!    redirection and a translating IOMMU send GPUDirect traffic through the root complex
+//!    (NVIDIA's GPUDirect RDMA documentation, "Supported Systems" and "PCI Access Control
+//!    Services"); error counters that moved mean resent data; the measuring thread on another
+//!    NUMA node than the NIC crosses the socket interconnect on every doorbell and completion;
+//!    relaxed ordering off and a small Max Read Request cost an amount no public source
+//!    quantifies; an MTU below the port's costs only its headers (a few percent), so it stays
+//!    last here even when the wire binds;
+//! 3. findings on a part whose limit is above the ceiling (a link trained below its maximum
+//!    that still carries more than the binding part, staged copies faster than it, an MTU when
+//!    the wire does not bind): true, but they do not bound this row.
 
 use serde::{Deserialize, Serialize};
 
-use crate::ceiling::End;
+use crate::ceiling::{Ceiling, End, PathPart};
 use crate::facts::{MemoryPath, PcieFacts};
 
 /// One piece of evidence.
@@ -92,16 +101,41 @@ pub fn moved_error_counters(moved: &str) -> String {
 /// guidance sets (`setpci ... CAP_EXP+8.w=5...`); smaller ones are listed last, unquantified.
 pub const TUNED_MAX_READ_REQUEST_BYTES: u32 = 4096;
 
-/// The evidence on both ends, most likely first. `local` writes the row; `peer` is the other end
-/// (absent when its facts did not come). An end that shows nothing adds nothing: a healthy
-/// path names no cause.
-pub fn causes(local: End, peer: Option<End>, row: &RowEvidence) -> Vec<Cause> {
-    let mut ranked: Vec<(u8, Cause)> = Vec::new();
+/// What a finding does to the row's ceiling, which places it among the others (module doc).
+#[derive(Debug, Clone)]
+enum Bearing {
+    /// It sets the rate of this part of the path (a link's trained width, staged copies).
+    SetsRate(PathPart),
+    /// It adds headers to this part's rate (an MTU below the port's).
+    AddsHeaders(PathPart),
+    /// It costs a share that no limit counts.
+    Uncounted,
+}
+
+impl Bearing {
+    /// The tier of the module doc: 0 first, 2 last.
+    fn tier(&self, ceiling: &Ceiling) -> u8 {
+        match self {
+            Bearing::SetsRate(part) | Bearing::AddsHeaders(part) if ceiling.binds(part) == Some(false) => 2,
+            Bearing::SetsRate(part) if ceiling.binds(part) == Some(true) => 0,
+            _ => 1,
+        }
+    }
+}
+
+/// Collects findings with their known-cost rank (within a tier) and bearing.
+type Add<'a> = dyn FnMut(u8, Bearing, &str, String, String) + 'a;
+
+/// The evidence on both ends, most likely first (the module doc's tiers, judged against
+/// `ceiling`). `local` writes the row; `peer` is the other end (absent when its facts did not
+/// come). An end that shows nothing adds nothing: a healthy path names no cause.
+pub fn causes(ceiling: &Ceiling, local: End, peer: Option<End>, row: &RowEvidence) -> Vec<Cause> {
+    let mut ranked: Vec<((u8, u8), Cause)> = Vec::new();
     for (end, is_peer) in [(Some(local), false), (peer, true)] {
         let Some(end) = end else { continue };
-        let mut add = |rank: u8, check: &str, evidence: String, fix: String| {
+        let mut add = |rank: u8, bearing: Bearing, check: &str, evidence: String, fix: String| {
             ranked.push((
-                rank,
+                (bearing.tier(ceiling), rank),
                 Cause { check: check.into(), side: end.role.into(), peer: is_peer, evidence, fix },
             ));
         };
@@ -109,6 +143,7 @@ pub fn causes(local: End, peer: Option<End>, row: &RowEvidence) -> Vec<Cause> {
         for (_, moved) in row.nic_errors_moved.iter().filter(|(role, _)| role == end.role) {
             add(
                 5,
+                Bearing::Uncounted,
                 "nic-errors",
                 format!("{} error counters moved during this size: {moved}", end.facts.nic),
                 "look at the link (cable, switch port: `ibdiagnet`, `ethtool -S`) and rerun; a moving counter means data was resent".into(),
@@ -120,7 +155,7 @@ pub fn causes(local: End, peer: Option<End>, row: &RowEvidence) -> Vec<Cause> {
     {
         if local_mtu != peer_mtu {
             ranked.push((
-                9,
+                (Bearing::AddsHeaders(PathPart::Wire).tier(ceiling), 9),
                 Cause {
                     check: "mtu".into(),
                     side: local.role.into(),
@@ -134,30 +169,36 @@ pub fn causes(local: End, peer: Option<End>, row: &RowEvidence) -> Vec<Cause> {
             ));
         }
     }
-    // Stable: within a rank, this side before the peer.
-    ranked.sort_by_key(|(rank, _)| *rank);
+    // Stable: within a tier and rank, this side before the peer.
+    ranked.sort_by_key(|(key, _)| *key);
     ranked.into_iter().map(|(_, cause)| cause).collect()
 }
 
-fn end_causes(end: End, add: &mut dyn FnMut(u8, &str, String, String)) {
+fn end_causes(end: End, add: &mut Add) {
     let facts = end.facts;
     if facts.software_device.is_some() {
         return;
     }
+    let role = || end.role.to_string();
     if facts.memory == (MemoryPath::Staged { fallback: true }) {
         add(
             0,
+            Bearing::SetsRate(PathPart::StagedCopies { role: role() }),
             "staged-fallback",
             "GPUDirect was asked but the payload was staged through host memory".into(),
             "`gdrperf doctor` says why GPU memory could not be registered (nvidia-peermem or dma-buf)".into(),
         );
     }
     let gpu_in_path = facts.memory != MemoryPath::Host;
-    let links =
-        [facts.nic_pcie.as_ref()].into_iter().chain([facts.gpu_pcie.as_ref().filter(|_| gpu_in_path)]);
-    for link in links.flatten().filter(|link| link.below_maximum()) {
+    let links = [(facts.nic_pcie.as_ref(), PathPart::NicLink { role: role() })]
+        .into_iter()
+        .chain([(facts.gpu_pcie.as_ref().filter(|_| gpu_in_path), PathPart::GpuLink { role: role() })]);
+    for (link, part) in
+        links.filter_map(|(link, part)| Some((link?, part))).filter(|(link, _)| link.below_maximum())
+    {
         add(
             1,
+            Bearing::SetsRate(part),
             "pcie-link",
             format!(
                 "{} ({}) trained at PCIe {} of {}",
@@ -174,6 +215,7 @@ fn end_causes(end: End, add: &mut dyn FnMut(u8, &str, String, String)) {
         {
             add(
                 2,
+                Bearing::Uncounted,
                 "gpu-nic-path",
                 format!("GPU and {} are {relation:?} apart ({}) while GPUDirect was used", facts.nic, relation.meaning()),
                 "use the NIC under the GPU's PCIe switch (`gdrperf doctor` lists the pairs; `--ib-dev auto` picks it), or compare with --mem cuda-staged".into(),
@@ -183,6 +225,7 @@ fn end_causes(end: End, add: &mut dyn FnMut(u8, &str, String, String)) {
         for bridge in facts.acs_redirecting.iter().filter(|_| below_root) {
             add(
                 3,
+                Bearing::Uncounted,
                 "acs",
                 format!("ACS on bridge {bridge} sends GPU <-> {} peer traffic up to the root complex", facts.nic),
                 format!("disable ACS redirect in the BIOS, or as root until reboot: setpci -s {bridge} ECAP_ACS+0x6.w=0000"),
@@ -192,6 +235,7 @@ fn end_causes(end: End, add: &mut dyn FnMut(u8, &str, String, String)) {
     if !facts.iommu_translating.is_empty() {
         add(
             4,
+            Bearing::Uncounted,
             "iommu",
             format!("the IOMMU translates DMA for {}", facts.iommu_translating.join(", ")),
             "boot with iommu=pt (Intel: intel_iommu=on iommu=pt) or with the IOMMU off".into(),
@@ -201,6 +245,7 @@ fn end_causes(end: End, add: &mut dyn FnMut(u8, &str, String, String)) {
         if nic_node != thread_node {
             add(
                 6,
+                Bearing::Uncounted,
                 "numa",
                 format!("the measuring thread ran on NUMA node {thread_node}, {} is on node {nic_node}", facts.nic),
                 format!("pin to the NIC's node: --cpu auto, or numactl --cpunodebind={nic_node} --membind={nic_node}"),
@@ -214,6 +259,7 @@ fn end_causes(end: End, add: &mut dyn FnMut(u8, &str, String, String)) {
         if active < max {
             add(
                 9,
+                Bearing::AddsHeaders(PathPart::Wire),
                 "mtu",
                 format!("{} port {} runs MTU {active} of {max}", facts.nic, facts.port),
                 "raise the MTU (InfiniBand: the subnet manager's partition MTU; RoCE: netdev MTU 9000 gives 4096)".into(),
@@ -222,10 +268,11 @@ fn end_causes(end: End, add: &mut dyn FnMut(u8, &str, String, String)) {
     }
 }
 
-fn device_control_causes(nic: &PcieFacts, add: &mut dyn FnMut(u8, &str, String, String)) {
+fn device_control_causes(nic: &PcieFacts, add: &mut Add) {
     if nic.relaxed_ordering == Some(false) {
         add(
             7,
+            Bearing::Uncounted,
             "relaxed-ordering",
             format!("{} ({}) has relaxed ordering off in Device Control", nic.name, nic.address),
             format!("enable it (as root: setpci -s {} CAP_EXP+0x8.w with bit 4 set; for ConnectX, mlxconfig PCI_WR_ORDERING=1)", nic.address),
@@ -234,6 +281,7 @@ fn device_control_causes(nic: &PcieFacts, add: &mut dyn FnMut(u8, &str, String, 
     if let Some(bytes) = nic.max_read_request_bytes.filter(|bytes| *bytes < TUNED_MAX_READ_REQUEST_BYTES) {
         add(
             8,
+            Bearing::Uncounted,
             "max-read-request",
             format!("{} ({}) reads with Max Read Request {bytes} B", nic.name, nic.address),
             format!("raise it to {TUNED_MAX_READ_REQUEST_BYTES} B (as root: setpci -s {} CAP_EXP+0x8.w=5000:7000)", nic.address),
@@ -244,7 +292,14 @@ fn device_control_causes(nic: &PcieFacts, add: &mut dyn FnMut(u8, &str, String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ceiling::{ceiling, Transfer};
     use crate::facts::EndFacts;
+    use crate::wire::LinkLayer;
+
+    /// A ceiling without a figure: nobody can tell what binds, so the known-cost order stands.
+    fn no_figure() -> Ceiling {
+        Ceiling::None { reason: "unknown".into() }
+    }
 
     fn bare(memory: MemoryPath) -> EndFacts {
         EndFacts {
@@ -274,6 +329,7 @@ mod tests {
         server.active_mtu = Some(2048);
         let row = RowEvidence { nic_errors_moved: vec![("client".into(), "rnr_nak_retry_err=3".into())] };
         let found = causes(
+            &no_figure(),
             End { role: "client", facts: &client, copy_gbps: None },
             Some(End { role: "server", facts: &server, copy_gbps: None }),
             &row,
@@ -295,6 +351,7 @@ mod tests {
         rxe.nic_numa_node = Some(0);
         let unknown = bare(MemoryPath::GpuDirect);
         let found = causes(
+            &no_figure(),
             End { role: "client", facts: &rxe, copy_gbps: None },
             Some(End { role: "server", facts: &unknown, copy_gbps: None }),
             &RowEvidence::default(),
@@ -309,5 +366,108 @@ mod tests {
         assert_eq!(moved_error_counters(moved), "completer_retry_err=1;rcvd_rnr_err=2");
         assert_eq!(moved_error_counters("port_rcv_data=81920"), "");
         assert_eq!(moved_error_counters(""), "");
+    }
+
+    fn link(speed_gts: f64, width: u32, max_width: u32) -> PcieFacts {
+        PcieFacts {
+            name: "mlx5_0".into(),
+            address: "0000:18:00.0".into(),
+            speed_gts: Some(speed_gts),
+            width: Some(width),
+            max_speed_gts: Some(speed_gts),
+            max_width: Some(max_width),
+            max_payload_bytes: Some(256),
+            max_read_request_bytes: Some(4096),
+            relaxed_ordering: Some(true),
+        }
+    }
+
+    fn ndr(memory: MemoryPath, nic_link: PcieFacts) -> EndFacts {
+        EndFacts {
+            link_layer: Some(LinkLayer::InfiniBand),
+            port_rate: Some("400 Gb/sec (4X NDR)".into()),
+            nic_pcie: Some(nic_link),
+            ..bare(memory)
+        }
+    }
+
+    /// The (check, side) pairs of a 64 KiB WRITE's causes, the client writing with `copy_gbps`
+    /// as its staged copy rate.
+    fn ranked(client: &EndFacts, server: &EndFacts, copy_gbps: f64) -> (Ceiling, Vec<(String, String)>) {
+        let local = End { role: "client", facts: client, copy_gbps: Some(copy_gbps) };
+        let peer = End { role: "server", facts: server, copy_gbps: None };
+        let write = Transfer { message_bytes: 65536, with_reth: true, bidirectional: false };
+        let row_ceiling = ceiling(local, peer, write);
+        let found = causes(&row_ceiling, local, Some(peer), &RowEvidence::default());
+        (row_ceiling, found.into_iter().map(|cause| (cause.check, cause.side)).collect())
+    }
+
+    /// A client that fell back to staged copies, whose NIC trained at PCIe 32 GT/s x8 of x16
+    /// and whose IOMMU translates, writes 64 KiB to a healthy server. By hand (methodology.md,
+    /// "Path ceilings"):
+    /// - wire: 400 x 65536 / (65536 + 16 x 26 + 16) = 397.38 Gb/s;
+    /// - client NIC (source: completions, 20 B per 256 B TLP): 32 x 8 x 128/130 = 252.06 raw,
+    ///   x 65536 / (65536 + 256 x 20) = 233.79 Gb/s;
+    /// - server NIC (sink: writes, 24 B per TLP) at x16: 504.12 x 65536 / 71680 = 460.91 Gb/s;
+    /// - client staged copies: as measured, 100 or 300 Gb/s.
+    ///
+    /// At 100 Gb/s the copies bind: the fallback sets that part's rate (tier 1 of the module
+    /// doc), the IOMMU's cost is not counted by any limit (tier 2), and the x8 link's 233.79
+    /// Gb/s is above the ceiling, so it does not bound this row (tier 3): fallback, IOMMU,
+    /// link. The known-cost order alone would have put the link second.
+    ///
+    /// At 300 Gb/s the x8 link binds at 233.79 and the copies do not: link, IOMMU, fallback.
+    #[test]
+    fn the_cause_that_sets_the_binding_limit_comes_first_and_one_above_the_ceiling_last() {
+        let mut client = ndr(MemoryPath::Staged { fallback: true }, link(32.0, 8, 16));
+        client.iommu_translating = vec!["0000:18:00.0 (DMA-FQ)".into()];
+        let server = ndr(MemoryPath::Host, link(32.0, 16, 16));
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter().map(|(check, side)| (check.to_string(), side.to_string())).collect()
+        };
+
+        let (copies_bind, order) = ranked(&client, &server, 100.0);
+        assert_eq!(copies_bind.gbps(), Some(100.0));
+        assert_eq!(copies_bind.limited_by(), "client staged copies 100.0 Gb/s");
+        assert_eq!(
+            order,
+            pairs(&[("staged-fallback", "client"), ("iommu", "client"), ("pcie-link", "client")])
+        );
+
+        let (link_binds, order) = ranked(&client, &server, 300.0);
+        let by_hand = 32.0 * 8.0 * 128.0 / 130.0 * 65536.0 / (65536.0 + 256.0 * 20.0);
+        assert!((link_binds.gbps().unwrap() - by_hand).abs() < 1e-9, "{link_binds:?}");
+        assert_eq!(link_binds.limited_by(), "client NIC PCIe 32 GT/s x8");
+        assert_eq!(
+            order,
+            pairs(&[("pcie-link", "client"), ("iommu", "client"), ("staged-fallback", "client")])
+        );
+    }
+
+    /// An MTU below the port's lowers the wire's limit by its headers only: with the wire
+    /// binding it keeps its last place after the costs no limit counts (here the peer's thread
+    /// on another NUMA node, rank 6); with the client's x8 link binding instead (233.79 Gb/s
+    /// against 400 x 65536 / (65536 + 32 x 26 + 16) = 398.9 Gb/s at MTU 2048), the wire does
+    /// not bound the row and the MTU goes after everything else: the link, NUMA, then the MTU
+    /// (this side's, then the ends' difference, which has no fix of its own to rank).
+    #[test]
+    fn an_mtu_below_the_ports_stays_after_the_costs_no_limit_counts() {
+        let mut client = ndr(MemoryPath::Host, link(32.0, 16, 16));
+        client.active_mtu = Some(2048);
+        let mut server = ndr(MemoryPath::Host, link(32.0, 16, 16));
+        server.nic_numa_node = Some(0);
+        server.thread_numa_node = Some(1);
+        let (wire_binds, order) = ranked(&client, &server, 1.0);
+        assert!(wire_binds.limited_by().starts_with("wire"), "{wire_binds:?}");
+        let checks: Vec<&str> = order.iter().map(|(check, _)| check.as_str()).collect();
+        assert_eq!(checks, ["numa", "mtu", "mtu"]);
+        client.nic_pcie = Some(link(32.0, 8, 16));
+        let (link_binds, order) = ranked(&client, &server, 1.0);
+        assert_eq!(link_binds.limited_by(), "client NIC PCIe 32 GT/s x8");
+        let checks: Vec<&str> = order.iter().map(|(check, _)| check.as_str()).collect();
+        assert_eq!(checks, ["pcie-link", "numa", "mtu", "mtu"]);
+        assert_eq!(wire_binds.binds(&PathPart::Wire), Some(true));
+        assert_eq!(wire_binds.binds(&PathPart::NicLink { role: "client".into() }), Some(false));
+        assert_eq!(wire_binds.binds(&PathPart::StagedCopies { role: "client".into() }), None);
     }
 }

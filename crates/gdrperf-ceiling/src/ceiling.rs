@@ -37,12 +37,28 @@ pub struct Transfer {
     pub bidirectional: bool,
 }
 
+/// Which part of the path a limit bounds, so that a cause can tell whether the part it lowers
+/// is the one that binds the row ([`Ceiling::binds`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "part", rename_all = "snake_case")]
+pub enum PathPart {
+    /// Both ports and the headers at the smaller active MTU.
+    Wire,
+    /// An end's NIC's PCIe link, by the end's role.
+    NicLink { role: String },
+    /// An end's GPU's PCIe link, by the end's role.
+    GpuLink { role: String },
+    /// An end's staged copies, by the end's role.
+    StagedCopies { role: String },
+}
+
 /// One bound on the path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Limit {
     pub gbps: f64,
     /// "server NIC PCIe 16 GT/s x16".
     pub label: String,
+    pub part: PathPart,
 }
 
 /// A row's ceiling.
@@ -54,6 +70,8 @@ pub enum Ceiling {
         limited_by: String,
         /// Every limit considered, least first (one direction's; both for a bidirectional row).
         limits: Vec<Limit>,
+        /// The parts whose limits bind: one direction's least (and the other's, bidirectional).
+        binding: Vec<PathPart>,
     },
     /// No figure: why ("no hardware ceiling (software device)", "unknown: ...").
     None { reason: String },
@@ -78,6 +96,18 @@ impl Ceiling {
         }
     }
 
+    /// Whether `part` binds the row: `Some(true)` when its limit is the least (of a direction),
+    /// `Some(false)` when it is a limit above the ceiling, `None` when the ceiling has no figure
+    /// or does not count that part (its rate unknown), so nobody can tell.
+    pub fn binds(&self, part: &PathPart) -> Option<bool> {
+        let Ceiling::Hardware { limits, binding, .. } = self else { return None };
+        if binding.contains(part) {
+            Some(true)
+        } else {
+            limits.iter().any(|limit| limit.part == *part).then_some(false)
+        }
+    }
+
     /// The `pct_of_ceiling` column for a measured rate; none without a figure.
     pub fn percent_of(&self, measured_gbps: f64) -> Option<f64> {
         self.gbps().filter(|gbps| *gbps > 0.0).map(|gbps| 100.0 * measured_gbps / gbps)
@@ -97,6 +127,7 @@ pub fn ceiling(source: End, sink: End, transfer: Transfer) -> Ceiling {
         return Ceiling::Hardware {
             gbps: forward_least.gbps,
             limited_by: forward_least.label.clone(),
+            binding: parts_at(&forward, forward_least.gbps),
             limits: sorted(forward),
         };
     }
@@ -108,13 +139,20 @@ pub fn ceiling(source: End, sink: End, transfer: Transfer) -> Ceiling {
         format!("{} / {}", forward_least.label, backward_least.label)
     };
     let gbps = forward_least.gbps + backward_least.gbps;
+    let mut binding = parts_at(&forward, forward_least.gbps);
+    binding.extend(parts_at(&backward, backward_least.gbps));
     let mut limits = forward;
     limits.extend(backward);
-    Ceiling::Hardware { gbps, limited_by, limits: sorted(limits) }
+    Ceiling::Hardware { gbps, limited_by, limits: sorted(limits), binding }
 }
 
 fn least(limits: &[Limit]) -> Option<&Limit> {
     limits.iter().min_by(|a, b| a.gbps.total_cmp(&b.gbps))
+}
+
+/// The parts whose limit is `gbps`: every one that binds when two tie.
+fn parts_at(limits: &[Limit], gbps: f64) -> Vec<PathPart> {
+    limits.iter().filter(|limit| limit.gbps == gbps).map(|limit| limit.part.clone()).collect()
 }
 
 fn sorted(mut limits: Vec<Limit>) -> Vec<Limit> {
@@ -129,15 +167,21 @@ fn direction_limits(source: End, sink: End, transfer: Transfer) -> Vec<Limit> {
     limits.extend(wire_limit(source, sink, transfer));
     for (end, kind) in [(source, TlpKind::CompletionWithData), (sink, TlpKind::MemoryWrite)] {
         if let Some(nic) = &end.facts.nic_pcie {
-            limits.extend(link_limit(end.role, "NIC", nic, kind, transfer.message_bytes));
+            let part = PathPart::NicLink { role: end.role.into() };
+            limits.extend(link_limit(end.role, "NIC", part, nic, kind, transfer.message_bytes));
         }
         if end.facts.memory != MemoryPath::Host {
             if let Some(gpu) = &end.facts.gpu_pcie {
-                limits.extend(link_limit(end.role, "GPU", gpu, kind, transfer.message_bytes));
+                let part = PathPart::GpuLink { role: end.role.into() };
+                limits.extend(link_limit(end.role, "GPU", part, gpu, kind, transfer.message_bytes));
             }
         }
         if let (MemoryPath::Staged { .. }, Some(copy)) = (end.facts.memory, end.copy_gbps) {
-            limits.push(Limit { gbps: copy, label: format!("{} staged copies {copy:.1} Gb/s", end.role) });
+            limits.push(Limit {
+                gbps: copy,
+                label: format!("{} staged copies {copy:.1} Gb/s", end.role),
+                part: PathPart::StagedCopies { role: end.role.into() },
+            });
         }
     }
     limits
@@ -158,10 +202,12 @@ fn wire_limit(source: End, sink: End, transfer: Transfer) -> Option<Limit> {
         Some(mtu) => Limit {
             gbps: gbps * wire::wire_efficiency(transfer.message_bytes, mtu, *layer, transfer.with_reth),
             label: format!("{place} {text} {layer_name} at MTU {mtu}"),
+            part: PathPart::Wire,
         },
         None => Limit {
             gbps: *gbps,
             label: format!("{place} {text} {layer_name} (MTU unknown: headers not counted)"),
+            part: PathPart::Wire,
         },
     })
 }
@@ -173,13 +219,20 @@ fn port_rate<'a>(end: End<'a>) -> Option<(f64, LinkLayer, &'a str)> {
     Some((wire::port_data_gbps(text, layer)?, layer, text))
 }
 
-fn link_limit(role: &str, what: &str, link: &PcieFacts, kind: TlpKind, message_bytes: u64) -> Option<Limit> {
+fn link_limit(
+    role: &str,
+    what: &str,
+    part: PathPart,
+    link: &PcieFacts,
+    kind: TlpKind,
+    message_bytes: u64,
+) -> Option<Limit> {
     let (speed, width) = (link.speed_gts?, link.width?);
     // Unknown MPS (Device Control needs root): the largest a link may use, so the bound stays one.
     let mps = link.max_payload_bytes.unwrap_or(4096);
     let gbps = pcie_link::payload_gbps(speed, width, mps, kind, message_bytes)?;
     let mps_note = if link.max_payload_bytes.is_none() { " (MPS unknown)" } else { "" };
-    Some(Limit { gbps, label: format!("{role} {what} PCIe {}{mps_note}", link.describe_link()) })
+    Some(Limit { gbps, label: format!("{role} {what} PCIe {}{mps_note}", link.describe_link()), part })
 }
 
 #[cfg(test)]

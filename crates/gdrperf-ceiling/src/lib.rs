@@ -25,7 +25,7 @@ pub mod wire;
 use serde::{Deserialize, Serialize};
 
 pub use causes::{causes, moved_error_counters, Cause, RowEvidence, ERROR_COUNTERS};
-pub use ceiling::{ceiling, Ceiling, End, Limit, Transfer, SOFTWARE_DEVICE};
+pub use ceiling::{ceiling, Ceiling, End, Limit, PathPart, Transfer, SOFTWARE_DEVICE};
 pub use facts::{CopyRates, EndFacts, EndQuery, MemoryPath, PcieFacts};
 pub use row::{judge_row, RowEnds, RowFigures};
 
@@ -71,6 +71,6 @@ pub fn judge(
         ceiling_limited_by: ceiling.limited_by().to_string(),
         pct_of_ceiling,
         short,
-        causes: if short { causes(local, peer, row) } else { Vec::new() },
+        causes: if short { causes(ceiling, local, peer, row) } else { Vec::new() },
     }
 }

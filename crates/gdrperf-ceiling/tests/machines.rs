@@ -92,6 +92,28 @@ fn a_server_nic_trained_at_x8_bounds_the_row_and_is_named_as_the_peers() {
     assert!(first.line().starts_with("server (peer): mlx5_0"), "{}", first.line());
 }
 
+/// The same x8 server, now staging through host memory (asked for, not a fallback) and copying
+/// in at 150 Gb/s: the copies bind (150 < the x8 link's 230.46 Gb/s), so the link does not
+/// bound this row and comes after the client's thread on the other socket (NUMA node 1, its
+/// NIC on node 0), whose cost no limit counts.
+#[test]
+fn a_link_trained_at_x8_above_binding_staged_copies_comes_after_the_rest() {
+    let client = gpudirect_facts(&Machine::dgx_h100_like(), 0, 1);
+    let mut server = gpudirect_facts(&Machine::dgx_h100_nic_at_x8(0), 0, 0);
+    server.memory = MemoryPath::Staged { fallback: false };
+    let local = End { role: "client", facts: &client, copy_gbps: None };
+    let peer = End { role: "server", facts: &server, copy_gbps: Some(150.0) };
+    let ceiling = ceiling(local, peer, WRITE);
+    assert_eq!(ceiling.gbps(), Some(150.0));
+    assert_eq!(ceiling.limited_by(), "server staged copies 150.0 Gb/s");
+    let shortfall = gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT;
+    let judgement =
+        judge(&ceiling, MEASURED_SHARE * 150.0, shortfall, false, local, Some(peer), &RowEvidence::default());
+    let checks: Vec<(&str, &str)> =
+        judgement.causes.iter().map(|cause| (cause.check.as_str(), cause.side.as_str())).collect();
+    assert_eq!(checks, [("numa", "client"), ("pcie-link", "server")]);
+}
+
 #[test]
 fn a_gpu_whose_only_nic_is_on_the_other_socket_names_the_path_first() {
     let directory = FixtureDir::with(&Machine::cross_socket()).unwrap();

@@ -17,6 +17,7 @@ pub use crate::harness::latency::{
     check_ping_pong, memory_header, ping_pong_initiator, ping_pong_responder, ping_pong_setup,
     prepare_ping_pong, prepare_ping_pong_check, prepare_read_source, read_latency, LatencyPlan, PingPong,
 };
+pub use crate::harness::ping_pong::{measure_ping_pong, ping_pong_row};
 pub use crate::harness::send::SendStream;
 pub use crate::harness::session::StagedRules;
 pub use crate::harness::write_stream::OneSidedStream;

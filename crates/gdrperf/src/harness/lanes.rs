@@ -20,14 +20,16 @@ use std::sync::mpsc;
 use crate::error::{Error, Result};
 use crate::exchange::{is_peer_fault, Control, Refusal, TurnAway, PROOF_PATIENCE};
 use crate::harness::barrier::LaneBarrier;
+use crate::harness::benchmark::{sums_both_directions, Benchmark};
 use crate::harness::config::BenchConfig;
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
 use crate::harness::placement::{placement_for, Placement};
 use crate::harness::port_window::{LanePort, SharedPorts};
+use crate::harness::run_header::{metadata, row_context};
 use crate::harness::session::{report_refusal, Session};
 use crate::harness::sweep::{
-    self, agree_on_count, create_local, finish_outputs, greeting, lead_size, metadata, progress_bar,
-    row_context, write_and_judge, Benchmark, RunOutcome,
+    self, agree_on_count, create_local, finish_outputs, greeting, lead_size, progress_bar, write_and_judge,
+    RunOutcome,
 };
 use crate::output::{HeaderLine, Outputs};
 
@@ -191,9 +193,8 @@ pub(crate) fn drive<B: Benchmark>(
         HeaderLine::new("Lanes", format!("{} at once: {}", sessions.len(), descriptions.join("; "))),
     );
     outputs.start(&run)?;
-    let thresholds = config
-        .acceptance
-        .resolve(sessions[0].local.port.rate.as_deref(), sweep::sums_both_directions(benchmark))?;
+    let thresholds =
+        config.acceptance.resolve(sessions[0].local.port.rate.as_deref(), sums_both_directions(benchmark))?;
     for session in &mut sessions {
         session.control.set_stop_flag(stop.clone());
     }

@@ -10,6 +10,7 @@ pub(crate) mod args_latency;
 pub(crate) mod args_send;
 pub(crate) mod bandwidth;
 pub(crate) mod barrier;
+pub(crate) mod benchmark;
 pub(crate) mod buffers;
 pub(crate) mod config;
 pub mod credits;
@@ -20,9 +21,11 @@ pub(crate) mod latency;
 pub(crate) mod memory;
 pub(crate) mod pcie;
 pub(crate) mod perftest_defaults;
+pub(crate) mod ping_pong;
 pub(crate) mod placement;
 pub(crate) mod port_window;
 pub(crate) mod roles;
+pub(crate) mod run_header;
 pub(crate) mod send;
 pub(crate) mod session;
 pub(crate) mod staged_receive;
@@ -33,11 +36,12 @@ pub(crate) mod sweep;
 pub(crate) mod write_stream;
 
 pub use args::{BandwidthArgs, CommonArgs};
+pub use benchmark::{Benchmark, Setup};
 pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
 pub use help::parse_bench;
 pub use roles::run;
 pub use session::{Session, Side};
-pub use sweep::{Benchmark, RunOutcome, Setup};
+pub use sweep::RunOutcome;
 
 /// The latency loop's bookkeeping, for `benches/latency_loop.rs` (criterion benches link the
 /// library from outside): not part of what the bench binaries use.

@@ -7,12 +7,13 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 
 use crate::error::{Error, Result};
 use crate::exchange::{Control, TurnAway};
+use crate::harness::benchmark::{concurrent, Benchmark};
 use crate::harness::config::{BenchConfig, Role};
 use crate::harness::interrupt::{install_signal_handlers, StopFlag};
 use crate::harness::lanes;
 use crate::harness::placement::{self, Placement};
 use crate::harness::session::Session;
-use crate::harness::sweep::{self, create_local, greeting, Benchmark, RunOutcome};
+use crate::harness::sweep::{self, create_local, greeting, RunOutcome};
 use crate::output::{Console, Outputs};
 
 /// Runs `benchmark` as its configuration says. The only entry point a bench binary calls.
@@ -67,7 +68,7 @@ fn serve_connected<B: Benchmark>(
     mut session: Session,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
-    if sweep::concurrent(benchmark) {
+    if concurrent(benchmark) {
         return lanes::serve(config, benchmark, placements, listener, session, stop);
     }
     // One client per run: whoever knocks from now on is told the server is busy.
@@ -84,7 +85,7 @@ fn lead<B: Benchmark>(
     outputs: Outputs<B::Row>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
-    if sweep::concurrent(benchmark) {
+    if concurrent(benchmark) {
         return lanes::drive(config, benchmark, placements, outputs, stop);
     }
     let local = create_local(config, benchmark, &placements[0])?;

@@ -50,11 +50,11 @@ use gdrperf_stats::hdrhistogram::Histogram;
 use gdrperf_stats::LatencyRecorder;
 
 use crate::error::{Error, Result};
+use crate::harness::benchmark::Setup;
 use crate::harness::buffers::{check_received_at, pattern_seed};
 use crate::harness::config::{BenchConfig, LatencySpan, StopRule};
 use crate::harness::perftest_defaults::InlineRequest;
 use crate::harness::session::Session;
-use crate::harness::sweep::Setup;
 use crate::memory_kind::MemoryKind;
 use crate::verbs::completion::opcode;
 use crate::verbs::{LocalSlice, Operation, QueuePairSizes, RemoteAccess, RemoteBuffer};

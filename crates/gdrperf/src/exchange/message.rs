@@ -1,0 +1,161 @@
+//! What travels on the control channel and how it is framed: the typed messages ([`Message`],
+//! the [`Hello`] with its [`SideInfo`]) and their length-prefixed JSON frames.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Nonce, AUTH_TAG_BYTES, MAX_MESSAGE_BYTES};
+use crate::verbs::{Endpoint, RemoteBuffer};
+
+/// The first message each side sends: who it is, what it runs, how to reach its QPs and memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub version: u32,
+    pub gdrperf_version: String,
+    pub host: String,
+    /// The parameters both sides must share, as a JSON object, compared field by field.
+    pub parameters: serde_json::Value,
+    /// Facts about this side that may differ from the peer's (device, memory kind, MTU...).
+    pub side: SideInfo,
+    pub endpoints: Vec<Endpoint>,
+    pub buffers: Vec<RemoteBuffer>,
+    /// This side's memory placements for the run ("host", "cuda:0", ...), in run order: the
+    /// sides pair them up round by round (or lane by lane with `--concurrent`).
+    #[serde(default)]
+    pub placements: Vec<String>,
+    /// Which lane of a `--concurrent` run this connection carries (0 otherwise).
+    #[serde(default)]
+    pub lane: u32,
+    /// `-R`, from a server: the rdma_cm port it listens on for these QPs (`None` otherwise).
+    #[serde(default)]
+    pub rdma_cm_port: Option<u16>,
+}
+
+/// Per-side facts: shown in the run header and result rows, never required to match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideInfo {
+    pub device: String,
+    pub port: u8,
+    pub active_mtu: u32,
+    pub memory: crate::memory_kind::MemoryKind,
+    /// The GPU and registration path when `memory` is GPU memory.
+    #[serde(default)]
+    pub gpu: Option<String>,
+    /// This side's path facts (port, PCIe links, GPU-NIC path, ACS, IOMMU, NUMA), so that the
+    /// peer's rows know both ends' ceiling and causes (`gdrperf-ceiling`). Absent from an older peer.
+    #[serde(default)]
+    pub path: Option<gdrperf_ceiling::EndFacts>,
+}
+
+/// Everything that travels on the control channel, in the order it does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Message {
+    /// Server -> client, first: our version, a fresh random nonce, and whether we hold a token.
+    Challenge {
+        version: u32,
+        nonce: Nonce,
+        token_required: bool,
+    },
+    /// Client -> server: its version, its own nonce, and with a token the HMAC proving it.
+    Proof {
+        version: u32,
+        nonce: Nonce,
+        tag: Option<[u8; AUTH_TAG_BYTES]>,
+    },
+    /// Server -> client: the proof holds; with a token, the server's own HMAC in return.
+    Accepted {
+        tag: Option<[u8; AUTH_TAG_BYTES]>,
+    },
+    /// Both ways, before the hellos: the run parameters and the lane, checked before any key
+    /// (the hello) is sent.
+    Terms {
+        parameters: serde_json::Value,
+        lane: u32,
+    },
+    Hello(Box<Hello>),
+    /// Client -> server: get ready for this message size (clear buffers, post receives).
+    StartSize {
+        size: u64,
+    },
+    /// Server -> client: ready; the client may start.
+    Ready,
+    /// Client -> server: done with this size; here is what I measured (JSON row) if anything.
+    SizeDone {
+        size: u64,
+        report: Option<serde_json::Value>,
+    },
+    /// Server -> client: the server's view of the size: data check result and its own numbers.
+    SizeResult {
+        size: u64,
+        validation_error: Option<String>,
+        report: Option<serde_json::Value>,
+    },
+    /// Either side: I failed, here is why (so the peer can exit with that message, not a hang).
+    Failed {
+        message: String,
+    },
+    /// Client -> server: the sweep of one placement is over; both sides set up the next round's
+    /// resources and swap hellos again.
+    NextPlacement {
+        round: u32,
+    },
+    /// Client -> server: the sweep is over.
+    Goodbye,
+}
+
+impl Message {
+    pub(super) fn kind(&self) -> &'static str {
+        match self {
+            Message::Challenge { .. } => "Challenge",
+            Message::Proof { .. } => "Proof",
+            Message::Accepted { .. } => "Accepted",
+            Message::Terms { .. } => "Terms",
+            Message::Hello(_) => "Hello",
+            Message::StartSize { .. } => "StartSize",
+            Message::Ready => "Ready",
+            Message::SizeDone { .. } => "SizeDone",
+            Message::SizeResult { .. } => "SizeResult",
+            Message::Failed { .. } => "Failed",
+            Message::NextPlacement { .. } => "NextPlacement",
+            Message::Goodbye => "Goodbye",
+        }
+    }
+}
+
+/// Encodes a message as length-prefixed JSON.
+pub fn encode(message: &Message) -> Vec<u8> {
+    let body = serde_json::to_vec(message).expect("messages are plain data and always serialise");
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Reads the 4-byte length prefix of a frame and refuses, before anything is allocated, a body
+/// longer than [`MAX_MESSAGE_BYTES`].
+pub fn frame_length(prefix: [u8; 4]) -> std::result::Result<usize, usize> {
+    let len = u32::from_be_bytes(prefix) as usize;
+    if len > MAX_MESSAGE_BYTES {
+        Err(len)
+    } else {
+        Ok(len)
+    }
+}
+
+/// Decodes the body of one frame (without its length prefix).
+pub fn decode_body(body: &[u8]) -> std::result::Result<Message, String> {
+    serde_json::from_slice(body).map_err(|error| error.to_string())
+}
+
+/// Decodes one whole frame (prefix and body) from the start of `bytes`: the message and the
+/// bytes it took, `Ok(None)` when `bytes` holds only part of a frame. The same checks as
+/// [`Control::receive`](super::Control::receive), for callers that look at bytes without consuming them.
+pub fn decode_frame(bytes: &[u8]) -> std::result::Result<Option<(Message, usize)>, String> {
+    let Some(prefix) = bytes.get(..4) else { return Ok(None) };
+    let prefix: [u8; 4] = prefix.try_into().map_err(|_| "short prefix".to_string())?;
+    let len = frame_length(prefix)
+        .map_err(|len| format!("a {len}-byte message is over the limit of {MAX_MESSAGE_BYTES}"))?;
+    match bytes.get(4..4 + len) {
+        None => Ok(None),
+        Some(body) => decode_body(body).map(|message| Some((message, 4 + len))),
+    }
+}

@@ -1,0 +1,79 @@
+//! What a bench binary implements ([`Benchmark`]) and says of itself before it connects
+//! ([`Setup`]): the one seam between a test and the harness that runs it.
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::harness::config::{BandwidthConfig, BenchConfig};
+use crate::harness::session::Session;
+use crate::output::{Row, RowContext};
+use crate::verbs::QueuePairSizes;
+
+/// What a bench binary implements. All methods take `&self`: in `--loopback` both ends run the
+/// same benchmark value on two threads.
+pub trait Benchmark: Sync {
+    /// The bench's descriptor (its names, title and defaults), an entry of
+    /// [`BENCHES`](crate::bench::BENCHES).
+    const BENCH: crate::bench::Bench;
+    /// What one side measures for one size (sent to the peer as JSON).
+    type Report: Serialize + DeserializeOwned + Send;
+    /// The result row.
+    type Row: Row + Send + 'static;
+
+    /// The run's validated configuration (given once: [`run`](crate::harness::roles::run) takes it
+    /// from here).
+    fn config(&self) -> &BenchConfig;
+    /// What each side needs and what the test says of itself (see [`Setup`]).
+    fn setup(&self) -> Setup;
+    /// What staged memory cannot do in this run (refused before connecting; none by default).
+    fn staged_rules(&self) -> crate::harness::session::StagedRules {
+        crate::harness::session::StagedRules::default()
+    }
+    /// Before a size starts: fill sources, clear destinations, post receives.
+    fn prepare(&self, session: &mut Session, size: usize) -> Result<()>;
+    /// Runs one size on this side; `None` for a passive side.
+    fn measure(&self, session: &mut Session, size: usize) -> Result<Option<Self::Report>>;
+    /// After both sides finished: checks this side's received data, `Some(reason)` if wrong.
+    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>>;
+    /// The row of one size from both sides' reports.
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<Self::Report>,
+        peer: Option<Self::Report>,
+        validation: &str,
+    ) -> Option<Self::Row>;
+}
+
+/// What a test needs of each side's resources and says of itself, before it connects.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// Queue sizes of each QP.
+    pub queue_sizes: QueuePairSizes,
+    /// Bytes of each QP's buffer: the sweep's largest message, or more (a ping-pong's halves).
+    pub buffer_len: usize,
+    /// What the peer may do to the buffers (and through the QPs): the least the test needs.
+    pub remote_access: crate::verbs::RemoteAccess,
+    /// Test-specific settings that both sides must share (merged into the common ones).
+    pub parameters: serde_json::Value,
+    /// Extra header lines ("CQ moderation", "100").
+    pub header: Vec<(String, String)>,
+    /// A latency ping-pong's `-I` (or its default): the header says what perftest's rule makes
+    /// of it on this side's device and memory (`None`: nothing is sent inline).
+    pub inline: Option<crate::harness::perftest_defaults::InlineRequest>,
+    /// A bandwidth test's settings: with `-b` a row sums both directions (a threshold in % of
+    /// the port then means that share of both together); `--concurrent` runs every placement
+    /// at once, one lane each, with an aggregate row ([`Row::aggregate`]).
+    pub bandwidth: Option<BandwidthConfig>,
+}
+
+/// `--concurrent`: every placement at once, one lane each.
+pub(crate) fn concurrent<B: Benchmark>(benchmark: &B) -> bool {
+    benchmark.setup().bandwidth.is_some_and(|bandwidth| bandwidth.concurrent)
+}
+
+/// Whether a row sums both directions.
+pub(crate) fn sums_both_directions<B: Benchmark>(benchmark: &B) -> bool {
+    benchmark.setup().bandwidth.is_some_and(|bandwidth| bandwidth.bidirectional)
+}

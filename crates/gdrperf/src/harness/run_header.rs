@@ -1,0 +1,206 @@
+//! What a run says of itself before its first row: the run header (console) and metadata
+//! (files), and the context every row of the session carries.
+
+use crate::harness::benchmark::Benchmark;
+use crate::harness::config::{BenchConfig, StopRule};
+use crate::harness::placement::{self, Placement};
+use crate::harness::session::{hostname, Session};
+use crate::output::ceiling_columns::{self, RowPath};
+use crate::output::{HeaderLine, RowContext, RunStart};
+
+pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session) -> RowContext {
+    RowContext {
+        test: B::BENCH.name.to_string(),
+        host: hostname(),
+        peer_host: session.peer.host.clone(),
+        device: session.local.device.name().to_string(),
+        peer_device: session.peer.side.device.clone(),
+        mtu: session.mtu.bytes(),
+        qps: config.qps,
+        mem_local: session.memory(),
+        mem_remote: session.peer_memory(),
+        gpu_local: session
+            .local
+            .buffers
+            .first()
+            .and_then(|buffer| buffer.gpu_index())
+            .map(|index| index.to_string())
+            .unwrap_or_default(),
+        gpu_remote: session.peer.side.gpu.clone().unwrap_or_default(),
+        lane: String::new(),
+        cpu: session.local.cpu.cpu_column(),
+        numa_node: session.local.cpu.numa_node,
+        gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local.buffers).unwrap_or_default(),
+        nic: Default::default(),
+        path: Some(RowPath::new(
+            session.side.is_client(),
+            session.local.path.clone(),
+            session.peer.side.path.clone(),
+        )),
+    }
+}
+
+/// The run header (console) and metadata (files): what ran, where, when, with what.
+pub(crate) fn metadata<B: Benchmark>(
+    config: &BenchConfig,
+    benchmark: &B,
+    session: &Session,
+    placements: &[Placement],
+    rounds: usize,
+) -> RunStart {
+    let labels = placement::labels(placements);
+    let local = &session.local;
+    // The clock this run times with: the latency engines' (calibrated once per process, the same
+    // one they use), or the monotonic clock of the bandwidth engines (`RunClock`, never pinned).
+    let (clock, clock_line) = match config.latency_span {
+        Some(_) => {
+            let facts = gdrperf_stats::SampleClock::new().facts();
+            let line = facts.describe();
+            (facts, line)
+        }
+        None => {
+            let facts = gdrperf_stats::SampleClock::monotonic().facts();
+            let kernel = facts.kernel_clocksource.clone().unwrap_or_else(|| "unknown".into());
+            (
+                facts,
+                format!("monotonic clock (bandwidth timing, thread not pinned; kernel clocksource {kernel})"),
+            )
+        }
+    };
+    let qp_connection = crate::verbs::connection_manager::describe(local.rdma_cm.as_ref());
+    let mut header: Vec<HeaderLine> = vec![
+        HeaderLine::per_placement(
+            "Device",
+            format!(
+                "{} (firmware {})",
+                local.device.name(),
+                if local.device.firmware().is_empty() { "n/a" } else { local.device.firmware() }
+            ),
+        ),
+        HeaderLine::new(
+            "Port",
+            format!(
+                "{} ({}, {})",
+                local.port.number,
+                local.port.link_layer,
+                local.port.rate.clone().unwrap_or_else(|| "rate unknown".into())
+            ),
+        ),
+        HeaderLine::new(
+            "MTU",
+            format!(
+                "{} (active {}, peer {})",
+                session.mtu, local.port.active_mtu, session.peer.side.active_mtu
+            ),
+        ),
+        HeaderLine::new(
+            "GID",
+            local.gid.map(|gid| gid.to_string()).unwrap_or_else(|| format!("none (LID {})", local.port.lid)),
+        ),
+        HeaderLine::new(
+            "Peer",
+            format!("{} ({} port {})", session.peer.host, session.peer.side.device, session.peer.side.port),
+        ),
+        HeaderLine::per_placement(
+            "Memory",
+            format!("local {}, remote {}", session.memory(), session.peer_memory()),
+        ),
+        HeaderLine::per_placement(
+            "GPU",
+            format!(
+                "local {}, remote {}",
+                local
+                    .buffers
+                    .first()
+                    .and_then(|buffer| buffer.gpu_description())
+                    .unwrap_or_else(|| "none".into()),
+                session.peer.side.gpu.clone().unwrap_or_else(|| "none".into())
+            ),
+        ),
+        HeaderLine::new("CPU", local.cpu.describe()),
+        HeaderLine::new("QPs", config.qps.to_string()),
+        HeaderLine::new("QP connection", qp_connection.clone()),
+        HeaderLine::new("TX depth", config.tx_depth.to_string()),
+        HeaderLine::new(
+            "Stop",
+            match config.stop {
+                StopRule::Iterations(n) => format!("{n} iterations per QP (+{} warm-up)", config.warmup),
+                StopRule::Duration(d) if config.latency_span.is_some() => {
+                    format!("{:.1} s per size (+{} warm-up iterations)", d.as_secs_f64(), config.warmup)
+                }
+                StopRule::Duration(d) => format!(
+                    "{:.1} s per size, measured between margins of {} s (-f) (+{} warm-up iterations)",
+                    d.as_secs_f64(),
+                    config.margin_seconds,
+                    config.warmup
+                ),
+            },
+        ),
+        HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),
+        HeaderLine::new("Clock", clock_line),
+        // What made this output, so a saved console log is a complete result by itself.
+        HeaderLine::new("Command", gdrperf_stats::provenance::command_line(&config.argv)),
+        HeaderLine::new("Git commit", gdrperf_stats::provenance::GIT_COMMIT.into()),
+    ];
+    if let Some(span) = config.latency_span {
+        header.push(HeaderLine::new("Latency sample", span.description().into()));
+    }
+    if rounds > 1 {
+        header.push(HeaderLine::new(
+            "Placements",
+            format!(
+                "{rounds} in turn: local [{}], remote [{}]",
+                labels.join(", "),
+                session.peer.placements.join(", ")
+            ),
+        ));
+    }
+    let pcie = super::pcie::run_pcie_facts(&local.device, &local.buffers);
+    let gpu_order = gdrperf_cuda::GpuOrder::from_env();
+    if local.buffers.first().and_then(|buffer| buffer.gpu_index()).is_some() {
+        header.push(HeaderLine::new("GPU numbering", gpu_order.describe()));
+    }
+    header.extend(pcie.header_lines().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
+    let ceiling = ceiling_columns::header(&local.path, session.peer.side.path.as_ref());
+    header.push(HeaderLine::per_placement("Ceiling", ceiling));
+    let setup = benchmark.setup();
+    header.extend(setup.header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
+    if let Some(request) = setup.inline {
+        use crate::harness::perftest_defaults::{describe_inline, inline_size};
+        let (size, reason) = inline_size(request, session.perftest_knows_inline(), session.cpu_visible());
+        header.push(HeaderLine::per_placement("Inline", describe_inline(size, reason)));
+    }
+    let metadata = serde_json::json!({
+        "test": B::BENCH.name,
+        "gdrperf_version": env!("CARGO_PKG_VERSION"),
+        "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
+        "argv": config.argv,
+        "date": gdrperf_stats::utc_timestamp(),
+        "host": hostname(),
+        "peer_host": session.peer.host,
+        "role": if session.side.is_client() { "client" } else { "server" },
+        "device": local.device.name(),
+        "firmware": local.device.firmware(),
+        "port": local.port.number,
+        "link_layer": local.port.link_layer.to_string(),
+        "rate": local.port.rate,
+        "mtu": session.mtu.bytes(),
+        "gid": local.gid.map(|gid| gid.to_string()),
+        "memory": session.memory(),
+        "gpu": local.buffers.first().and_then(|buffer| buffer.gpu_description()),
+        "nvidia_driver": std::fs::read_to_string("/sys/module/nvidia/version").ok().map(|text| text.trim().to_string()),
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|text| text.trim().to_string()),
+        "peer": session.peer.side,
+        "cpu": local.cpu,
+        "pcie": pcie,
+        "path_facts": local.path,
+        "gpu_order": gpu_order.describe(),
+        "placements": labels,
+        "peer_placements": session.peer.placements,
+        "parameters": session.peer.parameters,
+        "clock": clock,
+        "latency_span": config.latency_span,
+        "qp_connection": qp_connection,
+    });
+    RunStart { header, metadata }
+}
