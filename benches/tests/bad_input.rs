@@ -36,7 +36,7 @@ const COMMON: &[Case] = &[
     case(&["--loopback", "host1"], &["'--loopback' cannot be used with '[HOST]'"]),
     case(&["-p", "0"], &["-p/--port must be a TCP port between 1 and 65535"]),
     case(&["-p", "65536"], &["invalid value '65536' for '--port <TCP_PORT>'"]),
-    case(&["--loopback", "-i", "0"], &["-i/--ib-port counts from 1"]),
+    case(&["--loopback", "-i", "0"], &["-i/--ib-port must be at least 1 (ports count from 1), not 0"]),
     case(&["--loopback", "-x", "abc"], &["invalid value 'abc' for '--gid-index <INDEX>'"]),
     case(&["--loopback", "-q", "0"], &["-q/--qp"]),
     case(&["--loopback", "-t", "0"], &["-t/--tx-depth must be between 1 and 16384"]),

@@ -6,6 +6,10 @@
 
 use std::io;
 
+mod configuration;
+
+pub use configuration::ConfigError;
+
 /// Everything that can go wrong below the bench binaries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -113,9 +117,9 @@ pub enum Error {
     Output { path: String, source: io::Error },
 
     /// Bad user input: parameters that cannot work on this machine or with this peer. The
-    /// message names the flag to change.
+    /// error names the flag to change and the value given ([`ConfigError`]).
     #[error("invalid configuration: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
 
     /// An acceptance threshold this run cannot apply: a share of a port rate the device does
     /// not report, or a threshold on a figure this benchmark's rows do not have.

@@ -1,7 +1,7 @@
 //! Options of the SEND/RECV bandwidth benchmark (`gdr-send-bw`), besides the bandwidth ones
 //! (-Q, -b), and the validated settings built from them.
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Result};
 use crate::harness::config::MAX_INLINE_SIZE;
 
 /// Options of gdr-send-bw, besides the bandwidth ones (-Q, -b).
@@ -28,25 +28,26 @@ pub struct SendConfig {
 impl SendConfig {
     pub fn from_args(args: &SendArgs) -> Result<SendConfig> {
         if args.rx_depth == 0 || args.rx_depth > 16_384 {
-            return Err(config("-r/--rx-depth must be between 1 and 16384"));
+            return Err(
+                ConfigError::out_of_range("-r/--rx-depth", args.rx_depth, "between 1 and 16384").into()
+            );
         }
         if args.inline_size > MAX_INLINE_SIZE {
-            return Err(config(&format!(
-                "-I/--inline-size {} is above {MAX_INLINE_SIZE} bytes, more than NICs accept inline",
-                args.inline_size
-            )));
+            return Err(ConfigError::AboveLimit {
+                flag: "-I/--inline-size",
+                value: args.inline_size.into(),
+                limit: format!("{MAX_INLINE_SIZE} bytes, more than NICs accept inline"),
+            }
+            .into());
         }
         Ok(SendConfig { rx_depth: args.rx_depth, inline_size: args.inline_size })
     }
 }
 
-fn config(message: &str) -> Error {
-    Error::Config(message.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -58,13 +59,21 @@ mod tests {
     #[test]
     fn send_options_default_to_perftest_and_are_checked() {
         let parse = |arguments: &[&str]| {
-            SendCli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
-                .map_err(|error| Error::Config(error.to_string()))
-                .and_then(|cli| SendConfig::from_args(&cli.send))
+            let cli = SendCli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
+                .expect("clap takes the arguments");
+            SendConfig::from_args(&cli.send)
         };
         let defaults = parse(&[]).unwrap();
         assert_eq!((defaults.rx_depth, defaults.inline_size), (512, 0));
         assert!(parse(&["-r", "0"]).unwrap_err().to_string().contains("-r/--rx-depth"));
-        assert!(parse(&["-I", "4096"]).unwrap_err().to_string().contains("-I/--inline-size"));
+        let inline = parse(&["-I", "4096"]).unwrap_err();
+        assert!(
+            matches!(
+                &inline,
+                Error::Config(ConfigError::AboveLimit { flag: "-I/--inline-size", value: 4096, .. })
+            ),
+            "{inline:?}"
+        );
+        assert!(inline.to_string().contains("-I/--inline-size 4096 is above 1024 bytes"), "{inline}");
     }
 }

@@ -32,7 +32,7 @@ use sideway::rdmacm::communication_manager::{
 };
 
 use crate::error::chain as error_chain;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 use crate::verbs::{Device, Gid, PathSettings, RcQueuePair};
 
 /// How long address and route resolution may take, each (perftest's 2000 ms).
@@ -193,16 +193,14 @@ impl DeviceMatch {
         })?;
         let guid = context.query_device().map(|attributes| attributes.node_guid().as_u64()).ok();
         if guid != Some(self.guid) || id.port() != self.port {
-            return Err(Error::Config(format!(
-                "-R: rdma_cm routes {address} through another RDMA device or port (node GUID {:#x} port {}) \
-                 than this run's {} port {}: pick that device with -d/--ib-dev and -i/--ib-port, or \
-                 give the address of {}'s interface",
-                guid.unwrap_or(0),
-                id.port(),
-                self.name,
-                self.port,
-                self.name
-            )));
+            return Err(ConfigError::RdmaCmRoute {
+                address: address.to_string(),
+                guid: guid.unwrap_or(0),
+                port: id.port(),
+                device: self.name.clone(),
+                device_port: self.port,
+            }
+            .into());
         }
         Ok(())
     }
