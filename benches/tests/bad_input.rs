@@ -113,6 +113,11 @@ const WRITE_BW: &[Case] = &[
         &["-D/--duration 2 must be longer than twice the margin (-f/--margin 1)"],
     ),
     case(&["--loopback", "-f", "1"], &["--duration"]),
+    // Refused when the configuration is built, before any device is opened.
+    case(
+        &["--loopback", "-D", "2", "--mem", "host-staged"],
+        &["a staged receiver counts the messages it copies"],
+    ),
 ];
 
 const READ_BW: &[Case] = &[
@@ -125,6 +130,8 @@ const READ_BW: &[Case] = &[
 const SEND_BW: &[Case] = &[
     case(&["--loopback", "-r", "0"], &["-r/--rx-depth must be between 1 and 16384"]),
     case(&["--loopback", "-I", "5000"], &["-I/--inline-size 5000 is above 1024 bytes"]),
+    // Refused before CUDA loads or a device opens: the receiver would have no host-memory ring.
+    case(&["--loopback", "--mem", "cuda", "--validate"], &["--validate on gdr-send-bw checks every payload"]),
 ];
 
 const READ_LAT: &[Case] = &[

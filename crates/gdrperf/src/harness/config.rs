@@ -14,7 +14,8 @@ use serde::Serialize;
 use crate::cpu_placement::CpuRequest;
 use crate::error::{ConfigError, Error, Result};
 use crate::exchange::Token;
-use crate::harness::args::{BandwidthArgs, CommonArgs, GdrPath, MemoryKind};
+use crate::harness::args::{CommonArgs, GdrPath, MemoryKind};
+use crate::harness::perftest_defaults::duration_margin;
 pub use crate::harness::perftest_defaults::TestDefaults;
 use crate::verbs::Mtu;
 use gdrperf_cuda::GpuSelection;
@@ -441,94 +442,6 @@ fn check_devices(devices: &[String]) -> Result<Vec<String>> {
     Ok(devices.iter().map(|device| device.trim().to_string()).collect())
 }
 
-use super::perftest_defaults::{cq_moderation, duration_margin, CqModeration};
-
-/// Bandwidth-specific, validated settings.
-#[derive(Debug, Clone, Copy)]
-pub struct BandwidthConfig {
-    /// The effective CQ moderation (perftest's rule), `cq_moderation.value`.
-    pub cq_mod: u32,
-    pub cq_moderation: CqModeration,
-    pub bidirectional: bool,
-    /// `--concurrent`: every placement at once, one lane each.
-    pub concurrent: bool,
-}
-
-impl BandwidthConfig {
-    /// The bandwidth settings both peers must share.
-    pub fn parameters(&self) -> serde_json::Value {
-        serde_json::json!({ "cq_mod": self.cq_mod, "bidirectional": self.bidirectional, "concurrent": self.concurrent })
-    }
-
-    /// The run-header lines of the bandwidth settings.
-    pub fn header(&self) -> Vec<(String, String)> {
-        vec![
-            ("CQ moderation".into(), self.cq_moderation.describe()),
-            (
-                "Direction".into(),
-                if self.bidirectional { "bidirectional" } else { "client -> server" }.into(),
-            ),
-        ]
-    }
-
-    pub fn from_args(args: &BandwidthArgs, common: &BenchConfig) -> Result<BandwidthConfig> {
-        let cq_moderation = cq_moderation(args.cq_mod, &common.sizes, common.tx_depth)?;
-        if args.concurrent && common.memory.kinds.len() > 1 {
-            return Err(conflict(
-                "--concurrent",
-                "runs the GPUs (or devices) of one --mem kind at once: give one kind",
-            ));
-        }
-        // Staged memory with -b is refused once both memories are known, right after the hellos
-        // and on both sides in the same words ([`refuse_staged`]): refused here, a server or
-        // client would leave its peer waiting for it. A loopback run has no peer to tell, and
-        // both its ends use each kind: refused here, before any device is opened.
-        if common.role == Role::Loopback {
-            let rules = StagedRules { bidirectional: args.bidirectional, receiver_counts_messages: false };
-            for &kind in &common.memory.kinds {
-                refuse_staged(rules, kind, kind)?;
-            }
-        }
-        if common.acceptance.max_lat.is_some() {
-            return Err(conflict(
-                "--max-lat",
-                "applies to latency results: a bandwidth test is held to --min-bw",
-            ));
-        }
-        Ok(BandwidthConfig {
-            cq_mod: cq_moderation.value,
-            cq_moderation,
-            bidirectional: args.bidirectional,
-            concurrent: args.concurrent,
-        })
-    }
-}
-
-/// Runs staged memory refuses, decided alike on both sides from the two memories, with the same
-/// words, right after the hellos: a side that refused later (at its first size) would leave its
-/// peer waiting, or print the banner first. A bench derives them from its configuration.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StagedRules {
-    /// `-b`: staged memory has one bounce ring per QP, which both directions would share.
-    pub bidirectional: bool,
-    /// The server receives into its payload and counts the messages it copies in (gdr-write-bw):
-    /// a timed run (`-D`) agrees on no count.
-    pub receiver_counts_messages: bool,
-}
-
-/// The refusal of [`StagedRules`] for a server with `server` memory and a client with `client`:
-/// the one copy of these checks, made for a loopback run by [`BandwidthConfig::from_args`] and
-/// for two processes by the session once the hellos told each side the other's memory.
-pub fn refuse_staged(rules: StagedRules, server: MemoryKind, client: MemoryKind) -> Result<(), ConfigError> {
-    if rules.bidirectional && (server.is_staged() || client.is_staged()) {
-        return Err(ConfigError::StagedBidirectional);
-    }
-    if rules.receiver_counts_messages && server.is_staged() {
-        return Err(ConfigError::StagedReceiverDuration);
-    }
-    Ok(())
-}
-
 fn check_size(size: u64) -> Result<usize> {
     if size == 0 {
         return Err(out_of_range("-s/--size", 0, "at least 1 byte"));
@@ -587,6 +500,9 @@ impl LatencyFilePaths {
         self.histogram_raw.is_some() || self.report_sorted || self.report_unsorted
     }
 }
+
+mod bandwidth;
+pub use bandwidth::{refuse_staged, BandwidthConfig, StagedRules};
 
 #[cfg(test)]
 mod tests;

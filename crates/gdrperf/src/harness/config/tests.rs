@@ -1,4 +1,6 @@
 use super::*;
+use crate::bench::Operation;
+use crate::harness::args::BandwidthArgs;
 use clap::Parser;
 
 #[test]
@@ -29,7 +31,7 @@ fn configure(arguments: &[&str]) -> Result<(BenchConfig, BandwidthConfig)> {
     let cli = Cli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
         .expect("clap takes the arguments");
     let common = BenchConfig::from_args(&cli.common, DEFAULTS)?;
-    let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
+    let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, Operation::Write)?;
     Ok((common, bandwidth))
 }
 
@@ -193,6 +195,15 @@ fn staged_memory_refuses_both_directions_before_any_device_is_opened() {
         assert_eq!(config_error(&["--loopback", "-b", "--mem", kind]), ConfigError::StagedBidirectional);
     }
     assert!(configure(&["--loopback", "-b", "--mem", "host"]).is_ok());
+    // A WRITE stream's staged receiver counts what it copies: no -D (configure builds gdr-write-bw's).
+    assert_eq!(
+        config_error(&["--loopback", "-D", "2", "--mem", "host,host-staged"]),
+        ConfigError::StagedReceiverDuration
+    );
+    let cli = Cli::try_parse_from(["test", "--loopback", "-D", "2", "--mem", "host-staged"]).unwrap();
+    let common = BenchConfig::from_args(&cli.common, DEFAULTS).unwrap();
+    let read = BandwidthConfig::from_args(&cli.bandwidth, &common, Operation::Read).unwrap();
+    assert!(!read.staged.receiver_counts_messages, "a staged reader copies in what it read, timed");
     // Two processes: the hellos tell each side the other's memory; one rule decides on both.
     let both = StagedRules { bidirectional: true, receiver_counts_messages: false };
     assert_eq!(

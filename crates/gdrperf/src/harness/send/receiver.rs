@@ -5,7 +5,7 @@
 
 use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
-use crate::error::{ConfigError, Error, Result};
+use crate::error::{Error, Result};
 use crate::harness::bandwidth::duration_window;
 use crate::harness::buffers::{find_mismatch, pattern_seed};
 use crate::harness::config::StopRule;
@@ -81,15 +81,11 @@ impl ReceiveQueues {
             let reserved = if shared { CREDIT_RECEIVES } else { 0 };
             let use_ring = validate && staged.is_none();
             if use_ring && buffer.host_bytes().is_none() {
-                return Err(ConfigError::conflict(
-                    "--validate",
-                    format!(
-                        "on gdr-send-bw checks every payload in a host-memory ring, so it would not receive into \
-                         {} memory: check the data path with --mem host, or measure without --validate",
-                        buffer.kind()
-                    ),
-                )
-                .into());
+                // `SendConfig::from_args` refuses --validate with cuda memory on a receiving side.
+                return Err(Error::Internal(format!(
+                    "--validate reached a receiver on {} memory, which has no host-memory ring",
+                    buffer.kind()
+                )));
             }
             let target = buffer.slice(buffer.region().len());
             let (ring, slots) = if let Some(staged) = staged {
