@@ -179,7 +179,7 @@ impl DeviceMatch {
     fn of(device: &Device, port: u8) -> Result<DeviceMatch> {
         let attributes = device.context().query_device().map_err(|error| Error::QueryDevice {
             device: device.name().to_string(),
-            source: std::io::Error::other(error.to_string()),
+            source: std::io::Error::other(error),
         })?;
         Ok(DeviceMatch { name: device.name().to_string(), guid: attributes.node_guid().as_u64(), port })
     }
