@@ -64,9 +64,18 @@ pub enum Error {
     )]
     CreateQp { send_depth: u32, recv_depth: u32, source: io::Error },
 
-    /// `-R`: a step of connecting through rdma_cm failed; `detail` says why and what to try.
+    /// `-R`: a step of connecting through rdma_cm failed without an error of its own (an event
+    /// other than the one awaited, no answer in time); `detail` says why and what to try.
     #[error("rdma_cm: {step}: {detail}")]
     ConnectionManager { step: String, detail: String },
+
+    /// `-R`: an rdma_cm call failed; its error is kept whole (`hint`: what to try, or empty).
+    #[error("rdma_cm: {step}: {}{hint}", chain(&**.source))]
+    ConnectionManagerCall {
+        step: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+        hint: &'static str,
+    },
 
     #[error("ibv_modify_qp to {state} failed: {}", chain(.source))]
     ModifyQp { state: &'static str, source: sideway::ibverbs::queue_pair::ModifyQueuePairError },
