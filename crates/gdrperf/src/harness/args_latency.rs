@@ -13,7 +13,8 @@ use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 use crate::bench::{Bench, Operation};
 use crate::error::{ConfigError, Error, Result};
 use crate::harness::args::CommonArgs;
-use crate::harness::config::{BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule, MAX_INLINE_SIZE};
+use crate::harness::config::check_inline_size;
+use crate::harness::config::{BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule};
 use crate::harness::perftest_defaults::{inline_size, InlineReason, InlineRequest};
 use crate::output::latency_row::LatencyFiles;
 
@@ -168,15 +169,7 @@ impl LatencyConfig {
                     "does not apply to read_lat: a READ request carries no payload",
                 ))
             }
-            (Some(size), Some(_)) if size > MAX_INLINE_SIZE => {
-                return Err(ConfigError::AboveLimit {
-                    flag: "-I/--inline-size",
-                    value: size.into(),
-                    limit: format!("{MAX_INLINE_SIZE} bytes, more than NICs accept inline"),
-                }
-                .into())
-            }
-            (Some(size), Some(_)) => size,
+            (Some(size), Some(_)) => check_inline_size(size)?,
             (None, default) => default.unwrap_or(0),
         };
         if options.write_with_imm && test != LatencyTest::Write {

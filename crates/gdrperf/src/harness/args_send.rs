@@ -3,7 +3,7 @@
 
 use crate::error::{ConfigError, Result};
 use crate::harness::args::MemoryKind;
-use crate::harness::config::{BandwidthConfig, BenchConfig, Role, MAX_INLINE_SIZE};
+use crate::harness::config::{check_inline_size, BandwidthConfig, BenchConfig, Role};
 
 /// Options of gdr-send-bw, besides the bandwidth ones (-Q, -b).
 #[derive(Debug, Clone, clap::Args)]
@@ -39,14 +39,7 @@ impl SendConfig {
                 ConfigError::out_of_range("-r/--rx-depth", args.rx_depth, "between 1 and 16384").into()
             );
         }
-        if args.inline_size > MAX_INLINE_SIZE {
-            return Err(ConfigError::AboveLimit {
-                flag: "-I/--inline-size",
-                value: args.inline_size.into(),
-                limit: format!("{MAX_INLINE_SIZE} bytes, more than NICs accept inline"),
-            }
-            .into());
-        }
+        let inline_size = check_inline_size(args.inline_size)?;
         // A receiver checks each payload in a host-memory ring, or as a staged side copies it
         // in; GPUDirect memory the CPU cannot read has neither.
         let receives = !matches!(common.role, Role::Client { .. }) || bandwidth.bidirectional;
@@ -58,7 +51,7 @@ impl SendConfig {
             )
             .into());
         }
-        Ok(SendConfig { rx_depth: args.rx_depth, inline_size: args.inline_size })
+        Ok(SendConfig { rx_depth: args.rx_depth, inline_size })
     }
 }
 

@@ -1,7 +1,11 @@
 //! The validated configuration of one run, built once from the command line.
 //!
-//! Every check of the user's input happens here, before any device is opened or socket bound,
-//! so that a typo costs nothing and the message names the flag. Runtime state (devices, queue
+//! Every check of the user's input happens here (and in `bandwidth`, `args_latency`,
+//! `args_send` for the options of some benches), before any device is opened or socket bound, so
+//! that a typo costs nothing and the error ([`ConfigError`]) names the flag and the value. Only
+//! what needs the peer waits for the hellos (staged memory against the peer's: [`refuse_staged`];
+//! placements that pair up), and what needs the machine for it (a `-d` list against the GPUs
+//! found, rdma_cm's route). Runtime state (devices, queue
 //! pairs, sockets) never lives in this struct: it is plain data, shared read-only by both ends of
 //! a loopback run.
 
@@ -475,6 +479,19 @@ fn malformed(flag: &'static str, value: &str, problem: impl ToString) -> Error {
 /// Largest inline size we accept. NICs accept a few hundred bytes (ConnectX: up to ~900, rxe:
 /// 256+); above that the QP cannot be created, and the message would only say "invalid argument".
 pub const MAX_INLINE_SIZE: u32 = 1024;
+
+/// `-I/--inline-size` of the benches that take it: at most [`MAX_INLINE_SIZE`].
+pub(crate) fn check_inline_size(size: u32) -> Result<u32> {
+    if size > MAX_INLINE_SIZE {
+        return Err(ConfigError::AboveLimit {
+            flag: "-I/--inline-size",
+            value: size.into(),
+            limit: format!("{MAX_INLINE_SIZE} bytes, more than NICs accept inline"),
+        }
+        .into());
+    }
+    Ok(size)
+}
 
 /// Where the latency distribution goes, besides the result rows.
 #[derive(Debug, Clone, Default)]
