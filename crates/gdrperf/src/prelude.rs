@@ -12,13 +12,13 @@ pub use crate::harness::args_latency::{
 pub use crate::harness::args_send::{SendArgs, SendConfig};
 pub use crate::harness::bandwidth::StreamOperation;
 pub use crate::harness::config::ReadDepth;
+pub use crate::harness::config::StagedRules;
 pub use crate::harness::credits::CREDIT_RECEIVES;
 pub use crate::harness::latency::{
     check_ping_pong, memory_header, ping_pong_initiator, ping_pong_responder, ping_pong_setup,
     prepare_ping_pong, prepare_ping_pong_check, prepare_read_source, read_latency, LatencyPlan, PingPong,
 };
 pub use crate::harness::send::SendStream;
-pub use crate::harness::session::StagedRules;
 pub use crate::harness::write_stream::OneSidedStream;
 pub use crate::harness::{
     exit, parse_bench, run, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session,
