@@ -36,7 +36,7 @@ const COMMON: &[Case] = &[
     case(&["--loopback", "host1"], &["'--loopback' cannot be used with '[HOST]'"]),
     case(&["-p", "0"], &["-p/--port must be a TCP port between 1 and 65535"]),
     case(&["-p", "65536"], &["invalid value '65536' for '--port <TCP_PORT>'"]),
-    case(&["--loopback", "-i", "0"], &["-i/--ib-port counts from 1"]),
+    case(&["--loopback", "-i", "0"], &["-i/--ib-port must be at least 1 (ports count from 1), not 0"]),
     case(&["--loopback", "-x", "abc"], &["invalid value 'abc' for '--gid-index <INDEX>'"]),
     case(&["--loopback", "-q", "0"], &["-q/--qp"]),
     case(&["--loopback", "-t", "0"], &["-t/--tx-depth must be between 1 and 16384"]),
@@ -113,6 +113,11 @@ const WRITE_BW: &[Case] = &[
         &["-D/--duration 2 must be longer than twice the margin (-f/--margin 1)"],
     ),
     case(&["--loopback", "-f", "1"], &["--duration"]),
+    // Refused when the configuration is built, before any device is opened.
+    case(
+        &["--loopback", "-D", "2", "--mem", "host-staged"],
+        &["a staged receiver counts the messages it copies"],
+    ),
 ];
 
 const READ_BW: &[Case] = &[
@@ -125,6 +130,8 @@ const READ_BW: &[Case] = &[
 const SEND_BW: &[Case] = &[
     case(&["--loopback", "-r", "0"], &["-r/--rx-depth must be between 1 and 16384"]),
     case(&["--loopback", "-I", "5000"], &["-I/--inline-size 5000 is above 1024 bytes"]),
+    // Refused before CUDA loads or a device opens: the receiver would have no host-memory ring.
+    case(&["--loopback", "--mem", "cuda", "--validate"], &["--validate on gdr-send-bw checks every payload"]),
 ];
 
 const READ_LAT: &[Case] = &[

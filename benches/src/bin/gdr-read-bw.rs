@@ -72,7 +72,7 @@ impl Benchmark for ReadBandwidth {
     }
 
     fn staged_rules(&self) -> StagedRules {
-        self.stream().staged_rules()
+        self.bandwidth.staged
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
@@ -103,7 +103,7 @@ fn main() -> std::process::ExitCode {
     exit(|| {
         let mut common = BenchConfig::from_args(&cli.common, ReadBandwidth::BENCH.defaults)?;
         common.read_depth = ReadDepth::from_outs(cli.outs)?;
-        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, ReadBandwidth::BENCH.operation)?;
         run(&ReadBandwidth { common, bandwidth })
     })
 }

@@ -87,7 +87,7 @@ impl Benchmark for SendBandwidth {
     }
 
     fn staged_rules(&self) -> StagedRules {
-        self.stream().staged_rules()
+        self.bandwidth.staged
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
@@ -130,8 +130,8 @@ fn main() -> std::process::ExitCode {
     let defaults = SendBandwidth::BENCH.defaults;
     exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
-        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
-        let send = SendConfig::from_args(&cli.send)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, SendBandwidth::BENCH.operation)?;
+        let send = SendConfig::from_args(&cli.send, &common, &bandwidth)?;
         run(&SendBandwidth { common, bandwidth, send })
     })
 }

@@ -55,7 +55,7 @@ impl Benchmark for WriteBandwidth {
     }
 
     fn staged_rules(&self) -> StagedRules {
-        self.stream().staged_rules()
+        self.bandwidth.staged
     }
 
     fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
@@ -86,7 +86,7 @@ fn main() -> std::process::ExitCode {
     let defaults = WriteBandwidth::BENCH.defaults;
     exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
-        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, WriteBandwidth::BENCH.operation)?;
         run(&WriteBandwidth { common, bandwidth })
     })
 }

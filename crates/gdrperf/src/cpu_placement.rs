@@ -27,6 +27,8 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
+use crate::error::ConfigError;
+
 /// What the user asked for (`--cpu`, `--numa-node`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum CpuRequest {
@@ -43,13 +45,13 @@ pub enum CpuRequest {
 
 impl CpuRequest {
     /// From the two flags (clap keeps them apart).
-    pub fn from_flags(cpu: Option<&str>, numa_node: Option<u32>) -> Result<CpuRequest, String> {
+    pub fn from_flags(cpu: Option<&str>, numa_node: Option<u32>) -> Result<CpuRequest, ConfigError> {
         match (cpu, numa_node) {
-            (Some(_), Some(_)) => Err("--cpu and --numa-node exclude each other".into()),
+            (Some(_), Some(_)) => Err(ConfigError::conflict("--cpu", "and --numa-node exclude each other")),
             (Some("none"), None) => Ok(CpuRequest::Unpinned),
-            (Some(list), None) => parse_cpu_list(list)
-                .map(CpuRequest::Cpus)
-                .map_err(|error| format!("--cpu {list}: {error} (examples: 3, 0-7, 0-3,8-11, none)")),
+            (Some(list), None) => parse_cpu_list(list).map(CpuRequest::Cpus).map_err(|error| {
+                ConfigError::malformed("--cpu", list, format!("{error} (examples: 3, 0-7, 0-3,8-11, none)"))
+            }),
             (None, Some(node)) => Ok(CpuRequest::Node(node)),
             (None, None) => Ok(CpuRequest::NearNic),
         }

@@ -6,6 +6,10 @@
 
 use std::io;
 
+mod configuration;
+
+pub use configuration::ConfigError;
+
 /// Everything that can go wrong below the bench binaries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -26,16 +30,16 @@ pub enum Error {
     #[error("RDMA device '{name}' not found; devices present: {available}")]
     UnknownDevice { name: String, available: String },
 
-    #[error("ibv_open_device({device}) failed: {source}; check permissions on /dev/infiniband/uverbs*")]
+    #[error("ibv_open_device({device}) failed: {}; check permissions on /dev/infiniband/uverbs*", chain(.source))]
     OpenDevice { device: String, source: io::Error },
 
-    #[error("ibv_query_device({device}) failed: {source}")]
+    #[error("ibv_query_device({device}) failed: {}", chain(.source))]
     QueryDevice { device: String, source: io::Error },
 
     #[error("port {port} of {device} does not exist (the device has {port_count} port(s)); pick one with -i/--ib-port")]
     UnknownPort { device: String, port: u8, port_count: u8 },
 
-    #[error("ibv_query_port({device}, port {port}) failed: {source}")]
+    #[error("ibv_query_port({device}, port {port}) failed: {}", chain(.source))]
     QueryPort { device: String, port: u8, source: io::Error },
 
     #[error("port {port} of {device} is {state}, not ACTIVE; check the cable/switch (ibstat) or the netdev under RoCE (ip link)")]
@@ -47,21 +51,31 @@ pub enum Error {
     #[error("no usable GID on {device} port {port}: a RoCE port needs an IP address on its netdev")]
     NoGid { device: String, port: u8 },
 
-    #[error("ibv_alloc_pd failed: {0}")]
+    #[error("ibv_alloc_pd failed: {}", chain(.0))]
     AllocPd(#[source] io::Error),
 
-    #[error("ibv_create_cq (depth {depth}) failed: {source}")]
+    #[error("ibv_create_cq (depth {depth}) failed: {}", chain(.source))]
     CreateCq { depth: u32, source: io::Error },
 
     #[error(
-        "ibv_create_qp_ex (send depth {send_depth}, recv depth {recv_depth}) failed: {source}; \
-             lower -t/--tx-depth or -r/--rx-depth"
+        "ibv_create_qp_ex (send depth {send_depth}, recv depth {recv_depth}) failed: {}; \
+             lower -t/--tx-depth or -r/--rx-depth",
+        chain(.source)
     )]
     CreateQp { send_depth: u32, recv_depth: u32, source: io::Error },
 
-    /// `-R`: a step of connecting through rdma_cm failed; `detail` says why and what to try.
+    /// `-R`: a step of connecting through rdma_cm failed without an error of its own (an event
+    /// other than the one awaited, no answer in time); `detail` says why and what to try.
     #[error("rdma_cm: {step}: {detail}")]
     ConnectionManager { step: String, detail: String },
+
+    /// `-R`: an rdma_cm call failed; its error is kept whole (`hint`: what to try, or empty).
+    #[error("rdma_cm: {step}: {}{hint}", chain(&**.source))]
+    ConnectionManagerCall {
+        step: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+        hint: &'static str,
+    },
 
     #[error("ibv_modify_qp to {state} failed: {}", chain(.source))]
     ModifyQp { state: &'static str, source: sideway::ibverbs::queue_pair::ModifyQueuePairError },
@@ -113,9 +127,9 @@ pub enum Error {
     Output { path: String, source: io::Error },
 
     /// Bad user input: parameters that cannot work on this machine or with this peer. The
-    /// message names the flag to change.
+    /// error names the flag to change and the value given ([`ConfigError`]).
     #[error("invalid configuration: {0}")]
-    Config(String),
+    Config(#[from] ConfigError),
 
     /// An acceptance threshold this run cannot apply: a share of a port rate the device does
     /// not report, or a threshold on a figure this benchmark's rows do not have.
@@ -217,6 +231,16 @@ mod tests {
         assert!(error.source().is_some_and(|source| source.is::<PostSendError>()));
         let error = Error::PostRecv { source: errno() };
         assert!(error.source().is_some_and(|source| source.is::<io::Error>()));
+        // Calls whose variant holds an io::Error keep sideway's error inside it, not its text.
+        let error = Error::CreateQp {
+            send_depth: 8,
+            recv_depth: 8,
+            source: io::Error::other(PostSendError::Ibverbs(errno())),
+        };
+        assert!(error.to_string().contains(&errno().to_string()), "{error}");
+        let inner =
+            error.source().and_then(|source| source.downcast_ref::<io::Error>()).and_then(io::Error::get_ref);
+        assert!(inner.is_some_and(|inner| inner.is::<PostSendError>()), "{inner:?}");
     }
 
     #[test]

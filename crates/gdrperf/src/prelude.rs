@@ -12,6 +12,7 @@ pub use crate::harness::args_latency::{
 pub use crate::harness::args_send::{SendArgs, SendConfig};
 pub use crate::harness::bandwidth::StreamOperation;
 pub use crate::harness::config::ReadDepth;
+pub use crate::harness::config::StagedRules;
 pub use crate::harness::credits::CREDIT_RECEIVES;
 pub use crate::harness::latency::{
     check_ping_pong, memory_header, ping_pong_initiator, ping_pong_responder, ping_pong_setup,
@@ -19,7 +20,6 @@ pub use crate::harness::latency::{
 };
 pub use crate::harness::ping_pong::{measure_ping_pong, ping_pong_row};
 pub use crate::harness::send::SendStream;
-pub use crate::harness::session::StagedRules;
 pub use crate::harness::write_stream::OneSidedStream;
 pub use crate::harness::{
     exit, parse_bench, run, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session,

@@ -149,7 +149,12 @@ fn requests_come_from_the_flags() {
     assert_eq!(CpuRequest::from_flags(Some("none"), None), Ok(CpuRequest::Unpinned));
     assert_eq!(CpuRequest::from_flags(Some("0-2,5"), None), Ok(CpuRequest::Cpus(vec![0, 1, 2, 5])));
     assert_eq!(CpuRequest::from_flags(None, Some(1)), Ok(CpuRequest::Node(1)));
-    assert!(CpuRequest::from_flags(Some("two"), None).unwrap_err().starts_with("--cpu two:"));
+    let error = CpuRequest::from_flags(Some("two"), None).unwrap_err();
+    assert!(
+        matches!(&error, ConfigError::Malformed { flag: "--cpu", value, .. } if value == "two"),
+        "{error:?}"
+    );
+    assert!(error.to_string().starts_with("--cpu two: 'two' is not a CPU"), "{error}");
     assert!(CpuRequest::from_flags(Some("1"), Some(1)).is_err());
 }
 

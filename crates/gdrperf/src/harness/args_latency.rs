@@ -11,9 +11,10 @@ use std::time::Duration;
 use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 
 use crate::bench::{Bench, Operation};
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 use crate::harness::args::CommonArgs;
-use crate::harness::config::{BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule, MAX_INLINE_SIZE};
+use crate::harness::config::check_inline_size;
+use crate::harness::config::{BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule};
 use crate::harness::perftest_defaults::{inline_size, InlineReason, InlineRequest};
 use crate::output::latency_row::LatencyFiles;
 
@@ -147,29 +148,32 @@ impl LatencyConfig {
         test: LatencyTest,
     ) -> Result<LatencyConfig> {
         if common.qps != 1 {
-            return Err(config(
-                "-q/--qp: latency tests time one message at a time over one QP (as perftest's do); drop -q",
+            return Err(conflict(
+                "-q/--qp",
+                format!(
+                    "{}: latency tests time one message at a time over one QP (as perftest's do); drop -q",
+                    common.qps
+                ),
             ));
         }
         if common.acceptance.min_bw.is_some() {
-            return Err(config("--min-bw applies to bandwidth results: a latency test is held to --max-lat"));
+            return Err(conflict(
+                "--min-bw",
+                "applies to bandwidth results: a latency test is held to --max-lat",
+            ));
         }
         let inline_size = match (options.inline_size, test.default_inline_size()) {
             (Some(_), None) => {
-                return Err(config(
-                    "-I/--inline-size does not apply to read_lat: a READ request carries no payload",
+                return Err(conflict(
+                    "-I/--inline-size",
+                    "does not apply to read_lat: a READ request carries no payload",
                 ))
             }
-            (Some(size), Some(_)) if size > MAX_INLINE_SIZE => {
-                return Err(config(&format!(
-                    "-I/--inline-size {size} is above {MAX_INLINE_SIZE} bytes, more than NICs accept inline"
-                )))
-            }
-            (Some(size), Some(_)) => size,
+            (Some(size), Some(_)) => check_inline_size(size)?,
             (None, default) => default.unwrap_or(0),
         };
         if options.write_with_imm && test != LatencyTest::Write {
-            return Err(config("--write-with-imm applies to gdr-write-lat only"));
+            return Err(conflict("--write-with-imm", "applies to gdr-write-lat only"));
         }
         let files = LatencyFilePaths {
             hdr_dir: args.hdr_dir.clone(),
@@ -182,21 +186,26 @@ impl LatencyConfig {
         if files.keeps_every_sample() {
             match common.stop {
                 StopRule::Duration(_) => {
-                    return Err(config(
-                        "--raw-samples, -H and -U keep every sample in memory: use them with -n, not -D (--hlog records long runs)",
+                    return Err(conflict(
+                        "--raw-samples, -H and -U",
+                        "keep every sample in memory: use them with -n, not -D (--hlog records long runs)",
                     ))
                 }
                 StopRule::Iterations(iterations) if iterations > EXACT_SAMPLE_LIMIT => {
-                    return Err(config(&format!(
-                        "--raw-samples, -H and -U keep every sample in memory: -n must be at most {EXACT_SAMPLE_LIMIT}"
-                    )))
+                    return Err(conflict(
+                        "--raw-samples, -H and -U",
+                        format!(
+                            "keep every sample in memory: -n must be at most {EXACT_SAMPLE_LIMIT}, not {iterations}"
+                        ),
+                    ))
                 }
                 StopRule::Iterations(_) => {}
             }
         }
         if files.any() && common.role == Role::Server {
-            return Err(config(
-                "--hdr-dir, --hlog, --raw-samples, -H and -U are written where the samples are taken, by the client \
+            return Err(conflict(
+                "--hdr-dir, --hlog, --raw-samples, -H and -U",
+                "are written where the samples are taken, by the client \
                  (or with --loopback): give them to the client, not the server",
             ));
         }
@@ -224,13 +233,16 @@ impl LatencyConfig {
 
 fn check_interval(seconds: f64) -> Result<Duration> {
     if !(seconds.is_finite() && (0.001..=3600.0).contains(&seconds)) {
-        return Err(config("--hlog-interval must be between 0.001 and 3600 seconds"));
+        return Err(
+            ConfigError::out_of_range("--hlog-interval", seconds, "between 0.001 and 3600 seconds").into()
+        );
     }
     Ok(Duration::from_secs_f64(seconds))
 }
 
-fn config(message: &str) -> Error {
-    Error::Config(message.to_string())
+/// [`ConfigError::conflict`] as this module returns it.
+fn conflict(flag: &'static str, reason: impl Into<String>) -> Error {
+    ConfigError::conflict(flag, reason).into()
 }
 
 /// What every latency binary builds from its command line, in one step: the common settings
@@ -244,8 +256,9 @@ pub fn latency_setup(
     if common.margin.is_some() {
         // perftest's latency tests under -D report one average over the middle window; ours
         // sample the whole duration, so a margin would be accepted and do nothing.
-        return Err(config(
-            "-f/--margin applies to bandwidth tests: a latency test's -D samples the whole duration",
+        return Err(conflict(
+            "-f/--margin",
+            "applies to bandwidth tests: a latency test's -D samples the whole duration",
         ));
     }
     let test = match bench.operation {
@@ -286,7 +299,7 @@ mod tests {
 
     fn latency(test: LatencyTest, arguments: &[&str]) -> Result<LatencyConfig> {
         let cli = LatencyCli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
-            .map_err(|error| Error::Config(error.to_string()))?;
+            .expect("clap takes the arguments");
         let common = BenchConfig::from_args(&cli.common, DEFAULTS)?;
         LatencyConfig::from_args(&cli.latency, (&cli.own).into(), &common, test)
     }

@@ -1,8 +1,9 @@
 //! Options of the SEND/RECV bandwidth benchmark (`gdr-send-bw`), besides the bandwidth ones
 //! (-Q, -b), and the validated settings built from them.
 
-use crate::error::{Error, Result};
-use crate::harness::config::MAX_INLINE_SIZE;
+use crate::error::{ConfigError, Result};
+use crate::harness::args::MemoryKind;
+use crate::harness::config::{check_inline_size, BandwidthConfig, BenchConfig, Role};
 
 /// Options of gdr-send-bw, besides the bandwidth ones (-Q, -b).
 #[derive(Debug, Clone, clap::Args)]
@@ -26,45 +27,94 @@ pub struct SendConfig {
 }
 
 impl SendConfig {
-    pub fn from_args(args: &SendArgs) -> Result<SendConfig> {
+    /// `-r` and `-I`, and `--validate` against the memory of a side that receives (the server,
+    /// and the client with `-b`).
+    pub fn from_args(
+        args: &SendArgs,
+        common: &BenchConfig,
+        bandwidth: &BandwidthConfig,
+    ) -> Result<SendConfig> {
         if args.rx_depth == 0 || args.rx_depth > 16_384 {
-            return Err(config("-r/--rx-depth must be between 1 and 16384"));
+            return Err(
+                ConfigError::out_of_range("-r/--rx-depth", args.rx_depth, "between 1 and 16384").into()
+            );
         }
-        if args.inline_size > MAX_INLINE_SIZE {
-            return Err(config(&format!(
-                "-I/--inline-size {} is above {MAX_INLINE_SIZE} bytes, more than NICs accept inline",
-                args.inline_size
-            )));
+        let inline_size = check_inline_size(args.inline_size)?;
+        // A receiver checks each payload in a host-memory ring, or as a staged side copies it
+        // in; GPUDirect memory the CPU cannot read has neither.
+        let receives = !matches!(common.role, Role::Client { .. }) || bandwidth.bidirectional;
+        if common.validate && receives && common.memory.kinds.contains(&MemoryKind::Cuda) {
+            return Err(ConfigError::conflict(
+                "--validate",
+                "on gdr-send-bw checks every payload in a host-memory ring, so it would not receive into \
+                 cuda memory: check the data path with --mem host (or cuda-staged), or measure without --validate",
+            )
+            .into());
         }
-        Ok(SendConfig { rx_depth: args.rx_depth, inline_size: args.inline_size })
+        Ok(SendConfig { rx_depth: args.rx_depth, inline_size })
     }
-}
-
-fn config(message: &str) -> Error {
-    Error::Config(message.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::SEND_BW;
+    use crate::error::Error;
+    use crate::harness::args::{BandwidthArgs, CommonArgs};
     use clap::Parser;
 
     #[derive(Parser)]
     struct SendCli {
         #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        bandwidth: BandwidthArgs,
+        #[command(flatten)]
         send: SendArgs,
+    }
+
+    /// gdr-send-bw's settings from `arguments`, as its binary builds them.
+    fn parse(arguments: &[&str]) -> Result<SendConfig> {
+        let cli = SendCli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
+            .expect("clap takes the arguments");
+        let common = BenchConfig::from_args(&cli.common, SEND_BW.defaults)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, SEND_BW.operation)?;
+        SendConfig::from_args(&cli.send, &common, &bandwidth)
     }
 
     #[test]
     fn send_options_default_to_perftest_and_are_checked() {
-        let parse = |arguments: &[&str]| {
-            SendCli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
-                .map_err(|error| Error::Config(error.to_string()))
-                .and_then(|cli| SendConfig::from_args(&cli.send))
-        };
         let defaults = parse(&[]).unwrap();
         assert_eq!((defaults.rx_depth, defaults.inline_size), (512, 0));
         assert!(parse(&["-r", "0"]).unwrap_err().to_string().contains("-r/--rx-depth"));
-        assert!(parse(&["-I", "4096"]).unwrap_err().to_string().contains("-I/--inline-size"));
+        let inline = parse(&["-I", "4096"]).unwrap_err();
+        assert!(
+            matches!(
+                &inline,
+                Error::Config(ConfigError::AboveLimit { flag: "-I/--inline-size", value: 4096, .. })
+            ),
+            "{inline:?}"
+        );
+        assert!(inline.to_string().contains("-I/--inline-size 4096 is above 1024 bytes"), "{inline}");
+    }
+
+    #[test]
+    fn validate_is_refused_before_connecting_where_cuda_memory_would_receive() {
+        for receiving in
+            [&["--mem", "cuda", "--validate"][..], &["--loopback", "--mem", "host,cuda", "--validate"]]
+        {
+            let error = parse(receiving).unwrap_err();
+            assert!(
+                matches!(&error, Error::Config(ConfigError::Conflict { flag: "--validate", .. })),
+                "{error:?}"
+            );
+        }
+        // A client that only sends, and staged memory (checked as it is copied in), validate.
+        assert!(parse(&["--mem", "cuda", "--validate", "node2"]).is_ok());
+        assert!(
+            parse(&["--mem", "cuda", "--validate", "-b", "node2"]).is_err(),
+            "-b: the client receives too"
+        );
+        assert!(parse(&["--mem", "cuda-staged", "--validate"]).is_ok());
     }
 }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::sync::mpsc;
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 use crate::exchange::{is_peer_fault, Control, Refusal, TurnAway, PROOF_PATIENCE};
 use crate::harness::barrier::LaneBarrier;
 use crate::harness::benchmark::{sums_both_directions, Benchmark};
@@ -121,7 +121,10 @@ fn accept_lane<B: Benchmark>(
             }
         };
         control.set_timeout(config.timeout);
-        match vetted.map_err(Error::Config).and_then(|()| control.trade_hellos(&ours).map_err(Error::from)) {
+        match vetted
+            .map_err(|reason| Error::from(ConfigError::PeerRefused { reason }))
+            .and_then(|()| control.trade_hellos(&ours).map_err(Error::from))
+        {
             Ok(peer) => return Session::from_admitted(config, local, control, peer, &lane_greeting),
             Err(reason) => {
                 control.report_failure(&reason.to_string());

@@ -4,7 +4,7 @@
 //! table in docs/methodology.md lists them all and the unit test
 //! `the_defaults_table_holds_for_gdrperf` pins gdrperf's side of it.
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Result};
 
 /// Per-test defaults, as perftest sets them for each test.
 #[derive(Debug, Clone, Copy)]
@@ -61,7 +61,7 @@ pub enum CqReason {
 /// does silently.
 pub fn cq_moderation(requested: Option<u32>, sizes: &[usize], tx_depth: u32) -> Result<CqModeration> {
     if requested == Some(0) {
-        return Err(Error::Config("-Q/--cq-mod must be at least 1".into()));
+        return Err(ConfigError::out_of_range("-Q/--cq-mod", 0, "at least 1").into());
     }
     let large_single = matches!(sizes, [size] if *size > CQ_MODERATION_SIZE_LIMIT);
     let (value, reason) = match requested {
@@ -107,9 +107,11 @@ impl CqModeration {
 pub fn duration_margin(duration_seconds: u64, margin_seconds: Option<u64>) -> Result<u64> {
     let margin = margin_seconds.unwrap_or(duration_seconds / 4);
     if duration_seconds <= margin.saturating_mul(2) {
-        return Err(Error::Config(format!(
-            "-D/--duration {duration_seconds} must be longer than twice the margin (-f/--margin {margin}), as perftest requires"
-        )));
+        return Err(ConfigError::conflict(
+            "-D/--duration",
+            format!("{duration_seconds} must be longer than twice the margin (-f/--margin {margin}), as perftest requires"),
+        )
+        .into());
     }
     Ok(margin)
 }

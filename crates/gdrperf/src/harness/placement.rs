@@ -11,7 +11,7 @@
 //! lists pair up in order, and a side with one placement uses it against every one of the
 //! peer's ([`pair_count`]).
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 use crate::harness::args::MemoryKind;
 use crate::harness::config::{BenchConfig, MemoryConfig};
 
@@ -67,10 +67,14 @@ pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> R
             0 => Ok(None),
             1 => Ok(Some(devices[0].clone())),
             count if count == gpus.len() => Ok(Some(devices[position].clone())),
-            count => Err(Error::Config(format!(
-                "-d/--ib-dev lists {count} devices for {} GPUs: give one device, or one per GPU in the order of --gpu",
-                gpus.len()
-            ))),
+            count => Err(ConfigError::conflict(
+                "-d/--ib-dev",
+                format!(
+                    "lists {count} devices for {} GPUs: give one device, or one per GPU in the order of --gpu",
+                    gpus.len()
+                ),
+            )
+            .into()),
         }
     };
     let mut placements = Vec::new();
@@ -90,8 +94,9 @@ pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> R
             for device in devices {
                 let near_gpu = gpus.first().copied();
                 if device == "auto" && near_gpu.is_none() {
-                    return Err(Error::Config(format!(
-                        "-d/--ib-dev auto picks the NIC nearest to a GPU; --mem {} has none: name the device",
+                    // `BenchConfig::from_args` refuses `-d auto` without a GPU kind in --mem.
+                    return Err(Error::Internal(format!(
+                        "-d/--ib-dev auto with --mem {} and no GPU got past the configuration",
                         kind.label()
                     )));
                 }
@@ -108,18 +113,13 @@ pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> R
 /// How many rounds (or lanes) a run with these two lists makes: as many as the longer list, when
 /// the lists are equally long or one of them has a single placement (it then serves every one of
 /// the other's). Anything else cannot pair up, and both sides say so in the same words.
-pub fn pair_count(ours: &[String], theirs: &[String]) -> std::result::Result<usize, String> {
+pub fn pair_count(ours: &[String], theirs: &[String]) -> std::result::Result<usize, ConfigError> {
     // A peer that sent no list runs one placement.
     let (our_count, their_count) = (ours.len().max(1), theirs.len().max(1));
     if our_count == their_count || our_count == 1 || their_count == 1 {
         return Ok(our_count.max(their_count));
     }
-    Err(format!(
-        "the two sides list {our_count} and {their_count} memory placements ([{}] here, [{}] there): \
-         they pair up in order, so give both sides as many, or one side a single one",
-        ours.join(", "),
-        theirs.join(", ")
-    ))
+    Err(ConfigError::Placements { ours: ours.to_vec(), theirs: theirs.to_vec() })
 }
 
 /// The placement a side uses in round (or lane) `index`: its own in order, or its only one.
@@ -166,8 +166,10 @@ mod tests {
             labels(&plan_with(&host, &["rxe0".into(), "rxe1".into()], &[]).unwrap()),
             ["host@rxe0", "host@rxe1"]
         );
-        let error = plan_with(&host, &["auto".into()], &[]).unwrap_err().to_string();
-        assert!(error.contains("nearest to a GPU"), "{error}");
+        // The configuration refuses -d auto without GPU memory (config::tests); a plan that
+        // got one anyway says so instead of guessing a device.
+        let error = plan_with(&host, &["auto".into()], &[]).unwrap_err();
+        assert!(matches!(error, Error::Internal(_)), "{error}");
         // Beside GPU kinds, host memory takes the NIC nearest to the first GPU.
         let modes =
             plan_with(&memory(&[MemoryKind::Host, MemoryKind::Cuda]), &["auto".into()], &[3, 1]).unwrap();
@@ -183,7 +185,9 @@ mod tests {
         assert_eq!(pair_count(&list(1), &list(5)), Ok(5));
         assert_eq!(pair_count(&list(4), &[]), Ok(4), "a peer without a list runs one placement");
         let error = pair_count(&list(2), &list(3)).unwrap_err();
-        assert!(error.contains("list 2 and 3") && error.contains("[cuda:0, cuda:1]"), "{error}");
+        assert!(matches!(&error, ConfigError::Placements { ours, .. } if ours.len() == 2), "{error:?}");
+        let message = error.to_string();
+        assert!(message.contains("list 2 and 3") && message.contains("[cuda:0, cuda:1]"), "{message}");
         let single = [Placement { kind: MemoryKind::Host, gpu: None, device: None, near_gpu: None }];
         assert_eq!(placement_for(&single, 4).label(), "host");
     }

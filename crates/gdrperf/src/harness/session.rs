@@ -14,7 +14,10 @@ use crate::error::{Error, Result};
 use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
 use crate::harness::args::MemoryKind;
 use crate::harness::buffers::BenchBuffer;
-use crate::harness::config::{BenchConfig, Role};
+/// Where the sweep names it (`Benchmark::staged_rules`); the rules live with the configuration
+/// they check (`config::StagedRules`, which the prelude exports).
+pub(crate) use crate::harness::config::StagedRules;
+use crate::harness::config::{refuse_staged, BenchConfig, Role};
 use crate::harness::memory::staged_len;
 use crate::harness::placement::Placement;
 use crate::harness::staging::{CudaStager, HostStager};
@@ -184,37 +187,12 @@ pub struct Greeting {
     pub staged: StagedRules,
 }
 
-/// Runs staged memory refuses, decided alike on both sides from the two memories, with the same
-/// words, right after the hellos: a side that refused later (at its first size) would leave its
-/// peer waiting, or print the banner first.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StagedRules {
-    /// `-b`: staged memory has one bounce ring per QP, which both directions would share.
-    pub bidirectional: bool,
-    /// The server receives into its payload and counts the messages it copies in (gdr-write-bw):
-    /// a timed run (`-D`) agrees on no count.
-    pub receiver_counts_messages: bool,
-}
-
-/// The refusal of [`StagedRules`] for a server with `server` memory and a client with `client`.
-pub fn refuse_staged(rules: StagedRules, server: MemoryKind, client: MemoryKind) -> Result<()> {
-    if rules.bidirectional && (server.is_staged() || client.is_staged()) {
-        return Err(Error::Config(crate::harness::config::STAGED_BIDIRECTIONAL.into()));
-    }
-    if rules.receiver_counts_messages && server.is_staged() {
-        return Err(Error::Config(
-            "a staged receiver counts the messages it copies: use -n/--iters, not -D".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// [`refuse_staged`] for this side (`server` or not), its own memory and its peer's hello.
 fn refuse_pairing(greeting: &Greeting, server: bool, local: &LocalResources, peer: &Hello) -> Result<()> {
     let ours = local.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host);
     let (server_memory, client_memory) =
         if server { (ours, peer.side.memory) } else { (peer.side.memory, ours) };
-    refuse_staged(greeting.staged, server_memory, client_memory)
+    Ok(refuse_staged(greeting.staged, server_memory, client_memory)?)
 }
 
 /// Loads CUDA and opens the placement's GPU when its buffers live in GPU memory.
@@ -229,7 +207,9 @@ fn open_gpu(placement: &Placement) -> Result<Option<gdrperf_cuda::Gpu>> {
 /// recommends it (same switch first; GPUs and NICs paired 1:1 on a DGX-like node).
 fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
     let index = near_gpu.ok_or_else(|| {
-        Error::Config("-d/--ib-dev auto picks the NIC nearest to the GPU: add --mem cuda (and --gpu)".into())
+        // `BenchConfig::from_args` refuses -d auto without GPU memory, and placements give
+        // every placement of such a run a GPU to be near.
+        Error::Internal("-d/--ib-dev auto reached a placement with no GPU to be near".into())
     })?;
     let bus_id = gdrperf_cuda::Cuda::load()?.gpu_info(index)?.bus_id.to_string();
     match gdrperf_topology::recommend_nic(std::path::Path::new("/"), &bus_id) {

@@ -102,7 +102,7 @@ fn measurement_wait(config: &BenchConfig) -> Duration {
 /// peer, which reaches the same verdict from the same two lists.
 pub(crate) fn agree_on_count(session: &mut Session, placements: &[Placement]) -> Result<usize> {
     placement::pair_count(&placement::labels(placements), &session.peer.placements).map_err(|message| {
-        session.control.report_failure(&message);
+        session.control.report_failure(&message.to_string());
         Error::Config(message)
     })
 }

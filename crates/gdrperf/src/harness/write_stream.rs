@@ -14,7 +14,6 @@ use crate::harness::bandwidth::{post_credit_receives, stream, StreamOperation, S
 use crate::harness::buffers::pattern_seed;
 use crate::harness::config::{BandwidthConfig, BenchConfig, StopRule};
 use crate::harness::session::Session;
-use crate::harness::session::StagedRules;
 use crate::harness::staged_receive;
 use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 use crate::output::{BandwidthRow, RowContext};
@@ -55,19 +54,9 @@ impl OneSidedStream<'_> {
         }
     }
 
-    /// What staged memory refuses in this run, before connecting: `-b` (one bounce ring per QP)
-    /// and `-D` with a staged receiver (it counts the messages it copies in).
-    pub fn staged_rules(&self) -> StagedRules {
-        StagedRules {
-            bidirectional: self.bandwidth.bidirectional,
-            receiver_counts_messages: self.operation == StreamOperation::Write
-                && matches!(self.common.stop, StopRule::Duration(_)),
-        }
-    }
-
     /// Whether the side written to is staged (it then copies every arrival on, and must hear of
     /// each; never for READ, where the reader copies its own). The refusals of
-    /// [`OneSidedStream::staged_rules`] were made once, before the QPs connected.
+    /// [`BandwidthConfig::staged`] were made once, before the QPs connected.
     fn staged_receiver(&self, session: &Session) -> bool {
         let server = if session.is_client() { session.peer_memory() } else { session.memory() };
         self.operation == StreamOperation::Write && server.is_staged()

@@ -367,7 +367,7 @@ impl LatencyFiles {
             return Ok(written);
         }
         let samples = recorder.exact_samples().ok_or_else(|| {
-            Error::Config(format!(
+            Error::Internal(format!(
                 "--raw-samples, -H, -U: the {size}-byte run kept no exact samples (more than -n were taken)"
             ))
         })?;

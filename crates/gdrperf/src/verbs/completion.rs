@@ -103,7 +103,7 @@ impl CompletionQueue {
             .create_cq_builder()
             .setup_cqe(depth)
             .build()
-            .map_err(|error| Error::CreateCq { depth, source: io::Error::other(error.to_string()) })?;
+            .map_err(|error| Error::CreateCq { depth, source: io::Error::other(error) })?;
         // SAFETY: ibv_wc is plain old data; all-zero is a valid value.
         let scratch =
             (0..POLL_BATCH).map(|_| unsafe { MaybeUninit::<ibv_wc>::zeroed().assume_init() }).collect();

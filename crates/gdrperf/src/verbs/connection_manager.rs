@@ -31,8 +31,7 @@ use sideway::rdmacm::communication_manager::{
     ConnectionParameter, Event, EventChannel, EventType, GetEventErrorKind, Identifier, PortSpace,
 };
 
-use crate::error::chain as error_chain;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, Error, Result};
 use crate::verbs::{Device, Gid, PathSettings, RcQueuePair};
 
 /// How long address and route resolution may take, each (perftest's 2000 ms).
@@ -74,13 +73,13 @@ impl CmEnd {
     /// on. Listening starts before the hellos are swapped, so a client never meets a closed port.
     pub fn server(address: IpAddr, first_port: u16) -> Result<CmEnd> {
         let channel = open_channel()?;
-        let mut last_error = String::new();
+        let mut last_error = None;
         for port in (0..PORTS_TRIED).filter_map(|offset| first_port.checked_add(offset)) {
             let listener =
-                channel.create_id(PortSpace::Tcp).map_err(|error| cm_error("rdma_create_id", &error))?;
+                channel.create_id(PortSpace::Tcp).map_err(|error| cm_error("rdma_create_id", error))?;
             match listener.bind_addr(SocketAddr::new(address, port)) {
                 Ok(()) => {
-                    listener.listen(64).map_err(|error| cm_error("rdma_listen", &error))?;
+                    listener.listen(64).map_err(|error| cm_error("rdma_listen", error))?;
                     return Ok(CmEnd {
                         channel,
                         listener: Some(listener),
@@ -89,15 +88,14 @@ impl CmEnd {
                         made: String::new(),
                     });
                 }
-                Err(error) => last_error = error_chain(&error),
+                Err(error) => last_error = Some(error),
             }
         }
-        Err(Error::ConnectionManager {
-            step: format!(
-                "rdma_bind_addr({address}, ports {first_port} and the {} after it)",
-                PORTS_TRIED - 1
-            ),
-            detail: last_error,
+        let step =
+            format!("rdma_bind_addr({address}, ports {first_port} and the {} after it)", PORTS_TRIED - 1);
+        Err(match last_error {
+            Some(error) => cm_error(&step, error),
+            None => Error::ConnectionManager { step, detail: "no port to try above -p/--port".into() },
         })
     }
 
@@ -179,7 +177,7 @@ impl DeviceMatch {
     fn of(device: &Device, port: u8) -> Result<DeviceMatch> {
         let attributes = device.context().query_device().map_err(|error| Error::QueryDevice {
             device: device.name().to_string(),
-            source: std::io::Error::other(error.to_string()),
+            source: std::io::Error::other(error),
         })?;
         Ok(DeviceMatch { name: device.name().to_string(), guid: attributes.node_guid().as_u64(), port })
     }
@@ -193,16 +191,14 @@ impl DeviceMatch {
         })?;
         let guid = context.query_device().map(|attributes| attributes.node_guid().as_u64()).ok();
         if guid != Some(self.guid) || id.port() != self.port {
-            return Err(Error::Config(format!(
-                "-R: rdma_cm routes {address} through another RDMA device or port (node GUID {:#x} port {}) \
-                 than this run's {} port {}: pick that device with -d/--ib-dev and -i/--ib-port, or \
-                 give the address of {}'s interface",
-                guid.unwrap_or(0),
-                id.port(),
-                self.name,
-                self.port,
-                self.name
-            )));
+            return Err(ConfigError::RdmaCmRoute {
+                address: address.to_string(),
+                guid: guid.unwrap_or(0),
+                port: id.port(),
+                device: self.name.clone(),
+                device_port: self.port,
+            }
+            .into());
         }
         Ok(())
     }
@@ -233,7 +229,7 @@ impl Waiter<'_> {
                     })
                 }
                 Err(error) if matches!(error.0, GetEventErrorKind::NoEvent) => {}
-                Err(error) => return Err(cm_error("rdma_get_cm_event", &error)),
+                Err(error) => return Err(cm_error("rdma_get_cm_event", error)),
             }
             if let Some(error) = give_up() {
                 return Err(error);
@@ -269,7 +265,7 @@ fn accept_one(
         ready(&id, queue_pair, path)?;
         let mut parameters = ConnectionParameter::default();
         parameters.setup_qp_number(queue_pair.qp_number());
-        id.accept(parameters).map_err(|error| cm_error("rdma_accept", &error))?;
+        id.accept(parameters).map_err(|error| cm_error("rdma_accept", error))?;
         waiter.expect(EventType::Established, "waiting for the client to establish the connection", give_up)
     })();
     result.map(|_established| id)
@@ -284,22 +280,21 @@ fn connect_one(
     peer: SocketAddr,
     give_up: &mut dyn FnMut() -> Option<Error>,
 ) -> Result<Arc<Identifier>> {
-    let id = waiter.channel.create_id(PortSpace::Tcp).map_err(|error| cm_error("rdma_create_id", &error))?;
+    let id = waiter.channel.create_id(PortSpace::Tcp).map_err(|error| cm_error("rdma_create_id", error))?;
     let resolving = format!("resolving {} to an RDMA device (rdma_resolve_addr)", peer.ip());
-    id.resolve_addr(None, peer, RESOLVE_TIMEOUT)
-        .map_err(|error| Error::ConnectionManager { step: resolving.clone(), detail: error_chain(&error) })?;
+    id.resolve_addr(None, peer, RESOLVE_TIMEOUT).map_err(|error| cm_error(&resolving, error))?;
     waiter.expect(EventType::AddressResolved, &resolving, give_up)?;
     expected.check(&id, &peer.ip().to_string())?;
-    id.resolve_route(RESOLVE_TIMEOUT).map_err(|error| cm_error("rdma_resolve_route", &error))?;
+    id.resolve_route(RESOLVE_TIMEOUT).map_err(|error| cm_error("rdma_resolve_route", error))?;
     waiter.expect(EventType::RouteResolved, &format!("resolving the route to {}", peer.ip()), give_up)?;
     let mut parameters = ConnectionParameter::default();
     parameters.setup_qp_number(queue_pair.qp_number());
-    id.connect(parameters).map_err(|error| cm_error("rdma_connect", &error))?;
+    id.connect(parameters).map_err(|error| cm_error("rdma_connect", error))?;
     let connecting = format!("connecting to {peer} (is the server started with -R?)");
     let reply = waiter.expect(EventType::ConnectResponse, &connecting, give_up)?;
     drop(reply);
     ready(&id, queue_pair, path)?;
-    id.establish().map_err(|error| cm_error("rdma_establish", &error))?;
+    id.establish().map_err(|error| cm_error("rdma_establish", error))?;
     Ok(id)
 }
 
@@ -308,7 +303,7 @@ fn connect_one(
 fn ready(id: &Identifier, queue_pair: &mut RcQueuePair, path: &PathSettings) -> Result<()> {
     let mut ready_to_receive = id
         .get_qp_attr(QueuePairState::ReadyToReceive)
-        .map_err(|error| cm_error("rdma_init_qp_attr(RTR)", &error))?;
+        .map_err(|error| cm_error("rdma_init_qp_attr(RTR)", error))?;
     ready_to_receive
         .setup_path_mtu(path.mtu.to_sideway())
         .setup_max_dest_read_atomic(path.read_depth)
@@ -316,7 +311,7 @@ fn ready(id: &Identifier, queue_pair: &mut RcQueuePair, path: &PathSettings) -> 
     queue_pair.modify(&ready_to_receive, "RTR")?;
     let mut ready_to_send: QueuePairAttribute = id
         .get_qp_attr(QueuePairState::ReadyToSend)
-        .map_err(|error| cm_error("rdma_init_qp_attr(RTS)", &error))?;
+        .map_err(|error| cm_error("rdma_init_qp_attr(RTS)", error))?;
     ready_to_send
         .setup_timeout(super::queue_pair::ACK_TIMEOUT)
         .setup_retry_cnt(7)
@@ -326,16 +321,14 @@ fn ready(id: &Identifier, queue_pair: &mut RcQueuePair, path: &PathSettings) -> 
 }
 
 fn open_channel() -> Result<Arc<EventChannel>> {
-    let channel = EventChannel::new().map_err(|error| Error::ConnectionManager {
+    let channel = EventChannel::new().map_err(|error| Error::ConnectionManagerCall {
         step: "rdma_create_event_channel".into(),
-        detail: format!(
-            "{}; -R needs librdmacm and the rdma_ucm kernel module (/dev/infiniband/rdma_cm)",
-            error_chain(&error)
-        ),
+        source: Box::new(error),
+        hint: "; -R needs librdmacm and the rdma_ucm kernel module (/dev/infiniband/rdma_cm)",
     })?;
     channel
         .set_nonblocking(true)
-        .map_err(|error| cm_error("setting the event channel non-blocking", &error))?;
+        .map_err(|error| cm_error("setting the event channel non-blocking", error))?;
     Ok(channel)
 }
 
@@ -354,8 +347,9 @@ fn describe_event(event: &EventType, status: i32) -> String {
     format!("rdma_cm event {event:?} (status {status}){hint}")
 }
 
-fn cm_error(step: &str, error: &dyn std::error::Error) -> Error {
-    Error::ConnectionManager { step: step.to_string(), detail: error_chain(error) }
+/// A failed rdma_cm call at `step`, its error kept whole.
+fn cm_error(step: &str, error: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::ConnectionManagerCall { step: step.to_string(), source: Box::new(error), hint: "" }
 }
 
 #[cfg(test)]
@@ -384,6 +378,14 @@ mod tests {
         let link_local = Gid([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(rdma_cm_address(loopback, Some(link_local)), loopback);
         assert_eq!(rdma_cm_address(loopback, None), loopback);
+    }
+
+    #[test]
+    fn a_failed_call_keeps_its_error_and_names_the_step() {
+        let error = cm_error("rdma_listen", std::io::Error::from_raw_os_error(98));
+        assert!(error.to_string().starts_with("rdma_cm: rdma_listen: "), "{error}");
+        let source = std::error::Error::source(&error);
+        assert!(source.is_some_and(|source| source.is::<std::io::Error>()), "{source:?}");
     }
 
     #[test]

@@ -107,14 +107,12 @@ impl Device {
             }
         };
         let name = device.name();
-        let context = device.open().map_err(|error| Error::OpenDevice {
-            device: name.clone(),
-            source: io::Error::other(error.to_string()),
-        })?;
-        let attributes = context.query_device().map_err(|error| Error::QueryDevice {
-            device: name.clone(),
-            source: io::Error::other(error.to_string()),
-        })?;
+        let context = device
+            .open()
+            .map_err(|error| Error::OpenDevice { device: name.clone(), source: io::Error::other(error) })?;
+        let attributes = context
+            .query_device()
+            .map_err(|error| Error::QueryDevice { device: name.clone(), source: io::Error::other(error) })?;
         Ok(Device {
             name,
             context,
@@ -161,7 +159,7 @@ impl Device {
         let attributes = self.context.query_port(port).map_err(|error| Error::QueryPort {
             device: self.name.clone(),
             port,
-            source: io::Error::other(error.to_string()),
+            source: io::Error::other(error),
         })?;
         let state = attributes.port_state();
         if state != PortState::Active {
@@ -228,7 +226,7 @@ impl Device {
 
     /// Allocates a protection domain: the scope tying queue pairs to the memory they may touch.
     pub fn alloc_pd(&self) -> Result<Arc<ProtectionDomain>> {
-        self.context.alloc_pd().map_err(|error| Error::AllocPd(io::Error::other(error.to_string())))
+        self.context.alloc_pd().map_err(|error| Error::AllocPd(io::Error::other(error)))
     }
 }
 

@@ -147,7 +147,7 @@ impl RcQueuePair {
             .map_err(|error| Error::CreateQp {
                 send_depth: sizes.send_depth,
                 recv_depth: sizes.recv_depth,
-                source: io::Error::other(error.to_string()),
+                source: io::Error::other(error),
             })?;
         let mut attributes = QueuePairAttribute::new();
         attributes

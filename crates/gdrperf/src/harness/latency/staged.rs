@@ -88,9 +88,9 @@ impl<'a> Copies<'a> {
 /// The staged engines wait for completions; the last-byte poll would need a CPU-visible payload.
 fn completion_transport(transport: PingPong) -> Result<PingPong> {
     match transport {
-        PingPong::WritePollLastByte => Err(Error::Config(
-            "staged memory cannot be polled for the last byte (the NIC writes the bounce buffer, not the payload): \
-             use WRITE_WITH_IMM (--write-with-imm)"
+        // `PingPong::for_write` polls the last byte between two host memories only.
+        PingPong::WritePollLastByte => Err(Error::Internal(
+            "staged memory cannot be polled for the last byte (the NIC writes the bounce buffer, not the payload)"
                 .into(),
         )),
         other => Ok(other),

@@ -45,9 +45,9 @@ impl PollByte {
                 Ok(PollByte(address as usize as *mut u8))
             }
             Some(_) => Err(Error::Internal(format!("message size {size} does not fit the buffer"))),
-            None => Err(Error::Config(format!(
-                "the last-byte poll needs memory the CPU can read, and this side's buffer is {} memory: \
-                 use WRITE_WITH_IMM (--write-with-imm)",
+            // `PingPong::for_write` polls the last byte between two host memories only.
+            None => Err(Error::Internal(format!(
+                "the last-byte poll needs memory the CPU can read, and this side's buffer is {} memory",
                 buffer.kind()
             ))),
         }

@@ -81,9 +81,9 @@ impl ReceiveQueues {
             let reserved = if shared { CREDIT_RECEIVES } else { 0 };
             let use_ring = validate && staged.is_none();
             if use_ring && buffer.host_bytes().is_none() {
-                return Err(Error::Config(format!(
-                    "--validate on gdr-send-bw checks every payload in a host-memory ring, so it would not receive into \
-                     {} memory: check the data path with --mem host, or measure without --validate",
+                // `SendConfig::from_args` refuses --validate with cuda memory on a receiving side.
+                return Err(Error::Internal(format!(
+                    "--validate reached a receiver on {} memory, which has no host-memory ring",
                     buffer.kind()
                 )));
             }

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::harness::args_send::SendConfig;
 use crate::harness::config::{BandwidthConfig, BenchConfig};
 use crate::harness::credits::SenderCredits;
-use crate::harness::session::{Session, StagedRules};
+use crate::harness::session::Session;
 use crate::output::rows::BandwidthFigures;
 use crate::output::send_row::SendFigures;
 
@@ -29,12 +29,6 @@ impl SendStream<'_> {
     /// This side receives: the server, both sides when bidirectional.
     pub fn receives(&self, session: &Session) -> bool {
         !session.is_client() || self.bandwidth.bidirectional
-    }
-
-    /// What staged memory refuses in this run, before connecting: `-b` (staged memory has one
-    /// bounce ring per QP, which a send and a receive at once would share).
-    pub fn staged_rules(&self) -> StagedRules {
-        StagedRules { bidirectional: self.bandwidth.bidirectional, receiver_counts_messages: false }
     }
 
     /// Before a size: the sender's pattern written, the receives posted (once per connection:
