@@ -77,7 +77,7 @@ const SETTINGS: BandwidthSettings = BandwidthSettings { tx_depth: 128, cq_mod: 1
 fn bandwidth_row() -> BandwidthRow {
     let mut row =
         BandwidthRow::new(&context("write_bw"), SETTINGS, &[figures(104_857_600.0, 0.25, 3)], "pass");
-    row.set_ceiling(ceiling());
+    row.ceiling = ceiling();
     row
 }
 
@@ -94,11 +94,7 @@ fn send_row() -> SendBandwidthRow {
         "fail",
     )
     .unwrap();
-    let ceiling = ceiling();
-    row.ceiling_gbps = ceiling.ceiling_gbps;
-    row.ceiling_limited_by = ceiling.ceiling_limited_by;
-    row.pct_of_ceiling = ceiling.pct_of_ceiling;
-    row.ceiling_causes = ceiling.ceiling_causes;
+    row.sender.ceiling = ceiling();
     row
 }
 
