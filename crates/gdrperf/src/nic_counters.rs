@@ -73,7 +73,8 @@ impl CounterSnapshot {
     }
 }
 
-/// The CSV and JSON columns of one size's counter deltas (appended at the end of every row).
+/// The CSV and JSON columns of one size's counter deltas, in every row type, in this order
+/// (`output::row_columns` writes them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NicColumns {
     pub nic_retransmissions: u64,

@@ -1,5 +1,5 @@
 //! A bandwidth row's ceiling columns (`ceiling_gbps`, `ceiling_limited_by`, `pct_of_ceiling`,
-//! `ceiling_causes`, the last columns of every bandwidth row): the path's ceiling from both
+//! `ceiling_causes`, near the end of every bandwidth row): the path's ceiling from both
 //! ends' facts, the row's share of it, and when the row is short, the causes. The judgement is
 //! `gdrperf-ceiling`'s; this module only says which end is which and what the row moved.
 
@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use gdrperf_ceiling::{judge_row, EndFacts, RowEnds, RowFigures};
 
+use crate::output::row_columns::columns;
 use crate::output::RowContext;
 
 /// The ends of a row's path as the side writing it sees them.
@@ -32,17 +33,19 @@ impl RowPath {
     }
 }
 
-/// The four columns.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CeilingColumns {
-    pub ceiling_gbps: Option<f64>,
-    pub ceiling_limited_by: String,
-    pub pct_of_ceiling: Option<f64>,
-    /// Each cause's line, most likely first, joined by " | "; empty unless the row is short.
-    pub ceiling_causes: String,
-    /// The causes the row lists if it misses a threshold (`--min-bw`), short of its ceiling or
-    /// not: what `ceiling_causes` becomes then.
-    pub causes_if_failed: String,
+columns! {
+    /// The four columns, and what one of them becomes on a missed threshold.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct CeilingColumns {
+        column ceiling_gbps: Option<f64>,
+        column ceiling_limited_by: String,
+        column pct_of_ceiling: Option<f64>,
+        /// Each cause's line, most likely first, joined by " | "; empty unless the row is short.
+        column ceiling_causes: String,
+        /// The causes the row lists if it misses a threshold (`--min-bw`), short of its ceiling
+        /// or not: what `ceiling_causes` becomes then (no column of its own).
+        hidden causes_if_failed: String,
+    }
 }
 
 impl CeilingColumns {
@@ -91,6 +94,15 @@ impl CeilingColumns {
             pct_of_ceiling: ceiling_gbps.filter(|gbps| *gbps > 0.0).map(|gbps| 100.0 * measured_gbps / gbps),
             ceiling_causes: distinct(&causes, " | "),
         }
+    }
+
+    /// The row missed a threshold: `ceiling_causes` becomes the causes a failed row lists
+    /// (short of its ceiling or not), which are returned, one per cause.
+    pub fn threshold_missed(&mut self) -> Vec<String> {
+        if !self.causes_if_failed.is_empty() {
+            self.ceiling_causes = self.causes_if_failed.clone();
+        }
+        self.ceiling_causes.split(" | ").filter(|cause| !cause.is_empty()).map(str::to_string).collect()
     }
 
     /// The console's note after a row: "  54.1% of 230.46 Gb/s (server NIC PCIe 32 GT/s x8)",

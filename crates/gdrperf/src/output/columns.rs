@@ -324,4 +324,6 @@ pub fn render_markdown() -> String {
 }
 
 #[cfg(test)]
+mod pinned;
+#[cfg(test)]
 mod tests;

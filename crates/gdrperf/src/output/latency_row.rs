@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::harness::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
 use crate::harness::latency::{IntervalSink, LatencyRun};
+use crate::output::row_columns::{columns, MachineColumns, PlaceColumns};
 use crate::output::{Row, RowContext};
 
 /// What the measuring side found for one size, in integer nanoseconds (mean and deviation in
@@ -126,79 +127,48 @@ pub struct LatencySettings {
     pub inline_size: u32,
 }
 
-/// One size of a latency test. Times in microseconds.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LatencyRow {
-    pub test: String,
-    pub bytes: u64,
-    /// Samples taken (warm-up excluded).
-    pub iterations: u64,
-    pub t_min_us: f64,
-    pub t_max_us: f64,
-    /// The median.
-    pub t_typical_us: f64,
-    pub t_avg_us: f64,
-    /// Population standard deviation, in floating point.
-    pub t_stdev_us: f64,
-    pub p99_us: f64,
-    pub p99_9_us: f64,
-    pub p99_99_us: f64,
-    pub elapsed_s: f64,
-    pub mtu: u32,
-    /// `off`, `pass` or `fail`.
-    pub validation: String,
-    pub host: String,
-    pub peer_host: String,
-    pub device: String,
-    pub peer_device: String,
-    pub mem_local: String,
-    pub mem_remote: String,
-    pub gpu_local: String,
-    pub gpu_remote: String,
-    pub arrival: String,
-    pub inline_size: u32,
-    /// `exact_samples` or `histogram`.
-    pub percentile_source: String,
-    pub saturated_samples: u64,
-    /// Staged memory: the seconds during which at least one copy between payload and bounce
-    /// buffer was running (per side the union of its copies' intervals, `gdrperf_stats::busy_nanos`),
-    /// both sides summed, for this size, warm-up included (0 where nothing is staged); the copies are
-    /// inside the samples. read_lat counts the reader's copies only: the passive server copies
-    /// its payload out once per size, outside any sample. Appended last: columns are a contract.
-    pub copy_time_s: f64,
-    /// The CPUs this side's measuring thread was pinned to ("0-15", "1"; "none": unpinned).
-    #[serde(default)]
-    pub cpu: String,
-    /// Their NUMA node (empty when unknown or when the CPUs span nodes).
-    #[serde(default)]
-    pub numa_node: Option<u32>,
-    /// The PCI bus id of `gpu_local` (see [`crate::output::BandwidthRow::gpu_local_bus_id`]).
-    #[serde(default)]
-    pub gpu_local_bus_id: String,
-    /// NIC port counters that moved during this size (see `gdrperf::nic_counters`): compact sums,
-    /// all error counters together (`nic_errors`, what --max-nic-errors limits), and every moved
-    /// counter as name=delta;... (`nic_counters`). 0 and empty where nothing moved.
-    #[serde(default)]
-    pub nic_retransmissions: u64,
-    #[serde(default)]
-    pub nic_seq_errors: u64,
-    #[serde(default)]
-    pub nic_rnr_naks: u64,
-    #[serde(default)]
-    pub nic_out_of_buffer: u64,
-    #[serde(default)]
-    pub nic_link_downed: u64,
-    #[serde(default)]
-    pub nic_errors: u64,
-    #[serde(default)]
-    pub nic_counters: String,
-    /// What a sample spans: `iteration` (perftest's: post to next post, the whole iteration) or
-    /// `arrival` (post to the answer's arrival). Appended at the end: columns are a contract.
-    #[serde(default)]
-    pub latency_span: String,
-    /// Samples refused instead of recorded: negative, or longer than the stall timeout.
-    #[serde(default)]
-    pub refused_samples: u64,
+columns! {
+    /// One size of a latency test. Times in microseconds.
+    #[derive(Debug, Clone)]
+    pub struct LatencyRow {
+        column test: String,
+        column bytes: u64,
+        /// Samples taken (warm-up excluded).
+        column iterations: u64,
+        column t_min_us: f64,
+        column t_max_us: f64,
+        /// The median.
+        column t_typical_us: f64,
+        column t_avg_us: f64,
+        /// Population standard deviation, in floating point.
+        column t_stdev_us: f64,
+        column p99_us: f64,
+        column p99_9_us: f64,
+        column p99_99_us: f64,
+        column elapsed_s: f64,
+        column mtu: u32,
+        /// `off`, `pass` or `fail`.
+        column validation: String,
+        columns place: PlaceColumns,
+        column arrival: String,
+        column inline_size: u32,
+        /// `exact_samples` or `histogram`.
+        column percentile_source: String,
+        column saturated_samples: u64,
+        /// Staged memory: the seconds during which at least one copy between payload and bounce
+        /// buffer was running (per side the union of its copies' intervals,
+        /// `gdrperf_stats::busy_nanos`), both sides summed, for this size, warm-up included (0
+        /// where nothing is staged); the copies are inside the samples. read_lat counts the
+        /// reader's copies only: the passive server copies its payload out once per size,
+        /// outside any sample.
+        column copy_time_s: f64,
+        columns machine: MachineColumns,
+        /// What a sample spans: `iteration` (perftest's: post to next post, the whole
+        /// iteration) or `arrival` (post to the answer's arrival).
+        column latency_span: String,
+        /// Samples refused instead of recorded: negative, or longer than the stall timeout.
+        column refused_samples: u64,
+    }
 }
 
 impl LatencyRow {
@@ -224,30 +194,14 @@ impl LatencyRow {
             elapsed_s: figures.elapsed_nanos as f64 / 1e9,
             mtu: context.mtu,
             validation: validation.to_string(),
-            host: context.host.clone(),
-            peer_host: context.peer_host.clone(),
-            device: context.device.clone(),
-            peer_device: context.peer_device.clone(),
-            mem_local: context.mem_local.to_string(),
-            mem_remote: context.mem_remote.to_string(),
-            gpu_local: context.gpu_local.clone(),
-            gpu_remote: context.gpu_remote.clone(),
+            place: PlaceColumns::of(context),
             arrival: settings.arrival.to_string(),
             inline_size: settings.inline_size,
             percentile_source: if figures.exact_percentiles { "exact_samples" } else { "histogram" }
                 .to_string(),
             saturated_samples: figures.saturated,
             copy_time_s: figures.copy_seconds,
-            cpu: context.cpu.clone(),
-            numa_node: context.numa_node,
-            gpu_local_bus_id: context.gpu_local_bus_id.clone(),
-            nic_retransmissions: context.nic.nic_retransmissions,
-            nic_seq_errors: context.nic.nic_seq_errors,
-            nic_rnr_naks: context.nic.nic_rnr_naks,
-            nic_out_of_buffer: context.nic.nic_out_of_buffer,
-            nic_link_downed: context.nic.nic_link_downed,
-            nic_errors: context.nic.nic_errors,
-            nic_counters: context.nic.nic_counters.clone(),
+            machine: MachineColumns::of(context),
             latency_span: figures.span.map(LatencySpan::name).unwrap_or_default().to_string(),
             refused_samples: figures.refused_samples,
         }

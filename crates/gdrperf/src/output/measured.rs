@@ -20,34 +20,50 @@ fn this_run(test: &str, memory: &str, lane: &str, bytes: u64) -> (String, String
 
 /// The bandwidth rows (one-sided and send) are judged on `bw_avg_gbit_s`: for gdr-send-bw the
 /// sender's average (the receiver's is `rx_bw_avg_gbit_s`).
-macro_rules! bandwidth_row_is_measured {
-    ($row:ty) => {
-        impl Measured for $row {
-            fn bytes(&self) -> u64 {
-                self.bytes
-            }
+impl Measured for BandwidthRow {
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
 
-            fn bandwidth_gbit_s(&self) -> Option<f64> {
-                Some(self.bw_avg_gbit_s)
-            }
+    fn bandwidth_gbit_s(&self) -> Option<f64> {
+        Some(self.bw_avg_gbit_s)
+    }
 
-            fn latency_us(&self, _: LatencyStatistic) -> Option<f64> {
-                None
-            }
+    fn latency_us(&self, _: LatencyStatistic) -> Option<f64> {
+        None
+    }
 
-            fn nic_errors(&self) -> Option<u64> {
-                Some(self.nic_errors)
-            }
+    fn nic_errors(&self) -> Option<u64> {
+        Some(self.machine.nic.nic_errors)
+    }
 
-            fn describe(&self) -> (String, String) {
-                this_run(&self.test, &self.mem_local, &self.lane, self.bytes)
-            }
-        }
-    };
+    fn describe(&self) -> (String, String) {
+        this_run(&self.test, &self.place.mem_local, &self.lane, self.bytes)
+    }
 }
 
-bandwidth_row_is_measured!(BandwidthRow);
-bandwidth_row_is_measured!(SendBandwidthRow);
+/// A send row is judged on its sender's columns.
+impl Measured for SendBandwidthRow {
+    fn bytes(&self) -> u64 {
+        self.sender.bytes()
+    }
+
+    fn bandwidth_gbit_s(&self) -> Option<f64> {
+        self.sender.bandwidth_gbit_s()
+    }
+
+    fn latency_us(&self, statistic: LatencyStatistic) -> Option<f64> {
+        self.sender.latency_us(statistic)
+    }
+
+    fn nic_errors(&self) -> Option<u64> {
+        self.sender.nic_errors()
+    }
+
+    fn describe(&self) -> (String, String) {
+        self.sender.describe()
+    }
+}
 
 impl Measured for LatencyRow {
     fn bytes(&self) -> u64 {
@@ -71,10 +87,10 @@ impl Measured for LatencyRow {
     }
 
     fn nic_errors(&self) -> Option<u64> {
-        Some(self.nic_errors)
+        Some(self.machine.nic.nic_errors)
     }
 
     fn describe(&self) -> (String, String) {
-        this_run(&self.test, &self.mem_local, "", self.bytes)
+        this_run(&self.test, &self.place.mem_local, "", self.bytes)
     }
 }

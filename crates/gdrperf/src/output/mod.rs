@@ -10,6 +10,7 @@ mod console;
 mod files;
 pub mod latency_row;
 mod measured;
+pub mod row_columns;
 pub mod rows;
 pub mod send_row;
 
@@ -45,14 +46,6 @@ pub trait Row: Serialize + gdrperf_threshold::Measured + Clone {
     fn threshold_missed(&mut self) -> Vec<String> {
         Vec::new()
     }
-}
-
-/// A row's `ceiling_causes` set to the causes of a missed threshold, and those, one per cause.
-pub(crate) fn list_causes_if_failed(ceiling_causes: &mut String, causes_if_failed: &str) -> Vec<String> {
-    if !causes_if_failed.is_empty() {
-        *ceiling_causes = causes_if_failed.to_string();
-    }
-    ceiling_causes.split(" | ").filter(|cause| !cause.is_empty()).map(str::to_string).collect()
 }
 
 /// One line of the run header: what the console prints above the table, and what the files'

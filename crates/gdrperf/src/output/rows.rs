@@ -1,6 +1,8 @@
-//! Result rows. Their field names are the CSV column names: a published contract that plotting
-//! scripts and stored baselines depend on. Add columns at the end only, each with its entry in
-//! the column reference ([`crate::output::columns`]), whose tests pin the order.
+//! Result rows. Their columns, in declaration order with the shared groups of
+//! [`crate::output::row_columns`] in place, are the CSV columns and JSON keys: a published
+//! contract that plotting scripts and stored baselines depend on. Add columns at the end only,
+//! each with its entry in the column reference ([`crate::output::columns`]), whose tests pin
+//! the order and `columns/pinned/` the files byte for byte.
 
 use gdrperf_stats::units::{BITS_PER_GBIT, BYTES_PER_MIB};
 use gdrperf_stats::{aggregate_rate, BandwidthReport, LaneSpan};
@@ -8,9 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
 use crate::output::ceiling_columns::CeilingColumns;
+use crate::output::row_columns::{columns, MachineColumns, PlaceColumns};
 use crate::output::Row;
 
-/// Facts about the run that every row repeats, so that each row stands alone in a merged CSV.
+/// Facts about the run that every row repeats, so that each row stands alone in a merged CSV:
+/// the rows' shared columns are filled from it, once for all row types
+/// ([`PlaceColumns::of`], [`MachineColumns::of`], [`CeilingColumns::for_row`]).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RowContext {
     pub test: String,
@@ -39,98 +44,50 @@ pub struct RowContext {
     pub path: Option<std::sync::Arc<crate::output::ceiling_columns::RowPath>>,
 }
 
-/// One size of a bandwidth test.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BandwidthRow {
-    pub test: String,
-    pub bytes: u64,
-    /// Messages completed (all QPs; both directions when bidirectional).
-    pub iterations: u64,
-    /// perftest's peak (fastest post-to-completion span); empty with too few completions.
-    pub bw_peak_mib_s: Option<f64>,
-    pub bw_avg_mib_s: f64,
-    pub bw_peak_gbit_s: Option<f64>,
-    pub bw_avg_gbit_s: f64,
-    pub msg_rate_mpps: f64,
-    pub elapsed_s: f64,
-    pub qps: u32,
-    pub tx_depth: u32,
-    pub cq_mod: u32,
-    pub bidirectional: bool,
-    pub mtu: u32,
-    /// `off`, `pass` or `fail`.
-    pub validation: String,
-    pub host: String,
-    pub peer_host: String,
-    pub device: String,
-    pub peer_device: String,
-    pub mem_local: String,
-    pub mem_remote: String,
-    pub gpu_local: String,
-    pub gpu_remote: String,
-    /// Staged memory: the seconds during which at least one copy between payload and bounce
-    /// buffer was running (the union of the intervals of all a side's QPs' copies,
-    /// `gdrperf_stats::busy_nanos`: at most that side's wall time), summed over both sides, for
-    /// this size, warm-up included (0 where nothing is staged).
-    pub copy_time_s: f64,
-    /// `--concurrent`: the lane ("0", "1", ...) or "all" for the sum of the lanes; empty otherwise.
-    #[serde(default)]
-    pub lane: String,
-    /// The CPUs this side's measuring thread was pinned to ("0-15", "1"; "none": unpinned).
-    #[serde(default)]
-    pub cpu: String,
-    /// Their NUMA node (empty when unknown or when the CPUs span nodes).
-    #[serde(default)]
-    pub numa_node: Option<u32>,
-    /// The PCI bus id of `gpu_local`, with domain (0000:19:00.0): `gpu_local` is a CUDA index,
-    /// whose order depends on CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES. Empty for host memory.
-    #[serde(default)]
-    pub gpu_local_bus_id: String,
-    /// NIC port counters that moved during this size (see `gdrperf::nic_counters`): compact sums,
-    /// all error counters together (`nic_errors`, what --max-nic-errors limits), and every moved
-    /// counter as name=delta;... (`nic_counters`). 0 and empty where nothing moved.
-    #[serde(default)]
-    pub nic_retransmissions: u64,
-    #[serde(default)]
-    pub nic_seq_errors: u64,
-    #[serde(default)]
-    pub nic_rnr_naks: u64,
-    #[serde(default)]
-    pub nic_out_of_buffer: u64,
-    #[serde(default)]
-    pub nic_link_downed: u64,
-    #[serde(default)]
-    pub nic_errors: u64,
-    #[serde(default)]
-    pub nic_counters: String,
-    /// The peak's span: messages from the post that opens it to the completion that closes it
-    /// (summed over both directions with `-b`); empty where the peak is.
-    #[serde(default)]
-    pub peak_messages: Option<u64>,
-    /// The peak's span in seconds (the longer direction's with `-b`).
-    #[serde(default)]
-    pub peak_span_s: Option<f64>,
-    /// The path's ceiling for this size from both ends' facts, in Gb/s; empty for a software
-    /// device or unknown facts (see docs/methodology.md, "Path ceilings").
-    #[serde(default)]
-    pub ceiling_gbps: Option<f64>,
-    /// The limit that binds ("server NIC PCIe 16 GT/s x16"), or why there is no figure.
-    #[serde(default)]
-    pub ceiling_limited_by: String,
-    /// `bw_avg_gbit_s` as a percentage of `ceiling_gbps`.
-    #[serde(default)]
-    pub pct_of_ceiling: Option<f64>,
-    /// When the row is short of its ceiling by more than 10 %: the evidence of both ends, most
-    /// likely first, each with its fix, joined by " | "; empty otherwise.
-    #[serde(default)]
-    pub ceiling_causes: String,
-    /// Post or completion marks that did not fit the store reserved before the run (both
-    /// directions, every lane): the peak was searched over the stored part only; 0 normally.
-    #[serde(default)]
-    pub peak_events_not_stored: u64,
-    /// What `ceiling_causes` becomes if the row misses a threshold (no column of its own).
-    #[serde(skip)]
-    pub causes_if_failed: String,
+columns! {
+    /// One size of a bandwidth test.
+    #[derive(Debug, Clone)]
+    pub struct BandwidthRow {
+        column test: String,
+        column bytes: u64,
+        /// Messages completed (all QPs; both directions when bidirectional).
+        column iterations: u64,
+        /// perftest's peak (fastest post-to-completion span); empty with too few completions.
+        column bw_peak_mib_s: Option<f64>,
+        column bw_avg_mib_s: f64,
+        column bw_peak_gbit_s: Option<f64>,
+        column bw_avg_gbit_s: f64,
+        column msg_rate_mpps: f64,
+        column elapsed_s: f64,
+        column qps: u32,
+        column tx_depth: u32,
+        column cq_mod: u32,
+        column bidirectional: bool,
+        column mtu: u32,
+        /// `off`, `pass` or `fail`.
+        column validation: String,
+        columns place: PlaceColumns,
+        /// Staged memory: the seconds during which at least one copy between payload and
+        /// bounce buffer was running (the union of the intervals of all a side's QPs' copies,
+        /// `gdrperf_stats::busy_nanos`: at most that side's wall time), summed over both sides,
+        /// for this size, warm-up included (0 where nothing is staged).
+        column copy_time_s: f64,
+        /// `--concurrent`: the lane ("0", "1", ...) or "all" for the sum of the lanes; empty
+        /// otherwise.
+        column lane: String,
+        columns machine: MachineColumns,
+        /// The peak's span: messages from the post that opens it to the completion that closes
+        /// it (summed over both directions with `-b`); empty where the peak is.
+        column peak_messages: Option<u64>,
+        /// The peak's span in seconds (the longer direction's with `-b`).
+        column peak_span_s: Option<f64>,
+        /// The path's ceiling for this size from both ends' facts, the row's share of it and,
+        /// when the row is short, the causes (see docs/methodology.md, "Path ceilings").
+        columns ceiling: CeilingColumns,
+        /// Post or completion marks that did not fit the store reserved before the run (both
+        /// directions, every lane): the peak was searched over the stored part only; 0 normally.
+        column peak_events_not_stored: u64,
+    }
 }
 
 /// One direction's bandwidth figures: what a side measured, in a form that crosses the exchange
@@ -192,14 +149,16 @@ impl BandwidthRow {
         // A peak is defined when every direction has one.
         let peak = reports.iter().map(|report| report.peak_bytes_per_second).sum::<Option<f64>>();
         let spans = reports.iter().map(|report| report.peak_span).collect::<Option<Vec<_>>>();
-        let mut row = BandwidthRow {
+        let bytes = reports.first().map(|report| report.message_size_bytes).unwrap_or(0);
+        let bw_avg_gbit_s = sum(|report| report.average_bytes_per_second) * 8.0 / BITS_PER_GBIT;
+        BandwidthRow {
             test: context.test.clone(),
-            bytes: reports.first().map(|report| report.message_size_bytes).unwrap_or(0),
+            bytes,
             iterations: reports.iter().map(|report| report.messages).sum(),
             bw_peak_mib_s: peak.map(|peak| peak / BYTES_PER_MIB),
             bw_avg_mib_s: sum(|report| report.average_bytes_per_second) / BYTES_PER_MIB,
             bw_peak_gbit_s: peak.map(|peak| peak * 8.0 / BITS_PER_GBIT),
-            bw_avg_gbit_s: sum(|report| report.average_bytes_per_second) * 8.0 / BITS_PER_GBIT,
+            bw_avg_gbit_s,
             msg_rate_mpps: sum(|report| report.messages_per_second) / 1e6,
             elapsed_s: reports.iter().map(|report| report.elapsed_nanos as f64 / 1e9).fold(0.0, f64::max),
             qps: context.qps,
@@ -208,59 +167,17 @@ impl BandwidthRow {
             bidirectional: settings.bidirectional,
             mtu: context.mtu,
             validation: validation.to_string(),
-            host: context.host.clone(),
-            peer_host: context.peer_host.clone(),
-            device: context.device.clone(),
-            peer_device: context.peer_device.clone(),
-            mem_local: context.mem_local.to_string(),
-            mem_remote: context.mem_remote.to_string(),
-            gpu_local: context.gpu_local.clone(),
-            gpu_remote: context.gpu_remote.clone(),
+            place: PlaceColumns::of(context),
             copy_time_s: reports.iter().map(|report| report.copy_seconds).sum(),
             lane: context.lane.clone(),
-            cpu: context.cpu.clone(),
-            numa_node: context.numa_node,
-            gpu_local_bus_id: context.gpu_local_bus_id.clone(),
-            nic_retransmissions: context.nic.nic_retransmissions,
-            nic_seq_errors: context.nic.nic_seq_errors,
-            nic_rnr_naks: context.nic.nic_rnr_naks,
-            nic_out_of_buffer: context.nic.nic_out_of_buffer,
-            nic_link_downed: context.nic.nic_link_downed,
-            nic_errors: context.nic.nic_errors,
-            nic_counters: context.nic.nic_counters.clone(),
+            machine: MachineColumns::of(context),
             peak_messages: spans.as_ref().map(|spans| spans.iter().map(|span| span.0).sum()),
             peak_span_s: spans
                 .as_ref()
                 .map(|spans| spans.iter().map(|span| span.1).max().unwrap_or(0) as f64 / 1e9),
-            ceiling_gbps: None,
-            ceiling_limited_by: String::new(),
-            pct_of_ceiling: None,
-            ceiling_causes: String::new(),
+            ceiling: CeilingColumns::for_row(context, bytes, settings.bidirectional, bw_avg_gbit_s),
             peak_events_not_stored: reports.iter().map(|report| report.events_not_stored).sum(),
-            causes_if_failed: String::new(),
-        };
-        let bytes = row.bytes;
-        row.set_ceiling(CeilingColumns::for_row(context, bytes, settings.bidirectional, row.bw_avg_gbit_s));
-        row
-    }
-
-    /// The ceiling columns as one value.
-    pub fn ceiling(&self) -> CeilingColumns {
-        CeilingColumns {
-            ceiling_gbps: self.ceiling_gbps,
-            ceiling_limited_by: self.ceiling_limited_by.clone(),
-            pct_of_ceiling: self.pct_of_ceiling,
-            ceiling_causes: self.ceiling_causes.clone(),
-            causes_if_failed: self.causes_if_failed.clone(),
         }
-    }
-
-    pub fn set_ceiling(&mut self, columns: CeilingColumns) {
-        self.causes_if_failed = columns.causes_if_failed;
-        self.ceiling_gbps = columns.ceiling_gbps;
-        self.ceiling_limited_by = columns.ceiling_limited_by;
-        self.pct_of_ceiling = columns.pct_of_ceiling;
-        self.ceiling_causes = columns.ceiling_causes;
     }
 
     /// The aggregate row of one size of a `--concurrent` run: all lanes' bytes and messages over
@@ -270,8 +187,6 @@ impl BandwidthRow {
     /// lanes' peaks are over different spans and do not add. `None` without lanes.
     pub fn aggregate(lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
         let first = lanes.first()?;
-        let sum = |pick: fn(&BandwidthRow) -> f64| lanes.iter().map(pick).sum::<f64>();
-        let join = |pick: fn(&BandwidthRow) -> &str| join_distinct(lanes.iter().map(pick));
         let spans: Vec<LaneSpan> = lanes
             .iter()
             .map(|row| LaneSpan {
@@ -283,66 +198,32 @@ impl BandwidthRow {
             .collect();
         let rate = aggregate_rate(&spans);
         let bytes_per_second = rate.map_or(0.0, |rate| rate.bytes_per_second);
-        let mut all = BandwidthRow {
+        let bw_avg_gbit_s = bytes_per_second * 8.0 / BITS_PER_GBIT;
+        Some(BandwidthRow {
             iterations: lanes.iter().map(|row| row.iterations).sum(),
             bw_peak_mib_s: None,
             bw_avg_mib_s: bytes_per_second / BYTES_PER_MIB,
             bw_peak_gbit_s: None,
-            bw_avg_gbit_s: bytes_per_second * 8.0 / BITS_PER_GBIT,
+            bw_avg_gbit_s,
             msg_rate_mpps: rate.map_or(0.0, |rate| rate.messages_per_second / 1e6),
             peak_messages: None,
             peak_span_s: None,
             elapsed_s: lanes.iter().map(|row| row.elapsed_s).fold(0.0, f64::max),
             qps: lanes.iter().map(|row| row.qps).sum(),
             validation: combined_validation(lanes.iter().map(|row| row.validation.as_str())),
-            device: join(|row| &row.device),
-            peer_device: join(|row| &row.peer_device),
-            mem_local: join(|row| &row.mem_local),
-            mem_remote: join(|row| &row.mem_remote),
-            gpu_local: join(|row| &row.gpu_local),
-            gpu_remote: join(|row| &row.gpu_remote),
-            copy_time_s: sum(|row| row.copy_time_s),
+            place: PlaceColumns::aggregate(lanes.iter().map(|row| &row.place))?,
+            copy_time_s: lanes.iter().map(|row| row.copy_time_s).sum(),
             lane: "all".into(),
-            cpu: join(|row| &row.cpu),
-            numa_node: common_node(lanes.iter().map(|row| row.numa_node)),
-            gpu_local_bus_id: join(|row| &row.gpu_local_bus_id),
-            nic_retransmissions: lanes.iter().map(|row| row.nic_retransmissions).sum(),
-            nic_seq_errors: lanes.iter().map(|row| row.nic_seq_errors).sum(),
-            nic_rnr_naks: lanes.iter().map(|row| row.nic_rnr_naks).sum(),
-            nic_out_of_buffer: lanes.iter().map(|row| row.nic_out_of_buffer).sum(),
-            nic_link_downed: lanes.iter().map(|row| row.nic_link_downed).sum(),
-            nic_errors: lanes.iter().map(|row| row.nic_errors).sum(),
-            nic_counters: String::new(),
+            machine: MachineColumns::aggregate(lanes.iter().map(|row| &row.machine)),
+            ceiling: CeilingColumns::aggregate(lanes.iter().map(|row| row.ceiling.clone()), bw_avg_gbit_s),
             peak_events_not_stored: lanes.iter().map(|row| row.peak_events_not_stored).sum(),
             ..first.clone()
-        };
-        all.set_ceiling(CeilingColumns::aggregate(
-            lanes.iter().map(BandwidthRow::ceiling),
-            all.bw_avg_gbit_s,
-        ));
-        Some(all)
+        })
     }
-}
-
-/// The distinct values in order of first appearance, joined with '+' ("mlx5_0+mlx5_1"; "host").
-pub fn join_distinct<'a>(values: impl Iterator<Item = &'a str>) -> String {
-    let mut seen: Vec<&str> = Vec::new();
-    for value in values {
-        if !seen.contains(&value) {
-            seen.push(value);
-        }
-    }
-    seen.join("+")
-}
-
-/// The lanes' NUMA node when they all share one, else `None`.
-pub fn common_node(mut nodes: impl Iterator<Item = Option<u32>>) -> Option<u32> {
-    let first = nodes.next()??;
-    nodes.all(|node| node == Some(first)).then_some(first)
 }
 
 /// "fail" if any lane failed its data check, "pass" if all passed, else "off".
-pub fn combined_validation<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> String {
+pub(crate) fn combined_validation<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> String {
     if values.clone().any(|value| value == "fail") {
         "fail".into()
     } else if values.all(|value| value == "pass") {
@@ -358,7 +239,8 @@ pub(crate) fn optional_figure(value: Option<f64>) -> String {
 }
 
 /// The console's note after a lane's line: "lane 1: rxe0, cuda:1 (0000:19:00.0)", "all lanes".
-pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str, bus_id: &str) -> String {
+pub(crate) fn lane_note(lane: &str, place: &PlaceColumns, bus_id: &str) -> String {
+    let (device, mem, gpu) = (&place.device, &place.mem_local, &place.gpu_local);
     match lane {
         "" => String::new(),
         "all" => "  all lanes".into(),
@@ -370,7 +252,7 @@ pub(crate) fn lane_note(lane: &str, device: &str, mem: &str, gpu: &str, bus_id: 
 
 impl Row for BandwidthRow {
     fn threshold_missed(&mut self) -> Vec<String> {
-        super::list_causes_if_failed(&mut self.ceiling_causes, &self.causes_if_failed)
+        self.ceiling.threshold_missed()
     }
 
     fn aggregate(lanes: &[BandwidthRow]) -> Option<BandwidthRow> {
@@ -406,8 +288,8 @@ impl Row for BandwidthRow {
             average,
             self.msg_rate_mpps,
             self.validation,
-            lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local, &self.gpu_local_bus_id)
-        ) + &self.ceiling().console_note()
+            lane_note(&self.lane, &self.place, &self.machine.gpu_local_bus_id)
+        ) + &self.ceiling.console_note()
     }
 }
 
@@ -417,11 +299,17 @@ mod tests {
 
     #[test]
     fn every_gpu_index_comes_with_its_bus_id_and_the_placement_columns_come_before_the_peak_span() {
+        let place = |device: &str, mem: &str, gpu: &str| PlaceColumns {
+            device: device.into(),
+            mem_local: mem.into(),
+            gpu_local: gpu.into(),
+            ..PlaceColumns::default()
+        };
         assert_eq!(
-            lane_note("1", "mlx5_1", "cuda", "1", "0000:19:00.0"),
+            lane_note("1", &place("mlx5_1", "cuda", "1"), "0000:19:00.0"),
             "  lane 1: mlx5_1, cuda:1 (0000:19:00.0)"
         );
-        assert_eq!(lane_note("0", "rxe0", "host", "", ""), "  lane 0: rxe0, host");
+        assert_eq!(lane_note("0", &place("rxe0", "host", ""), ""), "  lane 0: rxe0, host");
         let context = RowContext {
             gpu_local: "1".into(),
             gpu_local_bus_id: "0000:19:00.0".into(),
@@ -451,10 +339,14 @@ mod tests {
             "{text}"
         );
         assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0"), "{text}");
-        let second =
-            BandwidthRow { numa_node: Some(1), gpu_local_bus_id: "0000:2a:00.0".into(), ..row.clone() };
+        let mut second = row.clone();
+        second.machine.numa_node = Some(1);
+        second.machine.gpu_local_bus_id = "0000:2a:00.0".into();
         let all = BandwidthRow::aggregate(&[row, second]).unwrap();
-        assert_eq!((all.numa_node, all.gpu_local_bus_id.as_str()), (None, "0000:19:00.0+0000:2a:00.0"));
+        assert_eq!(
+            (all.machine.numa_node, all.machine.gpu_local_bus_id.as_str()),
+            (None, "0000:19:00.0+0000:2a:00.0")
+        );
         // Marks left out of the peak's store: summed over directions and over lanes.
         let short = BandwidthFigures { events_not_stored: 7, ..figures };
         let both = BandwidthRow::new(&context, settings, &[short, short], "off");

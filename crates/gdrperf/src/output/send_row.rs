@@ -13,6 +13,7 @@ use gdrperf_stats::{aggregate_rate, LaneSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
+use crate::output::row_columns::{columns, serialize_cells, Cell, Columns};
 use crate::output::rows::{lane_note, optional_figure, BandwidthFigures, BandwidthSettings};
 use crate::output::{BandwidthRow, Row, RowContext};
 
@@ -31,94 +32,48 @@ pub struct SendSettings {
     pub inline_size: u32,
 }
 
-/// One size of gdr-send-bw. The columns up to `gpu_remote` are [`BandwidthRow`]'s.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+columns! {
+    /// The columns a send row adds to its sender's, after `copy_time_s`: the receive queue,
+    /// the inline size, and the receiver's figures.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct SendColumns {
+        /// Receives kept posted per QP (below `-r` when a `--validate` ring capped it).
+        column rx_depth: u32,
+        column inline_size: u32,
+        /// Messages the receiver counted; the receiver's figures are empty when it timed none.
+        column rx_iterations: u64,
+        column rx_bw_peak_mib_s: Option<f64>,
+        column rx_bw_avg_mib_s: Option<f64>,
+        column rx_bw_peak_gbit_s: Option<f64>,
+        column rx_bw_avg_gbit_s: Option<f64>,
+        column rx_msg_rate_mpps: Option<f64>,
+    }
+}
+
+/// One size of gdr-send-bw: the sender's columns are a [`BandwidthRow`], whose staging copy
+/// time counts both sides' copies (the sender's out, the receiver's in), whose ceiling is the
+/// headline's (the sender's, or a staged receiver's) and whose `peak_events_not_stored`
+/// counts both sides' stores; [`SendColumns`] follow its `copy_time_s`.
+#[derive(Debug, Clone)]
 pub struct SendBandwidthRow {
-    pub test: String,
-    pub bytes: u64,
-    pub iterations: u64,
-    pub bw_peak_mib_s: Option<f64>,
-    pub bw_avg_mib_s: f64,
-    pub bw_peak_gbit_s: Option<f64>,
-    pub bw_avg_gbit_s: f64,
-    pub msg_rate_mpps: f64,
-    pub elapsed_s: f64,
-    pub qps: u32,
-    pub tx_depth: u32,
-    pub cq_mod: u32,
-    pub bidirectional: bool,
-    pub mtu: u32,
-    pub validation: String,
-    pub host: String,
-    pub peer_host: String,
-    pub device: String,
-    pub peer_device: String,
-    pub mem_local: String,
-    pub mem_remote: String,
-    pub gpu_local: String,
-    pub gpu_remote: String,
-    /// [`BandwidthRow`]'s staging copy time: the busy time of the copies between payload and
-    /// bounce buffer (the union of their intervals; the sender's copies out, the receiver's
-    /// copies in), both sides summed, warm-up included; 0 where nothing is staged.
-    pub copy_time_s: f64,
-    /// Receives kept posted per QP (below `-r` when a `--validate` ring capped it).
-    pub rx_depth: u32,
-    pub inline_size: u32,
-    /// Messages the receiver counted; the receiver's figures are empty when it timed none.
-    pub rx_iterations: u64,
-    pub rx_bw_peak_mib_s: Option<f64>,
-    pub rx_bw_avg_mib_s: Option<f64>,
-    pub rx_bw_peak_gbit_s: Option<f64>,
-    pub rx_bw_avg_gbit_s: Option<f64>,
-    pub rx_msg_rate_mpps: Option<f64>,
-    /// `--concurrent`: the lane ("0", "1", ...) or "all" for the sum of the lanes; empty otherwise.
-    #[serde(default)]
-    pub lane: String,
-    /// [`BandwidthRow`]'s `cpu` and `numa_node`: where this side's measuring thread ran.
-    #[serde(default)]
-    pub cpu: String,
-    #[serde(default)]
-    pub numa_node: Option<u32>,
-    #[serde(default)]
-    pub gpu_local_bus_id: String,
-    /// NIC port counters that moved during this size (see `gdrperf::nic_counters`): compact sums,
-    /// all error counters together (`nic_errors`, what --max-nic-errors limits), and every moved
-    /// counter as name=delta;... (`nic_counters`). 0 and empty where nothing moved.
-    #[serde(default)]
-    pub nic_retransmissions: u64,
-    #[serde(default)]
-    pub nic_seq_errors: u64,
-    #[serde(default)]
-    pub nic_rnr_naks: u64,
-    #[serde(default)]
-    pub nic_out_of_buffer: u64,
-    #[serde(default)]
-    pub nic_link_downed: u64,
-    #[serde(default)]
-    pub nic_errors: u64,
-    #[serde(default)]
-    pub nic_counters: String,
-    /// [`BandwidthRow`]'s peak span columns, the sender's.
-    #[serde(default)]
-    pub peak_messages: Option<u64>,
-    #[serde(default)]
-    pub peak_span_s: Option<f64>,
-    /// [`BandwidthRow`]'s ceiling columns, for the headline (sender's, or a staged receiver's)
-    /// bandwidth.
-    #[serde(default)]
-    pub ceiling_gbps: Option<f64>,
-    #[serde(default)]
-    pub ceiling_limited_by: String,
-    #[serde(default)]
-    pub pct_of_ceiling: Option<f64>,
-    #[serde(default)]
-    pub ceiling_causes: String,
-    /// [`BandwidthRow`]'s, over the sender's and the receiver's stores.
-    #[serde(default)]
-    pub peak_events_not_stored: u64,
-    /// What `ceiling_causes` becomes if the row misses a threshold (no column of its own).
-    #[serde(skip)]
-    pub causes_if_failed: String,
+    pub sender: BandwidthRow,
+    pub send: SendColumns,
+}
+
+impl Columns for SendBandwidthRow {
+    fn cells(&self) -> Vec<Cell<'_>> {
+        let mut cells = self.sender.cells();
+        let after =
+            cells.iter().position(|(name, _)| *name == "copy_time_s").map_or(cells.len(), |at| at + 1);
+        cells.splice(after..after, self.send.cells());
+        cells
+    }
+}
+
+impl Serialize for SendBandwidthRow {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_cells(serializer, "SendBandwidthRow", &self.cells())
+    }
 }
 
 impl SendBandwidthRow {
@@ -127,7 +82,7 @@ impl SendBandwidthRow {
     pub fn new(
         context: &RowContext,
         bandwidth: BandwidthSettings,
-        send: SendSettings,
+        settings: SendSettings,
         reports: &[SendFigures],
         validation: &str,
     ) -> Option<SendBandwidthRow> {
@@ -147,31 +102,25 @@ impl SendBandwidthRow {
             }
             _ => sent.clone(),
         };
-        let base = BandwidthRow::new(context, bandwidth, &headline, validation);
-        let rx_depth = reports.iter().map(|report| report.rx_depth).max().unwrap_or(0);
-        let mut row = SendBandwidthRow::from_sender(base, rx_depth, send.inline_size);
+        let mut sender = BandwidthRow::new(context, bandwidth, &headline, validation);
+        let both_sides =
+            || reports.iter().flat_map(|report| report.sent.iter().chain(report.received.iter()));
         // Both ends' copies: the sender's out and the receiver's in.
-        row.copy_time_s = reports
-            .iter()
-            .flat_map(|report| report.sent.iter().chain(report.received.iter()))
-            .map(|figures| figures.copy_seconds)
-            .sum();
+        sender.copy_time_s = both_sides().map(|figures| figures.copy_seconds).sum();
         // Both ends' stores, whichever figures the headline took.
-        row.peak_events_not_stored = reports
-            .iter()
-            .flat_map(|report| report.sent.iter().chain(report.received.iter()))
-            .map(|figures| figures.events_not_stored)
-            .sum();
+        sender.peak_events_not_stored = both_sides().map(|figures| figures.events_not_stored).sum();
+        let rx_depth = reports.iter().map(|report| report.rx_depth).max().unwrap_or(0);
+        let mut send = SendColumns { rx_depth, inline_size: settings.inline_size, ..SendColumns::default() };
         if !received.is_empty() {
             let rx = BandwidthRow::new(context, bandwidth, &received, validation);
-            row.rx_iterations = rx.iterations;
-            row.rx_bw_peak_mib_s = rx.bw_peak_mib_s;
-            row.rx_bw_avg_mib_s = Some(rx.bw_avg_mib_s);
-            row.rx_bw_peak_gbit_s = rx.bw_peak_gbit_s;
-            row.rx_bw_avg_gbit_s = Some(rx.bw_avg_gbit_s);
-            row.rx_msg_rate_mpps = Some(rx.msg_rate_mpps);
+            send.rx_iterations = rx.iterations;
+            send.rx_bw_peak_mib_s = rx.bw_peak_mib_s;
+            send.rx_bw_avg_mib_s = Some(rx.bw_avg_mib_s);
+            send.rx_bw_peak_gbit_s = rx.bw_peak_gbit_s;
+            send.rx_bw_avg_gbit_s = Some(rx.bw_avg_gbit_s);
+            send.rx_msg_rate_mpps = Some(rx.msg_rate_mpps);
         }
-        Some(row)
+        Some(SendBandwidthRow { sender, send })
     }
 
     /// The aggregate row of one size of a `--concurrent` run: the sender's columns as
@@ -179,23 +128,22 @@ impl SendBandwidthRow {
     /// bytes over the longest receiver's interval ([`aggregate_rate`]), where every lane has them.
     pub fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
         let first = lanes.first()?;
-        let sender: Vec<BandwidthRow> = lanes.iter().map(SendBandwidthRow::sender_columns).collect();
-        let mut row = SendBandwidthRow::from_sender(
-            BandwidthRow::aggregate(&sender)?,
-            first.rx_depth,
-            first.inline_size,
-        );
-        row.rx_iterations = lanes.iter().map(|row| row.rx_iterations).sum();
-        // Peaks are over different spans and do not add (see `BandwidthRow::aggregate`).
-        row.rx_bw_peak_mib_s = None;
-        row.rx_bw_peak_gbit_s = None;
+        let senders: Vec<BandwidthRow> = lanes.iter().map(|lane| lane.sender.clone()).collect();
+        // The receivers' figures stay empty unless every lane has them; their peaks are over
+        // different spans and do not add (see `BandwidthRow::aggregate`).
+        let mut send = SendColumns {
+            rx_depth: first.send.rx_depth,
+            inline_size: first.send.inline_size,
+            rx_iterations: lanes.iter().map(|lane| lane.send.rx_iterations).sum(),
+            ..SendColumns::default()
+        };
         let spans: Option<Vec<LaneSpan>> = lanes.iter().map(SendBandwidthRow::receiver_span).collect();
         if let Some(rate) = spans.as_deref().and_then(aggregate_rate) {
-            row.rx_bw_avg_mib_s = Some(rate.bytes_per_second / BYTES_PER_MIB);
-            row.rx_bw_avg_gbit_s = Some(rate.bytes_per_second * 8.0 / BITS_PER_GBIT);
-            row.rx_msg_rate_mpps = Some(rate.messages_per_second / 1e6);
+            send.rx_bw_avg_mib_s = Some(rate.bytes_per_second / BYTES_PER_MIB);
+            send.rx_bw_avg_gbit_s = Some(rate.bytes_per_second * 8.0 / BITS_PER_GBIT);
+            send.rx_msg_rate_mpps = Some(rate.messages_per_second / 1e6);
         }
-        Some(row)
+        Some(SendBandwidthRow { sender: BandwidthRow::aggregate(&senders)?, send })
     }
 
     /// This lane's receiver as a span for [`aggregate_rate`]: the bytes it counted over the
@@ -203,127 +151,21 @@ impl SendBandwidthRow {
     /// window), from the common start of the size (the lanes start each size together). `None`
     /// when the lane has no receiver figures.
     fn receiver_span(&self) -> Option<LaneSpan> {
-        let bytes_per_second = self.rx_bw_avg_mib_s? * BYTES_PER_MIB;
-        let bytes = self.rx_iterations.saturating_mul(self.bytes);
+        let bytes_per_second = self.send.rx_bw_avg_mib_s? * BYTES_PER_MIB;
+        let bytes = self.send.rx_iterations.saturating_mul(self.sender.bytes);
         let seconds = (bytes_per_second > 0.0).then(|| bytes as f64 / bytes_per_second)?;
         Some(LaneSpan {
             bytes,
-            messages: self.rx_iterations,
+            messages: self.send.rx_iterations,
             start_nanos: 0,
             end_nanos: (seconds * 1e9).round() as u64,
         })
-    }
-
-    /// A row whose sender columns are `base`'s, with no receiver figures yet.
-    fn from_sender(base: BandwidthRow, rx_depth: u32, inline_size: u32) -> SendBandwidthRow {
-        SendBandwidthRow {
-            test: base.test,
-            bytes: base.bytes,
-            iterations: base.iterations,
-            bw_peak_mib_s: base.bw_peak_mib_s,
-            bw_avg_mib_s: base.bw_avg_mib_s,
-            bw_peak_gbit_s: base.bw_peak_gbit_s,
-            bw_avg_gbit_s: base.bw_avg_gbit_s,
-            msg_rate_mpps: base.msg_rate_mpps,
-            elapsed_s: base.elapsed_s,
-            qps: base.qps,
-            tx_depth: base.tx_depth,
-            cq_mod: base.cq_mod,
-            bidirectional: base.bidirectional,
-            mtu: base.mtu,
-            validation: base.validation,
-            host: base.host,
-            peer_host: base.peer_host,
-            device: base.device,
-            peer_device: base.peer_device,
-            mem_local: base.mem_local,
-            mem_remote: base.mem_remote,
-            gpu_local: base.gpu_local,
-            gpu_remote: base.gpu_remote,
-            copy_time_s: base.copy_time_s,
-            rx_depth,
-            inline_size,
-            rx_iterations: 0,
-            rx_bw_peak_mib_s: None,
-            rx_bw_avg_mib_s: None,
-            rx_bw_peak_gbit_s: None,
-            rx_bw_avg_gbit_s: None,
-            rx_msg_rate_mpps: None,
-            lane: base.lane,
-            cpu: base.cpu,
-            numa_node: base.numa_node,
-            gpu_local_bus_id: base.gpu_local_bus_id,
-            nic_retransmissions: base.nic_retransmissions,
-            nic_seq_errors: base.nic_seq_errors,
-            nic_rnr_naks: base.nic_rnr_naks,
-            nic_out_of_buffer: base.nic_out_of_buffer,
-            nic_link_downed: base.nic_link_downed,
-            nic_errors: base.nic_errors,
-            nic_counters: base.nic_counters,
-            peak_messages: base.peak_messages,
-            peak_span_s: base.peak_span_s,
-            ceiling_gbps: base.ceiling_gbps,
-            ceiling_limited_by: base.ceiling_limited_by,
-            pct_of_ceiling: base.pct_of_ceiling,
-            ceiling_causes: base.ceiling_causes,
-            peak_events_not_stored: base.peak_events_not_stored,
-            causes_if_failed: base.causes_if_failed,
-        }
-    }
-
-    /// The columns this row shares with [`BandwidthRow`], as one.
-    fn sender_columns(&self) -> BandwidthRow {
-        BandwidthRow {
-            test: self.test.clone(),
-            bytes: self.bytes,
-            iterations: self.iterations,
-            bw_peak_mib_s: self.bw_peak_mib_s,
-            bw_avg_mib_s: self.bw_avg_mib_s,
-            bw_peak_gbit_s: self.bw_peak_gbit_s,
-            bw_avg_gbit_s: self.bw_avg_gbit_s,
-            msg_rate_mpps: self.msg_rate_mpps,
-            elapsed_s: self.elapsed_s,
-            qps: self.qps,
-            tx_depth: self.tx_depth,
-            cq_mod: self.cq_mod,
-            bidirectional: self.bidirectional,
-            mtu: self.mtu,
-            validation: self.validation.clone(),
-            host: self.host.clone(),
-            peer_host: self.peer_host.clone(),
-            device: self.device.clone(),
-            peer_device: self.peer_device.clone(),
-            mem_local: self.mem_local.clone(),
-            mem_remote: self.mem_remote.clone(),
-            gpu_local: self.gpu_local.clone(),
-            gpu_remote: self.gpu_remote.clone(),
-            copy_time_s: self.copy_time_s,
-            lane: self.lane.clone(),
-            cpu: self.cpu.clone(),
-            numa_node: self.numa_node,
-            gpu_local_bus_id: self.gpu_local_bus_id.clone(),
-            nic_retransmissions: self.nic_retransmissions,
-            nic_seq_errors: self.nic_seq_errors,
-            nic_rnr_naks: self.nic_rnr_naks,
-            nic_out_of_buffer: self.nic_out_of_buffer,
-            nic_link_downed: self.nic_link_downed,
-            nic_errors: self.nic_errors,
-            nic_counters: self.nic_counters.clone(),
-            peak_messages: self.peak_messages,
-            peak_span_s: self.peak_span_s,
-            ceiling_gbps: self.ceiling_gbps,
-            ceiling_limited_by: self.ceiling_limited_by.clone(),
-            pct_of_ceiling: self.pct_of_ceiling,
-            ceiling_causes: self.ceiling_causes.clone(),
-            peak_events_not_stored: self.peak_events_not_stored,
-            causes_if_failed: self.causes_if_failed.clone(),
-        }
     }
 }
 
 impl Row for SendBandwidthRow {
     fn threshold_missed(&mut self) -> Vec<String> {
-        super::list_causes_if_failed(&mut self.ceiling_causes, &self.causes_if_failed)
+        self.sender.ceiling.threshold_missed()
     }
 
     fn aggregate(lanes: &[SendBandwidthRow]) -> Option<SendBandwidthRow> {
@@ -348,26 +190,27 @@ impl Row for SendBandwidthRow {
     }
 
     fn console_line(&self, unit: BandwidthUnit) -> String {
+        let (sender, send) = (&self.sender, &self.send);
         let (peak, average, received) = match unit {
             BandwidthUnit::MebibytesPerSecond => {
-                (self.bw_peak_mib_s, self.bw_avg_mib_s, self.rx_bw_avg_mib_s)
+                (sender.bw_peak_mib_s, sender.bw_avg_mib_s, send.rx_bw_avg_mib_s)
             }
             BandwidthUnit::GigabitsPerSecond => {
-                (self.bw_peak_gbit_s, self.bw_avg_gbit_s, self.rx_bw_avg_gbit_s)
+                (sender.bw_peak_gbit_s, sender.bw_avg_gbit_s, send.rx_bw_avg_gbit_s)
             }
         };
         let received = received.map(|value| format!("{value:.2}")).unwrap_or_else(|| "n/a".into());
         format!(
             " {:<10} {:<13} {:<20} {:<22.2} {:<14.6} {:<22} {}{}",
-            self.bytes,
-            self.iterations,
+            sender.bytes,
+            sender.iterations,
             optional_figure(peak),
             average,
-            self.msg_rate_mpps,
+            sender.msg_rate_mpps,
             received,
-            self.validation,
-            lane_note(&self.lane, &self.device, &self.mem_local, &self.gpu_local, &self.gpu_local_bus_id)
-        ) + &self.sender_columns().ceiling().console_note()
+            sender.validation,
+            lane_note(&sender.lane, &sender.place, &sender.machine.gpu_local_bus_id)
+        ) + &sender.ceiling.console_note()
     }
 }
 
@@ -410,9 +253,12 @@ mod tests {
             row_of(&context, &[client, server])
         };
         let staged = row(MemoryKind::HostStaged);
-        assert_eq!((staged.bw_avg_mib_s, staged.rx_bw_avg_mib_s), (80.0, Some(80.0)));
+        assert_eq!((staged.sender.bw_avg_mib_s, staged.send.rx_bw_avg_mib_s), (80.0, Some(80.0)));
         let host = row(MemoryKind::Host);
-        assert_eq!(host.bw_avg_mib_s, 100.0, "a receiver that does not copy: the sender's, as perftest");
+        assert_eq!(
+            host.sender.bw_avg_mib_s, 100.0,
+            "a receiver that does not copy: the sender's, as perftest"
+        );
         // A staged receiver faster than the sender (its clock starts later) leaves the sender's.
         let fast = SendFigures { received: Some(figures(1_048_576.0 * 120.0, 5000)), ..server };
         let context = RowContext {
@@ -422,7 +268,7 @@ mod tests {
             ..RowContext::default()
         };
         let row = row_of(&context, &[client, fast]);
-        assert_eq!(row.bw_avg_mib_s, 100.0);
+        assert_eq!(row.sender.bw_avg_mib_s, 100.0);
     }
 
     #[test]
@@ -433,8 +279,8 @@ mod tests {
         let server =
             SendFigures { sent: None, received: Some(figures(1_048_576.0 * 99.0, 5000)), rx_depth: 512 };
         let row = row_of(&context, &[client, server]);
-        assert_eq!((row.bw_avg_mib_s, row.rx_bw_avg_mib_s), (100.0, Some(99.0)));
-        assert_eq!((row.iterations, row.rx_iterations, row.rx_depth), (5000, 5000, 512));
+        assert_eq!((row.sender.bw_avg_mib_s, row.send.rx_bw_avg_mib_s), (100.0, Some(99.0)));
+        assert_eq!((row.sender.iterations, row.send.rx_iterations, row.send.rx_depth), (5000, 5000, 512));
 
         let mut writer = csv::Writer::from_writer(Vec::new());
         writer.serialize(&row).unwrap();
@@ -458,7 +304,7 @@ mod tests {
                 SendFigures { received: short(server.received.unwrap()), ..server },
             ],
         );
-        assert_eq!(both.peak_events_not_stored, 6);
+        assert_eq!(both.sender.peak_events_not_stored, 6);
 
         // Lane LANE's row, its receiver counting 5000 × 64 KiB at MIB_S.
         let receiving_at = |lane: &str, mib_s: f64| {
@@ -469,11 +315,11 @@ mod tests {
         };
         let lanes = [receiving_at("0", 99.0), receiving_at("1", 99.0)];
         let all = SendBandwidthRow::aggregate(&lanes).unwrap();
-        assert_eq!((all.bw_avg_mib_s, all.iterations, all.qps), (200.0, 10000, 2));
+        assert_eq!((all.sender.bw_avg_mib_s, all.sender.iterations, all.sender.qps), (200.0, 10000, 2));
         // Equal receivers over one interval: the sum (up to the nanosecond the interval rounds to).
-        assert!((all.rx_bw_avg_mib_s.unwrap() - 198.0).abs() < 1e-6, "{:?}", all.rx_bw_avg_mib_s);
+        assert!((all.send.rx_bw_avg_mib_s.unwrap() - 198.0).abs() < 1e-6, "{:?}", all.send.rx_bw_avg_mib_s);
         assert_eq!(
-            (all.lane.as_str(), all.device.as_str(), all.validation.as_str()),
+            (all.sender.lane.as_str(), all.sender.place.device.as_str(), all.sender.validation.as_str()),
             ("all", "rxe0+rxe1", "pass")
         );
         assert!(all.console_line(BandwidthUnit::MebibytesPerSecond).ends_with("all lanes"));
@@ -483,15 +329,19 @@ mod tests {
         // 10000 / 6.25 s = 1600 messages/s.
         let uneven =
             SendBandwidthRow::aggregate(&[receiving_at("0", 100.0), receiving_at("1", 50.0)]).unwrap();
-        assert_eq!(uneven.rx_iterations, 10000);
-        assert!((uneven.rx_bw_avg_mib_s.unwrap() - 100.0).abs() < 1e-9, "{:?}", uneven.rx_bw_avg_mib_s);
-        assert!((uneven.rx_bw_avg_gbit_s.unwrap() - 100.0 * 1_048_576.0 * 8.0 / 1e9).abs() < 1e-9);
-        assert!((uneven.rx_msg_rate_mpps.unwrap() - 0.0016).abs() < 1e-12);
+        assert_eq!(uneven.send.rx_iterations, 10000);
+        assert!(
+            (uneven.send.rx_bw_avg_mib_s.unwrap() - 100.0).abs() < 1e-9,
+            "{:?}",
+            uneven.send.rx_bw_avg_mib_s
+        );
+        assert!((uneven.send.rx_bw_avg_gbit_s.unwrap() - 100.0 * 1_048_576.0 * 8.0 / 1e9).abs() < 1e-9);
+        assert!((uneven.send.rx_msg_rate_mpps.unwrap() - 0.0016).abs() < 1e-12);
         // A lane whose receiver timed nothing leaves the aggregate's receiver figures empty.
         let mut silent = receiving_at("1", 50.0);
-        silent.rx_bw_avg_mib_s = None;
+        silent.send.rx_bw_avg_mib_s = None;
         assert_eq!(
-            SendBandwidthRow::aggregate(&[receiving_at("0", 100.0), silent]).unwrap().rx_bw_avg_mib_s,
+            SendBandwidthRow::aggregate(&[receiving_at("0", 100.0), silent]).unwrap().send.rx_bw_avg_mib_s,
             None
         );
 
@@ -503,13 +353,13 @@ mod tests {
             ..server
         };
         let staged = row_of(&context, &[staged_client, staged_server]);
-        assert_eq!(staged.copy_time_s, 0.75);
-        assert_eq!(row.copy_time_s, 0.0);
+        assert_eq!(staged.sender.copy_time_s, 0.75);
+        assert_eq!(row.sender.copy_time_s, 0.0);
 
         let lonely =
             SendBandwidthRow::new(&context, BANDWIDTH, SendSettings { inline_size: 0 }, &[client], "off")
                 .unwrap();
-        assert_eq!(lonely.rx_bw_avg_mib_s, None);
+        assert_eq!(lonely.send.rx_bw_avg_mib_s, None);
         assert!(lonely.console_line(BandwidthUnit::MebibytesPerSecond).contains("n/a"));
     }
 }

@@ -65,10 +65,10 @@ fn a_row_missing_a_threshold_lists_causes_short_of_its_ceiling_or_not() {
     let columns = CeilingColumns::for_row(&near, 65536, false, 380.0);
     assert_eq!(columns.ceiling_causes, "", "near its ceiling: no cause unless it fails");
     assert!(columns.causes_if_failed.starts_with("server: mlx5_0 error counters moved"), "{columns:?}");
-    let mut ceiling_causes = columns.ceiling_causes.clone();
-    let causes = crate::output::list_causes_if_failed(&mut ceiling_causes, &columns.causes_if_failed);
+    let mut failed = columns.clone();
+    let causes = failed.threshold_missed();
     assert_eq!(causes.len(), 1, "{causes:?}");
-    assert_eq!(ceiling_causes, causes[0]);
+    assert_eq!(failed.ceiling_causes, causes[0]);
     // A software device: no ceiling, yet the moved counters are named on a FAIL.
     let rxe = host_facts(&Machine::rxe_only(), "rxe0");
     let mut soft = context("write_bw", RowPath::new(true, rxe.clone(), Some(rxe)));
