@@ -27,8 +27,8 @@ pub trait Benchmark: Sync {
     /// What each side needs and what the test says of itself (see [`Setup`]).
     fn setup(&self) -> Setup;
     /// What staged memory cannot do in this run (refused before connecting; none by default).
-    fn staged_rules(&self) -> crate::harness::session::StagedRules {
-        crate::harness::session::StagedRules::default()
+    fn staged_rules(&self) -> crate::harness::config::StagedRules {
+        crate::harness::config::StagedRules::default()
     }
     /// Before a size starts: fill sources, clear destinations, post receives.
     fn prepare(&self, session: &mut Session, size: usize) -> Result<()>;

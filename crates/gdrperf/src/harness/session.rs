@@ -14,10 +14,7 @@ use crate::error::{Error, Result};
 use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
 use crate::harness::args::MemoryKind;
 use crate::harness::buffers::BenchBuffer;
-/// Where the sweep names it (`Benchmark::staged_rules`); the rules live with the configuration
-/// they check (`config::StagedRules`, which the prelude exports).
-pub(crate) use crate::harness::config::StagedRules;
-use crate::harness::config::{refuse_staged, BenchConfig, Role};
+use crate::harness::config::{refuse_staged, BenchConfig, Role, StagedRules};
 use crate::harness::memory::staged_len;
 use crate::harness::placement::Placement;
 use crate::harness::staging::{CudaStager, HostStager};
