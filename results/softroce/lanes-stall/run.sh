@@ -10,7 +10,8 @@
 # ("soft lockup") meanwhile. Command, from the repository root:
 #
 #   scripts/softroce.sh run --timeout 1500 -- "COMMIT=$(git rev-parse --short HEAD) results/softroce/lanes-stall/run.sh"
-# Written at commit e974eba (branch placements); runs.txt's header names the commit it ran.
+# Written at commit e974eba (branch placements); runs.txt's header names the commit it ran. Since
+# the rows' CSV files begin with '#' provenance lines (issue 20), the lane figures skip them.
 set -u
 HERE=${HERE:-results/softroce/lanes-stall}
 mkdir -p "$HERE"
@@ -35,7 +36,7 @@ for round in $(seq $ROUNDS); do
             --csv /tmp/lanes.csv >/tmp/lanes.log 2>&1
         status=$?
         end=$(now); after=$(counters)
-        lanes=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } { printf "lane %s %.2f MiB/s; ", $c["lane"], $c["bw_avg_mib_s"] }' /tmp/lanes.csv)
+        lanes=$(awk -F, '/^#/ { next } !header++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { printf "lane %s %.2f MiB/s; ", $c["lane"], $c["bw_avg_mib_s"] }' /tmp/lanes.csv)
         error=$(grep -o "error: .*" /tmp/lanes.log | cut -c1-160)
         echo "$round gdrperf-lanes-timeout-$timeout $status $(minus $end $start) $(echo $after $before | awk '{ print $1 - $4, $2 - $5, $3 - $6 }') $lanes $error" >>"$OUT"
     done
@@ -51,7 +52,10 @@ for round in $(seq $ROUNDS); do
     end=$(now); after=$(counters)
     pairs=""
     for pair in 1 2; do
-        pairs="$pairs pair $pair: $(awk '/^ 1048576/ { print $4 " MiB/s avg" }' /tmp/pair$pair.log) $(grep '^exit' /tmp/pair$pair.log | awk -v s=$start '{ printf "%s, done after %.1f s;", $1 " " $2, $4 - s }')"
+        pairs="$pairs pair $pair: $(awk '/^ 1048576/ { print $4 " MiB/s avg" }' /tmp/pair$pair.log) $(grep '^exit' /tmp/pair$pair.log | awk -v s=$start '{ printf "%s, done after %.1f s", $1 " " $2, $4 - s }')"
+        # A pair that printed no figure: its own last words (perftest's error) follow.
+        grep -q '^ 1048576' /tmp/pair$pair.log || pairs="$pairs ($(grep -v '^exit' /tmp/pair$pair.log | grep -v '^ *$' | tail -n 2 | tr '\n' ' ' | cut -c1-200))"
+        pairs="$pairs;"
     done
     echo "$round perftest-two-pairs - $(minus $end $start) $(echo $after $before | awk '{ print $1 - $4, $2 - $5, $3 - $6 }')$pairs" >>"$OUT"
 done
