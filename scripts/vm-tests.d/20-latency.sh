@@ -147,7 +147,7 @@ fi
 
 # --- bad input: exit 2 and a message naming the problem ----------------------------------------
 run read_lat_inline 2 gdr-read-lat --loopback -I 64 && expect_in read_lat_inline "unexpected argument '-I'"
-run write_lat_qps 2 gdr-write-lat --loopback -q 2 && expect_in write_lat_qps "-q/--qp: latency tests"
+run write_lat_qps 2 gdr-write-lat --loopback -q 2 && expect_in write_lat_qps "-q/--qp 2: latency tests time one message at a time"
 run send_lat_raw_duration 2 gdr-send-lat --loopback -D 1 --raw-samples "$OUT/x" && expect_in send_lat_raw_duration "use them with -n"
 run lat_server_files 2 gdr-send-lat --hdr-dir "$OUT/x" && expect_in lat_server_files "by the client"
 run lat_bad_hlog 2 gdr-write-lat --loopback -n 5 --hlog /nonexistent/dir/x.hlog && expect_in lat_bad_hlog "/nonexistent/dir/x.hlog"
