@@ -37,12 +37,25 @@ expect_in() {
     if grep -qF -- "$2" "$OUT/$1.log"; then pass "$1: says '$2'"; else fail "$1: says '$2'" "$(tail -5 "$OUT/$1.log")"; fi
 }
 
+# wait_for_log FILE TEXT [SECONDS]: waits until FILE contains TEXT (default at most 60 s; a
+# loaded 2-core host can take that long to start a process in the VM). The condition to order
+# on, instead of a fixed sleep: a server's "waiting for a client on" line says it listens.
+# Returns non-zero if TEXT never came.
+wait_for_log() {
+    polls=0; limit=$(( ${3:-60} * 5 ))
+    while ! grep -qF -- "$2" "$1" 2>/dev/null; do
+        [ $polls -ge $limit ] && return 1
+        polls=$((polls + 1)); sleep 0.2
+    done
+    return 0
+}
+
 # turned_away NAME PID TEXT: the server PID (its log $OUT/NAME.log) turned a client away naming
 # TEXT and keeps waiting for the right one (a stranger cannot end it); then ends the server.
 turned_away() {
-    tries=0
-    while ! grep -qF -- "$3" "$OUT/$1.log" && [ $tries -lt 50 ]; do tries=$((tries + 1)); sleep 0.2; done
-    sleep 0.5
+    wait_for_log "$OUT/$1.log" "$3" 30
+    # The server says it keeps waiting after it has told why it turned the client away.
+    wait_for_log "$OUT/$1.log" "still waiting for the client" 10
     if grep -qF -- "$3" "$OUT/$1.log" && grep -qF "still waiting for the client" "$OUT/$1.log" && kill -0 "$2" 2>/dev/null; then
         pass "$1: turned the client away ('$3') and keeps waiting"
     else

@@ -75,6 +75,12 @@ case_() {
         echo "#$server -p $port" >"$OUT/$name.server.log"
         busybox timeout 400 $server -p $port >>"$OUT/$name.server.log" 2>&1 &
         pid=$!
+        # The client starts once the server's TCP port listens (state 0A in /proc/net/tcp*), a
+        # condition rather than a guessed delay; after 60 s without it the client is let go anyway
+        # and fails with the server's own words in its log.
+        hex=$(printf '%04X' "$port"); polls=0
+        while ! grep -q ":$hex [0-9A-F]*:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null &&
+            kill -0 $pid 2>/dev/null && [ $polls -lt 300 ]; do polls=$((polls + 1)); sleep 0.2; done
         touch "$OUT/$name.server.started"
         after=0
         while kill -0 $pid 2>/dev/null; do
@@ -87,8 +93,7 @@ case_() {
         wait $pid; echo $? >"$OUT/$name.server.status"
         while [ ! -f "$OUT/$name.client.status" ]; do sleep 1; done
     else
-        while [ ! -f "$OUT/$name.server.started" ]; do sleep 1; done
-        sleep 5    # the server's listen socket is up well within this under TCG
+        while [ ! -f "$OUT/$name.server.started" ]; do sleep 0.2; done
         echo "#$client -p $port $GDRPERF_PEER_HOST" >"$OUT/$name.client.log"
         busybox timeout 400 $client -p $port "$GDRPERF_PEER_HOST" >>"$OUT/$name.client.log" 2>&1
         echo $? >"$OUT/$name.client.status"

@@ -44,7 +44,8 @@ else
 fi
 
 # --- the worked example ------------------------------------------------------------------------
-(sleep 0.5; target/release/examples/rdma_write 127.0.0.1 >"$OUT/example_client.log" 2>&1) &
+# The client retries its connection for ten seconds (connect_with_retries): no ordering needed.
+(target/release/examples/rdma_write 127.0.0.1 >"$OUT/example_client.log" 2>&1) &
 if run example_rdma_write 0 target/release/examples/rdma_write; then pass "examples/rdma_write moves its message"; fi
 wait
 expect_in example_rdma_write "found \"written by the client's NIC"

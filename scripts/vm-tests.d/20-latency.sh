@@ -128,14 +128,19 @@ if [ "$intervals" -ge 3 ] && [ "$intervals" -le 5 ]; then pass "write_lat -D 2 -
 
 # --- Ctrl-C: the size under way stops, exit 130; a server stopped this way ends its client ------
 gdr-write-lat --loopback -s 8 -D 120 >"$OUT/write_lat_interrupt.log" 2>&1 &
-pid=$!; sleep 4; kill -INT $pid; wait $pid; status=$?
+pid=$!
+# Interrupt once the size is under way (its table header is out), not after a guessed delay.
+wait_for_log "$OUT/write_lat_interrupt.log" "#bytes" || fail "write_lat_interrupt: measuring started" "$(tail -3 "$OUT/write_lat_interrupt.log")"
+kill -INT $pid; wait $pid; status=$?
 if [ $status = 130 ]; then pass "write_lat -D 120 stops on SIGINT with exit 130"; else fail "write_lat stops on SIGINT with exit 130" "exit $status" "$(tail -3 "$OUT/write_lat_interrupt.log")"; fi
 next_port
 gdr-send-lat -p $PORT -s 8 -D 120 >"$OUT/send_lat_interrupt_server.log" 2>&1 &
 server=$!
 gdr-send-lat -p $PORT -s 8 -D 120 127.0.0.1 >"$OUT/send_lat_interrupt_client.log" 2>&1 &
 client=$!
-sleep 4; kill -INT $server; wait $server; server_status=$?
+# Both sides connected and measuring: the client has printed its table header.
+wait_for_log "$OUT/send_lat_interrupt_client.log" "#bytes" || fail "send_lat_interrupt: measuring started" "$(tail -3 "$OUT/send_lat_interrupt_client.log")"
+kill -INT $server; wait $server; server_status=$?
 ( sleep 30; kill -9 $client 2>/dev/null ) & watchdog=$!
 wait $client; client_status=$?
 kill $watchdog 2>/dev/null

@@ -32,7 +32,12 @@ perftest_pair() {
     name=$1; tool=$2; shift 2
     next_port
     $tool -R -p $PORT "$@" >"$OUT/${name}_server.log" 2>&1 &
-    server=$!; sleep 1
+    server=$!
+    # perftest's server writes nothing until it exits (its stdout is a file): wait for its rdma_cm
+    # listener instead ('rdma res show cm_id', state LISTEN on this port), at most 60 s.
+    tries=0
+    while ! rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q ":$PORT\( \|\$\)" &&
+        kill -0 $server 2>/dev/null && [ $tries -lt 300 ]; do tries=$((tries + 1)); sleep 0.2; done
     if run "$name" 0 $tool -R -p $PORT "$@" "$GDRPERF_VM_IP"; then pass "$tool -R pair exits 0"; fi
     tries=0; while kill -0 $server 2>/dev/null && [ $tries -lt 50 ]; do tries=$((tries + 1)); sleep 0.2; done
     kill $server 2>/dev/null; wait $server

@@ -65,7 +65,9 @@ check_rx_columns send_bw_duration "$OUT/send_bw_duration.csv" 1
 
 # --- Ctrl-C on a bidirectional stream: in-flight sends drain, exit 130 -------------------------
 gdr-send-bw --loopback -s 4096 -b -D 120 >"$OUT/send_bw_interrupt.log" 2>&1 &
-pid=$!; sleep 4; kill -INT $pid; wait $pid; status=$?
+pid=$!
+wait_for_log "$OUT/send_bw_interrupt.log" "#bytes" || fail "send_bw_interrupt: measuring started" "$(tail -3 "$OUT/send_bw_interrupt.log")"
+kill -INT $pid; wait $pid; status=$?
 if [ $status = 130 ]; then pass "send_bw -b -D 120 stops on SIGINT with exit 130"; else fail "send_bw stops on SIGINT with exit 130" "exit $status" "$(tail -3 "$OUT/send_bw_interrupt.log")"; fi
 
 # --- bad input ------------------------------------------------------------------------------------

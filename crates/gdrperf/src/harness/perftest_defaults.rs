@@ -51,6 +51,9 @@ pub enum CqReason {
     LargeMessagesModerated,
     /// The value asked for (or the default) was above `-t`, and lowered to it.
     LoweredToTxDepth { asked: u32 },
+    /// The value asked for (or the default) was above `-n` (and `-n` below `-t`): perftest
+    /// lowers its tx depth to `-n` first, then clamps the moderation to it.
+    LoweredToIterations { asked: u32 },
 }
 
 /// perftest's rule (`perftest_parameters.c`, after "we disable cq_mod for large message size"):
@@ -58,8 +61,16 @@ pub enum CqReason {
 /// asked otherwise (then perftest warns that it "can lead to inaccurate results"); a sweep (`-a`,
 /// `RUN_ALL`) keeps the moderation, since it cannot change from size to size. Then the value is
 /// clamped to `-t` (`if (cq_mod > tx_depth) cq_mod = tx_depth`), which gdrperf says rather than
-/// does silently.
-pub fn cq_moderation(requested: Option<u32>, sizes: &[usize], tx_depth: u32) -> Result<CqModeration> {
+/// does silently. In a run of `-n` iterations (`iterations`; `None` for `-D`) perftest first lowers
+/// its tx depth to `-n` (`force_dependecies`), so the moderation is clamped to the smaller of the
+/// two: `-n 50` at the default 100 signals every 50th request, and a run is never one completion.
+/// gdrperf keeps its tx depth (the queue is sized once for a sweep) and clamps only the moderation.
+pub fn cq_moderation(
+    requested: Option<u32>,
+    sizes: &[usize],
+    tx_depth: u32,
+    iterations: Option<u64>,
+) -> Result<CqModeration> {
     if requested == Some(0) {
         return Err(ConfigError::out_of_range("-Q/--cq-mod", 0, "at least 1").into());
     }
@@ -70,10 +81,16 @@ pub fn cq_moderation(requested: Option<u32>, sizes: &[usize], tx_depth: u32) -> 
         Some(asked) if large_single && asked > 1 => (asked, CqReason::LargeMessagesModerated),
         Some(asked) => (asked, CqReason::AsGiven),
     };
-    if value > tx_depth {
-        return Ok(CqModeration { value: tx_depth, reason: CqReason::LoweredToTxDepth { asked: value } });
+    let iterations = iterations.map(|n| u32::try_from(n).unwrap_or(u32::MAX).max(1));
+    match iterations {
+        Some(iterations) if iterations < tx_depth && value > iterations => {
+            Ok(CqModeration { value: iterations, reason: CqReason::LoweredToIterations { asked: value } })
+        }
+        _ if value > tx_depth => {
+            Ok(CqModeration { value: tx_depth, reason: CqReason::LoweredToTxDepth { asked: value } })
+        }
+        _ => Ok(CqModeration { value, reason }),
     }
-    Ok(CqModeration { value, reason })
 }
 
 impl CqModeration {
@@ -95,6 +112,10 @@ impl CqModeration {
             CqReason::LoweredToTxDepth { asked } => {
                 format!("{} ({asked} lowered to -t/--tx-depth {}, as perftest)", self.value, self.value)
             }
+            CqReason::LoweredToIterations { asked } => format!(
+                "{} ({asked} lowered to -n/--iters {}, as perftest, whose tx depth follows -n)",
+                self.value, self.value
+            ),
         }
     }
 }
@@ -199,26 +220,41 @@ mod tests {
 
     #[test]
     fn cq_moderation_follows_perftest() {
-        let value =
-            |requested, sizes: &[usize], tx_depth| cq_moderation(requested, sizes, tx_depth).unwrap().value;
+        let value = |requested, sizes: &[usize], tx_depth| {
+            cq_moderation(requested, sizes, tx_depth, None).unwrap().value
+        };
+        let value_n = |requested, sizes: &[usize], tx_depth, iterations| {
+            cq_moderation(requested, sizes, tx_depth, Some(iterations)).unwrap().value
+        };
         // Default 100 up to 8192 B, 1 above it for a single size, 100 for a sweep (-a).
         assert_eq!(value(None, &[8192], 128), 100);
         assert_eq!(value(None, &[8193], 128), 1);
         assert_eq!(value(None, &[65536], 128), 1);
         assert_eq!(value(None, &[2, 4, 8_388_608], 128), 100);
         // -Q is kept above the limit, with perftest's warning in the note.
-        let asked = cq_moderation(Some(8), &[65536], 128).unwrap();
+        let asked = cq_moderation(Some(8), &[65536], 128, None).unwrap();
         assert_eq!(asked.value, 8);
         assert!(asked.describe().contains("inaccurate"), "{}", asked.describe());
-        assert_eq!(cq_moderation(Some(1), &[65536], 128).unwrap().reason, CqReason::AsGiven);
+        assert_eq!(cq_moderation(Some(1), &[65536], 128, None).unwrap().reason, CqReason::AsGiven);
         // Clamped to the tx depth, default or asked, and said.
         assert_eq!(value(None, &[64], 64), 64);
-        let clamped = cq_moderation(Some(16), &[4096], 8).unwrap();
+        // perftest lowers its tx depth to -n first (-n 50 -t 128: tx depth 50), then clamps the
+        // moderation to it: the default 100 becomes 50, and so does an asked 64.
+        let by_iterations = cq_moderation(None, &[2, 4], 128, Some(50)).unwrap();
+        assert_eq!(
+            (by_iterations.value, by_iterations.describe().as_str()),
+            (50, "50 (100 lowered to -n/--iters 50, as perftest, whose tx depth follows -n)")
+        );
+        assert_eq!(value_n(Some(64), &[4096], 128, 50), 50);
+        // -n at or above -t changes nothing; -D runs (no -n) clamp to -t alone.
+        assert_eq!(value_n(None, &[4096], 128, 5000), 100);
+        assert_eq!(value_n(Some(8), &[4096], 128, 50), 8);
+        let clamped = cq_moderation(Some(16), &[4096], 8, None).unwrap();
         assert_eq!(
             (clamped.value, clamped.describe().as_str()),
             (8, "8 (16 lowered to -t/--tx-depth 8, as perftest)")
         );
-        assert!(cq_moderation(Some(0), &[2], 8).is_err());
+        assert!(cq_moderation(Some(0), &[2], 8, None).is_err());
     }
 
     #[test]

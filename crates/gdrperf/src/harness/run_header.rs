@@ -89,8 +89,16 @@ pub(crate) fn metadata<B: Benchmark>(
         HeaderLine::new(
             "MTU",
             format!(
-                "{} (active {}, peer {})",
-                session.mtu, local.port.active_mtu, session.peer.side.active_mtu
+                "{} (active {}, peer {}{})",
+                session.mtu,
+                local.port.active_mtu,
+                session.peer.side.active_mtu,
+                match config.mtu {
+                    Some(asked) if asked != session.mtu => {
+                        format!("; -m {asked} lowered to the ports' active MTU, as perftest")
+                    }
+                    _ => String::new(),
+                }
             ),
         ),
         HeaderLine::new(

@@ -427,7 +427,9 @@ impl Session {
             )));
         }
         let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
-        let mtu = config.mtu.unwrap_or(local.port.active_mtu.min(peer_mtu));
+        // perftest's rule (`set_mtu`, `check_mtu`): the smaller active MTU of the two ports, and a
+        // `-m` above it lowered to it (the header says so); a `-m` below it is kept.
+        let mtu = effective_mtu(config.mtu, local.port.active_mtu, peer_mtu);
         let read_depth = local.read_depth;
         let path =
             PathSettings { port: local.port.number, mtu, local_gid: local.gid, read_depth, service_level: 0 };
@@ -530,4 +532,31 @@ pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().to_string())
         .unwrap_or_else(|_| "unknown".to_string())
+}
+
+/// The path MTU both QPs connect with: `asked` (`-m`) where both ports run at least that, else
+/// the smaller of the two ports' active MTUs, as perftest's `set_mtu` and `check_mtu` choose.
+pub(crate) fn effective_mtu(asked: Option<Mtu>, local_active: Mtu, peer_active: Mtu) -> Mtu {
+    let ports = local_active.min(peer_active);
+    asked.map_or(ports, |asked| asked.min(ports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::effective_mtu;
+    use crate::verbs::Mtu;
+
+    fn mtu(bytes: u32) -> Mtu {
+        Mtu::from_bytes(bytes).expect("a valid MTU")
+    }
+
+    #[test]
+    fn the_mtu_is_perftests_the_smaller_port_and_a_higher_m_lowered() {
+        // No -m: the smaller active MTU of both ports (check_mtu).
+        assert_eq!(effective_mtu(None, mtu(4096), mtu(1024)), mtu(1024));
+        // -m above the ports: lowered to them (set_mtu "Changing to active mtu", then check_mtu).
+        assert_eq!(effective_mtu(Some(mtu(4096)), mtu(2048), mtu(4096)), mtu(2048));
+        // -m below the ports: kept.
+        assert_eq!(effective_mtu(Some(mtu(512)), mtu(4096), mtu(4096)), mtu(512));
+    }
 }

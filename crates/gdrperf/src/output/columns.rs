@@ -14,6 +14,8 @@
 //! so readers of older files should look columns up by name, as `gdrperf compare` and the plot
 //! scripts do.
 
+use crate::bench::{Bench, Measures, Operation, BENCHES};
+
 /// A table gdrperf writes: the CSV columns and the keys of each JSON `results` entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Table {
@@ -32,14 +34,32 @@ impl Table {
     pub const ALL: [Table; 4] =
         [Table::Bandwidth, Table::SendBandwidth, Table::Latency, Table::AcceptSummary];
 
-    /// The table's title in the reference.
-    pub fn title(self) -> &'static str {
+    /// The table's title in the reference, naming the binaries that write it (taken from
+    /// [`BENCHES`], so a new bench appears under its table without an edit here).
+    pub fn title(self) -> String {
+        let writers = |kind: &str| {
+            let binaries: Vec<&str> = BENCHES
+                .iter()
+                .filter(|bench| Table::of(bench) == Some(self))
+                .map(|bench| bench.binary)
+                .collect();
+            format!("{kind} rows ({}; `--csv`, `--json`)", binaries.join(", "))
+        };
         match self {
-            Table::Bandwidth => "Bandwidth rows (gdr-write-bw; `--csv`, `--json`)",
-            Table::SendBandwidth => "Send bandwidth rows (gdr-send-bw; `--csv`, `--json`)",
-            Table::Latency => "Latency rows (gdr-read-lat, gdr-write-lat, gdr-send-lat; `--csv`, `--json`)",
-            Table::AcceptSummary => "Acceptance summary (`gdrperf accept`: `summary.csv`)",
+            Table::Bandwidth => writers("Bandwidth"),
+            Table::SendBandwidth => writers("Send bandwidth"),
+            Table::Latency => writers("Latency"),
+            Table::AcceptSummary => "Acceptance summary (`gdrperf accept`: `summary.csv`)".into(),
         }
+    }
+
+    /// The table a bench's rows are written as.
+    pub fn of(bench: &Bench) -> Option<Table> {
+        Some(match (bench.measures, bench.operation) {
+            (Measures::Latency, _) => Table::Latency,
+            (Measures::Bandwidth, Operation::Send) => Table::SendBandwidth,
+            (Measures::Bandwidth, Operation::Write | Operation::Read) => Table::Bandwidth,
+        })
     }
 
     /// The published order of the table's columns: appended to, never reordered (see the
@@ -294,9 +314,15 @@ pub fn render_markdown() -> String {
          Generated from `crates/gdrperf/src/output/columns.rs` by \
          `GDRPERF_WRITE_COLUMNS_DOC=1 cargo test -p gdrperf --lib columns`; a test fails when this \
          file, the list or the real headers disagree. Do not edit by hand.\n\n\
-         The CSV files have one header line and one row per message size (per lane with \
-         `--concurrent`); the JSON files hold the same columns as the keys of each entry of \
-         `results`, under `metadata` (the run header) and above `outcome`.\n\n\
+         A CSV file begins with `# key: value` lines saying what made it (`test`, `command`, \
+         `git_commit`, `gdrperf_version`, `date`, `host`, `clock`; more keys may come), then one \
+         header line and one row per message size (per lane with `--concurrent`). Skip the `#` \
+         lines by their first character, not with a comment option (a value may hold `#`): \
+         Python's csv module: `csv.DictReader(line for line in open(path) if not \
+         line.startswith(\"#\"))`; pandas: `pd.read_csv(io.StringIO(\"\".join(line for line in \
+         open(path) if not line.startswith(\"#\"))))`. The JSON files hold the same columns as \
+         the keys of each entry of `results`, under `metadata` (the run header) and above \
+         `outcome`.\n\n\
          **Contract:** columns are only appended at the end of a table, never renamed, moved or \
          removed; a test pins each table's order. Files written before this list existed may \
          have other orders (`copy_time_s` was inserted before gdr-send-bw's `rx_*` columns in \

@@ -43,7 +43,11 @@ impl BandwidthConfig {
         common: &BenchConfig,
         operation: Operation,
     ) -> Result<BandwidthConfig> {
-        let cq_moderation = cq_moderation(args.cq_mod, &common.sizes, common.tx_depth)?;
+        let iterations = match common.stop {
+            StopRule::Iterations(iterations) => Some(iterations),
+            StopRule::Duration(_) => None,
+        };
+        let cq_moderation = cq_moderation(args.cq_mod, &common.sizes, common.tx_depth, iterations)?;
         if args.concurrent && common.memory.kinds.len() > 1 {
             return Err(conflict(
                 "--concurrent",

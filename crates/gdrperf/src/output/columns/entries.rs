@@ -6,7 +6,7 @@ use super::{column, Column, ACCEPT, COUNTERS, FLAGS, MEASURED, RUN};
 /// Every column of every table, alphabetical within its group.
 pub const COLUMNS: &[Column] = &[
     // What ran.
-    column("test", "name", "The benchmark: `write_bw`, `send_bw`, `read_lat`, `write_lat`, `send_lat` (in the acceptance summary, the binary's test the row judged).", "the binary"),
+    column("test", "name", "The benchmark: `write_bw`, `read_bw`, `send_bw`, `read_lat`, `write_lat`, `send_lat` (in the acceptance summary, the binary's test the row judged).", "the binary"),
     column("bytes", "bytes", "Message size of this row.", "`-s`/`-a` (the sweep)"),
     column("qps", "count", "Queue pairs used (`-q`; the sum of the lanes in an `all` row).", FLAGS),
     column("tx_depth", "count", "Work requests kept posted per QP (`-t`).", FLAGS),
@@ -24,7 +24,7 @@ pub const COLUMNS: &[Column] = &[
     column("mem_local", "host/cuda/host-staged/cuda-staged", "Where this side's payload lives (`--mem`): host memory, GPU memory registered with the NIC (GPUDirect), or GPU memory copied through a pinned host bounce buffer (staged).", FLAGS),
     column("mem_remote", "host/cuda/host-staged/cuda-staged", "Where the other side's payload lives (its `--mem`).", RUN),
     column("gpu_local", "CUDA index", "This side's GPU (`--gpu`); empty for host memory. The index depends on CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES: `gpu_local_bus_id` names the card.", FLAGS),
-    column("gpu_remote", "CUDA index", "The other side's GPU; empty for host memory.", RUN),
+    column("gpu_remote", "text", "The other side's GPU as it describes itself in the handshake: `GPU 0 NVIDIA H200 (0000:19:00.0, dma-buf)` for GPU memory, `GPU 0 ... (..., staged through pinned host memory)` for staged GPU memory; empty for host memory. Not an index: the peer's CUDA numbering is its own.", RUN),
     column("gpu_local_bus_id", "PCI address", "PCI bus id of `gpu_local` with domain (0000:19:00.0); empty for host memory.", "the CUDA driver"),
     column("lane", "text", "`--concurrent`: the lane (`0`, `1`, ...) or `all` for the aggregate of the lanes; empty otherwise.", FLAGS),
     column("cpu", "CPU list", "CPUs this side's measuring thread was pinned to (`0-15`, `1`; `none`: unpinned).", "`--cpu`, else the NIC's local CPUs"),

@@ -105,3 +105,13 @@ fn the_columns_document_is_the_rendered_reference() {
          `GDRPERF_WRITE_COLUMNS_DOC=1 cargo test -p gdrperf --lib columns`"
     );
 }
+
+#[test]
+fn every_bench_is_named_in_the_test_column_and_under_its_table() {
+    let test = entry("test").expect("the test column has an entry");
+    for bench in BENCHES {
+        assert!(test.meaning.contains(&format!("`{}`", bench.name)), "`test` does not list {}", bench.name);
+        let table = Table::of(bench).expect("every bench writes rows");
+        assert!(table.title().contains(bench.binary), "{:?}'s title does not name {}", table, bench.binary);
+    }
+}
