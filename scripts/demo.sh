@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gdrperf's main job in one command, on a fresh Debian/Ubuntu machine:
+# gdrperf's main job in one command, on a fresh Debian 12 machine (the only system it has run on; Ubuntu is untested):
 #   ./scripts/demo.sh
 # Builds the release binaries (installing cmake/clang if missing; no tests) and runs an RDMA WRITE
 # bandwidth sweep with data checking: on this host's RDMA device when it has one, otherwise in a

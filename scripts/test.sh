@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# All of gdrperf's tests, from a fresh clone of a Debian/Ubuntu machine:
+# All of gdrperf's tests, from a fresh clone on a Debian 12 machine (Ubuntu is untested):
 #   ./scripts/test.sh
 # 1. installs the build's system packages if missing (scripts/lib/build-packages.sh, shared with
 #    demo.sh), 2. checks formatting (`cargo fmt --check`)

@@ -1,5 +1,5 @@
 # Sourced by scripts/demo.sh and scripts/test.sh: installs what building gdrperf needs on a
-# Debian/Ubuntu machine, only what is missing (cmake, clang: sideway builds rdma-core's headers
+# Debian 12 machine (Ubuntu untested), only what is missing (cmake, clang: sideway builds rdma-core's headers
 # and runs bindgen; libibverbs1 so that the binaries reach the verbs layer and say "no RDMA
 # device" rather than a missing library; python3 for the plot scripts).
 #   ensure_build_packages            what `cargo build` needs

@@ -32,7 +32,7 @@ Exit codes:
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// A bench's JSON result file (--out-json).
+    /// A bench's JSON result file (its --json output).
     #[arg(value_name = "RESULT.json")]
     file: PathBuf,
     /// An acceptance profile (built-in name or TOML file): a row below its min_bw for the row's
