@@ -76,5 +76,6 @@ run send_bw_inline_big 2 gdr-send-bw --loopback -I 100000 && expect_in send_bw_i
 next_port
 gdr-send-bw -p $PORT -n 5 -s 4096 >"$OUT/send_bw_mismatch_server.log" 2>&1 &
 server=$!
-run send_bw_mismatch 2 gdr-send-bw -p $PORT -n 7 -s 4096 127.0.0.1 && expect_in send_bw_mismatch "it has -n 5, this side -n 7"
-turned_away send_bw_mismatch_server $server "it has -n 7, this side -n 5"
+# The CQ moderation follows -n below -t (perftest's rule), so the effective -Q differs with it.
+run send_bw_mismatch 2 gdr-send-bw -p $PORT -n 7 -s 4096 127.0.0.1 && expect_in send_bw_mismatch "it has -Q 5 -n 5, this side -Q 7 -n 7"
+turned_away send_bw_mismatch_server $server "it has -Q 7 -n 7, this side -Q 5 -n 5"
