@@ -304,14 +304,20 @@ turned_away token_one_sided_server $server "the client refused: this client has 
 # server keeps waiting until --accept-timeout, then exits 2 saying whom it turned away.
 if command -v nc >/dev/null; then
     next_port
-    gdr-write-bw -p $PORT -n 5 --token s3cret --accept-timeout 8 >"$OUT/stranger_server.log" 2>&1 &
+    gdr-write-bw -p $PORT -n 5 --token s3cret --accept-timeout 20 >"$OUT/stranger_server.log" 2>&1 &
     server=$!
-    sleep 1
+    # The stranger knocks once the server listens (its "waiting for a client" line), not after a
+    # guessed second: before it, nc found no listener and the server turned nobody away.
+    wait_for_log "$OUT/stranger_server.log" "waiting for a client on" || fail "stranger_server: listening" "$(tail -3 "$OUT/stranger_server.log")"
     # A proof with a made-up tag, framed as the protocol wants (4-byte length, JSON).
     body='{"Proof":{"version":4,"nonce":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"tag":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}'
-    { printf "\\000\\000\\000\\$(printf %o ${#body})"; printf %s "$body"; sleep 2; } | nc 127.0.0.1 $PORT >"$OUT/stranger.bin" 2>&1
-    wait_exit $server 15; check_status stranger_server 2 "$OUT/stranger_server.log"
-    expect_in stranger_server "no client was admitted on 0.0.0.0:$PORT within 8 s (--accept-timeout); 1 connection(s) turned away"
+    # nc's input stays open until the server has said it turned the stranger away and the refusal
+    # has reached nc's output (conditions, at most 30 s each), so nc never hangs up before the reply.
+    { printf "\\000\\000\\000\\$(printf %o ${#body})"; printf %s "$body"
+      wait_for_log "$OUT/stranger_server.log" "turned away" 30; wait_for_log "$OUT/stranger.bin" "wrong token" 30; } |
+        nc 127.0.0.1 $PORT >"$OUT/stranger.bin" 2>&1
+    wait_exit $server 40; check_status stranger_server 2 "$OUT/stranger_server.log"
+    expect_in stranger_server "no client was admitted on 0.0.0.0:$PORT within 20 s (--accept-timeout); 1 connection(s) turned away"
     if grep -q '"Challenge"' "$OUT/stranger.bin" && grep -q "wrong token" "$OUT/stranger.bin" && ! grep -qi 'rkey\|"Hello"' "$OUT/stranger.bin"; then
         pass "stranger: got the challenge and a refusal, no hello and no rkey"
     else
