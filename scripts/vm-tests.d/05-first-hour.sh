@@ -56,25 +56,35 @@ expect_in readme_accept "results written to acceptance-"
 if ls -d "$first_hour"/acceptance-*/summary.csv >/dev/null 2>&1; then pass "accept wrote ./acceptance-HOST-DATE/summary.csv"; else
     fail "accept wrote ./acceptance-HOST-DATE/summary.csv" "$(ls "$first_hour")"; fi
 
-# --- compare: identical sweeps give no REGRESSION; a real drop does, with its evidence -------
-# Five runs a side, alternating, so that drift in the VM's load falls on both sides alike.
+# --- compare: the README's recipe (3 runs a side) decides --------------------------------------
+# Three runs a side, alternating, so that drift in the VM's load falls on both sides alike. The
+# checks assert decisions that no noise can flip: bandwidth under TCG spreads 10-40% a run, so
+# whether a given drop is told from it is a matter of chance (the rule's power and false alarms
+# are proven by simulation in gdrperf-report's decision tests, tabled in docs/methodology.md).
+# The decisions asserted here are on the iteration count, a figure without noise: the recipe
+# must flag ten times fewer messages and must not flag equal ones. The bandwidth comparisons of
+# the same runs (a against b, and -t 128 against -t 1) are kept in the logs, not asserted.
 proof=$OUT/compare-proof
 mkdir -p "$proof"
-# One size per run, 5 runs a side, alternating. 2-byte messages: per-message cost dominates,
-# so a TX depth of 1 (one message in flight) is a real drop; at 64 KiB rxe under TCG is bound by
-# its copies and -t 1 costs little (-7.7%, p = 0.65 in a first run of this test).
-for round in 1 2 3 4 5; do
-    for side in a:128 b:128 deep:128 shallow:1; do
-        gdr-write-bw --loopback -s 2 -n 2000 -t "${side#*:}" --json "$proof/${side%:*}-$round.json" >/dev/null 2>&1 ||
-            fail "compare proof: run ${side%:*} $round" "exit $?"
+for round in 1 2 3; do
+    for side in a:128:2000 b:128:2000 fewer:128:200 shallow:1:2000; do
+        depth=${side#*:}; iterations=${depth#*:}; depth=${depth%:*}
+        gdr-write-bw --loopback -s 2 -n "$iterations" -t "$depth" --json "$proof/${side%%:*}-$round.json" >/dev/null 2>&1 ||
+            fail "compare proof: run ${side%%:*} $round" "exit $?"
     done
 done
-list() { echo "$proof/$1-1.json,$proof/$1-2.json,$proof/$1-3.json,$proof/$1-4.json,$proof/$1-5.json"; }
-run compare_identical 0 gdrperf compare --base "$(list a)" --new "$(list b)" && pass "compare of identical sweeps (5 vs 5) exits 0"
-if grep -q REGRESSION "$OUT/compare_identical.log"; then fail "identical sweeps: no REGRESSION" "$(grep REGRESSION "$OUT/compare_identical.log")"; else
-    pass "identical sweeps: no REGRESSION"; fi
-expect_in compare_identical "no significant regression (Mann-Whitney p < 0.05 and beyond 5%) in 1 rows, 5 vs 5 runs"
-run compare_drop 1 gdrperf compare --base "$(list deep)" --new "$(list shallow)" && pass "compare of -t 128 vs -t 1 exits 1"
-expect_in compare_drop "REGRESSION p=0.004 (5 vs 5 runs)"
-expect_in compare_drop "parameters differ: tx_depth: base 128, new 1"
-cp "$OUT/compare_identical.log" "$OUT/compare_drop.log" "$proof/" 2>/dev/null
+list() { echo "$proof/$1-1.json,$proof/$1-2.json,$proof/$1-3.json"; }
+run compare_identical 0 gdrperf compare --base "$(list a)" --new "$(list b)" --metric iterations &&
+    pass "compare of equal iteration counts, 3 vs 3 runs, exits 0"
+expect_in compare_identical "no significant regression (t-test on the logs p < 0.05 and beyond 5%) in 1 rows, 3 vs 3 runs"
+run compare_drop 1 gdrperf compare --base "$(list a)" --new "$(list fewer)" --metric iterations &&
+    pass "compare of -n 2000 against -n 200, 3 vs 3 runs, exits 1"
+expect_in compare_drop "-90.0%  REGRESSION p=0.000 (3 vs 3 runs, spread 0.0%)"
+expect_in compare_drop "parameters differ: stop:"
+run compare_single 0 gdrperf compare "$proof/a-1.json" "$proof/fewer-1.json" --metric iterations &&
+    pass "compare of single runs never calls a regression (exit 0)"
+expect_in compare_single "single runs cannot tell a change from run-to-run noise"
+# The same runs' bandwidth, for the record (decided or not by their noise).
+gdrperf compare --base "$(list a)" --new "$(list b)" >"$proof/bandwidth-identical.log" 2>&1
+gdrperf compare --base "$(list a)" --new "$(list shallow)" >"$proof/bandwidth-t1.log" 2>&1
+cp "$OUT/compare_identical.log" "$OUT/compare_drop.log" "$OUT/compare_single.log" "$proof/" 2>/dev/null

@@ -36,11 +36,12 @@ expect_in accept_fail "overall: FAIL (0 pass, 1 fail, 1 skip, 0 error)"
 
 # --- compare: real runs joined per size ------------------------------------------------------
 run compare_same 0 gdrperf compare "$OUT/sweep.json" "$OUT/sweep.csv" && pass "compare of a run with itself exits 0"
-expect_in compare_same "no regression beyond 5% in 23 compared rows"
+expect_in compare_same "no change beyond 5% in 23 compared rows"
 run compare_join 0 gdrperf compare "$OUT/sweep.json" "$OUT/accept/write_bw-host-rxe0.json" --tolerance 10000% &&
     pass "compare joins the one common size"
 expect_in compare_join "only in base (22)"
-run compare_fewer 1 gdrperf compare "$OUT/accept-fail/write_bw-host-rxe0.json" "$OUT/sweep.json" --metric iterations &&
-    pass "compare exits 1 on a regression (--metric iterations: 200 then 20)"
-expect_in compare_fewer "-90.0%  REGRESSION"
+# Single runs carry no measure of the noise: a change beyond the tolerance is named, never judged.
+run compare_fewer 0 gdrperf compare "$OUT/accept-fail/write_bw-host-rxe0.json" "$OUT/sweep.json" --metric iterations &&
+    pass "compare of single runs names a change but no regression (--metric iterations: 200 then 20)"
+expect_in compare_fewer "-90.0%  beyond the tolerance: single run, cannot tell from noise"
 run compare_missing 2 gdrperf compare "$OUT/sweep.json" "$OUT/nonexistent.json" && expect_in compare_missing "cannot read"

@@ -11,23 +11,27 @@ use gdrperf_report::{compare_memory_modes, compare_repeated, compare_runs, parse
 
 const AFTER_HELP: &str = "\
 Examples:
+  gdrperf compare --base a1.json,a2.json,a3.json --new b1.json,b2.json,b3.json
   gdrperf compare results/node1/before.json results/node1/after.json --tolerance 3%
-  gdrperf compare --base a1.json,a2.json,a3.json,a4.json,a5.json --new b1.json,b2.json,b3.json,b4.json,b5.json
   gdrperf compare write_bw-host.csv write_bw-cuda.csv write_bw-cuda-staged.csv --by mem
 
 Rows are joined on (test, memory modes, GPU, size). Bandwidth rows compare bw_avg_gbit_s
 (higher is better), latency rows t_typical_us (lower is better); --metric names another
 column. Rows found in only one file are listed, never dropped.
 
-Evidence: with one run a side nothing measures the noise (identical sweeps under load differ
-by 5-40% per size): a change beyond --tolerance is flagged \"REGRESSION (single run, ...)\", one
-within it \"single run, not significant\". With --base and --new (3 or more runs each; 5 for
-p < 0.01) a row regresses only when a one-sided Mann-Whitney test gives p < 0.05 and the
-median is worse by more than the tolerance. Parameters that differ between the runs (stop
-rule, TX depth, QPs, ...) are printed as \"parameters differ: ...\" above the table.
+Evidence: with --base and --new (2 or more runs each; 3 is the recipe) a row regresses when a
+one-sided t-test on the logs of its runs gives p < 0.05 and the ratio of the two sides'
+geometric means is worse than --tolerance. At a run-to-run spread of 3% (a quiet host), 3 runs
+a side flag a 10% drop 96 times in 100 and identical runs about once in 100
+(docs/methodology.md, \"Judging a change\", has the table). A change beyond the tolerance but
+within the noise reads \"not significant\" with the runs a side that would decide it. With one
+run a side nothing measures the noise (identical sweeps under load differ by 5-40% per size): a
+change beyond the tolerance reads \"single run, cannot tell from noise\" and is never a
+regression. Parameters that differ between the runs (stop rule, TX depth, QPs, ...) are
+printed as \"parameters differ: ...\" above the table.
 
 Exit codes:
-  0  no row regressed beyond the tolerance (always 0 with --by mem)
+  0  no row regressed (always 0 with single runs and with --by mem)
   1  at least one row regressed
   2  an input could not be read or joined";
 
@@ -46,8 +50,8 @@ pub struct Args {
     /// unless --base and --new are given.
     #[arg(value_name = "FILE", required_unless_present = "base")]
     files: Vec<PathBuf>,
-    /// Repeated runs of the base, comma-separated (default: none): with --new, tested for
-    /// significance per row instead of judged by the tolerance alone.
+    /// Repeated runs of the base, comma-separated (default: none): with --new, each row tested
+    /// for significance (a t-test on the logs); 3 runs a side is the recipe.
     #[arg(long, value_name = "FILE,FILE...", value_delimiter = ',', requires = "new", conflicts_with_all = ["files", "by"])]
     base: Vec<PathBuf>,
     /// Repeated runs of the new version, comma-separated (default: none).

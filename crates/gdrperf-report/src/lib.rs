@@ -34,6 +34,7 @@
 pub mod acceptance;
 pub mod compare;
 pub mod compare_parameters;
+pub mod decision;
 pub mod error;
 pub mod evaluate;
 pub mod format;
