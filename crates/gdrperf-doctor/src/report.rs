@@ -179,8 +179,9 @@ pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
     report
 }
 
-/// Each GPU's and hardware NIC's own findings, then each recommended pair's path, each finding
-/// once (two GPUs behind one switch share its bridges).
+/// Each GPU's and hardware NIC's own findings, then each recommended pair's path; a finding on a
+/// device already judged on an earlier pair's path is left out (two GPUs behind one switch share
+/// its bridges: the first pair, in GPU order, names it).
 fn findings(
     sys: &SysRoot,
     gpus: &[Gpu],
@@ -216,7 +217,9 @@ fn findings(
         if let (Some(gpu), Some(nic)) = (gpu, nic_pci(&recommendation.nic)) {
             let path = read_findings::path(sys, gpu, nic, &recommendation.nic);
             for finding in gdrperf_findings::path_findings(&path) {
-                if !findings.contains(&finding) {
+                let known =
+                    findings.iter().any(|seen| seen.check == finding.check && seen.device == finding.device);
+                if !known {
                     findings.push(finding);
                 }
             }
