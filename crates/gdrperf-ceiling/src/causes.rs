@@ -1,5 +1,6 @@
 //! Why a row is short of its ceiling: the evidence in both ends' facts, most likely first, each
 //! with what to do about it (the doctor's kind of fix line) and where the judgement comes from.
+//! The PCIe ones are `gdrperf-findings`' findings, the doctor's own words; this module ranks them.
 //!
 //! The order is by how much each finding can cost *this row*, in three tiers:
 //! 1. a finding that sets the rate of the part that binds the row's ceiling: a link trained
@@ -12,8 +13,9 @@
 //!    (NVIDIA's GPUDirect RDMA documentation, "Supported Systems" and "PCI Access Control
 //!    Services"); error counters that moved mean resent data; the measuring thread on another
 //!    NUMA node than the NIC crosses the socket interconnect on every doorbell and completion;
-//!    relaxed ordering off and a small Max Read Request cost an amount no public source
-//!    quantifies; an MTU below the port's costs only its headers (a few percent), so it stays
+//!    a bridge trained below both ends, AER counts, relaxed ordering off, a small Max Read
+//!    Request and a Max Payload Size that differs along the path cost an amount no public
+//!    source quantifies (docs/findings.md); an MTU below the port's costs only its headers (a few percent), so it stays
 //!    last here even when the wire binds;
 //! 3. findings on a part whose limit is above the ceiling (a link trained below its maximum
 //!    that still carries more than the binding part, staged copies faster than it, an MTU when
@@ -22,13 +24,15 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ceiling::{Ceiling, End, PathPart};
-use crate::facts::{MemoryPath, PcieFacts};
+use crate::facts::MemoryPath;
+use gdrperf_findings::{Check, Finding, Role};
 
 /// One piece of evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cause {
-    /// Stable short name for scripts: `staged-fallback`, `pcie-link`, `gpu-nic-path`, `acs`,
-    /// `iommu`, `nic-errors`, `numa`, `relaxed-ordering`, `max-read-request`, `mtu`.
+    /// Stable short name for scripts: `staged-fallback`, `gpu-nic-path`, `iommu`, `nic-errors`,
+    /// `numa`, `mtu`, and the PCIe findings' (`pcie-link`, `bridge-link`, `max-payload`,
+    /// `max-read-request`, `relaxed-ordering`, `acs`, `aer`: [`Check::name`]).
     pub check: String,
     /// The role of the end it was found on ("client", "server").
     pub side: String,
@@ -36,6 +40,10 @@ pub struct Cause {
     pub peer: bool,
     pub evidence: String,
     pub fix: String,
+    /// Where the judgement comes from, or that no public source gives its cost (a PCIe
+    /// finding's is `gdrperf-findings`' [`Check::source`]); empty in older stored results.
+    #[serde(default)]
+    pub source: String,
 }
 
 impl Cause {
@@ -97,10 +105,6 @@ pub fn moved_error_counters(moved: &str) -> String {
     moved.split(';').filter(is_error).collect::<Vec<_>>().join(";")
 }
 
-/// The largest Max Read Request a PCIe function may use, and what NVIDIA's ConnectX tuning
-/// guidance sets (`setpci ... CAP_EXP+8.w=5...`); smaller ones are listed last, unquantified.
-pub const TUNED_MAX_READ_REQUEST_BYTES: u32 = 4096;
-
 /// What a finding does to the row's ceiling, which places it among the others (module doc).
 #[derive(Debug, Clone)]
 enum Bearing {
@@ -124,7 +128,7 @@ impl Bearing {
 }
 
 /// Collects findings with their known-cost rank (within a tier) and bearing.
-type Add<'a> = dyn FnMut(u8, Bearing, &str, String, String) + 'a;
+type Add<'a> = dyn FnMut(u8, Bearing, &str, String, String, String) + 'a;
 
 /// The evidence on both ends, most likely first (the module doc's tiers, judged against
 /// `ceiling`). `local` writes the row; `peer` is the other end (absent when its facts did not
@@ -133,10 +137,15 @@ pub fn causes(ceiling: &Ceiling, local: End, peer: Option<End>, row: &RowEvidenc
     let mut ranked: Vec<((u8, u8), Cause)> = Vec::new();
     for (end, is_peer) in [(Some(local), false), (peer, true)] {
         let Some(end) = end else { continue };
-        let mut add = |rank: u8, bearing: Bearing, check: &str, evidence: String, fix: String| {
+        let mut add = |rank: u8,
+                       bearing: Bearing,
+                       check: &str,
+                       evidence: String,
+                       fix: String,
+                       source: String| {
             ranked.push((
                 (bearing.tier(ceiling), rank),
-                Cause { check: check.into(), side: end.role.into(), peer: is_peer, evidence, fix },
+                Cause { check: check.into(), side: end.role.into(), peer: is_peer, evidence, fix, source },
             ));
         };
         end_causes(end, &mut add);
@@ -147,6 +156,7 @@ pub fn causes(ceiling: &Ceiling, local: End, peer: Option<End>, row: &RowEvidenc
                 "nic-errors",
                 format!("{} error counters moved during this size: {moved}", end.facts.nic),
                 "look at the link (cable, switch port: `ibdiagnet`, `ethtool -S`) and rerun; a moving counter means data was resent".into(),
+                "none public for the cost: the row's own counter deltas (nic_counters)".into(),
             );
         }
     }
@@ -165,6 +175,7 @@ pub fn causes(ceiling: &Ceiling, local: End, peer: Option<End>, row: &RowEvidenc
                         local.role, peer.role
                     ),
                     fix: "set the same MTU on both ends (InfiniBand: the subnet manager's partition MTU; RoCE: the netdev MTU, 9000 for 4096)".into(),
+                    source: "the wire's headers (docs/methodology.md, Path ceilings)".into(),
                 },
             ));
         }
@@ -187,28 +198,33 @@ fn end_causes(end: End, add: &mut Add) {
             "staged-fallback",
             "GPUDirect was asked but the payload was staged through host memory".into(),
             "`gdrperf doctor` says why GPU memory could not be registered (nvidia-peermem or dma-buf)".into(),
+            "measured: the staged copies' rate, timed at set-up".into(),
         );
     }
+    // The PCIe findings, in the doctor's words (`gdrperf-findings`): the NIC's own, the GPU's
+    // when GPU memory is in the path, the path's between them when it is peer-to-peer.
     let gpu_in_path = facts.memory != MemoryPath::Host;
-    let links = [(facts.nic_pcie.as_ref(), PathPart::NicLink { role: role() })]
-        .into_iter()
-        .chain([(facts.gpu_pcie.as_ref().filter(|_| gpu_in_path), PathPart::GpuLink { role: role() })]);
-    for (link, part) in
-        links.filter_map(|(link, part)| Some((link?, part))).filter(|(link, _)| link.below_maximum())
-    {
-        add(
-            1,
-            Bearing::SetsRate(part),
-            "pcie-link",
-            format!(
-                "{} ({}) trained at PCIe {} of {}",
-                link.name,
-                link.address,
-                link.describe_link(),
-                link.describe_max_link()
-            ),
-            "reseat the card, check the slot's wiring and the BIOS bifurcation setting (`lspci -vv` LnkSta against LnkCap); a GPU lowers its speed when idle: read it again under load".into(),
-        );
+    let mut findings: Vec<Finding> = Vec::new();
+    if let Some(nic) = &facts.nic_pcie {
+        findings.extend(gdrperf_findings::device_findings(&nic.as_device(Role::Nic)));
+    }
+    if let Some(gpu) = facts.gpu_pcie.as_ref().filter(|_| gpu_in_path) {
+        findings.extend(gdrperf_findings::device_findings(&gpu.as_device(Role::Gpu)));
+    }
+    if facts.uses_gpudirect() {
+        findings.extend(facts.path_findings.iter().cloned());
+    }
+    for finding in findings {
+        let (rank, bearing) = match (finding.check, finding.role) {
+            (Check::PcieLink, Role::Gpu) => (1, Bearing::SetsRate(PathPart::GpuLink { role: role() })),
+            (Check::PcieLink, _) => (1, Bearing::SetsRate(PathPart::NicLink { role: role() })),
+            (Check::BridgeLink, _) => (1, Bearing::Uncounted),
+            (Check::Acs, _) => (3, Bearing::Uncounted),
+            (Check::Aer, _) => (5, Bearing::Uncounted),
+            (Check::RelaxedOrdering, _) => (7, Bearing::Uncounted),
+            (Check::MaxReadRequest | Check::MaxPayload, _) => (8, Bearing::Uncounted),
+        };
+        add(rank, bearing, finding.check.name(), finding.evidence, finding.fix, finding.source);
     }
     if facts.uses_gpudirect() {
         if let Some(relation) = facts.gpu_nic_relation.filter(|relation| !relation.stays_below_root_complex())
@@ -219,16 +235,7 @@ fn end_causes(end: End, add: &mut Add) {
                 "gpu-nic-path",
                 format!("GPU and {} are {relation:?} apart ({}) while GPUDirect was used", facts.nic, relation.meaning()),
                 "use the NIC under the GPU's PCIe switch (`gdrperf doctor` lists the pairs; `--ib-dev auto` picks it), or compare with --mem cuda-staged".into(),
-            );
-        }
-        let below_root = facts.gpu_nic_relation.is_some_and(|relation| relation.stays_below_root_complex());
-        for bridge in facts.acs_redirecting.iter().filter(|_| below_root) {
-            add(
-                3,
-                Bearing::Uncounted,
-                "acs",
-                format!("ACS on bridge {bridge} sends GPU <-> {} peer traffic up to the root complex", facts.nic),
-                format!("disable ACS redirect in the BIOS, or as root until reboot: setpci -s {bridge} ECAP_ACS+0x6.w=0000"),
+                "NVIDIA GPUDirect RDMA documentation, 'Supported Systems'".into(),
             );
         }
     }
@@ -239,6 +246,7 @@ fn end_causes(end: End, add: &mut Add) {
             "iommu",
             format!("the IOMMU translates DMA for {}", facts.iommu_translating.join(", ")),
             "boot with iommu=pt (Intel: intel_iommu=on iommu=pt) or with the IOMMU off".into(),
+            "NVIDIA GPUDirect RDMA documentation, 'Supported Systems' (IOMMU)".into(),
         );
     }
     if let (Some(nic_node), Some(thread_node)) = (facts.nic_numa_node, facts.thread_numa_node) {
@@ -249,11 +257,9 @@ fn end_causes(end: End, add: &mut Add) {
                 "numa",
                 format!("the measuring thread ran on NUMA node {thread_node}, {} is on node {nic_node}", facts.nic),
                 format!("pin to the NIC's node: --cpu auto, or numactl --cpunodebind={nic_node} --membind={nic_node}"),
+                "none public for the cost".into(),
             );
         }
-    }
-    if let Some(nic) = &facts.nic_pcie {
-        device_control_causes(nic, add);
     }
     if let (Some(active), Some(max)) = (facts.active_mtu, facts.max_mtu) {
         if active < max {
@@ -263,29 +269,9 @@ fn end_causes(end: End, add: &mut Add) {
                 "mtu",
                 format!("{} port {} runs MTU {active} of {max}", facts.nic, facts.port),
                 "raise the MTU (InfiniBand: the subnet manager's partition MTU; RoCE: netdev MTU 9000 gives 4096)".into(),
+                "the wire's headers (docs/methodology.md, Path ceilings)".into(),
             );
         }
-    }
-}
-
-fn device_control_causes(nic: &PcieFacts, add: &mut Add) {
-    if nic.relaxed_ordering == Some(false) {
-        add(
-            7,
-            Bearing::Uncounted,
-            "relaxed-ordering",
-            format!("{} ({}) has relaxed ordering off in Device Control", nic.name, nic.address),
-            format!("enable it (as root: setpci -s {} CAP_EXP+0x8.w with bit 4 set; for ConnectX, mlxconfig PCI_WR_ORDERING=1)", nic.address),
-        );
-    }
-    if let Some(bytes) = nic.max_read_request_bytes.filter(|bytes| *bytes < TUNED_MAX_READ_REQUEST_BYTES) {
-        add(
-            8,
-            Bearing::Uncounted,
-            "max-read-request",
-            format!("{} ({}) reads with Max Read Request {bytes} B", nic.name, nic.address),
-            format!("raise it to {TUNED_MAX_READ_REQUEST_BYTES} B (as root: setpci -s {} CAP_EXP+0x8.w=5000:7000)", nic.address),
-        );
     }
 }
 
@@ -293,7 +279,7 @@ fn device_control_causes(nic: &PcieFacts, add: &mut Add) {
 mod tests {
     use super::*;
     use crate::ceiling::{ceiling, Transfer};
-    use crate::facts::EndFacts;
+    use crate::facts::{EndFacts, PcieFacts};
     use crate::wire::LinkLayer;
 
     /// A ceiling without a figure: nobody can tell what binds, so the known-cost order stands.
@@ -315,6 +301,7 @@ mod tests {
             memory,
             gpu_nic_relation: None,
             acs_redirecting: Vec::new(),
+            path_findings: Vec::new(),
             iommu_translating: Vec::new(),
             nic_numa_node: None,
             thread_numa_node: None,
@@ -379,6 +366,7 @@ mod tests {
             max_payload_bytes: Some(256),
             max_read_request_bytes: Some(4096),
             relaxed_ordering: Some(true),
+            aer: None,
         }
     }
 

@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use gdrperf_findings::{read, Device, Finding, Link, Role};
+use gdrperf_topology::aer::AerCounts;
 use gdrperf_topology::iommu::{Iommu, IommuMode};
 use gdrperf_topology::pci::PciDevice;
 use gdrperf_topology::pcie::{self, DeviceControl, FunctionFacts};
@@ -54,6 +56,9 @@ pub struct PcieFacts {
     pub max_payload_bytes: Option<u32>,
     pub max_read_request_bytes: Option<u32>,
     pub relaxed_ordering: Option<bool>,
+    /// AER counters since boot, where the kernel exposes them (absent from older peers).
+    #[serde(default)]
+    pub aer: Option<AerCounts>,
 }
 
 impl PcieFacts {
@@ -75,6 +80,27 @@ impl PcieFacts {
             max_payload_bytes,
             max_read_request_bytes,
             relaxed_ordering,
+            aer: None,
+        }
+    }
+
+    /// The function as `gdrperf-findings` judges it, so that a cause and the doctor say the same.
+    pub fn as_device(&self, role: Role) -> Device {
+        Device {
+            name: self.name.clone(),
+            address: self.address.clone(),
+            role,
+            link: Link {
+                speed_gts: self.speed_gts,
+                width: self.width,
+                max_speed_gts: self.max_speed_gts,
+                max_width: self.max_width,
+            },
+            max_payload_bytes: self.max_payload_bytes,
+            max_read_request_bytes: self.max_read_request_bytes,
+            relaxed_ordering: self.relaxed_ordering,
+            acs: None,
+            aer: self.aer.clone(),
         }
     }
 
@@ -125,6 +151,11 @@ pub struct EndFacts {
     pub gpu_nic_relation: Option<Relation>,
     /// Bridges on the GPU-NIC path whose ACS redirects peer-to-peer traffic to the root complex.
     pub acs_redirecting: Vec<String>,
+    /// `gdrperf-findings`' judgement of the devices between the GPU and the NIC (the ends' own
+    /// findings derive from `nic_pcie` and `gpu_pcie`): read where the bridges are, carried to
+    /// the peer (absent from older peers).
+    #[serde(default)]
+    pub path_findings: Vec<Finding>,
     /// The GPU and NIC functions in translating IOMMU domains, as "address (type)".
     pub iommu_translating: Vec<String>,
     pub nic_numa_node: Option<u32>,
@@ -167,6 +198,7 @@ impl EndFacts {
             memory: query.memory,
             gpu_nic_relation: None,
             acs_redirecting: Vec::new(),
+            path_findings: Vec::new(),
             iommu_translating: Vec::new(),
             nic_numa_node: None,
             thread_numa_node: query.thread_numa_node,
@@ -196,12 +228,12 @@ impl EndFacts {
             .and_then(gdrperf_topology::pci::normalize_bus_id)
             .and_then(|address| PciDevice::read_by_address(&sys, &address));
         facts.nic_numa_node = nic_pci.as_ref().and_then(|pci| pci.numa_node);
-        facts.nic_pcie = nic_pci
-            .as_ref()
-            .map(|pci| PcieFacts::from_function(&FunctionFacts::read(&sys, query.nic, pci, false)));
-        facts.gpu_pcie = gpu_pci
-            .as_ref()
-            .map(|pci| PcieFacts::from_function(&FunctionFacts::read(&sys, "GPU", pci, true)));
+        let pcie_facts = |pci: &PciDevice, name: &str, is_gpu: bool| PcieFacts {
+            aer: AerCounts::read(&sys, &pci.address),
+            ..PcieFacts::from_function(&FunctionFacts::read(&sys, name, pci, is_gpu))
+        };
+        facts.nic_pcie = nic_pci.as_ref().map(|pci| pcie_facts(pci, query.nic, false));
+        facts.gpu_pcie = gpu_pci.as_ref().map(|pci| pcie_facts(pci, "GPU", true));
         let in_path: Vec<&PciDevice> = [nic_pci.as_ref(), gpu_pci.as_ref()].into_iter().flatten().collect();
         let iommu = Iommu::read(&sys, &in_path);
         if iommu.mode == IommuMode::Translated {
@@ -218,6 +250,7 @@ impl EndFacts {
                 .filter(|bridge| bridge.redirects_peer_to_peer)
                 .map(|bridge| bridge.bridge)
                 .collect();
+            facts.path_findings = gdrperf_findings::path_findings(&read::path(&sys, gpu, nic, query.nic));
         }
         facts
     }

@@ -14,11 +14,13 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  every verdict is OK: GPUDirect RDMA can work here at full speed
   1  at least one WARN, no FAIL: it can work, but something costs speed or could not be
-     confirmed (GPU and NIC not under one PCIe switch, ACS redirect, IOMMU translating,
-     narrow PCIe link, CUDA not available to confirm GPU support)
+     confirmed (GPU and NIC not under one PCIe switch, IOMMU translating, CUDA not
+     available to confirm GPU support, or a PCIe finding: a link or bridge trained below
+     its ends, Max Payload Size differing along a path, Max Read Request below 4096 B,
+     relaxed ordering off, ACS redirect, AER counts; see docs/findings.md)
   2  at least one FAIL (no GPU, no hardware RDMA NIC, no active port, no NVIDIA driver,
-     GPU without GPUDirect support, no way to register GPU memory), or the doctor
-     itself could not run (bad --sysfs-root)";
+     GPU without GPUDirect support, no way to register GPU memory, a fatal AER count),
+     or the doctor itself could not run (bad --sysfs-root)";
 
 /// Flags of `gdrperf doctor`.
 #[derive(Debug, clap::Args)]

@@ -99,3 +99,19 @@ fn help_documents_the_exit_codes() {
         assert!(text.contains(line), "{line:?} missing from:\n{text}");
     }
 }
+
+/// A fatal AER count on a GPU (gdrperf-doctor-fixtures' `Fault::all`) fails the node: the verdict
+/// line names the GPU with its fix and source, and the exit code is 2.
+#[test]
+fn a_fatal_aer_count_on_a_gpu_fails_the_node_with_its_device_fix_and_source() {
+    let fault = gdrperf_doctor_fixtures::Fault::all().into_iter().find(|fault| fault.fails).unwrap();
+    let fixture = FixtureDir::with(&fault.machine).unwrap();
+    let output = doctor(&[], fixture.path());
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains(&format!("  FAIL  aer: {} AER counts since boot: ", fault.device)), "{text}");
+    assert!(
+        text.contains("        source: Linux Documentation/ABI/testing/sysfs-bus-pci-devices-aer"),
+        "{text}"
+    );
+}

@@ -7,14 +7,15 @@
 //! write_fixture MACHINE DIR [RDMA_NAME]
 //! ```
 //! MACHINE: dgx-h100, dgx-h100-nic-at-x8, dgx-h100-acs-redirect, dgx-h100-iommu-translating,
-//! dgx-h100-relaxed-ordering-off (faults on GPU/NIC pair 0), cross-socket, rxe-only.
+//! dgx-h100-relaxed-ordering-off (faults on GPU/NIC pair 0), pcie-switch-tree,
+//! two-socket-root-ports, cross-socket, rxe-only.
 //! RDMA_NAME renames pair 0's NIC (mlx5_0) so that the tree describes the device a run really
 //! opens (rxe0 in the VM).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use gdrperf_doctor_fixtures::{Dgx, Function, Machine};
+use gdrperf_doctor_fixtures::{Dgx, Function, Machine, SwitchTree};
 
 fn machine(name: &str) -> Option<Machine> {
     Some(match name {
@@ -23,6 +24,8 @@ fn machine(name: &str) -> Option<Machine> {
         "dgx-h100-acs-redirect" => Machine::dgx_h100_acs_redirect(0),
         "dgx-h100-iommu-translating" => Machine::dgx_h100_iommu_translating(),
         "dgx-h100-relaxed-ordering-off" => Machine::dgx_h100_relaxed_ordering_off(0),
+        "pcie-switch-tree" => Machine::pcie_switch_tree(),
+        "two-socket-root-ports" => Machine::two_socket_root_ports(),
         "cross-socket" => Machine::cross_socket(),
         "rxe-only" => Machine::rxe_only(),
         _ => return None,
@@ -40,7 +43,12 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     if let Some(rdma_name) = args.get(2) {
-        let address = if name == "cross-socket" { "0000:99:00.0".to_string() } else { Dgx::nic(0) };
+        let address = match name.as_str() {
+            "cross-socket" => "0000:99:00.0".to_string(),
+            "pcie-switch-tree" => SwitchTree::NIC.to_string(),
+            "two-socket-root-ports" => "0000:19:00.0".to_string(),
+            _ => Dgx::nic(0),
+        };
         match machine.find_mut(&address).map(|node| &mut node.function) {
             Some(Function::Nic(nic)) => nic.rdma_name = Some(rdma_name.clone()),
             _ => {

@@ -29,6 +29,9 @@ impl fmt::Display for Report {
             if let Some(fix) = &verdict.fix {
                 writeln!(out, "        fix: {fix}")?;
             }
+            if let Some(source) = &verdict.source {
+                writeln!(out, "        source: {source}")?;
+            }
         }
         let meaning = match self.exit_code {
             0 => "GPUDirect RDMA can work here",

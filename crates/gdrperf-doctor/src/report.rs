@@ -14,6 +14,7 @@ use crate::rdma::{Backing, RdmaDevice};
 use crate::sysfs::SysRoot;
 use crate::topology::{self, AcsFinding, Endpoint, PciePath, Recommendation, Relation};
 use crate::verdict::{self, Level, Verdict};
+use gdrperf_findings::{read as read_findings, Finding, Role};
 use gdrperf_topology::Inventory;
 
 /// Everything `gdrperf doctor` knows about a node; serializes to its `--json`.
@@ -38,6 +39,9 @@ pub struct Report {
     pub acs: AcsSummary,
     /// Link training and Device Control of every GPU and PCI NIC (see [`crate::pcie`]).
     pub pcie: Vec<FunctionFacts>,
+    /// The PCIe findings (`gdrperf-findings`) on every GPU and hardware NIC, and on every
+    /// bridge between each GPU and its recommended NIC; the verdict lists them all.
+    pub findings: Vec<Finding>,
     pub verdicts: Vec<Verdict>,
     /// 0: all OK; 1: at least one WARN; 2: at least one FAIL.
     pub exit_code: u8,
@@ -151,6 +155,7 @@ pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
         Backing::Hardware { pci } => Some(FunctionFacts::read(sys, &device.name, pci, false)),
         Backing::Software { .. } => None,
     }));
+    let findings = findings(sys, &gpus, &inventory, &recommendations);
     let mut report = Report {
         sysfs_root: sys.root().display().to_string(),
         kernel_release,
@@ -165,12 +170,62 @@ pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
         recommendations,
         acs,
         pcie,
+        findings,
         verdicts: Vec::new(),
         exit_code: 0,
     };
     report.verdicts = verdict::judge(&report);
     report.exit_code = report.worst_level().exit_code();
     report
+}
+
+/// Each GPU's and hardware NIC's own findings, then each recommended pair's path; a finding on a
+/// device already judged on an earlier pair's path is left out (two GPUs behind one switch share
+/// its bridges: the first pair, in GPU order, names it).
+fn findings(
+    sys: &SysRoot,
+    gpus: &[Gpu],
+    inventory: &Inventory,
+    recommendations: &[Recommendation],
+) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = Vec::new();
+    let gpu_pcis: Vec<&PciDevice> = gpus.iter().filter_map(|gpu| gpu.pci.as_ref()).collect();
+    for pci in &gpu_pcis {
+        findings.extend(gdrperf_findings::device_findings(&read_findings::device(
+            sys,
+            "GPU",
+            pci,
+            Role::Gpu,
+        )));
+    }
+    let nic_pci = |name: &str| {
+        inventory.rdma_devices.iter().find(|device| device.name == name).and_then(|device| {
+            match &device.backing {
+                Backing::Hardware { pci } => Some(pci.as_ref()),
+                Backing::Software { .. } => None,
+            }
+        })
+    };
+    for device in &inventory.rdma_devices {
+        if let Some(pci) = nic_pci(&device.name) {
+            let nic = read_findings::device(sys, &device.name, pci, Role::Nic);
+            findings.extend(gdrperf_findings::device_findings(&nic));
+        }
+    }
+    for recommendation in recommendations {
+        let gpu = gpu_pcis.iter().find(|pci| pci.address == recommendation.gpu_bus_id);
+        if let (Some(gpu), Some(nic)) = (gpu, nic_pci(&recommendation.nic)) {
+            let path = read_findings::path(sys, gpu, nic, &recommendation.nic);
+            for finding in gdrperf_findings::path_findings(&path) {
+                let known =
+                    findings.iter().any(|seen| seen.check == finding.check && seen.device == finding.device);
+                if !known {
+                    findings.push(finding);
+                }
+            }
+        }
+    }
+    findings
 }
 
 fn pairs(gpus: &[Gpu], inventory: &Inventory, read_acs: &mut dyn FnMut(&str) -> AcsState) -> Vec<Pair> {

@@ -8,11 +8,16 @@
 //!   NIC, no active port, no NVIDIA driver, a GPU without GPUDirect support,
 //!   or no way to register GPU memory. A node with GPUs but no NIC fails.
 //! * **WARN** (exit 1): it can work but something costs speed or could not be
-//!   confirmed: the closest NIC is beyond a PCIe switch (PHB/NODE/SYS), ACS
-//!   redirects peer traffic, the IOMMU translates DMA, a link trained narrow,
-//!   CUDA could not be asked.
+//!   confirmed: the closest NIC is beyond a PCIe switch (PHB/NODE/SYS), the IOMMU
+//!   translates DMA, CUDA could not be asked.
 //! * **OK** (exit 0 when everything is).
+//!
+//! The PCIe findings on every GPU, NIC and bridge of each recommended pair (links, Max
+//! Payload Size along the path, Max Read Request, relaxed ordering, ACS, AER counters) come
+//! from `gdrperf-findings`, the judgement a short row's causes use too: a finding's level
+//! becomes the verdict's (fail: FAIL, warn: WARN, info: OK), with its fix and source.
 
+use gdrperf_findings::{Check, Finding, Level as FindingLevel};
 use serde::Serialize;
 
 use crate::gpu::{format_cuda_version, CudaFacts};
@@ -58,10 +63,29 @@ pub struct Verdict {
     pub reason: String,
     /// What to do about it; absent for OK.
     pub fix: Option<String>,
+    /// Where the judgement comes from (a PCIe finding's [`gdrperf_findings::Check::source`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 fn verdict(level: Level, check: &'static str, reason: String, fix: Option<&str>) -> Verdict {
-    Verdict { level, check, reason, fix: fix.map(str::to_string) }
+    Verdict { level, check, reason, fix: fix.map(str::to_string), source: None }
+}
+
+/// A finding as a verdict line: the same words, its level mapped to the doctor's.
+fn from_finding(finding: &Finding) -> Verdict {
+    let level = match finding.level {
+        FindingLevel::Fail => Level::Fail,
+        FindingLevel::Warn => Level::Warn,
+        FindingLevel::Info => Level::Ok,
+    };
+    Verdict {
+        level,
+        check: finding.check.name(),
+        reason: finding.evidence.clone(),
+        fix: Some(finding.fix.clone()),
+        source: Some(finding.source.clone()),
+    }
 }
 
 /// Judges a report whose facts are gathered.
@@ -75,6 +99,7 @@ pub fn judge(report: &Report) -> Vec<Verdict> {
     }
     judge_topology(report, &mut verdicts);
     judge_iommu(report, &mut verdicts);
+    judge_findings(report, &mut verdicts);
     verdicts
 }
 
@@ -285,31 +310,8 @@ fn judge_topology(report: &Report, verdicts: &mut Vec<Verdict>) {
             None,
         ));
     }
-    let mut acs_warned = false;
-    for recommendation in report.recommendations.iter().filter(|r| r.relation.stays_below_root_complex()) {
-        let Some(pair) = report
-            .pairs
-            .iter()
-            .find(|pair| pair.gpu_bus_id == recommendation.gpu_bus_id && pair.nic == recommendation.nic)
-        else {
-            continue;
-        };
-        for finding in &pair.acs_redirecting {
-            acs_warned = true;
-            verdicts.push(verdict(
-                Level::Warn,
-                "acs",
-                format!(
-                    "ACS on bridge {} ({:?}) sends {} <-> {} peer traffic up to the root complex",
-                    finding.bridge, finding.acs, pair.gpu, pair.nic
-                ),
-                Some(&format!(
-                    "disable ACS redirect in the BIOS, or as root until reboot: setpci -s {} ECAP_ACS+0x6.w=0000",
-                    finding.bridge
-                )),
-            ));
-        }
-    }
+    verdicts.extend(report.findings.iter().filter(|finding| finding.check == Check::Acs).map(from_finding));
+    let acs_warned = report.findings.iter().any(|finding| finding.check == Check::Acs);
     let checked = report.acs.checked > report.acs.unreadable;
     if !acs_warned && checked && !close.is_empty() {
         verdicts.push(verdict(
@@ -342,30 +344,9 @@ fn judge_iommu(report: &Report, verdicts: &mut Vec<Verdict>) {
             Some(fix),
         )),
     }
-    judge_pcie_links(report, verdicts);
 }
 
-/// A link narrower than it can be is a fault on any function; a slower one on a NIC. An idle GPU
-/// lowers its link speed on purpose: that is said, not judged (see [`crate::pcie`]).
-fn judge_pcie_links(report: &Report, verdicts: &mut Vec<Verdict>) {
-    let fix = "reseat the card, check the slot's wiring and the BIOS bifurcation setting";
-    for facts in &report.pcie {
-        let link = &facts.link;
-        if let (true, Some(current), Some(max)) = (link.narrow, link.current_width, link.max_width) {
-            let reason = format!("{} ({}) trained at PCIe x{current} of x{max}", facts.name, facts.address);
-            verdicts.push(verdict(Level::Warn, "pcie-link", reason, Some(fix)));
-        }
-        if let (true, Some(current), Some(max)) = (link.slow, link.current_speed_gts, link.max_speed_gts) {
-            let reason =
-                format!("{} ({}) trained at {current} GT/s of {max} GT/s", facts.name, facts.address);
-            if facts.is_gpu {
-                let note = format!(
-                    "{reason}: GPUs lower their link speed when idle; a run's header reads it under load"
-                );
-                verdicts.push(verdict(Level::Ok, "pcie-link", note, None));
-            } else {
-                verdicts.push(verdict(Level::Warn, "pcie-link", reason, Some(fix)));
-            }
-        }
-    }
+/// Every PCIe finding but ACS (judged with the topology it depends on), in the order found.
+fn judge_findings(report: &Report, verdicts: &mut Vec<Verdict>) {
+    verdicts.extend(report.findings.iter().filter(|finding| finding.check != Check::Acs).map(from_finding));
 }

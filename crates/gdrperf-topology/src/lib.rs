@@ -11,9 +11,11 @@
 //! 4. [`topology`]: PIX/PXB/PHB/NODE/SYS for a GPU × NIC pair, and the recommended NIC per GPU.
 //! 5. [`iommu`]: whether DMA is translated (the doctor judges it; `gdrperf-ceiling` names it as
 //!    a cause of a short row).
+//! 6. [`aer`]: PCIe Advanced Error Reporting counters of any function on a path.
 
 use std::path::{Path, PathBuf};
 
+pub mod aer;
 pub mod iommu;
 pub mod pci;
 pub mod pcie;

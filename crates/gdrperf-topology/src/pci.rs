@@ -6,7 +6,7 @@
 //! That chain of directories *is* the device's place in the PCIe tree, and
 //! [`PciLocation`] keeps it so [`crate::topology`] can compare two devices.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::sysfs::SysRoot;
 
@@ -181,7 +181,7 @@ pub const EXTENDED_CONFIG_START: usize = 0x100;
 pub const ACS_REDIRECT_BITS: u16 = (1 << 2) | (1 << 3) | (1 << 5);
 
 /// What a bridge's config space says about Access Control Services.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", content = "control", rename_all = "snake_case")]
 pub enum AcsState {
     /// Config space past the first 256 bytes is unreadable (not root) or absent.

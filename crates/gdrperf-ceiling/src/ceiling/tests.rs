@@ -12,6 +12,7 @@ fn link(name: &str, speed: f64, width: u32, max_width: u32) -> PcieFacts {
         max_payload_bytes: Some(256),
         max_read_request_bytes: Some(4096),
         relaxed_ordering: Some(true),
+        aer: None,
     }
 }
 
@@ -29,6 +30,7 @@ fn ndr_end(nic_link: PcieFacts) -> EndFacts {
         memory: MemoryPath::Host,
         gpu_nic_relation: None,
         acs_redirecting: Vec::new(),
+        path_findings: Vec::new(),
         iommu_translating: Vec::new(),
         nic_numa_node: Some(0),
         thread_numa_node: Some(0),
