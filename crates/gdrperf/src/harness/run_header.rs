@@ -31,6 +31,8 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         cpu: session.local.cpu.cpu_column(),
         numa_node: session.local.cpu.numa_node,
         gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local.buffers).unwrap_or_default(),
+        traffic_class: config.traffic_class.map(u32::from),
+        service_level: config.service_level.map(u32::from),
         nic: Default::default(),
         path: Some(RowPath::new(
             session.side.is_client(),
@@ -120,6 +122,7 @@ pub(crate) fn metadata<B: Benchmark>(
         HeaderLine::new("CPU", local.cpu.describe()),
         HeaderLine::new("QPs", config.qps.to_string()),
         HeaderLine::new("QP connection", qp_connection.clone()),
+        HeaderLine::new("QoS", quality_of_service(config)),
         HeaderLine::new("TX depth", config.tx_depth.to_string()),
         HeaderLine::new(
             "Stop",
@@ -201,6 +204,16 @@ pub(crate) fn metadata<B: Benchmark>(
         "clock": clock,
         "latency_span": config.latency_span,
         "qp_connection": qp_connection,
+        "traffic_class": config.traffic_class,
+        "service_level": config.service_level,
     });
     RunStart { header, metadata }
+}
+
+/// The header's "QoS" line: `-T` and `-S` as the QPs carry them.
+fn quality_of_service(config: &BenchConfig) -> String {
+    match (config.traffic_class, config.service_level) {
+        (Some(class), Some(level)) => format!("traffic class {class} (-T), service level {level} (-S)"),
+        _ => "traffic class and service level from rdma_cm's route (-R)".into(),
+    }
 }

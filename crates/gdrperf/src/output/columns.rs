@@ -110,6 +110,9 @@ const BANDWIDTH_ORDER: &[&str] = &[
     "pct_of_ceiling",
     "ceiling_causes",
     "peak_events_not_stored",
+    "traffic_class",
+    "service_level",
+    "peak_note",
 ];
 
 const SEND_BANDWIDTH_ORDER: &[&str] = &[
@@ -163,6 +166,9 @@ const SEND_BANDWIDTH_ORDER: &[&str] = &[
     "pct_of_ceiling",
     "ceiling_causes",
     "peak_events_not_stored",
+    "traffic_class",
+    "service_level",
+    "peak_note",
 ];
 
 const LATENCY_ORDER: &[&str] = &[
@@ -205,6 +211,8 @@ const LATENCY_ORDER: &[&str] = &[
     "nic_counters",
     "latency_span",
     "refused_samples",
+    "traffic_class",
+    "service_level",
 ];
 
 const ACCEPT_SUMMARY_ORDER: &[&str] = &[

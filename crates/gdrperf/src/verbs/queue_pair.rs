@@ -49,7 +49,10 @@ pub struct PathSettings {
     pub local_gid: Option<GidChoice>,
     /// Outstanding RDMA READs a QP may issue and accept (bounded by the device).
     pub read_depth: u8,
+    /// InfiniBand service level (`-S`), in the address vector.
     pub service_level: u8,
+    /// The GRH's traffic class (`-T`; RoCE: the IP header's DSCP and ECN byte), where a GRH is used.
+    pub traffic_class: u8,
 }
 
 /// One work request for the send queue.
@@ -178,7 +181,7 @@ impl RcQueuePair {
         address.setup_dest_lid(remote.lid).setup_port(path.port).setup_service_level(path.service_level);
         if let (Some(remote_gid), Some(local_gid)) = (remote.gid, path.local_gid) {
             let remote_gid = SidewayGid { raw: remote_gid.0 };
-            address.setup_grh(&remote_gid, 0, local_gid.index as u8, 64, 0);
+            address.setup_grh(&remote_gid, 0, local_gid.index as u8, 64, path.traffic_class);
         }
         let mut ready_to_receive = QueuePairAttribute::new();
         ready_to_receive
