@@ -122,7 +122,7 @@ pub(crate) fn metadata<B: Benchmark>(
         HeaderLine::new("CPU", local.cpu.describe()),
         HeaderLine::new("QPs", config.qps.to_string()),
         HeaderLine::new("QP connection", qp_connection.clone()),
-        HeaderLine::new("QoS", quality_of_service(config)),
+        HeaderLine::new("QoS", quality_of_service(config, session)),
         HeaderLine::new("TX depth", config.tx_depth.to_string()),
         HeaderLine::new(
             "Stop",
@@ -210,10 +210,17 @@ pub(crate) fn metadata<B: Benchmark>(
     RunStart { header, metadata }
 }
 
-/// The header's "QoS" line: `-T` and `-S` as the QPs carry them.
-fn quality_of_service(config: &BenchConfig) -> String {
-    match (config.traffic_class, config.service_level) {
+/// The header's "QoS" line: `-T` and `-S` as given, and as the first QP's address holds them
+/// (read back with `ibv_query_qp`).
+fn quality_of_service(config: &BenchConfig, session: &Session) -> String {
+    let given = match (config.traffic_class, config.service_level) {
         (Some(class), Some(level)) => format!("traffic class {class} (-T), service level {level} (-S)"),
         _ => "traffic class and service level from rdma_cm's route (-R)".into(),
+    };
+    match session.local.queue_pairs.first().and_then(|queue_pair| queue_pair.address_quality_of_service()) {
+        Some((level, class)) => {
+            format!("{given}; QP reads back traffic class {class}, service level {level}")
+        }
+        None => given,
     }
 }

@@ -162,6 +162,31 @@ impl RcQueuePair {
         Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes })
     }
 
+    /// The service level and the GRH's traffic class the QP's address holds, read back with
+    /// `ibv_query_qp` after [`RcQueuePair::connect`]: what `-S` and `-T` really reached (the run
+    /// header prints them; the VM test 10-write-bw checks them on rxe). `None` if the query fails.
+    pub fn address_quality_of_service(&self) -> Option<(u8, u8)> {
+        let mut attributes = std::mem::MaybeUninit::<rdma_mummy_sys::ibv_qp_attr>::zeroed();
+        let mut init = std::mem::MaybeUninit::<rdma_mummy_sys::ibv_qp_init_attr>::zeroed();
+        let mask = rdma_mummy_sys::ibv_qp_attr_mask::IBV_QP_AV.0 as i32;
+        // SAFETY: the QP lives as long as `self`; both structs are plain C data, zeroed, that
+        // ibv_query_qp fills, and it keeps no pointer to them.
+        let status = unsafe {
+            rdma_mummy_sys::ibv_query_qp(
+                self.queue_pair.qp().as_ptr(),
+                attributes.as_mut_ptr(),
+                mask,
+                init.as_mut_ptr(),
+            )
+        };
+        if status != 0 {
+            return None;
+        }
+        // SAFETY: zero-initialised and filled by a successful query.
+        let attributes = unsafe { attributes.assume_init() };
+        Some((attributes.ah_attr.sl, attributes.ah_attr.grh.traffic_class))
+    }
+
     pub fn qp_number(&self) -> u32 {
         self.queue_pair.qp_number()
     }
