@@ -57,7 +57,7 @@ columns! {
         column bytes: u64,
         /// Messages completed (all QPs; both directions when bidirectional).
         column iterations: u64,
-        /// perftest's peak (fastest post-to-completion span); empty with too few completions.
+        /// perftest's peak (fastest post-to-completion span); empty only where `peak_note` says why.
         column bw_peak_mib_s: Option<f64>,
         column bw_avg_mib_s: f64,
         column bw_peak_gbit_s: Option<f64>,
@@ -107,7 +107,7 @@ pub struct BandwidthFigures {
     pub message_size_bytes: u64,
     pub messages: u64,
     pub elapsed_nanos: u64,
-    /// Empty with too few completions to define a peak.
+    /// Empty when no completion came after a post.
     pub peak_bytes_per_second: Option<f64>,
     pub average_bytes_per_second: f64,
     pub messages_per_second: f64,

@@ -31,7 +31,7 @@ pub const COLUMNS: &[Column] = &[
     column("numa_node", "node", "NUMA node of those CPUs; empty when unknown or when they span nodes.", "sysfs"),
     // Bandwidth.
     column("iterations", "count", "Bandwidth: messages completed in the measured interval (all QPs; both directions with `-b`). Latency: samples taken, warm-up excluded.", MEASURED),
-    column("bw_peak_mib_s", "MiB/s", "perftest's peak: bytes over the fastest span from a post to the completion that closes it (see `peak_messages`, `peak_span_s`); empty with too few completions and in an `all` row.", MEASURED),
+    column("bw_peak_mib_s", "MiB/s", "perftest's peak: bytes over the fastest span from a post to the completion that closes it (see `peak_messages`, `peak_span_s`); empty only in an `all` row and in a size with no completion after a post (`peak_note` says why; a peak above `ceiling_gbps` is kept and marked there).", MEASURED),
     column("bw_avg_mib_s", "MiB/s", "Average bandwidth: bytes of `iterations` messages over `elapsed_s` (1 MiB = 2^20 bytes).", MEASURED),
     column("bw_peak_gbit_s", "Gb/s", "`bw_peak_mib_s` in gigabits per second (10^9 bits).", MEASURED),
     column("bw_avg_gbit_s", "Gb/s", "`bw_avg_mib_s` in gigabits per second (10^9 bits): the unit of acceptance thresholds.", MEASURED),
