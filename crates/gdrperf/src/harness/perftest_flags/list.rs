@@ -59,7 +59,10 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         Ignored { how: "gdrperf times with the monotonic clock, not CPU cycles: no CPU frequency is read" },
     ),
     flag(Some('c'), "connection", true, "connection type (RC, UC, UD, ...)", RC_ONLY),
-    flag(Some('q'), "qp", true, "number of QPs", Same),
+    latency(
+        flag(Some('q'), "qp", true, "number of QPs", Same),
+        Differs { how: "perftest's latency tests have no -q; gdrperf's hide it and refuse any value but 1" },
+    ),
     flag(
         Some('e'),
         "events",
