@@ -65,6 +65,17 @@ turned_away() {
     return 0
 }
 
+# peak_in_every_row NAME FILE ROWS: every one of the ROWS data rows of bandwidth CSV FILE has a
+# peak (bw_peak_mib_s positive) and no "no peak" note (issue 30: perftest prints one per size).
+peak_in_every_row() {
+    problems=$(awk -F, -v rows="$3" '
+        /^#/ { next }
+        !header++ { for (i = 1; i <= NF; i++) col[$i] = i; next }
+        { n++; if (!($col["bw_peak_mib_s"] + 0 > 0)) print "row " n " (" $col["bytes"] " B) has no peak: " $col["peak_note"] }
+        END { if (n != rows) print "expected " rows " rows, found " n }' "$2")
+    if [ -z "$problems" ]; then pass "$1: a peak in each of the $3 rows"; else fail "$1: a peak in every row" "$problems"; fi
+}
+
 # check_bw_csv NAME FILE ROWS: header has our columns, ROWS data rows, every number positive and
 # finite (the peak may be empty), validation column as expected.
 check_bw_csv() {

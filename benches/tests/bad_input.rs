@@ -73,6 +73,21 @@ const COMMON: &[Case] = &[
     case(&["--bind", "127.0.0.1", "--loopback"], &["'--bind <ADDR>' cannot be used with '--loopback'"]),
     case(&["--token", "", "host1"], &["--token (or GDRPERF_TOKEN) is empty"]),
     case(&["--no-such-flag"], &["unexpected argument '--no-such-flag'"]),
+    // -T and -S (issue 30), checked before any device opens.
+    case(&["--loopback", "-T", "300"], &["invalid value '300' for '--tclass <0-255>'"]),
+    case(&["--loopback", "-S", "16"], &["-S/--sl must be between 0 and 15"]),
+    case(&["-R", "-T", "106", "host1"], &["-T/--tclass is not supported with -R"]),
+    case(&["-R", "--sl", "1", "host1"], &["-S/--sl is not supported with -R"]),
+    // perftest's flags that gdrperf lacks: refused by the list (docs/perftest-flags.md), each
+    // naming gdrperf's spelling or saying it is not supported.
+    case(
+        &["--loopback", "-l", "4"],
+        &["perftest's -l, --post_list (requests per post call) is not supported"],
+    ),
+    case(&["--loopback", "--run_infinitely"], &["no endless mode: -D SECONDS"]),
+    case(&["--loopback", "--use_rocm=0"], &["gdrperf's device memory is NVIDIA's (CUDA) only"]),
+    case(&["--loopback", "-c", "UD"], &["gdrperf runs RC queue pairs only"]),
+    case(&["--loopback", "-W", "x"], &["the nic_* columns and --max-nic-errors"]),
 ];
 
 /// `-Q`/`-b` of the bandwidth tests.
@@ -213,6 +228,22 @@ fn every_binary_refuses_bad_input_with_exit_2_and_a_message_naming_it() {
         }
     }
     assert!(failures.is_empty(), "{} of {checked} cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn a_perftest_command_line_parses_in_every_binary() {
+    // perftest's spellings of a GPUDirect run with -T and -S: every flag is taken (-F with a
+    // note), so what stops the run here is the machine (no CUDA driver, no RDMA device), never
+    // the command line.
+    for (name, binary, _) in binaries() {
+        let arguments =
+            ["--loopback", "-T", "106", "-S", "0", "--use_cuda=0", "--report_gbits", "-F", "-n", "5"];
+        let (_, stderr) = run(&binary, &arguments, &[]);
+        assert!(stderr.contains("note: perftest's -F is ignored: "), "{name}: {stderr}");
+        for refusal in ["unexpected argument", "invalid value", "error: the argument"] {
+            assert!(!stderr.contains(refusal), "{name} refused a perftest flag: {stderr}");
+        }
+    }
 }
 
 #[test]

@@ -7,6 +7,11 @@ if run write_bw_loopback_sweep 0 gdr-write-bw --loopback -a -n 20 -t 16 -Q 4 --v
     pass "write_bw loopback -a --validate exits 0"
 fi
 check_bw_csv write_bw_loopback_sweep "$OUT/sweep.csv" 23 pass
+peak_in_every_row write_bw_loopback_sweep "$OUT/sweep.csv" 23
+# The README's sweep, as written there: 50 messages a size, one signalled completion (issue 30).
+if run readme_sweep 0 gdr-write-bw --loopback -a -n 50 --csv "$OUT/readme.csv"; then pass "README's -a -n 50 sweep exits 0"; fi
+peak_in_every_row readme_sweep "$OUT/readme.csv" 23
+if grep -q "no peak" "$OUT/readme_sweep.log"; then fail "readme_sweep: no empty-peak note" "$(grep -m2 "no peak" "$OUT/readme_sweep.log")"; else pass "readme_sweep: no empty-peak note"; fi
 if grep -q '"results"' "$OUT/sweep.json" && grep -q '"gdrperf_version"' "$OUT/sweep.json" && grep -q '"git_commit": "[0-9a-f]' "$OUT/sweep.json" \
         && [ "$(grep -c '"bw_avg_mib_s"' "$OUT/sweep.json")" = 23 ]; then
     pass "write_bw json has metadata and 23 results"
@@ -31,17 +36,33 @@ expect_in write_bw_client "BW average[Gb/sec]"
 
 # --- duration mode ------------------------------------------------------------------------------
 # -D 3 -f 1 (perftest's -f): measured from 1 s to 2 s, so elapsed_s is the 1 s window; nothing
-# left out of the peak's store (peak_events_not_stored 0, the last column).
+# left out of the peak's store (peak_events_not_stored 0).
 if run write_bw_duration 0 gdr-write-bw --loopback -s 4096 -D 3 -f 1 --csv "$OUT/duration.csv"; then
     pass "write_bw -D 3 -f 1 exits 0"
 fi
 check_bw_csv write_bw_duration "$OUT/duration.csv" 1 off
 expect_in write_bw_duration "measured between margins of 1 s (-f)"
-if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { e = $c["elapsed_s"]; n = $c["peak_events_not_stored"] } END { exit !(e > 0.999 && e < 1.001 && n == "0" && $NF == "0") }' "$OUT/duration.csv"; then
+if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { e = $c["elapsed_s"]; n = $c["peak_events_not_stored"] } END { exit !(e > 0.999 && e < 1.001 && n == "0") }' "$OUT/duration.csv"; then
     pass "write_bw -D 3 -f 1 averages over the 1 s window, no event left out"
 else
     fail "write_bw -D 3 -f 1 averages over the 1 s window" "$(tail -1 "$OUT/duration.csv")"
 fi
+
+# --- perftest's spellings, -T and -S reach the QP (issue 30) --------------------------------------
+# -T 106 is read back from the QP's address with ibv_query_qp (rxe keeps the address vector it
+# was given) and lands in the traffic_class column; perftest's --report_gbits and -F are taken.
+if run write_bw_tclass 0 gdr-write-bw --loopback -s 4096 -n 20 -T 106 -S 0 --report_gbits -F --csv "$OUT/tclass.csv"; then
+    pass "write_bw with perftest's -T 106 -S 0 --report_gbits -F exits 0"
+fi
+expect_in write_bw_tclass "QP reads back traffic class 106, service level 0"
+expect_in write_bw_tclass "BW average[Gb/sec]"
+expect_in write_bw_tclass "note: perftest's -F is ignored"
+if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { t = $c["traffic_class"]; s = $c["service_level"] } END { exit !(t == "106" && s == "0") }' "$OUT/tclass.csv"; then
+    pass "write_bw_tclass: the row's traffic_class is 106, service_level 0"
+else
+    fail "write_bw_tclass: the row's traffic_class is 106, service_level 0" "$(tail -1 "$OUT/tclass.csv")"
+fi
+run perftest_post_list 2 gdr-write-bw --loopback -l 4 && expect_in perftest_post_list "perftest's -l, --post_list (requests per post call) is not supported"
 
 # --- the worked example ------------------------------------------------------------------------
 # The client retries its connection for ten seconds (connect_with_retries): no ordering needed.

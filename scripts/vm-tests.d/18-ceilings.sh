@@ -10,8 +10,9 @@ if run ceiling_rxe 0 gdr-write-bw --loopback -s 65536 -n 20 --csv "$OUT/ceiling_
     pass "write_bw on rxe0 exits 0"
 fi
 expect_in ceiling_rxe "no hardware ceiling (software device): rxe0 (rxe)"
-# ... ceiling_limited_by, pct_of_ceiling (empty), ceiling_causes (empty), peak_events_not_stored.
-if grep -q ',no hardware ceiling (software device),,,[0-9][0-9]*$' "$OUT/ceiling_rxe.csv"; then
+# ... ceiling_limited_by, pct_of_ceiling (empty), ceiling_causes (empty), peak_events_not_stored,
+# traffic_class 0, service_level 0, peak_note (empty: no ceiling to be above).
+if grep -q ',no hardware ceiling (software device),,,[0-9][0-9]*,0,0,$' "$OUT/ceiling_rxe.csv"; then
     pass "ceiling_rxe: the row has no ceiling and no percentage"
 else
     fail "ceiling_rxe: the row has no ceiling and no percentage" "$(tail -1 "$OUT/ceiling_rxe.csv")"

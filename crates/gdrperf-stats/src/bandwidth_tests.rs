@@ -33,10 +33,11 @@ fn empty_polls_and_empty_posts_are_not_events() {
 #[test]
 fn steady_run_figures_by_hand() {
     // 1000-byte messages; the steady timeline of the peak's tests: 10 messages, last seen at
-    // 1800 ns. Average 10 000 B / 1.8 µs. The peak's spans hold at least 4 completion events:
-    // to the 4th event (8 messages by 1600) they start at the first post (the only one before
-    // the first event's 2 messages): 8 in 1600 ns; to the 5th, from a post before the 2nd
-    // event's 4 messages, again only the first: 10 in 1800 ns = 5.56 GB/s, the faster.
+    // 1800 ns. Average 10 000 B / 1.8 µs. The peak, perftest's search over every post and every
+    // later completion that covers the post's first message: from the post at 1000 (4 before
+    // it) to the completion at 1800 (10 done), 6 messages in 800 ns = 7.5 GB/s; the others are
+    // slower (0 -> 1800: 10 in 1800; 1000 -> 1600: 4 in 600; 1200 -> 1800: 4 in 600; 1400 ->
+    // 1800: 2 in 400; 0 -> 1000: 2 in 1000).
     let mut meter = BandwidthMeter::new(1000, 8).unwrap();
     meter.record_post(0, 4);
     meter.record_completion(1000, 2);
@@ -50,26 +51,44 @@ fn steady_run_figures_by_hand() {
     let report = meter.report().unwrap();
     assert_eq!(report.elapsed_nanos, 1800);
     assert!((report.average.bytes_per_second() - 10_000.0 / 1.8e-6).abs() < 1e-3);
-    assert_eq!(report.peak_span, Some(PeakSpan { messages: 10, nanos: 1800 }));
-    assert!((report.peak.unwrap().bytes_per_second() - 10_000.0 / 1.8e-6).abs() < 1e-3);
+    assert_eq!(report.peak_span, Some(PeakSpan { messages: 6, nanos: 800 }));
+    assert!((report.peak.unwrap().bytes_per_second() - 7.5e9).abs() < 1e-3);
     assert!((report.message_rate.messages_per_second() - 10.0 / 1.8e-6).abs() < 1e-6);
 }
 
 #[test]
-fn one_completion_event_leaves_the_peak_empty() {
+fn one_completion_event_gives_a_peak_as_perftest() {
+    // perftest prints a peak from one signalled completion: size / (tcompleted - tposted).
+    // 100 messages of 4096 B posted at 0, all seen at 5000 ns: 409 600 B / 5 µs = 81.92 GB/s,
+    // the average too.
     let mut meter = BandwidthMeter::new(4096, 8).unwrap();
     meter.record_post(0, 100);
     meter.record_completion(5000, 100);
     let report = meter.report().unwrap();
-    assert_eq!(report.peak, None);
-    assert_eq!(report.peak_span, None);
+    assert_eq!(report.peak_span, Some(PeakSpan { messages: 100, nanos: 5000 }));
+    assert!((report.peak.unwrap().bytes_per_second() - 81.92e9).abs() < 1e-3);
     assert_eq!(report.messages, 100);
 }
 
 #[test]
+fn a_late_batch_polled_at_once_gives_perftests_peak() {
+    // The demo's case (-t 64 -Q 8): one post of 64, each completion retiring 8, but a poll sees
+    // many at once: events at 6400 (16 done), 6500 (64 done). A second post of 36 at 6400 (64
+    // before it), all seen at 9000. Spans: 0 -> 6400: 16 in 6400; 0 -> 6500: 64 in 6500;
+    // 0 -> 9000: 100 in 9000 (0.0111/ns); 6400 -> 9000: 36 in 2600 (0.0138/ns), the fastest.
+    let mut meter = BandwidthMeter::new(1000, 8).unwrap();
+    meter.record_post(0, 64);
+    meter.record_completion(6400, 16);
+    meter.record_post(6400, 36);
+    meter.record_completion(6500, 48);
+    meter.record_completion(9000, 36);
+    assert_eq!(meter.report().unwrap().peak_span, Some(PeakSpan { messages: 36, nanos: 2600 }));
+}
+
+#[test]
 fn a_meter_without_posts_measures_from_its_origin() {
-    // A receiver: arrivals of 2 at 1000, 1200, 1400 and 1500. Spans start at 0 and hold 4
-    // events: 8 in 1500 ns.
+    // A receiver: arrivals of 2 at 1000, 1200, 1400 and 1500. Spans start at 0: 2 in 1000,
+    // 4 in 1200, 6 in 1400, 8 in 1500 ns, the fastest.
     let mut meter = BandwidthMeter::new(8, 8).unwrap();
     for nanos in [1000, 1200, 1400, 1500] {
         meter.record_completion(nanos, 2);

@@ -33,16 +33,18 @@ fn steady_stream_units_by_hand() {
 }
 
 #[test]
-fn two_polls_a_nanosecond_apart_do_not_make_a_peak() {
+fn two_polls_a_nanosecond_apart_do_not_make_a_peak_of_their_own() {
     // The case that showed "BW peak 1236 MiB/s next to BW average 31 MiB/s": the last CQEs seen by
     // two polls 1 ns apart. Completion-to-completion that read 8 messages in 1 ns; every span
-    // now starts at a post and holds at least 4 completion events: two events make no peak.
+    // starts at a post, so the spans are 8 in 2000 ns and 16 in 2001 ns: the peak is the
+    // latter, 16 000 B / 2001 ns, the average.
     let mut meter = BandwidthMeter::new(1000, 8).unwrap();
     meter.record_post(0, 16);
     meter.record_completion(2_000, 8);
     meter.record_completion(2_001, 8);
     let report = meter.report().unwrap();
-    assert_eq!((report.peak_span, report.peak), (None, None));
+    assert_eq!(report.peak_span, Some(PeakSpan { messages: 16, nanos: 2_001 }));
+    assert!(close(report.peak.unwrap().bytes_per_second(), 16_000.0 / 2_001.0 * 1e9));
     assert!(close(report.average.bytes_per_second(), 16_000.0 / 2_001.0 * 1e9));
 }
 
@@ -56,8 +58,9 @@ fn partial_last_batch_counts_its_actual_messages() {
     meter.record_completion(2_000, 4);
     meter.record_completion(2_200, 2);
     let report = meter.report().unwrap();
-    // Three completion events: fewer than a peak needs (4).
-    assert_eq!(report.peak_span, None);
+    // Spans from 0: 4 in 1000, 8 in 2000, 10 in 2200 ns; from the post at 1000 (8 before it):
+    // 2 in 1200. The fastest: 10 in 2200 ns.
+    assert_eq!(report.peak_span, Some(PeakSpan { messages: 10, nanos: 2_200 }));
     assert_eq!(report.messages, 10);
     assert!(close(report.average.bytes_per_second(), 10_000.0 / 2_200.0 * 1e9));
 }
@@ -73,7 +76,8 @@ fn report_serialises_every_unit() {
     assert_eq!(json["average"]["mib_per_second"], 4.0);
     assert_eq!(json["average"]["bytes_per_second"], 4_194_304.0);
     assert_eq!(json["message_rate"]["mpps"], 4e-6);
-    // The only span of 4 events: the post at 0 to the last completion.
+    // The fastest span: the post at 0 to the last completion (1 in 0.4 s, 2 in 0.6 s, 3 in 0.8 s
+    // are slower).
     assert_eq!(json["peak_span"]["nanos"], 1_000_000_000);
     assert_eq!(json["peak_span"]["messages"], 4);
     assert_eq!(json["window"], serde_json::Value::Null);

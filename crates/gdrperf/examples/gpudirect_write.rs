@@ -105,6 +105,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         local_gid: gid,
         read_depth: 1,
         service_level: 0,
+        traffic_class: 0,
     };
     queue_pair.connect(&theirs.endpoint, &path)?;
 

@@ -124,6 +124,7 @@ fn lane(index: usize, memory: Memory, device_name: Option<String>) -> Result<f64
         local_gid: gid,
         read_depth: 1,
         service_level: 0,
+        traffic_class: 0,
     };
     let (sender_end, receiver_end) = (sender.endpoint(port.lid, gid), receiver.endpoint(port.lid, gid));
     sender.connect(&receiver_end, &path)?;

@@ -62,6 +62,7 @@ fn request_into(
         local_gid: gid,
         read_depth: 1,
         service_level: 0,
+        traffic_class: 0,
     };
     let (sender_endpoint, receiver_endpoint) =
         (sender.endpoint(port.lid, gid), receiver.endpoint(port.lid, gid));

@@ -36,6 +36,19 @@ pub struct CommonArgs {
     #[arg(short = 'R', long = "rdma_cm", visible_alias = "rdma-cm", conflicts_with = "gid_index")]
     pub rdma_cm: bool,
 
+    /// Traffic class of the QPs' global route header, 0-255 (perftest's --tclass; default 0). On
+    /// RoCE it is the IP header's DSCP and ECN byte (DSCP 26 is 104): a lossless (PFC) class
+    /// needs the right one, or the test measures another queue. Not with -R (rdma_cm builds the
+    /// route; perftest's -T/--tos sets it there, see docs/perftest-flags.md).
+    #[arg(short = 'T', long = "tclass", visible_alias = "tos", value_name = "0-255")]
+    pub traffic_class: Option<u8>,
+
+    /// Service level of the QPs' address, 0-15 (perftest's -S; default 0): on InfiniBand the
+    /// subnet manager maps it to a virtual lane and its QoS. Not with -R (rdma_cm's path record
+    /// gives it).
+    #[arg(short = 'S', long = "sl", value_name = "0-15")]
+    pub service_level: Option<u8>,
+
     /// TCP port of the out-of-band exchange (with -R, rdma_cm listens from the same number up).
     #[arg(short = 'p', long = "port", default_value_t = 18515, value_name = "TCP_PORT")]
     pub port: u16,
@@ -80,7 +93,7 @@ pub struct CommonArgs {
     pub mtu: Option<u32>,
 
     /// Report bandwidth in Gb/s (10^9 bit/s) instead of MiB/s on the console (files carry both).
-    #[arg(long = "report-gbits", alias = "report_gbits")]
+    #[arg(long = "report-gbits")]
     pub report_gbits: bool,
 
     /// Untimed iterations per QP before each size's measurement.
@@ -194,7 +207,8 @@ pub enum GdrPath {
 /// Options of the bandwidth benchmarks.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BandwidthArgs {
-    /// Signal one work request in N (CQ moderation; default 100, or the TX depth if smaller).
+    /// Signal one work request in N (CQ moderation; default 100, but 1 when the one size (-s) is
+    /// above 8 KiB, as perftest; lowered to the TX depth when larger).
     /// The last request of a run is always signaled.
     #[arg(short = 'Q', long = "cq-mod", value_name = "N")]
     pub cq_mod: Option<u32>,

@@ -7,15 +7,42 @@
 
 use clap::{ArgMatches, Command, CommandFactory, FromArgMatches};
 
-use crate::bench::Bench;
+use crate::bench::{Bench, Measures};
+use crate::harness::perftest_flags;
 use crate::harness::TestDefaults;
 
 /// Parses the process's command line for `C` as bench `bench`'s binary: its name, its first help
 /// line and its defaults all come from the descriptor (see [`crate::bench`]).
 pub fn parse_bench<C: CommandFactory + FromArgMatches>(bench: &Bench) -> C {
     let command = C::command().name(bench.binary).bin_name(bench.binary).about(bench.about());
-    let matches: ArgMatches = with_test_defaults(command, bench.defaults).get_matches();
+    let mut command = bench_command(command, bench);
+    command.build();
+    let latency = bench.measures == Measures::Latency;
+    let arguments = match perftest_flags::translate(&command, std::env::args_os(), latency) {
+        Ok((arguments, notes)) => {
+            notes.iter().for_each(|note| eprintln!("{note}"));
+            arguments
+        }
+        Err(refusal) => {
+            eprintln!("error: {}", refusal.0);
+            std::process::exit(2);
+        }
+    };
+    let matches: ArgMatches = command.get_matches_from(arguments);
     C::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+}
+
+/// `command` as bench `bench`'s binary shows it: its defaults in the help, and no `-q` on the
+/// latency tests (perftest's have none; a library caller's `-q` other than 1 is still refused
+/// by `LatencyConfig`).
+pub fn bench_command(command: Command, bench: &Bench) -> Command {
+    let command = with_test_defaults(command, bench.defaults);
+    if bench.measures == Measures::Latency
+        && command.get_arguments().any(|argument| argument.get_id() == "qps")
+    {
+        return command.mut_arg("qps", |argument| argument.hide(true));
+    }
+    command
 }
 
 /// `command` with "[default: N]" appended to the help of the options `defaults` fills.

@@ -21,6 +21,7 @@ pub(crate) mod latency;
 pub(crate) mod memory;
 pub(crate) mod pcie;
 pub(crate) mod perftest_defaults;
+pub mod perftest_flags;
 pub(crate) mod ping_pong;
 pub(crate) mod placement;
 pub(crate) mod port_window;

@@ -31,6 +31,8 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         cpu: session.local.cpu.cpu_column(),
         numa_node: session.local.cpu.numa_node,
         gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local.buffers).unwrap_or_default(),
+        traffic_class: config.traffic_class.map(u32::from),
+        service_level: config.service_level.map(u32::from),
         nic: Default::default(),
         path: Some(RowPath::new(
             session.side.is_client(),
@@ -128,6 +130,7 @@ pub(crate) fn metadata<B: Benchmark>(
         HeaderLine::new("CPU", local.cpu.describe()),
         HeaderLine::new("QPs", config.qps.to_string()),
         HeaderLine::new("QP connection", qp_connection.clone()),
+        HeaderLine::new("QoS", quality_of_service(config, session)),
         HeaderLine::new("TX depth", config.tx_depth.to_string()),
         HeaderLine::new(
             "Stop",
@@ -209,6 +212,23 @@ pub(crate) fn metadata<B: Benchmark>(
         "clock": clock,
         "latency_span": config.latency_span,
         "qp_connection": qp_connection,
+        "traffic_class": config.traffic_class,
+        "service_level": config.service_level,
     });
     RunStart { header, metadata }
+}
+
+/// The header's "QoS" line: `-T` and `-S` as given, and as the first QP's address holds them
+/// (read back with `ibv_query_qp`).
+fn quality_of_service(config: &BenchConfig, session: &Session) -> String {
+    let given = match (config.traffic_class, config.service_level) {
+        (Some(class), Some(level)) => format!("traffic class {class} (-T), service level {level} (-S)"),
+        _ => "traffic class and service level from rdma_cm's route (-R)".into(),
+    };
+    match session.local.queue_pairs.first().and_then(|queue_pair| queue_pair.address_quality_of_service()) {
+        Some((level, class)) => {
+            format!("{given}; QP reads back traffic class {class}, service level {level}")
+        }
+        None => given,
+    }
 }

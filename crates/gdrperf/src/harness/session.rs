@@ -431,8 +431,15 @@ impl Session {
         // `-m` above it lowered to it (the header says so); a `-m` below it is kept.
         let mtu = effective_mtu(config.mtu, local.port.active_mtu, peer_mtu);
         let read_depth = local.read_depth;
-        let path =
-            PathSettings { port: local.port.number, mtu, local_gid: local.gid, read_depth, service_level: 0 };
+        let path = PathSettings {
+            port: local.port.number,
+            mtu,
+            local_gid: local.gid,
+            read_depth,
+            // With -R rdma_cm's route sets both (the config refuses -T and -S there).
+            service_level: config.service_level.unwrap_or(0),
+            traffic_class: config.traffic_class.unwrap_or(0),
+        };
         if let Some(rdma_cm) = local.rdma_cm.as_mut() {
             // A client reaches the server's rdma_cm listener at the address it reached its TCP
             // port at; a server (listening) needs no address.

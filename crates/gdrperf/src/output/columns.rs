@@ -130,6 +130,9 @@ const BANDWIDTH_ORDER: &[&str] = &[
     "pct_of_ceiling",
     "ceiling_causes",
     "peak_events_not_stored",
+    "traffic_class",
+    "service_level",
+    "peak_note",
 ];
 
 const SEND_BANDWIDTH_ORDER: &[&str] = &[
@@ -183,6 +186,9 @@ const SEND_BANDWIDTH_ORDER: &[&str] = &[
     "pct_of_ceiling",
     "ceiling_causes",
     "peak_events_not_stored",
+    "traffic_class",
+    "service_level",
+    "peak_note",
 ];
 
 const LATENCY_ORDER: &[&str] = &[
@@ -225,6 +231,8 @@ const LATENCY_ORDER: &[&str] = &[
     "nic_counters",
     "latency_span",
     "refused_samples",
+    "traffic_class",
+    "service_level",
 ];
 
 const ACCEPT_SUMMARY_ORDER: &[&str] = &[

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::harness::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
 use crate::harness::latency::{IntervalSink, LatencyRun};
-use crate::output::row_columns::{columns, MachineColumns, PlaceColumns};
+use crate::output::row_columns::{columns, MachineColumns, PlaceColumns, QosColumns};
 use crate::output::{Row, RowContext};
 
 /// What the measuring side found for one size, in integer nanoseconds (mean and deviation in
@@ -168,6 +168,8 @@ columns! {
         column latency_span: String,
         /// Samples refused instead of recorded: negative, or longer than the stall timeout.
         column refused_samples: u64,
+        /// `-T` and `-S` (appended in issue 30).
+        columns qos: QosColumns,
     }
 }
 
@@ -204,6 +206,7 @@ impl LatencyRow {
             machine: MachineColumns::of(context),
             latency_span: figures.span.map(LatencySpan::name).unwrap_or_default().to_string(),
             refused_samples: figures.refused_samples,
+            qos: QosColumns::of(context),
         }
     }
 }
@@ -573,7 +576,7 @@ mod tests {
             text.lines()
                 .next()
                 .unwrap()
-                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,latency_span,refused_samples"),
+                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,latency_span,refused_samples,traffic_class,service_level"),
             "{text}"
         );
 

@@ -232,6 +232,22 @@ impl MachineColumns {
     }
 }
 
+columns! {
+    /// The QPs' quality of service: `-T/--tclass` (the GRH's traffic class) and `-S/--sl` (the
+    /// service level). Empty with `-R`, where rdma_cm's route sets them.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct QosColumns {
+        column traffic_class: Option<u32>,
+        column service_level: Option<u32>,
+    }
+}
+
+impl QosColumns {
+    pub fn of(context: &RowContext) -> QosColumns {
+        QosColumns { traffic_class: context.traffic_class, service_level: context.service_level }
+    }
+}
+
 /// The NIC counter columns, in the order of [`NicColumns`]'s fields (declared beside the
 /// counters they sum, in `nic_counters`, which knows nothing of rows).
 impl Columns for NicColumns {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
 use crate::output::ceiling_columns::CeilingColumns;
-use crate::output::row_columns::{columns, MachineColumns, PlaceColumns};
+use crate::output::row_columns::{columns, MachineColumns, PlaceColumns, QosColumns};
 use crate::output::Row;
 
 /// Facts about the run that every row repeats, so that each row stands alone in a merged CSV:
@@ -36,6 +36,11 @@ pub struct RowContext {
     pub numa_node: Option<u32>,
     /// The bus id of `gpu_local` (0000:19:00.0), empty for host memory.
     pub gpu_local_bus_id: String,
+    /// `-T/--tclass` and `-S/--sl` as the QPs carry them; empty with `-R` (rdma_cm's route).
+    #[serde(default)]
+    pub traffic_class: Option<u32>,
+    #[serde(default)]
+    pub service_level: Option<u32>,
     /// This size's NIC counter deltas (set per size, before the row is made).
     #[serde(skip)]
     pub nic: crate::nic_counters::NicColumns,
@@ -52,7 +57,7 @@ columns! {
         column bytes: u64,
         /// Messages completed (all QPs; both directions when bidirectional).
         column iterations: u64,
-        /// perftest's peak (fastest post-to-completion span); empty with too few completions.
+        /// perftest's peak (fastest post-to-completion span); empty only where `peak_note` says why.
         column bw_peak_mib_s: Option<f64>,
         column bw_avg_mib_s: f64,
         column bw_peak_gbit_s: Option<f64>,
@@ -87,6 +92,11 @@ columns! {
         /// Post or completion marks that did not fit the store reserved before the run (both
         /// directions, every lane): the peak was searched over the stored part only; 0 normally.
         column peak_events_not_stored: u64,
+        /// `-T` and `-S` (appended in issue 30).
+        columns qos: QosColumns,
+        /// Why the peak cell is empty, or the mark of a peak above the path's ceiling (see
+        /// docs/methodology.md, "Peak"); empty for an ordinary peak.
+        column peak_note: String,
     }
 }
 
@@ -97,7 +107,7 @@ pub struct BandwidthFigures {
     pub message_size_bytes: u64,
     pub messages: u64,
     pub elapsed_nanos: u64,
-    /// Empty with too few completions to define a peak.
+    /// Empty when no completion came after a post.
     pub peak_bytes_per_second: Option<f64>,
     pub average_bytes_per_second: f64,
     pub messages_per_second: f64,
@@ -151,13 +161,15 @@ impl BandwidthRow {
         let spans = reports.iter().map(|report| report.peak_span).collect::<Option<Vec<_>>>();
         let bytes = reports.first().map(|report| report.message_size_bytes).unwrap_or(0);
         let bw_avg_gbit_s = sum(|report| report.average_bytes_per_second) * 8.0 / BITS_PER_GBIT;
+        let ceiling = CeilingColumns::for_row(context, bytes, settings.bidirectional, bw_avg_gbit_s);
+        let bw_peak_gbit_s = peak.map(|peak| peak * 8.0 / BITS_PER_GBIT);
         BandwidthRow {
             test: context.test.clone(),
             bytes,
             iterations: reports.iter().map(|report| report.messages).sum(),
             bw_peak_mib_s: peak.map(|peak| peak / BYTES_PER_MIB),
             bw_avg_mib_s: sum(|report| report.average_bytes_per_second) / BYTES_PER_MIB,
-            bw_peak_gbit_s: peak.map(|peak| peak * 8.0 / BITS_PER_GBIT),
+            bw_peak_gbit_s,
             bw_avg_gbit_s,
             msg_rate_mpps: sum(|report| report.messages_per_second) / 1e6,
             elapsed_s: reports.iter().map(|report| report.elapsed_nanos as f64 / 1e9).fold(0.0, f64::max),
@@ -175,8 +187,10 @@ impl BandwidthRow {
             peak_span_s: spans
                 .as_ref()
                 .map(|spans| spans.iter().map(|span| span.1).max().unwrap_or(0) as f64 / 1e9),
-            ceiling: CeilingColumns::for_row(context, bytes, settings.bidirectional, bw_avg_gbit_s),
+            peak_note: peak_note(bw_peak_gbit_s, ceiling.ceiling_gbps),
+            ceiling,
             peak_events_not_stored: reports.iter().map(|report| report.events_not_stored).sum(),
+            qos: QosColumns::of(context),
         }
     }
 
@@ -217,6 +231,7 @@ impl BandwidthRow {
             machine: MachineColumns::aggregate(lanes.iter().map(|row| &row.machine)),
             ceiling: CeilingColumns::aggregate(lanes.iter().map(|row| row.ceiling.clone()), bw_avg_gbit_s),
             peak_events_not_stored: lanes.iter().map(|row| row.peak_events_not_stored).sum(),
+            peak_note: PEAK_NOT_SUMMED.into(),
             ..first.clone()
         })
     }
@@ -233,7 +248,38 @@ pub(crate) fn combined_validation<'a>(mut values: impl Iterator<Item = &'a str> 
     }
 }
 
-/// A figure with two decimals, or "-" where it is undefined (a peak with too few completions).
+/// `peak_note` of an `all` row of `--concurrent`.
+pub(crate) const PEAK_NOT_SUMMED: &str = "no peak: the lanes' peaks are over different spans and do not add";
+/// `peak_note` of a row whose peak is above its ceiling.
+pub(crate) const PEAK_ABOVE_CEILING: &str = "above ceiling";
+
+/// The row's `peak_note` (docs/columns.md): why a peak is missing, or the mark of a peak above
+/// what the path can carry (`ceiling_gbps`). A peak is perftest's fastest post-to-completion
+/// span, and a span of one or two polls can be shorter than the stamps resolve (issue 25 saw
+/// twice the link in the VM): such a figure is kept, as perftest prints it, but marked.
+pub(crate) fn peak_note(peak_gbit_s: Option<f64>, ceiling_gbps: Option<f64>) -> String {
+    match (peak_gbit_s, ceiling_gbps) {
+        (None, _) => "no peak: no completion was seen after a post".into(),
+        (Some(peak), Some(ceiling)) if peak > ceiling => PEAK_ABOVE_CEILING.into(),
+        _ => String::new(),
+    }
+}
+
+/// The console's line under a row whose peak cell is empty or marked, saying why (empty
+/// otherwise).
+pub(crate) fn peak_console_note(note: &str) -> String {
+    match note {
+        "" => String::new(),
+        PEAK_ABOVE_CEILING => {
+            "\n     peak: above the path's ceiling, so its span (peak_messages in peak_span_s) \
+                               is shorter than the stamps resolve; read the average"
+                .into()
+        }
+        why => format!("\n     {why}"),
+    }
+}
+
+/// A figure with two decimals, or "-" where it is undefined (the row's `peak_note` says why).
 pub(crate) fn optional_figure(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_string(), |value| format!("{value:.2}"))
 }
@@ -290,12 +336,25 @@ impl Row for BandwidthRow {
             self.validation,
             lane_note(&self.lane, &self.place, &self.machine.gpu_local_bus_id)
         ) + &self.ceiling.console_note()
+            + &peak_console_note(&self.peak_note)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peak_above_the_ceiling_is_marked_and_an_empty_one_explained() {
+        assert_eq!(peak_note(Some(99.0), Some(100.0)), "");
+        assert_eq!(peak_note(Some(100.0), Some(100.0)), "", "at the ceiling is possible");
+        assert_eq!(peak_note(Some(100.5), Some(100.0)), PEAK_ABOVE_CEILING);
+        assert_eq!(peak_note(Some(500.0), None), "", "no ceiling known: nothing to judge against");
+        assert!(peak_note(None, Some(100.0)).starts_with("no peak: "));
+        assert_eq!(peak_console_note(""), "");
+        assert!(peak_console_note(PEAK_ABOVE_CEILING).contains("above the path's ceiling"));
+        assert_eq!(peak_console_note(PEAK_NOT_SUMMED), format!("\n     {PEAK_NOT_SUMMED}"));
+    }
 
     #[test]
     fn every_gpu_index_comes_with_its_bus_id_and_the_placement_columns_come_before_the_peak_span() {
@@ -335,10 +394,13 @@ mod tests {
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let mut lines = text.lines();
         assert!(
-            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored"),
+            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note"),
             "{text}"
         );
-        assert!(lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0"), "{text}");
+        assert!(
+            lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0,,,"),
+            "{text}"
+        );
         let mut second = row.clone();
         second.machine.numa_node = Some(1);
         second.machine.gpu_local_bus_id = "0000:2a:00.0".into();

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
 use crate::output::row_columns::{columns, serialize_cells, Cell, Columns};
-use crate::output::rows::{lane_note, optional_figure, BandwidthFigures, BandwidthSettings};
+use crate::output::rows::{
+    lane_note, optional_figure, peak_console_note, BandwidthFigures, BandwidthSettings,
+};
 use crate::output::{BandwidthRow, Row, RowContext};
 
 /// What one side of a SEND stream measured for one size.
@@ -211,6 +213,7 @@ impl Row for SendBandwidthRow {
             sender.validation,
             lane_note(&sender.lane, &sender.place, &sender.machine.gpu_local_bus_id)
         ) + &sender.ceiling.console_note()
+            + &peak_console_note(&sender.peak_note)
     }
 }
 
@@ -292,9 +295,9 @@ mod tests {
         // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
         // placement (cpu, numa_node), the NIC counters, the peak's span and the ceiling end both.
         let shared =
-            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored");
+            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note");
         assert!(header.starts_with(shared), "{header}");
-        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored"));
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note"));
         // Both ends' stores count, the receiver's too.
         let short = |figures: BandwidthFigures| Some(BandwidthFigures { events_not_stored: 3, ..figures });
         let both = row_of(
@@ -322,7 +325,9 @@ mod tests {
             (all.sender.lane.as_str(), all.sender.place.device.as_str(), all.sender.validation.as_str()),
             ("all", "rxe0+rxe1", "pass")
         );
-        assert!(all.console_line(BandwidthUnit::MebibytesPerSecond).ends_with("all lanes"));
+        let console = all.console_line(BandwidthUnit::MebibytesPerSecond);
+        assert!(console.lines().next().unwrap().ends_with("all lanes"), "{console}");
+        assert!(console.ends_with("\n     no peak: the lanes' peaks are over different spans and do not add"));
         // The receivers too are all bytes over the longest interval, not a sum of rates. Lane 0's
         // receiver takes 5000 × 64 KiB at 100 MiB/s (3.125 s), lane 1's at 50 MiB/s (6.25 s):
         // 10000 × 64 KiB = 625 MiB in 6.25 s is 100 MiB/s (the sum of the rates would be 150),

@@ -49,7 +49,10 @@ pub struct PathSettings {
     pub local_gid: Option<GidChoice>,
     /// Outstanding RDMA READs a QP may issue and accept (bounded by the device).
     pub read_depth: u8,
+    /// InfiniBand service level (`-S`), in the address vector.
     pub service_level: u8,
+    /// The GRH's traffic class (`-T`; RoCE: the IP header's DSCP and ECN byte), where a GRH is used.
+    pub traffic_class: u8,
 }
 
 /// One work request for the send queue.
@@ -159,6 +162,31 @@ impl RcQueuePair {
         Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes })
     }
 
+    /// The service level and the GRH's traffic class the QP's address holds, read back with
+    /// `ibv_query_qp` after [`RcQueuePair::connect`]: what `-S` and `-T` really reached (the run
+    /// header prints them; the VM test 10-write-bw checks them on rxe). `None` if the query fails.
+    pub fn address_quality_of_service(&self) -> Option<(u8, u8)> {
+        let mut attributes = std::mem::MaybeUninit::<rdma_mummy_sys::ibv_qp_attr>::zeroed();
+        let mut init = std::mem::MaybeUninit::<rdma_mummy_sys::ibv_qp_init_attr>::zeroed();
+        let mask = rdma_mummy_sys::ibv_qp_attr_mask::IBV_QP_AV.0 as i32;
+        // SAFETY: the QP lives as long as `self`; both structs are plain C data, zeroed, that
+        // ibv_query_qp fills, and it keeps no pointer to them.
+        let status = unsafe {
+            rdma_mummy_sys::ibv_query_qp(
+                self.queue_pair.qp().as_ptr(),
+                attributes.as_mut_ptr(),
+                mask,
+                init.as_mut_ptr(),
+            )
+        };
+        if status != 0 {
+            return None;
+        }
+        // SAFETY: zero-initialised and filled by a successful query.
+        let attributes = unsafe { attributes.assume_init() };
+        Some((attributes.ah_attr.sl, attributes.ah_attr.grh.traffic_class))
+    }
+
     pub fn qp_number(&self) -> u32 {
         self.queue_pair.qp_number()
     }
@@ -178,7 +206,7 @@ impl RcQueuePair {
         address.setup_dest_lid(remote.lid).setup_port(path.port).setup_service_level(path.service_level);
         if let (Some(remote_gid), Some(local_gid)) = (remote.gid, path.local_gid) {
             let remote_gid = SidewayGid { raw: remote_gid.0 };
-            address.setup_grh(&remote_gid, 0, local_gid.index as u8, 64, 0);
+            address.setup_grh(&remote_gid, 0, local_gid.index as u8, 64, path.traffic_class);
         }
         let mut ready_to_receive = QueuePairAttribute::new();
         ready_to_receive

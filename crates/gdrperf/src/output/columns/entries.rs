@@ -31,7 +31,7 @@ pub const COLUMNS: &[Column] = &[
     column("numa_node", "node", "NUMA node of those CPUs; empty when unknown or when they span nodes.", "sysfs"),
     // Bandwidth.
     column("iterations", "count", "Bandwidth: messages completed in the measured interval (all QPs; both directions with `-b`). Latency: samples taken, warm-up excluded.", MEASURED),
-    column("bw_peak_mib_s", "MiB/s", "perftest's peak: bytes over the fastest span from a post to the completion that closes it (see `peak_messages`, `peak_span_s`); empty with too few completions and in an `all` row.", MEASURED),
+    column("bw_peak_mib_s", "MiB/s", "perftest's peak: bytes over the fastest span from a post to the completion that closes it (see `peak_messages`, `peak_span_s`); empty only in an `all` row and in a size with no completion after a post (`peak_note` says why; a peak above `ceiling_gbps` is kept and marked there).", MEASURED),
     column("bw_avg_mib_s", "MiB/s", "Average bandwidth: bytes of `iterations` messages over `elapsed_s` (1 MiB = 2^20 bytes).", MEASURED),
     column("bw_peak_gbit_s", "Gb/s", "`bw_peak_mib_s` in gigabits per second (10^9 bits).", MEASURED),
     column("bw_avg_gbit_s", "Gb/s", "`bw_avg_mib_s` in gigabits per second (10^9 bits): the unit of acceptance thresholds.", MEASURED),
@@ -65,6 +65,9 @@ pub const COLUMNS: &[Column] = &[
     column("percentile_source", "exact_samples/histogram", "Where the median and percentiles come from: the sorted samples (up to 10^6 samples) or the HDR histogram (3 significant digits).", MEASURED),
     column("saturated_samples", "count", "Samples longer than the histogram's range, kept but clamped to its top: non-zero means `t_max_us` and the top percentiles are lower bounds.", MEASURED),
     column("refused_samples", "count", "Samples refused instead of recorded: negative, or longer than the stall timeout.", MEASURED),
+    column("traffic_class", "0-255", "The traffic class this side's QPs carry in their global route header (`-T/--tclass`, perftest's `--tclass`; default 0): on RoCE the IP header's DSCP and ECN byte. Empty with `-R`, where rdma_cm's route sets it. Appended in issue 30.", FLAGS),
+    column("service_level", "0-15", "The service level of this side's QPs' address (`-S/--sl`, perftest's `-S`; default 0): on InfiniBand the subnet manager maps it to a virtual lane. Empty with `-R`, where rdma_cm's path record sets it. Appended in issue 30.", FLAGS),
+    column("peak_note", "text", "Empty for an ordinary peak. Otherwise why `bw_peak_*` is empty (`no peak: ...`: the `all` row of `--concurrent`, whose lanes' peaks are over different spans and do not add; a run with no completion after a post), or `above ceiling`: the peak is above the row's `ceiling_gbps`, so its span (`peak_messages` in `peak_span_s`) was shorter than the polls' and posts' stamps resolve; read `bw_avg_*` (docs/methodology.md, the peak's row). The console prints the same note under the row. Appended in issue 30.", MEASURED),
     // NIC counters.
     column("nic_retransmissions", "count", "Retransmitted requests during this size: the sum of `completer_retry_err`, `local_ack_timeout_err`, `roce_adp_retrans`.", COUNTERS),
     column("nic_seq_errors", "count", "Out-of-sequence packets or NAKs for them (`rcvd_seq_err`, `out_of_sequence`, ...).", COUNTERS),
