@@ -26,7 +26,7 @@ Examples:
 
 Built-in profiles: ndr-400g, hdr-200g, softroce-smoke (profiles/*.toml in the repository;
 each value names its source). Results go to ./acceptance-HOST-DATE/ unless --out says where:
-summary.csv, summary.json and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
+summary.csv, summary.json, inventory.json (what it ran on) and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
 (no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
 
 Exit codes:
@@ -103,6 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from(format!("acceptance-{host}-{}", date.replace(':', ""))));
     std::fs::create_dir_all(&out).with_context(|| format!("creating the output folder {}", out.display()))?;
     println!("writing results to {}/", out.display());
+    crate::inventory::write(&out, &args.sysfs_root, &doctor)?;
     let total = steps.iter().filter(|step| matches!(step, Step::Run(_))).count();
     let mut rows = Vec::new();
     let mut done = 0;

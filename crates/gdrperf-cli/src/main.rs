@@ -13,6 +13,7 @@ mod compare;
 mod copy_bw;
 mod doctor;
 mod explain;
+mod inventory;
 mod selftest;
 mod slurm;
 

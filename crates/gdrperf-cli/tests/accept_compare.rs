@@ -153,6 +153,23 @@ fn a_node_without_gpu_passes_on_host_and_skips_the_gpu_rows() {
 }
 
 #[test]
+fn an_acceptance_folder_records_the_node_it_ran_on() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let scratch = Scratch::new("accept-inventory");
+    let (output, _) = accept(fixture.path(), &scratch, &[("FAKE_BW", "12.5"), ("FAKE_LAT", "3.1")]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let inventory: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(scratch.0.join("out/inventory.json")).unwrap())
+            .unwrap();
+    assert_eq!(inventory["node"]["kernel"], "6.1.0-18-amd64");
+    assert_eq!(inventory["node"]["hostname"], "fixture-node");
+    assert_eq!(inventory["node"]["nics"][0]["name"], "rxe0");
+    // A fixture root is not this machine: the doctor does not ask CUDA, and the file says so.
+    assert_eq!(inventory["cuda"]["version"], serde_json::Value::Null);
+    assert!(inventory["cuda"]["absent"].as_str().is_some_and(|reason| !reason.is_empty()), "{inventory}");
+}
+
+#[test]
 fn a_size_below_its_threshold_fails_with_exit_1() {
     let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
     let scratch = Scratch::new("accept-fail");

@@ -11,9 +11,12 @@
 //! 4. [`topology`]: PIX/PXB/PHB/NODE/SYS for a GPU × NIC pair, and the recommended NIC per GPU.
 //! 5. [`iommu`]: whether DMA is translated (the doctor judges it; `gdrperf-ceiling` names it as
 //!    a cause of a short row).
+//! 6. [`identity`]: what the node is for the record (versions, GUIDs, board ids, UUIDs, links,
+//!    the path between each GPU and NIC), which `gdrperf accept` writes as `inventory.json`.
 
 use std::path::{Path, PathBuf};
 
+pub mod identity;
 pub mod iommu;
 pub mod pci;
 pub mod pcie;
