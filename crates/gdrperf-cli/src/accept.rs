@@ -26,7 +26,8 @@ Examples:
 
 Built-in profiles: ndr-400g, hdr-200g, softroce-smoke (profiles/*.toml in the repository;
 each value names its source). Results go to ./acceptance-HOST-DATE/ unless --out says where:
-summary.csv, summary.json, inventory.json (what it ran on) and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
+summary.csv, summary.json, inventory.json (what it ran on), report.html (one
+self-contained page to read and sign) and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
 (no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
 
 Exit codes:
@@ -150,6 +151,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     acceptance::write_summary(&out, metadata, &rows)?;
     println!("summary: {0}/summary.csv, {0}/summary.json", out.display());
+    let report = gdrperf_report::report_html::write(&out)?;
+    println!("report: {}", report.display());
     println!("results written to {}/", out.display());
     Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict)).exit_code()))
 }

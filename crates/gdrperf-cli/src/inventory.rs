@@ -11,7 +11,7 @@ use gdrperf_topology::SysRoot;
 use serde_json::{json, Value};
 
 /// The file's name in the acceptance folder; `gdrperf compare` and the HTML report read it.
-pub const FILE_NAME: &str = "inventory.json";
+pub const FILE_NAME: &str = gdrperf_report::report_inventory::FILE_NAME;
 
 /// Reads the node under `sysfs_root`, adds CUDA's facts from the doctor's report, and writes
 /// `inventory.json` into `folder`.

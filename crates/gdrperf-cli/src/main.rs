@@ -14,6 +14,7 @@ mod copy_bw;
 mod doctor;
 mod explain;
 mod inventory;
+mod report;
 mod selftest;
 mod slurm;
 
@@ -44,6 +45,8 @@ enum Command {
     Slurm(slurm::Args),
     /// Why is this row short? A stored result judged again against its path ceiling.
     Explain(explain::Args),
+    /// The self-contained report.html of an acceptance folder (accept writes it; this rewrites or checks it).
+    Report(report::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Slurm(args) => slurm::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(code) => code,

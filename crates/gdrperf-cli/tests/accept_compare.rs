@@ -167,6 +167,16 @@ fn an_acceptance_folder_records_the_node_it_ran_on() {
     // A fixture root is not this machine: the doctor does not ask CUDA, and the file says so.
     assert_eq!(inventory["cuda"]["version"], serde_json::Value::Null);
     assert!(inventory["cuda"]["absent"].as_str().is_some_and(|reason| !reason.is_empty()), "{inventory}");
+    // The report beside it shows the inventory, and `gdrperf report --check` verifies the files.
+    let report = std::fs::read_to_string(scratch.0.join("out/report.html")).unwrap();
+    assert!(report.contains("<div class=\"verdict PASS\">") && report.contains("<td>6.1.0-18-amd64</td>"));
+    let out = scratch.0.join("out");
+    let check = gdrperf(&["report", out.to_str().unwrap(), "--check"], &[]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+    std::fs::write(out.join("summary.csv"), "edited\n").unwrap();
+    let check = gdrperf(&["report", out.to_str().unwrap(), "--check"], &[]);
+    assert_eq!(check.status.code(), Some(1), "{}", text(&check));
+    assert!(text(&check).contains("summary.csv: changed since the report was written"), "{}", text(&check));
 }
 
 #[test]
