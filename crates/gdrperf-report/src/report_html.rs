@@ -243,11 +243,11 @@ fn ceiling_lines(row: &Value) -> String {
     if limited_by.is_empty() {
         return String::new();
     }
-    let share = match (row["pct_of_ceiling"].as_f64(), row["ceiling_gbps"].as_f64()) {
-        (Some(pct), Some(gbps)) => format!("{pct:.1}% of a {gbps:.2} Gb/s ceiling; "),
-        _ => String::new(),
+    let text = match (row["pct_of_ceiling"].as_f64(), row["ceiling_gbps"].as_f64()) {
+        (Some(pct), Some(gbps)) => format!("{pct:.1}% of a {gbps:.2} Gb/s ceiling, limited by {limited_by}"),
+        _ => limited_by.to_string(),
     };
-    let mut html = format!("<p>Path ceiling: {}limited by {}</p>\n", escape(&share), escape(limited_by));
+    let mut html = format!("<p>Path ceiling: {}</p>\n", escape(&text));
     let causes: Vec<&str> =
         row["ceiling_causes"].as_str().unwrap_or("").split(" | ").filter(|cause| !cause.is_empty()).collect();
     if !causes.is_empty() {

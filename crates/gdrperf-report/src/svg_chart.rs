@@ -149,11 +149,6 @@ fn frame(chart: &Chart) -> String {
         HEIGHT / 2.0,
         escape(chart.y_label)
     ));
-    svg.push_str(&format!(
-        "<text x=\"{}\" y=\"16\" font-size=\"13\" font-weight=\"bold\">{}</text>\n",
-        MARGIN.0,
-        escape(chart.title)
-    ));
     svg
 }
 
@@ -168,13 +163,18 @@ fn y_tick(at: f64, label: &str) -> String {
     )
 }
 
+/// The threshold as a dashed line across the plot, named in a legend above it (outside the
+/// plot, so that it never covers a bar's label).
 fn threshold_line(at: f64, value: f64) -> String {
+    let legend_right = WIDTH - MARGIN.1;
     format!(
-        "<line x1=\"{}\" x2=\"{}\" y1=\"{at:.1}\" y2=\"{at:.1}\" stroke=\"#b00020\" stroke-dasharray=\"6 4\" stroke-width=\"1.5\"/>\n<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"11\" fill=\"#b00020\">threshold {}</text>\n",
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{at:.1}\" y2=\"{at:.1}\" stroke=\"#b00020\" stroke-dasharray=\"6 4\" stroke-width=\"1.5\"/>\n\
+         <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"12\" y2=\"12\" stroke=\"#b00020\" stroke-dasharray=\"6 4\" stroke-width=\"1.5\"/>\n\
+         <text x=\"{legend_right:.1}\" y=\"16\" text-anchor=\"end\" font-size=\"11\" fill=\"#b00020\">threshold {}</text>\n",
         MARGIN.0,
         WIDTH - MARGIN.1,
-        WIDTH - MARGIN.1 - 4.0,
-        at - 4.0,
+        legend_right - 120.0,
+        legend_right - 96.0,
         format_number(value)
     )
 }
@@ -213,7 +213,7 @@ fn nice_ceiling(value: f64) -> f64 {
 fn format_number(value: f64) -> String {
     if value == 0.0 {
         "0".into()
-    } else if value.abs() >= 100.0 {
+    } else if value.abs() >= 100.0 || (value.abs() >= 1.0 && value.fract() == 0.0) {
         format!("{value:.0}")
     } else if value.abs() >= 10.0 {
         format!("{value:.1}")
