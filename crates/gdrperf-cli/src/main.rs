@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod accept;
 mod compare;
+mod compare_folders;
 mod copy_bw;
 mod doctor;
 mod explain;

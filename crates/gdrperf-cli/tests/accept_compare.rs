@@ -296,6 +296,31 @@ fn compare_exits_1_on_a_regression_and_0_within_tolerance() {
 }
 
 #[test]
+fn compare_of_two_acceptance_folders_names_what_changed_in_the_node_and_the_numbers() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let base = Scratch::new("compare-folders-base");
+    let (output, _) = accept(fixture.path(), &base, &[("FAKE_BW", "12.5"), ("FAKE_LAT", "3.1")]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    // The node is upgraded between the runs, and bandwidth drops by 20%.
+    std::fs::write(fixture.path().join("proc/sys/kernel/osrelease"), "6.1.0-25-amd64\n").unwrap();
+    let new = Scratch::new("compare-folders-new");
+    let (output, _) = accept(fixture.path(), &new, &[("FAKE_BW", "10"), ("FAKE_LAT", "3.1")]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let (base_out, new_out) = (base.0.join("out"), new.0.join("out"));
+    let output = gdrperf(&["compare", base_out.to_str().unwrap(), new_out.to_str().unwrap()], &[]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    assert!(printed.contains("inventory: kernel: 6.1.0-18-amd64 -> 6.1.0-25-amd64\n"), "{printed}");
+    assert!(
+        printed.contains("write_bw-host-rxe0.json") && printed.contains("-20.0%  REGRESSION"),
+        "{printed}"
+    );
+    let output = gdrperf(&["compare", base_out.to_str().unwrap(), base_out.to_str().unwrap()], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("inventory: unchanged"), "{}", text(&output));
+}
+
+#[test]
 fn compare_by_mem_shows_the_speedup_of_each_mode() {
     let scratch = Scratch::new("compare-mem");
     let run = scratch.write(

@@ -41,6 +41,7 @@ pub mod compare_parameters;
 pub mod error;
 pub mod evaluate;
 pub mod format;
+pub mod inventory_diff;
 pub mod manifest;
 pub mod modes;
 pub mod profile;
