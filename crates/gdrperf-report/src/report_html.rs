@@ -41,7 +41,7 @@ td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}t
 .PASS{background:#1b7f3a}.FAIL{background:#b00020}.ERROR{background:#c25e00}.SKIP{background:#777}\
 td.PASS,td.FAIL,td.ERROR,td.SKIP{color:#fff;font-weight:bold}.note{color:#555;font-size:13px}\
 pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap;word-break:break-all}\
-.test{border:1px solid #ddd;padding:8px 12px;margin:12px 0}";
+.test{border:1px solid #ddd;padding:8px 12px;margin:12px 0}.FAIL-text{color:#b00020}";
 
 /// Escapes text for HTML element content and double- or single-quoted attributes. Five
 /// replacements, written here rather than taken from a crate for one function.
@@ -84,13 +84,23 @@ pub fn render(folder: &Path) -> Result<String> {
         escape(host)
     );
     page.push_str(&verdict_section(metadata, overall, &rows));
+    page.push_str(
+        "<p class=\"note\">Sections: <a href=\"#tests\">tests</a> &middot; <a href=\"#thresholds\">thresholds</a> &middot; \
+         <a href=\"#inventory\">inventory</a> &middot; <a href=\"#commands\">commands</a> &middot; \
+         <a href=\"#manifest-section\">manifest</a></p>\n",
+    );
     page.push_str(&results_table(&rows));
-    page.push_str("<h2>Tests</h2>\n");
+    page.push_str("<h2 id=\"tests\">Tests</h2>\n");
     for row in &rows {
         page.push_str(&test_section(folder, row));
     }
     page.push_str(&thresholds_section(metadata, &rows));
-    page.push_str(&report_inventory::section(inventory.as_ref()));
+    let pairs_run: Vec<(String, String)> = rows
+        .iter()
+        .filter_map(|row| Some((row["gpu_bus_id"].as_str()?.to_string(), row["nic"].as_str()?.to_string())))
+        .filter(|(gpu, _)| !gpu.is_empty())
+        .collect();
+    page.push_str(&report_inventory::section(inventory.as_ref(), &pairs_run));
     page.push_str(&commands_section(folder, metadata, &rows));
     page.push_str(&manifest_section(&files));
     page.push_str("</body>\n</html>\n");
@@ -262,7 +272,7 @@ fn ceiling_lines(row: &Value) -> String {
 
 fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
     let mut html = format!(
-        "<h2>Thresholds and their sources</h2>\n<p>Profile {} (given as {}).</p>\n<table>\n<tr><th>test</th><th>mem</th><th>threshold</th><th>source</th></tr>\n",
+        "<h2 id=\"thresholds\">Thresholds and their sources</h2>\n<p>Profile {} (given as {}).</p>\n<table>\n<tr><th>test</th><th>mem</th><th>threshold</th><th>source</th></tr>\n",
         cell(&metadata["profile"]),
         cell(&metadata["profile_source"])
     );
@@ -289,7 +299,7 @@ fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
 }
 
 fn commands_section(folder: &Path, metadata: &Value, rows: &[Value]) -> String {
-    let mut html = format!("<h2>Commands</h2>\n<pre>{}\n", cell(&metadata["command"]));
+    let mut html = format!("<h2 id=\"commands\">Commands</h2>\n<pre>{}\n", cell(&metadata["command"]));
     let mut files: Vec<&str> = rows.iter().filter_map(|row| row["result_file"].as_str()).collect();
     files.retain(|file| !file.is_empty());
     files.dedup();
@@ -306,7 +316,7 @@ fn commands_section(folder: &Path, metadata: &Value, rows: &[Value]) -> String {
 
 fn manifest_section(files: &[ManifestEntry]) -> String {
     let mut html = String::from(
-        "<h2>Manifest</h2>\n<p class=\"note\">Every file of the folder but this report, as <code>sha256sum</code> writes it: \
+        "<h2 id=\"manifest-section\">Manifest</h2>\n<p class=\"note\">Every file of the folder but this report, as <code>sha256sum</code> writes it: \
          save the block as SHA256SUMS beside the files and run <code>sha256sum -c SHA256SUMS</code>.</p>\n<pre id=\"manifest\">",
     );
     html.push_str(&escape(&manifest::sha256sum_text(files)));

@@ -9,9 +9,11 @@ use crate::report_html::{cell, escape};
 /// The inventory's name in an acceptance folder.
 pub const FILE_NAME: &str = "inventory.json";
 
-/// The section; says so when the folder has no inventory.
-pub fn section(inventory: Option<&Value>) -> String {
-    let mut html = String::from("<h2>Inventory</h2>\n");
+/// The section; says so when the folder has no inventory. `pairs_run` are the (GPU bus id,
+/// NIC) pairs the summary's rows ran on: only their PCIe paths are drawn (a DGX has 72 pairs),
+/// the rest are counted and stay in `inventory.json`.
+pub fn section(inventory: Option<&Value>, pairs_run: &[(String, String)]) -> String {
+    let mut html = String::from("<h2 id=\"inventory\">Inventory</h2>\n");
     let Some(inventory) = inventory else {
         return html
             + "<p>No inventory.json in this folder: it was written by a gdrperf that did not record one.</p>\n";
@@ -100,9 +102,24 @@ pub fn section(inventory: Option<&Value>) -> String {
             }),
         ));
     }
-    let paths: Vec<&Value> = node["paths"].as_array().into_iter().flatten().collect();
+    let all_paths: Vec<&Value> = node["paths"].as_array().into_iter().flatten().collect();
+    let paths: Vec<&Value> = all_paths
+        .iter()
+        .copied()
+        .filter(|path| {
+            pairs_run
+                .iter()
+                .any(|(gpu, nic)| path["gpu_bus_id"] == gpu.as_str() && path["nic"] == nic.as_str())
+        })
+        .collect();
     if !paths.is_empty() {
-        html.push_str("<h3>PCIe paths between GPUs and NICs</h3>\n");
+        html.push_str("<h3>PCIe paths between the GPUs and NICs that ran</h3>\n");
+        if all_paths.len() > paths.len() {
+            html.push_str(&format!(
+                "<p class=\"note\">{} other GPU-NIC pairs are in inventory.json.</p>\n",
+                all_paths.len() - paths.len()
+            ));
+        }
         html.push_str(&table(
             &["GPU", "NIC", "relation", "bridges (link)"],
             paths.iter().map(|path| {
@@ -129,13 +146,21 @@ fn link(link: &Value) -> String {
     if link["current_speed"].is_null() && link["current_width"].is_null() {
         return "-".into();
     }
-    format!(
+    let text = format!(
         "{} x{} (max {} x{})",
         cell(&link["current_speed"]),
         cell(&link["current_width"]),
         cell(&link["max_speed"]),
         cell(&link["max_width"])
-    )
+    );
+    // A link below what both ends can do is what a reader looks for: it is marked.
+    let degraded = link["current_width"].as_u64() < link["max_width"].as_u64()
+        || (link["current_speed"].is_string() && link["current_speed"] != link["max_speed"]);
+    if degraded {
+        format!("<strong class=\"FAIL-text\">{text}</strong>")
+    } else {
+        text
+    }
 }
 
 /// Cells are already escaped HTML.

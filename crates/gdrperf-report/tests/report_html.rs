@@ -61,7 +61,7 @@ fn the_report_puts_the_verdict_first_and_plots_every_test() {
     let folder = Folder::copy_of_the_softroce_run("plots");
     let html = report_html::render(&folder.0).unwrap();
     let verdict = html.find("<div class=\"verdict PASS\">PASS</div>").expect("the verdict");
-    assert!(verdict < html.find("<h2>Tests</h2>").unwrap());
+    assert!(verdict < html.find("<h2 id=\"tests\">Tests</h2>").unwrap());
     // Bandwidth over size: a line and its point; latency: seven statistics as bars.
     assert!(html.contains("<polyline points=") && html.contains("<title>64 KiB: 0.478</title>"), "{html}");
     assert_eq!(html.matches("<rect x=").count() - html.matches("fill=\"#fafafa\"").count(), 7);
