@@ -13,6 +13,8 @@
 //!    a cause of a short row).
 //! 6. [`identity`]: what the node is for the record (versions, GUIDs, board ids, UUIDs, links,
 //!    the path between each GPU and NIC), which `gdrperf accept` writes as `inventory.json`.
+//! 7. [`pcie_health`]: AER counters and link speed/width of a GPU, a NIC and the bridges above
+//!    them, re-read per soak interval; what moved between two reads.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +22,7 @@ pub mod identity;
 pub mod iommu;
 pub mod pci;
 pub mod pcie;
+pub mod pcie_health;
 pub mod rdma;
 pub mod sysfs;
 pub mod topology;
