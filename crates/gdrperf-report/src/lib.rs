@@ -49,6 +49,7 @@ pub mod report_html;
 pub mod report_inventory;
 pub mod results;
 pub mod significance;
+pub mod soak;
 pub mod svg_chart;
 /// Threshold parsing and resolving, shared with the benches: `gdrperf-threshold`'s.
 pub use gdrperf_threshold::limit as threshold;
