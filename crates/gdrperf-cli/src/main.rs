@@ -18,6 +18,7 @@ mod inventory;
 mod report;
 mod selftest;
 mod slurm;
+mod soak_run;
 
 #[derive(Debug, Parser)]
 #[command(
