@@ -108,9 +108,19 @@ fn aer_errors_during_an_interval_are_tied_to_it_and_fail_the_soak() {
     assert_eq!(output.status.code(), Some(1), "{printed}");
     let lane = &soak_json(&out)["lanes"][0];
     assert_eq!(lane["stability"]["verdict"], "FAIL");
-    assert_eq!(lane["stability"]["marked"], serde_json::json!([0, 1]), "worst (a tie: the first) and the AER interval");
+    assert_eq!(
+        lane["stability"]["marked"],
+        serde_json::json!([0, 1]),
+        "worst (a tie: the first) and the AER interval"
+    );
     assert_eq!(lane["intervals"][1]["pcie_events"][0], "0000:17:00.0: AER correctable RxErr 0 -> 7");
     assert!(printed.contains("interval 1 (at "), "{printed}");
+    // The report draws the soak with the AER interval marked and its reason listed.
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("<h2 id=\"soak\">Soak</h2>"), "{report}");
+    assert!(report.contains("fill=\"#b00020\"><title>interval 1: 12.5</title></rect>"), "{report}");
+    assert!(report.contains("AER correctable RxErr 0 -&gt; 7"), "{report}");
+    assert!(gdrperf_report::report_html::external_references(&report).is_empty());
 }
 
 #[test]

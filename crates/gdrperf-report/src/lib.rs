@@ -47,6 +47,7 @@ pub mod modes;
 pub mod profile;
 pub mod report_html;
 pub mod report_inventory;
+pub mod report_soak;
 pub mod results;
 pub mod significance;
 pub mod soak;

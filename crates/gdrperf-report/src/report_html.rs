@@ -73,6 +73,7 @@ pub fn write(folder: &Path) -> Result<PathBuf> {
 pub fn render(folder: &Path) -> Result<String> {
     let summary = read_json(&folder.join("summary.json"))?;
     let inventory = read_json(&folder.join(report_inventory::FILE_NAME)).ok();
+    let soak = read_json(&folder.join(crate::report_soak::FILE_NAME)).ok();
     let metadata = &summary["metadata"];
     let rows = summary["results"].as_array().cloned().unwrap_or_default();
     let overall = summary["overall"].as_str().unwrap_or("ERROR");
@@ -94,6 +95,7 @@ pub fn render(folder: &Path) -> Result<String> {
     for row in &rows {
         page.push_str(&test_section(folder, row));
     }
+    page.push_str(&crate::report_soak::section(soak.as_ref()));
     page.push_str(&thresholds_section(metadata, &rows));
     let pairs_run: Vec<(String, String)> = rows
         .iter()

@@ -78,6 +78,76 @@ pub fn over_size(chart: &Chart, points: &[(u64, f64)]) -> String {
     svg + "</svg>\n"
 }
 
+/// Bandwidth interval by interval over a soak: `points` are `(interval number, value, marked)`,
+/// placed by number (intervals are of one length); a marked interval (something moved, or the
+/// worst) is drawn as a red square, one that measured nothing as a red cross.
+pub fn over_time(chart: &Chart, points: &[(f64, Option<f64>, bool)]) -> String {
+    if points.is_empty() {
+        return empty(chart, "no soak intervals");
+    }
+    let end = points.iter().map(|(start, ..)| *start).fold(0.0, f64::max).max(1.0);
+    let top = nice_ceiling(
+        points.iter().filter_map(|(_, value, _)| *value).chain(chart.threshold).fold(0.0, f64::max),
+    );
+    let x = |seconds: f64| MARGIN.0 + seconds / end * (WIDTH - MARGIN.0 - MARGIN.1);
+    let y = |value: f64| HEIGHT - MARGIN.3 - value / top * (HEIGHT - MARGIN.2 - MARGIN.3);
+    let mut svg = frame(chart);
+    for step in 0..=4 {
+        let value = top * f64::from(step) / 4.0;
+        svg.push_str(&y_tick(y(value), &format_number(value)));
+    }
+    let middle = (end / 2.0).round();
+    for number in [0.0, middle, end] {
+        svg.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"11\">{}</text>\n",
+            x(number),
+            HEIGHT - MARGIN.3 + 16.0,
+            format_number(number)
+        ));
+    }
+    svg.push_str(&format!(
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"12\">interval</text>\n",
+        (MARGIN.0 + WIDTH - MARGIN.1) / 2.0,
+        HEIGHT - 6.0
+    ));
+    if let Some(threshold) = chart.threshold {
+        svg.push_str(&threshold_line(y(threshold), threshold));
+    }
+    let line: Vec<String> = points
+        .iter()
+        .filter_map(|(start, value, _)| Some(format!("{:.1},{:.1}", x(*start), y((*value)?))))
+        .collect();
+    svg.push_str(&format!(
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"#1f5fa8\" stroke-width=\"2\"/>\n",
+        line.join(" ")
+    ));
+    for (index, (start, value, marked)) in points.iter().enumerate() {
+        let Some(value) = value else {
+            svg.push_str(&format!(
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"14\" fill=\"#b00020\">&#215;<title>interval {index}: nothing measured</title></text>\n",
+                x(*start),
+                HEIGHT - MARGIN.3 - 4.0
+            ));
+            continue;
+        };
+        let (cx, cy) = (x(*start), y(*value));
+        if *marked {
+            svg.push_str(&format!(
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"#b00020\"><title>interval {index}: {}</title></rect>\n",
+                cx - 5.0,
+                cy - 5.0,
+                format_number(*value)
+            ));
+        } else {
+            svg.push_str(&format!(
+                "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"3\" fill=\"#1f5fa8\"><title>interval {index}: {}</title></circle>\n",
+                format_number(*value)
+            ));
+        }
+    }
+    svg + "</svg>\n"
+}
+
 /// One bar per named statistic (`min`, `typical`, `p99`, ...), on a log10 axis so that a tail
 /// a thousand times the median still leaves the median readable.
 pub fn bars(chart: &Chart, bars: &[(&str, f64)]) -> String {
