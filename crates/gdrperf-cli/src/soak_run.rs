@@ -26,6 +26,8 @@ pub struct SoakPlan {
     /// The level and its source, or "a duration given on the command line".
     pub why: String,
     pub max_dip: Option<SourcedValue>,
+    /// The profile's allowance of NIC errors per run, held per interval.
+    pub max_nic_errors: u64,
 }
 
 impl SoakPlan {
@@ -44,7 +46,13 @@ pub fn resolve(profile: &Profile, asked: &str) -> anyhow::Result<SoakPlan> {
         bail!("--soak {asked}: profile {} has no [bandwidth] section to repeat", profile.name);
     }
     let (seconds, why) = soak.resolve(asked).map_err(anyhow::Error::msg)?;
-    Ok(SoakPlan { seconds, interval_s: soak.interval_s, why, max_dip: soak.max_dip.clone() })
+    Ok(SoakPlan {
+        seconds,
+        interval_s: soak.interval_s,
+        why,
+        max_dip: soak.max_dip.clone(),
+        max_nic_errors: profile.max_nic_errors,
+    })
 }
 
 /// The bench arguments with the run's length replaced by one interval (`-D seconds`).
@@ -113,7 +121,7 @@ pub fn run(
             );
             intervals.push(Interval { start_s, bandwidth_gbps, nic_errors, pcie_events });
         }
-        let stability = judge(&intervals, plan.max_dip.as_ref());
+        let stability = judge(&intervals, plan.max_dip.as_ref(), plan.max_nic_errors);
         println!("  {} stability: {}", lane.stem, stability.verdict);
         for reason in &stability.reasons {
             println!("    {reason}");

@@ -148,8 +148,10 @@ pub struct Stability {
     pub marked: Vec<usize>,
 }
 
-/// Judges `intervals` against the profile's dip level (`None`: the dip is reported only).
-pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>) -> Stability {
+/// Judges `intervals` against the profile's dip level (`None`: the dip is reported only) and
+/// its `max_nic_errors` per interval (the same allowance a row has: 0 in a real profile; the
+/// Soft-RoCE smoke profile allows TCG's occasional retransmission).
+pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>, max_nic_errors: u64) -> Stability {
     let level = match max_dip {
         Some(dip) => format!("worst interval at most {} below the median ({})", dip.value, dip.source),
         None => "none: the profile sets no max_dip, so the dip is reported, not judged".into(),
@@ -181,13 +183,17 @@ pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>) -> Stabilit
             reasons.push(format!("{at}: the run measured nothing"));
             verdict = Verdict::Error;
         }
-        if interval.nic_errors > 0 {
-            reasons.push(format!("{at}: NIC error counters moved by {}", interval.nic_errors));
+        let errors = interval.nic_errors > max_nic_errors;
+        if errors {
+            reasons.push(format!(
+                "{at}: NIC error counters moved by {} (allowed {max_nic_errors})",
+                interval.nic_errors
+            ));
         }
         for event in &interval.pcie_events {
             reasons.push(format!("{at}: {event}"));
         }
-        if interval.nic_errors > 0 || !interval.pcie_events.is_empty() {
+        if errors || !interval.pcie_events.is_empty() {
             if verdict == Verdict::Pass {
                 verdict = Verdict::Fail;
             }
