@@ -21,17 +21,21 @@ const AFTER_HELP: &str = "\
 Examples:
   gdrperf accept --profile ndr-400g
   gdrperf accept --profile ./my-cluster.toml --mem host,cuda --out results/node7/acceptance
+  gdrperf accept --profile ndr-400g --soak r3     (then each bandwidth lane for 15 minutes, in
+                                                   intervals: bandwidth, NIC errors, PCIe AER and
+                                                   links re-read; judged on stability, soak.json)
   gdrperf accept --profile hdr-200g --dry-run     (print every bench command, run nothing;
                                                    exit 2 if a row cannot run, as for a real run)
 
 Built-in profiles: ndr-400g, hdr-200g, softroce-smoke (profiles/*.toml in the repository;
 each value names its source). Results go to ./acceptance-HOST-DATE/ unless --out says where:
-summary.csv, summary.json and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
+summary.csv, summary.json, inventory.json (what it ran on), report.html (one
+self-contained page to read and sign) and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
 (no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
 
 Exit codes:
   0  every row passed (or was skipped)
-  1  at least one row missed its threshold
+  1  at least one row missed its threshold, or a soak lane was unstable
   2  at least one row could not be measured, or the profile or doctor failed";
 
 /// Flags of `gdrperf accept`.
@@ -63,6 +67,10 @@ pub struct Args {
     /// Examine this sysfs root instead of / (passed to gdrperf doctor; for --dry-run on fixtures).
     #[arg(long, value_name = "DIR", default_value = "/")]
     sysfs_root: PathBuf,
+    /// After the rows, repeat each bandwidth lane for a soak: a level of the profile (r1..r4)
+    /// or a duration (20m); judged on stability, written to soak.json (default: no soak).
+    #[arg(long, value_name = "LEVEL|DURATION")]
+    soak: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -70,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--mem {unknown}: not a memory mode (modes: {})", MEMORY_MODES.join(", "));
     }
     let profile = Profile::load(&args.profile)?;
+    let soak = args.soak.as_deref().map(|asked| crate::soak_run::resolve(&profile, asked)).transpose()?;
     let doctor = ask_doctor(&args.sysfs_root)?;
     let node = node_from_doctor(&doctor, args.ib_dev.as_deref())?;
     let steps = acceptance::plan(&profile, &node, &args.mem);
@@ -103,6 +112,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from(format!("acceptance-{host}-{}", date.replace(':', ""))));
     std::fs::create_dir_all(&out).with_context(|| format!("creating the output folder {}", out.display()))?;
     println!("writing results to {}/", out.display());
+    crate::inventory::write(&out, &args.sysfs_root, &doctor)?;
+    let bandwidth_lanes: Vec<PlannedRun> = steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Run(run) if run.kind == acceptance::CheckKind::Bandwidth => Some(run.clone()),
+            _ => None,
+        })
+        .collect();
     let total = steps.iter().filter(|step| matches!(step, Step::Run(_))).count();
     let mut rows = Vec::new();
     let mut done = 0;
@@ -147,10 +164,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "gpus": node.gpus.iter().map(|(gpu, nic)| serde_json::json!({"gpu": gpu, "nic": nic})).collect::<Vec<_>>(),
         "nics": node.nics,
     });
+    let soak_verdict = match &soak {
+        Some(plan) => {
+            Some(crate::soak_run::run(plan, &bandwidth_lanes, &out, &args.sysfs_root, &|run, folder| {
+                execute(&args, run, folder, None)
+            })?)
+        }
+        None => None,
+    };
     acceptance::write_summary(&out, metadata, &rows)?;
     println!("summary: {0}/summary.csv, {0}/summary.json", out.display());
+    let report = gdrperf_report::report_html::write(&out)?;
+    println!("report: {}", report.display());
     println!("results written to {}/", out.display());
-    Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict)).exit_code()))
+    Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict)).exit_code()))
 }
 
 /// Runs `gdrperf doctor --json` (this executable), so that CUDA is loaded in a process of its

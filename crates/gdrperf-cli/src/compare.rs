@@ -91,6 +91,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         write_json(&args, &comparison)?;
         return Ok(if comparison.regressions() > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS });
     }
+    if let [base, new] = args.files.as_slice() {
+        if base.is_dir() && new.is_dir() {
+            return crate::compare_folders::run(base, new, args.metric.as_deref(), &args.tolerance);
+        }
+    }
     let files = read(&args.files)?;
     println!();
     match args.by {

@@ -10,11 +10,15 @@ use clap::{Parser, Subcommand};
 
 mod accept;
 mod compare;
+mod compare_folders;
 mod copy_bw;
 mod doctor;
 mod explain;
+mod inventory;
+mod report;
 mod selftest;
 mod slurm;
+mod soak_run;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -43,6 +47,8 @@ enum Command {
     Slurm(slurm::Args),
     /// Why is this row short? A stored result judged again against its path ceiling.
     Explain(explain::Args),
+    /// The self-contained report.html of an acceptance folder (accept writes it; this rewrites or checks it).
+    Report(report::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +61,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Slurm(args) => slurm::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(code) => code,

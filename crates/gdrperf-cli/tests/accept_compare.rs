@@ -153,6 +153,33 @@ fn a_node_without_gpu_passes_on_host_and_skips_the_gpu_rows() {
 }
 
 #[test]
+fn an_acceptance_folder_records_the_node_it_ran_on() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let scratch = Scratch::new("accept-inventory");
+    let (output, _) = accept(fixture.path(), &scratch, &[("FAKE_BW", "12.5"), ("FAKE_LAT", "3.1")]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let inventory: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(scratch.0.join("out/inventory.json")).unwrap())
+            .unwrap();
+    assert_eq!(inventory["node"]["kernel"], "6.1.0-18-amd64");
+    assert_eq!(inventory["node"]["hostname"], "fixture-node");
+    assert_eq!(inventory["node"]["nics"][0]["name"], "rxe0");
+    // A fixture root is not this machine: the doctor does not ask CUDA, and the file says so.
+    assert_eq!(inventory["cuda"]["version"], serde_json::Value::Null);
+    assert!(inventory["cuda"]["absent"].as_str().is_some_and(|reason| !reason.is_empty()), "{inventory}");
+    // The report beside it shows the inventory, and `gdrperf report --check` verifies the files.
+    let report = std::fs::read_to_string(scratch.0.join("out/report.html")).unwrap();
+    assert!(report.contains("<div class=\"verdict PASS\">") && report.contains("<td>6.1.0-18-amd64</td>"));
+    let out = scratch.0.join("out");
+    let check = gdrperf(&["report", out.to_str().unwrap(), "--check"], &[]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+    std::fs::write(out.join("summary.csv"), "edited\n").unwrap();
+    let check = gdrperf(&["report", out.to_str().unwrap(), "--check"], &[]);
+    assert_eq!(check.status.code(), Some(1), "{}", text(&check));
+    assert!(text(&check).contains("summary.csv: changed since the report was written"), "{}", text(&check));
+}
+
+#[test]
 fn a_size_below_its_threshold_fails_with_exit_1() {
     let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
     let scratch = Scratch::new("accept-fail");
@@ -282,6 +309,31 @@ fn compare_exits_1_on_a_regression_of_repeated_runs_and_never_on_single_runs() {
     let output = gdrperf(&["compare", &base[0], "/nonexistent.csv"], &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output).contains("cannot read /nonexistent.csv"), "{}", text(&output));
+}
+
+#[test]
+fn compare_of_two_acceptance_folders_names_what_changed_in_the_node_and_the_numbers() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let base = Scratch::new("compare-folders-base");
+    let (output, _) = accept(fixture.path(), &base, &[("FAKE_BW", "12.5"), ("FAKE_LAT", "3.1")]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    // The node is upgraded between the runs, and bandwidth drops by 20%.
+    std::fs::write(fixture.path().join("proc/sys/kernel/osrelease"), "6.1.0-25-amd64\n").unwrap();
+    let new = Scratch::new("compare-folders-new");
+    let (output, _) = accept(fixture.path(), &new, &[("FAKE_BW", "10"), ("FAKE_LAT", "3.1")]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let (base_out, new_out) = (base.0.join("out"), new.0.join("out"));
+    let output = gdrperf(&["compare", base_out.to_str().unwrap(), new_out.to_str().unwrap()], &[]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    assert!(printed.contains("inventory: kernel: 6.1.0-18-amd64 -> 6.1.0-25-amd64\n"), "{printed}");
+    assert!(
+        printed.contains("write_bw-host-rxe0.json") && printed.contains("-20.0%  REGRESSION"),
+        "{printed}"
+    );
+    let output = gdrperf(&["compare", base_out.to_str().unwrap(), base_out.to_str().unwrap()], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("inventory: unchanged"), "{}", text(&output));
 }
 
 #[test]

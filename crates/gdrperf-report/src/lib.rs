@@ -11,6 +11,10 @@
 //! * **How much does GPUDirect buy?** [`modes`] sets host, staged and GPUDirect rows of one run
 //!   side by side with the speed-up per size.
 //!
+//! * **What does the person signing read?** [`report_html`] writes one self-contained page per
+//!   acceptance folder: verdict, plots ([`svg_chart`]), causes, thresholds with sources, the
+//!   inventory ([`report_inventory`]) and a [`manifest`] of every raw file with its SHA-256.
+//!
 //! The crate knows nothing of verbs or CUDA: it reads what the benches wrote, so it runs on a
 //! laptop holding results copied off a cluster.
 //!
@@ -38,10 +42,17 @@ pub mod decision;
 pub mod error;
 pub mod evaluate;
 pub mod format;
+pub mod inventory_diff;
+pub mod manifest;
 pub mod modes;
 pub mod profile;
+pub mod report_html;
+pub mod report_inventory;
+pub mod report_soak;
 pub mod results;
 pub mod significance;
+pub mod soak;
+pub mod svg_chart;
 /// Threshold parsing and resolving, shared with the benches: `gdrperf-threshold`'s.
 pub use gdrperf_threshold::limit as threshold;
 

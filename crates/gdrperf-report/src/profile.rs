@@ -134,6 +134,9 @@ pub struct Profile {
     /// default 0: a link that passes on bandwidth but retransmits fails.
     #[serde(default)]
     pub max_nic_errors: u64,
+    /// Soak levels by name and the stability criterion (`crate::soak`); absent: no soak.
+    #[serde(default)]
+    pub soak: Option<crate::soak::SoakCheck>,
 }
 
 impl Profile {
@@ -212,6 +215,9 @@ impl Profile {
                 LatencyThreshold::parse(value).map(|_| ()).map_err(Into::into)
             })
             .map_err(&fail)?;
+        }
+        if let Some(soak) = &profile.soak {
+            soak.check().map_err(&fail)?;
         }
         Ok(profile)
     }

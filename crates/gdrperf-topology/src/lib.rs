@@ -12,13 +12,19 @@
 //! 5. [`iommu`]: whether DMA is translated (the doctor judges it; `gdrperf-ceiling` names it as
 //!    a cause of a short row).
 //! 6. [`aer`]: PCIe Advanced Error Reporting counters of any function on a path.
+//! 7. [`identity`]: what the node is for the record (versions, GUIDs, board ids, UUIDs, links,
+//!    the path between each GPU and NIC), which `gdrperf accept` writes as `inventory.json`.
+//! 8. [`pcie_health`]: AER counters and link speed/width of a GPU, a NIC and the bridges above
+//!    them, re-read per soak interval; what moved between two reads.
 
 use std::path::{Path, PathBuf};
 
 pub mod aer;
+pub mod identity;
 pub mod iommu;
 pub mod pci;
 pub mod pcie;
+pub mod pcie_health;
 pub mod rdma;
 pub mod sysfs;
 pub mod topology;

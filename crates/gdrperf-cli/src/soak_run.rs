@@ -1,0 +1,183 @@
+//! `gdrperf accept --soak LEVEL|DURATION`: after the acceptance rows, each bandwidth lane (a
+//! NIC, a memory mode, a GPU) runs again interval after interval for the soak's length. Per
+//! interval: the bandwidth, the NIC's error counters over the run (the bench's `nic_errors`),
+//! and the AER counters and links of the GPU, the NIC and every bridge above them, re-read
+//! after each interval (`gdrperf_topology::pcie_health`). Each lane is judged on stability by
+//! `gdrperf_report::soak::judge`; everything goes to `soak.json` and the interval files to
+//! `soak/`.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use gdrperf_report::acceptance::{AcceptanceRow, PlannedRun};
+use gdrperf_report::soak::{judge, Interval};
+use gdrperf_report::{Profile, SourcedValue, Verdict};
+use gdrperf_topology::identity::NodeIdentity;
+use gdrperf_topology::pcie_health::{changes, watched_functions, HealthSnapshot};
+use gdrperf_topology::SysRoot;
+use serde_json::json;
+
+/// The soak asked for, resolved against the profile before anything runs.
+#[derive(Debug, Clone)]
+pub struct SoakPlan {
+    pub seconds: f64,
+    pub interval_s: f64,
+    /// The level and its source, or "a duration given on the command line".
+    pub why: String,
+    pub max_dip: Option<SourcedValue>,
+    /// The profile's allowance of NIC errors per run, held per interval.
+    pub max_nic_errors: u64,
+}
+
+impl SoakPlan {
+    /// Number of intervals: the soak's length in whole intervals, at least one.
+    pub fn intervals(&self) -> usize {
+        ((self.seconds / self.interval_s).ceil() as usize).max(1)
+    }
+}
+
+/// `--soak` checked against the profile (a usage error, exit 2, when it cannot be run).
+pub fn resolve(profile: &Profile, asked: &str) -> anyhow::Result<SoakPlan> {
+    let Some(soak) = &profile.soak else {
+        bail!("--soak {asked}: profile {} has no [soak] section (levels and interval)", profile.name);
+    };
+    if profile.bandwidth.is_none() {
+        bail!("--soak {asked}: profile {} has no [bandwidth] section to repeat", profile.name);
+    }
+    let (seconds, why) = soak.resolve(asked).map_err(anyhow::Error::msg)?;
+    Ok(SoakPlan {
+        seconds,
+        interval_s: soak.interval_s,
+        why,
+        max_dip: soak.max_dip.clone(),
+        max_nic_errors: profile.max_nic_errors,
+    })
+}
+
+/// The bench arguments with the run's length replaced by one interval (`-D seconds`).
+fn with_duration(args: &[String], seconds: f64) -> Vec<String> {
+    let mut kept = Vec::new();
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if word == "-n" || word == "-D" {
+            words.next();
+            continue;
+        }
+        kept.push(word.clone());
+    }
+    kept.extend(["-D".to_string(), format!("{}", seconds.ceil().max(1.0) as u64)]);
+    kept
+}
+
+/// Runs the soak of every bandwidth lane in `runs`; writes `soak.json`; returns the worst
+/// stability verdict. `execute` runs one bench into a folder and judges its row.
+pub fn run(
+    plan: &SoakPlan,
+    runs: &[PlannedRun],
+    out: &Path,
+    sysfs_root: &Path,
+    execute: &dyn Fn(&PlannedRun, &Path) -> AcceptanceRow,
+) -> anyhow::Result<Verdict> {
+    let folder = out.join("soak");
+    std::fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
+    let sys = SysRoot::open(sysfs_root)?;
+    let identity = NodeIdentity::read(&sys);
+    let count = plan.intervals();
+    println!("\nsoak: {count} intervals of {} s per lane ({})", plan.interval_s, plan.why);
+    let mut lanes = Vec::new();
+    let mut verdicts = Vec::new();
+    for lane in runs {
+        let nic_address = identity
+            .nics
+            .iter()
+            .find(|nic| nic.name == lane.nic.device)
+            .and_then(|nic| nic.pci.as_ref().map(|pci| pci.address.clone()));
+        let devices: Vec<&str> =
+            lane.gpu.iter().map(|gpu| gpu.bus_id.as_str()).chain(nic_address.as_deref()).collect();
+        let watched = watched_functions(&sys, &devices);
+        let mut before = HealthSnapshot::read(&sys, &watched);
+        let started = Instant::now();
+        let mut intervals = Vec::new();
+        for index in 0..count {
+            let mut interval_run = lane.clone();
+            interval_run.stem = format!("{}-interval{index:03}", lane.stem);
+            interval_run.args = with_duration(&lane.args, plan.interval_s);
+            let start_s = started.elapsed().as_secs_f64();
+            let row = execute(&interval_run, &folder);
+            let after = HealthSnapshot::read(&sys, &watched);
+            let pcie_events: Vec<String> = changes(&before, &after).iter().map(ToString::to_string).collect();
+            before = after;
+            let nic_errors = nic_errors(&folder.join(format!("{}.json", interval_run.stem)), lane.bytes);
+            let bandwidth_gbps = row.value.filter(|_| row.verdict != Verdict::Error);
+            println!(
+                "  {} interval {index}: {}{}{}",
+                lane.stem,
+                bandwidth_gbps
+                    .map(|gbps| format!("{gbps:.3} Gb/s"))
+                    .unwrap_or_else(|| format!("ERROR {}", row.detail)),
+                if nic_errors > 0 { format!(", NIC errors +{nic_errors}") } else { String::new() },
+                pcie_events.iter().map(|event| format!(", {event}")).collect::<String>()
+            );
+            intervals.push(Interval { start_s, bandwidth_gbps, nic_errors, pcie_events });
+        }
+        let stability = judge(&intervals, plan.max_dip.as_ref(), plan.max_nic_errors);
+        println!("  {} stability: {}", lane.stem, stability.verdict);
+        for reason in &stability.reasons {
+            println!("    {reason}");
+        }
+        verdicts.push(stability.verdict);
+        lanes.push(json!({
+            "lane": lane.stem,
+            "nic": lane.nic.device,
+            "gpu": lane.gpu.as_ref().map(|gpu| gpu.label.clone()),
+            "mem": lane.mode,
+            "watched_pci_functions": watched,
+            "intervals": intervals,
+            "stability": stability,
+        }));
+    }
+    let overall = Verdict::overall(verdicts.iter().copied().chain([Verdict::Pass]));
+    let document = json!({
+        "duration_s": plan.seconds,
+        "interval_s": plan.interval_s,
+        "why": plan.why,
+        "stability": overall,
+        "lanes": lanes,
+    });
+    let path = out.join("soak.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&document)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("soak: {overall} ({})", path.display());
+    Ok(overall)
+}
+
+/// The judged size's `nic_errors` in a bench's JSON file; 0 when the file or column is absent.
+fn nic_errors(json: &Path, bytes: u64) -> u64 {
+    let Ok(text) = std::fs::read_to_string(json) else { return 0 };
+    let Ok(document) = serde_json::from_str::<serde_json::Value>(&text) else { return 0 };
+    document["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|row| row["bytes"].as_u64() == Some(bytes))
+        .and_then(|row| row["nic_errors"].as_u64())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interval_replaces_the_runs_length_and_keeps_the_port() {
+        let args: Vec<String> =
+            ["--loopback", "-d", "mlx5_0", "-i", "1", "-s", "65536", "-n", "500", "-q", "4"]
+                .map(String::from)
+                .into();
+        assert_eq!(
+            with_duration(&args, 10.0),
+            ["--loopback", "-d", "mlx5_0", "-i", "1", "-s", "65536", "-q", "4", "-D", "10"]
+        );
+    }
+}

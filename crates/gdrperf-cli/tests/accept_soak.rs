@@ -1,0 +1,133 @@
+//! `gdrperf accept --soak` as a user runs it, on fixture trees with a stand-in bandwidth bench:
+//! intervals are counted from the profile's level, PCIe AER counters that move during an
+//! interval are tied to it and fail the stability verdict, a quiet soak passes.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gdrperf_doctor_fixtures::{Dgx, FixtureDir, Machine};
+
+/// A scratch folder removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let path = std::env::temp_dir().join(format!("gdrperf-soak-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(path.join("bin")).unwrap();
+        Scratch(path)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// A gdr-write-bw stand-in: one row at FAKE_BW Gb/s; when FAKE_AER names a file, the third
+/// call writes receiver errors into it, as a flaky lane would mid-run.
+fn fake_bench(scratch: &Scratch) -> PathBuf {
+    let script = "#!/bin/sh\n\
+        while [ $# -gt 0 ]; do case $1 in --json) json=$2;; -s) size=$2;; --mem) mem=$2;; esac; shift; done\n\
+        calls=$(cat \"$FAKE_CALLS\" 2>/dev/null || echo 0); calls=$((calls + 1)); echo $calls > \"$FAKE_CALLS\"\n\
+        if [ -n \"$FAKE_AER\" ] && [ $calls -eq 3 ]; then printf 'RxErr 7\\nTOTAL_ERR_COR 7\\n' > \"$FAKE_AER\"; fi\n\
+        echo \"{\\\"metadata\\\":{},\\\"results\\\":[{\\\"test\\\":\\\"write_bw\\\",\\\"bytes\\\":$size,\\\"bw_avg_gbit_s\\\":$FAKE_BW,\\\"mem_local\\\":\\\"$mem\\\",\\\"nic_errors\\\":0}]}\" > \"$json\"\n";
+    let path = scratch.0.join("bin/gdr-write-bw");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    scratch.0.join("bin")
+}
+
+const PROFILE: &str = r#"
+name = "soak-test"
+description = "test profile"
+[bandwidth]
+test = "write_bw"
+size = 4096
+iterations = 10
+source = "test"
+min_bw.host = { value = "10Gb/s", source = "test figure" }
+[soak]
+interval_s = 10
+source = "test"
+levels.r1 = { duration = "40s", source = "test level" }
+"#;
+
+fn soak(root: &Path, scratch: &Scratch, soak: &str, env: &[(&str, String)]) -> (Output, PathBuf) {
+    let profile = scratch.0.join("profile.toml");
+    std::fs::write(&profile, PROFILE).unwrap();
+    let bench_dir = fake_bench(scratch);
+    let out = scratch.0.join("out");
+    let calls = scratch.0.join("calls").display().to_string();
+    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+        .args(["accept", "--profile", profile.to_str().unwrap(), "--sysfs-root", root.to_str().unwrap()])
+        .args(["--bench-dir", bench_dir.to_str().unwrap(), "--out", out.to_str().unwrap(), "--mem", "host"])
+        .args(["-d", "mlx5_0", "--soak", soak])
+        .env("FAKE_BW", "12.5")
+        .env("FAKE_CALLS", calls)
+        .envs(env.iter().map(|(key, value)| (*key, value.as_str())))
+        .output()
+        .unwrap();
+    (output, out)
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+fn soak_json(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_quiet_soak_passes_with_one_interval_per_ten_seconds_of_the_level() {
+    let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let scratch = Scratch::new("quiet");
+    let (output, out) = soak(fixture.path(), &scratch, "r1", &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let soak = soak_json(&out);
+    assert_eq!(soak["stability"], "PASS");
+    let lane = &soak["lanes"][0];
+    assert_eq!(lane["intervals"].as_array().unwrap().len(), 4, "40 s in 10 s intervals");
+    // The NIC and the bridges above it are watched (no GPU in a host lane).
+    assert_eq!(lane["watched_pci_functions"].as_array().unwrap().last().unwrap(), Dgx::nic(0).as_str());
+    assert!(out.join("soak/write_bw-host-mlx5_0-interval003.json").is_file());
+}
+
+#[test]
+fn aer_errors_during_an_interval_are_tied_to_it_and_fail_the_soak() {
+    let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let scratch = Scratch::new("aer");
+    let port = std::fs::canonicalize(fixture.path().join("sys/bus/pci/devices/0000:17:00.0")).unwrap();
+    let aer = port.join("aer_dev_correctable").display().to_string();
+    // Call 1 is the acceptance row; calls 2.. are soak intervals 0..: call 3 is interval 1.
+    let (output, out) = soak(fixture.path(), &scratch, "r1", &[("FAKE_AER", aer)]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    let lane = &soak_json(&out)["lanes"][0];
+    assert_eq!(lane["stability"]["verdict"], "FAIL");
+    assert_eq!(
+        lane["stability"]["marked"],
+        serde_json::json!([0, 1]),
+        "worst (a tie: the first) and the AER interval"
+    );
+    assert_eq!(lane["intervals"][1]["pcie_events"][0], "0000:17:00.0: AER correctable RxErr 0 -> 7");
+    assert!(printed.contains("interval 1 (at "), "{printed}");
+    // The report draws the soak with the AER interval marked and its reason listed.
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("<h2 id=\"soak\">Soak</h2>"), "{report}");
+    assert!(report.contains("fill=\"#b00020\"><title>interval 1: 12.5</title></rect>"), "{report}");
+    assert!(report.contains("AER correctable RxErr 0 -&gt; 7"), "{report}");
+    assert!(gdrperf_report::report_html::external_references(&report).is_empty());
+}
+
+#[test]
+fn a_soak_the_profile_cannot_run_is_a_usage_error() {
+    let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let scratch = Scratch::new("bad");
+    let (output, _) = soak(fixture.path(), &scratch, "r9", &[]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("--soak r9: neither a level of this profile (r1)"), "{}", text(&output));
+}

@@ -1,0 +1,385 @@
+//! `report.html`: one self-contained page per acceptance folder that a person can read, check
+//! and sign (issue 34). Verdict first; then per test the plot (bandwidth over size, latency
+//! percentiles) as inline SVG with the path ceiling's causes; the thresholds with their
+//! sources; the inventory the run was taken on; the commands; and the manifest of every raw
+//! file with its SHA-256.
+//!
+//! Built from the folder alone (`summary.json`, `inventory.json`, the benches' JSON files), so
+//! it can be written again for a folder copied off a cluster. Nothing is fetched: the style is
+//! in the page, plots are SVG text, no script. Every string from a file is escaped, because a
+//! peer's host name or a bench's message is not trusted markup. [`external_references`] is the
+//! check that the page stays self-contained.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::{ReportError, Result};
+use crate::manifest::{self, ManifestEntry};
+use crate::report_inventory;
+use crate::svg_chart::{self, Chart};
+
+/// The report's name in the acceptance folder.
+pub const FILE_NAME: &str = "report.html";
+
+/// The latency statistics plotted, as (bar label, result column), fastest first.
+const LATENCY_BARS: [(&str, &str); 7] = [
+    ("min", "t_min_us"),
+    ("typical", "t_typical_us"),
+    ("average", "t_avg_us"),
+    ("p99", "p99_us"),
+    ("p99.9", "p99_9_us"),
+    ("p99.99", "p99_99_us"),
+    ("max", "t_max_us"),
+];
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px auto;max-width:1100px;color:#222}\
+h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:28px}\
+h3{font-size:15px;margin-bottom:4px}table{border-collapse:collapse;margin:6px 0;font-size:13px}\
+td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}th{background:#f0f0f0}\
+.verdict{font-size:28px;font-weight:bold;padding:10px 16px;display:inline-block;color:#fff;border-radius:4px}\
+.PASS{background:#1b7f3a}.FAIL{background:#b00020}.ERROR{background:#c25e00}.SKIP{background:#777}\
+td.PASS,td.FAIL,td.ERROR,td.SKIP{color:#fff;font-weight:bold}.note{color:#555;font-size:13px}\
+pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap;word-break:break-all}\
+.test{border:1px solid #ddd;padding:8px 12px;margin:12px 0}.FAIL-text{color:#b00020}";
+
+/// Escapes text for HTML element content and double- or single-quoted attributes. Five
+/// replacements, written here rather than taken from a crate for one function.
+pub fn escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            other => escaped.push(other),
+        }
+    }
+    escaped
+}
+
+/// Writes `report.html` into the acceptance `folder`; returns its path.
+pub fn write(folder: &Path) -> Result<PathBuf> {
+    let html = render(folder)?;
+    let path = folder.join(FILE_NAME);
+    std::fs::write(&path, html)
+        .map_err(|error| ReportError::WriteFile { path: path.clone(), error: error.to_string() })?;
+    Ok(path)
+}
+
+/// The page for the acceptance `folder` (which must hold `summary.json`).
+pub fn render(folder: &Path) -> Result<String> {
+    let summary = read_json(&folder.join("summary.json"))?;
+    let inventory = read_json(&folder.join(report_inventory::FILE_NAME)).ok();
+    let soak = read_json(&folder.join(crate::report_soak::FILE_NAME)).ok();
+    let metadata = &summary["metadata"];
+    let rows = summary["results"].as_array().cloned().unwrap_or_default();
+    let overall = summary["overall"].as_str().unwrap_or("ERROR");
+    let host = metadata["host"].as_str().unwrap_or("unknown host");
+    let files = manifest::manifest(folder, &[FILE_NAME])?;
+
+    let mut page = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>gdrperf acceptance: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        escape(host)
+    );
+    page.push_str(&verdict_section(metadata, overall, &rows));
+    page.push_str(
+        "<p class=\"note\">Sections: <a href=\"#tests\">tests</a> &middot; <a href=\"#thresholds\">thresholds</a> &middot; \
+         <a href=\"#inventory\">inventory</a> &middot; <a href=\"#commands\">commands</a> &middot; \
+         <a href=\"#manifest-section\">manifest</a></p>\n",
+    );
+    page.push_str(&results_table(&rows));
+    page.push_str("<h2 id=\"tests\">Tests</h2>\n");
+    for row in &rows {
+        page.push_str(&test_section(folder, row));
+    }
+    page.push_str(&crate::report_soak::section(soak.as_ref()));
+    page.push_str(&thresholds_section(metadata, &rows));
+    let pairs_run: Vec<(String, String)> = rows
+        .iter()
+        .filter_map(|row| Some((row["gpu_bus_id"].as_str()?.to_string(), row["nic"].as_str()?.to_string())))
+        .filter(|(gpu, _)| !gpu.is_empty())
+        .collect();
+    page.push_str(&report_inventory::section(inventory.as_ref(), &pairs_run));
+    page.push_str(&commands_section(folder, metadata, &rows));
+    page.push_str(&manifest_section(&files));
+    page.push_str("</body>\n</html>\n");
+    Ok(page)
+}
+
+fn read_json(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| ReportError::ReadFile { path: path.to_path_buf(), error })?;
+    serde_json::from_str(&text)
+        .map_err(|error| ReportError::JsonFile { path: path.to_path_buf(), reason: error.to_string() })
+}
+
+/// A JSON value as a cell: strings bare, null as "-".
+pub(crate) fn cell(value: &Value) -> String {
+    match value {
+        Value::Null => "-".into(),
+        Value::String(text) if text.is_empty() => "-".into(),
+        Value::String(text) => escape(text),
+        other => escape(&other.to_string()),
+    }
+}
+
+fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
+    let count = |verdict: &str| rows.iter().filter(|row| row["verdict"] == verdict).count();
+    let overall_class = match overall {
+        "PASS" | "FAIL" | "ERROR" | "SKIP" => overall,
+        _ => "ERROR",
+    };
+    let mut html = format!(
+        "<h1>gdrperf acceptance of {}</h1>\n<p class=\"note\">profile {} &middot; {} &middot; gdrperf {} (commit {})</p>\n",
+        escape(metadata["host"].as_str().unwrap_or("unknown host")),
+        cell(&metadata["profile"]),
+        cell(&metadata["date"]),
+        cell(&metadata["gdrperf_version"]),
+        cell(&metadata["git_commit"]),
+    );
+    html.push_str(&format!(
+        "<div class=\"verdict {overall_class}\">{}</div>\n<p>{} pass, {} fail, {} skip, {} error of {} rows.</p>\n",
+        escape(overall),
+        count("PASS"),
+        count("FAIL"),
+        count("SKIP"),
+        count("ERROR"),
+        rows.len()
+    ));
+    if let Some(warnings) = metadata["warnings"].as_array().filter(|warnings| !warnings.is_empty()) {
+        html.push_str("<ul>\n");
+        for warning in warnings {
+            html.push_str(&format!("<li>{}</li>\n", cell(warning)));
+        }
+        html.push_str("</ul>\n");
+    }
+    html
+}
+
+fn results_table(rows: &[Value]) -> String {
+    let mut html = String::from(
+        "<table>\n<tr><th>verdict</th><th>test</th><th>mem</th><th>NIC</th><th>GPU</th><th>bytes</th><th>measured</th><th>threshold</th><th>detail</th></tr>\n",
+    );
+    for row in rows {
+        let verdict = row["verdict"].as_str().unwrap_or("ERROR");
+        let class = if ["PASS", "FAIL", "ERROR", "SKIP"].contains(&verdict) { verdict } else { "ERROR" };
+        let measured = row["value"]
+            .as_f64()
+            .map(|value| {
+                format!("{} {}", crate::format::table_number(value), row["unit"].as_str().unwrap_or(""))
+            })
+            .unwrap_or_else(|| "-".into());
+        html.push_str(&format!(
+            "<tr><td class=\"{class}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(verdict),
+            cell(&row["test"]),
+            cell(&row["mem"]),
+            cell(&row["nic"]),
+            cell(&row["gpu"]),
+            cell(&row["bytes"]),
+            escape(&measured),
+            cell(&row["threshold"]),
+            cell(&row["detail"]),
+        ));
+    }
+    html + "</table>\n"
+}
+
+/// The threshold's number in the row's unit (`0.01 Gb/s` -> 0.01, `typical 10000 us` -> 10000).
+fn threshold_value(row: &Value) -> Option<f64> {
+    let unit = row["unit"].as_str()?;
+    let words: Vec<&str> = row["threshold"].as_str()?.split_whitespace().collect();
+    words.windows(2).find(|pair| pair[1] == unit).and_then(|pair| pair[0].parse().ok())
+}
+
+fn test_section(folder: &Path, row: &Value) -> String {
+    let test = row["test"].as_str().unwrap_or("");
+    let place = match (row["gpu"].as_str().unwrap_or(""), row["nic"].as_str().unwrap_or("")) {
+        ("", nic) => nic.to_string(),
+        (gpu, nic) => format!("{gpu} on {nic}"),
+    };
+    let title = format!("{test} · {} · {place}", row["mem"].as_str().unwrap_or(""));
+    let mut html = format!(
+        "<div class=\"test\">\n<h3>{} <span class=\"note\">{}</span></h3>\n",
+        escape(&title),
+        cell(&row["verdict"])
+    );
+    let result_file = row["result_file"].as_str().unwrap_or("");
+    let result = if result_file.is_empty() { None } else { read_json(&folder.join(result_file)).ok() };
+    let result_rows =
+        result.as_ref().and_then(|result| result["results"].as_array().cloned()).unwrap_or_default();
+    let metric = row["metric"].as_str().unwrap_or("");
+    let unit = row["unit"].as_str().unwrap_or("");
+    let chart = Chart { title: &title, y_label: unit, threshold: threshold_value(row) };
+    if result.is_none() {
+        html.push_str(&format!(
+            "<p class=\"note\">No result file to plot{}.</p>\n",
+            if result_file.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} unreadable)", escape(result_file))
+            }
+        ));
+    } else if metric.starts_with("bw") {
+        let points: Vec<(u64, f64)> = result_rows
+            .iter()
+            .filter_map(|measured| Some((measured["bytes"].as_u64()?, measured[metric].as_f64()?)))
+            .collect();
+        html.push_str(&svg_chart::over_size(&chart, &points));
+    } else {
+        let measured = result_rows.iter().find(|measured| measured["bytes"] == row["bytes"]);
+        let bars: Vec<(&str, f64)> = LATENCY_BARS
+            .iter()
+            .filter_map(|(label, column)| Some((*label, measured?[column].as_f64()?)))
+            .collect();
+        html.push_str(&svg_chart::bars(&chart, &bars));
+    }
+    html.push_str(&ceiling_lines(row));
+    if let Some(counters) = result_rows
+        .iter()
+        .find(|measured| measured["bytes"] == row["bytes"])
+        .and_then(|measured| measured["nic_counters"].as_str())
+        .filter(|counters| !counters.is_empty())
+    {
+        html.push_str(&format!("<p class=\"note\">NIC counters over the run: {}</p>\n", escape(counters)));
+    }
+    html + "</div>\n"
+}
+
+/// The path ceiling and its causes, from the summary's columns (`gdrperf explain`'s judgement).
+fn ceiling_lines(row: &Value) -> String {
+    let limited_by = row["ceiling_limited_by"].as_str().unwrap_or("");
+    if limited_by.is_empty() {
+        return String::new();
+    }
+    let text = match (row["pct_of_ceiling"].as_f64(), row["ceiling_gbps"].as_f64()) {
+        (Some(pct), Some(gbps)) => format!("{pct:.1}% of a {gbps:.2} Gb/s ceiling, limited by {limited_by}"),
+        _ => limited_by.to_string(),
+    };
+    let mut html = format!("<p>Path ceiling: {}</p>\n", escape(&text));
+    let causes: Vec<&str> =
+        row["ceiling_causes"].as_str().unwrap_or("").split(" | ").filter(|cause| !cause.is_empty()).collect();
+    if !causes.is_empty() {
+        html.push_str("<ul>\n");
+        for cause in causes {
+            html.push_str(&format!("<li>cause: {}</li>\n", escape(cause)));
+        }
+        html.push_str("</ul>\n");
+    }
+    html
+}
+
+fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
+    let mut html = format!(
+        "<h2 id=\"thresholds\">Thresholds and their sources</h2>\n<p>Profile {} (given as {}).</p>\n<table>\n<tr><th>test</th><th>mem</th><th>threshold</th><th>source</th></tr>\n",
+        cell(&metadata["profile"]),
+        cell(&metadata["profile_source"])
+    );
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    for row in rows {
+        let key = (
+            row["test"].as_str().unwrap_or("").to_string(),
+            row["mem"].as_str().unwrap_or("").to_string(),
+            row["threshold"].as_str().unwrap_or("").to_string(),
+        );
+        if key.2.is_empty() || seen.contains(&key) {
+            continue;
+        }
+        html.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(&key.0),
+            escape(&key.1),
+            escape(&key.2),
+            cell(&row["threshold_source"])
+        ));
+        seen.push(key);
+    }
+    html + "</table>\n"
+}
+
+fn commands_section(folder: &Path, metadata: &Value, rows: &[Value]) -> String {
+    let mut html = format!("<h2 id=\"commands\">Commands</h2>\n<pre>{}\n", cell(&metadata["command"]));
+    let mut files: Vec<&str> = rows.iter().filter_map(|row| row["result_file"].as_str()).collect();
+    files.retain(|file| !file.is_empty());
+    files.dedup();
+    for file in files {
+        let Ok(result) = read_json(&folder.join(file)) else { continue };
+        let argv: Vec<&str> =
+            result["metadata"]["argv"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        if !argv.is_empty() {
+            html.push_str(&format!("{}\n", escape(&argv.join(" "))));
+        }
+    }
+    html + "</pre>\n"
+}
+
+fn manifest_section(files: &[ManifestEntry]) -> String {
+    let mut html = String::from(
+        "<h2 id=\"manifest-section\">Manifest</h2>\n<p class=\"note\">Every file of the folder but this report, as <code>sha256sum</code> writes it: \
+         save the block as SHA256SUMS beside the files and run <code>sha256sum -c SHA256SUMS</code>.</p>\n<pre id=\"manifest\">",
+    );
+    html.push_str(&escape(&manifest::sha256sum_text(files)));
+    html.push_str("</pre>\n<table>\n<tr><th>file</th><th>bytes</th></tr>\n");
+    for entry in files {
+        html.push_str(&format!("<tr><td>{}</td><td>{}</td></tr>\n", escape(&entry.path), entry.bytes));
+    }
+    html + "</table>\n"
+}
+
+/// The manifest block of a rendered page, unescaped: `sha256sum` text to verify the folder with.
+pub fn manifest_text(html: &str) -> Option<String> {
+    let start = html.find("<pre id=\"manifest\">")? + "<pre id=\"manifest\">".len();
+    let end = start + html[start..].find("</pre>")?;
+    Some(
+        html[start..end]
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&"),
+    )
+}
+
+/// Everything in `html` that would make a browser fetch or run something from outside the
+/// file: in a tag or a style block, `src=`/`href=` not to `#` or `data:`, `url(` not of
+/// `data:`, `@import`; and script, link, iframe, object or embed elements. Escaped text (a
+/// peer string reading `<img src=...>`) is not markup and is not counted. Empty for a
+/// self-contained page.
+pub fn external_references(html: &str) -> Vec<String> {
+    let lower = html.to_ascii_lowercase();
+    // The markup: every tag, plus the text of style elements (where CSS could fetch).
+    let mut markup = String::new();
+    let mut rest = lower.as_str();
+    while let Some(open) = rest.find('<') {
+        let close = rest[open..].find('>').map(|close| open + close + 1).unwrap_or(rest.len());
+        markup.push_str(&rest[open..close]);
+        markup.push('\n');
+        if rest[open..close].starts_with("<style") {
+            let end = rest[close..].find("</style").map(|end| close + end).unwrap_or(rest.len());
+            markup.push_str(&rest[close..end]);
+            rest = &rest[end..];
+        } else {
+            rest = &rest[close..];
+        }
+    }
+    let mut found = Vec::new();
+    for element in ["<script", "<link", "<iframe", "<object", "<embed", "@import"] {
+        if markup.contains(element) {
+            found.push(element.to_string());
+        }
+    }
+    for attribute in ["src=", "href=", "url("] {
+        let mut rest = markup.as_str();
+        while let Some(at) = rest.find(attribute) {
+            let value = rest[at + attribute.len()..].trim_start_matches(['"', '\'', ' ']);
+            if !(value.starts_with('#') || value.starts_with("data:")) {
+                found.push(format!("{attribute}{}", value.chars().take(40).collect::<String>()));
+            }
+            rest = &rest[at + attribute.len()..];
+        }
+    }
+    found
+}

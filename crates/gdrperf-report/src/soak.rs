@@ -1,0 +1,228 @@
+//! Soak: a profile's levels by name and the stability verdict over a run's intervals (issue 34).
+//!
+//! Levels are named like DCGM's `dcgmi diag -r 1..4` (r1 seconds, r2 about 2 minutes, r3 about
+//! 15 minutes, r4 longer), so a person picks the depth by name; each level names its source.
+//! The stability judgement is a pure function of the intervals: the worst interval's bandwidth
+//! against the median, no NIC error counter moving, no AER counter moving and no link changing
+//! (the PCIe events come from `gdrperf_topology::pcie_health`). A dip level the profile does not
+//! set is said: the dip is reported, not judged.
+//!
+//! ```toml
+//! [soak]
+//! interval_s = 10
+//! source = "why this interval"
+//! max_dip = { value = "10%", source = "..." }   # optional
+//! levels.r1 = { duration = "30s", source = "..." }
+//! levels.r3 = { duration = "15m", source = "..." }
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::evaluate::Verdict;
+use crate::profile::SourcedValue;
+use crate::significance::median;
+
+/// The `[soak]` section of a profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SoakCheck {
+    /// Length of one interval: one bench run, one counter and AER re-read.
+    pub interval_s: f64,
+    /// Where the interval comes from.
+    pub source: String,
+    /// How far the worst interval may fall below the median, as "N%".
+    #[serde(default)]
+    pub max_dip: Option<SourcedValue>,
+    /// Levels by name (`r1`..`r4`).
+    pub levels: BTreeMap<String, SoakLevel>,
+}
+
+/// One named soak depth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SoakLevel {
+    /// `30s`, `2m`, `15m`, `1h`.
+    pub duration: String,
+    pub source: String,
+}
+
+impl SoakCheck {
+    /// Checks the section once, when the profile is parsed: every duration parses, every level
+    /// and the dip level name a source.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.interval_s.is_finite() && self.interval_s > 0.0) {
+            return Err("[soak] interval_s must be a positive number of seconds".into());
+        }
+        if self.source.trim().is_empty() {
+            return Err("[soak] source is empty: say where the interval comes from".into());
+        }
+        if self.levels.is_empty() {
+            return Err("[soak] levels is empty: name at least one (r1, r2, ...)".into());
+        }
+        for (name, level) in &self.levels {
+            parse_duration(&level.duration).map_err(|error| format!("[soak] levels.{name}: {error}"))?;
+            if level.source.trim().is_empty() {
+                return Err(format!(
+                    "[soak] levels.{name}: source is empty: say where {} comes from",
+                    level.duration
+                ));
+            }
+        }
+        if let Some(dip) = &self.max_dip {
+            dip_percent(&dip.value)?;
+            if dip.source.trim().is_empty() {
+                return Err("[soak] max_dip: source is empty: say where the level comes from".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// `--soak NAME|DURATION`: a level of this profile, else a duration (`20m`), in seconds,
+    /// with what the choice rests on.
+    pub fn resolve(&self, asked: &str) -> Result<(f64, String), String> {
+        if let Some(level) = self.levels.get(asked) {
+            return Ok((parse_duration(&level.duration)?, format!("level {asked}: {}", level.source)));
+        }
+        parse_duration(asked).map(|seconds| (seconds, "a duration given on the command line".into())).map_err(
+            |_| {
+                format!(
+                    "--soak {asked}: neither a level of this profile ({}) nor a duration like 90s, 15m, 1h",
+                    self.levels.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            },
+        )
+    }
+}
+
+/// `90s`, `2m`, `15m`, `1h` (or plain seconds) in seconds.
+pub fn parse_duration(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    let (number, scale) = match text.char_indices().last() {
+        Some((at, 's')) => (&text[..at], 1.0),
+        Some((at, 'm')) => (&text[..at], 60.0),
+        Some((at, 'h')) => (&text[..at], 3600.0),
+        _ => (text, 1.0),
+    };
+    match number.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 => Ok(value * scale),
+        _ => Err(format!("{text:?} is not a duration (like 90s, 15m, 1h)")),
+    }
+}
+
+fn dip_percent(text: &str) -> Result<f64, String> {
+    match text.trim().trim_end_matches('%').trim().parse::<f64>() {
+        Ok(percent) if (0.0..100.0).contains(&percent) => Ok(percent),
+        _ => Err(format!("[soak] max_dip {text:?} is not a percentage from 0% to below 100%")),
+    }
+}
+
+/// One soak interval as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interval {
+    /// Seconds from the soak's start to this interval's start.
+    pub start_s: f64,
+    /// `None`: the interval's run measured nothing (it failed).
+    pub bandwidth_gbps: Option<f64>,
+    /// The NIC's error counters over the interval (the row's `nic_errors`: both ends).
+    pub nic_errors: u64,
+    /// What moved on PCIe in the interval (`pcie_health` events, worded).
+    pub pcie_events: Vec<String>,
+}
+
+/// The stability verdict and what it rests on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stability {
+    pub verdict: Verdict,
+    pub median_gbps: Option<f64>,
+    /// Index of the interval with the lowest bandwidth.
+    pub worst_interval: Option<usize>,
+    /// How far the worst interval is below the median, in percent.
+    pub dip_percent: Option<f64>,
+    /// The dip level and its source, or why there is none.
+    pub level: String,
+    /// Why it did not pass, each tied to its interval.
+    pub reasons: Vec<String>,
+    /// The intervals to mark on the plot: the worst, and every one where something moved.
+    pub marked: Vec<usize>,
+}
+
+/// Judges `intervals` against the profile's dip level (`None`: the dip is reported only) and
+/// its `max_nic_errors` per interval (the same allowance a row has: 0 in a real profile; the
+/// Soft-RoCE smoke profile allows TCG's occasional retransmission).
+pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>, max_nic_errors: u64) -> Stability {
+    let level = match max_dip {
+        Some(dip) => format!("worst interval at most {} below the median ({})", dip.value, dip.source),
+        None => "none: the profile sets no max_dip, so the dip is reported, not judged".into(),
+    };
+    let measured: Vec<f64> = intervals.iter().filter_map(|interval| interval.bandwidth_gbps).collect();
+    let median_gbps = median(&measured);
+    let worst_interval = intervals
+        .iter()
+        .enumerate()
+        .filter_map(|(index, interval)| Some((index, interval.bandwidth_gbps?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(index, _)| index);
+    let dip_percent = match (median_gbps, worst_interval) {
+        (Some(median), Some(worst)) if median > 0.0 => {
+            intervals[worst].bandwidth_gbps.map(|value| (median - value) / median * 100.0)
+        }
+        _ => None,
+    };
+    let mut reasons = Vec::new();
+    let mut marked: Vec<usize> = worst_interval.into_iter().collect();
+    let mut verdict = Verdict::Pass;
+    if intervals.is_empty() {
+        reasons.push("no interval was measured".to_string());
+        verdict = Verdict::Error;
+    }
+    for (index, interval) in intervals.iter().enumerate() {
+        let at = format!("interval {index} (at {:.0} s)", interval.start_s);
+        if interval.bandwidth_gbps.is_none() {
+            reasons.push(format!("{at}: the run measured nothing"));
+            verdict = Verdict::Error;
+        }
+        let errors = interval.nic_errors > max_nic_errors;
+        if errors {
+            reasons.push(format!(
+                "{at}: NIC error counters moved by {} (allowed {max_nic_errors})",
+                interval.nic_errors
+            ));
+        }
+        for event in &interval.pcie_events {
+            reasons.push(format!("{at}: {event}"));
+        }
+        if errors || !interval.pcie_events.is_empty() {
+            if verdict == Verdict::Pass {
+                verdict = Verdict::Fail;
+            }
+            if !marked.contains(&index) {
+                marked.push(index);
+            }
+        }
+    }
+    if let (Some(dip), Some(limit), Some(worst)) =
+        (dip_percent, max_dip.and_then(|dip| dip_percent_of(&dip.value)), worst_interval)
+    {
+        if dip > limit {
+            reasons.push(format!(
+                "interval {worst}: {dip:.1}% below the median {:.3} Gb/s (level {limit}%)",
+                median_gbps.unwrap_or_default()
+            ));
+            if verdict == Verdict::Pass {
+                verdict = Verdict::Fail;
+            }
+        }
+    }
+    marked.sort_unstable();
+    Stability { verdict, median_gbps, worst_interval, dip_percent, level, reasons, marked }
+}
+
+fn dip_percent_of(value: &str) -> Option<f64> {
+    dip_percent(value).ok()
+}
+
+#[cfg(test)]
+#[path = "soak_tests.rs"]
+mod tests;

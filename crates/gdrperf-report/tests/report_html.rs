@@ -1,0 +1,125 @@
+//! `report.html` of a real acceptance folder (the committed Soft-RoCE run in
+//! results/softroce/examples/acceptance), copied and spiked with hostile peer strings: the
+//! page is self-contained, escapes what it shows, and its manifest checks the files.
+
+use std::path::{Path, PathBuf};
+
+use gdrperf_report::manifest;
+use gdrperf_report::report_html::{self, external_references, manifest_text};
+
+/// A copy of the committed acceptance folder, removed on drop.
+struct Folder(PathBuf);
+
+impl Folder {
+    fn copy_of_the_softroce_run(name: &str) -> Folder {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/softroce/examples/acceptance");
+        let target = std::env::temp_dir().join(format!("gdrperf-report-html-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&target);
+        copy(&source, &target);
+        Folder(target)
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+const HOSTILE: &str = "<script>alert(1)</script><img src=http://evil.example/x.png>";
+
+/// Puts markup where a peer or a bench could: the host name, a row's detail, the inventory.
+fn spike(folder: &Path) {
+    let path = folder.join("summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    summary["metadata"]["host"] = HOSTILE.into();
+    summary["results"][1]["detail"] = format!("peer said {HOSTILE}").into();
+    std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    let inventory = serde_json::json!({
+        "node": {"hostname": HOSTILE, "kernel": "6.1.0-18-amd64", "nics": [{"name": "rxe0", "kind": "rxe",
+                 "board_id": "\" onmouseover=\"x", "ports": [], "pci": null}], "gpus": [], "paths": []},
+        "cuda": {"version": null, "absent": "libcuda.so.1 not found"},
+    });
+    std::fs::write(folder.join("inventory.json"), inventory.to_string()).unwrap();
+}
+
+#[test]
+fn the_report_puts_the_verdict_first_and_plots_every_test() {
+    let folder = Folder::copy_of_the_softroce_run("plots");
+    let html = report_html::render(&folder.0).unwrap();
+    let verdict = html.find("<div class=\"verdict PASS\">PASS</div>").expect("the verdict");
+    assert!(verdict < html.find("<h2 id=\"tests\">Tests</h2>").unwrap());
+    // Bandwidth over size: a line and its point; latency: seven statistics as bars.
+    assert!(html.contains("<polyline points=") && html.contains("<title>64 KiB: 0.478</title>"), "{html}");
+    assert_eq!(html.matches("<rect x=").count() - html.matches("fill=\"#fafafa\"").count(), 7);
+    assert!(html.contains("no hardware ceiling (software device)"));
+    assert!(html.contains("smoke test, no document: only a stalled run"), "threshold sources are shown");
+    assert!(html.contains("gdr-write-bw") && html.contains("gdrperf accept --profile softroce-smoke"));
+    assert!(html.contains("No inventory.json in this folder"), "the committed run predates the inventory");
+    assert!(external_references(&html).is_empty(), "{:?}", external_references(&html));
+}
+
+#[test]
+fn peer_strings_are_escaped_and_nothing_outside_the_file_is_referenced() {
+    let folder = Folder::copy_of_the_softroce_run("escape");
+    spike(&folder.0);
+    let html = report_html::render(&folder.0).unwrap();
+    assert!(!html.contains("<script") && !html.contains("<img"), "raw markup leaked");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!html.contains("\" onmouseover=\""), "attribute quote leaked");
+    assert!(html.contains("absent: libcuda.so.1 not found"));
+    assert_eq!(external_references(&html), Vec::<String>::new());
+}
+
+#[test]
+fn the_reference_check_catches_what_a_browser_would_fetch() {
+    for page in [
+        "<img src=\"http://x/y.png\">",
+        "<a href='https://x'>x</a>",
+        "<style>@import 'x.css';</style>",
+        "<div style=\"background:url(http://x)\"></div>",
+        "<script>1</script>",
+        "<link rel=stylesheet href=x.css>",
+    ] {
+        assert!(!external_references(page).is_empty(), "{page}");
+    }
+    for page in [
+        "<img src=\"data:image/png;base64,AA\">",
+        "<a href=\"#manifest\">m</a>",
+        "<p>src=http://x as text</p>",
+    ] {
+        assert!(external_references(page).is_empty(), "{page}: {:?}", external_references(page));
+    }
+}
+
+#[test]
+fn the_manifest_in_the_page_verifies_the_files_and_catches_a_change() {
+    let folder = Folder::copy_of_the_softroce_run("manifest");
+    let written = report_html::write(&folder.0).unwrap();
+    let html = std::fs::read_to_string(written).unwrap();
+    let text = manifest_text(&html).unwrap();
+    // Every file but the report, the HDR histograms in their sub-folder included.
+    let files = manifest::manifest(&folder.0, &[report_html::FILE_NAME]).unwrap();
+    assert_eq!(text.lines().count(), files.len());
+    assert!(text.contains("  read_lat-host-rxe0-hdr/read_lat-2B.hdr\n"), "{text}");
+    assert!(!text.contains(report_html::FILE_NAME));
+    assert_eq!(manifest::verify(&folder.0, &text), Vec::<String>::new());
+    std::fs::write(folder.0.join("write_bw-host-rxe0.csv"), "edited\n").unwrap();
+    assert_eq!(
+        manifest::verify(&folder.0, &text),
+        ["write_bw-host-rxe0.csv: changed since the report was written"]
+    );
+}
