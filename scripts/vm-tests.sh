@@ -32,6 +32,19 @@ run() {
     return 0
 }
 
+# wait_for_log FILE TEXT [SECONDS]: waits (default 60 s) until FILE holds TEXT; 1 if it never
+# does. Orders a client after its server: wait for "waiting for a client", never a fixed sleep.
+wait_for_log() {
+    for _ in $(seq $((${3:-60} * 5))); do
+        grep -qF -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
+# listening_server LOG: the bench server writing LOG is listening (its "waiting for a client" line).
+listening_server() { wait_for_log "$1" "waiting for a client on"; }
+
 # expect_in NAME TEXT: the log of NAME contains TEXT.
 expect_in() {
     if grep -qF -- "$2" "$OUT/$1.log"; then pass "$1: says '$2'"; else fail "$1: says '$2'" "$(tail -5 "$OUT/$1.log")"; fi

@@ -15,6 +15,7 @@ mod doctor;
 mod explain;
 mod selftest;
 mod slurm;
+mod token;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -43,6 +44,8 @@ enum Command {
     Slurm(slurm::Args),
     /// Why is this row short? A stored result judged again against its path ceiling.
     Explain(explain::Args),
+    /// Print a fresh shared secret for --token / GDRPERF_TOKEN: 128 random bits as hex.
+    Token(token::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Slurm(args) => slurm::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Token(args) => token::run(args),
     };
     match result {
         Ok(code) => code,

@@ -215,3 +215,57 @@ fn a_peers_failed_message_arrives_escaped_and_cut() {
     );
     assert!(error.len() < 600, "{} characters", error.len());
 }
+
+/// A server vetting one connection, and a raw client socket that plays a hostile peer.
+fn vetting_pair(timeout: Duration) -> (std::thread::JoinHandle<ExchangeResult<u32>>, TcpStream) {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut control = Control::accept(&listener, timeout).unwrap();
+        control.vet(&hello(), None)
+    });
+    (server, TcpStream::connect(("127.0.0.1", port)).unwrap())
+}
+
+/// Issue 31 item 1: a peer sending one byte per 20 ms (well inside the 200 ms read slice, so no
+/// read ever times out) is cut off by the handshake's one deadline, before it finishes its frame.
+#[test]
+fn a_trickling_peer_is_cut_off_by_the_handshake_deadline() {
+    let (server, mut stream) = vetting_pair(Duration::from_secs(1));
+    let frame_bytes = 2_000usize;
+    stream.write_all(&(frame_bytes as u32).to_be_bytes()).unwrap();
+    let trickler = std::thread::spawn(move || {
+        for sent in 0..frame_bytes {
+            if stream.write_all(b" ").is_err() {
+                return sent;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        frame_bytes
+    });
+    let error = server.join().unwrap().unwrap_err();
+    assert!(matches!(error, ExchangeError::Timeout { .. }), "{error}");
+    // The server closed its end when it gave up: the trickler's writes fail from then on.
+    assert!(trickler.join().unwrap() < frame_bytes, "the trickle ran to its end: no deadline cut it");
+}
+
+/// Issue 31 item 1: before the proof, a frame larger than a proof is refused from its length
+/// prefix alone (nothing of its body is read or allocated); an early close is named as such.
+#[test]
+fn before_the_proof_only_small_frames_are_read() {
+    let (server, mut stream) = vetting_pair(Duration::from_secs(5));
+    stream.write_all(&(MAX_MESSAGE_BYTES as u32).to_be_bytes()).unwrap();
+    let error = server.join().unwrap().unwrap_err();
+    match &error {
+        ExchangeError::TooLarge { len, limit, .. } => {
+            assert_eq!((*len, *limit), (MAX_MESSAGE_BYTES, PRE_PROOF_MAX_BYTES))
+        }
+        other => panic!("expected TooLarge, got {other}"),
+    }
+    assert!(error.to_string().contains("while waiting for the client's proof"), "{error}");
+
+    let (server, stream) = vetting_pair(Duration::from_secs(5));
+    drop(stream);
+    let error = server.join().unwrap().unwrap_err();
+    assert!(matches!(error, ExchangeError::Closed { .. }), "{error}");
+}
