@@ -329,7 +329,8 @@ impl Control {
         self.read_until(&mut body, deadline, during)?;
         match decode_body(&body) {
             Ok(Message::Failed { message }) => {
-                Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message: printable(&message) })
+                // Already cleaned where it was decoded (`decode_body`).
+                Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message })
             }
             Ok(message) => Ok(message),
             Err(detail) => Err(ExchangeError::Decode {

@@ -269,3 +269,32 @@ fn before_the_proof_only_small_frames_are_read() {
     let error = server.join().unwrap().unwrap_err();
     assert!(matches!(error, ExchangeError::Closed { .. }), "{error}");
 }
+
+/// Issue 31 item 2: every string of a peer's hello is cleaned where it is decoded, so no printer
+/// downstream (run header, sweep, terms, errors, CSV) ever holds an ESC or a huge name.
+#[test]
+fn a_peers_hello_is_cleaned_and_cut_where_it_is_decoded() {
+    let mut theirs = hello();
+    let huge = format!("\x1b[2J\x1b]0;owned\x07{}", "n".repeat(500_000));
+    theirs.host = huge.clone();
+    theirs.side.device = "rxe0\x1b[31m".into();
+    theirs.side.gpu = Some("gpu\r\nFAKE: ok".into());
+    theirs.placements = vec![huge.clone(), "host".into()];
+    theirs.parameters = json!({"test": "write_bw", "evil\x1b": [huge.clone()]});
+    let decoded = match decode_body(&encode(&Message::Hello(Box::new(theirs)))[4..]).unwrap() {
+        Message::Hello(hello) => hello,
+        other => panic!("decoded {other:?}"),
+    };
+    let text = serde_json::to_string(&decoded).unwrap();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\r') && !text.contains('\u{7}'),
+        "a control character survived"
+    );
+    assert!(text.len() < 4 * PEER_TEXT_CHARS + 2_000, "{} bytes survived", text.len());
+    assert!(decoded.host.starts_with("\\u{1b}[2J") && decoded.host.ends_with("more characters cut)"));
+    assert_eq!(decoded.side.device, "rxe0\\u{1b}[31m");
+    assert_eq!(decoded.placements[1], "host", "clean text is left as it is");
+    assert!(decoded.parameters.get("evil\\u{1b}").is_some(), "{}", decoded.parameters);
+    let failed = encode(&Message::Failed { message: "\x1b[2Jbye".into() });
+    assert_eq!(decode_body(&failed[4..]).unwrap(), Message::Failed { message: "\\u{1b}[2Jbye".into() });
+}
