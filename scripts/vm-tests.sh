@@ -50,6 +50,9 @@ wait_for_log() {
     return 0
 }
 
+# listening_server LOG: the bench server writing LOG is listening (its "waiting for a client" line).
+listening_server() { wait_for_log "$1" "waiting for a client on"; }
+
 # turned_away NAME PID TEXT: the server PID (its log $OUT/NAME.log) turned a client away naming
 # TEXT and keeps waiting for the right one (a stranger cannot end it); then ends the server.
 turned_away() {

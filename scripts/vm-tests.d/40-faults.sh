@@ -8,6 +8,9 @@
 # under TCG and a fault lands inside a size, not between two.
 
 SWEEP="-a -D 1 --warmup 4"
+# Tokens of 128 random bits (the benches refuse weaker ones): the server's, and a wrong one.
+TOKEN=7f3a9c01d2e84b56a0c4e1f29b3d5c68
+WRONG_TOKEN=c41e07b9a2d35f8e61a0b7c92d4e3f15
 
 # rows FILE: data rows of a CSV file (0 when missing).
 rows() { if [ -f "$1" ]; then echo $(( $(grep -vc '^#' "$1") - 1 )); else echo 0; fi; }
@@ -273,23 +276,23 @@ fi
 # --- the token: matching secrets connect; a wrong or missing one sees no key and cannot end the
 # server, which turns it away, names it, and keeps waiting for the right client ---------------
 next_port
-GDRPERF_TOKEN=s3cret gdr-write-bw -p $PORT -n 5 >"$OUT/token_server.log" 2>&1 &
+GDRPERF_TOKEN=$TOKEN gdr-write-bw -p $PORT -n 5 >"$OUT/token_server.log" 2>&1 &
 server=$!
-run token_match 0 gdr-write-bw -p $PORT -n 5 --token s3cret 127.0.0.1 && pass "token: matching tokens measure"
+run token_match 0 gdr-write-bw -p $PORT -n 5 --token $TOKEN 127.0.0.1 && pass "token: matching tokens measure"
 wait_exit $server 10; check_status token_match_server 0 "$OUT/token_server.log"
 
 next_port
-gdr-write-bw -p $PORT -n 5 --token s3cret >"$OUT/token_wrong_server.log" 2>&1 &
+gdr-write-bw -p $PORT -n 5 --token $TOKEN >"$OUT/token_wrong_server.log" 2>&1 &
 server=$!
-run token_wrong 2 gdr-write-bw -p $PORT -n 5 --token guess 127.0.0.1 && expect_in token_wrong "authentication with peer 127.0.0.1:$PORT failed: the server refused: wrong token"
+run token_wrong 2 gdr-write-bw -p $PORT -n 5 --token $WRONG_TOKEN 127.0.0.1 && expect_in token_wrong "authentication with peer 127.0.0.1:$PORT failed: the server refused: wrong token"
 # The same server run then serves the right client.
-run token_after_wrong 0 gdr-write-bw -p $PORT -n 5 --token s3cret 127.0.0.1 && pass "token: after a wrong-token client, the right one measures"
+run token_after_wrong 0 gdr-write-bw -p $PORT -n 5 --token $TOKEN 127.0.0.1 && pass "token: after a wrong-token client, the right one measures"
 wait_exit $server 10; check_status token_wrong_server 0 "$OUT/token_wrong_server.log"
 expect_in token_wrong_server "turned away 127.0.0.1:"
 expect_in token_wrong_server "wrong token: the client's proof does not match"
 
 next_port
-gdr-write-bw -p $PORT -n 5 --token s3cret >"$OUT/token_missing_server.log" 2>&1 &
+gdr-write-bw -p $PORT -n 5 --token $TOKEN >"$OUT/token_missing_server.log" 2>&1 &
 server=$!
 run token_missing 2 gdr-write-bw -p $PORT -n 5 127.0.0.1 && expect_in token_missing "the server requires a token and this client has none"
 turned_away token_missing_server $server "the client refused"
@@ -297,14 +300,14 @@ turned_away token_missing_server $server "the client refused"
 next_port
 gdr-write-bw -p $PORT -n 5 >"$OUT/token_one_sided_server.log" 2>&1 &
 server=$!
-run token_one_sided 2 gdr-write-bw -p $PORT -n 5 --token s3cret 127.0.0.1 && expect_in token_one_sided "this client has a token and the server has none"
+run token_one_sided 2 gdr-write-bw -p $PORT -n 5 --token $TOKEN 127.0.0.1 && expect_in token_one_sided "this client has a token and the server has none"
 turned_away token_one_sided_server $server "the client refused: this client has a token"
 
 # What a stranger without the token receives: the challenge, then the refusal; no rkey. The
 # server keeps waiting until --accept-timeout, then exits 2 saying whom it turned away.
 if command -v nc >/dev/null; then
     next_port
-    gdr-write-bw -p $PORT -n 5 --token s3cret --accept-timeout 20 >"$OUT/stranger_server.log" 2>&1 &
+    gdr-write-bw -p $PORT -n 5 --token $TOKEN --accept-timeout 20 >"$OUT/stranger_server.log" 2>&1 &
     server=$!
     # The stranger knocks once the server listens (its "waiting for a client" line), not after a
     # guessed second: before it, nc found no listener and the server turned nobody away.

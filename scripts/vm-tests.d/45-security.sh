@@ -2,7 +2,8 @@
 # scripts/vm-tests.sh (helpers: run, pass, fail, expect_in, next_port; outputs under $OUT).
 # See docs/security.md for what each case defends.
 
-SECRET=s3cretTOKEN
+# 128 random bits as hex, the form `gdrperf token` prints (weaker tokens are refused).
+SECRET=9d4b62e0f1a7c3858e2b0d6f4a1c7e93
 
 # no_secret NAME PATH...: no file under PATH (recursively) holds $SECRET; at least one file exists.
 no_secret() {
@@ -68,17 +69,22 @@ timed_client() {
 next_port
 GDRPERF_TOKEN=$SECRET gdr-write-bw -p $PORT -n 5 -s 4096 --timeout 30 >"$OUT/quiet_server.log" 2>&1 &
 server=$!
-sleep 1
+listening_server "$OUT/quiet_server.log"
 timed_client quiet
 wait $server
 alone_cs=$client_cs
 next_port
 GDRPERF_TOKEN=$SECRET gdr-write-bw -p $PORT -n 5 -s 4096 --timeout 30 >"$OUT/silent_server.log" 2>&1 &
 server=$!
-sleep 1
+listening_server "$OUT/silent_server.log"
 silent=""
 for i in 1 2 3 4 5; do sleep 20 | nc 127.0.0.1 $PORT >/dev/null 2>&1 & silent="$silent $!"; done
-sleep 1
+# Ordered by a condition: the five are connected (ESTABLISHED, state 01, on the server's port).
+port_hex=$(printf ':%04X' $PORT)
+for _ in $(seq 100); do
+    [ "$(awk -v port="$port_hex" '$4 == "01" && index($2, port) { n++ } END { print n + 0 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null)" -ge 5 ] && break
+    sleep 0.2
+done
 # One at a time, the first silent one would hold the server for its 30 s --timeout, and this
 # client (--timeout 3) would give up waiting for its challenge.
 timed_client silent

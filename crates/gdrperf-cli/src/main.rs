@@ -19,6 +19,7 @@ mod report;
 mod selftest;
 mod slurm;
 mod soak_run;
+mod token;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,6 +50,8 @@ enum Command {
     Explain(explain::Args),
     /// The self-contained report.html of an acceptance folder (accept writes it; this rewrites or checks it).
     Report(report::Args),
+    /// Print a fresh shared secret for --token / GDRPERF_TOKEN: 128 random bits as hex.
+    Token(token::Args),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Slurm(args) => slurm::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Report(args) => report::run(args),
+        Command::Token(args) => token::run(args),
     };
     match result {
         Ok(code) => code,

@@ -45,6 +45,13 @@ pub enum ConfigError {
     )]
     Placements { ours: Vec<String>, theirs: Vec<String> },
 
+    /// The peer lists more placements (so rounds, or lanes) than any node has: each would cost
+    /// this side a context, QPs and registered memory, so the count is refused before any is built.
+    #[error(
+        "the peer lists {theirs} memory placements and this side {ours}; at most {limit} pair up          (each round or lane builds QPs and registers memory): give fewer --mem/--gpu entries"
+    )]
+    TooManyPlacements { ours: usize, theirs: usize, limit: usize },
+
     /// `-R`: rdma_cm routes the address through another device or port than this run's.
     #[error(
         "-R/--rdma_cm: rdma_cm routes {address} through another RDMA device or port (node GUID {guid:#x} port {port}) \

@@ -203,7 +203,7 @@ mod tests {
             Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
         let mut ours = hello();
         ours.parameters = parameters;
-        let token = token.and_then(Token::new);
+        let token = token.and_then(|text| Token::new(text).ok());
         match control.exchange_hello(&ours, token.as_ref()) {
             Ok(_) => "ok".into(),
             Err(error) => error.to_string(),
@@ -215,7 +215,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
-            let secret = Token::new("s3cret").unwrap();
+            let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
             let mut refusals = Vec::new();
             let admitted = Control::admit(&listener, &hello(), door(Some(&secret), None), &mut |refusal| {
                 refusals.push(format!("{} {}: {}", refusal.count, refusal.peer, refusal.reason))
@@ -225,13 +225,17 @@ mod tests {
         let parameters = hello().parameters;
         // A port scan: connects and hangs up without a word.
         drop(std::net::TcpStream::connect(("127.0.0.1", port)).unwrap());
-        let wrong = client(port, Some("guess"), parameters.clone());
+        let wrong = client(port, Some("0123456789abcdef0123456789abcdef"), parameters.clone());
         assert!(wrong.contains("the server refused: wrong token"), "{wrong}");
         let missing = client(port, None, parameters.clone());
         assert!(missing.contains("the server requires a token"), "{missing}");
-        let other = client(port, Some("s3cret"), json!({"test": "write_bw", "tx_depth": 64}));
+        let other = client(
+            port,
+            Some("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4"),
+            json!({"test": "write_bw", "tx_depth": 64}),
+        );
         assert!(other.contains("it has -t 128, this side -t 64"), "{other}");
-        assert_eq!(client(port, Some("s3cret"), parameters), "ok");
+        assert_eq!(client(port, Some("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4"), parameters), "ok");
         let (admitted, refusals) = server.join().unwrap();
         let (peer, host) = admitted.expect("the right client is admitted");
         assert!(peer.starts_with("127.0.0.1:"), "{peer}");
@@ -252,7 +256,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
-            let secret = Token::new("s3cret").unwrap();
+            let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
             // A --timeout of 30 s: the silent ones would hold a one-at-a-time server that long.
             let door = Door { token: Some(&secret), timeout: Duration::from_secs(30), wait_limit: None };
             Control::admit(&listener, &hello(), door, &mut |_| {}).map(|(_, theirs)| theirs.host)
@@ -261,7 +265,7 @@ mod tests {
             (0..5).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
         std::thread::sleep(Duration::from_millis(200));
         let started = Instant::now();
-        assert_eq!(client(port, Some("s3cret"), hello().parameters), "ok");
+        assert_eq!(client(port, Some("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4"), hello().parameters), "ok");
         assert!(started.elapsed() < Duration::from_secs(1), "served after {:?}", started.elapsed());
         assert_eq!(server.join().unwrap().unwrap(), "node1");
         drop(silent);
@@ -283,12 +287,12 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
             let started = Instant::now();
-            let secret = Token::new("s3cret").unwrap();
+            let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
             let limit = Some(Duration::from_millis(1500));
             let result = Control::admit(&listener, &hello(), door(Some(&secret), limit), &mut |_| {});
             (result.err().map(|error| error.to_string()), started.elapsed())
         });
-        let wrong = client(port, Some("guess"), hello().parameters);
+        let wrong = client(port, Some("0123456789abcdef0123456789abcdef"), hello().parameters);
         assert!(wrong.contains("wrong token"), "{wrong}");
         let (error, waited) = server.join().unwrap();
         let error = error.expect("nobody right came: the wait ends");

@@ -53,10 +53,62 @@ impl std::fmt::Debug for Token {
     }
 }
 
+/// The least a token must hold. A passive observer of one handshake (or an impostor server, to
+/// which the client proves first) gets a (nonce, nonce, tag) triple it can test guesses against
+/// offline, as fast as it computes HMAC-SHA256; 128 random bits put that search out of reach, as
+/// for any symmetric key (NIST SP 800-57 Part 1, security strength 128).
+pub const TOKEN_MIN_BITS: u32 = 128;
+
+/// What to tell a user whose token is too weak.
+pub const MAKE_A_TOKEN: &str =
+    "make one with `gdrperf token` (128 random bits as hex) or `openssl rand -hex 16`";
+
+/// Why a token text is refused (see [`check_token_strength`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WeakToken {
+    #[error("is empty: an empty secret protects nothing; unset it or give a secret ({MAKE_A_TOKEN})")]
+    Empty,
+    #[error("holds at most about {bits} bits of randomness ({characters} characters of {alphabet}); a token needs {TOKEN_MIN_BITS}, so that a recorded handshake cannot be guessed offline: {MAKE_A_TOKEN}")]
+    TooWeak { bits: u32, characters: usize, alphabet: &'static str },
+}
+
+/// Refuses a token that cannot hold [`TOKEN_MIN_BITS`] random bits. The estimate is an upper
+/// bound from the token's form only (length times the bits of its alphabet: 4 for hex, 6 for
+/// base64/base64url, 6.5 for any other printable text), so it catches short and word-like tokens
+/// but cannot tell a long pass-phrase from random text: `gdrperf token` is the safe source.
+/// One function, called wherever a token is accepted (`--token`, `GDRPERF_TOKEN`, a token file).
+pub fn check_token_strength(text: &str) -> Result<(), WeakToken> {
+    if text.is_empty() {
+        return Err(WeakToken::Empty);
+    }
+    let characters = text.chars().count();
+    let is_base64 = |character: char| character.is_ascii_alphanumeric() || "+/-_=".contains(character);
+    let (tenths_per_character, alphabet) = if text.chars().all(|character| character.is_ascii_hexdigit()) {
+        (40, "hex digits, 4 bits each")
+    } else if text.chars().all(is_base64) {
+        (60, "base64, 6 bits each")
+    } else {
+        (65, "printable text, at most 6.5 bits each")
+    };
+    let bits = u32::try_from(characters).unwrap_or(u32::MAX).saturating_mul(tenths_per_character) / 10;
+    if bits < TOKEN_MIN_BITS {
+        return Err(WeakToken::TooWeak { bits, characters, alphabet });
+    }
+    Ok(())
+}
+
+/// A fresh token: 128 random bits from the kernel, as 32 hex digits (`gdrperf token`).
+pub fn random_token_hex() -> std::io::Result<String> {
+    let mut bits = [0u8; 16];
+    std::fs::File::open("/dev/urandom").and_then(|mut source| source.read_exact(&mut bits))?;
+    Ok(bits.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
 impl Token {
-    /// `None` for an empty text: an empty secret protects nothing.
-    pub fn new(text: &str) -> Option<Token> {
-        (!text.is_empty()).then(|| Token(text.as_bytes().to_vec()))
+    /// A token strong enough to guard our keys (see [`check_token_strength`]).
+    pub fn new(text: &str) -> Result<Token, WeakToken> {
+        check_token_strength(text)?;
+        Ok(Token(text.as_bytes().to_vec()))
     }
 
     fn mac(&self, label: &[u8], server_nonce: &Nonce, client_nonce: &Nonce) -> Hmac<Sha256> {
@@ -233,7 +285,7 @@ mod tests {
     use crate::exchange::Hello;
 
     fn token(text: &str) -> Option<Token> {
-        Token::new(text)
+        Some(Token::new(text).unwrap())
     }
 
     /// Runs a server with `server_token` and a client with `client_token` over loopback TCP and
@@ -258,12 +310,16 @@ mod tests {
     #[test]
     fn matching_tokens_and_no_tokens_both_connect() {
         assert_eq!(handshake(None, None), ("ok".into(), "ok".into()));
-        assert_eq!(handshake(token("s3cret"), token("s3cret")), ("ok".into(), "ok".into()));
+        assert_eq!(
+            handshake(token("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4"), token("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4")),
+            ("ok".into(), "ok".into())
+        );
     }
 
     #[test]
     fn a_wrong_token_is_refused_on_both_sides() {
-        let (server, client) = handshake(token("s3cret"), token("guess"));
+        let (server, client) =
+            handshake(token("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4"), token("0123456789abcdef0123456789abcdef"));
         assert!(server.contains("authentication with peer") && server.contains("wrong token"), "{server}");
         assert!(
             client.contains("authentication with peer") && client.contains("the server refused: wrong token"),
@@ -273,27 +329,48 @@ mod tests {
 
     #[test]
     fn a_token_on_one_side_only_is_refused_with_the_fix_named() {
-        let (server, client) = handshake(token("s3cret"), None);
+        let (server, client) = handshake(token("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4"), None);
         assert!(client.contains("the server requires a token and this client has none"), "{client}");
         assert!(server.contains("the client refused"), "{server}");
         assert!(client.contains("GDRPERF_TOKEN"), "{client}");
-        let (server, client) = handshake(None, token("s3cret"));
+        let (server, client) = handshake(None, token("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4"));
         assert!(client.contains("this client has a token and the server has none"), "{client}");
         assert!(server.contains("authentication with peer"), "{server}");
     }
 
     #[test]
     fn tags_depend_on_token_label_and_both_nonces() {
-        let secret = Token::new("s3cret").unwrap();
+        let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
         let (a, b) = ([1u8; NONCE_BYTES], [2u8; NONCE_BYTES]);
         let tag = secret.tag(CLIENT_LABEL, &a, &b);
         assert!(secret.verify(CLIENT_LABEL, &a, &b, &tag));
         assert!(!secret.verify(SERVER_LABEL, &a, &b, &tag), "a client proof must not pass as the server's");
         assert!(!secret.verify(CLIENT_LABEL, &b, &a, &tag), "nonces are not interchangeable");
-        assert!(!Token::new("s3cre7").unwrap().verify(CLIENT_LABEL, &a, &b, &tag));
+        assert!(!Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d5").unwrap().verify(CLIENT_LABEL, &a, &b, &tag));
         assert_ne!(random_nonce().unwrap(), random_nonce().unwrap());
-        assert!(Token::new("").is_none());
+        assert_eq!(Token::new("").unwrap_err(), WeakToken::Empty);
         assert_eq!(format!("{secret:?}"), "Token(<hidden>)");
+    }
+
+    /// Issue 31 item 3: a word-like or short token is refused, naming how to make a good one;
+    /// 32 hex digits (what `gdrperf token` prints) or 22 base64 characters pass.
+    #[test]
+    fn weak_tokens_are_refused_with_the_fix_named() {
+        for weak in ["s3cretTK", "guess", "0123456789abcdef0123456789abcde", "correct-horse-batt"] {
+            let refusal = check_token_strength(weak).unwrap_err().to_string();
+            assert!(refusal.contains("a token needs 128"), "{weak}: {refusal}");
+            assert!(
+                refusal.contains("gdrperf token") && refusal.contains("openssl rand -hex 16"),
+                "{refusal}"
+            );
+        }
+        assert!(check_token_strength("s3cretTK").unwrap_err().to_string().contains("8 characters of base64"));
+        let fresh = random_token_hex().unwrap();
+        assert_eq!(fresh.len(), 32);
+        assert_ne!(fresh, random_token_hex().unwrap());
+        for strong in [fresh.as_str(), "q3Zt9XbLw0Rk7VfYp2Hd8A", "0123456789abcdef0123456789abcdef"] {
+            assert_eq!(check_token_strength(strong), Ok(()), "{strong}");
+        }
     }
 
     /// The point of the token: a client that cannot prove it never sees a buffer address or key.
@@ -303,7 +380,12 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
             let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
-            control.exchange_hello(&crate::exchange::tests::hello(), token("s3cret").as_ref()).is_err()
+            control
+                .exchange_hello(
+                    &crate::exchange::tests::hello(),
+                    token("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").as_ref(),
+                )
+                .is_err()
         });
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

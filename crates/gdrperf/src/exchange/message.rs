@@ -143,7 +143,66 @@ pub fn frame_length(prefix: [u8; 4]) -> std::result::Result<usize, usize> {
 
 /// Decodes the body of one frame (without its length prefix).
 pub fn decode_body(body: &[u8]) -> std::result::Result<Message, String> {
-    serde_json::from_slice(body).map_err(|error| error.to_string())
+    let mut message: Message = serde_json::from_slice(body).map_err(|error| error.to_string())?;
+    clean_peer_text(&mut message);
+    Ok(message)
+}
+
+/// Every string a peer sent, made harmless once, where it is decoded: control characters (ESC
+/// included) escaped and each string cut at [`super::PEER_TEXT_CHARS`] (see [`super::printable`]),
+/// so that whatever later prints or writes a peer's host, device, placement, parameter or reason
+/// (terms, watch, sweep, run header, interrupt, configuration errors, CSV and JSON) holds only
+/// clean text. Not covered: the `path` facts of [`SideInfo`] (typed numbers and enums, read only
+/// by the ceiling).
+fn clean_peer_text(message: &mut Message) {
+    let clean = |text: &mut String| {
+        // The slack lets a cut text (its first characters plus "... (N more characters cut)")
+        // pass unchanged when it travels again: cleaning is a fixed point.
+        if text.chars().any(char::is_control) || text.chars().nth(super::PEER_TEXT_CHARS + 64).is_some() {
+            *text = super::printable(text);
+        }
+    };
+    match message {
+        Message::Hello(hello) => {
+            clean(&mut hello.gdrperf_version);
+            clean(&mut hello.host);
+            clean(&mut hello.side.device);
+            hello.side.gpu.iter_mut().for_each(clean);
+            hello.placements.iter_mut().for_each(clean);
+            clean_json(&mut hello.parameters, &clean);
+        }
+        Message::Terms { parameters, .. } => clean_json(parameters, &clean),
+        Message::SizeDone { report, .. } => report.iter_mut().for_each(|report| clean_json(report, &clean)),
+        Message::SizeResult { validation_error, report, .. } => {
+            validation_error.iter_mut().for_each(clean);
+            report.iter_mut().for_each(|report| clean_json(report, &clean));
+        }
+        Message::Failed { message } => clean(message),
+        Message::Challenge { .. }
+        | Message::Proof { .. }
+        | Message::Accepted { .. }
+        | Message::StartSize { .. }
+        | Message::Ready
+        | Message::NextPlacement { .. }
+        | Message::Goodbye => {}
+    }
+}
+
+/// Cleans every string of a JSON value, keys included.
+fn clean_json(value: &mut serde_json::Value, clean: &dyn Fn(&mut String)) {
+    match value {
+        serde_json::Value::String(text) => clean(text),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|item| clean_json(item, clean)),
+        serde_json::Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (mut key, mut item) in entries {
+                clean(&mut key);
+                clean_json(&mut item, clean);
+                map.insert(key, item);
+            }
+        }
+        serde_json::Value::Null | serde_json::Value::Bool(_) | serde_json::Value::Number(_) => {}
+    }
 }
 
 /// Decodes one whole frame (prefix and body) from the start of `bytes`: the message and the

@@ -28,7 +28,10 @@ use std::time::{Duration, Instant};
 use crate::harness::stop::{StopFlag, StopSignal};
 
 pub use admit::{is_peer_fault, is_transient_accept_error, Door, Refusal, PROOF_PATIENCE};
-pub use auth::{Nonce, Token, AUTH_TAG_BYTES};
+pub use auth::{
+    check_token_strength, random_token_hex, Nonce, Token, WeakToken, AUTH_TAG_BYTES, MAKE_A_TOKEN,
+    TOKEN_MIN_BITS,
+};
 pub use busy::TurnAway;
 pub use message::{decode_body, decode_frame, encode, frame_length, Hello, Message, SideInfo};
 pub use terms::describe_mismatch;
@@ -43,6 +46,16 @@ pub const PROTOCOL_VERSION: u32 = 4;
 /// No legitimate message comes near this (a hello for 64 QPs is a few KiB): anything larger is
 /// refused before allocating, so a stray or hostile peer cannot make us allocate gigabytes.
 pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+/// The largest frame read while the challenge is under way, before the peer proved anything: a
+/// `Challenge`, `Proof` or `Accepted` is a few hundred bytes of JSON, a `Failed` reason one line.
+/// Anything larger is refused from its length prefix, so that a stranger costs no memory.
+pub const PRE_PROOF_MAX_BYTES: usize = 4 << 10;
+
+/// The largest frame read while the terms are agreed (still before any key is shown, and with no
+/// token every peer gets this far): the run parameters are a few hundred bytes, a mismatch reason
+/// a few lines. Many handshakes run at once (`HANDSHAKES_AT_ONCE`), each bounded by this.
+pub const TERMS_MAX_BYTES: usize = 64 << 10;
 
 /// Errors of the exchange, each saying which step failed.
 #[derive(Debug, thiserror::Error)]
@@ -69,8 +82,8 @@ pub enum ExchangeError {
     #[error("I/O error with peer {peer} while {during}: {source}")]
     Io { peer: String, during: String, source: io::Error },
 
-    #[error("peer {peer} sent a {len}-byte message; the limit is {MAX_MESSAGE_BYTES} (not a gdrperf peer?)")]
-    TooLarge { peer: String, len: usize },
+    #[error("peer {peer} sent a {len}-byte message while {during}; the limit there is {limit} (not a gdrperf peer?)")]
+    TooLarge { peer: String, len: usize, limit: usize, during: String },
 
     #[error("peer {peer} sent an undecodable message while {during}: {detail} (not a gdrperf peer, or another version?)")]
     Decode { peer: String, during: String, detail: String },
@@ -120,6 +133,11 @@ pub struct Control {
     failure_reported: bool,
     /// The stop flag, checked by every wait, and the peer check of measurement loops.
     watch: PeerWatch,
+    /// While the handshake is vetted: the one deadline of the whole challenge and terms, however
+    /// the peer spreads its bytes (a trickle of one byte per read slice cannot hold us longer).
+    handshake_deadline: Option<Instant>,
+    /// The largest frame accepted in the current state (see [`PRE_PROOF_MAX_BYTES`]).
+    frame_limit: usize,
 }
 
 impl Control {
@@ -240,7 +258,16 @@ impl Control {
         stream.set_write_timeout(Some(timeout)).map_err(setup)?;
         let stream = Arc::new(stream);
         let watch = PeerWatch::new(Arc::clone(&stream), peer.clone(), StopFlag::default());
-        Ok(Control { stream, peer, timeout, accepted: false, failure_reported: false, watch })
+        Ok(Control {
+            stream,
+            peer,
+            timeout,
+            accepted: false,
+            failure_reported: false,
+            watch,
+            handshake_deadline: None,
+            frame_limit: MAX_MESSAGE_BYTES,
+        })
     }
 
     pub fn peer(&self) -> &str {
@@ -282,16 +309,28 @@ impl Control {
     /// Receives one message. A `Failed` from the peer becomes [`ExchangeError::PeerFailed`].
     /// Waits at most the timeout in all, and less once the stop flag is set.
     pub fn receive(&mut self, during: &str) -> ExchangeResult<Message> {
-        let deadline = Instant::now() + self.timeout;
+        let mut deadline = Instant::now().checked_add(self.timeout).unwrap_or_else(far_future);
+        if let Some(handshake) = self.handshake_deadline {
+            deadline = deadline.min(handshake);
+        }
         let mut prefix = [0u8; 4];
         self.read_until(&mut prefix, deadline, during)?;
-        let len =
-            frame_length(prefix).map_err(|len| ExchangeError::TooLarge { peer: self.peer.clone(), len })?;
+        let too_large = |len| ExchangeError::TooLarge {
+            peer: self.peer.clone(),
+            len,
+            limit: self.frame_limit,
+            during: during.to_string(),
+        };
+        let len = frame_length(prefix).map_err(too_large)?;
+        if len > self.frame_limit {
+            return Err(too_large(len));
+        }
         let mut body = vec![0u8; len];
         self.read_until(&mut body, deadline, during)?;
         match decode_body(&body) {
             Ok(Message::Failed { message }) => {
-                Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message: printable(&message) })
+                // Already cleaned where it was decoded (`decode_body`).
+                Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message })
             }
             Ok(message) => Ok(message),
             Err(detail) => Err(ExchangeError::Decode {
@@ -356,12 +395,24 @@ impl Control {
 
     /// The part of [`Control::exchange_hello`] that gives nothing away: the challenge and the
     /// terms. Returns the peer's lane. A server runs it for many connections at once.
+    /// One deadline (the timeout, from now) covers all of it, and each state reads only frames of
+    /// its own size: [`PRE_PROOF_MAX_BYTES`] until the challenge passed, then [`TERMS_MAX_BYTES`].
     pub fn vet(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<u32> {
+        self.handshake_deadline = Some(Instant::now().checked_add(self.timeout).unwrap_or_else(far_future));
+        self.frame_limit = PRE_PROOF_MAX_BYTES;
+        let vetted = self.vet_within_deadline(ours, token);
+        self.handshake_deadline = None;
+        self.frame_limit = MAX_MESSAGE_BYTES;
+        vetted
+    }
+
+    fn vet_within_deadline(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<u32> {
         if self.accepted {
             self.authenticate_client(token)?;
         } else {
             self.authenticate_server(token)?;
         }
+        self.frame_limit = TERMS_MAX_BYTES;
         self.agree_on_terms(&ours.parameters, ours.lane)
     }
 
@@ -407,7 +458,14 @@ impl Control {
                 Ok(0) => {
                     return Err(ExchangeError::Closed { peer: self.peer.clone(), during: during.to_string() })
                 }
-                Ok(read) => filled += read,
+                Ok(read) => {
+                    filled += read;
+                    // After every read, not only after a silent slice: a peer trickling one byte
+                    // per slice must not hold us past the deadline.
+                    if filled < buffer.len() && Instant::now() >= deadline {
+                        return Err(self.io_error(io::ErrorKind::TimedOut.into(), during));
+                    }
+                }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) if matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                     if Instant::now() >= deadline {
@@ -433,6 +491,11 @@ impl Control {
             _ => ExchangeError::Io { peer, during, source },
         }
     }
+}
+
+/// A deadline that never comes, for a timeout too large to add to now (`--timeout` of u64::MAX).
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }
 
 /// The most of a peer's text we print: a real reason is one line.

@@ -215,3 +215,86 @@ fn a_peers_failed_message_arrives_escaped_and_cut() {
     );
     assert!(error.len() < 600, "{} characters", error.len());
 }
+
+/// A server vetting one connection, and a raw client socket that plays a hostile peer.
+fn vetting_pair(timeout: Duration) -> (std::thread::JoinHandle<ExchangeResult<u32>>, TcpStream) {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut control = Control::accept(&listener, timeout).unwrap();
+        control.vet(&hello(), None)
+    });
+    (server, TcpStream::connect(("127.0.0.1", port)).unwrap())
+}
+
+/// Issue 31 item 1: a peer sending one byte per 20 ms (well inside the 200 ms read slice, so no
+/// read ever times out) is cut off by the handshake's one deadline, before it finishes its frame.
+#[test]
+fn a_trickling_peer_is_cut_off_by_the_handshake_deadline() {
+    let (server, mut stream) = vetting_pair(Duration::from_secs(1));
+    let frame_bytes = 2_000usize;
+    stream.write_all(&(frame_bytes as u32).to_be_bytes()).unwrap();
+    let trickler = std::thread::spawn(move || {
+        for sent in 0..frame_bytes {
+            if stream.write_all(b" ").is_err() {
+                return sent;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        frame_bytes
+    });
+    let error = server.join().unwrap().unwrap_err();
+    assert!(matches!(error, ExchangeError::Timeout { .. }), "{error}");
+    // The server closed its end when it gave up: the trickler's writes fail from then on.
+    assert!(trickler.join().unwrap() < frame_bytes, "the trickle ran to its end: no deadline cut it");
+}
+
+/// Issue 31 item 1: before the proof, a frame larger than a proof is refused from its length
+/// prefix alone (nothing of its body is read or allocated); an early close is named as such.
+#[test]
+fn before_the_proof_only_small_frames_are_read() {
+    let (server, mut stream) = vetting_pair(Duration::from_secs(5));
+    stream.write_all(&(MAX_MESSAGE_BYTES as u32).to_be_bytes()).unwrap();
+    let error = server.join().unwrap().unwrap_err();
+    match &error {
+        ExchangeError::TooLarge { len, limit, .. } => {
+            assert_eq!((*len, *limit), (MAX_MESSAGE_BYTES, PRE_PROOF_MAX_BYTES))
+        }
+        other => panic!("expected TooLarge, got {other}"),
+    }
+    assert!(error.to_string().contains("while waiting for the client's proof"), "{error}");
+
+    let (server, stream) = vetting_pair(Duration::from_secs(5));
+    drop(stream);
+    let error = server.join().unwrap().unwrap_err();
+    assert!(matches!(error, ExchangeError::Closed { .. }), "{error}");
+}
+
+/// Issue 31 item 2: every string of a peer's hello is cleaned where it is decoded, so no printer
+/// downstream (run header, sweep, terms, errors, CSV) ever holds an ESC or a huge name.
+#[test]
+fn a_peers_hello_is_cleaned_and_cut_where_it_is_decoded() {
+    let mut theirs = hello();
+    let huge = format!("\x1b[2J\x1b]0;owned\x07{}", "n".repeat(500_000));
+    theirs.host = huge.clone();
+    theirs.side.device = "rxe0\x1b[31m".into();
+    theirs.side.gpu = Some("gpu\r\nFAKE: ok".into());
+    theirs.placements = vec![huge.clone(), "host".into()];
+    theirs.parameters = json!({"test": "write_bw", "evil\x1b": [huge.clone()]});
+    let decoded = match decode_body(&encode(&Message::Hello(Box::new(theirs)))[4..]).unwrap() {
+        Message::Hello(hello) => hello,
+        other => panic!("decoded {other:?}"),
+    };
+    let text = serde_json::to_string(&decoded).unwrap();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\r') && !text.contains('\u{7}'),
+        "a control character survived"
+    );
+    assert!(text.len() < 4 * PEER_TEXT_CHARS + 2_000, "{} bytes survived", text.len());
+    assert!(decoded.host.starts_with("\\u{1b}[2J") && decoded.host.ends_with("more characters cut)"));
+    assert_eq!(decoded.side.device, "rxe0\\u{1b}[31m");
+    assert_eq!(decoded.placements[1], "host", "clean text is left as it is");
+    assert!(decoded.parameters.get("evil\\u{1b}").is_some(), "{}", decoded.parameters);
+    let failed = encode(&Message::Failed { message: "\x1b[2Jbye".into() });
+    assert_eq!(decode_body(&failed[4..]).unwrap(), Message::Failed { message: "\\u{1b}[2Jbye".into() });
+}

@@ -266,12 +266,9 @@ impl BenchConfig {
         };
         let token = match &args.token {
             None => None,
-            Some(text) => Some(Token::new(text).ok_or_else(|| {
-                conflict(
-                    "--token (or GDRPERF_TOKEN)",
-                    "is empty: an empty secret protects nothing; unset it or give a secret",
-                )
-            })?),
+            Some(text) => Some(
+                Token::new(text).map_err(|weak| conflict("--token (or GDRPERF_TOKEN)", weak.to_string()))?,
+            ),
         };
         let (traffic_class, service_level) = check_quality_of_service(args)?;
         let cpu = CpuRequest::from_flags(args.cpu.as_deref(), args.numa_node)?;

@@ -100,9 +100,11 @@ fn accept_lane<B: Benchmark>(
     let mut turned_away = 0;
     loop {
         let patience = deadline.saturating_duration_since(std::time::Instant::now());
+        // The handshake of this connection (one deadline, see `Control::vet`) ends by the lane's
+        // own deadline too: a peer trickling bytes cannot carry the wait past it.
         let mut control = Control::accept_within(
             listener,
-            PROOF_PATIENCE.min(config.timeout),
+            PROOF_PATIENCE.min(config.timeout).min(patience.max(std::time::Duration::from_millis(100))),
             patience,
             &client,
             &mut give_up,

@@ -113,9 +113,22 @@ pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> R
 /// How many rounds (or lanes) a run with these two lists makes: as many as the longer list, when
 /// the lists are equally long or one of them has a single placement (it then serves every one of
 /// the other's). Anything else cannot pair up, and both sides say so in the same words.
+/// The most rounds (or lanes) a peer may ask of this side beyond its own list. No source: a
+/// chosen bound, 4x the 16 GPUs and 16 NICs of the largest nodes we know (8-GPU HGX boards and
+/// 16-GPU systems), so a real run never meets it while a hostile client claiming 10^5 placements
+/// cannot make the server build 10^5 contexts, QPs and registered buffers.
+pub const MAX_PAIRS: usize = 64;
+
 pub fn pair_count(ours: &[String], theirs: &[String]) -> std::result::Result<usize, ConfigError> {
     // A peer that sent no list runs one placement.
     let (our_count, their_count) = (ours.len().max(1), theirs.len().max(1));
+    if their_count > our_count.max(MAX_PAIRS) {
+        return Err(ConfigError::TooManyPlacements {
+            ours: our_count,
+            theirs: their_count,
+            limit: MAX_PAIRS,
+        });
+    }
     if our_count == their_count || our_count == 1 || their_count == 1 {
         return Ok(our_count.max(their_count));
     }
@@ -184,6 +197,12 @@ mod tests {
         assert_eq!(pair_count(&list(3), &list(3)), Ok(3));
         assert_eq!(pair_count(&list(1), &list(5)), Ok(5));
         assert_eq!(pair_count(&list(4), &[]), Ok(4), "a peer without a list runs one placement");
+        assert_eq!(pair_count(&list(1), &list(MAX_PAIRS)), Ok(MAX_PAIRS));
+        let refused = pair_count(&list(1), &list(100_000)).unwrap_err().to_string();
+        assert!(
+            refused.starts_with("the peer lists 100000 memory placements and this side 1; at most 64"),
+            "{refused}"
+        );
         let error = pair_count(&list(2), &list(3)).unwrap_err();
         assert!(matches!(&error, ConfigError::Placements { ours, .. } if ours.len() == 2), "{error:?}");
         let message = error.to_string();

@@ -426,6 +426,17 @@ impl Session {
                 local.queue_pairs.len()
             )));
         }
+        // Every size is written into (or read from) the peer's buffer at its start: a buffer the
+        // peer says is shorter would let a wrong or hostile hello turn our RDMA into a remote
+        // access error mid-run, or aim it past the peer's region; refuse it before connecting.
+        let largest = config.sizes.iter().copied().max().unwrap_or(0) as u64;
+        if let Some((index, short)) = peer.buffers.iter().enumerate().find(|(_, buffer)| buffer.len < largest)
+        {
+            return Err(Error::Protocol(format!(
+                "peer's buffer of QP {index} is {} bytes, shorter than the largest message ({largest} bytes)",
+                short.len
+            )));
+        }
         let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
         // perftest's rule (`set_mtu`, `check_mtu`): the smaller active MTU of the two ports, and a
         // `-m` above it lowered to it (the header says so); a `-m` below it is kept.

@@ -76,14 +76,17 @@ fn margins_default_to_a_quarter_and_take_f() {
     assert_eq!(build(&["-D", "10", "-f", "3"]).unwrap().0.shared_parameters()["margin"], 3);
 }
 
+/// 128 bits as 32 hex digits, the form `gdrperf token` prints.
+const STRONG_TOKEN: &str = "5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4";
+
 #[test]
 fn bind_picks_the_listening_address_and_the_token_stays_hidden() {
     let (common, _) = build(&[]).unwrap();
     assert_eq!(common.listen_address(), "0.0.0.0:18515".parse().unwrap());
-    let (common, _) = build(&["--bind", "::1", "-p", "7000", "--token", "s3cret"]).unwrap();
+    let (common, _) = build(&["--bind", "::1", "-p", "7000", "--token", STRONG_TOKEN]).unwrap();
     assert_eq!(common.listen_address(), "[::1]:7000".parse().unwrap());
     assert!(common.token.is_some());
-    assert!(!format!("{common:?}").contains("s3cret"), "the secret must not appear in a debug print");
+    assert!(!format!("{common:?}").contains(STRONG_TOKEN), "the secret must not appear in a debug print");
     assert_eq!(common.accept_timeout, None, "like perftest, a server waits for ever by default");
     let (common, _) = build(&["--accept-timeout", "30"]).unwrap();
     assert_eq!(common.accept_timeout, Some(Duration::from_secs(30)));
@@ -137,6 +140,8 @@ fn bad_input_is_refused_with_the_flag_named() {
         (&["--bind", "10.0.0.1", "host1"], "cannot be used with"),
         (&["--bind", "127.0.0.1", "--loopback"], "cannot be used with"),
         (&["--token", ""], "--token (or GDRPERF_TOKEN) is empty"),
+        (&["--token", "s3cretTK"], "a token needs 128, so that a recorded handshake cannot be guessed offline: make one with `gdrperf token`"),
+        (&["--token", "0123456789abcdef0123456789abcde"], "31 characters of hex digits"),
         (&["--cpu", "1-x"], "--cpu 1-x: '1-x' is not a CPU or range"),
         (&["--cpu", "1", "--numa-node", "0"], "cannot be used with"),
         (&["--accept-timeout", "0"], "--accept-timeout must be at least 1 second"),
