@@ -21,7 +21,7 @@ OUT=$1; LOSS=${2:-2%}; ITERS=${3:-500}; REPEATS=${4:-3}
 mkdir -p "$OUT"
 ME=$GDRPERF_VM_HOST
 port=19300
-export GDRPERF_TOKEN=loss-test
+export GDRPERF_TOKEN=5c0e9a41d7b3f2886e1d4c0ab9357f2e  # 128 bits, as tokens must be (both VMs share it)
 PORT_DIR=/sys/class/infiniband/rxe0/ports/1
 
 counters() {

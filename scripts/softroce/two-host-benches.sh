@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 ME=$GDRPERF_VM_HOST
 port=19200
 # One secret for both sides: the exchange's challenge runs over the link too.
-export GDRPERF_TOKEN=two-host-test
+export GDRPERF_TOKEN=a83f1c6e20d94b7f5e0c2a9d1b6e4f07  # 128 bits, as tokens must be (both VMs share it)
 
 counters() { echo "$(cat /sys/class/net/eth0/statistics/tx_bytes) $(cat /sys/class/net/eth0/statistics/rx_bytes)"; }
 

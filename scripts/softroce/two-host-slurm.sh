@@ -35,7 +35,7 @@ run() {  # NAME COMMAND...: output in NAME.log, exit status in NAME.status
     tail -n 6 "$SHARED/$name.log"
 }
 
-export GDRPERF_TOKEN=two-host-slurm
+export GDRPERF_TOKEN=e2b7094c5fa13d86c0e4b2a9f7d1365b  # 128 bits, as tokens must be (both VMs share it)
 run pairs srun -N2 -n2 gdrperf slurm --out "$SHARED/pairs" -- gdr-write-bw -s 64K -n 20 --validate --timeout 60
 run ring srun -N2 --ntasks-per-node=2 gdrperf slurm --schedule ring --pair-by node --out "$SHARED/ring" -- \
     gdr-write-bw -s 4K -n 20 --validate --timeout 60
