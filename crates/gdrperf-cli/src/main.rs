@@ -13,6 +13,7 @@ mod compare;
 mod copy_bw;
 mod doctor;
 mod explain;
+mod fleet;
 mod selftest;
 mod slurm;
 
@@ -43,6 +44,8 @@ enum Command {
     Slurm(slurm::Args),
     /// Why is this row short? A stored result judged again against its path ceiling.
     Explain(explain::Args),
+    /// Which NIC port, GPU, node or link is slow among passes: judge a job's gathered rows, or a simulated fleet.
+    Fleet(fleet::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::run(args),
         Command::Slurm(args) => slurm::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Fleet(args) => fleet::run(args),
     };
     match result {
         Ok(code) => code,

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::random::SplitMix64;
-use crate::schedule::Pair;
+use crate::schedule::{Pair, Schedule};
 
 /// What the healthy peers said about one suspect, per role.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,13 +65,12 @@ impl Locator {
         }
     }
 
-    /// Records a finished round: every pair and whether it was low. In the first pass both ends
-    /// of a low pair become suspects; later, a pair of a suspect and a healthy unit counts for
-    /// the suspect in the role it took.
-    pub fn record_round(&mut self, pairs: &[(Pair, bool)]) {
+    /// Records a finished round: every pair and whether it was low. In the first pass (the
+    /// cheap rounds before locating) both ends of a low pair become suspects; later, a pair of a
+    /// suspect and a healthy unit counts for the suspect in the role it took.
+    pub fn record_round(&mut self, pairs: &[(Pair, bool)], first_pass: bool) {
         self.rounds += 1;
         self.pair_runs += pairs.len();
-        let first_pass = self.suspects.is_empty();
         for &(pair, low) in pairs {
             self.met.insert(ordered(pair));
             self.measured.insert(pair.server);
@@ -136,6 +135,24 @@ impl Locator {
     }
 }
 
+/// The cheap first pass: a ring over a seeded shuffle of the units, so that every unit sends
+/// once and receives once (a fault in one direction shows) with random peers, in two rounds
+/// (three for an odd count).
+pub fn first_pass(units: usize, seed: u64) -> Vec<Vec<Pair>> {
+    let mut order: Vec<usize> = (0..units).collect();
+    SplitMix64::new(seed).shuffle(&mut order);
+    Schedule::Ring
+        .rounds(units)
+        .into_iter()
+        .map(|round| {
+            round
+                .into_iter()
+                .map(|pair| Pair { server: order[pair.server], client: order[pair.client] })
+                .collect()
+        })
+        .collect()
+}
+
 fn ordered(pair: Pair) -> (usize, usize) {
     (pair.server.min(pair.client), pair.server.max(pair.client))
 }
@@ -146,17 +163,28 @@ mod tests {
 
     /// Runs locate over 8 units where unit 3 is slow when sending only; returns the settled verdicts.
     #[test]
+    fn the_first_pass_has_every_unit_send_and_receive_once() {
+        for units in [2, 9, 64] {
+            let pairs: Vec<Pair> = first_pass(units, 3).concat();
+            for unit in 0..units {
+                assert_eq!(pairs.iter().filter(|pair| pair.client == unit).count(), 1, "{units} units");
+                assert_eq!(pairs.iter().filter(|pair| pair.server == unit).count(), 1, "{units} units");
+            }
+        }
+    }
+
+    #[test]
     fn a_sender_only_fault_settles_low_sending_and_fine_receiving() {
         let low = |pair: Pair| pair.client == 3;
         let mut locator = Locator::new(8, 1);
         // First pass: a ring (server i, client i+1): only the pair where 3 is the client (sends) is low.
         let first: Vec<(Pair, bool)> =
             (0..8).map(|server| Pair { server, client: (server + 1) % 8 }).map(|p| (p, low(p))).collect();
-        locator.record_round(&first);
+        locator.record_round(&first, true);
         assert_eq!(locator.suspects().keys().copied().collect::<Vec<_>>(), [2, 3]);
         while let Some(round) = locator.next_round() {
             let results: Vec<(Pair, bool)> = round.iter().map(|&p| (p, low(p))).collect();
-            locator.record_round(&results);
+            locator.record_round(&results, false);
             assert!(locator.rounds < 20, "locate did not settle");
         }
         let suspects = locator.suspects();

@@ -14,7 +14,8 @@
 //! 2. role effects: each port's median when sending and when receiving, with the peers'
 //!    combined effects taken off: a NIC slow only when sending shows in the first only;
 //! 3. residuals with the role effects off (the combined one where a role has fewer than three
-//!    rows) give the noise (1.4826 x the median absolute residual) and the links.
+//!    rows) give the noise (1.4826 x the median absolute residual, each residual scaled up for
+//!    what its ends' effects absorbed) and the links.
 
 use crate::observation::{Observation, Source};
 
@@ -199,7 +200,23 @@ pub fn fit(source: &dyn Source) -> Fit {
     // The noise: the median absolute residual of the class, 0.0005 wide up to 2.
     let mut spread = Histograms::new(classes, 0.0, 2.0, 4096);
     let current = &fit;
-    source.visit(&mut |row| spread.add(row.class as usize, current.residual(row).abs()));
+    source.visit(&mut |row| {
+        // A residual of ends fitted from few rows is shrunk: an end with n rows took about 1/n
+        // of it into its own effect. Scaled back up (at most twice), the noise of a sparse
+        // schedule is not underestimated, which would make small deficits look sure.
+        let rows_of = |port: u32, sending: bool| {
+            let effect = current.effect(row.class, port);
+            let role_rows = if sending { effect.sending_rows } else { effect.receiving_rows };
+            if row.directed && role_rows >= ROLE_ROWS {
+                role_rows
+            } else {
+                effect.rows
+            }
+        };
+        let kept =
+            1.0 - 1.0 / f64::from(rows_of(row.sender, true)) - 1.0 / f64::from(rows_of(row.receiver, false));
+        spread.add(row.class as usize, current.residual(row).abs() / kept.max(0.25).sqrt());
+    });
     for class in 0..classes {
         if let Some(absolute) = spread.median(class, fit.rows[class]) {
             fit.noise[class] = (1.4826 * absolute).max(NOISE_FLOOR);

@@ -8,7 +8,7 @@
 //! Bonferroni-adjusted p ([`judge`]). The same input gives the same verdict: every pass visits
 //! the rows in their order, every list is sorted before it is reported.
 //!
-//! `simulate` proves it at scale: a synthetic fleet with planted faults, measured by a schedule
+//! [`simulate`] proves it at scale: a synthetic fleet with planted faults, measured by a schedule
 //! of `gdrperf-cluster`, judged by the same code.
 //!
 //! ```
@@ -38,3 +38,4 @@ pub mod normal;
 pub mod observation;
 pub mod read;
 pub mod report;
+pub mod simulate;
