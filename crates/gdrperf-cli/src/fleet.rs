@@ -101,9 +101,12 @@ pub struct SimulateArgs {
     /// slow-sending (comma-separated; default all five).
     #[arg(long, value_delimiter = ',', default_value = "slow-port,bad-link,gpu-x8,dead-node,slow-sending")]
     fault: Vec<String>,
-    /// Seeds 1..=K, one fleet each.
+    /// How many seeds (fleets), from --first-seed on.
     #[arg(long, default_value_t = 1)]
     seeds: u64,
+    /// The first seed (to split a long sweep over processes).
+    #[arg(long, default_value_t = 1)]
+    first_seed: u64,
     /// Print every seed's verdict.
     #[arg(long)]
     verbose: bool,
@@ -182,20 +185,21 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     let all_pairs = args.nodes * (args.nodes - 1) / 2;
     println!(
-        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {}, faults {}, seeds 1-{}",
+        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {}, faults {}, seeds {}-{}",
         args.nodes,
         args.lanes,
         args.schedule,
         args.noise,
         args.fault.join(","),
-        args.seeds
+        args.first_seed,
+        args.first_seed + args.seeds - 1
     );
     println!("seed,all_named,false_named,rounds,pair_runs,rows,judge_s,findings");
     let (mut all_named, mut false_named) = (0u64, 0u64);
     let mut runs = Vec::new();
     let mut rounds = Vec::new();
     let mut judge_seconds: Vec<f64> = Vec::new();
-    for seed in 1..=args.seeds {
+    for seed in args.first_seed..args.first_seed + args.seeds {
         let plan = match plan {
             Plan::Fixed(Schedule::Random { rounds, .. }) => Plan::Fixed(Schedule::Random { rounds, seed }),
             other => other,
