@@ -16,6 +16,7 @@ mod doctor;
 mod explain;
 mod inventory;
 mod report;
+mod fleet;
 mod selftest;
 mod slurm;
 mod soak_run;
@@ -52,6 +53,8 @@ enum Command {
     Report(report::Args),
     /// Print a fresh shared secret for --token / GDRPERF_TOKEN: 128 random bits as hex.
     Token(token::Args),
+    /// Which NIC port, GPU, node or link is slow among passes: judge a job's gathered rows, or a simulated fleet.
+    Fleet(fleet::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(args),
         Command::Report(args) => report::run(args),
         Command::Token(args) => token::run(args),
+        Command::Fleet(args) => fleet::run(args),
     };
     match result {
         Ok(code) => code,

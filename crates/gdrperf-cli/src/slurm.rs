@@ -1,7 +1,7 @@
 //! `gdrperf slurm`: run a bench between node pairs of a Slurm step, with no host names typed.
 //!
 //! ```text
-//! srun gdrperf slurm [--schedule pairs|ring|all-pairs] [--out DIR] -- gdr-write-bw -a --validate
+//! srun gdrperf slurm [--schedule pairs|ring|all-pairs|random] [--out DIR] -- gdr-write-bw -a --validate
 //! gdrperf slurm gather DIR     # merge the per-pair files again (rank 0 does it at the end)
 //! gdrperf slurm summary DIR    # pass/fail per pair and the failing nodes; exit 1 if any failed
 //! gdrperf slurm hostnames LIST # one node name per line, as `scontrol show hostnames` prints them
@@ -33,9 +33,18 @@ pub struct Args {
     action: Option<Action>,
 
     /// Who meets whom: pairs (0-1, 2-3, ...), ring (each node serves the next: tells a bad node
-    /// from its peer), all-pairs (every pair once, in rounds: a fabric sweep).
+    /// from its peer), all-pairs (every pair once, in rounds: a fabric sweep), random (--rounds
+    /// seeded random perfect matchings: each node meets about that many peers, for any count).
     #[arg(long, value_enum, default_value_t = ScheduleArg::Pairs)]
     schedule: ScheduleArg,
+
+    /// Rounds of the random schedule.
+    #[arg(long, default_value_t = 4, value_name = "K")]
+    rounds: usize,
+
+    /// Seed of the random schedule (every task computes the same rounds from it).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 
     /// Pair nodes (local task k meets local task k of the peer node: one task per GPU) or tasks
     /// (rank 0 with rank 1, even on one node).
@@ -111,6 +120,7 @@ enum ScheduleArg {
     Pairs,
     Ring,
     AllPairs,
+    Random,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -159,10 +169,14 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
     };
     BenchCommand::check_args(bench_args)?;
     let step = SlurmStep::from_env()?;
+    if matches!(args.schedule, ScheduleArg::Random) && args.rounds == 0 {
+        anyhow::bail!("--rounds 0: the random schedule needs at least one round");
+    }
     let schedule = match args.schedule {
         ScheduleArg::Pairs => Schedule::Pairs,
         ScheduleArg::Ring => Schedule::Ring,
         ScheduleArg::AllPairs => Schedule::AllPairs,
+        ScheduleArg::Random => Schedule::Random { rounds: args.rounds, seed: args.seed },
     };
     let pair_by = match args.pair_by {
         PairByArg::Node => PairBy::Node,

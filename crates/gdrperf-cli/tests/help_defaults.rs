@@ -11,9 +11,13 @@ use help_text::value_options;
 fn every_option_of_every_subcommand_shows_its_default() {
     let mut missing = Vec::new();
     let mut seen = 0;
-    for subcommand in ["doctor", "copy-bw", "selftest", "accept", "compare", "slurm"] {
-        let output =
-            Command::new(env!("CARGO_BIN_EXE_gdrperf")).args([subcommand, "--help"]).output().unwrap();
+    for subcommand in
+        ["doctor", "copy-bw", "selftest", "accept", "compare", "slurm", "fleet judge", "fleet simulate"]
+    {
+        let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+            .args(subcommand.split(' ').chain(["--help"]))
+            .output()
+            .unwrap();
         assert!(output.status.success(), "gdrperf {subcommand} --help failed");
         let help = String::from_utf8(output.stdout).unwrap();
         for (name, description) in value_options(&help) {

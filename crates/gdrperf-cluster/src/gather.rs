@@ -126,6 +126,9 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
         });
     }
     write_csv(&dir.results_csv(), header.as_deref(), &csv_rows)?;
+    if let Some(matrix) = header.as_deref().and_then(|header| matrix_rows(header, &csv_rows)) {
+        write_matrix(&dir.root.join("matrix.csv"), &matrix)?;
+    }
     let document = serde_json::json!({
         "run_id": plan.run_id,
         "bench": plan.bench,
@@ -139,6 +142,53 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     });
     write_json(&dir.results_json(), &document)?;
     Ok(Gathered { plan, outcomes })
+}
+
+/// The columns of `matrix.csv`.
+pub const MATRIX_COLUMNS: [&str; 5] = ["client_node", "server_node", "lane", "bytes", "bw_avg_gbit_s"];
+
+/// One line per client node, server node and lane: the bandwidth of the largest size measured
+/// (the plateau a fabric sweep compares), for a node-by-node heatmap. `None` when the rows carry
+/// no `bw_avg_gbit_s` (latency benches). `header` is the bench's columns; each row has the
+/// [`ADDED_COLUMNS`] after them. Lines are sorted by the three keys.
+pub fn matrix_rows(header: &[String], rows: &[Vec<String>]) -> Option<Vec<[String; 5]>> {
+    let find = |name: &str| header.iter().position(|column| column == name);
+    let bw = find("bw_avg_gbit_s")?;
+    let bytes = find("bytes")?;
+    let lane = find("lane");
+    let server_node = header.len() + 3;
+    let client_node = header.len() + 4;
+    let mut best: std::collections::BTreeMap<(String, String, String), (u64, String)> = Default::default();
+    for row in rows {
+        let field = |index: usize| row.get(index).map(String::as_str).unwrap_or("");
+        let lane = lane.map(field).unwrap_or("");
+        if lane == "all" || field(bw).is_empty() {
+            continue;
+        }
+        let size: u64 = field(bytes).parse().unwrap_or(0);
+        let key = (field(client_node).to_string(), field(server_node).to_string(), lane.to_string());
+        let entry = best.entry(key).or_insert((size, field(bw).to_string()));
+        if size > entry.0 {
+            *entry = (size, field(bw).to_string());
+        }
+    }
+    Some(
+        best.into_iter()
+            .map(|((client, server, lane), (size, bw))| [client, server, lane, size.to_string(), bw])
+            .collect(),
+    )
+}
+
+fn write_matrix(path: &Path, rows: &[[String; 5]]) -> Result<()> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let csv_error = |error: csv::Error| write_error(path, std::io::Error::other(error));
+    writer.write_record(MATRIX_COLUMNS).map_err(csv_error)?;
+    for row in rows {
+        writer.write_record(row).map_err(csv_error)?;
+    }
+    let bytes =
+        writer.into_inner().map_err(|error| write_error(path, std::io::Error::other(error.to_string())))?;
+    crate::layout::write_text(path, &String::from_utf8_lossy(&bytes))
 }
 
 /// Adds this side's failure reasons; returns its exit status.
@@ -234,4 +284,33 @@ fn write_csv(path: &Path, header: Option<&[String]>, rows: &[Vec<String>]) -> Re
     let bytes =
         writer.into_inner().map_err(|error| write_error(path, std::io::Error::other(error.to_string())))?;
     crate::layout::write_text(path, &String::from_utf8_lossy(&bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_matrix_keeps_the_largest_size_per_node_pair_and_lane() {
+        let header: Vec<String> = ["test", "bytes", "bw_avg_gbit_s", "lane"].map(String::from).to_vec();
+        let row = |bytes: &str, bw: &str, lane: &str, server: &str, client: &str| -> Vec<String> {
+            ["write_bw", bytes, bw, lane, "0", "0", "1", server, client].map(String::from).to_vec()
+        };
+        let rows = vec![
+            row("65536", "90.0", "0", "b", "a"),
+            row("1048576", "97.5", "0", "b", "a"),
+            row("1048576", "50.0", "1", "b", "a"),
+            row("1048576", "147.5", "all", "b", "a"),
+            row("1048576", "96.0", "0", "a", "b"),
+        ];
+        let matrix = matrix_rows(&header, &rows).unwrap();
+        let expected = [
+            ["a", "b", "0", "1048576", "97.5"],
+            ["a", "b", "1", "1048576", "50.0"],
+            ["b", "a", "0", "1048576", "96.0"],
+        ];
+        assert_eq!(matrix, expected.map(|line| line.map(String::from)));
+        let latency: Vec<String> = ["test", "bytes", "t_typical_us"].map(String::from).to_vec();
+        assert!(matrix_rows(&latency, &rows).is_none());
+    }
 }

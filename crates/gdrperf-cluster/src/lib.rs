@@ -7,7 +7,8 @@
 //!
 //! 1. [`step`]: read the rank, the task count and the node list ([`hostlist`] expands Slurm's
 //!    `node[01-04,07]` syntax), and where each rank runs;
-//! 2. [`schedule`]: who meets whom in which round (`pairs`, `ring`, `all-pairs`);
+//! 2. [`schedule`]: who meets whom in which round (`pairs`, `ring`, `all-pairs`, `random`), and
+//!    [`locate`]: the next round chosen from the last one's verdicts;
 //! 3. [`plan`]: the concrete bench pairs: server rank, client rank, node names, TCP port;
 //! 4. [`task`]: run this task's pairs, the bench binary as server (no HOST) or as client
 //!    (the server's node name), one CSV/JSON per pair into a shared folder ([`layout`]);
@@ -30,7 +31,9 @@ pub mod error;
 pub mod gather;
 pub mod hostlist;
 pub mod layout;
+pub mod locate;
 pub mod plan;
+pub mod random;
 pub mod schedule;
 pub mod step;
 pub mod summary;

@@ -12,8 +12,15 @@
 //! - `all-pairs`: every unordered pair once (the circle method: N-1 rounds for even N, N for odd,
 //!   one unit resting per round), roles alternating so each unit serves about half the time.
 //!   N(N-1)/2 measurements: for a fabric sweep of a few dozen nodes, not of thousands.
+//! - `random`: `rounds` seeded random perfect matchings (a shuffle, then 0-1, 2-3, ...): each unit
+//!   meets about `rounds` peers in `rounds` rounds, whatever N is; the same seed gives the same
+//!   rounds on every rank. A pair may repeat across rounds (rarely, for large N).
+//!
+//! The adaptive `locate` schedule decides each round from the last one's rows: see [`crate::locate`].
 
 use serde::Serialize;
+
+use crate::random::SplitMix64;
 
 /// One directed pair of unit indices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -28,6 +35,7 @@ pub enum Schedule {
     Pairs,
     Ring,
     AllPairs,
+    Random { rounds: usize, seed: u64 },
 }
 
 impl Schedule {
@@ -37,6 +45,7 @@ impl Schedule {
             Schedule::Pairs => "pairs",
             Schedule::Ring => "ring",
             Schedule::AllPairs => "all-pairs",
+            Schedule::Random { .. } => "random",
         }
     }
 
@@ -51,8 +60,19 @@ impl Schedule {
             }
             Schedule::Ring => ring(units),
             Schedule::AllPairs => all_pairs(units),
+            Schedule::Random { rounds, seed } => {
+                let mut generator = SplitMix64::new(seed);
+                (0..rounds).map(|_| random_matching(units, &mut generator)).collect()
+            }
         }
     }
+}
+
+/// One random perfect matching (the last unit of a shuffled odd count rests).
+pub fn random_matching(units: usize, generator: &mut SplitMix64) -> Vec<Pair> {
+    let mut order: Vec<usize> = (0..units).collect();
+    generator.shuffle(&mut order);
+    order.chunks_exact(2).map(|two| Pair { server: two[0], client: two[1] }).collect()
 }
 
 /// Edge i -> i+1 (mod N), coloured so no unit is in two pairs of one round.
@@ -179,6 +199,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn random_rounds_are_matchings_that_repeat_by_seed() {
+        for units in [2, 7, 64] {
+            let schedule = Schedule::Random { rounds: 5, seed: 11 };
+            let rounds = schedule.rounds(units);
+            assert_eq!(rounds.len(), 5);
+            assert!(rounds_are_disjoint(&rounds), "{units} units");
+            assert!(rounds.iter().all(|round| round.len() == units / 2), "{units} units");
+            assert_eq!(rounds, schedule.rounds(units));
+        }
+        let other = Schedule::Random { rounds: 5, seed: 12 }.rounds(64);
+        assert_ne!(other, Schedule::Random { rounds: 5, seed: 11 }.rounds(64));
     }
 
     #[test]

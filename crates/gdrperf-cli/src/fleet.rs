@@ -1,0 +1,272 @@
+//! `gdrperf fleet`: judge the gathered rows of a job (which NIC port, GPU, node or link is slow),
+//! or prove the judge on a simulated fleet. The work is in the `gdrperf-fleet` library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use gdrperf_cluster::schedule::Schedule;
+use gdrperf_fleet::judge::{judge, JudgeConfig};
+use gdrperf_fleet::read::read_gathered;
+use gdrperf_fleet::report;
+use gdrperf_fleet::simulate::{self, Fault, Plan, SimConfig};
+
+const JUDGE_HELP: &str = "\
+Examples:
+  gdrperf fleet judge gdrperf-slurm-1234.0/results.csv --json fleet.json
+  gdrperf fleet judge job1/results.csv job2/results.csv
+
+Rows are compared within a class (test, size, memory kinds, QPs, direction). A plan.json beside a
+results file adds the job's node list, so a node with no rows is named. Method, assumptions and
+detection limit: docs/methodology.md, \"Fleet judgement\".
+
+Exit codes:
+  0  nothing named
+  1  at least one part (or a class below its ceiling) named
+  2  an input could not be read";
+
+/// Flags shared by judge and simulate: the judge's thresholds.
+#[derive(Debug, clap::Args)]
+struct Thresholds {
+    /// A part is named only this many percent below its class.
+    #[arg(long, default_value_t = 15.0, value_name = "PERCENT")]
+    min_deficit: f64,
+    /// Family-wise probability of naming a healthy part, per class (Bonferroni).
+    #[arg(long, default_value_t = 0.001)]
+    alpha: f64,
+    /// A class level this many percent below its median path ceiling is a finding.
+    #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
+    ceiling_shortfall: f64,
+}
+
+impl Thresholds {
+    fn config(&self) -> anyhow::Result<JudgeConfig> {
+        let percent = |value: f64, name: &str| -> anyhow::Result<f64> {
+            if !(value > 0.0 && value < 100.0) {
+                bail!("--{name} {value}: give a percentage above 0 and below 100");
+            }
+            Ok(value / 100.0)
+        };
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            bail!("--alpha {}: give a probability above 0 and below 1", self.alpha);
+        }
+        Ok(JudgeConfig {
+            min_deficit: percent(self.min_deficit, "min-deficit")?,
+            alpha: self.alpha,
+            ceiling_shortfall: percent(self.ceiling_shortfall, "ceiling-shortfall")?,
+        })
+    }
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = JUDGE_HELP)]
+pub struct JudgeArgs {
+    /// Gathered results files (results.csv of `gdrperf slurm`).
+    #[arg(value_name = "RESULTS.csv", required = true)]
+    files: Vec<PathBuf>,
+    /// Also write the verdict as JSON to this file (default: none).
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    thresholds: Thresholds,
+}
+
+/// `--schedule` of the simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ScheduleArg {
+    Pairs,
+    Ring,
+    AllPairs,
+    Random,
+    Locate,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SimulateArgs {
+    #[arg(long, default_value_t = 64)]
+    nodes: usize,
+    /// NIC ports (one GPU each) per node; lane k meets lane k.
+    #[arg(long, default_value_t = 8)]
+    lanes: usize,
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Locate)]
+    schedule: ScheduleArg,
+    /// Rounds of the `random` schedule.
+    #[arg(long, default_value_t = 2)]
+    random_rounds: usize,
+    /// SD of log bandwidth per row (0.03: about 3 %).
+    #[arg(long, default_value_t = 0.03)]
+    noise: f64,
+    /// Faults to plant, each on its own node: slow-port, bad-link, gpu-x8, dead-node,
+    /// slow-sending (comma-separated; default all five).
+    #[arg(long, value_delimiter = ',', default_value = "slow-port,bad-link,gpu-x8,dead-node,slow-sending")]
+    fault: Vec<String>,
+    /// How many seeds (fleets), from --first-seed on.
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// The first seed (to split a long sweep over processes).
+    #[arg(long, default_value_t = 1)]
+    first_seed: u64,
+    /// Print every seed's verdict.
+    #[arg(long)]
+    verbose: bool,
+    #[command(flatten)]
+    thresholds: Thresholds,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    /// Name the slow parts of a job from its gathered rows.
+    Judge(JudgeArgs),
+    /// Plan, measure (synthetic rows) and judge a simulated fleet with planted faults.
+    Simulate(SimulateArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.action {
+        Action::Judge(args) => run_judge(args),
+        Action::Simulate(args) => run_simulate(args),
+    }
+}
+
+fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
+    let config = args.thresholds.config()?;
+    let rows = read_gathered(&args.files)?;
+    if rows.rows.is_empty() {
+        bail!("no bandwidth rows in {}: fleet judge compares bandwidth rows", args.files.len());
+    }
+    let verdict = judge(&rows, &config);
+    print!("{}", report::text(&verdict));
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&verdict)?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(if verdict.findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
+    let config = args.thresholds.config()?;
+    if args.nodes < 4 || args.lanes == 0 || args.seeds == 0 {
+        bail!(
+            "--nodes {} --lanes {} --seeds {}: simulate needs 4 or more nodes, a lane and a seed",
+            args.nodes,
+            args.lanes,
+            args.seeds
+        );
+    }
+    if !(0.0..1.0).contains(&args.noise) {
+        bail!("--noise {}: give the SD of log bandwidth, 0 to below 1 (0.03 is about 3 %)", args.noise);
+    }
+    let faults = args
+        .fault
+        .iter()
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            Fault::parse(name).with_context(|| {
+                format!("--fault {name}: one of slow-port, bad-link, gpu-x8, dead-node, slow-sending")
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if 2 * faults.len() + 2 > args.nodes {
+        bail!("--nodes {}: too few for {} faults on their own nodes", args.nodes, faults.len());
+    }
+    let plan = match args.schedule {
+        ScheduleArg::Pairs => Plan::Fixed(Schedule::Pairs),
+        ScheduleArg::Ring => Plan::Fixed(Schedule::Ring),
+        ScheduleArg::AllPairs => Plan::Fixed(Schedule::AllPairs),
+        ScheduleArg::Random => Plan::Fixed(Schedule::Random { rounds: args.random_rounds, seed: 0 }),
+        ScheduleArg::Locate => Plan::Locate,
+    };
+    let all_pairs = args.nodes * (args.nodes - 1) / 2;
+    println!(
+        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {}, faults {}, seeds {}-{}",
+        args.nodes,
+        args.lanes,
+        args.schedule,
+        args.noise,
+        args.fault.join(","),
+        args.first_seed,
+        args.first_seed + args.seeds - 1
+    );
+    println!("seed,all_named,false_named,rounds,pair_runs,rows,judge_s,findings");
+    let (mut all_named, mut false_named) = (0u64, 0u64);
+    let mut runs = Vec::new();
+    let mut rounds = Vec::new();
+    let mut judge_seconds: Vec<f64> = Vec::new();
+    for seed in args.first_seed..args.first_seed + args.seeds {
+        let plan = match plan {
+            Plan::Fixed(Schedule::Random { rounds, .. }) => Plan::Fixed(Schedule::Random { rounds, seed }),
+            other => other,
+        };
+        let sim = SimConfig {
+            nodes: args.nodes,
+            lanes: args.lanes,
+            plan,
+            noise: args.noise,
+            faults: faults.clone(),
+            seed,
+        };
+        let fleet = simulate::run(&sim);
+        let start = Instant::now();
+        let verdict = judge(&fleet, &config);
+        let seconds = start.elapsed().as_secs_f64();
+        let score = simulate::score(&verdict.findings, &fleet.planted);
+        all_named += u64::from(score.all_named);
+        false_named += u64::from(score.false_named);
+        let rows = verdict.classes.iter().map(|class| class.rows).sum::<u64>();
+        println!(
+            "{seed},{},{},{},{},{rows},{seconds:.3},{}",
+            score.all_named,
+            score.false_named,
+            fleet.rounds,
+            fleet.pair_runs(),
+            verdict.findings.len()
+        );
+        if args.verbose || !score.all_named || score.false_named {
+            println!("#   planted: {:?}", fleet.planted);
+            for finding in &verdict.findings {
+                println!("#   {}", report::finding_line(finding));
+            }
+        }
+        runs.push(fleet.pair_runs());
+        rounds.push(fleet.rounds);
+        judge_seconds.push(seconds);
+    }
+    judge_seconds.sort_by(f64::total_cmp);
+    let seeds = args.seeds as f64;
+    println!(
+        "# every planted part named: {:.1} % of seeds; anything else named: {:.1} % of seeds",
+        100.0 * all_named as f64 / seeds,
+        100.0 * false_named as f64 / seeds
+    );
+    println!(
+        "# rounds: mean {:.1}, max {}; pair runs: mean {:.0}, max {} ({:.2} % of all-pairs' {all_pairs})",
+        rounds.iter().sum::<usize>() as f64 / seeds,
+        rounds.iter().max().unwrap_or(&0),
+        runs.iter().sum::<usize>() as f64 / seeds,
+        runs.iter().max().unwrap_or(&0),
+        100.0 * *runs.iter().max().unwrap_or(&0) as f64 / all_pairs as f64
+    );
+    println!(
+        "# judge wall time: median {:.3} s, max {:.3} s; peak resident memory of the process: {}",
+        judge_seconds[judge_seconds.len() / 2],
+        judge_seconds.last().unwrap_or(&0.0),
+        peak_memory().unwrap_or_else(|| "unknown".into())
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// VmHWM of /proc/self/status: the most memory this process held at once.
+fn peak_memory() -> Option<String> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|line| line.starts_with("VmHWM:"))
+        .map(|line| line["VmHWM:".len()..].trim().to_string())
+}

@@ -1,0 +1,128 @@
+//! `gdrperf fleet judge` and `simulate` as a user runs them: the built binary on a gathered
+//! results file written here (the columns rank 0 writes, read by name), and its exit codes.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn gdrperf(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(args).output().expect("running gdrperf")
+}
+
+fn text(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// A scratch folder removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let path = std::env::temp_dir().join(format!("gdrperf-fleet-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        Scratch(path)
+    }
+
+    fn write(&self, name: &str, contents: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).unwrap();
+        path.display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Six nodes, every ordered pair once, one port each; `slow` at 60 % with every peer. Rows
+/// alternate 1 % above and below 100 Gb/s; a `lane` = all row and a latency-style row with no
+/// bandwidth are there to be skipped.
+fn gathered(slow: Option<usize>) -> String {
+    let mut csv = String::from("# command: gdrperf slurm -- gdr-write-bw -s 1048576\n");
+    csv.push_str("test,bytes,bidirectional,qps,mem_local,mem_remote,device,peer_device,gpu_local_bus_id,lane,bw_avg_gbit_s,ceiling_gbps,round,server_rank,client_rank,server_node,client_node\n");
+    for server in 0..6 {
+        for client in 0..6 {
+            if server == client {
+                continue;
+            }
+            let base = if Some(server) == slow || Some(client) == slow { 60.0 } else { 100.0 };
+            let gbps = base * if (server + client) % 2 == 0 { 0.99 } else { 1.01 };
+            csv.push_str(&format!(
+                "write_bw,1048576,false,1,host,host,mlx5_0,mlx5_0,,0,{gbps:.3},105,0,{server},{client},n{server},n{client}\n"
+            ));
+        }
+    }
+    csv.push_str("write_bw,1048576,false,1,host,host,mlx5_0,mlx5_0,,all,1.0,105,0,0,1,n0,n1\n");
+    csv.push_str("write_bw,1048576,false,1,host,host,mlx5_0,mlx5_0,,0,,105,0,0,1,n0,n1\n");
+    csv
+}
+
+#[test]
+fn a_slow_node_and_a_node_without_rows_are_named_with_exit_1() {
+    let scratch = Scratch::new("slow");
+    let results = scratch.write("results.csv", &gathered(Some(3)));
+    scratch.write("plan.json", r#"{"nodes": ["n0", "n1", "n2", "n3", "n4", "n5", "n6"]}"#);
+    let json = scratch.0.join("fleet.json").display().to_string();
+    let output = gdrperf(&["fleet", "judge", &results, "--json", &json]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let out = text(&output);
+    assert!(out.contains("NIC port: n3 mlx5_0"), "{out}");
+    assert!(out.contains("node without rows: n6"), "{out}");
+    assert!(out.contains("NAMED: 2"), "{out}");
+    let verdict: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(verdict["findings"].as_array().unwrap().len(), 2);
+    assert_eq!(verdict["classes"][0]["rows"], 30);
+}
+
+#[test]
+fn a_healthy_fleet_exits_0_and_a_far_ceiling_exits_1() {
+    let scratch = Scratch::new("healthy");
+    let results = scratch.write("results.csv", &gathered(None));
+    let output = gdrperf(&["fleet", "judge", &results]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("NAMED: none"));
+    let far = scratch.write("far.csv", &gathered(None).replace(",105,", ",160,"));
+    let output = gdrperf(&["fleet", "judge", &far]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("class below its ceiling"), "{}", text(&output));
+}
+
+#[test]
+fn unreadable_input_and_bad_flags_exit_2() {
+    let scratch = Scratch::new("bad");
+    let no_column = scratch.write("bench.csv", "test,bytes\nwrite_bw,65536\n");
+    let output = gdrperf(&["fleet", "judge", &no_column]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("no column `bidirectional`"), "{}", text(&output));
+    let output = gdrperf(&["fleet", "judge", "/nonexistent/results.csv"]);
+    assert_eq!(output.status.code(), Some(2));
+    let output = gdrperf(&["fleet", "simulate", "--nodes", "16", "--fault", "slow-nic"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(text(&output).contains("--fault slow-nic"), "{}", text(&output));
+    let output = gdrperf(&["fleet", "judge", "--min-deficit", "150", &no_column]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn simulate_names_the_planted_faults_of_a_small_fleet() {
+    let output = gdrperf(&[
+        "fleet",
+        "simulate",
+        "--nodes",
+        "32",
+        "--lanes",
+        "2",
+        "--schedule",
+        "locate",
+        "--seeds",
+        "2",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output)
+            .contains("every planted part named: 100.0 % of seeds; anything else named: 0.0 % of seeds"),
+        "{}",
+        text(&output)
+    );
+}

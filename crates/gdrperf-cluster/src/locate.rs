@@ -1,0 +1,197 @@
+//! The `locate` schedule: a cheap first pass, then each suspect re-measured against nodes
+//! already seen healthy, one round at a time, until two healthy peers agree about it.
+//!
+//! A low pair says only that one of its two ends, or the link between them, is slow. Pairing
+//! each end again with units whose every pair was fine splits the cases: the faulty end stays
+//! low with fresh healthy peers, the innocent end does not, and a bad link between the two
+//! clears both ends (the judge then names the link). A fault that shows only in one direction
+//! (a NIC slow when sending) needs peers in both roles, so each suspect is measured as sender
+//! (client) and as receiver (server) by turns, and settles when, in each role, its last two
+//! healthy peers agree.
+//!
+//! The planner is pure: the caller (rank 0 of a job, or `gdrperf fleet simulate`) runs the
+//! rounds, says per pair whether it was low (a pair with no rows counts as low: a dead node
+//! settles as low with every peer), and asks for the next round. Rounds and pair runs are
+//! counted here so the report can say what locating cost.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use crate::random::SplitMix64;
+use crate::schedule::{Pair, Schedule};
+
+/// What the healthy peers said about one suspect, per role.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdicts {
+    /// `true` for a low pair, in the order measured, with the suspect sending (client).
+    pub sending: Vec<bool>,
+    /// The same with the suspect receiving (server).
+    pub receiving: Vec<bool>,
+}
+
+impl Verdicts {
+    /// Two healthy peers agree in each role: the last two verdicts of each role are equal.
+    pub fn settled(&self) -> bool {
+        let agreed = |list: &[bool]| list.len() >= 2 && list[list.len() - 1] == list[list.len() - 2];
+        agreed(&self.sending) && agreed(&self.receiving)
+    }
+}
+
+/// The state of a `locate` run over `units` units.
+#[derive(Debug, Clone)]
+pub struct Locator {
+    units: usize,
+    /// Units with at least one pair so far, and those with a low pair.
+    measured: BTreeSet<usize>,
+    suspects: BTreeMap<usize, Verdicts>,
+    met: HashSet<(usize, usize)>,
+    generator: SplitMix64,
+    /// A suspect is given up on (left unsettled) after this many locate pairs.
+    pub max_pairs_per_suspect: usize,
+    pub rounds: usize,
+    pub pair_runs: usize,
+}
+
+impl Locator {
+    pub fn new(units: usize, seed: u64) -> Locator {
+        Locator {
+            units,
+            measured: BTreeSet::new(),
+            suspects: BTreeMap::new(),
+            met: HashSet::new(),
+            generator: SplitMix64::new(seed ^ 0x10CA7E),
+            max_pairs_per_suspect: 8,
+            rounds: 0,
+            pair_runs: 0,
+        }
+    }
+
+    /// Records a finished round: every pair and whether it was low. In the first pass (the
+    /// cheap rounds before locating) both ends of a low pair become suspects; later, a pair of a
+    /// suspect and a healthy unit counts for the suspect in the role it took.
+    pub fn record_round(&mut self, pairs: &[(Pair, bool)], first_pass: bool) {
+        self.rounds += 1;
+        self.pair_runs += pairs.len();
+        for &(pair, low) in pairs {
+            self.met.insert(ordered(pair));
+            self.measured.insert(pair.server);
+            self.measured.insert(pair.client);
+            let server_suspect = self.suspects.contains_key(&pair.server);
+            let client_suspect = self.suspects.contains_key(&pair.client);
+            match (server_suspect, client_suspect) {
+                (true, false) if !first_pass => {
+                    self.suspects.entry(pair.server).or_default().receiving.push(low)
+                }
+                (false, true) if !first_pass => {
+                    self.suspects.entry(pair.client).or_default().sending.push(low)
+                }
+                _ if low => {
+                    self.suspects.entry(pair.server).or_default();
+                    self.suspects.entry(pair.client).or_default();
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The suspects and what their healthy peers said.
+    pub fn suspects(&self) -> &BTreeMap<usize, Verdicts> {
+        &self.suspects
+    }
+
+    /// Units measured with no low pair: the peers a suspect is re-measured against.
+    pub fn healthy(&self) -> Vec<usize> {
+        self.measured.iter().copied().filter(|unit| !self.suspects.contains_key(unit)).collect()
+    }
+
+    /// The next round: each unsettled suspect with a healthy unit it has not met, in the role it
+    /// has fewer verdicts in; `None` when every suspect has settled (or no healthy peer is left).
+    pub fn next_round(&mut self) -> Option<Vec<Pair>> {
+        let mut healthy = self.healthy();
+        self.generator.shuffle(&mut healthy);
+        let mut used = vec![false; self.units];
+        let mut round = Vec::new();
+        let mut cursor = 0;
+        for (&suspect, verdicts) in &self.suspects {
+            if verdicts.settled()
+                || verdicts.sending.len() + verdicts.receiving.len() >= self.max_pairs_per_suspect
+            {
+                continue;
+            }
+            let tries = healthy.len();
+            let partner = (0..tries).map(|step| healthy[(cursor + step) % tries]).find(|&peer| {
+                !used[peer] && !self.met.contains(&ordered(Pair { server: peer, client: suspect }))
+            });
+            let Some(peer) = partner else { continue };
+            cursor = (healthy.iter().position(|&unit| unit == peer).unwrap_or(0) + 1) % tries.max(1);
+            used[peer] = true;
+            // The role with fewer verdicts; sending first.
+            round.push(if verdicts.sending.len() <= verdicts.receiving.len() {
+                Pair { server: peer, client: suspect }
+            } else {
+                Pair { server: suspect, client: peer }
+            });
+        }
+        (!round.is_empty()).then_some(round)
+    }
+}
+
+/// The cheap first pass: a ring over a seeded shuffle of the units, so that every unit sends
+/// once and receives once (a fault in one direction shows) with random peers, in two rounds
+/// (three for an odd count).
+pub fn first_pass(units: usize, seed: u64) -> Vec<Vec<Pair>> {
+    let mut order: Vec<usize> = (0..units).collect();
+    SplitMix64::new(seed).shuffle(&mut order);
+    Schedule::Ring
+        .rounds(units)
+        .into_iter()
+        .map(|round| {
+            round
+                .into_iter()
+                .map(|pair| Pair { server: order[pair.server], client: order[pair.client] })
+                .collect()
+        })
+        .collect()
+}
+
+fn ordered(pair: Pair) -> (usize, usize) {
+    (pair.server.min(pair.client), pair.server.max(pair.client))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs locate over 8 units where unit 3 is slow when sending only; returns the settled verdicts.
+    #[test]
+    fn the_first_pass_has_every_unit_send_and_receive_once() {
+        for units in [2, 9, 64] {
+            let pairs: Vec<Pair> = first_pass(units, 3).concat();
+            for unit in 0..units {
+                assert_eq!(pairs.iter().filter(|pair| pair.client == unit).count(), 1, "{units} units");
+                assert_eq!(pairs.iter().filter(|pair| pair.server == unit).count(), 1, "{units} units");
+            }
+        }
+    }
+
+    #[test]
+    fn a_sender_only_fault_settles_low_sending_and_fine_receiving() {
+        let low = |pair: Pair| pair.client == 3;
+        let mut locator = Locator::new(8, 1);
+        // First pass: a ring (server i, client i+1): only the pair where 3 is the client (sends) is low.
+        let first: Vec<(Pair, bool)> =
+            (0..8).map(|server| Pair { server, client: (server + 1) % 8 }).map(|p| (p, low(p))).collect();
+        locator.record_round(&first, true);
+        assert_eq!(locator.suspects().keys().copied().collect::<Vec<_>>(), [2, 3]);
+        while let Some(round) = locator.next_round() {
+            let results: Vec<(Pair, bool)> = round.iter().map(|&p| (p, low(p))).collect();
+            locator.record_round(&results, false);
+            assert!(locator.rounds < 20, "locate did not settle");
+        }
+        let suspects = locator.suspects();
+        assert!(suspects.values().all(Verdicts::settled));
+        assert_eq!(suspects[&3].sending.last(), Some(&true));
+        assert_eq!(suspects[&3].receiving.last(), Some(&false));
+        // The innocent end of the low pair is cleared in both roles.
+        assert!(!suspects[&2].sending.iter().chain(&suspects[&2].receiving).any(|&low| low));
+    }
+}

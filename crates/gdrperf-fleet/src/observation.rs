@@ -1,0 +1,121 @@
+//! What the judge reads: one compact observation per pair row, and the names behind the indices.
+//!
+//! A gathered job can hold millions of rows; the judge keeps none of their text. Each row becomes
+//! a class index, a sender and a receiver port index and the log of its bandwidth (16 bytes);
+//! the [`Catalog`] holds each name once. A [`Source`] can be visited several times (the fit makes
+//! a few passes): [`Stored`] keeps the observations of files read once, the simulator regenerates
+//! its rows on every pass and keeps nothing.
+
+use std::collections::HashMap;
+
+/// One pair row, reduced to what the fit needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observation {
+    pub class: u32,
+    /// The port that sent the payload (for a bidirectional row: the client's).
+    pub sender: u32,
+    /// The port that received it (for a bidirectional row: the server's).
+    pub receiver: u32,
+    /// Whether the row says which end sent (false for bidirectional rows and unknown tests).
+    pub directed: bool,
+    /// Natural log of `bw_avg_gbit_s`.
+    pub log_gbps: f32,
+}
+
+/// Rows that may be compared with each other.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassInfo {
+    /// `test bytes mem_local/mem_remote` and the other keys, readable.
+    pub label: String,
+    /// Some end's payload is in GPU memory (cuda, cuda-staged).
+    pub gpu_memory: bool,
+    /// Both ends' payloads are in host memory: a GPU does not take part.
+    pub host_memory: bool,
+    /// The median of the rows' `ceiling_gbps`, where rows carry one.
+    pub ceiling_gbps: Option<f64>,
+}
+
+/// A NIC port: a node and its RDMA device (one lane when lanes ran).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortInfo {
+    pub node: u32,
+    pub device: String,
+    /// The PCI bus id of the GPU this port's rows used, where a row of its side says it.
+    pub gpu_bus_id: Option<String>,
+}
+
+/// The names behind the indices of the observations.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub classes: Vec<ClassInfo>,
+    pub ports: Vec<PortInfo>,
+    pub nodes: Vec<String>,
+    /// Nodes the job was to measure (from its plan), so that a node with no rows is named.
+    pub expected_nodes: Vec<String>,
+    class_index: HashMap<String, u32>,
+    node_index: HashMap<String, u32>,
+    port_index: HashMap<(u32, String), u32>,
+}
+
+impl Catalog {
+    /// The index of the class keyed `key`, added with `info` when new.
+    pub fn class(&mut self, key: &str, info: impl FnOnce() -> ClassInfo) -> u32 {
+        if let Some(&index) = self.class_index.get(key) {
+            return index;
+        }
+        let index = self.classes.len() as u32;
+        self.classes.push(info());
+        self.class_index.insert(key.to_string(), index);
+        index
+    }
+
+    pub fn node(&mut self, name: &str) -> u32 {
+        if let Some(&index) = self.node_index.get(name) {
+            return index;
+        }
+        let index = self.nodes.len() as u32;
+        self.nodes.push(name.to_string());
+        self.node_index.insert(name.to_string(), index);
+        index
+    }
+
+    /// The port `device` of node `node` (by name), added when new.
+    pub fn port(&mut self, node: &str, device: &str) -> u32 {
+        let node = self.node(node);
+        if let Some(&index) = self.port_index.get(&(node, device.to_string())) {
+            return index;
+        }
+        let index = self.ports.len() as u32;
+        self.ports.push(PortInfo { node, device: device.to_string(), gpu_bus_id: None });
+        self.port_index.insert((node, device.to_string()), index);
+        index
+    }
+
+    pub fn node_of(&self, port: u32) -> &str {
+        &self.nodes[self.ports[port as usize].node as usize]
+    }
+}
+
+/// Observations that can be visited in the same order as often as the fit needs.
+pub trait Source {
+    fn catalog(&self) -> &Catalog;
+    /// Calls `visit` on every observation, always in the same order.
+    fn visit(&self, visit: &mut dyn FnMut(&Observation));
+}
+
+/// Observations kept in memory (16 bytes a row), with their catalog.
+#[derive(Debug, Clone, Default)]
+pub struct Stored {
+    pub catalog: Catalog,
+    pub rows: Vec<Observation>,
+}
+
+impl Source for Stored {
+    fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    fn visit(&self, visit: &mut dyn FnMut(&Observation)) {
+        self.rows.iter().for_each(visit);
+    }
+}

@@ -1,0 +1,69 @@
+//! The verdict as text for a person: classes first (level, noise, ceiling), then each named part.
+
+use std::fmt::Write;
+
+use crate::judge::{Finding, PartKind, Verdict};
+
+/// One line naming a part: what, where, how far below, from what, how sure.
+pub fn finding_line(finding: &Finding) -> String {
+    let mut line = format!("{}: {}", finding.kind.name(), finding.node);
+    if let Some(device) = &finding.device {
+        let _ = write!(line, " {device}");
+    }
+    if let Some(bus) = &finding.gpu_bus_id {
+        let _ = write!(line, " (GPU {bus})");
+    }
+    if let (Some(peer), Some(device)) = (&finding.peer_node, &finding.peer_device) {
+        let _ = write!(line, " <-> {peer} {device}");
+    }
+    let _ = write!(line, ", {:.1} % below", finding.below_pct);
+    match finding.kind {
+        PartKind::ClassBelowCeiling => {
+            let _ = write!(line, " its ceiling, over {} rows", finding.pairs);
+        }
+        PartKind::NodeWithoutRows => {
+            line = format!("{}: {}: no rows at all (dead, or never ran)", finding.kind.name(), finding.node)
+        }
+        _ => {
+            let _ = write!(line, " the class, {} rows with {} peers", finding.pairs, finding.peers);
+        }
+    }
+    if let (Some(z), Some(p)) = (finding.z, finding.p_adjusted) {
+        let _ = write!(line, ", z {z:.1}, adjusted p {p:.1e}");
+    }
+    if finding.kind != PartKind::NodeWithoutRows {
+        let _ = write!(line, " [{}]", finding.class);
+    }
+    line
+}
+
+/// The whole report.
+pub fn text(verdict: &Verdict) -> String {
+    let mut text = String::new();
+    for class in &verdict.classes {
+        let _ = write!(
+            text,
+            "class {}: {} rows, level {:.2} Gb/s, noise {:.1} %",
+            class.class, class.rows, class.level_gbps, class.noise_pct
+        );
+        match class.ceiling_gbps {
+            Some(ceiling) => {
+                let _ = writeln!(
+                    text,
+                    ", ceiling {ceiling:.2} Gb/s ({:.0} % of it)",
+                    100.0 * class.level_gbps / ceiling
+                );
+            }
+            None => text.push_str(", no ceiling in the rows\n"),
+        }
+    }
+    if verdict.findings.is_empty() {
+        text.push_str("NAMED: none\n");
+    } else {
+        let _ = writeln!(text, "NAMED: {}", verdict.findings.len());
+        for finding in &verdict.findings {
+            let _ = writeln!(text, "  {}", finding_line(finding));
+        }
+    }
+    text
+}

@@ -1,0 +1,152 @@
+//! Small fleets built by hand, whose answer is worked out in each test's comment.
+//!
+//! Noise is a fixed +-1 % pattern (odd sums of the indices +1 %, even -1 %), so the noise the
+//! judge estimates is about 1.5 % and every deficit below is 20 or more of its standard errors:
+//! the decisions cannot flip by chance.
+
+use gdrperf_fleet::judge::{judge, JudgeConfig, PartKind, Verdict};
+use gdrperf_fleet::observation::{ClassInfo, Observation, Stored};
+
+/// All ordered pairs of `nodes` nodes, lane k with lane k, at `gbps(sender, receiver, lane)`.
+fn fleet(
+    nodes: usize,
+    lanes: usize,
+    memory: &[&str],
+    gbps: impl Fn(usize, usize, usize, &str) -> Option<f64>,
+) -> Stored {
+    let mut fleet = Stored::default();
+    for mem in memory {
+        let class = fleet.catalog.class(mem, || ClassInfo {
+            label: format!("write_bw 1048576 B {mem}->{mem}"),
+            gpu_memory: *mem == "cuda",
+            host_memory: *mem == "host",
+            ceiling_gbps: None,
+        });
+        for a in 0..nodes {
+            for b in 0..nodes {
+                for lane in 0..lanes {
+                    let Some(value) = (a != b).then(|| gbps(a, b, lane, mem)).flatten() else { continue };
+                    let wobble = if (a + b + lane) % 2 == 1 { 1.01 } else { 0.99 };
+                    let sender = fleet.catalog.port(&format!("n{a}"), &format!("mlx5_{lane}"));
+                    let receiver = fleet.catalog.port(&format!("n{b}"), &format!("mlx5_{lane}"));
+                    fleet.rows.push(Observation {
+                        class,
+                        sender,
+                        receiver,
+                        directed: true,
+                        log_gbps: (value * wobble).ln() as f32,
+                    });
+                }
+            }
+        }
+    }
+    fleet
+}
+
+fn named(verdict: &Verdict) -> Vec<(PartKind, String, Option<String>, Option<String>)> {
+    verdict.findings.iter().map(|f| (f.kind, f.node.clone(), f.device.clone(), f.peer_node.clone())).collect()
+}
+
+#[test]
+fn a_healthy_fleet_names_nothing() {
+    let verdict = judge(&fleet(8, 2, &["host"], |_, _, _, _| Some(100.0)), &JudgeConfig::default());
+    assert!(verdict.findings.is_empty(), "{:?}", verdict.findings);
+}
+
+#[test]
+fn a_slow_node_among_eight_is_the_node_not_its_peers() {
+    // Node 5 at 70 % on both ports, with every peer, both ways: each of its ports has 14 rows at
+    // ln 0.7 = -0.357 (35.7 % below would be 30 %); every other port has 2 low rows of 14, so its
+    // median stays at the class. Both of node 5's two ports are named: more than half: the node.
+    let slow = |a: usize, b: usize, _: usize, _: &str| Some(if a == 5 || b == 5 { 70.0 } else { 100.0 });
+    let verdict = judge(&fleet(8, 2, &["host"], slow), &JudgeConfig::default());
+    assert_eq!(named(&verdict), [(PartKind::Node, "n5".to_string(), None, None)]);
+    let below = verdict.findings[0].below_pct;
+    assert!((25.0..35.0).contains(&below), "{below}");
+    assert_eq!(verdict.findings[0].peers, 7);
+}
+
+#[test]
+fn one_slow_port_of_a_node_is_the_port() {
+    let slow = |a: usize, b: usize, lane: usize, _: &str| {
+        Some(if (a == 2 || b == 2) && lane == 1 { 70.0 } else { 100.0 })
+    };
+    let verdict = judge(&fleet(8, 2, &["host"], slow), &JudgeConfig::default());
+    assert_eq!(named(&verdict), [(PartKind::NicPort, "n2".to_string(), Some("mlx5_1".to_string()), None)]);
+}
+
+#[test]
+fn a_bad_link_is_the_link_not_either_end() {
+    // n2 <-> n6 at 60 % (both directions): 2 of each end's 14 rows low, medians untouched, the two
+    // rows' residual ln 0.6 = -0.51: the link.
+    let slow = |a: usize, b: usize, _: usize, _: &str| {
+        Some(if (a, b) == (2, 6) || (a, b) == (6, 2) { 60.0 } else { 100.0 })
+    };
+    let verdict = judge(&fleet(8, 1, &["host"], slow), &JudgeConfig::default());
+    assert_eq!(
+        named(&verdict),
+        [(PartKind::Link, "n2".to_string(), Some("mlx5_0".to_string()), Some("n6".to_string()))]
+    );
+    assert_eq!(verdict.findings[0].pairs, 2);
+}
+
+#[test]
+fn a_nic_slow_only_when_sending_is_told_from_one_slow_both_ways() {
+    // n4 sends at 70 %, receives at full rate: its 7 sending rows are low, its 7 receiving rows
+    // are not. Its peers each receive one low row of 7: untouched.
+    let slow = |a: usize, _: usize, _: usize, _: &str| Some(if a == 4 { 70.0 } else { 100.0 });
+    let verdict = judge(&fleet(8, 1, &["host"], slow), &JudgeConfig::default());
+    assert_eq!(
+        named(&verdict),
+        [(PartKind::NicPortSending, "n4".to_string(), Some("mlx5_0".to_string()), None)]
+    );
+    let receiving = |_: usize, b: usize, _: usize, _: &str| Some(if b == 4 { 70.0 } else { 100.0 });
+    let verdict = judge(&fleet(8, 1, &["host"], receiving), &JudgeConfig::default());
+    assert_eq!(verdict.findings[0].kind, PartKind::NicPortReceiving);
+}
+
+#[test]
+fn a_port_slow_in_gpu_memory_only_is_its_gpu() {
+    // n1's lane 0 at 63 % in the cuda class only (its GPU's link at x8), full rate in host memory.
+    let slow = |a: usize, b: usize, lane: usize, mem: &str| {
+        Some(if mem == "cuda" && lane == 0 && (a == 1 || b == 1) { 63.0 } else { 100.0 })
+    };
+    let verdict = judge(&fleet(8, 2, &["host", "cuda"], slow), &JudgeConfig::default());
+    assert_eq!(named(&verdict), [(PartKind::Gpu, "n1".to_string(), Some("mlx5_0".to_string()), None)]);
+    // Without host-memory rows the judge cannot tell the GPU from the NIC port, and says so.
+    let verdict = judge(&fleet(8, 2, &["cuda"], slow), &JudgeConfig::default());
+    assert_eq!(verdict.findings[0].kind, PartKind::NicPortOrGpu);
+}
+
+#[test]
+fn a_node_of_the_plan_without_rows_is_named() {
+    let mut fleet = fleet(8, 1, &["host"], |a, b, _, _| (a != 7 && b != 7).then_some(100.0));
+    fleet.catalog.expected_nodes = (0..8).map(|node| format!("n{node}")).collect();
+    let verdict = judge(&fleet, &JudgeConfig::default());
+    assert_eq!(named(&verdict), [(PartKind::NodeWithoutRows, "n7".to_string(), None, None)]);
+}
+
+#[test]
+fn a_whole_fleet_far_below_its_ceiling_is_a_finding() {
+    // Every row at 100 Gb/s where the path could carry 160: 37.5 % below, which no comparison
+    // among peers shows.
+    let mut fleet = fleet(8, 1, &["host"], |_, _, _, _| Some(100.0));
+    fleet.catalog.classes[0].ceiling_gbps = Some(160.0);
+    let verdict = judge(&fleet, &JudgeConfig::default());
+    assert_eq!(verdict.findings.len(), 1);
+    assert_eq!(verdict.findings[0].kind, PartKind::ClassBelowCeiling);
+    assert!((35.0..40.0).contains(&verdict.findings[0].below_pct));
+    fleet.catalog.classes[0].ceiling_gbps = Some(105.0);
+    assert!(judge(&fleet, &JudgeConfig::default()).findings.is_empty());
+}
+
+#[test]
+fn the_same_input_gives_the_same_verdict() {
+    let slow =
+        |a: usize, b: usize, _: usize, _: &str| Some(if a == 3 || (a, b) == (1, 2) { 70.0 } else { 100.0 });
+    let input = fleet(8, 2, &["host"], slow);
+    let first = judge(&input, &JudgeConfig::default());
+    for _ in 0..3 {
+        assert_eq!(judge(&input, &JudgeConfig::default()), first);
+    }
+}
