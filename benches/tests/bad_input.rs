@@ -73,6 +73,15 @@ const COMMON: &[Case] = &[
     case(&["--bind", "127.0.0.1", "--loopback"], &["'--bind <ADDR>' cannot be used with '--loopback'"]),
     case(&["--token", "", "host1"], &["--token (or GDRPERF_TOKEN) is empty"]),
     case(&["--no-such-flag"], &["unexpected argument '--no-such-flag'"]),
+    // Instant::now() + u64::MAX seconds would overflow (a panic): timeouts stop at 30 days.
+    case(
+        &["--loopback", "--timeout", "18446744073709551615"],
+        &["--timeout must be at most 2592000 seconds (30 days), not 18446744073709551615"],
+    ),
+    case(
+        &["--accept-timeout", "18446744073709551615"],
+        &["--accept-timeout must be at most 2592000 seconds (30 days), not 18446744073709551615"],
+    ),
 ];
 
 /// `-Q`/`-b` of the bandwidth tests.
@@ -213,6 +222,25 @@ fn every_binary_refuses_bad_input_with_exit_2_and_a_message_naming_it() {
         }
     }
     assert!(failures.is_empty(), "{} of {checked} cases failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn an_argument_that_is_not_utf8_exits_2_with_a_message_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let not_text = std::ffi::OsStr::from_bytes(b"/tmp/a\xff.csv");
+    for (name, binary, _) in binaries() {
+        for arguments in [vec!["--loopback".as_ref(), "--csv".as_ref(), not_text], vec![not_text]] {
+            let output = Command::new(&binary)
+                .args(&arguments)
+                .env("RUST_BACKTRACE", "1")
+                .env_remove("GDRPERF_TOKEN")
+                .output()
+                .expect("the binary runs");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{name} {arguments:?}: {stderr}");
+            assert!(stderr.contains("(/tmp/a\u{fffd}.csv) is not valid UTF-8"), "{name}: {stderr}");
+        }
+    }
 }
 
 #[test]
