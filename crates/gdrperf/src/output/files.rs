@@ -81,17 +81,31 @@ impl JsonFile {
 
     fn rewrite(&self) -> Result<()> {
         let document = serde_json::json!({ "metadata": self.metadata, "results": self.results, "outcome": self.outcome });
-        let mut temporary = self.path.clone().into_os_string();
-        temporary.push(".partial");
-        let temporary = PathBuf::from(temporary);
+        let temporary = partial_name(&self.path);
         let text = serde_json::to_string_pretty(&document)
             .map_err(|error| output_error(&self.path, error.into()))?;
-        let mut file = File::create(&temporary).map_err(|source| output_error(&temporary, source))?;
+        let mut file = create_new(&temporary).map_err(|source| output_error(&temporary, source))?;
         file.write_all(text.as_bytes())
             .and_then(|()| file.write_all(b"\n"))
             .map_err(|source| output_error(&temporary, source))?;
         std::fs::rename(&temporary, &self.path).map_err(|source| output_error(&self.path, source))
     }
+}
+
+/// The temporary name `path`'s next contents are written under before the rename:
+/// `X.json.<pid>.partial`, so that two processes never share one.
+fn partial_name(path: &Path) -> PathBuf {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.partial", std::process::id()));
+    PathBuf::from(temporary)
+}
+
+/// Creates `path`, which must not exist (`O_CREAT|O_EXCL`: a symlink there is not followed
+/// either). In a group-writable folder another user could plant a link at a fixed temporary
+/// name and have this run overwrite a file it owns; now the run stops with an error instead.
+/// std's `create_new` is exactly that flag pair, so no crate is needed for it.
+fn create_new(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new().write(true).create_new(true).open(path)
 }
 
 impl<R: Row> Exporter<R> for JsonFile {
@@ -152,5 +166,19 @@ mod tests {
         );
         assert_eq!(text, format!("{expected}# clock: {clock}\n"));
         assert!(expected.contains("# command: gdr-write-bw --mem 'a b'\n"), "{expected}");
+    }
+
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_not_followed() {
+        let folder = std::env::temp_dir().join(format!("gdrperf-planted-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let victim = folder.join("victim.txt");
+        std::fs::write(&victim, "mine\n").unwrap();
+        let result = folder.join("run.json");
+        std::os::unix::fs::symlink(&victim, partial_name(&result)).unwrap();
+        let error = JsonFile::create(&result).err().expect("the planted link stops the run");
+        assert!(error.to_string().contains(".partial"), "{error}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+        std::fs::remove_dir_all(&folder).unwrap();
     }
 }
