@@ -19,13 +19,33 @@ pub struct CsvFile {
     /// comment lines written at `start`, before the csv writer has written anything.
     head: File,
     writer: csv::Writer<File>,
+    /// Whether the header line is out (it goes with the first row).
+    header_written: bool,
+}
+
+/// `cell` as a spreadsheet will read it as text: one starting with `=`, `+`, `-` or `@` that
+/// is not a number gets a leading `'`. Peer text (a host or device name, a cause) reaches these
+/// cells, and a spreadsheet would run `=HYPERLINK(...)` as a formula (CSV injection).
+/// Numbers are never touched, so figures stay figures (docs/columns.md).
+pub fn spreadsheet_safe(cell: &str) -> std::borrow::Cow<'_, str> {
+    let formula = cell.starts_with(['=', '+', '-', '@']) && cell.parse::<f64>().is_err();
+    if formula {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    }
 }
 
 impl CsvFile {
     pub fn create(path: &Path) -> Result<CsvFile> {
         let file = File::create(path).map_err(|source| output_error(path, source))?;
         let head = file.try_clone().map_err(|source| output_error(path, source))?;
-        Ok(CsvFile { path: path.to_path_buf(), head, writer: csv::Writer::from_writer(file) })
+        Ok(CsvFile {
+            path: path.to_path_buf(),
+            head,
+            writer: csv::Writer::from_writer(file),
+            header_written: false,
+        })
     }
 }
 
@@ -51,7 +71,18 @@ impl<R: Row> Exporter<R> for CsvFile {
     fn write_row(&mut self, row: &R) -> Result<()> {
         let csv_error =
             |error: csv::Error| output_error(&self.path, std::io::Error::other(error.to_string()));
-        self.writer.serialize(row).map_err(csv_error)?;
+        // The row as serde writes it (header first, once), then each cell made spreadsheet-safe.
+        let mut buffer = csv::WriterBuilder::new().has_headers(!self.header_written).from_writer(Vec::new());
+        buffer.serialize(row).map_err(csv_error)?;
+        let bytes = buffer.into_inner().map_err(|error| csv_error(error.into_error().into()))?;
+        let mut records = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes.as_slice());
+        for record in records.records() {
+            let record = record.map_err(csv_error)?;
+            self.writer
+                .write_record(record.iter().map(spreadsheet_safe).map(|cell| cell.into_owned()))
+                .map_err(csv_error)?;
+        }
+        self.header_written = true;
         self.writer.flush().map_err(|source| output_error(&self.path, source))
     }
 }
@@ -180,5 +211,21 @@ mod tests {
         assert!(error.to_string().contains(".partial"), "{error}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
         std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_are_written_as_text() {
+        for (cell, written) in [
+            ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
+            ("+1+2", "'+1+2"),
+            ("-cmd", "'-cmd"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("-1.5", "-1.5"),
+            ("+3", "+3"),
+            ("node1", "node1"),
+            ("", ""),
+        ] {
+            assert_eq!(spreadsheet_safe(cell), written, "{cell}");
+        }
     }
 }
