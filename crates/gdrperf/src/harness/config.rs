@@ -353,6 +353,12 @@ impl BenchConfig {
         self.sizes.iter().copied().max().unwrap_or(1)
     }
 
+    /// Whether a server listens, without a token, on an address other hosts can reach (any but
+    /// loopback): whoever connects first gets the run's memory keys, so the server warns.
+    pub fn routable_without_token(&self) -> bool {
+        self.role == Role::Server && self.token.is_none() && !self.listen_address().ip().is_loopback()
+    }
+
     /// Where a server listens for its client.
     pub fn listen_address(&self) -> SocketAddr {
         SocketAddr::new(self.bind.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), self.tcp_port)

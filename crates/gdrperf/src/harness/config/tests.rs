@@ -275,3 +275,14 @@ fn token_file_gives_the_secret_one_way_only() {
     assert!(empty.contains("is empty"), "{empty}");
     std::fs::remove_dir_all(&folder).unwrap();
 }
+
+#[test]
+fn a_server_on_a_routable_address_without_a_token_is_flagged() {
+    let flagged = |arguments: &[&str]| build(arguments).unwrap().0.routable_without_token();
+    assert!(flagged(&["--bind", "10.0.0.1"]));
+    assert!(flagged(&[]), "every address listens by default");
+    assert!(!flagged(&["--bind", "127.0.0.1"]));
+    assert!(!flagged(&["--bind", "::1"]));
+    assert!(!flagged(&["--bind", "10.0.0.1", "--token", "0123456789abcdef0123456789abcdef"]));
+    assert!(!flagged(&["10.0.0.2"]), "a client listens nowhere");
+}
