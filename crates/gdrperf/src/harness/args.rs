@@ -181,7 +181,8 @@ pub struct CommonArgs {
     pub token: Option<String>,
 
     /// Read the shared secret (--token) from this file, its first line: unlike a --token on the
-    /// command line, a file readable by you alone shows the secret to no other user.
+    /// command line, a file readable by you alone shows the secret to no other user. Default:
+    /// none (--token or GDRPERF_TOKEN, if given).
     #[arg(long = "token-file", value_name = "PATH")]
     pub token_file: Option<std::path::PathBuf>,
 }
