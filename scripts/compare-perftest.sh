@@ -35,6 +35,9 @@
 # COMPARE_CQ_MOD=default (older spelling) is COMPARE_FORMS=defaults. Needs the release binaries
 # (cargo build --release).
 set -eu
+# Scratch files in a private folder (mktemp), never a fixed /tmp name another user could plant.
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
 cd "$(dirname "$0")/.."
 
 case ${COMPARE_ROUNDS:-3} in
@@ -144,11 +147,11 @@ perftest_one_sided() {
     wait
 }
 gdrperf_one_sided() { # TOOL SIZE ITERS
-    PORT=$((PORT + 1)); rm -f /tmp/compare.csv
+    PORT=$((PORT + 1)); rm -f "$SCRATCH"/compare.csv
     $1 -p $PORT -s "$2" -n "$3" -t $DEPTH $CQ_FLAG $WARMUP_FLAG >/dev/null 2>&1 &
-    $1 -p $PORT -s "$2" -n "$3" -t $DEPTH $CQ_FLAG $WARMUP_FLAG --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    $1 -p $PORT -s "$2" -n "$3" -t $DEPTH $CQ_FLAG $WARMUP_FLAG --csv "$SCRATCH"/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
-    echo "$(csv_column /tmp/compare.csv bw_avg_mib_s) $(csv_column /tmp/compare.csv bw_peak_mib_s)"
+    echo "$(csv_column "$SCRATCH"/compare.csv bw_avg_mib_s) $(csv_column "$SCRATCH"/compare.csv bw_peak_mib_s)"
 }
 perftest_write_bw() { perftest_one_sided ib_write_bw "$@"; }
 gdrperf_write_bw() { gdrperf_one_sided gdr-write-bw "$@"; }
@@ -166,11 +169,11 @@ perftest_send_bw() {
     wait
 }
 gdrperf_send_bw() {
-    PORT=$((PORT + 1)); rm -f /tmp/compare.csv
+    PORT=$((PORT + 1)); rm -f "$SCRATCH"/compare.csv
     gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH $WARMUP_FLAG >/dev/null 2>&1 &
-    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH $WARMUP_FLAG --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    gdr-send-bw -p $PORT -s "$1" -n "$2" -t $DEPTH $CQ_FLAG -r $RX_DEPTH $WARMUP_FLAG --csv "$SCRATCH"/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
-    echo "$(csv_column /tmp/compare.csv bw_avg_mib_s) $(csv_column /tmp/compare.csv bw_peak_mib_s)"
+    echo "$(csv_column "$SCRATCH"/compare.csv bw_avg_mib_s) $(csv_column "$SCRATCH"/compare.csv bw_peak_mib_s)"
 }
 
 # Latency: perftest's t_typical (5th column of its result line) and our median.
@@ -183,11 +186,11 @@ perftest_latency() { # TOOL SIZE ITERATIONS
 }
 gdrperf_latency() { # TOOL SIZE ITERATIONS [OPTIONS]
     tool=$1 size=$2 iterations=$3; shift 3
-    PORT=$((PORT + 1)); rm -f /tmp/compare.csv
+    PORT=$((PORT + 1)); rm -f "$SCRATCH"/compare.csv
     $tool -p $PORT -s "$size" -n "$iterations" $WARMUP_FLAG "$@" >/dev/null 2>&1 &
-    $tool -p $PORT -s "$size" -n "$iterations" $WARMUP_FLAG "$@" --csv /tmp/compare.csv 127.0.0.1 >/dev/null 2>&1
+    $tool -p $PORT -s "$size" -n "$iterations" $WARMUP_FLAG "$@" --csv "$SCRATCH"/compare.csv 127.0.0.1 >/dev/null 2>&1
     wait
-    csv_column /tmp/compare.csv t_typical_us
+    csv_column "$SCRATCH"/compare.csv t_typical_us
 }
 perftest_read_lat() { perftest_latency ib_read_lat "$@"; }
 perftest_write_lat() { perftest_latency ib_write_lat "$@"; }

@@ -18,16 +18,27 @@
 # (-q 2 -b --validate) in both tools, are recorded for comparison, not judged: their exit codes
 # and error lines are listed. Ends with "N passed, N failed".
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 REPO=$(pwd -P)
 OUT=${1:-$REPO/.cache/loss}; LOSS=${2:-2%}; ITERS=${3:-500}; REPEATS=${4:-3}
 case $OUT in /*) ;; *) OUT=$REPO/$OUT ;; esac
-case $OUT in "$REPO"/*) ;; *) echo "OUT_DIR must be inside the repository (the VMs see it over 9p)" >&2; exit 2 ;; esac
+# Resolved (no trailing slash, no "..", links followed), so "$PWD/" or "x/.." is the repository
+# itself and is refused: OUT_DIR is removed and made afresh below.
+OUT=$(realpath -m -- "$OUT")
+case $OUT in "$REPO"/*) ;; *) echo "OUT_DIR must be inside the repository, not the repository itself (the VMs see it over 9p)" >&2; exit 2 ;; esac
+if [ -n "$(git -C "$REPO" ls-files -- "$OUT" 2>/dev/null | head -1)" ]; then
+    echo "OUT_DIR $OUT holds tracked files; name a new folder (default .cache/loss)" >&2; exit 2
+fi
+# Only a folder this script made (it leaves a marker) is removed; anything else is refused.
+MARKER=.made-by-loss-test
+if [ -e "$OUT" ] && [ ! -f "$OUT/$MARKER" ]; then
+    echo "OUT_DIR $OUT exists and was not made by scripts/loss-test.sh; remove it yourself or name a new folder" >&2; exit 2
+fi
 PASSED=0; FAILED=0
 pass() { PASSED=$((PASSED + 1)); echo "ok   - $1"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL - $1"; shift; for line in "$@"; do printf '       %s\n' "$line"; done; }
 
-rm -rf "$OUT" && mkdir -p "$OUT"
+rm -rf "$OUT" && mkdir -p "$OUT" && : >"$OUT/$MARKER"
 case ${NETEM_EXTRA:-} in *\'*) echo "NETEM_EXTRA must not hold a quote" >&2; exit 2 ;; esac
 vm_command="NETEM_EXTRA='${NETEM_EXTRA:-}' scripts/softroce/loss.sh $OUT $LOSS $ITERS $REPEATS"
 command="scripts/softroce.sh pair --timeout 900 -- \"$vm_command\""

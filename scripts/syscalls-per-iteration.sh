@@ -12,6 +12,9 @@
 # Prints, per tool and size, the calls per iteration of each system call that moved, then the
 # total. Result: results/softroce/syscalls-per-iteration.txt.
 set -eu
+# Scratch files in a private folder (mktemp), never a fixed /tmp name another user could plant.
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
 TOOLS=${SYSCALL_TOOLS:-"write_lat read_lat"}
 SIZES=${SYSCALL_SIZES:-"2 4096"}
 SHORT=${SYSCALL_SHORT:-1000}
@@ -33,10 +36,10 @@ traced() {
     esac
     $server >/dev/null 2>&1 &
     sleep 1
-    $STRACE -c -f -o "$4" $client >/tmp/client.out 2>&1 || echo "  ($1 -s $2 -n $3 failed)"
+    $STRACE -c -f -o "$4" $client >"$SCRATCH"/client.out 2>&1 || echo "  ($1 -s $2 -n $3 failed)"
     # The clock gdrperf's samples used: under strace its TSC calibration may give up (the
     # calibration's own clock reads are traced), and every stamp is then a clock_gettime.
-    case $1 in gdr-*) echo "  $1 -s $2 -n $3: $(grep -m1 'Clock' /tmp/client.out | sed 's/^ *//')" ;; esac
+    case $1 in gdr-*) echo "  $1 -s $2 -n $3: $(grep -m1 'Clock' "$SCRATCH"/client.out | sed 's/^ *//')" ;; esac
     wait || true
 }
 
@@ -47,9 +50,9 @@ echo "# gdrperf flags: ${GDR_FLAGS:=-I 0 --latency-span iteration} (perftest's i
 for test in $TOOLS; do
     for size in $SIZES; do
         for tool in ib_$test gdr-$(echo $test | tr _ -); do
-            traced "$tool" "$size" "$SHORT" /tmp/short.txt
-            traced "$tool" "$size" "$LONG" /tmp/long.txt
-            { counts /tmp/short.txt | sed 's/^/short /'; counts /tmp/long.txt | sed 's/^/long /'; } | awk -v tool="$tool" -v size="$size" -v d=$((LONG - SHORT)) '
+            traced "$tool" "$size" "$SHORT" "$SCRATCH"/short.txt
+            traced "$tool" "$size" "$LONG" "$SCRATCH"/long.txt
+            { counts "$SCRATCH"/short.txt | sed 's/^/short /'; counts "$SCRATCH"/long.txt | sed 's/^/long /'; } | awk -v tool="$tool" -v size="$size" -v d=$((LONG - SHORT)) '
                 $1 == "short" { short[$2] = $3; next }
                 { long[$2] = $3 }
                 END {

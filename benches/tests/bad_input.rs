@@ -93,6 +93,15 @@ const COMMON: &[Case] = &[
     case(&["--loopback", "--use_rocm=0"], &["gdrperf's device memory is NVIDIA's (CUDA) only"]),
     case(&["--loopback", "-c", "UD"], &["gdrperf runs RC queue pairs only"]),
     case(&["--loopback", "-W", "x"], &["the nic_* columns and --max-nic-errors"]),
+    // Instant::now() + u64::MAX seconds would overflow (a panic): timeouts stop at 30 days.
+    case(
+        &["--loopback", "--timeout", "18446744073709551615"],
+        &["--timeout must be at most 2592000 seconds (30 days), not 18446744073709551615"],
+    ),
+    case(
+        &["--accept-timeout", "18446744073709551615"],
+        &["--accept-timeout must be at most 2592000 seconds (30 days), not 18446744073709551615"],
+    ),
 ];
 
 /// `-Q`/`-b` of the bandwidth tests.
@@ -247,6 +256,25 @@ fn a_perftest_command_line_parses_in_every_binary() {
         assert!(stderr.contains("note: perftest's -F is ignored: "), "{name}: {stderr}");
         for refusal in ["unexpected argument", "invalid value", "error: the argument"] {
             assert!(!stderr.contains(refusal), "{name} refused a perftest flag: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn an_argument_that_is_not_utf8_exits_2_with_a_message_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let not_text = std::ffi::OsStr::from_bytes(b"/tmp/a\xff.csv");
+    for (name, binary, _) in binaries() {
+        for arguments in [vec!["--loopback".as_ref(), "--csv".as_ref(), not_text], vec![not_text]] {
+            let output = Command::new(&binary)
+                .args(&arguments)
+                .env("RUST_BACKTRACE", "1")
+                .env_remove("GDRPERF_TOKEN")
+                .output()
+                .expect("the binary runs");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{name} {arguments:?}: {stderr}");
+            assert!(stderr.contains("(/tmp/a\u{fffd}.csv) is not valid UTF-8"), "{name}: {stderr}");
         }
     }
 }

@@ -59,7 +59,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     bench_dir: Option<PathBuf>,
     /// Longest a single bench run may take before it is stopped and counted an error.
-    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 600, value_name = "SECONDS", value_parser = timeout_seconds())]
     run_timeout: u64,
     /// Print the plan (every bench command) and exit without running anything.
     #[arg(long)]
@@ -156,8 +156,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "profile_source": args.profile,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
         "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
-        "command": gdrperf_stats::provenance::command_line(&std::env::args().collect::<Vec<_>>()),
-        "argv": gdrperf_stats::redact_command_line(std::env::args()),
+        "command": gdrperf_stats::provenance::command_line(&gdrperf_stats::arguments()),
+        "argv": gdrperf_stats::redact_command_line(gdrperf_stats::arguments()),
         "host": host,
         "date": date,
         "warnings": warnings,
@@ -394,4 +394,11 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The value parser of every timeout in seconds of this binary: up to
+/// [`gdrperf_stats::MAX_TIMEOUT_SECONDS`], so that `Instant::now() + timeout` cannot overflow;
+/// clap refuses a larger value with exit 2.
+pub(crate) fn timeout_seconds() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(0..=gdrperf_stats::MAX_TIMEOUT_SECONDS)
 }

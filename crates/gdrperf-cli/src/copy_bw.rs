@@ -293,7 +293,7 @@ impl Outputs {
             Some(path) => {
                 let mut file = File::create(path)
                     .with_context(|| format!("cannot create CSV file {}", path.display()))?;
-                let argv: Vec<String> = std::env::args().collect();
+                let argv: Vec<String> = gdrperf_stats::arguments();
                 let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
                 let head =
                     provenance::comment_lines("copy_bw", &argv, &gdrperf_stats::utc_timestamp(), host.trim());
@@ -349,7 +349,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         let document = serde_json::json!({
             "tool": "gdrperf copy-bw",
-            "command": provenance::command_line(&std::env::args().collect::<Vec<_>>()),
+            "command": provenance::command_line(&gdrperf_stats::arguments()),
             "git_commit": provenance::GIT_COMMIT,
             "date": gdrperf_stats::utc_timestamp(),
             "driver_cuda_version": cuda.driver_version().to_string(),

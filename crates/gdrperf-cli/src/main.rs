@@ -58,6 +58,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    if let Some(message) = gdrperf_stats::non_utf8_argument(std::env::args_os()) {
+        eprintln!("gdrperf: error: {message}");
+        return ExitCode::from(2);
+    }
+    if gdrperf_stats::secret_on_command_line(&gdrperf_stats::arguments()) {
+        eprintln!("gdrperf: {}", gdrperf_stats::SECRET_ON_COMMAND_LINE);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Doctor(args) => doctor::run(args),

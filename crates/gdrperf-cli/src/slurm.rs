@@ -65,15 +65,15 @@ pub struct Args {
 
     /// Seconds to wait for a peer still busy with its previous round, counted from its last sign
     /// of life (a peer itself waiting for another shows one every second).
-    #[arg(long = "round-timeout", default_value_t = 600, value_name = "SECONDS")]
+    #[arg(long = "round-timeout", default_value_t = 600, value_name = "SECONDS", value_parser = crate::accept::timeout_seconds())]
     round_timeout: u64,
 
     /// Seconds after which a bench still running is killed and its pair failed.
-    #[arg(long = "pair-timeout", default_value_t = 3600, value_name = "SECONDS")]
+    #[arg(long = "pair-timeout", default_value_t = 3600, value_name = "SECONDS", value_parser = crate::accept::timeout_seconds())]
     pair_timeout: u64,
 
     /// Seconds rank 0 waits for the other tasks before gathering.
-    #[arg(long = "gather-timeout", default_value_t = 600, value_name = "SECONDS")]
+    #[arg(long = "gather-timeout", default_value_t = 600, value_name = "SECONDS", value_parser = crate::accept::timeout_seconds())]
     gather_timeout: u64,
 
     /// Rank 0 does not gather (run `gdrperf slurm gather DIR` afterwards).
@@ -190,8 +190,7 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         nodes: step.nodes.clone(),
         plan: Plan::new(&step, schedule, pair_by, args.base_port)?,
     };
-    let bench =
-        BenchCommand { program: bench_program(name), name: plan.bench.clone(), args: bench_args.to_vec() };
+    let bench = BenchCommand::new(bench_program(name), plan.bench.clone(), bench_args);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("gdrperf-slurm-{}", step.run_id())));
     let sysfs_root = args.sysfs_root.clone();
     let local = step.placement(step.rank).local;

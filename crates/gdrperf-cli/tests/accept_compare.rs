@@ -325,10 +325,12 @@ fn compare_of_two_acceptance_folders_names_what_changed_in_the_node_and_the_numb
     let (base_out, new_out) = (base.0.join("out"), new.0.join("out"));
     let output = gdrperf(&["compare", base_out.to_str().unwrap(), new_out.to_str().unwrap()], &[]);
     let printed = text(&output);
-    assert_eq!(output.status.code(), Some(1), "{printed}");
+    // One acceptance run a side is a single run: the change is named, never judged (exit 0).
+    assert_eq!(output.status.code(), Some(0), "{printed}");
     assert!(printed.contains("inventory: kernel: 6.1.0-18-amd64 -> 6.1.0-25-amd64\n"), "{printed}");
     assert!(
-        printed.contains("write_bw-host-rxe0.json") && printed.contains("-20.0%  REGRESSION"),
+        printed.contains("write_bw-host-rxe0.json")
+            && printed.contains("-20.0%  beyond the tolerance: single run, cannot tell from noise"),
         "{printed}"
     );
     let output = gdrperf(&["compare", base_out.to_str().unwrap(), base_out.to_str().unwrap()], &[]);

@@ -12,12 +12,13 @@ use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 /// Stands in for a gdr-* bench: a server (no HOST) prints and exits; a client writes one row
 /// with both host names. It fails with a bench-like error on the node named by FAKE_BAD_NODE.
 const FAKE_BENCH: &str = r#"#!/bin/sh
-csv= json= host= port= token=
+csv= json= host= port= token=${GDRPERF_TOKEN:-}
 while [ $# -gt 0 ]; do
     case $1 in
         -p) port=$2; shift 2 ;;
-        --token) token=$2; shift 2 ;;
-        --token=*) token=${1#--token=}; shift ;;
+        --token|--token=*)
+            echo "gdr-write-bw: error: the token is on the command line: $*" >&2
+            exit 3 ;;
         --csv) csv=$2; shift 2 ;;
         --json) json=$2; shift 2 ;;
         -*) shift ;;
@@ -85,6 +86,7 @@ impl Cluster {
             .env("SLURM_TASKS_PER_NODE", format!("1(x{})", self.nodes.len()))
             .env("SLURMD_NODENAME", &self.nodes[rank])
             .env("SLURM_LOCALID", "0")
+            .env_remove("GDRPERF_TOKEN")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for (name, value) in env {
@@ -155,16 +157,22 @@ fn files_under(root: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn a_token_among_the_bench_arguments_reaches_the_bench_but_no_file_or_console() {
+fn a_token_among_the_bench_arguments_reaches_the_bench_in_its_environment_only() {
     let secret = "s3cretTOKEN";
     let mut cluster = Cluster::new(2);
     cluster.bench_args =
         vec!["--token".into(), secret.into(), "--validate".into(), format!("--token={secret}")];
     let outputs = cluster.run(&[0, 1], &[], &[("FAKE_EXPECT_TOKEN", secret)]);
     for (rank, output) in outputs.iter().enumerate() {
-        // The fake bench exits 2 unless it was given the token: the real command keeps it.
+        // The fake bench exits 2 unless GDRPERF_TOKEN holds the token, 3 when a --token is in
+        // its argv (where ps and /proc/PID/cmdline show it): the token moved to the environment.
         assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output));
         assert!(!text(output).contains(secret), "rank {rank}: {}", text(output));
+        assert!(
+            text(output).contains("--token on the command line is visible"),
+            "rank {rank}: {}",
+            text(output)
+        );
     }
     let files = files_under(&cluster.out());
     assert!(files.iter().any(|path| path.ends_with("plan.json")), "{files:?}");

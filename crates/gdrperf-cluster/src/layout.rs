@@ -157,10 +157,21 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 
 /// Writes `text` to `path` through a temporary file and a rename.
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
+    // `X.<pid>-<n>.partial` (n counts this process's writes), created with O_CREAT|O_EXCL (std's `create_new`): the output folder
+    // may be group-writable, and a link planted at a fixed name would be followed and the file
+    // it points to overwritten; now such a name stops the write with an error.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".partial");
+    temporary.push(format!(".{}-{write}.partial", std::process::id()));
     let temporary = PathBuf::from(temporary);
-    std::fs::write(&temporary, text).map_err(|source| write_error(&temporary, source))?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
+        .map_err(|source| write_error(&temporary, source))?;
+    std::io::Write::write_all(&mut file, text.as_bytes())
+        .map_err(|source| write_error(&temporary, source))?;
     std::fs::rename(&temporary, path).map_err(|source| write_error(path, source))
 }
 
@@ -170,5 +181,28 @@ pub fn read_json_if_present<T: DeserializeOwned>(path: &Path) -> Result<Option<T
         Ok(text) => serde_json::from_str(&text).map(Some).map_err(|error| read_error(path, error)),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(read_error(path, error)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_planted_at_the_next_temporary_name_is_not_followed() {
+        let folder = std::env::temp_dir().join(format!("gdrperf-layout-planted-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let victim = folder.join("victim.txt");
+        std::fs::write(&victim, "mine\n").unwrap();
+        let path = folder.join("plan.json");
+        // Every name this process could pick next: the link is planted at each.
+        // (the other tests of this binary write a few dozen files at most before this one).
+        for write in 0..4096 {
+            let link = folder.join(format!("plan.json.{}-{write}.partial", std::process::id()));
+            std::os::unix::fs::symlink(&victim, link).unwrap();
+        }
+        assert!(write_text(&path, "new\n").is_err(), "the planted link was not refused");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+        std::fs::remove_dir_all(&folder).unwrap();
     }
 }

@@ -33,15 +33,39 @@ const RESERVED_FLAGS: [(&str, &str); 5] = [
 pub const PLACEHOLDERS: &str = "{rank} {local} {node} {peer} {peer_rank} {role} {gpu_bus_id} {nic}";
 
 /// The bench binary and the arguments every pair shares.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct BenchCommand {
     pub program: PathBuf,
     /// `gdr-write-bw`: names the run in files and the summary.
     pub name: String,
+    /// The arguments, without any `--token`: see [`BenchCommand::new`].
     pub args: Vec<String>,
+    /// A `--token` taken out of the arguments, handed to each bench in `GDRPERF_TOKEN`.
+    token: Option<String>,
+}
+
+/// Written by hand so that the token never reaches a log line.
+impl std::fmt::Debug for BenchCommand {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("BenchCommand")
+            .field("program", &self.program)
+            .field("name", &self.name)
+            .field("args", &self.args)
+            .field("token", &self.token.as_ref().map(|_| gdrperf_stats::REDACTED))
+            .finish()
+    }
 }
 
 impl BenchCommand {
+    /// The bench `program` run with `args`, a `--token` among them taken out: a child's command
+    /// line is readable by every user of the node (`ps`, `/proc/PID/cmdline`, Slurm's
+    /// accounting), so the token reaches each bench in its environment (`GDRPERF_TOKEN`).
+    pub fn new(program: PathBuf, name: String, args: &[String]) -> BenchCommand {
+        let (args, token) = gdrperf_stats::take_secret(args);
+        BenchCommand { program, name, args, token }
+    }
+
     /// Refuses arguments that `gdrperf slurm` sets itself.
     pub fn check_args(args: &[String]) -> Result<()> {
         for argument in args {
@@ -339,6 +363,7 @@ fn run_pair(
     };
     let mut child = match Command::new(&bench.program)
         .args(&command[1..])
+        .envs(bench.token.as_deref().map(|token| ("GDRPERF_TOKEN", token)))
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err)

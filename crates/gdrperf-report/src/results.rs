@@ -207,12 +207,33 @@ impl ResultRow {
     pub fn from_json(source: &str, value: Value) -> Result<ResultRow, String> {
         let Value::Object(object) = value else { return Err("is not an object".to_string()) };
         let row = ResultRow { source: source.to_string(), columns: object.into_iter().collect() };
+        if let Some((column, value)) = row.negative_figure() {
+            return Err(format!(
+                "has a negative {column} ({value}): no measured figure is below 0, the file is damaged or edited"
+            ));
+        }
         match row.columns.get("bytes") {
             Some(Value::Number(number)) if number.as_u64().is_some() => Ok(row),
             Some(Value::String(text)) if text.trim().parse::<u64>().is_ok() => Ok(row),
             Some(other) => Err(format!("has a \"bytes\" value that is not a byte count: {other}")),
             None => Err("has no \"bytes\" column".to_string()),
         }
+    }
+
+    /// The first measured column (a time, a rate, a count, a share: named by its unit) holding a
+    /// negative number. A -1 latency would pass every `--max-lat`, so the whole file is refused.
+    fn negative_figure(&self) -> Option<(&str, f64)> {
+        const UNIT_SUFFIXES: [&str; 3] = ["_us", "_s", "_mpps"];
+        const COUNT_PREFIXES: [&str; 2] = ["nic_", "pct_"];
+        const COUNTS: [&str; 5] =
+            ["iterations", "rx_iterations", "peak_messages", "ceiling_gbps", "saturated_samples"];
+        self.columns.keys().find_map(|column| {
+            let measured = UNIT_SUFFIXES.iter().any(|suffix| column.ends_with(suffix))
+                || COUNT_PREFIXES.iter().any(|prefix| column.starts_with(prefix))
+                || COUNTS.contains(&column.as_str());
+            let value = self.number(column).filter(|value| *value < 0.0)?;
+            measured.then_some((column.as_str(), value))
+        })
     }
 
     /// The file this row came from.
@@ -354,15 +375,40 @@ mod tests {
     #[test]
     fn a_figure_that_is_not_a_number_is_no_figure_and_a_bad_count_is_an_error() {
         let text =
-            "test,bytes,bw_avg_gbit_s,nic_errors\nwrite_bw,2,NaN,-1\nwrite_bw,4,inf,NaN\nwrite_bw,8,1.5,3\n";
+            "test,bytes,bw_avg_gbit_s,nic_errors\nwrite_bw,2,NaN,1.5\nwrite_bw,4,inf,NaN\nwrite_bw,8,1.5,3\n";
         let file = ResultFile::parse_csv("run.csv", text).unwrap();
         assert_eq!(file.rows[0].number("bw_avg_gbit_s"), None);
         assert_eq!(file.rows[1].number("bw_avg_gbit_s"), None);
         assert_eq!(file.rows[2].number("bw_avg_gbit_s"), Some(1.5));
-        assert!(file.rows[0].count("nic_errors").unwrap_err().contains("\"-1\", not a count"));
+        assert!(file.rows[0].count("nic_errors").unwrap_err().contains("\"1.5\", not a count"));
         assert!(file.rows[1].count("nic_errors").is_err());
         assert_eq!(file.rows[2].count("nic_errors"), Ok(Some(3)));
         assert_eq!(file.rows[2].count("absent"), Ok(None));
+    }
+
+    #[test]
+    fn a_negative_figure_refuses_the_file() {
+        let cases = [
+            ("t_typical_us", "-1"),
+            ("bw_avg_gbit_s", "-0.5"),
+            ("msg_rate_mpps", "-2"),
+            ("nic_errors", "-1"),
+            ("iterations", "-5"),
+            ("elapsed_s", "-0.1"),
+        ];
+        for (column, value) in cases {
+            let text = format!("test,bytes,{column}\nwrite_lat,2,{value}\n");
+            let error = ResultFile::parse_csv("run.csv", &text).unwrap_err().to_string();
+            assert!(error.contains(&format!("negative {column}")), "{column}: {error}");
+        }
+        let json = r#"{"results": [{"test": "write_lat", "bytes": 2, "t_typical_us": -1}]}"#;
+        assert!(ResultFile::parse_json("x.json", json)
+            .unwrap_err()
+            .to_string()
+            .contains("negative t_typical_us"));
+        // Zero is a figure (no errors), text columns are not figures.
+        let text = "test,bytes,t_typical_us,nic_errors,gpu_local\nwrite_lat,2,0,0,-1\n";
+        assert!(ResultFile::parse_csv("run.csv", text).is_ok());
     }
 
     #[test]

@@ -47,6 +47,75 @@ where
     redacted
 }
 
+/// `arguments` without the secret options and their values (both spellings), and the last
+/// secret's value. `gdrperf slurm` runs the bench with the first and hands the second over in
+/// the `GDRPERF_TOKEN` environment variable: a child's command line is readable by every user of
+/// the node (`ps`, `/proc/PID/cmdline`) and lands in Slurm's accounting, its environment is not.
+pub fn take_secret<S: AsRef<str>>(arguments: &[S]) -> (Vec<String>, Option<String>) {
+    let mut kept = Vec::new();
+    let mut secret = None;
+    let mut value_follows = false;
+    for argument in arguments {
+        let argument = argument.as_ref();
+        if value_follows {
+            secret = Some(argument.to_string());
+            value_follows = false;
+        } else if SECRET_OPTIONS.contains(&argument) {
+            value_follows = true;
+        } else if let Some(value) =
+            SECRET_OPTIONS.iter().find_map(|option| argument.strip_prefix(*option)?.strip_prefix('='))
+        {
+            secret = Some(value.to_string());
+        } else {
+            kept.push(argument.to_string());
+        }
+    }
+    (kept, secret)
+}
+
+/// Whether `arguments` give a secret option on the command line (where `ps` shows it); the
+/// binaries then warn and name the safe ways (`--token-file`, `GDRPERF_TOKEN`).
+pub fn secret_on_command_line<S: AsRef<str>>(arguments: &[S]) -> bool {
+    take_secret(arguments).0.len() != arguments.len()
+}
+
+/// The warning printed when [`secret_on_command_line`] holds.
+pub const SECRET_ON_COMMAND_LINE: &str = "warning: --token on the command line is visible to every user of this \
+     host (ps, /proc/PID/cmdline, Slurm accounting); use --token-file PATH or the GDRPERF_TOKEN environment variable";
+
+/// The longest timeout any binary takes (`--timeout`, `--accept-timeout`, `gdrperf accept
+/// --run-timeout`, `gdrperf slurm --*-timeout`): 30 days. A deadline is `Instant::now()` plus the
+/// timeout, and `u64::MAX` seconds overflows that sum (a panic); 30 days is longer than any
+/// acceptance run. It lives here, with the other command-line rules the binaries share.
+pub const MAX_TIMEOUT_SECONDS: u64 = 30 * 24 * 3600;
+
+/// This process's arguments as text, never panicking: `std::env::args` panics on an argument
+/// that is not UTF-8 (a file name in another encoding). Every binary refuses such an argument
+/// first ([`non_utf8_argument`]); this lossy reading is what records a command line afterwards.
+pub fn arguments() -> Vec<String> {
+    std::env::args_os().map(|argument| argument.to_string_lossy().into_owned()).collect()
+}
+
+/// A message naming the first of `arguments` that is not UTF-8, or `None` when all are text.
+/// The binaries print it and exit 2 before parsing: their options, file names included, are
+/// recorded as text in result files and plans, so an argument that is not text is a usage error.
+pub fn non_utf8_argument<I, S>(arguments: I) -> Option<String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    arguments.into_iter().enumerate().find_map(|(position, argument)| {
+        let argument = argument.as_ref();
+        argument.to_str().is_none().then(|| {
+            format!(
+                "argument {position} ({}) is not valid UTF-8; gdrperf takes text arguments only \
+                 (rename the file or pick another path)",
+                argument.to_string_lossy()
+            )
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +139,27 @@ mod tests {
     fn options_that_merely_start_like_the_secret_one_are_kept() {
         let line = ["b", "--tokenizer=x", "--tokens", "y", "--token"];
         assert_eq!(redact_command_line(line), line);
+    }
+
+    #[test]
+    fn the_first_argument_that_is_not_text_is_named() {
+        use std::os::unix::ffi::OsStrExt;
+        let bad = std::ffi::OsStr::from_bytes(b"/tmp/a\xff.csv");
+        let line = [std::ffi::OsStr::new("gdr-write-bw"), std::ffi::OsStr::new("--csv"), bad];
+        let message = non_utf8_argument(line).unwrap();
+        assert!(message.starts_with("argument 2 (/tmp/a\u{fffd}.csv) is not valid UTF-8"), "{message}");
+        assert_eq!(non_utf8_argument(["gdr-write-bw", "--csv", "a.csv"]), None);
+    }
+
+    #[test]
+    fn the_secret_is_taken_out_of_the_arguments_in_both_spellings() {
+        let line = ["-a", "--token", "s3cret", "-s", "64K", "--token=other", "--mem", "cuda"];
+        let (kept, secret) = take_secret(&line);
+        assert_eq!(kept, ["-a", "-s", "64K", "--mem", "cuda"]);
+        assert_eq!(secret.as_deref(), Some("other"));
+        assert!(secret_on_command_line(&line));
+        let plain = ["-a", "--tokenizer=x", "--token-file", "/run/t"];
+        assert_eq!(take_secret(&plain), (plain.map(String::from).to_vec(), None));
+        assert!(!secret_on_command_line(&plain));
     }
 }

@@ -62,7 +62,10 @@ pub mod units;
 pub use aggregate::{aggregate_rate, AggregateRate, LaneSpan};
 pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, MeasurementWindow};
 pub use clock::RunClock;
-pub use command_line::{redact_command_line, REDACTED};
+pub use command_line::{
+    arguments, non_utf8_argument, redact_command_line, secret_on_command_line, take_secret,
+    MAX_TIMEOUT_SECONDS, REDACTED, SECRET_ON_COMMAND_LINE,
+};
 pub use copy_time::{busy_nanos, CopyInterval};
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{

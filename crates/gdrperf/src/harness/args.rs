@@ -192,6 +192,12 @@ pub struct CommonArgs {
     /// other users of the host can read a command line. Default: none (no check).
     #[arg(long, env = "GDRPERF_TOKEN", hide_env_values = true, value_name = "SECRET")]
     pub token: Option<String>,
+
+    /// Read the shared secret (--token) from this file, its first line: unlike a --token on the
+    /// command line, a file readable by you alone shows the secret to no other user. Default:
+    /// none (--token or GDRPERF_TOKEN, if given).
+    #[arg(long = "token-file", value_name = "PATH")]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 pub use crate::memory_kind::MemoryKind;

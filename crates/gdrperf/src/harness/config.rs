@@ -245,12 +245,18 @@ impl BenchConfig {
         if args.timeout == 0 {
             return Err(out_of_range("--timeout", 0, "at least 1 second"));
         }
+        if args.timeout > MAX_TIMEOUT_SECONDS {
+            return Err(out_of_range("--timeout", args.timeout, MAX_TIMEOUT_TEXT));
+        }
         let accept_timeout = match args.accept_timeout {
             None => None,
             Some(_) if role != Role::Server => {
                 return Err(conflict("--accept-timeout", "applies to the server (no HOST, no --loopback)"))
             }
             Some(0) => return Err(out_of_range("--accept-timeout", 0, "at least 1 second")),
+            Some(seconds) if seconds > MAX_TIMEOUT_SECONDS => {
+                return Err(out_of_range("--accept-timeout", seconds, MAX_TIMEOUT_TEXT))
+            }
             Some(seconds) => Some(Duration::from_secs(seconds)),
         };
         let bind = match &args.bind {
@@ -264,7 +270,17 @@ impl BenchConfig {
                 problem: "not an IP address (examples: 10.0.0.1, 0.0.0.0, ::)".into(),
             })?),
         };
-        let token = match &args.token {
+        let from_file = match &args.token_file {
+            None => None,
+            Some(_) if args.token.is_some() => {
+                return Err(conflict(
+                    "--token-file",
+                    "cannot be used with --token or GDRPERF_TOKEN: give the secret one way",
+                ))
+            }
+            Some(path) => Some(read_token_file(path)?),
+        };
+        let token = match from_file.as_ref().or(args.token.as_ref()) {
             None => None,
             Some(text) => Some(
                 Token::new(text).map_err(|weak| conflict("--token (or GDRPERF_TOKEN)", weak.to_string()))?,
@@ -329,7 +345,7 @@ impl BenchConfig {
                 max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)),
                 max_nic_errors: args.max_nic_errors,
             },
-            argv: gdrperf_stats::redact_command_line(std::env::args()),
+            argv: gdrperf_stats::redact_command_line(gdrperf_stats::arguments()),
             latency_span: None,
             read_depth: ReadDepth::Fixed(16),
             shared_bounce_for_tests: std::env::var_os("GDRPERF_TEST_SHARED_BOUNCE").is_some(),
@@ -339,6 +355,12 @@ impl BenchConfig {
     /// The largest message of the sweep: the size of each QP's buffer.
     pub fn max_size(&self) -> usize {
         self.sizes.iter().copied().max().unwrap_or(1)
+    }
+
+    /// Whether a server listens, without a token, on an address other hosts can reach (any but
+    /// loopback): whoever connects first gets the run's memory keys, so the server warns.
+    pub fn routable_without_token(&self) -> bool {
+        self.role == Role::Server && self.token.is_none() && !self.listen_address().ip().is_loopback()
     }
 
     /// Where a server listens for its client.
@@ -491,6 +513,21 @@ fn check_size(size: u64) -> Result<usize> {
 fn out_of_range(flag: &'static str, value: impl ToString, allowed: &'static str) -> Error {
     ConfigError::out_of_range(flag, value, allowed).into()
 }
+
+/// The secret of `--token-file PATH`: its first line, without the line end.
+fn read_token_file(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Malformed {
+        flag: "--token-file",
+        value: path.display().to_string(),
+        problem: format!("cannot be read: {error}"),
+    })?;
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
+use gdrperf_stats::MAX_TIMEOUT_SECONDS;
+
+/// [`MAX_TIMEOUT_SECONDS`] as the error message says it (a test keeps the two equal).
+const MAX_TIMEOUT_TEXT: &str = "at most 2592000 seconds (30 days)";
 
 /// [`ConfigError::conflict`] as this module returns it.
 fn conflict(flag: &'static str, reason: impl Into<String>) -> Error {

@@ -88,7 +88,8 @@ pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::E
 
 /// This process's binary name ("gdr-write-bw"), which starts every line it prints on stderr.
 pub fn program_name() -> String {
-    let program = std::env::args().next().map(|path| {
+    let program = std::env::args_os().next().map(|path| {
+        let path = path.to_string_lossy().into_owned();
         std::path::Path::new(&path)
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())

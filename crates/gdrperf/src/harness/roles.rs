@@ -41,6 +41,13 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
                     B::BENCH.binary,
                     address.port()
                 );
+            } else if config.routable_without_token() {
+                eprintln!(
+                    "{}: no token, and {address} is reachable from other hosts: anyone who reaches it \
+                     before your client gets this run's memory keys (set GDRPERF_TOKEN or --token-file \
+                     on both sides; see docs/security.md)",
+                    B::BENCH.binary
+                );
             }
             let session =
                 Session::connect(config, local, Some(&listener), &greeting(benchmark, &placements, 0))?;

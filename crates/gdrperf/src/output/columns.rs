@@ -335,7 +335,12 @@ pub fn render_markdown() -> String {
          removed; a test pins each table's order. Files written before this list existed may \
          have other orders (`copy_time_s` was inserted before gdr-send-bw's `rx_*` columns in \
          2240cd3; `peak_messages`, `peak_span_s`, `latency_span` and `refused_samples` came \
-         after the `nic_*` columns): read columns by name.\n",
+         after the `nic_*` columns): read columns by name.\n\n\
+         **Spreadsheet guard (CSV only):** a text cell that starts with `=`, `+`, `-` or `@` \
+         and is not a number is written with a leading `'` (`'=HYPERLINK(...)`), so that a \
+         spreadsheet shows it as text instead of running it as a formula: host, device and \
+         cause texts come from the peer. Numbers are written as they are; the JSON files hold \
+         every value unchanged.\n",
     );
     for table in Table::ALL {
         text.push_str(&format!(

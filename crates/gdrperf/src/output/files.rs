@@ -19,13 +19,33 @@ pub struct CsvFile {
     /// comment lines written at `start`, before the csv writer has written anything.
     head: File,
     writer: csv::Writer<File>,
+    /// Whether the header line is out (it goes with the first row).
+    header_written: bool,
+}
+
+/// `cell` as a spreadsheet will read it as text: one starting with `=`, `+`, `-` or `@` that
+/// is not a number gets a leading `'`. Peer text (a host or device name, a cause) reaches these
+/// cells, and a spreadsheet would run `=HYPERLINK(...)` as a formula (CSV injection).
+/// Numbers are never touched, so figures stay figures (docs/columns.md).
+pub fn spreadsheet_safe(cell: &str) -> std::borrow::Cow<'_, str> {
+    let formula = cell.starts_with(['=', '+', '-', '@']) && cell.parse::<f64>().is_err();
+    if formula {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    }
 }
 
 impl CsvFile {
     pub fn create(path: &Path) -> Result<CsvFile> {
         let file = File::create(path).map_err(|source| output_error(path, source))?;
         let head = file.try_clone().map_err(|source| output_error(path, source))?;
-        Ok(CsvFile { path: path.to_path_buf(), head, writer: csv::Writer::from_writer(file) })
+        Ok(CsvFile {
+            path: path.to_path_buf(),
+            head,
+            writer: csv::Writer::from_writer(file),
+            header_written: false,
+        })
     }
 }
 
@@ -51,7 +71,18 @@ impl<R: Row> Exporter<R> for CsvFile {
     fn write_row(&mut self, row: &R) -> Result<()> {
         let csv_error =
             |error: csv::Error| output_error(&self.path, std::io::Error::other(error.to_string()));
-        self.writer.serialize(row).map_err(csv_error)?;
+        // The row as serde writes it (header first, once), then each cell made spreadsheet-safe.
+        let mut buffer = csv::WriterBuilder::new().has_headers(!self.header_written).from_writer(Vec::new());
+        buffer.serialize(row).map_err(csv_error)?;
+        let bytes = buffer.into_inner().map_err(|error| csv_error(error.into_error().into()))?;
+        let mut records = csv::ReaderBuilder::new().has_headers(false).from_reader(bytes.as_slice());
+        for record in records.records() {
+            let record = record.map_err(csv_error)?;
+            self.writer
+                .write_record(record.iter().map(spreadsheet_safe).map(|cell| cell.into_owned()))
+                .map_err(csv_error)?;
+        }
+        self.header_written = true;
         self.writer.flush().map_err(|source| output_error(&self.path, source))
     }
 }
@@ -81,17 +112,31 @@ impl JsonFile {
 
     fn rewrite(&self) -> Result<()> {
         let document = serde_json::json!({ "metadata": self.metadata, "results": self.results, "outcome": self.outcome });
-        let mut temporary = self.path.clone().into_os_string();
-        temporary.push(".partial");
-        let temporary = PathBuf::from(temporary);
+        let temporary = partial_name(&self.path);
         let text = serde_json::to_string_pretty(&document)
             .map_err(|error| output_error(&self.path, error.into()))?;
-        let mut file = File::create(&temporary).map_err(|source| output_error(&temporary, source))?;
+        let mut file = create_new(&temporary).map_err(|source| output_error(&temporary, source))?;
         file.write_all(text.as_bytes())
             .and_then(|()| file.write_all(b"\n"))
             .map_err(|source| output_error(&temporary, source))?;
         std::fs::rename(&temporary, &self.path).map_err(|source| output_error(&self.path, source))
     }
+}
+
+/// The temporary name `path`'s next contents are written under before the rename:
+/// `X.json.<pid>.partial`, so that two processes never share one.
+fn partial_name(path: &Path) -> PathBuf {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.partial", std::process::id()));
+    PathBuf::from(temporary)
+}
+
+/// Creates `path`, which must not exist (`O_CREAT|O_EXCL`: a symlink there is not followed
+/// either). In a group-writable folder another user could plant a link at a fixed temporary
+/// name and have this run overwrite a file it owns; now the run stops with an error instead.
+/// std's `create_new` is exactly that flag pair, so no crate is needed for it.
+fn create_new(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new().write(true).create_new(true).open(path)
 }
 
 impl<R: Row> Exporter<R> for JsonFile {
@@ -152,5 +197,35 @@ mod tests {
         );
         assert_eq!(text, format!("{expected}# clock: {clock}\n"));
         assert!(expected.contains("# command: gdr-write-bw --mem 'a b'\n"), "{expected}");
+    }
+
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_not_followed() {
+        let folder = std::env::temp_dir().join(format!("gdrperf-planted-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let victim = folder.join("victim.txt");
+        std::fs::write(&victim, "mine\n").unwrap();
+        let result = folder.join("run.json");
+        std::os::unix::fs::symlink(&victim, partial_name(&result)).unwrap();
+        let error = JsonFile::create(&result).err().expect("the planted link stops the run");
+        assert!(error.to_string().contains(".partial"), "{error}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_are_written_as_text() {
+        for (cell, written) in [
+            ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"),
+            ("+1+2", "'+1+2"),
+            ("-cmd", "'-cmd"),
+            ("@SUM(A1)", "'@SUM(A1)"),
+            ("-1.5", "-1.5"),
+            ("+3", "+3"),
+            ("node1", "node1"),
+            ("", ""),
+        ] {
+            assert_eq!(spreadsheet_safe(cell), written, "{cell}");
+        }
     }
 }

@@ -97,7 +97,8 @@ impl RemoteAccess {
 }
 
 /// A registered region: keys plus the address range they cover.
-#[derive(Clone)]
+/// Not `Clone`: a copy would keep the keys (the rkey a peer writes through) while the pages they
+/// cover can be freed by the owner of the original; one owner, borrowed by reference.
 pub struct MemoryRegion {
     region: Arc<SidewayMemoryRegion>,
     address: u64,

@@ -146,6 +146,15 @@ fn bad_input_is_refused_with_the_flag_named() {
         (&["--cpu", "1", "--numa-node", "0"], "cannot be used with"),
         (&["--accept-timeout", "0"], "--accept-timeout must be at least 1 second"),
         (&["--accept-timeout", "5", "host1"], "cannot be used with"),
+        (
+            &["--timeout", "18446744073709551615"],
+            "--timeout must be at most 2592000 seconds (30 days), not 18446744073709551615",
+        ),
+        (&["--timeout", "2592001"], "--timeout must be at most 2592000 seconds (30 days), not 2592001"),
+        (
+            &["--accept-timeout", "18446744073709551615"],
+            "--accept-timeout must be at most 2592000 seconds (30 days), not 18446744073709551615",
+        ),
     ];
     for (arguments, expected) in cases {
         let message = build(arguments).err().unwrap_or_default();
@@ -240,4 +249,45 @@ fn nearest_nic_needs_gpu_memory_and_says_so_before_cuda_loads() {
         configure(&["-d", "auto", "--mem", "host,cuda"]).is_ok(),
         "host memory beside GPU memory takes the GPU's NIC"
     );
+}
+
+#[test]
+fn the_longest_timeout_is_accepted_and_its_message_names_it() {
+    assert_eq!(MAX_TIMEOUT_TEXT, format!("at most {MAX_TIMEOUT_SECONDS} seconds (30 days)"));
+    let longest = MAX_TIMEOUT_SECONDS.to_string();
+    let (common, _) = build(&["--timeout", &longest, "--accept-timeout", &longest]).unwrap();
+    assert_eq!(common.timeout, Duration::from_secs(MAX_TIMEOUT_SECONDS));
+    // The deadline the exchange computes from it does not overflow.
+    assert!(std::time::Instant::now().checked_add(common.timeout).is_some());
+}
+
+#[test]
+fn token_file_gives_the_secret_one_way_only() {
+    let folder = std::env::temp_dir().join(format!("gdrperf-token-file-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join("token");
+    std::fs::write(&path, "0123456789abcdef0123456789abcdef\nsecond line ignored\n").unwrap();
+    let file = path.to_str().unwrap();
+    let (common, _) = build(&["--token-file", file]).unwrap();
+    assert!(common.token.is_some());
+    let both = build(&["--token-file", file, "--token", "0123456789abcdef0123456789abcdef"]).unwrap_err();
+    assert!(both.contains("--token-file cannot be used with --token or GDRPERF_TOKEN"), "{both}");
+    let missing = folder.join("absent");
+    let error = build(&["--token-file", missing.to_str().unwrap()]).unwrap_err();
+    assert!(error.contains("--token-file") && error.contains("cannot be read"), "{error}");
+    std::fs::write(&path, "\n").unwrap();
+    let empty = build(&["--token-file", file]).unwrap_err();
+    assert!(empty.contains("is empty"), "{empty}");
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
+#[test]
+fn a_server_on_a_routable_address_without_a_token_is_flagged() {
+    let flagged = |arguments: &[&str]| build(arguments).unwrap().0.routable_without_token();
+    assert!(flagged(&["--bind", "10.0.0.1"]));
+    assert!(flagged(&[]), "every address listens by default");
+    assert!(!flagged(&["--bind", "127.0.0.1"]));
+    assert!(!flagged(&["--bind", "::1"]));
+    assert!(!flagged(&["--bind", "10.0.0.1", "--token", "0123456789abcdef0123456789abcdef"]));
+    assert!(!flagged(&["10.0.0.2"]), "a client listens nowhere");
 }
