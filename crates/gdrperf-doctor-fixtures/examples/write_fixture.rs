@@ -33,7 +33,13 @@ fn machine(name: &str) -> Option<Machine> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // args_os, not args: an argument that is not UTF-8 is a usage error, not a panic.
+    let Ok(args) =
+        std::env::args_os().skip(1).map(|argument| argument.into_string()).collect::<Result<Vec<_>, _>>()
+    else {
+        eprintln!("write_fixture: an argument is not UTF-8");
+        return ExitCode::from(2);
+    };
     let (Some(name), Some(directory)) = (args.first(), args.get(1)) else {
         eprintln!("usage: write_fixture MACHINE DIR [RDMA_NAME]");
         return ExitCode::from(2);

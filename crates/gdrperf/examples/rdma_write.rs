@@ -34,7 +34,11 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let server_host = std::env::args().nth(1);
+    // args_os, not args: a host that is not UTF-8 is an error here, not a panic.
+    let server_host = std::env::args_os()
+        .nth(1)
+        .map(|argument| argument.into_string().map_err(|_| "the server host is not UTF-8"))
+        .transpose()?;
 
     // 1. Open the device and pick the port and the GID (the address on RoCE; unused on IB).
     let device = Device::open(None)?;

@@ -49,7 +49,11 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run() -> Result<(), AnyError> {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    // args_os, not args: an argument that is not UTF-8 is an error here, not a panic.
+    let arguments: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|argument| argument.into_string().map_err(|_| "an argument is not UTF-8"))
+        .collect::<Result<_, _>>()?;
     let (lanes, devices): (Vec<Memory>, Option<&String>) = match arguments.as_slice() {
         [flag, count, rest @ ..] if flag == "--host" => {
             ((0..count.parse::<usize>()?).map(|_| Memory::Host).collect(), rest.first())
