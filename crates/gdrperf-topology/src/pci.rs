@@ -64,6 +64,19 @@ pub struct PcieLink {
     pub max_width: Option<u32>,
 }
 
+impl PcieLink {
+    /// The link of the function whose sysfs directory is `directory` (relative to the root):
+    /// read once at start-up for the tables, and again per soak interval to see a retrain.
+    pub fn read(sys: &SysRoot, directory: &std::path::Path) -> PcieLink {
+        PcieLink {
+            current_speed: sys.read_text(directory.join("current_link_speed")),
+            current_width: sys.read_unsigned(directory.join("current_link_width")),
+            max_speed: sys.read_text(directory.join("max_link_speed")),
+            max_width: sys.read_unsigned(directory.join("max_link_width")),
+        }
+    }
+}
+
 /// One PCI function.
 #[derive(Debug, Clone, Serialize)]
 pub struct PciDevice {
@@ -105,12 +118,7 @@ impl PciDevice {
             class: sys.read_hex(attribute("class")),
             numa_node: sys.read_unsigned(attribute("numa_node")),
             driver: sys.link_name(attribute("driver")),
-            link: PcieLink {
-                current_speed: sys.read_text(attribute("current_link_speed")),
-                current_width: sys.read_unsigned(attribute("current_link_width")),
-                max_speed: sys.read_text(attribute("max_link_speed")),
-                max_width: sys.read_unsigned(attribute("max_link_width")),
-            },
+            link: PcieLink::read(sys, relative_dir),
             iommu_group: sys.link_name(attribute("iommu_group")),
             location,
         })

@@ -96,12 +96,7 @@ impl HealthSnapshot {
                         Some((severity.to_string(), parse_aer(&text)))
                     })
                     .collect();
-                let link = PcieLink {
-                    current_speed: sys.read_text(format!("{directory}/current_link_speed")),
-                    current_width: sys.read_unsigned(format!("{directory}/current_link_width")),
-                    max_speed: sys.read_text(format!("{directory}/max_link_speed")),
-                    max_width: sys.read_unsigned(format!("{directory}/max_link_width")),
-                };
+                let link = PcieLink::read(sys, std::path::Path::new(&directory));
                 FunctionHealth { address: address.clone(), present, aer, link }
             })
             .collect();
