@@ -41,6 +41,16 @@ if grep -q '230.4[0-9]*,server NIC PCIe 32 GT/s x8,[0-9.e-]*,"server (peer): rxe
 else
     fail "ceiling_client: the csv row carries the server's ceiling and cause" "$(tail -1 "$OUT/ceiling_client.csv")"
 fi
+# One judgement (issue 35): the server's header names its x8 link as a finding in the words the
+# client's cause quotes, and `gdrperf doctor` on the same tree says them too (exit 1: a warning).
+x8_link="rxe0 (0000:18:00.0) trained at PCIe 32 GT/s x8 of 32 GT/s x16"
+if grep -qF "warn pcie-link: $x8_link" "$OUT/ceiling_server.log"; then
+    pass "ceiling_server: the header's Finding line names the x8 link"
+else
+    fail "ceiling_server: the header's Finding line names the x8 link" "$(grep -F Finding "$OUT/ceiling_server.log")"
+fi
+run ceiling_doctor 1 gdrperf doctor --no-cuda --sysfs-root "$fixtures/x8" \
+    && expect_in ceiling_doctor "WARN  pcie-link: $x8_link"
 run ceiling_explain 1 gdrperf explain "$OUT/ceiling_client.json" \
     && expect_in ceiling_explain "(server NIC PCIe 32 GT/s x8): SHORT"
 expect_in ceiling_explain "cause: server (peer): rxe0 (0000:18:00.0) trained at PCIe 32 GT/s x8"

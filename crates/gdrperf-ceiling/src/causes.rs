@@ -25,12 +25,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::ceiling::{Ceiling, End, PathPart};
 use crate::facts::MemoryPath;
-use gdrperf_findings::{Check, Finding, Role};
+use gdrperf_findings::{Check, Role};
 
 /// One piece of evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cause {
-    /// Stable short name for scripts: `staged-fallback`, `gpu-nic-path`, `iommu`, `nic-errors`,
+    /// Stable short name for scripts: `staged-fallback`, `nic-errors`,
     /// `numa`, `mtu`, and the PCIe findings' (`pcie-link`, `bridge-link`, `max-payload`,
     /// `max-read-request`, `relaxed-ordering`, `acs`, `aer`: [`Check::name`]).
     pub check: String,
@@ -201,53 +201,20 @@ fn end_causes(end: End, add: &mut Add) {
             "measured: the staged copies' rate, timed at set-up".into(),
         );
     }
-    // The PCIe findings, in the doctor's words (`gdrperf-findings`): the NIC's own, the GPU's
-    // when GPU memory is in the path, the path's between them when it is peer-to-peer.
-    let gpu_in_path = facts.memory != MemoryPath::Host;
-    let mut findings: Vec<Finding> = Vec::new();
-    if let Some(nic) = &facts.nic_pcie {
-        findings.extend(gdrperf_findings::device_findings(&nic.as_device(Role::Nic)));
-    }
-    if let Some(gpu) = facts.gpu_pcie.as_ref().filter(|_| gpu_in_path) {
-        findings.extend(gdrperf_findings::device_findings(&gpu.as_device(Role::Gpu)));
-    }
-    if facts.uses_gpudirect() {
-        findings.extend(facts.path_findings.iter().cloned());
-    }
-    for finding in findings {
+    // The findings, in the doctor's words (`gdrperf-findings`, through [`EndFacts::findings`]).
+    for finding in facts.findings() {
         let (rank, bearing) = match (finding.check, finding.role) {
             (Check::PcieLink, Role::Gpu) => (1, Bearing::SetsRate(PathPart::GpuLink { role: role() })),
             (Check::PcieLink, _) => (1, Bearing::SetsRate(PathPart::NicLink { role: role() })),
             (Check::BridgeLink, _) => (1, Bearing::Uncounted),
+            (Check::Topology, _) => (2, Bearing::Uncounted),
             (Check::Acs, _) => (3, Bearing::Uncounted),
+            (Check::Iommu, _) => (4, Bearing::Uncounted),
             (Check::Aer, _) => (5, Bearing::Uncounted),
             (Check::RelaxedOrdering, _) => (7, Bearing::Uncounted),
             (Check::MaxReadRequest | Check::MaxPayload, _) => (8, Bearing::Uncounted),
         };
         add(rank, bearing, finding.check.name(), finding.evidence, finding.fix, finding.source);
-    }
-    if facts.uses_gpudirect() {
-        if let Some(relation) = facts.gpu_nic_relation.filter(|relation| !relation.stays_below_root_complex())
-        {
-            add(
-                2,
-                Bearing::Uncounted,
-                "gpu-nic-path",
-                format!("GPU and {} are {relation:?} apart ({}) while GPUDirect was used", facts.nic, relation.meaning()),
-                "use the NIC under the GPU's PCIe switch (`gdrperf doctor` lists the pairs; `--ib-dev auto` picks it), or compare with --mem cuda-staged".into(),
-                "NVIDIA GPUDirect RDMA documentation, 'Supported Systems'".into(),
-            );
-        }
-    }
-    if !facts.iommu_translating.is_empty() {
-        add(
-            4,
-            Bearing::Uncounted,
-            "iommu",
-            format!("the IOMMU translates DMA for {}", facts.iommu_translating.join(", ")),
-            "boot with iommu=pt (Intel: intel_iommu=on iommu=pt) or with the IOMMU off".into(),
-            "NVIDIA GPUDirect RDMA documentation, 'Supported Systems' (IOMMU)".into(),
-        );
     }
     if let (Some(nic_node), Some(thread_node)) = (facts.nic_numa_node, facts.thread_numa_node) {
         if nic_node != thread_node {

@@ -255,6 +255,27 @@ impl EndFacts {
         facts
     }
 
+    /// This end's findings in `gdrperf-findings`' words, the doctor's: its NIC's own, its GPU's
+    /// when GPU memory is in the path, the path's between them (topology, bridges, ACS) when the
+    /// run was GPUDirect, and the IOMMU's. A software device has no PCIe facts: none.
+    pub fn findings(&self) -> Vec<Finding> {
+        if self.software_device.is_some() {
+            return Vec::new();
+        }
+        let mut findings: Vec<Finding> = Vec::new();
+        if let Some(nic) = &self.nic_pcie {
+            findings.extend(gdrperf_findings::device_findings(&nic.as_device(Role::Nic)));
+        }
+        if let Some(gpu) = self.gpu_pcie.as_ref().filter(|_| self.memory != MemoryPath::Host) {
+            findings.extend(gdrperf_findings::device_findings(&gpu.as_device(Role::Gpu)));
+        }
+        if self.uses_gpudirect() {
+            findings.extend(self.path_findings.iter().cloned());
+        }
+        findings.extend(gdrperf_findings::iommu_finding(IommuMode::Translated, &self.iommu_translating, 0));
+        findings
+    }
+
     /// Whether GPU memory is reached peer-to-peer (where the GPU-NIC path matters).
     pub fn uses_gpudirect(&self) -> bool {
         self.memory == MemoryPath::GpuDirect

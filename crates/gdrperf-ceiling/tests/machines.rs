@@ -134,7 +134,7 @@ fn a_gpu_whose_only_nic_is_on_the_other_socket_names_the_path_first() {
     assert_close(ceiling.gbps(), 100.0 * 65536.0 / (65536.0 + 64.0 * 82.0 + 16.0));
     assert_eq!(ceiling.limited_by(), "wire 100 Gb/sec (4X EDR) RoCE v2 at MTU 1024");
     let checks: Vec<(&str, bool)> = judgement.causes.iter().map(|c| (c.check.as_str(), c.peer)).collect();
-    assert_eq!(checks[0], ("gpu-nic-path", false));
+    assert_eq!(checks[0], ("topology", false));
     assert!(judgement.causes[0].evidence.contains("SYS apart"), "{:?}", judgement.causes[0]);
     // The thread on the GPU's socket, the NIC on the other; MTU 1024 of 4096; MRRS 512.
     assert!(checks.contains(&("numa", false)) && checks.contains(&("mtu", true)), "{checks:?}");

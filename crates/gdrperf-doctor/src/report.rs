@@ -155,7 +155,12 @@ pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
         Backing::Hardware { pci } => Some(FunctionFacts::read(sys, &device.name, pci, false)),
         Backing::Software { .. } => None,
     }));
-    let findings = findings(sys, &gpus, &inventory, &recommendations);
+    let mut findings = findings(sys, &gpus, &inventory, &recommendations);
+    findings.extend(gdrperf_findings::iommu_finding(
+        iommu.mode,
+        &iommu.translated_devices,
+        iommu.group_count,
+    ));
     let mut report = Report {
         sysfs_root: sys.root().display().to_string(),
         kernel_release,

@@ -8,14 +8,14 @@
 //!   NIC, no active port, no NVIDIA driver, a GPU without GPUDirect support,
 //!   or no way to register GPU memory. A node with GPUs but no NIC fails.
 //! * **WARN** (exit 1): it can work but something costs speed or could not be
-//!   confirmed: the closest NIC is beyond a PCIe switch (PHB/NODE/SYS), the IOMMU
-//!   translates DMA, CUDA could not be asked.
+//!   confirmed: a PCIe finding at warn level, CUDA could not be asked.
 //! * **OK** (exit 0 when everything is).
 //!
-//! The PCIe findings on every GPU, NIC and bridge of each recommended pair (links, Max
-//! Payload Size along the path, Max Read Request, relaxed ordering, ACS, AER counters) come
-//! from `gdrperf-findings`, the judgement a short row's causes use too: a finding's level
-//! becomes the verdict's (fail: FAIL, warn: WARN, info: OK), with its fix and source.
+//! The findings on every GPU, NIC and bridge of each recommended pair (links, Max Payload Size
+//! along the path, Max Read Request, relaxed ordering, ACS, AER counters, a pair through the
+//! root complex) and on the IOMMU come from `gdrperf-findings`, the judgement a short row's
+//! causes use too: a finding's level becomes the verdict's (fail: FAIL, warn: WARN, info: OK),
+//! with its fix and source.
 
 use gdrperf_findings::{Check, Finding, Level as FindingLevel};
 use serde::Serialize;
@@ -278,6 +278,8 @@ fn judge_gpudirect_path(report: &Report, verdicts: &mut Vec<Verdict>) {
     }
 }
 
+/// The topology's OK line, then its findings (a pair through the root complex) and ACS's, which
+/// depends on it; both come from `gdrperf-findings`, as a row's causes do.
 fn judge_topology(report: &Report, verdicts: &mut Vec<Verdict>) {
     let close: Vec<String> = report
         .recommendations
@@ -285,23 +287,6 @@ fn judge_topology(report: &Report, verdicts: &mut Vec<Verdict>) {
         .filter(|r| r.relation.stays_below_root_complex())
         .map(|r| format!("{}->{} ({:?})", report.gpu_label(&r.gpu_bus_id), r.nic, r.relation))
         .collect();
-    for recommendation in report.recommendations.iter().filter(|r| !r.relation.stays_below_root_complex()) {
-        if recommendation.relation == crate::topology::Relation::SW {
-            continue; // The rdma-devices verdict already fails software-only nodes.
-        }
-        verdicts.push(verdict(
-            Level::Warn,
-            "topology",
-            format!(
-                "{}'s closest NIC {} is {:?}: {}",
-                report.gpu_label(&recommendation.gpu_bus_id),
-                recommendation.nic,
-                recommendation.relation,
-                recommendation.relation.meaning()
-            ),
-            Some("GPUDirect RDMA is fastest through one PCIe switch: put GPU and NIC under the same switch or at least the same socket, and compare with host staging"),
-        ));
-    }
     if !close.is_empty() {
         verdicts.push(verdict(
             Level::Ok,
@@ -310,8 +295,10 @@ fn judge_topology(report: &Report, verdicts: &mut Vec<Verdict>) {
             None,
         ));
     }
-    verdicts.extend(report.findings.iter().filter(|finding| finding.check == Check::Acs).map(from_finding));
-    let acs_warned = report.findings.iter().any(|finding| finding.check == Check::Acs);
+    let of = |check: Check| report.findings.iter().filter(move |finding| finding.check == check);
+    verdicts.extend(of(Check::Topology).map(from_finding));
+    verdicts.extend(of(Check::Acs).map(from_finding));
+    let acs_warned = of(Check::Acs).next().is_some();
     let checked = report.acs.checked > report.acs.unreadable;
     if !acs_warned && checked && !close.is_empty() {
         verdicts.push(verdict(
@@ -323,30 +310,21 @@ fn judge_topology(report: &Report, verdicts: &mut Vec<Verdict>) {
     }
 }
 
+/// An OK line when the IOMMU is off or in pass-through; otherwise its finding.
 fn judge_iommu(report: &Report, verdicts: &mut Vec<Verdict>) {
-    let iommu = &report.iommu;
-    let fix = "boot with iommu=pt (Intel: intel_iommu=on iommu=pt) or with the IOMMU off; GPUDirect RDMA on bare metal needs untranslated peer DMA";
-    match iommu.mode {
+    match report.iommu.mode {
         IommuMode::Off => verdicts.push(verdict(Level::Ok, "iommu", "IOMMU off".to_string(), None)),
         IommuMode::Passthrough => {
             verdicts.push(verdict(Level::Ok, "iommu", "IOMMU in pass-through".to_string(), None))
         }
-        IommuMode::Translated => verdicts.push(verdict(
-            Level::Warn,
-            "iommu",
-            format!("IOMMU translates DMA for {}", iommu.translated_devices.join(", ")),
-            Some(fix),
-        )),
-        IommuMode::Unknown => verdicts.push(verdict(
-            Level::Warn,
-            "iommu",
-            format!("IOMMU enabled ({} groups), mode not readable", iommu.group_count),
-            Some(fix),
-        )),
+        IommuMode::Translated | IommuMode::Unknown => verdicts
+            .extend(report.findings.iter().filter(|finding| finding.check == Check::Iommu).map(from_finding)),
     }
 }
 
-/// Every PCIe finding but ACS (judged with the topology it depends on), in the order found.
+/// Every other finding (topology, ACS and the IOMMU have their places above), in the order found.
 fn judge_findings(report: &Report, verdicts: &mut Vec<Verdict>) {
-    verdicts.extend(report.findings.iter().filter(|finding| finding.check != Check::Acs).map(from_finding));
+    let placed = [Check::Topology, Check::Acs, Check::Iommu];
+    verdicts
+        .extend(report.findings.iter().filter(|finding| !placed.contains(&finding.check)).map(from_finding));
 }

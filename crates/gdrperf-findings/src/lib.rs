@@ -19,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use gdrperf_topology::aer::AerCounts;
+use gdrperf_topology::iommu::IommuMode;
 use gdrperf_topology::pci::AcsState;
 use gdrperf_topology::pcie::acs_meaning;
 use gdrperf_topology::Relation;
@@ -37,6 +38,17 @@ pub enum Level {
     Fail,
 }
 
+impl Level {
+    /// "info", "warn", "fail": as JSON spells it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Fail => "fail",
+        }
+    }
+}
+
 /// What each check judges; one list, from which names, sources and the docs table derive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -48,11 +60,13 @@ pub enum Check {
     RelaxedOrdering,
     Acs,
     Aer,
+    Topology,
+    Iommu,
 }
 
 impl Check {
     /// Every check, in the order of docs/findings.md.
-    pub const ALL: [Check; 7] = [
+    pub const ALL: [Check; 9] = [
         Check::PcieLink,
         Check::BridgeLink,
         Check::MaxPayload,
@@ -60,6 +74,8 @@ impl Check {
         Check::RelaxedOrdering,
         Check::Acs,
         Check::Aer,
+        Check::Topology,
+        Check::Iommu,
     ];
 
     /// Stable short name for scripts (the doctor's `check`, a cause's `check`).
@@ -72,6 +88,8 @@ impl Check {
             Check::RelaxedOrdering => "relaxed-ordering",
             Check::Acs => "acs",
             Check::Aer => "aer",
+            Check::Topology => "topology",
+            Check::Iommu => "iommu",
         }
     }
 
@@ -85,6 +103,8 @@ impl Check {
             Check::RelaxedOrdering => "NVIDIA MLNX_OFED 'NVIDIA PeerDirect' (Relaxed Ordering) and Linux 'RDMA/mlx5: Enable Relaxed Ordering by default for kernel ULPs': it matters on some platforms, no public figure for the cost",
             Check::Acs => "NVIDIA GPUDirect RDMA documentation ('PCI Access Control Services'): redirected peer traffic goes through the root complex",
             Check::Aer => "Linux Documentation/ABI/testing/sysfs-bus-pci-devices-aer (counts since boot, possibly at the link partner) and the PCIe Base Specification (a fatal error leaves the link unreliable); no public figure for the cost of correctable errors",
+            Check::Topology => "NVIDIA GPUDirect RDMA documentation, 'Supported Systems' (peer traffic through the root complex performs badly or not at all on some chipsets); no public figure for the cost",
+            Check::Iommu => "NVIDIA GPUDirect RDMA documentation, 'IOMMUs' (translation other than 1:1 is incompatible: disable it or use pass-through); no public figure for the cost",
         }
     }
 }
@@ -98,6 +118,8 @@ pub enum Role {
     RootPort,
     SwitchUpstreamPort,
     SwitchDownstreamPort,
+    /// The node as a whole (its IOMMU).
+    Host,
 }
 
 impl Role {
@@ -109,11 +131,12 @@ impl Role {
             Role::RootPort => "root port",
             Role::SwitchUpstreamPort => "switch upstream port",
             Role::SwitchDownstreamPort => "switch downstream port",
+            Role::Host => "host",
         }
     }
 
     pub fn is_bridge(self) -> bool {
-        !matches!(self, Role::Gpu | Role::Nic)
+        matches!(self, Role::RootPort | Role::SwitchUpstreamPort | Role::SwitchDownstreamPort)
     }
 }
 
@@ -294,12 +317,23 @@ fn aer_finding(device: &Device) -> Option<Finding> {
 }
 
 /// The findings on the devices between a paired GPU and NIC (the ends' own are
-/// [`device_findings`]'): a bridge whose link on the path is slower than both ends', a Max
-/// Payload Size that differs along the path, ACS redirection on a bridge when the pair could
-/// stay below the root complex, AER counters on any bridge.
+/// [`device_findings`]'): a path that crosses the root complex, a bridge whose link on the path
+/// is slower than both ends', a Max Payload Size that differs along the path, ACS redirection on
+/// a bridge when the pair could stay below the root complex, AER counters on any bridge.
 pub fn path_findings(path: &PathFacts) -> Vec<Finding> {
     let mut findings = Vec::new();
     let ends = format!("{} <-> {}", path.gpu.label(), path.nic.label());
+    // Named on the GPU: its closest (or chosen) NIC is out of reach of a PCIe switch. A software
+    // device (SW) has no PCIe path at all; the doctor's rdma-devices verdict says so.
+    if !path.relation.stays_below_root_complex() && path.relation != Relation::SW {
+        findings.push(Finding::new(
+            Check::Topology,
+            Level::Warn,
+            &path.gpu,
+            format!("{ends} are {:?} apart: {}", path.relation, path.relation.meaning()),
+            "put GPU and NIC under one PCIe switch, or at least on one socket (`gdrperf doctor` lists the pairs; `--ib-dev auto` picks the closest), and compare with --mem cuda-staged".into(),
+        ));
+    }
     let slower_end = [path.gpu.link.rate(), path.nic.link.rate()].into_iter().flatten().reduce(f64::min);
     for bridge in path.bridges.iter().filter(|bridge| bridge.link_on_path) {
         let device = &bridge.device;
@@ -341,6 +375,27 @@ pub fn path_findings(path: &PathFacts) -> Vec<Finding> {
     }
     findings.extend(path.bridges.iter().filter_map(|bridge| aer_finding(&bridge.device)));
     findings
+}
+
+/// The IOMMU as GPUDirect RDMA meets it: a finding when it translates the DMA of a GPU or NIC
+/// (`translated`: "address (domain type)") or when it is on and its mode cannot be read
+/// (`Unknown`); none when it is off or in pass-through.
+pub fn iommu_finding(mode: IommuMode, translated: &[String], group_count: usize) -> Option<Finding> {
+    let evidence = match mode {
+        IommuMode::Off | IommuMode::Passthrough => return None,
+        IommuMode::Translated if translated.is_empty() => return None,
+        IommuMode::Translated => format!("the IOMMU translates DMA for {}", translated.join(", ")),
+        IommuMode::Unknown => format!("the IOMMU is on ({group_count} groups) and its mode is not readable"),
+    };
+    Some(Finding {
+        check: Check::Iommu,
+        level: Level::Warn,
+        device: "IOMMU".into(),
+        role: Role::Host,
+        evidence,
+        fix: "boot with iommu=pt (Intel: intel_iommu=on iommu=pt) or with the IOMMU off: GPUDirect RDMA on bare metal needs untranslated peer DMA".into(),
+        source: Check::Iommu.source().to_string(),
+    })
 }
 
 /// The devices whose Max Payload Size differs from the one most of the path uses (on a tie,

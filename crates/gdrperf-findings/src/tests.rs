@@ -118,8 +118,28 @@ fn acs_redirect_is_judged_only_where_the_pair_could_stay_below_the_root_complex(
     assert_eq!(checks(&found), [(Check::Acs, Level::Warn, "switch downstream port (0000:17:01.0)")]);
     assert!(found[0].evidence.contains("(control 0x000c: P2P request redirect, P2P completion redirect)"));
     assert!(found[0].fix.contains("setpci -s 0000:17:01.0 ECAP_ACS+0x6.w=0000"));
+    // Through the host bridge the traffic goes up anyway: the path itself is the finding.
     path.relation = Relation::PHB;
-    assert_eq!(path_findings(&path), Vec::new());
+    let found = path_findings(&path);
+    assert_eq!(checks(&found), [(Check::Topology, Level::Warn, "GPU (0000:1b:00.0)")]);
+    assert_eq!(
+        found[0].evidence,
+        "GPU (0000:1b:00.0) <-> mlx5_0 (0000:18:00.0) are PHB apart: through a PCIe host bridge (the CPU's root complex)"
+    );
+}
+
+#[test]
+fn the_iommu_is_a_finding_when_it_translates_or_cannot_be_read() {
+    let translated = ["0000:1b:00.0 (DMA-FQ)".to_string()];
+    assert_eq!(iommu_finding(IommuMode::Off, &[], 0), None);
+    assert_eq!(iommu_finding(IommuMode::Passthrough, &[], 12), None);
+    assert_eq!(iommu_finding(IommuMode::Translated, &[], 0), None, "no device named: nothing to say");
+    let finding = iommu_finding(IommuMode::Translated, &translated, 12).unwrap();
+    assert_eq!((finding.check, finding.level, finding.role), (Check::Iommu, Level::Warn, Role::Host));
+    assert_eq!(finding.evidence, "the IOMMU translates DMA for 0000:1b:00.0 (DMA-FQ)");
+    assert!(finding.fix.starts_with("boot with iommu=pt"));
+    let unknown = iommu_finding(IommuMode::Unknown, &[], 12).unwrap();
+    assert_eq!(unknown.evidence, "the IOMMU is on (12 groups) and its mode is not readable");
 }
 
 #[test]

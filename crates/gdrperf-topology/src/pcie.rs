@@ -189,33 +189,6 @@ impl FunctionFacts {
             self.device_control.describe()
         )
     }
-
-    /// A warning line when the link trained below what it can do: width on any function, speed
-    /// on a NIC (an idle GPU lowers its speed on purpose, so there it is only a note).
-    pub fn downtrained(&self) -> Option<String> {
-        let link = &self.link;
-        if link.narrow || (link.slow && !self.is_gpu) {
-            return Some(format!(
-                "{} {} trained below its maximum: {}",
-                self.name,
-                self.address,
-                link.describe()
-            ));
-        }
-        None
-    }
-
-    /// A GPU's link runs slower than its maximum: expected while idle, worth a look under load.
-    pub fn idle_slow_note(&self) -> Option<String> {
-        (self.is_gpu && self.link.slow && !self.link.narrow).then(|| {
-            format!(
-                "{} {}: {} (GPUs lower their link speed when idle; check it during a run)",
-                self.name,
-                self.address,
-                self.link.describe()
-            )
-        })
-    }
 }
 
 /// Reads Device Control of the function at `address` from its sysfs `config` file.
@@ -273,14 +246,12 @@ pub struct RunPcieFacts {
 }
 
 impl RunPcieFacts {
-    /// Lines for a run header: one per function, then ACS on the path, then warnings.
+    /// Lines for a run header: one per function, then ACS on the path. What is wrong with them
+    /// is judged by `gdrperf-findings` (the run header's "Finding" lines), not here.
     pub fn header_lines(&self) -> Vec<(String, String)> {
         let mut lines = Vec::new();
         for facts in [&self.gpu, &self.nic].into_iter().flatten() {
             lines.push(("PCIe".to_string(), facts.describe()));
-            if let Some(warning) = facts.downtrained() {
-                lines.push(("PCIe WARNING".to_string(), warning));
-            }
         }
         if !self.path_acs.is_empty() {
             let bridges: Vec<String> =

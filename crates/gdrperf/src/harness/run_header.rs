@@ -172,6 +172,13 @@ pub(crate) fn metadata<B: Benchmark>(
         header.push(HeaderLine::new("GPU numbering", gpu_order.describe()));
     }
     header.extend(pcie.header_lines().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
+    // The doctor's findings on this end (gdrperf-findings), the words a short row's causes use.
+    header.extend(local.path.findings().into_iter().map(|finding| {
+        HeaderLine::new(
+            "Finding",
+            format!("{} {}: {}", finding.level.word(), finding.check.name(), finding.evidence),
+        )
+    }));
     let ceiling = ceiling_columns::header(&local.path, session.peer.side.path.as_ref());
     header.push(HeaderLine::per_placement("Ceiling", ceiling));
     let setup = benchmark.setup();
