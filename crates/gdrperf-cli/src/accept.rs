@@ -83,9 +83,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let node = node_from_doctor(&doctor, args.ib_dev.as_deref())?;
     let steps = acceptance::plan(&profile, &node, &args.mem);
     let warnings = acceptance::port_rate_warnings(&profile, &node);
-    println!("gdrperf accept: profile {} ({})", profile.name, profile.description);
+    say!("gdrperf accept: profile {} ({})", profile.name, profile.description);
     for warning in &warnings {
-        println!("{warning}");
+        say!("{warning}");
     }
 
     if args.dry_run {
@@ -94,9 +94,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let mut decided = Vec::new();
         for step in &steps {
             match step {
-                Step::Run(run) => println!("run   {} {}", run.binary, run.args.join(" ")),
+                Step::Run(run) => say!("run   {} {}", run.binary, run.args.join(" ")),
                 Step::Decided(row) => {
-                    println!("{:<5} {} {}: {}", row.verdict, row.test, row.mem, row.detail);
+                    say!("{:<5} {} {}: {}", row.verdict, row.test, row.mem, row.detail);
                     decided.push(row.verdict);
                 }
             }
@@ -111,7 +111,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("acceptance-{host}-{}", date.replace(':', ""))));
     std::fs::create_dir_all(&out).with_context(|| format!("creating the output folder {}", out.display()))?;
-    println!("writing results to {}/", out.display());
+    say!("writing results to {}/", out.display());
     crate::inventory::write(&out, &args.sysfs_root, &doctor)?;
     let bandwidth_lanes: Vec<PlannedRun> = steps
         .iter()
@@ -133,11 +133,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .as_ref()
                     .map(|gpu| format!("{} on {}", gpu.label, run.nic.device))
                     .unwrap_or_else(|| run.nic.device.clone());
-                println!("[{done}/{total}] {} --mem {} ({place}) ...", run.binary, run.mode);
+                say!("[{done}/{total}] {} --mem {} ({place}) ...", run.binary, run.mode);
                 let started = Instant::now();
                 let shortfall = profile.bandwidth.as_ref().and_then(|check| check.shortfall_percent());
                 let row = execute(&args, &run, &out, shortfall);
-                println!(
+                say!(
                     "      {} in {:.0} s{}",
                     row.verdict,
                     started.elapsed().as_secs_f64(),
@@ -149,8 +149,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         rows.push(row);
     }
 
-    println!("\n{}", acceptance::render(&rows));
-    print!("{}", ceiling_lines(&rows));
+    say!("\n{}", acceptance::render(&rows));
+    say_raw!("{}", ceiling_lines(&rows));
     let metadata = serde_json::json!({
         "profile": profile.name,
         "profile_source": args.profile,
@@ -173,10 +173,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     acceptance::write_summary(&out, metadata, &rows)?;
-    println!("summary: {0}/summary.csv, {0}/summary.json", out.display());
+    say!("summary: {0}/summary.csv, {0}/summary.json", out.display());
     let report = gdrperf_report::report_html::write(&out)?;
-    println!("report: {}", report.display());
-    println!("results written to {}/", out.display());
+    say!("report: {}", report.display());
+    say!("results written to {}/", out.display());
     Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict)).exit_code()))
 }
 

@@ -313,7 +313,7 @@ impl Outputs {
     }
 
     fn push(&mut self, row: Row) -> anyhow::Result<()> {
-        println!("{}", row.table_line());
+        say!("{}", row.table_line());
         if let Some(writer) = &mut self.csv {
             writer.write_record(row.csv_fields())?;
             writer.flush()?;
@@ -329,21 +329,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let indices = cuda.resolve(&plan.selection)?;
     let gpus = indices.iter().map(|&index| cuda.open_gpu(index)).collect::<Result<Vec<_>, _>>()?;
     let mut outputs = Outputs::create(&args)?;
-    println!(
+    say!(
         "gdrperf copy-bw: driver supports CUDA {} (kernel module {}); GB/s = 10^9 bytes/s; bidir counts both directions",
         cuda.driver_version(),
         cuda.kernel_module_version().unwrap_or_else(|| "unknown".to_string())
     );
     for gpu in &gpus {
         let info = gpu.info();
-        println!(
-            "GPU {}: {} at {}, {} MiB",
-            info.index,
-            info.name,
-            info.bus_id,
-            info.total_memory_bytes >> 20
-        );
-        println!("{TABLE_HEADER}");
+        say!("GPU {}: {} at {}, {} MiB", info.index, info.name, info.bus_id, info.total_memory_bytes >> 20);
+        say!("{TABLE_HEADER}");
         measure_gpu(gpu, &plan, &mut outputs)?;
     }
     if let Some(path) = &args.json {
@@ -424,7 +418,7 @@ fn measure_gpu(gpu: &Gpu, plan: &Plan, outputs: &mut Outputs) -> anyhow::Result<
                 };
                 (line.lat_median_us, line.lat_min_us) = latency_summary(samples);
                 if let (Some(staged), Some(bare)) = (line.lat_median_us, bare_medians[slot]) {
-                    println!(
+                    say!(
                         "      staged path / bare pinned copy, median, {} {}: {:.3} (target <= 1.15)",
                         direction.label(),
                         format_size(size),

@@ -8,6 +8,24 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `println!` for the subcommands that run benches and write results (accept, slurm, copy-bw,
+/// selftest): a closed stdout (`gdrperf accept ... | head`) must not end a run whose files are
+/// still to be written, so a failed write to stdout is dropped, never a panic.
+macro_rules! say {
+    ($($argument:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($argument)*);
+    }};
+}
+
+/// `print!` with [`say!`]'s rule.
+macro_rules! say_raw {
+    ($($argument:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($argument)*);
+    }};
+}
+
 mod accept;
 mod compare;
 mod compare_folders;
@@ -66,6 +84,9 @@ fn main() -> ExitCode {
         eprintln!("gdrperf: {}", gdrperf_stats::SECRET_ON_COMMAND_LINE);
     }
     let cli = Cli::parse();
+    if !cli.command.runs_benches() {
+        end_quietly_on_a_closed_pipe();
+    }
     let result = match cli.command {
         Command::Doctor(args) => doctor::run(args),
         Command::CopyBw(args) => copy_bw::run(args),
@@ -84,5 +105,24 @@ fn main() -> ExitCode {
             eprintln!("gdrperf: error: {error:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+impl Command {
+    /// Whether this subcommand measures and writes result files: those keep going when stdout
+    /// closes (their printing is [`say!`]); the others only read and print.
+    fn runs_benches(&self) -> bool {
+        matches!(self, Command::Accept(_) | Command::Slurm(_) | Command::CopyBw(_) | Command::Selftest(_))
+    }
+}
+
+/// A subcommand that only reads and prints ends as `head`'s other writers do when the reader
+/// goes away (`gdrperf fleet simulate ... | head`): by SIGPIPE, with nothing on stderr, instead of
+/// Rust's default (SIGPIPE ignored, so `println!` panics on the broken pipe with exit 101).
+fn end_quietly_on_a_closed_pipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL installs no handler and touches no
+    // memory; it runs before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

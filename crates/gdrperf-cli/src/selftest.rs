@@ -75,7 +75,7 @@ impl Report {
                 ("SKIP", detail)
             }
         };
-        println!("{label}  gpu{gpu} {name}: {detail}");
+        say!("{label}  gpu{gpu} {name}: {detail}");
     }
 
     /// Records a check whose errors are failures.
@@ -103,7 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let selection = args.gpu_bus_id.clone().unwrap_or_else(|| args.gpu.clone());
     let cuda = Cuda::load()?;
     let indices = cuda.resolve(&selection)?;
-    println!(
+    say!(
         "gdrperf selftest: driver supports CUDA {} (kernel module {}), {} GPU(s) selected of {}",
         cuda.driver_version(),
         cuda.kernel_module_version().unwrap_or_else(|| "unknown".to_string()),
@@ -128,7 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(error) => report.record(index, "throughput", Outcome::Fail(format!("{error:#}"))),
         }
     }
-    println!(
+    say!(
         "selftest: {} passed, {} failed, {} skipped; throughput target {}",
         report.passed,
         report.failed,
@@ -143,7 +143,7 @@ fn describe(gpu: &Gpu) {
     let flag = |value: Option<bool>| value.map_or("unknown".to_string(), |value| u8::from(value).to_string());
     let number = |value: Option<i32>| value.map_or("unknown".to_string(), |value| value.to_string());
     let direct = &info.gpudirect;
-    println!(
+    say!(
         "GPU {}: {} at {}, {} MiB, compute {}.{}; DMA_BUF_SUPPORTED={} GPU_DIRECT_RDMA_SUPPORTED={} \
          RDMA_WITH_CUDA_VMM={} RDMA_FLUSH_WRITES_OPTIONS={} RDMA_WRITES_ORDERING={}",
         info.index,
@@ -207,8 +207,8 @@ fn check_memory(gpu: &Gpu, report: &mut Report) {
     report.record(index, "dmabuf-export", outcome);
     // Informational: the PCIe-mapping flag matters on coherent platforms (Grace Hopper) only.
     match buffer.export_dmabuf_with(DmaBufMapping::Pcie) {
-        Ok(dmabuf) => println!("INFO  gpu{index} dmabuf-export-pcie-mapping: fd {}", dmabuf.raw_fd()),
-        Err(error) => println!("INFO  gpu{index} dmabuf-export-pcie-mapping: {error}"),
+        Ok(dmabuf) => say!("INFO  gpu{index} dmabuf-export-pcie-mapping: fd {}", dmabuf.raw_fd()),
+        Err(error) => say!("INFO  gpu{index} dmabuf-export-pcie-mapping: {error}"),
     }
 }
 
@@ -362,7 +362,7 @@ fn measure_throughput(gpu: &Gpu, args: &Args) -> anyhow::Result<bool> {
     let sizes: Vec<usize> =
         (0..).map(|shift| TARGET_MIN_SIZE << shift).take_while(|&size| size <= LARGEST_SIZE).collect();
     let mut bench = CopyBench::new(gpu, LARGEST_SIZE)?;
-    println!(
+    say!(
         "PERF  gpu{index}: GB/s = 10^9 B/s. pinned: one copy of <size> at a time on one stream; bidir/dir: both \
          directions at once, per direction. Staged (queued, {} slots): out = GPU->host, in = host->GPU, rt = round \
          trip GPU->host->GPU with both directions at once, payload counted once; 1-by-1 = round trips waited for \
@@ -370,7 +370,7 @@ fn measure_throughput(gpu: &Gpu, args: &Args) -> anyhow::Result<bool> {
          rate bounds it).",
         gdrperf_cuda::STREAMED_SLOTS
     );
-    println!(
+    say!(
         "PERF  gpu{index}:     size  chunk  msgs    d2h    h2d bidir/dir     out ratio      in ratio      rt ratio  1-by-1"
     );
     let mut worst_round_trip: (f64, usize) = (f64::INFINITY, 0);
@@ -395,7 +395,7 @@ fn measure_throughput(gpu: &Gpu, args: &Args) -> anyhow::Result<bool> {
         let one_by_one = staged(StageOperation::RoundTrip, MessageFlow::OneAtATime)?;
         let (out_ratio, in_ratio, round_trip_ratio) =
             Throughput { d2h, h2d, both_ways: bidir, out, into_gpu, round_trip }.ratios();
-        println!(
+        say!(
             "PERF  gpu{index}: {:>8} {:>6} {:>5} {:>6.2} {:>6.2} {:>9.2} {:>7.2} {:>5.3} {:>7.2} {:>5.3} {:>7.2} {:>5.3} {:>7.2}",
             format_size(size),
             format_size(config.chunk_size),
@@ -425,13 +425,13 @@ fn measure_throughput(gpu: &Gpu, args: &Args) -> anyhow::Result<bool> {
             format_size(size)
         )
     };
-    println!(
+    say!(
         "TARGET gpu{index}: staged GPU->host->GPU round trip >= {:.0}% of the both-ways pinned-copy rate (bidir/dir) for messages >= {}: {}",
         TARGET_RATIO * 100.0,
         format_size(TARGET_MIN_SIZE),
         verdict(worst_round_trip)
     );
-    println!(
+    say!(
         "TARGET gpu{index}: each direction alone (one host of a two-host staged bench) >= {:.0}%: {}",
         TARGET_RATIO * 100.0,
         verdict(worst_one_way)

@@ -133,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match &args.action {
         Some(Action::Gather { dir }) => {
             let run = gather(&OutputDir::new(dir))?;
-            println!(
+            say!(
                 "gathered {} pairs into {} and {}",
                 run.outcomes.len(),
                 dir.join("results.csv").display(),
@@ -144,7 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Action::Summary { dir }) => {
             let run = gather(&OutputDir::new(dir))?;
             let summary = summarize(&run);
-            print!("{}", summary.text);
+            say_raw!("{}", summary.text);
             Ok(if run.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Some(Action::Hostnames { list }) => {
@@ -155,7 +155,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ),
             };
             for name in gdrperf_cluster::hostlist::expand(&list)? {
-                println!("{name}");
+                say!("{name}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -213,13 +213,13 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         pair_timeout: Duration::from_secs(args.pair_timeout),
         gather_timeout: (!args.no_gather).then(|| Duration::from_secs(args.gather_timeout)),
     };
-    let mut say = |line: &str| println!("gdrperf slurm: {line}");
+    let mut say = |line: &str| say!("gdrperf slurm: {line}");
     let report = run_task(&step, &plan, &bench, &options, &machine, &mut say)
         .with_context(|| format!("rank {} on {}", step.rank, step.node_of(step.rank)))?;
     let mut failed = report.failed_runs > 0;
     if let Some((run, summary)) = &report.gathered {
-        print!("{}", summary.text);
-        println!(
+        say_raw!("{}", summary.text);
+        say!(
             "gdrperf slurm: results in {} and {}",
             out.join("results.csv").display(),
             out.join("results.json").display()
@@ -239,7 +239,7 @@ fn dry_run(
     machine: &dyn Fn(&str) -> Option<Result<String, ClusterError>>,
 ) -> anyhow::Result<ExitCode> {
     let rank = step.rank;
-    println!(
+    say!(
         "rank {rank} of {} on {} (local task {}): schedule {} by {}, {} rounds, {} pairs, nodes {}",
         step.tasks,
         step.node_of(rank),
@@ -257,7 +257,7 @@ fn dry_run(
             Role::Server => (pair.client_rank, &pair.client_node),
             Role::Client => (pair.server_rank, &pair.server_node),
         };
-        println!(
+        say!(
             "round {}: {} with {peer_node} (rank {peer_rank}): {}",
             pair.round,
             role.name(),
@@ -265,7 +265,7 @@ fn dry_run(
         );
     }
     for left in &plan.plan.left_out {
-        println!("left out: {left}");
+        say!("left out: {left}");
     }
     Ok(ExitCode::SUCCESS)
 }

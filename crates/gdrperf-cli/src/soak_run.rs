@@ -84,7 +84,7 @@ pub fn run(
     let sys = SysRoot::open(sysfs_root)?;
     let identity = NodeIdentity::read(&sys);
     let count = plan.intervals();
-    println!("\nsoak: {count} intervals of {} s per lane ({})", plan.interval_s, plan.why);
+    say!("\nsoak: {count} intervals of {} s per lane ({})", plan.interval_s, plan.why);
     let mut lanes = Vec::new();
     let mut verdicts = Vec::new();
     for lane in runs {
@@ -110,7 +110,7 @@ pub fn run(
             before = after;
             let nic_errors = nic_errors(&folder.join(format!("{}.json", interval_run.stem)), lane.bytes);
             let bandwidth_gbps = row.value.filter(|_| row.verdict != Verdict::Error);
-            println!(
+            say!(
                 "  {} interval {index}: {}{}{}",
                 lane.stem,
                 bandwidth_gbps
@@ -122,9 +122,9 @@ pub fn run(
             intervals.push(Interval { start_s, bandwidth_gbps, nic_errors, pcie_events });
         }
         let stability = judge(&intervals, plan.max_dip.as_ref(), plan.max_nic_errors);
-        println!("  {} stability: {}", lane.stem, stability.verdict);
+        say!("  {} stability: {}", lane.stem, stability.verdict);
         for reason in &stability.reasons {
-            println!("    {reason}");
+            say!("    {reason}");
         }
         verdicts.push(stability.verdict);
         lanes.push(json!({
@@ -148,7 +148,7 @@ pub fn run(
     let path = out.join("soak.json");
     std::fs::write(&path, serde_json::to_string_pretty(&document)? + "\n")
         .with_context(|| format!("writing {}", path.display()))?;
-    println!("soak: {overall} ({})", path.display());
+    say!("soak: {overall} ({})", path.display());
     Ok(overall)
 }
 

@@ -69,6 +69,11 @@ impl Cluster {
 
     /// Starts rank `rank` of the step as srun would.
     fn start(&self, rank: usize, slurm_args: &[&str], env: &[(&str, &str)]) -> Child {
+        self.command(rank, slurm_args, env).spawn().unwrap()
+    }
+
+    /// Rank `rank`'s command line and environment, as srun would give them; output piped.
+    fn command(&self, rank: usize, slurm_args: &[&str], env: &[(&str, &str)]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gdrperf"));
         command
             .arg("slurm")
@@ -92,7 +97,7 @@ impl Cluster {
         for (name, value) in env {
             command.env(name, value);
         }
-        command.spawn().unwrap()
+        command
     }
 
     /// Runs the given ranks at once; their outputs in rank order.
@@ -328,4 +333,28 @@ fn hostnames_prints_one_name_per_line() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output).contains("range 3-1 runs backwards"), "{}", text(&output));
+}
+
+#[test]
+fn a_step_whose_stdout_is_closed_still_runs_and_gathers() {
+    // `gdrperf slurm ... | head -1`: the reader has gone before the first line. The step must
+    // not panic on the broken pipe (exit 101): its pairs run and rank 0 gathers as usual.
+    let cluster = Cluster::new(2);
+    let children: Vec<Child> = [0, 1]
+        .iter()
+        .map(|&rank| {
+            let mut command = cluster.command(rank, &["--schedule", "pairs"], &[]);
+            let (reader, writer) = std::io::pipe().expect("a pipe");
+            drop(reader);
+            command.stdout(writer).spawn().unwrap()
+        })
+        .collect();
+    for (rank, child) in children.into_iter().enumerate() {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "rank {rank}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "rank {rank}: {stderr}");
+    }
+    let csv = read(&cluster.out().join("results.csv"));
+    assert_eq!(csv.lines().filter(|line| line.starts_with("write_bw,65536,pass,")).count(), 1, "{csv}");
 }
