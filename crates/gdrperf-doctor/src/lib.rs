@@ -18,7 +18,7 @@
 //!    recommended NIC per GPU.
 //! 7. `gdrperf_findings`: the PCIe findings on every GPU, NIC and bridge of each recommended
 //!    pair (the same judgement a short row's causes use), in [`Report::findings`].
-//! 8. [`verdict`]: OK/WARN/FAIL lines and the exit code.
+//! 8. [`verdict`]: OK/WARN/FAIL lines ([`verdict_line`]) and the exit code.
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -37,6 +37,7 @@ pub mod gpudirect;
 mod render;
 pub mod report;
 pub mod verdict;
+pub mod verdict_line;
 
 /// The sysfs, PCI, PCIe-facts, RDMA, IOMMU and PCIe-path pieces live in `gdrperf-topology` (the benches' `-d auto`
 /// uses them without the doctor); they are re-exported under their old paths.
@@ -46,7 +47,7 @@ pub use gpu::{CudaFacts, CudaGpu};
 pub use report::Report;
 pub use sysfs::SysRoot;
 pub use topology::Relation;
-pub use verdict::{Level, Verdict};
+pub use verdict_line::{Level, Verdict};
 
 /// Why the doctor could not examine a root at all: the topology crate's error, under the
 /// name the doctor's callers know.
@@ -56,5 +57,9 @@ pub use gdrperf_topology::TopologyError as DoctorError;
 /// `cuda` carries what CUDA said about this machine's GPUs, or why it was not asked.
 pub fn diagnose(sysfs_root: &Path, cuda: CudaFacts) -> Result<Report, DoctorError> {
     let sys = SysRoot::open(sysfs_root)?;
-    Ok(report::build(&sys, cuda))
+    // The facts first, then their judgement: the report knows nothing of how it is judged.
+    let mut report = report::build(&sys, cuda);
+    report.verdicts = verdict::judge(&report);
+    report.exit_code = report.worst_level().exit_code();
+    Ok(report)
 }

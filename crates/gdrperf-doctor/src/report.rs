@@ -13,7 +13,7 @@ use crate::pcie::FunctionFacts;
 use crate::rdma::{Backing, RdmaDevice};
 use crate::sysfs::SysRoot;
 use crate::topology::{self, AcsFinding, Endpoint, PciePath, Recommendation, Relation};
-use crate::verdict::{self, Level, Verdict};
+use crate::verdict_line::{Level, Verdict};
 use gdrperf_findings::{read as read_findings, Finding, Role};
 use gdrperf_topology::Inventory;
 
@@ -104,7 +104,7 @@ fn gpu_endpoints(gpus: &[Gpu]) -> Vec<(String, Endpoint<'_>)> {
     endpoints
 }
 
-/// Builds the full report.
+/// Gathers the node's facts; [`crate::diagnose`] judges them (its `verdicts` and `exit_code`).
 pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
     let inventory = Inventory::scan(sys);
     let gpus = gpu::merge(&inventory.pci_devices, &cuda);
@@ -161,7 +161,7 @@ pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
         &iommu.translated_devices,
         iommu.group_count,
     ));
-    let mut report = Report {
+    Report {
         sysfs_root: sys.root().display().to_string(),
         kernel_release,
         rdma_devices: inventory.rdma_devices,
@@ -178,10 +178,7 @@ pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
         findings,
         verdicts: Vec::new(),
         exit_code: 0,
-    };
-    report.verdicts = verdict::judge(&report);
-    report.exit_code = report.worst_level().exit_code();
-    report
+    }
 }
 
 /// Each GPU's and hardware NIC's own findings, then each recommended pair's path; a finding on a

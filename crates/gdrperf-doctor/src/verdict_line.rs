@@ -1,0 +1,47 @@
+//! One verdict line and its level: the types a [`crate::Report`] holds. What each line says is
+//! decided in [`crate::verdict`], which reads the report; this module reads nothing, so the
+//! report and its judgement do not import each other.
+
+use serde::Serialize;
+
+/// How bad a finding is; ordered so that `max` is the worst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Level {
+    pub fn word(self) -> &'static str {
+        match self {
+            Level::Ok => "OK",
+            Level::Warn => "WARN",
+            Level::Fail => "FAIL",
+        }
+    }
+
+    /// The process exit code for a report whose worst verdict is this.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Level::Ok => 0,
+            Level::Warn => 1,
+            Level::Fail => 2,
+        }
+    }
+}
+
+/// One verdict line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub level: Level,
+    /// Short name of the check (`rdma-devices`, `topology`), stable for scripts.
+    pub check: &'static str,
+    pub reason: String,
+    /// What to do about it; absent for OK.
+    pub fix: Option<String>,
+    /// Where the judgement comes from (a PCIe finding's [`gdrperf_findings::Check::source`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
