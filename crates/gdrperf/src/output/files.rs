@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -36,9 +37,36 @@ pub fn spreadsheet_safe(cell: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Checks a result file's path before the run writes it: a symbolic link there is refused (in
+/// a shared folder another user's link would make this run overwrite the file it points to),
+/// and an earlier result already there is named on stderr, since this run replaces it (a
+/// rerun with the same `--csv` is common; finding out later that a run was lost is not).
+/// Returns whether a file was there.
+fn check_result_path(path: &Path) -> Result<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_symlink() => Err(output_error(
+            path,
+            std::io::Error::other("is a symbolic link: give the file's real path (a link is never followed)"),
+        )),
+        Ok(_) => {
+            eprintln!("note: replacing the existing {} with this run's results", path.display());
+            Ok(true)
+        }
+        Err(_) => Ok(false),
+    }
+}
+
 impl CsvFile {
     pub fn create(path: &Path) -> Result<CsvFile> {
-        let file = File::create(path).map_err(|source| output_error(path, source))?;
+        check_result_path(path)?;
+        // O_NOFOLLOW as well: a link planted between the check and the open is not followed.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|source| output_error(path, source))?;
         let head = file.try_clone().map_err(|source| output_error(path, source))?;
         Ok(CsvFile {
             path: path.to_path_buf(),
@@ -100,6 +128,8 @@ pub struct JsonFile {
 
 impl JsonFile {
     pub fn create(path: &Path) -> Result<JsonFile> {
+        // The rename in `rewrite` replaces a link itself, never its target; refused all the same.
+        check_result_path(path)?;
         let file = JsonFile {
             path: path.to_path_buf(),
             metadata: serde_json::json!({}),
@@ -210,6 +240,34 @@ mod tests {
         let error = JsonFile::create(&result).err().expect("the planted link stops the run");
         assert!(error.to_string().contains(".partial"), "{error}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn a_result_path_that_is_a_link_is_refused_and_an_existing_file_is_replaced_aloud() {
+        let folder = std::env::temp_dir().join(format!("gdrperf-result-path-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let victim = folder.join("victim.txt");
+        std::fs::write(&victim, "mine\n").unwrap();
+        for name in ["run.csv", "run.json"] {
+            let link = folder.join(name);
+            std::os::unix::fs::symlink(&victim, &link).unwrap();
+            let error = if name.ends_with(".csv") {
+                CsvFile::create(&link).err()
+            } else {
+                JsonFile::create(&link).err()
+            };
+            let error = error.expect("a link at the result path stops the run");
+            assert!(error.to_string().contains("is a symbolic link"), "{error}");
+            std::fs::remove_file(&link).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+        let earlier = folder.join("earlier.csv");
+        assert!(!check_result_path(&earlier).unwrap(), "nothing there yet");
+        std::fs::write(&earlier, "an earlier run\n").unwrap();
+        assert!(check_result_path(&earlier).unwrap(), "an earlier result is named");
+        CsvFile::create(&earlier).unwrap();
+        assert_eq!(std::fs::read_to_string(&earlier).unwrap(), "", "replaced, as said");
         std::fs::remove_dir_all(&folder).unwrap();
     }
 
