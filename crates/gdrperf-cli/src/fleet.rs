@@ -194,7 +194,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         args.first_seed,
         args.first_seed + args.seeds - 1
     );
-    println!("seed,all_named,false_named,rounds,pair_runs,rows,judge_s,findings");
+    println!("seed,all_named,false_named,rounds,pair_runs,rows,judge_s,findings,judge_cpu_s,sweeps");
     let (mut all_named, mut false_named) = (0u64, 0u64);
     let mut runs = Vec::new();
     let mut rounds = Vec::new();
@@ -214,19 +214,22 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         };
         let fleet = simulate::run(&sim);
         let start = Instant::now();
+        let cpu_start = thread_cpu_seconds();
         let verdict = judge(&fleet, &config);
+        let cpu_seconds = thread_cpu_seconds() - cpu_start;
         let seconds = start.elapsed().as_secs_f64();
         let score = simulate::score(&verdict.findings, &fleet.planted);
         all_named += u64::from(score.all_named);
         false_named += u64::from(score.false_named);
         let rows = verdict.classes.iter().map(|class| class.rows).sum::<u64>();
         println!(
-            "{seed},{},{},{},{},{rows},{seconds:.3},{}",
+            "{seed},{},{},{},{},{rows},{seconds:.3},{},{cpu_seconds:.3},{}",
             score.all_named,
             score.false_named,
             fleet.rounds,
             fleet.pair_runs(),
-            verdict.findings.len()
+            verdict.findings.len(),
+            verdict.sweeps
         );
         if args.verbose || !score.all_named || score.false_named {
             println!("#   planted: {:?}", fleet.planted);
@@ -260,6 +263,18 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         peak_memory().unwrap_or_else(|| "unknown".into())
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// CPU time of this thread (the judge runs on one), in seconds: on a shared host the wall time
+/// counts the other processes' turns too. 0 where the clock cannot be read.
+fn thread_cpu_seconds() -> f64 {
+    let mut time = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec, which `time` is, and reads nothing else.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut time) };
+    if status != 0 {
+        return 0.0;
+    }
+    time.tv_sec as f64 + time.tv_nsec as f64 * 1e-9
 }
 
 /// VmHWM of /proc/self/status: the most memory this process held at once.

@@ -115,6 +115,10 @@ pub struct ClassSummary {
 pub struct Verdict {
     pub classes: Vec<ClassSummary>,
     pub findings: Vec<Finding>,
+    /// Median-polish sweeps the fit ran before its effects settled: how the judge spent its
+    /// time, for the simulator's table; not a finding, so not in the JSON.
+    #[serde(skip)]
+    pub sweeps: usize,
 }
 
 /// A port effect that passed the tests, before kinds across classes are settled.
@@ -174,8 +178,7 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
             });
         }
     }
-    let links = find_links(source, &fit, config, &named);
-    let peers = count_peers(source, &named, &links);
+    let (links, peers) = find_links_and_peers(source, &fit, config, &named);
     let mut findings = Vec::new();
     settle_ports(source, &fit, &named, &peers, &mut findings);
     for link in links {
@@ -257,7 +260,7 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
             &b.class,
         ))
     });
-    Verdict { classes, findings }
+    Verdict { classes, findings, sweeps: fit.sweeps }
 }
 
 fn below_pct(effect: f64) -> f64 {
@@ -266,13 +269,7 @@ fn below_pct(effect: f64) -> f64 {
 
 /// Turns named port effects into findings: GPU or NIC port across classes, node within a class;
 /// a port with fewer than two distinct peers is left to the link test.
-fn settle_ports(
-    source: &dyn Source,
-    fit: &Fit,
-    named: &[Named],
-    peers: &HashMap<(u32, u32), BTreeSet<u32>>,
-    findings: &mut Vec<Finding>,
-) {
+fn settle_ports(source: &dyn Source, fit: &Fit, named: &[Named], peers: &Peers, findings: &mut Vec<Finding>) {
     let catalog = source.catalog();
     let named_keys: BTreeSet<(u32, u32)> = named.iter().map(|entry| (entry.class, entry.port)).collect();
     // Per class and node: ports measured, ports named.
@@ -356,21 +353,6 @@ fn settle_ports(
     }
 }
 
-/// Distinct peer ports of each named port (one more pass, over named ports only).
-fn count_peers(source: &dyn Source, named: &[Named], _links: &[Link]) -> HashMap<(u32, u32), BTreeSet<u32>> {
-    let mut peers: HashMap<(u32, u32), BTreeSet<u32>> =
-        named.iter().map(|entry| ((entry.class, entry.port), BTreeSet::new())).collect();
-    source.visit(&mut |row| {
-        if let Some(set) = peers.get_mut(&(row.class, row.sender)) {
-            set.insert(row.receiver);
-        }
-        if let Some(set) = peers.get_mut(&(row.class, row.receiver)) {
-            set.insert(row.sender);
-        }
-    });
-    peers
-}
-
 /// A slow link between two ports.
 struct Link {
     class: u32,
@@ -381,29 +363,59 @@ struct Link {
     tests: f64,
 }
 
-/// Links whose rows' median residual is low and sure; ports already named explain their rows.
-fn find_links(source: &dyn Source, fit: &Fit, config: &JudgeConfig, named: &[Named]) -> Vec<Link> {
+/// Distinct peer ports of each named port, by class and port.
+type Peers = HashMap<(u32, u32), BTreeSet<u32>>;
+
+/// Links whose rows' median residual is low and sure (ports already named explain their rows),
+/// and the distinct peers of each named port: two more passes. Which rows matter is decided
+/// first by flags indexed like the effects, so that the millions of rows of no named port and no
+/// candidate link cost no hashing.
+fn find_links_and_peers(
+    source: &dyn Source,
+    fit: &Fit,
+    config: &JudgeConfig,
+    named: &[Named],
+) -> (Vec<Link>, Peers) {
     let floor = (1.0 - config.min_deficit).ln();
-    let explained: BTreeSet<(u32, u32)> = named.iter().map(|entry| (entry.class, entry.port)).collect();
+    let flag = |class: u32, port: u32| class as usize * fit.ports + port as usize;
+    let mut explained = vec![false; fit.effects.len()];
+    for entry in named {
+        explained[flag(entry.class, entry.port)] = true;
+    }
     let ordered = |a: u32, b: u32| (a.min(b), a.max(b));
     // Pass 1: pairs with at least one row below the floor (a bounded handful in a healthy fleet).
     let mut candidates: HashMap<(u32, u32, u32), Vec<f32>> = HashMap::new();
+    let mut in_candidate = vec![false; fit.effects.len()];
     source.visit(&mut |row| {
         if fit.residual(row) < floor
-            && !explained.contains(&(row.class, row.sender))
-            && !explained.contains(&(row.class, row.receiver))
+            && !explained[flag(row.class, row.sender)]
+            && !explained[flag(row.class, row.receiver)]
         {
             let (a, b) = ordered(row.sender, row.receiver);
             candidates.entry((row.class, a, b)).or_default();
+            in_candidate[flag(row.class, a)] = true;
+            in_candidate[flag(row.class, b)] = true;
         }
     });
-    // Pass 2: every row of those pairs.
-    source.visit(&mut |row| {
-        let (a, b) = ordered(row.sender, row.receiver);
-        if let Some(residuals) = candidates.get_mut(&(row.class, a, b)) {
-            residuals.push(fit.residual(row) as f32);
-        }
-    });
+    // Pass 2: every row of those pairs, and every peer of a named port.
+    let mut peers: Peers = named.iter().map(|entry| ((entry.class, entry.port), BTreeSet::new())).collect();
+    if !candidates.is_empty() || !peers.is_empty() {
+        source.visit(&mut |row| {
+            let (sender, receiver) = (flag(row.class, row.sender), flag(row.class, row.receiver));
+            if in_candidate[sender] && in_candidate[receiver] {
+                let (a, b) = ordered(row.sender, row.receiver);
+                if let Some(residuals) = candidates.get_mut(&(row.class, a, b)) {
+                    residuals.push(fit.residual(row) as f32);
+                }
+            }
+            if explained[sender] {
+                peers.entry((row.class, row.sender)).or_default().insert(row.receiver);
+            }
+            if explained[receiver] {
+                peers.entry((row.class, row.receiver)).or_default().insert(row.sender);
+            }
+        });
+    }
     let mut links = Vec::new();
     let mut keys: Vec<_> = candidates.keys().copied().collect();
     keys.sort_unstable();
@@ -423,5 +435,5 @@ fn find_links(source: &dyn Source, fit: &Fit, config: &JudgeConfig, named: &[Nam
             links.push(Link { class: key.0, ends: (key.1, key.2), effect: median, rows: n as u64, z, tests });
         }
     }
-    links
+    (links, peers)
 }
