@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests of the plot scripts: each one run on the example result files committed under
-# results/softroce/examples (made by real gdr-* runs in the Soft-RoCE VM), checking that a PNG
-# is written, and that bad input fails with a message instead of a traceback.
+# results/softroce/examples (made by real gdr-* runs in the Soft-RoCE VM) and, for the matrix,
+# results/fleet/example (a simulated job: gdrperf fleet simulate --write, see its README),
+# checking that a PNG is written, and that bad input fails with a message instead of a traceback.
 #   scripts/plot-tests.sh
 # matplotlib comes from PyPI into a virtual environment under .cache/plot-venv (git-ignored),
 # made the first time; python3-venv is installed with apt-get if the machine lacks it.
@@ -10,6 +11,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 VENV=.cache/plot-venv
 EXAMPLES=results/softroce/examples
+FLEET=results/fleet/example
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 PASSED=0; FAILED=0
@@ -56,6 +58,10 @@ png plot_compare_runs "$OUT/ratio.png" \
     "$PY" scripts/plot_compare.py "$EXAMPLES/write_bw-run1.json" "$EXAMPLES/write_bw-run2.json" -o "$OUT/ratio.png"
 png plot_compare_latency_runs "$OUT/lat-ratio.png" \
     "$PY" scripts/plot_compare.py "$EXAMPLES/read_lat-2.json" "$EXAMPLES/read_lat-2.csv" -o "$OUT/lat-ratio.png"
+png plot_matrix_with_findings "$OUT/matrix.png" \
+    "$PY" scripts/plot_matrix.py "$FLEET/matrix.csv" --findings "$FLEET/fleet.json" -o "$OUT/matrix.png"
+png plot_matrix_alone "$OUT/matrix-alone.png" \
+    "$PY" scripts/plot_matrix.py "$FLEET/matrix.csv" -o "$OUT/matrix-alone.png"
 
 refuses plot_bw_missing_column "no numeric 't_typical_us' column" \
     "$PY" scripts/plot_bw.py "$EXAMPLES/write_bw-run1.json" --metric t_typical_us -o "$OUT/x.png"
@@ -65,6 +71,10 @@ refuses plot_compare_one_mode "--by mem needs the baseline" \
     "$PY" scripts/plot_compare.py "$EXAMPLES/write_bw-run1.json" --by mem -o "$OUT/x.png"
 refuses plot_compare_one_file "give BASE and NEW" \
     "$PY" scripts/plot_compare.py "$EXAMPLES/write_bw-run1.json" -o "$OUT/x.png"
+refuses plot_matrix_not_a_matrix "no column 'client_node'" \
+    "$PY" scripts/plot_matrix.py "$EXAMPLES/write_bw-run1.csv" -o "$OUT/x.png"
+refuses plot_matrix_findings_not_a_verdict "no 'findings' list" \
+    "$PY" scripts/plot_matrix.py "$FLEET/matrix.csv" --findings "$FLEET/plan.json" -o "$OUT/x.png"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

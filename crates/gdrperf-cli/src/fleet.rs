@@ -7,23 +7,34 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use gdrperf_cluster::schedule::Schedule;
+use gdrperf_fleet::base::{compare, BaseComparison};
 use gdrperf_fleet::judge::{judge, JudgeConfig};
 use gdrperf_fleet::read::read_gathered;
 use gdrperf_fleet::report;
 use gdrperf_fleet::simulate::{self, Fault, Plan, SimConfig};
+use gdrperf_fleet::simulate_files;
 
 const JUDGE_HELP: &str = "\
 Examples:
   gdrperf fleet judge gdrperf-slurm-1234.0/results.csv --json fleet.json
   gdrperf fleet judge job1/results.csv job2/results.csv
+  gdrperf fleet judge --base last-week/results.csv gdrperf-slurm-1234.0/results.csv
 
 Rows are compared within a class (test, size, memory kinds, QPs, direction). A plan.json beside a
 results file adds the job's node list, so a node with no rows is named. Method, assumptions and
 detection limit: docs/methodology.md, \"Fleet judgement\".
 
+--base: each port (node and RDMA device) and class is compared with the earlier job's: a port
+that moved 15 % (--min-deficit) or more within its class, surely, is named slower or faster; a
+class whose level moved, class slower or faster. A port whose rows' port_guid differs is \"NIC
+replaced\", whose gpu_uuid (else gpu_local_bus_id) differs \"GPU replaced\": not compared, so a
+swapped card reads as replaced, not as a regression or a recovery. Rows without port_guid or
+gpu_uuid (files from before those columns, or a GPU without CUDA) key the port by node, device
+and GPU bus id only: a card swapped in the same slot then reads as its speed change, if any.
+
 Exit codes:
-  0  nothing named
-  1  at least one part (or a class below its ceiling) named
+  0  nothing named (and, with --base, nothing moved)
+  1  at least one part (or a class below its ceiling) named, or with --base a part moved
   2  an input could not be read";
 
 /// Flags shared by judge and simulate: the judge's thresholds.
@@ -68,8 +79,21 @@ pub struct JudgeArgs {
     /// Also write the verdict as JSON to this file (default: none).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
+    /// An earlier job's gathered results file to compare with, part by part (repeat for a job
+    /// in several files; default: none).
+    #[arg(long, value_name = "EARLIER.csv")]
+    base: Vec<PathBuf>,
     #[command(flatten)]
     thresholds: Thresholds,
+}
+
+/// The JSON of `judge`: the verdict, and with `--base` the comparison under `base`.
+#[derive(serde::Serialize)]
+struct JudgeOutput<'a> {
+    #[serde(flatten)]
+    verdict: &'a gdrperf_fleet::judge::Verdict,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base: Option<&'a BaseComparison>,
 }
 
 /// `--schedule` of the simulation.
@@ -110,6 +134,10 @@ pub struct SimulateArgs {
     /// Print every seed's verdict.
     #[arg(long)]
     verbose: bool,
+    /// Also write the simulated job's results.csv, matrix.csv and plan.json (the node list)
+    /// into this folder, as a gathered job would (needs --seeds 1; default: none).
+    #[arg(long, value_name = "DIR")]
+    write: Option<PathBuf>,
     #[command(flatten)]
     thresholds: Thresholds,
 }
@@ -141,13 +169,26 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     if rows.rows.is_empty() {
         bail!("no bandwidth rows in {}: fleet judge compares bandwidth rows", args.files.len());
     }
+    let base = if args.base.is_empty() {
+        None
+    } else {
+        let earlier = read_gathered(&args.base)?;
+        if earlier.rows.is_empty() {
+            bail!("no bandwidth rows in the {} --base file(s): nothing to compare with", args.base.len());
+        }
+        Some(compare(&earlier, &rows, &config))
+    };
     let verdict = judge(&rows, &config);
     print!("{}", report::text(&verdict));
+    if let Some(base) = &base {
+        print!("{}", report::base_text(base));
+    }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&verdict)?;
+        let text = serde_json::to_string_pretty(&JudgeOutput { verdict: &verdict, base: base.as_ref() })?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
-    Ok(if verdict.findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    let moved = base.as_ref().is_some_and(|base| !base.movements.is_empty());
+    Ok(if verdict.findings.is_empty() && !moved { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -159,6 +200,9 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             args.lanes,
             args.seeds
         );
+    }
+    if args.write.is_some() && args.seeds != 1 {
+        bail!("--write with --seeds {}: one seed's fleet is written; give --seeds 1", args.seeds);
     }
     if !(0.0..1.0).contains(&args.noise) {
         bail!("--noise {}: give the SD of log bandwidth, 0 to below 1 (0.03 is about 3 %)", args.noise);
@@ -236,6 +280,11 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             for finding in &verdict.findings {
                 println!("#   {}", report::finding_line(finding));
             }
+        }
+        if let Some(dir) = &args.write {
+            simulate_files::write_job(&fleet, dir)
+                .with_context(|| format!("writing into {}", dir.display()))?;
+            println!("# wrote {}/results.csv, matrix.csv, plan.json", dir.display());
         }
         runs.push(fleet.pair_runs());
         rounds.push(fleet.rounds);

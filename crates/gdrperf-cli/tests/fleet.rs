@@ -126,3 +126,57 @@ fn simulate_names_the_planted_faults_of_a_small_fleet() {
         text(&output)
     );
 }
+
+#[test]
+fn against_a_base_a_recovered_node_exits_1_and_the_same_job_exits_0() {
+    // In the base n3 ran at 60 % with every peer; now it is healthy: the judge names nothing
+    // now, but --base names n3's port faster (1/0.6 - 1: +67 %), which alone makes exit 1.
+    let scratch = Scratch::new("base");
+    let earlier = scratch.write("earlier.csv", &gathered(Some(3)));
+    let results = scratch.write("results.csv", &gathered(None));
+    let json = scratch.0.join("fleet.json").display().to_string();
+    let output = gdrperf(&["fleet", "judge", "--base", &earlier, &results, "--json", &json]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let out = text(&output);
+    assert!(out.contains("NAMED: none"), "{out}");
+    assert!(out.contains("MOVED: 1") && out.contains("faster: n3 mlx5_0"), "{out}");
+    let verdict: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(verdict["base"]["movements"][0]["kind"], "faster");
+    let output = gdrperf(&["fleet", "judge", "--base", &results, &results]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("MOVED: none"), "{}", text(&output));
+    let output = gdrperf(&["fleet", "judge", "--base", "/nonexistent/results.csv", &results]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+}
+
+#[test]
+fn simulate_writes_a_job_that_judge_reads() {
+    let scratch = Scratch::new("write");
+    let dir = scratch.0.join("job").display().to_string();
+    let output = gdrperf(&[
+        "fleet",
+        "simulate",
+        "--nodes",
+        "12",
+        "--lanes",
+        "2",
+        "--schedule",
+        "all-pairs",
+        "--write",
+        &dir,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    // Five planted faults (a dead node among them, named through the plan.json written beside).
+    let output = gdrperf(&["fleet", "judge", &format!("{dir}/results.csv")]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("NAMED: 5") && text(&output).contains("node without rows"),
+        "{}",
+        text(&output)
+    );
+    assert!(std::fs::read_to_string(format!("{dir}/matrix.csv"))
+        .unwrap()
+        .starts_with("client_node,server_node,lane,bytes,bw_avg_gbit_s,client_device,server_device\n"));
+    let output = gdrperf(&["fleet", "simulate", "--seeds", "2", "--write", &dir]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+}

@@ -144,21 +144,26 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     Ok(Gathered { plan, outcomes })
 }
 
-/// The columns of `matrix.csv`.
-pub const MATRIX_COLUMNS: [&str; 5] = ["client_node", "server_node", "lane", "bytes", "bw_avg_gbit_s"];
+/// The columns of `matrix.csv`. The two devices say which NIC port each lane was at each end,
+/// so that a plot can mark a named port (`gdrperf fleet judge` names ports by device) on its lane.
+pub const MATRIX_COLUMNS: [&str; 7] =
+    ["client_node", "server_node", "lane", "bytes", "bw_avg_gbit_s", "client_device", "server_device"];
 
 /// One line per client node, server node and lane: the bandwidth of the largest size measured
-/// (the plateau a fabric sweep compares), for a node-by-node heatmap. `None` when the rows carry
-/// no `bw_avg_gbit_s` (latency benches). `header` is the bench's columns; each row has the
-/// [`ADDED_COLUMNS`] after them. Lines are sorted by the three keys.
-pub fn matrix_rows(header: &[String], rows: &[Vec<String>]) -> Option<Vec<[String; 5]>> {
+/// (the plateau a fabric sweep compares), for a node-by-node heatmap, with the RDMA devices of
+/// that size's row (`device`, `peer_device`; empty where the bench has no such column). `None`
+/// when the rows carry no `bw_avg_gbit_s` (latency benches). `header` is the bench's columns;
+/// each row has the [`ADDED_COLUMNS`] after them. Lines are sorted by the three keys.
+pub fn matrix_rows(header: &[String], rows: &[Vec<String>]) -> Option<Vec<[String; 7]>> {
     let find = |name: &str| header.iter().position(|column| column == name);
     let bw = find("bw_avg_gbit_s")?;
     let bytes = find("bytes")?;
     let lane = find("lane");
+    let (device, peer_device) = (find("device"), find("peer_device"));
     let server_node = header.len() + 3;
     let client_node = header.len() + 4;
-    let mut best: std::collections::BTreeMap<(String, String, String), (u64, String)> = Default::default();
+    type Best = (u64, String, String, String);
+    let mut best: std::collections::BTreeMap<(String, String, String), Best> = Default::default();
     for row in rows {
         let field = |index: usize| row.get(index).map(String::as_str).unwrap_or("");
         let lane = lane.map(field).unwrap_or("");
@@ -166,20 +171,26 @@ pub fn matrix_rows(header: &[String], rows: &[Vec<String>]) -> Option<Vec<[Strin
             continue;
         }
         let size: u64 = field(bytes).parse().unwrap_or(0);
+        let this = || {
+            let text = |index: Option<usize>| index.map(field).unwrap_or("").to_string();
+            (size, field(bw).to_string(), text(device), text(peer_device))
+        };
         let key = (field(client_node).to_string(), field(server_node).to_string(), lane.to_string());
-        let entry = best.entry(key).or_insert((size, field(bw).to_string()));
+        let entry = best.entry(key).or_insert_with(this);
         if size > entry.0 {
-            *entry = (size, field(bw).to_string());
+            *entry = this();
         }
     }
     Some(
         best.into_iter()
-            .map(|((client, server, lane), (size, bw))| [client, server, lane, size.to_string(), bw])
+            .map(|((client, server, lane), (size, bw, client_device, server_device))| {
+                [client, server, lane, size.to_string(), bw, client_device, server_device]
+            })
             .collect(),
     )
 }
 
-fn write_matrix(path: &Path, rows: &[[String; 5]]) -> Result<()> {
+fn write_matrix(path: &Path, rows: &[[String; 7]]) -> Result<()> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     let csv_error = |error: csv::Error| write_error(path, std::io::Error::other(error));
     writer.write_record(MATRIX_COLUMNS).map_err(csv_error)?;
@@ -292,9 +303,14 @@ mod tests {
 
     #[test]
     fn the_matrix_keeps_the_largest_size_per_node_pair_and_lane() {
-        let header: Vec<String> = ["test", "bytes", "bw_avg_gbit_s", "lane"].map(String::from).to_vec();
+        let header: Vec<String> =
+            ["test", "bytes", "bw_avg_gbit_s", "lane", "device", "peer_device"].map(String::from).to_vec();
         let row = |bytes: &str, bw: &str, lane: &str, server: &str, client: &str| -> Vec<String> {
-            ["write_bw", bytes, bw, lane, "0", "0", "1", server, client].map(String::from).to_vec()
+            let device = if lane == "1" { "mlx5_1" } else { "mlx5_0" };
+            let peer = if lane == "1" { "mlx5_3" } else { "mlx5_2" };
+            ["write_bw", bytes, bw, lane, device, peer, "0", "0", "1", server, client]
+                .map(String::from)
+                .to_vec()
         };
         let rows = vec![
             row("65536", "90.0", "0", "b", "a"),
@@ -305,9 +321,9 @@ mod tests {
         ];
         let matrix = matrix_rows(&header, &rows).unwrap();
         let expected = [
-            ["a", "b", "0", "1048576", "97.5"],
-            ["a", "b", "1", "1048576", "50.0"],
-            ["b", "a", "0", "1048576", "96.0"],
+            ["a", "b", "0", "1048576", "97.5", "mlx5_0", "mlx5_2"],
+            ["a", "b", "1", "1048576", "50.0", "mlx5_1", "mlx5_3"],
+            ["b", "a", "0", "1048576", "96.0", "mlx5_0", "mlx5_2"],
         ];
         assert_eq!(matrix, expected.map(|line| line.map(String::from)));
         let latency: Vec<String> = ["test", "bytes", "t_typical_us"].map(String::from).to_vec();

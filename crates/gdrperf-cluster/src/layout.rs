@@ -9,7 +9,8 @@
 //! DIR/status/rankN.progress      rounds rank N has finished (its peers wait on it)
 //! DIR/status/rankN.done          rank N is finished (rank 0 waits on all before gathering)
 //! DIR/results.csv, results.json  the gathered job: every pair's rows, both node names in each
-//! DIR/matrix.csv               client node, server node, lane: bandwidth of the largest size
+//! DIR/matrix.csv                 client node, server node, lane: bandwidth of the largest size,
+//!                                and each end's device
 //! DIR/summary.txt                pass/fail per pair and the failing nodes
 //! ```
 //!

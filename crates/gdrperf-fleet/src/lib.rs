@@ -8,6 +8,8 @@
 //! Bonferroni-adjusted p ([`judge`]). The same input gives the same verdict: every pass visits
 //! the rows in their order, every list is sorted before it is reported.
 //!
+//! [`base`] compares a job with an earlier one, part by part, keyed by the parts' identities.
+//!
 //! [`simulate`] proves it at scale: a synthetic fleet with planted faults, measured by a schedule
 //! of `gdrperf-cluster`, judged by the same code.
 //!
@@ -32,6 +34,7 @@
 //! assert_eq!((verdict.findings[0].kind, verdict.findings[0].node.as_str()), (PartKind::NicPort, "n3"));
 //! ```
 
+pub mod base;
 pub mod fit;
 pub mod judge;
 pub mod normal;
@@ -39,3 +42,4 @@ pub mod observation;
 pub mod read;
 pub mod report;
 pub mod simulate;
+pub mod simulate_files;

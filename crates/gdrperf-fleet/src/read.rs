@@ -2,7 +2,8 @@
 //!
 //! Columns are read by name (docs/columns.md): the bench's own `test`, `bytes`, `bidirectional`,
 //! `qps`, `mem_local`, `mem_remote`, `device` and `peer_device`, `gpu_local_bus_id`, `lane`,
-//! `bw_avg_gbit_s`, `ceiling_gbps`, and the gather's `server_node` and `client_node`. The client
+//! `bw_avg_gbit_s`, `ceiling_gbps`, `port_guid` and `gpu_uuid` (the parts' identities, for
+//! `--base`), and the gather's `server_node` and `client_node`. The client
 //! writes the row: `device` and `mem_local` are the client's, `peer_device` and `mem_remote` the
 //! server's. The rows do not name a NIC model, its rate or a GPU model, so a class is what the
 //! rows do say: test, size, memory kinds, QPs and direction. The ceiling is not a key: a GPU
@@ -91,6 +92,8 @@ struct Columns {
     lane: Option<usize>,
     bus_id: Option<usize>,
     ceiling: Option<usize>,
+    port_guid: Option<usize>,
+    gpu_uuid: Option<usize>,
 }
 
 fn columns(path: &Path, header: &csv::StringRecord) -> Result<Columns, ReadError> {
@@ -105,6 +108,8 @@ fn columns(path: &Path, header: &csv::StringRecord) -> Result<Columns, ReadError
         lane: find("lane"),
         bus_id: find("gpu_local_bus_id"),
         ceiling: find("ceiling_gbps"),
+        port_guid: find("port_guid"),
+        gpu_uuid: find("gpu_uuid"),
     })
 }
 
@@ -142,10 +147,16 @@ fn read_one(path: &Path, stored: &mut Stored, ceilings: &mut Vec<Vec<f32>>) -> R
         });
         let client = stored.catalog.port(client_node, device);
         let server = stored.catalog.port(server_node, peer_device);
-        if let Some(bus) = columns.bus_id.map(field).filter(|bus| !bus.is_empty()) {
-            let port = &mut stored.catalog.ports[client as usize];
-            if port.gpu_bus_id.is_none() {
-                port.gpu_bus_id = Some(bus.to_string());
+        // The row is the client's: its identities are the client port's (the first row that
+        // carries one says it).
+        let port = &mut stored.catalog.ports[client as usize];
+        for (index, slot) in [
+            (columns.bus_id, &mut port.gpu_bus_id),
+            (columns.port_guid, &mut port.port_guid),
+            (columns.gpu_uuid, &mut port.gpu_uuid),
+        ] {
+            if let Some(value) = index.map(field).filter(|value| !value.is_empty()) {
+                slot.get_or_insert_with(|| value.to_string());
             }
         }
         // write_bw and send_bw: the client posts, the payload flows client -> server; read_bw

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use crate::base::{BaseComparison, MoveKind, Movement};
 use crate::judge::{Finding, PartKind, Verdict};
 
 /// One line naming a part: what, where, how far below, from what, how sure.
@@ -63,6 +64,54 @@ pub fn text(verdict: &Verdict) -> String {
         let _ = writeln!(text, "NAMED: {}", verdict.findings.len());
         for finding in &verdict.findings {
             let _ = writeln!(text, "  {}", finding_line(finding));
+        }
+    }
+    text
+}
+
+/// One line for a part that moved against the earlier job.
+pub fn movement_line(movement: &Movement) -> String {
+    let mut line = format!("{}: {}", movement.kind.name(), movement.node);
+    if let Some(device) = &movement.device {
+        let _ = write!(line, " {device}");
+    }
+    if let (MoveKind::NicReplaced | MoveKind::GpuReplaced, Some(then), Some(now)) =
+        (movement.kind, &movement.then, &movement.now)
+    {
+        let what = if movement.kind == MoveKind::NicReplaced { "port GUID" } else { "GPU" };
+        let _ = write!(line, " ({what} {then} -> {now}): not compared [{}]", movement.class);
+        return line;
+    }
+    if let Some(change) = movement.change_pct {
+        let against = if movement.node == "all" { "its level" } else { "within its class" };
+        let _ = write!(
+            line,
+            ", {change:+.1} % {against} against the base, {} rows then, {} now",
+            movement.rows_then, movement.rows_now
+        );
+    }
+    if movement.peers > 0 {
+        let _ = write!(line, ", at least {} peers in each", movement.peers);
+    }
+    if let (Some(z), Some(p)) = (movement.z, movement.p_adjusted) {
+        let _ = write!(line, ", z {z:.1}, adjusted p {p:.1e}");
+    }
+    let _ = write!(line, " [{}]", movement.class);
+    line
+}
+
+/// The comparison with the earlier job, after the verdict.
+pub fn base_text(comparison: &BaseComparison) -> String {
+    let mut text = format!(
+        "AGAINST THE BASE: {} classes and {} class ports compared; ports only in the base: {}, only now: {}\n",
+        comparison.classes_compared, comparison.ports_compared, comparison.ports_only_then, comparison.ports_only_now
+    );
+    if comparison.movements.is_empty() {
+        text.push_str("MOVED: none\n");
+    } else {
+        let _ = writeln!(text, "MOVED: {}", comparison.movements.len());
+        for movement in &comparison.movements {
+            let _ = writeln!(text, "  {}", movement_line(movement));
         }
     }
     text
