@@ -11,11 +11,19 @@ if run ceiling_rxe 0 gdr-write-bw --loopback -s 65536 -n 20 --csv "$OUT/ceiling_
 fi
 expect_in ceiling_rxe "no hardware ceiling (software device): rxe0 (rxe)"
 # ... ceiling_limited_by, pct_of_ceiling (empty), ceiling_causes (empty), peak_events_not_stored,
-# traffic_class 0, service_level 0, peak_note (empty: no ceiling to be above).
-if grep -q ',no hardware ceiling (software device),,,[0-9][0-9]*,0,0,$' "$OUT/ceiling_rxe.csv"; then
+# traffic_class 0, service_level 0, peak_note (empty: no ceiling to be above), then the
+# identities (issue 32): nic_node_guid (rxe0's, checked below), gpu_local_uuid (empty: host memory).
+if grep -q ',no hardware ceiling (software device),,,[0-9][0-9]*,0,0,,[0-9a-f:]*,$' "$OUT/ceiling_rxe.csv"; then
     pass "ceiling_rxe: the row has no ceiling and no percentage"
 else
     fail "ceiling_rxe: the row has no ceiling and no percentage" "$(tail -1 "$OUT/ceiling_rxe.csv")"
+fi
+guid=$(cat /sys/class/infiniband/rxe0/node_guid 2>/dev/null)
+row_guid=$(awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { g = $c["nic_node_guid"] } END { print g }' "$OUT/ceiling_rxe.csv")
+if [ -n "$guid" ] && [ "$row_guid" = "$guid" ]; then
+    pass "ceiling_rxe: nic_node_guid is rxe0's sysfs node_guid ($guid)"
+else
+    fail "ceiling_rxe: nic_node_guid is rxe0's sysfs node_guid" "sysfs '$guid', row '$row_guid'"
 fi
 
 fixtures="$OUT/ceiling-fixtures"

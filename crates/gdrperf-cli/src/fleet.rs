@@ -26,11 +26,12 @@ detection limit: docs/methodology.md, \"Fleet judgement\".
 
 --base: each port (node and RDMA device) and class is compared with the earlier job's: a port
 that moved 15 % (--min-deficit) or more within its class, surely, is named slower or faster; a
-class whose level moved, class slower or faster. A port whose rows' port_guid differs is \"NIC
-replaced\", whose gpu_uuid (else gpu_local_bus_id) differs \"GPU replaced\": not compared, so a
-swapped card reads as replaced, not as a regression or a recovery. Rows without port_guid or
-gpu_uuid (files from before those columns, or a GPU without CUDA) key the port by node, device
-and GPU bus id only: a card swapped in the same slot then reads as its speed change, if any.
+class whose level moved, class slower or faster. A port whose rows' nic_node_guid differs is
+\"NIC replaced\", whose gpu_local_uuid (else gpu_local_bus_id) differs \"GPU replaced\": not
+compared, so a swapped card reads as replaced, not as a regression or a recovery. Rows without
+nic_node_guid or gpu_local_uuid (files from before those columns, or a GPU without CUDA) key the
+port by node, device and GPU bus id only: a card swapped in the same slot then reads as its
+speed change, if any.
 
 Exit codes:
   0  nothing named (and, with --base, nothing moved)

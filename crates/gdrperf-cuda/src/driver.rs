@@ -107,6 +107,14 @@ pub struct GpuDirectSupport {
     pub rdma_writes_ordering: Option<i32>,
 }
 
+/// A CUDA UUID as nvidia-smi writes it: `GPU-` and the 16 bytes in hex, grouped 4-2-2-2-6.
+pub fn uuid_text(bytes: &[u8; 16]) -> String {
+    let hex = |range: std::ops::Range<usize>| {
+        bytes[range].iter().map(|byte| format!("{byte:02x}")).collect::<String>()
+    };
+    format!("GPU-{}-{}-{}-{}-{}", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16))
+}
+
 /// What a bench or `gdrperf doctor` needs to know about one GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GpuInfo {
@@ -114,6 +122,9 @@ pub struct GpuInfo {
     pub index: usize,
     pub name: String,
     pub bus_id: PciBusId,
+    /// The GPU's UUID as nvidia-smi prints it (`GPU-5e1c2c3a-...`): the card's identity, which a
+    /// bus id (the slot) is not. None where the driver lacks `cuDeviceGetUuid` or refuses it.
+    pub uuid: Option<String>,
     pub total_memory_bytes: usize,
     pub compute_capability: (i32, i32),
     pub gpudirect: GpuDirectSupport,
@@ -228,10 +239,16 @@ impl Cuda {
                 "GPU_DIRECT_RDMA_WRITES_ORDERING",
             )?,
         };
+        // The symbol is looked up first: dynamic loading panics on a missing one.
+        let uuid = has_symbol("cuDeviceGetUuid")
+            .then(|| result::device::get_uuid(device).ok())
+            .flatten()
+            .map(|uuid| uuid_text(&uuid.bytes.map(|byte| byte as u8)));
         Ok(GpuInfo {
             index: gpu,
             name,
             bus_id: pci_bus_id(gpu, device)?,
+            uuid,
             total_memory_bytes,
             compute_capability,
             gpudirect,
@@ -318,6 +335,13 @@ mod tests {
         assert_eq!(DriverVersion::from_encoded(13000).to_string(), "13.0");
         assert_eq!(DriverVersion::from_encoded(12080), DriverVersion { major: 12, minor: 8 });
         assert_eq!(DriverVersion::from_encoded(11070).to_string(), "11.7");
+    }
+
+    #[test]
+    fn a_uuid_is_written_as_nvidia_smi_writes_it() {
+        let bytes =
+            [0x5e, 0x1c, 0x2c, 0x3a, 0x00, 0x00, 0x40, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1b];
+        assert_eq!(uuid_text(&bytes), "GPU-5e1c2c3a-0000-4000-8000-00000000001b");
     }
 
     #[test]

@@ -3,11 +3,11 @@
 //!
 //! Both jobs are fitted ([`crate::fit`]); classes are matched by their label (test, size, memory
 //! kinds, QPs, direction), ports by node name and RDMA device. A port is then keyed by identity:
-//! - NIC: the rows' `port_guid` (the client's). Both jobs carry one and they differ: the NIC was
-//!   **replaced**, and the port is not compared (its new speed is the judge's to name, among its
-//!   peers, not a regression or a recovery of the old card).
-//! - GPU: the rows' `gpu_uuid`, else `gpu_local_bus_id` (the slot, not the card: a GPU swapped in
-//!   the same slot keeps its bus id and only its UUID tells). They differ: the GPU was
+//! - NIC: the rows' `nic_node_guid` (the client's). Both jobs carry one and they differ: the NIC
+//!   was **replaced**, and the port is not compared (its new speed is the judge's to name, among
+//!   its peers, not a regression or a recovery of the old card).
+//! - GPU: the rows' `gpu_local_uuid`, else `gpu_local_bus_id` (the slot, not the card: a GPU
+//!   swapped in the same slot keeps its bus id and only its UUID tells). They differ: the GPU was
 //!   **replaced** (or the lane now uses another GPU), and the port's GPU-memory classes are not
 //!   compared; its host-memory classes still are.
 //!
@@ -130,8 +130,8 @@ pub fn compare(then: &dyn Source, now: &dyn Source, config: &JudgeConfig) -> Bas
             z: None,
             p_adjusted: None,
         };
-        if differ(&info_then.port_guid, &info_now.port_guid) {
-            movements.push(replaced(MoveKind::NicReplaced, "all", &info_then.port_guid, &info_now.port_guid));
+        if differ(&info_then.nic_guid, &info_now.nic_guid) {
+            movements.push(replaced(MoveKind::NicReplaced, "all", &info_then.nic_guid, &info_now.nic_guid));
             continue;
         }
         let gpu_replaced = if differ(&info_then.gpu_uuid, &info_now.gpu_uuid) {

@@ -42,10 +42,10 @@ pub struct PortInfo {
     pub device: String,
     /// The PCI bus id of the GPU this port's rows used, where a row of its side says it.
     pub gpu_bus_id: Option<String>,
-    /// The NIC's identity (`port_guid`) and the GPU's (`gpu_uuid`), where a row of its side
-    /// carries them: what tells a replaced part from a changed one against an earlier job
+    /// The NIC's identity (`nic_node_guid`) and the GPU's (`gpu_local_uuid`), where a row of its
+    /// side carries them: what tells a replaced part from a changed one against an earlier job
     /// ([`crate::base`]).
-    pub port_guid: Option<String>,
+    pub nic_guid: Option<String>,
     pub gpu_uuid: Option<String>,
 }
 
@@ -95,7 +95,7 @@ impl Catalog {
             node,
             device: device.to_string(),
             gpu_bus_id: None,
-            port_guid: None,
+            nic_guid: None,
             gpu_uuid: None,
         });
         self.port_index.insert((node, device.to_string()), index);

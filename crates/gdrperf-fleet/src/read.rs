@@ -2,9 +2,9 @@
 //!
 //! Columns are read by name (docs/columns.md): the bench's own `test`, `bytes`, `bidirectional`,
 //! `qps`, `mem_local`, `mem_remote`, `device` and `peer_device`, `gpu_local_bus_id`, `lane`,
-//! `bw_avg_gbit_s`, `ceiling_gbps`, `port_guid` and `gpu_uuid` (the parts' identities, for
-//! `--base`), and the gather's `server_node` and `client_node`. The client
-//! writes the row: `device` and `mem_local` are the client's, `peer_device` and `mem_remote` the
+//! `bw_avg_gbit_s`, `ceiling_gbps`, `nic_node_guid` and `gpu_local_uuid` (the parts'
+//! identities, for `--base`), and the gather's `server_node` and `client_node`. The client writes
+//! the row: `device` and `mem_local` are the client's, `peer_device` and `mem_remote` the
 //! server's. The rows do not name a NIC model, its rate or a GPU model, so a class is what the
 //! rows do say: test, size, memory kinds, QPs and direction. The ceiling is not a key: a GPU
 //! trained at x8 lowers its rows' ceiling, and keying on it would hide that GPU in a class of its
@@ -92,7 +92,7 @@ struct Columns {
     lane: Option<usize>,
     bus_id: Option<usize>,
     ceiling: Option<usize>,
-    port_guid: Option<usize>,
+    nic_guid: Option<usize>,
     gpu_uuid: Option<usize>,
 }
 
@@ -108,8 +108,8 @@ fn columns(path: &Path, header: &csv::StringRecord) -> Result<Columns, ReadError
         lane: find("lane"),
         bus_id: find("gpu_local_bus_id"),
         ceiling: find("ceiling_gbps"),
-        port_guid: find("port_guid"),
-        gpu_uuid: find("gpu_uuid"),
+        nic_guid: find("nic_node_guid"),
+        gpu_uuid: find("gpu_local_uuid"),
     })
 }
 
@@ -152,7 +152,7 @@ fn read_one(path: &Path, stored: &mut Stored, ceilings: &mut Vec<Vec<f32>>) -> R
         let port = &mut stored.catalog.ports[client as usize];
         for (index, slot) in [
             (columns.bus_id, &mut port.gpu_bus_id),
-            (columns.port_guid, &mut port.port_guid),
+            (columns.nic_guid, &mut port.nic_guid),
             (columns.gpu_uuid, &mut port.gpu_uuid),
         ] {
             if let Some(value) = index.map(field).filter(|value| !value.is_empty()) {

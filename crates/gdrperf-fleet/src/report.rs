@@ -78,7 +78,7 @@ pub fn movement_line(movement: &Movement) -> String {
     if let (MoveKind::NicReplaced | MoveKind::GpuReplaced, Some(then), Some(now)) =
         (movement.kind, &movement.then, &movement.now)
     {
-        let what = if movement.kind == MoveKind::NicReplaced { "port GUID" } else { "GPU" };
+        let what = if movement.kind == MoveKind::NicReplaced { "NIC GUID" } else { "GPU" };
         let _ = write!(line, " ({what} {then} -> {now}): not compared [{}]", movement.class);
         return line;
     }

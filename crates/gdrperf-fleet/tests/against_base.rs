@@ -37,8 +37,8 @@ fn healthy(_: usize, _: usize, _: usize, _: &str) -> f64 {
 impl Job<'_> {
     fn csv(&self) -> String {
         let mut text = String::from("test,bytes,bidirectional,qps,mem_local,mem_remote,device,peer_device,gpu_local_bus_id,lane,bw_avg_gbit_s");
-        text += if self.guid.is_some() { ",port_guid" } else { "" };
-        text += if self.uuid.is_some() { ",gpu_uuid" } else { "" };
+        text += if self.guid.is_some() { ",nic_node_guid" } else { "" };
+        text += if self.uuid.is_some() { ",gpu_local_uuid" } else { "" };
         text += ",round,server_rank,client_rank,server_node,client_node\n";
         for mem in self.memories {
             for server in 0..NODES {
@@ -153,7 +153,7 @@ fn a_nic_whose_guid_changed_is_replaced_not_slower() {
     assert_eq!(moved(&comparison), [(MoveKind::NicReplaced, node, device)]);
     assert_eq!(comparison.movements[0].then.as_deref(), Some(guid(2, 1).as_str()));
     assert_eq!(comparison.movements[0].now.as_deref(), Some("0xfeed"));
-    // Files without port_guid cannot tell: the same swap reads as the lane's slowdown.
+    // Files without nic_node_guid cannot tell: the same swap reads as the lane's slowdown.
     let then = Job { guid: None, ..then };
     let now = Job { guid: None, ..now };
     let (node, device) = port("n2", "mlx5_1");

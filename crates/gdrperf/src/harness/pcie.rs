@@ -36,6 +36,16 @@ pub fn gpu_bus_id(buffers: &[BenchBuffer]) -> Option<String> {
         .map(|info| info.bus_id.to_string())
 }
 
+/// The CUDA UUID of the GPU of this end's first buffer (`GPU-...`); None for host memory,
+/// without CUDA, or where the driver does not say.
+pub fn gpu_uuid(buffers: &[BenchBuffer]) -> Option<String> {
+    buffers
+        .first()
+        .and_then(|buffer| buffer.gpu_index())
+        .and_then(|index| gdrperf_cuda::Cuda::load().ok()?.gpu_info(index).ok())
+        .and_then(|info| info.uuid)
+}
+
 /// This end's path facts: the device's port and PCIe link, the GPU's when GPU memory is in the
 /// path, and what lies between them, read under `/` (or [`SYSFS_ROOT_VARIABLE`]).
 pub fn path_facts(device: &Device, port: &PortInfo, buffers: &[BenchBuffer], cpu: &CpuPlacement) -> EndFacts {

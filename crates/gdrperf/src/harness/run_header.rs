@@ -31,6 +31,8 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         cpu: session.local.cpu.cpu_column(),
         numa_node: session.local.cpu.numa_node,
         gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local.buffers).unwrap_or_default(),
+        nic_node_guid: session.local.device.node_guid().unwrap_or_default(),
+        gpu_local_uuid: super::pcie::gpu_uuid(&session.local.buffers).unwrap_or_default(),
         traffic_class: config.traffic_class.map(u32::from),
         service_level: config.service_level.map(u32::from),
         nic: Default::default(),

@@ -133,6 +133,8 @@ const BANDWIDTH_ORDER: &[&str] = &[
     "traffic_class",
     "service_level",
     "peak_note",
+    "nic_node_guid",
+    "gpu_local_uuid",
 ];
 
 const SEND_BANDWIDTH_ORDER: &[&str] = &[
@@ -189,6 +191,8 @@ const SEND_BANDWIDTH_ORDER: &[&str] = &[
     "traffic_class",
     "service_level",
     "peak_note",
+    "nic_node_guid",
+    "gpu_local_uuid",
 ];
 
 const LATENCY_ORDER: &[&str] = &[
@@ -233,6 +237,8 @@ const LATENCY_ORDER: &[&str] = &[
     "refused_samples",
     "traffic_class",
     "service_level",
+    "nic_node_guid",
+    "gpu_local_uuid",
 ];
 
 const ACCEPT_SUMMARY_ORDER: &[&str] = &[

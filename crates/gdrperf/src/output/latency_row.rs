@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::harness::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
 use crate::harness::latency::{IntervalSink, LatencyRun};
-use crate::output::row_columns::{columns, MachineColumns, PlaceColumns, QosColumns};
+use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
 use crate::output::{Row, RowContext};
 
 /// What the measuring side found for one size, in integer nanoseconds (mean and deviation in
@@ -170,6 +170,8 @@ columns! {
         column refused_samples: u64,
         /// `-T` and `-S` (appended in issue 30).
         columns qos: QosColumns,
+        /// The NIC's and the GPU's identities (appended in issue 32).
+        columns identity: IdentityColumns,
     }
 }
 
@@ -207,6 +209,7 @@ impl LatencyRow {
             latency_span: figures.span.map(LatencySpan::name).unwrap_or_default().to_string(),
             refused_samples: figures.refused_samples,
             qos: QosColumns::of(context),
+            identity: IdentityColumns::of(context),
         }
     }
 }
@@ -576,7 +579,7 @@ mod tests {
             text.lines()
                 .next()
                 .unwrap()
-                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,latency_span,refused_samples,traffic_class,service_level"),
+                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,latency_span,refused_samples,traffic_class,service_level,nic_node_guid,gpu_local_uuid"),
             "{text}"
         );
 

@@ -233,6 +233,36 @@ impl MachineColumns {
 }
 
 columns! {
+    /// What this side's parts are, not where they sit: the NIC's node GUID (sysfs
+    /// `node_guid`, changes when the card is replaced; a slot's device name does not) and the
+    /// GPU's UUID (as nvidia-smi prints it; a bus id names the slot, not the card). Empty where
+    /// unknown: no sysfs file, host memory, no CUDA. `gdrperf fleet judge --base` keys parts by
+    /// them, so a replaced card reads as replaced.
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct IdentityColumns {
+        column nic_node_guid: String,
+        column gpu_local_uuid: String,
+    }
+}
+
+impl IdentityColumns {
+    pub fn of(context: &RowContext) -> IdentityColumns {
+        IdentityColumns {
+            nic_node_guid: context.nic_node_guid.clone(),
+            gpu_local_uuid: context.gpu_local_uuid.clone(),
+        }
+    }
+
+    /// `--concurrent` lanes in one `all` row: each joined ("a+b"), as the devices are.
+    pub fn aggregate<'a>(lanes: impl Iterator<Item = &'a IdentityColumns> + Clone) -> IdentityColumns {
+        IdentityColumns {
+            nic_node_guid: join_distinct(lanes.clone().map(|lane| lane.nic_node_guid.as_str())),
+            gpu_local_uuid: join_distinct(lanes.map(|lane| lane.gpu_local_uuid.as_str())),
+        }
+    }
+}
+
+columns! {
     /// The QPs' quality of service: `-T/--tclass` (the GRH's traffic class) and `-S/--sl` (the
     /// service level). Empty with `-R`, where rdma_cm's route sets them.
     #[derive(Debug, Clone, Default, PartialEq)]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::config::BandwidthUnit;
 use crate::output::ceiling_columns::CeilingColumns;
-use crate::output::row_columns::{columns, MachineColumns, PlaceColumns, QosColumns};
+use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
 use crate::output::Row;
 
 /// Facts about the run that every row repeats, so that each row stands alone in a merged CSV:
@@ -41,6 +41,12 @@ pub struct RowContext {
     pub traffic_class: Option<u32>,
     #[serde(default)]
     pub service_level: Option<u32>,
+    /// The identities of this side's NIC and GPU (sysfs `node_guid`, the CUDA UUID): empty
+    /// where unknown (appended in issue 32).
+    #[serde(default)]
+    pub nic_node_guid: String,
+    #[serde(default)]
+    pub gpu_local_uuid: String,
     /// This size's NIC counter deltas (set per size, before the row is made).
     #[serde(skip)]
     pub nic: crate::nic_counters::NicColumns,
@@ -97,6 +103,8 @@ columns! {
         /// Why the peak cell is empty, or the mark of a peak above the path's ceiling (see
         /// docs/methodology.md, "Peak"); empty for an ordinary peak.
         column peak_note: String,
+        /// The NIC's and the GPU's identities (appended in issue 32).
+        columns identity: IdentityColumns,
     }
 }
 
@@ -191,6 +199,7 @@ impl BandwidthRow {
             ceiling,
             peak_events_not_stored: reports.iter().map(|report| report.events_not_stored).sum(),
             qos: QosColumns::of(context),
+            identity: IdentityColumns::of(context),
         }
     }
 
@@ -232,6 +241,7 @@ impl BandwidthRow {
             ceiling: CeilingColumns::aggregate(lanes.iter().map(|row| row.ceiling.clone()), bw_avg_gbit_s),
             peak_events_not_stored: lanes.iter().map(|row| row.peak_events_not_stored).sum(),
             peak_note: PEAK_NOT_SUMMED.into(),
+            identity: IdentityColumns::aggregate(lanes.iter().map(|row| &row.identity)),
             ..first.clone()
         })
     }
@@ -394,11 +404,11 @@ mod tests {
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let mut lines = text.lines();
         assert!(
-            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note"),
+            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid"),
             "{text}"
         );
         assert!(
-            lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0,,,"),
+            lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0,,,,,"),
             "{text}"
         );
         let mut second = row.clone();

@@ -140,6 +140,16 @@ impl Device {
         &self.firmware
     }
 
+    /// The device's node GUID as sysfs writes it (`506b:4b03:00f1:2c3a`): the card's identity,
+    /// which the device name (it stays with the slot) is not. None where sysfs has no
+    /// `node_guid` or it is empty. Read from sysfs rather than `ibv_query_device`, whose
+    /// `node_guid` is in network byte order, so the text is the one `ibstat` and `gdrperf
+    /// doctor`'s inventory show.
+    pub fn node_guid(&self) -> Option<String> {
+        let path = format!("/sys/class/infiniband/{}/node_guid", self.name);
+        std::fs::read_to_string(path).ok().map(|text| text.trim().to_string()).filter(|text| !text.is_empty())
+    }
+
     /// `ibv_device_attr`'s vendor id and vendor part id (rxe: 0xffffff and 0).
     pub fn vendor_ids(&self) -> (u32, u32) {
         (self.vendor_id, self.vendor_part_id)

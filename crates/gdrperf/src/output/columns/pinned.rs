@@ -34,6 +34,8 @@ fn context(test: &str) -> RowContext {
         cpu: "0-15".into(),
         numa_node: Some(0),
         gpu_local_bus_id: "0000:19:00.0".into(),
+        nic_node_guid: "506b:4b03:00f1:2c3a".into(),
+        gpu_local_uuid: "GPU-5e1c2c3a-0000-4000-8000-00000000001b".into(),
         traffic_class: Some(106),
         service_level: Some(3),
         nic: NicColumns {
