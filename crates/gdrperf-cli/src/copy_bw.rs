@@ -352,6 +352,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "index": gpu.index(),
                 "name": gpu.info().name,
                 "bus_id": gpu.info().bus_id.to_string(),
+                "uuid": gpu.info().uuid,
             })).collect::<Vec<_>>(),
             "rows": outputs.rows,
         });
