@@ -10,10 +10,13 @@ for path in glob.glob(raw + '/*.txt'):
     for line in open(path):
         if re.match(r'^\d+,', line):
             f = line.strip().split(',')
-            seeds.append(dict(seed=int(f[0]), all=f[1] == 'true', false=f[2] == 'true', rounds=int(f[3]), runs=int(f[4]), rows=int(f[5]), judge=float(f[6])))
+            seeds.append(dict(seed=int(f[0]), all=f[1] == 'true', false=f[2] == 'true', rounds=int(f[3]), runs=int(f[4]), rows=int(f[5]), judge=float(f[6]),
+                              cpu=float(f[8]) if len(f) > 8 else float('nan'), sweeps=int(f[9]) if len(f) > 9 else 0))
         m = re.search(r'peak resident memory of the process: (\d+) kB', line)
         if m:
-            peak = '%.0f MiB' % (int(m.group(1)) / 1024)
+            # One line a process (a range of seeds): the most of any.
+            kib = max(int(m.group(1)), 0 if peak == '?' else kib)
+            peak = '%.0f MiB' % (kib / 1024)
     if not seeds:
         continue
     n = int(nodes)
@@ -25,9 +28,11 @@ for path in glob.glob(raw + '/*.txt'):
                  statistics.mean(s['runs'] for s in seeds), max(s['runs'] for s in seeds),
                  100 * max(s['runs'] for s in seeds) / allp, max(s['rows'] for s in seeds),
                  statistics.median(s['judge'] for s in seeds), max(s['judge'] for s in seeds), peak,
-                 'complete' if peak != '?' else 'cut short'))
+                 'complete' if peak != '?' else 'cut short',
+                 statistics.median(s['cpu'] for s in seeds), max(s['cpu'] for s in seeds),
+                 min(s['sweeps'] for s in seeds), max(s['sweeps'] for s in seeds)))
 rows.sort()
-print('| nodes x lanes | schedule | seeds | every planted part named | anything else named | rounds mean / max | pair runs mean / max | max pair runs / all-pairs | rows judged (max) | judge s median / max | peak RSS (simulate + judge) |')
-print('|---|---|---|---|---|---|---|---|---|---|---|')
+print('| nodes x lanes | schedule | seeds | every planted part named | anything else named | rounds mean / max | pair runs mean / max | max pair runs / all-pairs | rows judged (max) | judge CPU s median / max | judge wall s median / max | sweeps min / max | peak RSS (simulate + judge) |')
+print('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for r in rows:
-    print(f'| {r[0]} x 8 | {r[2]} | {r[3]}{"" if r[15]=="complete" else " (cut short)"} | {r[4]:.1f} % | {r[5]:.1f} % | {r[6]:.1f} / {r[7]} | {r[8]:.0f} / {r[9]} | {r[10]:.2f} % | {r[11]} | {r[12]:.2f} / {r[13]:.2f} | {r[14]} |')
+    print(f'| {r[0]} x 8 | {r[2]} | {r[3]}{"" if r[15]=="complete" else " (cut short)"} | {r[4]:.1f} % | {r[5]:.1f} % | {r[6]:.1f} / {r[7]} | {r[8]:.0f} / {r[9]} | {r[10]:.2f} % | {r[11]} | {r[16]:.2f} / {r[17]:.2f} | {r[12]:.2f} / {r[13]:.2f} | {r[18]} / {r[19]} | {r[14]} |')
