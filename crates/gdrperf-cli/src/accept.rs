@@ -26,6 +26,8 @@ Examples:
                                                    links re-read; judged on stability, soak.json)
   gdrperf accept --profile hdr-200g --dry-run     (print every bench command, run nothing;
                                                    exit 2 if a row cannot run, as for a real run)
+  gdrperf accept --profile P --soak r2 --serve    (on node B, then on node A:)
+  gdrperf accept --profile P --soak r2 --peer B   (every run across the link A -> B, not in loopback)
 
 Built-in profiles: ndr-400g, hdr-200g, softroce-smoke (profiles/*.toml in the repository;
 each value names its source). Results go to ./acceptance-HOST-DATE/ unless --out says where:
@@ -71,6 +73,19 @@ pub struct Args {
     /// or a duration (20m); judged on stability, written to soak.json (default: no soak).
     #[arg(long, value_name = "LEVEL|DURATION")]
     soak: Option<String>,
+    /// Run every bench as a client of `gdrperf accept --serve` on HOST, across the link, instead
+    /// of in loopback on this node (default: loopback): the rows and the soak then measure the
+    /// path between the two nodes, and what happens on the wire reaches them.
+    #[arg(long, value_name = "HOST", conflicts_with = "serve")]
+    peer: Option<String>,
+    /// Be the other end of a `gdrperf accept --peer THIS_HOST`: run the server of each of its
+    /// runs, in the same order (give the same profile, --soak and device flags); judges nothing.
+    #[arg(long)]
+    serve: bool,
+    /// With --peer or --serve: the TCP port of the plan's first run; run N uses this + N on
+    /// both sides.
+    #[arg(long, default_value_t = 18515, value_name = "TCP_PORT")]
+    peer_port: u16,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -86,6 +101,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     say!("gdrperf accept: profile {} ({})", profile.name, profile.description);
     for warning in &warnings {
         say!("{warning}");
+    }
+
+    let side = match (&args.peer, args.serve) {
+        (Some(host), _) => crate::accept_peer::Side::Client(host.clone()),
+        (None, true) => crate::accept_peer::Side::Server,
+        (None, false) => crate::accept_peer::Side::Loopback,
+    };
+    let ports = crate::accept_peer::Ports::new(args.peer_port);
+    if args.serve && !args.dry_run {
+        return serve(&args, &steps, soak.as_ref(), &ports, &side);
     }
 
     if args.dry_run {
@@ -136,7 +161,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 say!("[{done}/{total}] {} --mem {} ({place}) ...", run.binary, run.mode);
                 let started = Instant::now();
                 let shortfall = profile.bandwidth.as_ref().and_then(|check| check.shortfall_percent());
-                let row = execute(&args, &run, &out, shortfall);
+                let row = match ports.place(&run, &side, args.run_timeout) {
+                    Ok(placed) => execute(&args, &placed, &out, shortfall),
+                    Err(error) => run.error(format!("{error:#}")),
+                };
                 say!(
                     "      {} in {:.0} s{}",
                     row.verdict,
@@ -159,6 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "command": gdrperf_stats::provenance::command_line(&gdrperf_stats::arguments()),
         "argv": gdrperf_stats::redact_command_line(gdrperf_stats::arguments()),
         "host": host,
+        "peer": args.peer,
         "date": date,
         "warnings": warnings,
         "gpus": node.gpus.iter().map(|(gpu, nic)| serde_json::json!({"gpu": gpu, "nic": nic})).collect::<Vec<_>>(),
@@ -167,7 +196,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let soak_verdict = match &soak {
         Some(plan) => {
             Some(crate::soak_run::run(plan, &bandwidth_lanes, &out, &args.sysfs_root, &|run, folder| {
-                execute(&args, run, folder, None)
+                match ports.place(run, &side, args.run_timeout) {
+                    Ok(placed) => execute(&args, &placed, folder, None),
+                    Err(error) => run.error(format!("{error:#}")),
+                }
             })?)
         }
         None => None,
@@ -178,6 +210,39 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     say!("report: {}", report.display());
     say!("results written to {}/", out.display());
     Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict)).exit_code()))
+}
+
+/// `--serve`: the server of every run the client will make, in its order: the rows, then each
+/// bandwidth lane's soak intervals.
+fn serve(
+    args: &Args,
+    steps: &[Step],
+    soak: Option<&crate::soak_run::SoakPlan>,
+    ports: &crate::accept_peer::Ports,
+    side: &crate::accept_peer::Side,
+) -> anyhow::Result<ExitCode> {
+    let rows = steps.iter().filter_map(|step| match step {
+        Step::Run(run) => Some(run.clone()),
+        Step::Decided(_) => None,
+    });
+    let lanes: Vec<PlannedRun> = steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Run(run) if run.kind == acceptance::CheckKind::Bandwidth => Some(run.clone()),
+            _ => None,
+        })
+        .collect();
+    let intervals = soak.into_iter().flat_map(|plan| {
+        lanes.iter().flat_map(move |lane| {
+            (0..plan.intervals()).map(move |index| crate::soak_run::interval_run(plan, lane, index))
+        })
+    });
+    let runs = rows
+        .chain(intervals)
+        .map(|run| ports.place(&run, side, args.run_timeout))
+        .collect::<anyhow::Result<Vec<PlannedRun>>>()?;
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("serve-{}", hostname())));
+    crate::accept_peer::serve(&|name| find_bench(args.bench_dir.as_deref(), name), &runs, &out)
 }
 
 /// Runs `gdrperf doctor --json` (this executable), so that CUDA is loaded in a process of its

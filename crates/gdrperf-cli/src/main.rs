@@ -27,6 +27,7 @@ macro_rules! say_raw {
 }
 
 mod accept;
+mod accept_peer;
 mod compare;
 mod compare_folders;
 mod copy_bw;

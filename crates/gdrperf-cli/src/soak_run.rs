@@ -1,15 +1,19 @@
 //! `gdrperf accept --soak LEVEL|DURATION`: after the acceptance rows, each bandwidth lane (a
 //! NIC, a memory mode, a GPU) runs again interval after interval for the soak's length. Per
-//! interval: the bandwidth, the NIC's error counters over the run (the bench's `nic_errors`),
+//! interval: the bandwidth, the NIC's error counters over the run (the bench's `nic_errors`,
+//! and which counters those were, from its `nic_counters`; in a loopback run both ends count on
+//! the one port, so the remote end's counters are these too),
 //! and the AER counters and links of the GPU, the NIC and every bridge above them, re-read
 //! after each interval (`gdrperf_topology::pcie_health`). Each lane is judged on stability by
 //! `gdrperf_report::soak::judge`; everything goes to `soak.json` and the interval files to
 //! `soak/`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
+use gdrperf_ceiling::ERROR_COUNTERS;
 use gdrperf_report::acceptance::{AcceptanceRow, PlannedRun};
 use gdrperf_report::soak::{judge, Interval};
 use gdrperf_report::{Profile, SourcedValue, Verdict};
@@ -70,6 +74,14 @@ fn with_duration(args: &[String], seconds: f64) -> Vec<String> {
     kept
 }
 
+/// Interval `index` of `lane`: its run, one interval long, with files of its own.
+pub fn interval_run(plan: &SoakPlan, lane: &PlannedRun, index: usize) -> PlannedRun {
+    let mut run = lane.clone();
+    run.stem = format!("{}-interval{index:03}", lane.stem);
+    run.args = with_duration(&lane.args, plan.interval_s);
+    run
+}
+
 /// Runs the soak of every bandwidth lane in `runs`; writes `soak.json`; returns the worst
 /// stability verdict. `execute` runs one bench into a folder and judges its row.
 pub fn run(
@@ -100,15 +112,14 @@ pub fn run(
         let started = Instant::now();
         let mut intervals = Vec::new();
         for index in 0..count {
-            let mut interval_run = lane.clone();
-            interval_run.stem = format!("{}-interval{index:03}", lane.stem);
-            interval_run.args = with_duration(&lane.args, plan.interval_s);
+            let interval_run = interval_run(plan, lane, index);
             let start_s = started.elapsed().as_secs_f64();
             let row = execute(&interval_run, &folder);
             let after = HealthSnapshot::read(&sys, &watched);
             let pcie_events: Vec<String> = changes(&before, &after).iter().map(ToString::to_string).collect();
             before = after;
-            let nic_errors = nic_errors(&folder.join(format!("{}.json", interval_run.stem)), lane.bytes);
+            let (nic_errors, nic_error_counters) =
+                nic_errors(&folder.join(format!("{}.json", interval_run.stem)), lane.bytes);
             let bandwidth_gbps = row.value.filter(|_| row.verdict != Verdict::Error);
             say!(
                 "  {} interval {index}: {}{}{}",
@@ -116,10 +127,14 @@ pub fn run(
                 bandwidth_gbps
                     .map(|gbps| format!("{gbps:.3} Gb/s"))
                     .unwrap_or_else(|| format!("ERROR {}", row.detail)),
-                if nic_errors > 0 { format!(", NIC errors +{nic_errors}") } else { String::new() },
+                if nic_errors > 0 {
+                    format!(", NIC errors +{nic_errors} ({})", named(&nic_error_counters))
+                } else {
+                    String::new()
+                },
                 pcie_events.iter().map(|event| format!(", {event}")).collect::<String>()
             );
-            intervals.push(Interval { start_s, bandwidth_gbps, nic_errors, pcie_events });
+            intervals.push(Interval { start_s, bandwidth_gbps, nic_errors, nic_error_counters, pcie_events });
         }
         let stability = judge(&intervals, plan.max_dip.as_ref(), plan.max_nic_errors);
         say!("  {} stability: {}", lane.stem, stability.verdict);
@@ -152,17 +167,38 @@ pub fn run(
     Ok(overall)
 }
 
-/// The judged size's `nic_errors` in a bench's JSON file; 0 when the file or column is absent.
-fn nic_errors(json: &Path, bytes: u64) -> u64 {
-    let Ok(text) = std::fs::read_to_string(json) else { return 0 };
-    let Ok(document) = serde_json::from_str::<serde_json::Value>(&text) else { return 0 };
-    document["results"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|row| row["bytes"].as_u64() == Some(bytes))
-        .and_then(|row| row["nic_errors"].as_u64())
-        .unwrap_or(0)
+/// The judged size's `nic_errors` in a bench's JSON file and the error counters it sums (from
+/// the row's `nic_counters`, "name=delta;..."); 0 and none when the file or column is absent.
+fn nic_errors(json: &Path, bytes: u64) -> (u64, BTreeMap<String, u64>) {
+    let Ok(text) = std::fs::read_to_string(json) else { return (0, BTreeMap::new()) };
+    let Ok(document) = serde_json::from_str::<serde_json::Value>(&text) else { return (0, BTreeMap::new()) };
+    let Some(row) =
+        document["results"].as_array().into_iter().flatten().find(|row| row["bytes"].as_u64() == Some(bytes))
+    else {
+        return (0, BTreeMap::new());
+    };
+    (row["nic_errors"].as_u64().unwrap_or(0), error_counters(row["nic_counters"].as_str().unwrap_or("")))
+}
+
+/// The error counters (`gdrperf_ceiling::ERROR_COUNTERS`, the ones `nic_errors` sums) among a
+/// row's moved counters "rcvd_pkts=120;rcvd_seq_err=3". A name that both sysfs directories have
+/// comes with `hw_` before the driver's copy (`gdrperf::nic_counters`): it counts under its name.
+fn error_counters(moved: &str) -> BTreeMap<String, u64> {
+    moved
+        .split(';')
+        .filter_map(|pair| {
+            let (name, delta) = pair.split_once('=')?;
+            let base =
+                if ERROR_COUNTERS.contains(&name) { name } else { name.strip_prefix("hw_").unwrap_or(name) };
+            let delta: u64 = delta.trim().parse().ok()?;
+            (ERROR_COUNTERS.contains(&base) && delta > 0).then(|| (name.to_string(), delta))
+        })
+        .collect()
+}
+
+/// "completer_retry_err +12, rcvd_seq_err +10" for the console line.
+fn named(counters: &BTreeMap<String, u64>) -> String {
+    counters.iter().map(|(name, delta)| format!("{name} +{delta}")).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
@@ -179,5 +215,42 @@ mod tests {
             with_duration(&args, 10.0),
             ["--loopback", "-d", "mlx5_0", "-i", "1", "-s", "65536", "-q", "4", "-D", "10"]
         );
+    }
+
+    #[test]
+    fn an_intervals_error_counters_are_named_from_the_rows_moved_counters() {
+        let moved = "completer_retry_err=120;duplicate_request=37;hw_out_of_seq_request=4;rcvd_pkts=9000;\
+                     rcvd_seq_err=115;sent_pkts=9100;garbled;link_downed=x";
+        let counters = error_counters(moved);
+        assert_eq!(
+            counters,
+            BTreeMap::from([
+                ("completer_retry_err".to_string(), 120),
+                ("hw_out_of_seq_request".to_string(), 4),
+                ("rcvd_seq_err".to_string(), 115),
+            ])
+        );
+        assert_eq!(named(&counters), "completer_retry_err +120, hw_out_of_seq_request +4, rcvd_seq_err +115");
+        assert!(error_counters("").is_empty());
+    }
+
+    #[test]
+    fn an_intervals_json_gives_the_judged_sizes_sum_and_names() {
+        let folder = std::env::temp_dir().join(format!("gdrperf-soak-run-{}", std::process::id()));
+        std::fs::create_dir_all(&folder).unwrap();
+        let json = folder.join("write_bw-host-rxe0-interval003.json");
+        std::fs::write(
+            &json,
+            r#"{"results": [
+                {"bytes": 4096, "nic_errors": 1, "nic_counters": "rcvd_seq_err=1"},
+                {"bytes": 65536, "nic_errors": 235, "nic_counters": "completer_retry_err=120;rcvd_seq_err=115;sent_pkts=800"}
+            ]}"#,
+        )
+        .unwrap();
+        let (sum, counters) = nic_errors(&json, 65536);
+        assert_eq!(sum, 235);
+        assert_eq!(named(&counters), "completer_retry_err +120, rcvd_seq_err +115");
+        assert_eq!(nic_errors(&folder.join("absent.json"), 65536), (0, BTreeMap::new()));
+        std::fs::remove_dir_all(&folder).unwrap();
     }
 }

@@ -5,7 +5,9 @@
 //! The stability judgement is a pure function of the intervals: the worst interval's bandwidth
 //! against the median, no NIC error counter moving, no AER counter moving and no link changing
 //! (the PCIe events come from `gdrperf_topology::pcie_health`). A dip level the profile does not
-//! set is said: the dip is reported, not judged.
+//! set is said: the dip is reported, not judged. Each reason names its interval and what moved
+//! there (the error counters by name, the PCIe event), and the worst interval carries what moved
+//! in it: a dip is tied in time to its likely cause, which a sum over the run cannot do.
 //!
 //! ```toml
 //! [soak]
@@ -127,6 +129,10 @@ pub struct Interval {
     pub bandwidth_gbps: Option<f64>,
     /// The NIC's error counters over the interval (the row's `nic_errors`: both ends).
     pub nic_errors: u64,
+    /// Which error counters moved in the interval and by how much (the error counters of the
+    /// row's `nic_counters`, e.g. `rcvd_seq_err` and `completer_retry_err` when packets are
+    /// lost), so that a marked interval names what moved, not only a sum.
+    pub nic_error_counters: BTreeMap<String, u64>,
     /// What moved on PCIe in the interval (`pcie_health` events, worded).
     pub pcie_events: Vec<String>,
 }
@@ -146,6 +152,9 @@ pub struct Stability {
     pub reasons: Vec<String>,
     /// The intervals to mark on the plot: the worst, and every one where something moved.
     pub marked: Vec<usize>,
+    /// What moved in the worst interval (error counters beyond the allowance, PCIe events):
+    /// the dip tied in time to its likely cause; empty when nothing moved there.
+    pub worst_interval_moved: Vec<String>,
 }
 
 /// Judges `intervals` against the profile's dip level (`None`: the dip is reported only) and
@@ -185,10 +194,7 @@ pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>, max_nic_err
         }
         let errors = interval.nic_errors > max_nic_errors;
         if errors {
-            reasons.push(format!(
-                "{at}: NIC error counters moved by {} (allowed {max_nic_errors})",
-                interval.nic_errors
-            ));
+            reasons.push(format!("{at}: {}", nic_error_words(interval, max_nic_errors)));
         }
         for event in &interval.pcie_events {
             reasons.push(format!("{at}: {event}"));
@@ -202,12 +208,24 @@ pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>, max_nic_err
             }
         }
     }
+    let worst_interval_moved: Vec<String> = worst_interval
+        .map(|worst| {
+            let interval = &intervals[worst];
+            let errors =
+                (interval.nic_errors > max_nic_errors).then(|| nic_error_words(interval, max_nic_errors));
+            errors.into_iter().chain(interval.pcie_events.iter().cloned()).collect()
+        })
+        .unwrap_or_default();
     if let (Some(dip), Some(limit), Some(worst)) =
         (dip_percent, max_dip.and_then(|dip| dip_percent_of(&dip.value)), worst_interval)
     {
         if dip > limit {
+            let tie = match worst_interval_moved.is_empty() {
+                true => "nothing else moved in that interval".to_string(),
+                false => format!("in the same interval: {}", worst_interval_moved.join("; ")),
+            };
             reasons.push(format!(
-                "interval {worst}: {dip:.1}% below the median {:.3} Gb/s (level {limit}%)",
+                "interval {worst}: {dip:.1}% below the median {:.3} Gb/s (level {limit}%); {tie}",
                 median_gbps.unwrap_or_default()
             ));
             if verdict == Verdict::Pass {
@@ -216,7 +234,28 @@ pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>, max_nic_err
         }
     }
     marked.sort_unstable();
-    Stability { verdict, median_gbps, worst_interval, dip_percent, level, reasons, marked }
+    Stability {
+        verdict,
+        median_gbps,
+        worst_interval,
+        dip_percent,
+        level,
+        reasons,
+        marked,
+        worst_interval_moved,
+    }
+}
+
+/// "NIC error counters moved by 230 (allowed 50): completer_retry_err +120, rcvd_seq_err +110";
+/// the names are left out when the bench wrote none (an older file).
+fn nic_error_words(interval: &Interval, max_nic_errors: u64) -> String {
+    let names: Vec<String> =
+        interval.nic_error_counters.iter().map(|(name, delta)| format!("{name} +{delta}")).collect();
+    let named = match names.is_empty() {
+        true => String::new(),
+        false => format!(": {}", names.join(", ")),
+    };
+    format!("NIC error counters moved by {} (allowed {max_nic_errors}){named}", interval.nic_errors)
 }
 
 fn dip_percent_of(value: &str) -> Option<f64> {

@@ -1,7 +1,20 @@
 use super::*;
 
 fn interval(start_s: f64, gbps: f64) -> Interval {
-    Interval { start_s, bandwidth_gbps: Some(gbps), nic_errors: 0, pcie_events: Vec::new() }
+    Interval {
+        start_s,
+        bandwidth_gbps: Some(gbps),
+        nic_errors: 0,
+        nic_error_counters: BTreeMap::new(),
+        pcie_events: Vec::new(),
+    }
+}
+
+/// An interval whose error counters moved by these deltas (`nic_errors` their sum, as a row).
+fn with_counters(mut interval: Interval, counters: &[(&str, u64)]) -> Interval {
+    interval.nic_error_counters = counters.iter().map(|&(name, delta)| (name.to_string(), delta)).collect();
+    interval.nic_errors = interval.nic_error_counters.values().sum();
+    interval
 }
 
 fn ten_percent() -> SourcedValue {
@@ -50,9 +63,65 @@ fn a_dip_tied_to_retransmissions_and_an_aer_count_fails_and_is_marked() {
         [
             "interval 2 (at 20 s): NIC error counters moved by 37 (allowed 0)",
             "interval 3 (at 30 s): 0000:17:00.0: AER correctable RxErr 0 -> 12",
-            "interval 2: 40.0% below the median 100.000 Gb/s (level 10%)",
+            "interval 2: 40.0% below the median 100.000 Gb/s (level 10%); in the same interval: NIC error \
+             counters moved by 37 (allowed 0)",
         ]
     );
+    assert_eq!(stability.worst_interval_moved, ["NIC error counters moved by 37 (allowed 0)"]);
+}
+
+#[test]
+fn loss_switched_on_mid_run_marks_the_lossy_intervals_and_names_their_counters() {
+    // The shape of the two-VM test (scripts/soak-loss-test.sh): two clean intervals
+    // with Soft-RoCE's few timer retries (within the allowance), then netem drops 2% and every
+    // later interval counts sequence NAKs and go-back-N resends, at a fraction of the bandwidth.
+    let clean =
+        |index: usize| with_counters(interval(index as f64 * 4.0, 0.9), &[("completer_retry_err", 2)]);
+    let lossy = |index: usize, gbps: f64, resends: u64| {
+        with_counters(
+            interval(index as f64 * 4.0, gbps),
+            &[("completer_retry_err", resends), ("rcvd_seq_err", resends - 5)],
+        )
+    };
+    let intervals = vec![
+        clean(0),
+        clean(1),
+        lossy(2, 0.05, 90),
+        lossy(3, 0.02, 120),
+        lossy(4, 0.03, 110),
+        lossy(5, 0.02, 130),
+    ];
+    let stability = judge(&intervals, None, 50);
+    assert_eq!(stability.verdict, Verdict::Fail, "{stability:?}");
+    assert_eq!(stability.marked, [2, 3, 4, 5]);
+    assert_eq!(stability.reasons.len(), 4, "{:?}", stability.reasons);
+    assert_eq!(
+        stability.reasons[1],
+        "interval 3 (at 12 s): NIC error counters moved by 235 (allowed 50): completer_retry_err +120, \
+         rcvd_seq_err +115"
+    );
+    for (reason, index) in stability.reasons.iter().zip(2..) {
+        assert!(reason.starts_with(&format!("interval {index} ")), "{reason}");
+        assert!(reason.contains("completer_retry_err +") && reason.contains("rcvd_seq_err +"), "{reason}");
+    }
+    // The worst interval (the first of the 0.02 ones) is tied to what moved in it.
+    assert_eq!(stability.worst_interval, Some(3));
+    assert_eq!(
+        stability.worst_interval_moved,
+        [stability.reasons[1].trim_start_matches("interval 3 (at 12 s): ")]
+    );
+}
+
+#[test]
+fn a_dip_where_nothing_moved_says_so() {
+    let intervals = vec![interval(0.0, 100.0), interval(10.0, 50.0), interval(20.0, 100.0)];
+    let stability = judge(&intervals, Some(&ten_percent()), 0);
+    assert_eq!(stability.verdict, Verdict::Fail);
+    assert_eq!(
+        stability.reasons,
+        ["interval 1: 50.0% below the median 100.000 Gb/s (level 10%); nothing else moved in that interval"]
+    );
+    assert!(stability.worst_interval_moved.is_empty());
 }
 
 #[test]
@@ -74,10 +143,7 @@ fn without_a_level_the_dip_is_reported_not_judged() {
 
 #[test]
 fn a_failed_interval_or_none_at_all_is_an_error() {
-    let intervals = vec![
-        interval(0.0, 100.0),
-        Interval { start_s: 10.0, bandwidth_gbps: None, nic_errors: 0, pcie_events: vec![] },
-    ];
+    let intervals = vec![interval(0.0, 100.0), Interval { bandwidth_gbps: None, ..interval(10.0, 0.0) }];
     assert_eq!(judge(&intervals, None, 0).verdict, Verdict::Error);
     assert_eq!(judge(&[], None, 0).verdict, Verdict::Error);
 }

@@ -1,0 +1,169 @@
+//! `gdrperf accept --peer HOST` and `gdrperf accept --serve`: the acceptance across a link.
+//!
+//! In loopback both ends of a run sit on one port and Soft-RoCE hands every packet from the
+//! requester to the responder inside the kernel (its loopback short-cut), so nothing on the
+//! wire, and nothing `tc netem` does to it, reaches the run. Across a link the same rows and soak
+//! intervals measure the path between two nodes: the node under test runs each bench as a
+//! client of HOST (`--peer HOST`), where `gdrperf accept --serve` with the same profile, `--soak`
+//! and device flags runs the server of each run, in the same order. Run N of the plan (rows in
+//! plan order, then the soak's intervals lane by lane) uses TCP port `--peer-port` + N on both
+//! sides, so a client never reaches the server of another run: it waits (`--timeout`) until its
+//! own server listens.
+
+use std::cell::Cell;
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::Context;
+use gdrperf_report::acceptance::PlannedRun;
+
+/// Seconds either end waits for the other (connect, exchange, completion progress): the
+/// server's node starts each server only once the previous run has ended there, and a loaded
+/// host or a lossy link can take more than the benches' 10 s default for that.
+const PEER_TIMEOUT_S: &str = "60";
+
+/// Which end of a run this node is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Side {
+    /// Loopback on this node (no `--peer`, no `--serve`).
+    Loopback,
+    /// The client of the server on this host.
+    Client(String),
+    /// The server of a `gdrperf accept --peer` on the other node.
+    Server,
+}
+
+/// Numbers the runs of a plan as they are made: run N gets port `first + N` on both sides.
+pub struct Ports {
+    first: u16,
+    next: Cell<u16>,
+}
+
+impl Ports {
+    pub fn new(first: u16) -> Ports {
+        Ports { first, next: Cell::new(0) }
+    }
+
+    /// `run` as this side makes it: loopback as planned, else the next port and the peer.
+    /// `accept_timeout_s`: how long a server waits for its client (the run's watchdog).
+    pub fn place(&self, run: &PlannedRun, side: &Side, accept_timeout_s: u64) -> anyhow::Result<PlannedRun> {
+        if *side == Side::Loopback {
+            return Ok(run.clone());
+        }
+        let index = self.next.get();
+        self.next.set(index + 1);
+        let port = self.first.checked_add(index).with_context(|| {
+            format!("--peer-port {}: run {index} of the plan would need a port above 65535", self.first)
+        })?;
+        let mut placed = run.clone();
+        placed.args = across(&run.args, side, port, accept_timeout_s);
+        Ok(placed)
+    }
+}
+
+/// The planned loopback arguments for one end of the run across the link.
+fn across(args: &[String], side: &Side, port: u16, accept_timeout_s: u64) -> Vec<String> {
+    let mut kept: Vec<String> = args.iter().filter(|word| *word != "--loopback").cloned().collect();
+    kept.extend(["-p".to_string(), port.to_string(), "--timeout".into(), PEER_TIMEOUT_S.into()]);
+    match side {
+        Side::Loopback => return args.to_vec(),
+        Side::Client(host) => kept.push(host.clone()),
+        Side::Server => kept.extend(["--accept-timeout".into(), accept_timeout_s.to_string()]),
+    }
+    kept
+}
+
+/// Runs the server of every run of the plan in order (`runs`: the rows' and the soak
+/// intervals' runs, already placed), each writing its log to `out`. Exit 0 when every server
+/// ended well, 1 when one did not (its log says why), 2 when one could not be started.
+pub fn serve(
+    binary_of: &dyn Fn(&str) -> Option<std::path::PathBuf>,
+    runs: &[PlannedRun],
+    out: &Path,
+) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut failed = 0;
+    for (index, run) in runs.iter().enumerate() {
+        let Some(binary) = binary_of(&run.binary) else {
+            say!(
+                "[{}/{}] {}: not found (build it: cargo build --release -p gdrperf-benches)",
+                index + 1,
+                runs.len(),
+                run.binary
+            );
+            return Ok(ExitCode::from(2));
+        };
+        let log = out.join(format!("{}.server.log", run.stem));
+        let log_file = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        say!("[{}/{}] serving {} {}", index + 1, runs.len(), run.binary, run.args.join(" "));
+        let status = Command::new(&binary)
+            .args(&run.args)
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file)
+            .status()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        if !status.success() {
+            failed += 1;
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = text.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("(no output)");
+            say!("      server {status}: {} (log: {})", last.trim(), log.display());
+        }
+    }
+    say!("served {} runs, {failed} ended with an error", runs.len());
+    Ok(ExitCode::from(if failed == 0 { 0 } else { 1 }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        text.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn both_ends_of_a_run_leave_loopback_for_the_same_port() {
+        let planned = words("--loopback -d rxe0 -i 1 -s 65536 -D 4 --mem host");
+        assert_eq!(
+            across(&planned, &Side::Client("gdrvm0".into()), 18517, 600),
+            words("-d rxe0 -i 1 -s 65536 -D 4 --mem host -p 18517 --timeout 60 gdrvm0")
+        );
+        assert_eq!(
+            across(&planned, &Side::Server, 18517, 600),
+            words("-d rxe0 -i 1 -s 65536 -D 4 --mem host -p 18517 --timeout 60 --accept-timeout 600")
+        );
+        assert_eq!(across(&planned, &Side::Loopback, 18517, 600), planned);
+    }
+
+    #[test]
+    fn runs_take_consecutive_ports_and_the_last_port_is_the_limit() {
+        let run = PlannedRun {
+            kind: gdrperf_report::acceptance::CheckKind::Bandwidth,
+            test: "write_bw".into(),
+            binary: "gdr-write-bw".into(),
+            mode: "host".into(),
+            nic: gdrperf_report::acceptance::Nic { device: "rxe0".into(), port: 1, rate: None },
+            gpu: None,
+            args: words("--loopback -d rxe0"),
+            stem: "write_bw-host-rxe0".into(),
+            threshold: gdrperf_report::SourcedValue { value: "1Gb/s".into(), source: "test".into() },
+            bytes: 65536,
+            bidirectional: false,
+            statistic: Default::default(),
+            max_nic_errors: 0,
+        };
+        let ports = Ports::new(65534);
+        let first = ports.place(&run, &Side::Server, 60).unwrap();
+        let second = ports.place(&run, &Side::Server, 60).unwrap();
+        assert!(first.args.windows(2).any(|pair| pair == ["-p", "65534"]), "{:?}", first.args);
+        assert!(second.args.windows(2).any(|pair| pair == ["-p", "65535"]), "{:?}", second.args);
+        let error = ports.place(&run, &Side::Server, 60).unwrap_err().to_string();
+        assert!(
+            error.contains("--peer-port 65534: run 2 of the plan would need a port above 65535"),
+            "{error}"
+        );
+        // Loopback takes no port and leaves the plan as it is.
+        assert_eq!(Ports::new(65535).place(&run, &Side::Loopback, 60).unwrap(), run);
+    }
+}
