@@ -81,27 +81,13 @@ pub(crate) fn parse_gpu_bus_id(text: &str) -> Result<GpuSelection, String> {
     GpuSelection::parse_bus_id(text).map_err(|error| error.to_string())
 }
 
-/// Parses a byte count: `4096`, `64K`, `1M`, `2G`, `1MiB`, `1m` (binary units).
+/// A copy size: as every gdrperf tool reads sizes (`gdrperf_stats::units::parse_size`), at
+/// least 1 byte.
 pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
-    let trimmed = text.trim();
-    let digits_end = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
-    let (digits, suffix) = trimmed.split_at(digits_end);
-    if digits.is_empty() {
-        return Err(format!("'{text}' is not a size: expected a number of bytes, optionally with K, M or G"));
+    match gdrperf_stats::units::parse_size(text)? {
+        0 => Err("size must be at least 1 byte".to_string()),
+        bytes => usize::try_from(bytes).map_err(|_| format!("'{}' is too large", text.trim())),
     }
-    let shift = match suffix.to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => return Err(format!("'{text}': unknown size suffix '{suffix}' (use K, M or G)")),
-    };
-    let value: usize = digits.parse().map_err(|_| format!("'{text}' is too large"))?;
-    let bytes = value.checked_mul(1usize << shift).ok_or_else(|| format!("'{text}' is too large"))?;
-    if bytes == 0 {
-        return Err("size must be at least 1 byte".to_string());
-    }
-    Ok(bytes)
 }
 
 /// Parses a count that must be at least 1.

@@ -54,7 +54,7 @@ pub struct CommonArgs {
     pub port: u16,
 
     /// Message size in bytes (suffixes K, M, G are powers of two: 64K = 65536).
-    #[arg(short = 's', long = "size", value_parser = parse_size, value_name = "BYTES")]
+    #[arg(short = 's', long = "size", value_parser = gdrperf_stats::units::parse_size, value_name = "BYTES")]
     pub size: Option<u64>,
 
     /// Sweep all sizes from 2 bytes to 8 MiB in powers of two.
@@ -240,35 +240,4 @@ fn parse_latency_threshold(text: &str) -> Result<gdrperf_threshold::LatencyThres
 
 fn parse_latency_statistic(text: &str) -> Result<gdrperf_threshold::LatencyStatistic, String> {
     gdrperf_threshold::LatencyStatistic::parse(text).map_err(|error| error.to_string())
-}
-
-/// Parses "4096", "64K", "1M", "2G" (powers of two, as perftest users mean them).
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let (digits, multiplier) = match text.char_indices().last() {
-        Some((index, 'k' | 'K')) => (&text[..index], 1u64 << 10),
-        Some((index, 'm' | 'M')) => (&text[..index], 1 << 20),
-        Some((index, 'g' | 'G')) => (&text[..index], 1 << 30),
-        _ => (text, 1),
-    };
-    let value: u64 =
-        digits.parse().map_err(|_| format!("'{text}' is not a size (examples: 4096, 64K, 1M)"))?;
-    value.checked_mul(multiplier).ok_or_else(|| format!("'{text}' is too large"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_take_binary_suffixes() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("64K"), Ok(65536));
-        assert_eq!(parse_size("1m"), Ok(1 << 20));
-        assert_eq!(parse_size("2G"), Ok(2 << 30));
-        assert!(parse_size("-1").is_err());
-        assert!(parse_size("12Q").is_err());
-        assert!(parse_size("").is_err());
-        assert!(parse_size("99999999999999999999G").is_err());
-    }
 }
