@@ -9,6 +9,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::sysfs::SysRoot;
 
+/// The `NAME COUNT` lines of an AER file, in its order (`RxErr 3`, `TOTAL_ERR_COR 3`); a line
+/// that is not a name and a count is skipped. The one reading of the file's lines: the
+/// doctor's description ([`AerFile`]) and the soak's re-reads (`pcie_health`) both use it.
+pub fn counter_lines(text: &str) -> impl Iterator<Item = (&str, u64)> {
+    text.lines().filter_map(|line| {
+        let (name, count) = line.trim().rsplit_once(char::is_whitespace)?;
+        Some((name.trim(), count.parse().ok()?))
+    })
+}
+
 /// One AER file: its total and the error types with a count above zero.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AerFile {
@@ -24,14 +34,12 @@ impl AerFile {
     pub fn parse(text: &str) -> Option<AerFile> {
         let mut file = AerFile::default();
         let mut has_total = false;
-        for line in text.lines() {
-            let Some((name, count)) = line.trim().rsplit_once(char::is_whitespace) else { continue };
-            let Ok(count) = count.parse::<u64>() else { continue };
+        for (name, count) in counter_lines(text) {
             if name.starts_with("TOTAL_ERR_") {
                 file.total = count;
                 has_total = true;
             } else if count > 0 {
-                file.nonzero.push((name.trim().to_string(), count));
+                file.nonzero.push((name.to_string(), count));
             }
         }
         has_total.then_some(file)

@@ -106,12 +106,7 @@ impl HealthSnapshot {
 
 /// `RxErr 3` lines into a map; lines that are not `NAME COUNT` are skipped.
 pub fn parse_aer(text: &str) -> BTreeMap<String, u64> {
-    text.lines()
-        .filter_map(|line| {
-            let (name, count) = line.trim().rsplit_once(char::is_whitespace)?;
-            Some((name.trim().to_string(), count.parse().ok()?))
-        })
-        .collect()
+    crate::aer::counter_lines(text).map(|(name, count)| (name.to_string(), count)).collect()
 }
 
 fn link_words(link: &PcieLink) -> String {
