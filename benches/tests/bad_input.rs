@@ -72,13 +72,13 @@ const COMMON: &[Case] = &[
     case(&["--bind", "10.0.0.1", "host1"], &["'--bind <ADDR>' cannot be used with '[HOST]'"]),
     case(&["--bind", "127.0.0.1", "--loopback"], &["'--bind <ADDR>' cannot be used with '--loopback'"]),
     case(&["--token", "", "host1"], &["--token (or GDRPERF_TOKEN) is empty"]),
-    // Issue 31 item 3: 8 characters cannot hold 128 random bits; the refusal names the fix.
+    // 8 characters cannot hold 128 random bits; the refusal names the fix.
     case(
         &["--token", "s3cretTK", "host1"],
         &["8 characters of base64", "a token needs 128", "`gdrperf token`", "openssl rand -hex 16"],
     ),
     case(&["--no-such-flag"], &["unexpected argument '--no-such-flag'"]),
-    // -T and -S (issue 30), checked before any device opens.
+    // -T and -S, checked before any device opens.
     case(&["--loopback", "-T", "300"], &["invalid value '300' for '--tclass <0-255>'"]),
     case(&["--loopback", "-S", "16"], &["-S/--sl must be between 0 and 15"]),
     case(&["-R", "-T", "106", "host1"], &["-T/--tclass is not supported with -R"]),

@@ -1,5 +1,5 @@
 import glob, os, re, statistics, sys
-raw = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'raw')
+raw = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), 'raw')
 order = ['pairs', 'ring', 'random', 'locate', 'all-pairs']
 rows = []
 for path in glob.glob(raw + '/*.txt'):

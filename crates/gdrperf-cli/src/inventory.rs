@@ -1,4 +1,4 @@
-//! `inventory.json` of an acceptance folder: what the run ran on (issue 34). Sysfs and procfs
+//! `inventory.json` of an acceptance folder: what the run ran on. Sysfs and procfs
 //! facts come from `gdrperf_topology::identity` (tested on fixture trees there); what only CUDA
 //! knows comes from the doctor's report, which loaded CUDA in a process of its own. CUDA absent
 //! is said in the file, not an error.

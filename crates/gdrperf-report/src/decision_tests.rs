@@ -69,7 +69,7 @@ pub(crate) fn flagged_share(drop: f64, spread: f64, per_side: usize) -> f64 {
     flagged as f64 / trials as f64
 }
 
-/// Issue 30's goal, as a decision rate over fixed seeds (deterministic): at 3% spread and 3 runs
+/// What a regression runner needs of the rule, as a decision rate over fixed seeds (deterministic): at 3% spread and 3 runs
 /// a side, a 10% drop is flagged in at least 90% of trials and identical runs in at most 5%.
 #[test]
 fn the_rule_flags_a_tenth_at_three_percent_spread_with_three_runs_a_side() {

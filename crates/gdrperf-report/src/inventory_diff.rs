@@ -1,5 +1,5 @@
 //! What changed in the node between two acceptance runs: the `inventory.json` files of two
-//! folders side by side (issue 34). A NIC whose node GUID changed was swapped; firmware that
+//! folders side by side. A NIC whose node GUID changed was swapped; firmware that
 //! moved, a GPU with another UUID, a link that trains narrower, a kernel or driver upgrade are
 //! each one line, so a regression in the numbers can be read against what was changed.
 //!

@@ -1,5 +1,5 @@
 //! `report.html`: one self-contained page per acceptance folder that a person can read, check
-//! and sign (issue 34). Verdict first; then per test the plot (bandwidth over size, latency
+//! and sign. Verdict first; then per test the plot (bandwidth over size, latency
 //! percentiles) as inline SVG with the path ceiling's causes; the thresholds with their
 //! sources; the inventory the run was taken on; the commands; and the manifest of every raw
 //! file with its SHA-256.

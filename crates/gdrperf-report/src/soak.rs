@@ -1,4 +1,4 @@
-//! Soak: a profile's levels by name and the stability verdict over a run's intervals (issue 34).
+//! Soak: a profile's levels by name and the stability verdict over a run's intervals.
 //!
 //! Levels are named like DCGM's `dcgmi diag -r 1..4` (r1 seconds, r2 about 2 minutes, r3 about
 //! 15 minutes, r4 longer), so a person picks the depth by name; each level names its source.

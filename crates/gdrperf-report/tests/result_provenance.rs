@@ -144,7 +144,7 @@ fn git(arguments: &[&str]) -> Option<std::process::Output> {
 
 /// Every commit a file under `results/` cites is in this checkout's history (an ancestor of
 /// HEAD), so that a reader of a clone can check it out: a commit rebased away, or a tag (tags do
-/// not travel with a push here), leaves a result nobody can follow (issue 20 item 6). Needs a
+/// not travel with a push here), leaves a result nobody can follow. Needs a
 /// full clone; says so and checks nothing in a copy without git history (the demo's output in
 /// the VM, `GDRPERF_PROVENANCE_DIR`, has none).
 #[test]

@@ -26,9 +26,9 @@
 //!   [`crate::peak`], over spans of at least [`MIN_COMPLETION_EVENTS_FOR_PEAK`] (one)
 //!   completion event, as perftest's own search: a run with a completion has a peak. A span of
 //!   one or two events can be shorter than one poll's lag and one post's stamp resolve (it was
-//!   measured at 2× the link in the Soft-RoCE VM, issue 25); the figure is still perftest's on
+//!   measured at 2× the link in the Soft-RoCE VM); the figure is still perftest's on
 //!   the same timeline, and the rows mark it when it is above the path's ceiling (`peak_note`)
-//!   instead of hiding it (issue 30: a 4-event rule left 16 of 23 rows of the demo empty).
+//!   instead of hiding it (a rule of 4 events left 16 of the demo's 23 rows empty).
 //! * **Measurement window** (`-D`, [`BandwidthMeter::set_window`]): perftest's duration mode
 //!   counts only the completions seen between the end of the ramp-up margin and the start of the
 //!   drain margin, over that window's length. When a window is set, the average and message rate

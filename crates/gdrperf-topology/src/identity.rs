@@ -1,5 +1,5 @@
 //! What a node is, for the record: the identity and inventory an acceptance run is signed
-//! against (issue 34). Kernel, driver, system firmware and rdma-core versions; per RDMA device
+//! against. Kernel, driver, system firmware and rdma-core versions; per RDMA device
 //! its GUIDs, board id, firmware and PCIe link; per GPU its UUID, video BIOS and link; and the
 //! PCIe path between every GPU and every NIC with each bridge's link.
 //!

@@ -1,4 +1,4 @@
-//! PCIe health re-read during a soak (issue 34): the AER counters (`aer_dev_correctable`,
+//! PCIe health re-read during a soak: the AER counters (`aer_dev_correctable`,
 //! `aer_dev_nonfatal`, `aer_dev_fatal`) and the current link speed and width of the GPU, the NIC
 //! and every bridge above either, read once per interval, so that a dip in bandwidth can be
 //! tied to a link that retrained or a counter that moved in the same interval.

@@ -1,4 +1,4 @@
-//! The latency loop's own work per turn, without the verbs calls (issue 20 item 4): what the
+//! The latency loop's own work per turn, without the verbs calls (what the loop itself adds to each sample): what the
 //! direct ping-pong initiator does around a post and an arrival (the marker byte, the clock
 //! stamp, the samples' bookkeeping, the stop flag, building the request) against a stand-in wire
 //! whose peer answers at once. The request goes to `black_box` instead of `ibv_post_send` and

@@ -1,4 +1,4 @@
-//! The bandwidth loop's own work per message, without the verbs calls (issue 14 item 8): the
+//! The bandwidth loop's own work per message, without the verbs calls (what the loop itself costs apart from the NIC): the
 //! [`StreamBook`] bookkeeping (room per QP, which request is signalled, completion accounting,
 //! clock reads, post and completion marks for the peak) against a stand-in queue that completes
 //! every signalled request at the next poll. A request is built as the engine builds one (id and
@@ -6,7 +6,7 @@
 //! `ibv_post_send`. Reported as time per message (criterion's throughput in elements).
 //!
 //! Each case runs twice: as a writer of host memory runs it (no credits), and holding a credit
-//! per posted receive, as gdr-send-bw and a writer into staged memory do (issue 25):
+//! per posted receive, as gdr-send-bw and a writer into staged memory do:
 //! [`SenderCredits`] caps each post, a stand-in receiver reposts every message as it lands
 //! ([`ReceiverCredits`]) and its credits reach the sender at the next poll. The difference is
 //! the credit scheme's bookkeeping per message, without the verbs calls (a credit SEND is one

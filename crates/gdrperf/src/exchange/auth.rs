@@ -352,7 +352,7 @@ mod tests {
         assert_eq!(format!("{secret:?}"), "Token(<hidden>)");
     }
 
-    /// Issue 31 item 3: a word-like or short token is refused, naming how to make a good one;
+    /// Tokens that cannot be guessed offline: a word-like or short token is refused, naming how to make a good one;
     /// 32 hex digits (what `gdrperf token` prints) or 22 base64 characters pass.
     #[test]
     fn weak_tokens_are_refused_with_the_fix_named() {

@@ -145,7 +145,7 @@ mod tests {
 
     #[test]
     fn another_benchmark_is_said_first_in_the_binaries_names() {
-        // The case of issue 23: gdr-read-lat -s 64K against a gdr-write-bw -s 64K server.
+        // The mix-up users made: gdr-read-lat -s 64K against a gdr-write-bw -s 64K server.
         let read_lat = json!({"test": "read_lat", "sizes": [65536], "stop": {"iterations": 1000},
             "tx_depth": 1, "bidirectional": null, "cq_mod": null});
         let write_bw = json!({"test": "write_bw", "sizes": [65536], "stop": {"iterations": 5000},

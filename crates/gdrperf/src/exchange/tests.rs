@@ -227,7 +227,7 @@ fn vetting_pair(timeout: Duration) -> (std::thread::JoinHandle<ExchangeResult<u3
     (server, TcpStream::connect(("127.0.0.1", port)).unwrap())
 }
 
-/// Issue 31 item 1: a peer sending one byte per 20 ms (well inside the 200 ms read slice, so no
+/// A trickle cannot hold a handshake: a peer sending one byte per 20 ms (well inside the 200 ms read slice, so no
 /// read ever times out) is cut off by the handshake's one deadline, before it finishes its frame.
 #[test]
 fn a_trickling_peer_is_cut_off_by_the_handshake_deadline() {
@@ -249,7 +249,7 @@ fn a_trickling_peer_is_cut_off_by_the_handshake_deadline() {
     assert!(trickler.join().unwrap() < frame_bytes, "the trickle ran to its end: no deadline cut it");
 }
 
-/// Issue 31 item 1: before the proof, a frame larger than a proof is refused from its length
+/// Nothing large is read before the proof: a frame larger than a proof is refused from its length
 /// prefix alone (nothing of its body is read or allocated); an early close is named as such.
 #[test]
 fn before_the_proof_only_small_frames_are_read() {
@@ -270,7 +270,7 @@ fn before_the_proof_only_small_frames_are_read() {
     assert!(matches!(error, ExchangeError::Closed { .. }), "{error}");
 }
 
-/// Issue 31 item 2: every string of a peer's hello is cleaned where it is decoded, so no printer
+/// Peer text made harmless: every string of a peer's hello is cleaned where it is decoded, so no printer
 /// downstream (run header, sweep, terms, errors, CSV) ever holds an ESC or a huge name.
 #[test]
 fn a_peers_hello_is_cleaned_and_cut_where_it_is_decoded() {

@@ -175,7 +175,7 @@ pub struct CommonArgs {
     #[arg(long, value_name = "ADDR", conflicts_with_all = ["host", "loopback"])]
     pub bind: Option<String>,
 
-    // --- CPU placement (issue 17; see gdrperf::cpu_placement) ---
+    // --- CPU placement (see gdrperf::cpu_placement) ---
     /// CPUs for the measuring thread (and each --concurrent lane's): a list (3, 0-7, 0-3,8-11)
     /// or `none` to leave it to the scheduler. Default: the CPUs of the NIC's NUMA node (sysfs),
     /// unpinned where the machine gives no NUMA information. Buffers are allocated after pinning.

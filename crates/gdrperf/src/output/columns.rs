@@ -9,7 +9,7 @@
 //!
 //! The contract that holds: from this list on, columns are only appended at the end of a
 //! table and never renamed or moved; the tests pin each table's order. Before it, columns were
-//! inserted (2240cd3 put `copy_time_s` before gdr-send-bw's `rx_*` columns, and `cpu`..`nic_*`
+//! inserted (`copy_time_s` was put before gdr-send-bw's `rx_*` columns, and `cpu`..`nic_*`
 //! were followed later by `peak_messages`, `peak_span_s`, `latency_span`, `refused_samples`),
 //! so readers of older files should look columns up by name, as `gdrperf compare` and the plot
 //! scripts do.

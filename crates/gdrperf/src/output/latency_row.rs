@@ -168,9 +168,9 @@ columns! {
         column latency_span: String,
         /// Samples refused instead of recorded: negative, or longer than the stall timeout.
         column refused_samples: u64,
-        /// `-T` and `-S` (appended in issue 30).
+        /// `-T` and `-S` (appended after the original columns).
         columns qos: QosColumns,
-        /// The NIC's and the GPU's identities (appended in issue 32).
+        /// The NIC's and the GPU's identities (appended last: readers by position keep working).
         columns identity: IdentityColumns,
     }
 }

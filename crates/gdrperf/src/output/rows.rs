@@ -42,7 +42,7 @@ pub struct RowContext {
     #[serde(default)]
     pub service_level: Option<u32>,
     /// The identities of this side's NIC and GPU (sysfs `node_guid`, the CUDA UUID): empty
-    /// where unknown (appended in issue 32).
+    /// where unknown (appended last).
     #[serde(default)]
     pub nic_node_guid: String,
     #[serde(default)]
@@ -98,12 +98,12 @@ columns! {
         /// Post or completion marks that did not fit the store reserved before the run (both
         /// directions, every lane): the peak was searched over the stored part only; 0 normally.
         column peak_events_not_stored: u64,
-        /// `-T` and `-S` (appended in issue 30).
+        /// `-T` and `-S` (appended after the original columns).
         columns qos: QosColumns,
         /// Why the peak cell is empty, or the mark of a peak above the path's ceiling (see
         /// docs/methodology.md, "Peak"); empty for an ordinary peak.
         column peak_note: String,
-        /// The NIC's and the GPU's identities (appended in issue 32).
+        /// The NIC's and the GPU's identities (appended last: readers by position keep working).
         columns identity: IdentityColumns,
     }
 }
@@ -265,8 +265,8 @@ pub(crate) const PEAK_ABOVE_CEILING: &str = "above ceiling";
 
 /// The row's `peak_note` (docs/columns.md): why a peak is missing, or the mark of a peak above
 /// what the path can carry (`ceiling_gbps`). A peak is perftest's fastest post-to-completion
-/// span, and a span of one or two polls can be shorter than the stamps resolve (issue 25 saw
-/// twice the link in the VM): such a figure is kept, as perftest prints it, but marked.
+/// span, and a span of one or two polls can be shorter than the stamps resolve (one was
+/// measured at twice the link in the Soft-RoCE VM): such a figure is kept, as perftest prints it, but marked.
 pub(crate) fn peak_note(peak_gbit_s: Option<f64>, ceiling_gbps: Option<f64>) -> String {
     match (peak_gbit_s, ceiling_gbps) {
         (None, _) => "no peak: no completion was seen after a post".into(),
