@@ -21,8 +21,8 @@ const AFTER_HELP: &str = "\
 Examples:
   gdrperf accept --profile ndr-400g
   gdrperf accept --profile ./my-cluster.toml --mem host,cuda --out results/node7/acceptance
-  gdrperf accept --profile ndr-400g --soak r3     (then each bandwidth lane for 15 minutes, in
-                                                   intervals: bandwidth, NIC errors, PCIe AER and
+  gdrperf accept --profile ndr-400g --soak r3     (then each lane for 15 minutes, in intervals:
+                                                   bandwidth or latency, NIC errors, PCIe AER and
                                                    links re-read; judged on stability, soak.json)
   gdrperf accept --profile hdr-200g --dry-run     (print every bench command, run nothing;
                                                    exit 2 if a row cannot run, as for a real run)
@@ -69,7 +69,7 @@ pub struct Args {
     /// Examine this sysfs root instead of / (passed to gdrperf doctor; for --dry-run on fixtures).
     #[arg(long, value_name = "DIR", default_value = "/")]
     sysfs_root: PathBuf,
-    /// After the rows, repeat each bandwidth lane for a soak: a level of the profile (r1..r4)
+    /// After the rows, repeat each bandwidth and latency lane for a soak: a level of the profile (r1..r4)
     /// or a duration (20m); judged on stability, written to soak.json (default: no soak).
     #[arg(long, value_name = "LEVEL|DURATION")]
     soak: Option<String>,
@@ -138,11 +138,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating the output folder {}", out.display()))?;
     say!("writing results to {}/", out.display());
     crate::inventory::write(&out, &args.sysfs_root, &doctor)?;
-    let bandwidth_lanes: Vec<PlannedRun> = steps
+    // Every bandwidth and latency run is a lane of the soak.
+    let soak_lanes: Vec<PlannedRun> = steps
         .iter()
         .filter_map(|step| match step {
-            Step::Run(run) if run.kind == acceptance::CheckKind::Bandwidth => Some(run.clone()),
-            _ => None,
+            Step::Run(run) => Some(run.clone()),
+            Step::Decided(_) => None,
         })
         .collect();
     let total = steps.iter().filter(|step| matches!(step, Step::Run(_))).count();
@@ -195,11 +196,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     let soak_verdict = match &soak {
         Some(plan) => {
-            Some(crate::soak_run::run(plan, &bandwidth_lanes, &out, &args.sysfs_root, &|run, folder| {
-                match ports.place(run, &side, args.run_timeout) {
-                    Ok(placed) => execute(&args, &placed, folder, None),
-                    Err(error) => run.error(format!("{error:#}")),
-                }
+            Some(crate::soak_run::run(plan, &soak_lanes, &out, &args.sysfs_root, &|run, folder| match ports
+                .place(run, &side, args.run_timeout)
+            {
+                Ok(placed) => execute(&args, &placed, folder, None),
+                Err(error) => run.error(format!("{error:#}")),
             })?)
         }
         None => None,
@@ -213,7 +214,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// `--serve`: the server of every run the client will make, in its order: the rows, then each
-/// bandwidth lane's soak intervals.
+/// lane's soak intervals.
 fn serve(
     args: &Args,
     steps: &[Step],
@@ -228,8 +229,8 @@ fn serve(
     let lanes: Vec<PlannedRun> = steps
         .iter()
         .filter_map(|step| match step {
-            Step::Run(run) if run.kind == acceptance::CheckKind::Bandwidth => Some(run.clone()),
-            _ => None,
+            Step::Run(run) => Some(run.clone()),
+            Step::Decided(_) => None,
         })
         .collect();
     let intervals = soak.into_iter().flat_map(|plan| {

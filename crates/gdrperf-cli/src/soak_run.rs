@@ -1,6 +1,7 @@
-//! `gdrperf accept --soak LEVEL|DURATION`: after the acceptance rows, each bandwidth lane (a
-//! NIC, a memory mode, a GPU) runs again interval after interval for the soak's length. Per
-//! interval: the bandwidth, the NIC's error counters over the run (the bench's `nic_errors`,
+//! `gdrperf accept --soak LEVEL|DURATION`: after the acceptance rows, each lane (a bandwidth or
+//! latency check on a NIC, a memory mode, a GPU) runs again interval after interval for the
+//! soak's length. Per interval: the bandwidth (a latency lane: the latency statistic its check
+//! judges, `t_typical_us` by default), the NIC's error counters over the run (the bench's `nic_errors`,
 //! and which counters those were, from its `nic_counters`; in a loopback run both ends count on
 //! the one port, so the remote end's counters are these too),
 //! and the AER counters and links of the GPU, the NIC and every bridge above them, re-read
@@ -14,8 +15,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use gdrperf_ceiling::ERROR_COUNTERS;
-use gdrperf_report::acceptance::{AcceptanceRow, PlannedRun};
-use gdrperf_report::soak::{judge, Interval};
+use gdrperf_report::acceptance::{AcceptanceRow, CheckKind, PlannedRun};
+use gdrperf_report::soak::{judge, judge_latency, Interval};
 use gdrperf_report::{Profile, SourcedValue, Verdict};
 use gdrperf_topology::identity::NodeIdentity;
 use gdrperf_topology::pcie_health::{changes, watched_functions, HealthSnapshot};
@@ -30,6 +31,8 @@ pub struct SoakPlan {
     /// The level and its source, or "a duration given on the command line".
     pub why: String,
     pub max_dip: Option<SourcedValue>,
+    /// How far a latency lane's worst interval may rise above its median ("N%"), if set.
+    pub max_rise: Option<SourcedValue>,
     /// The profile's allowance of NIC errors per run, held per interval.
     pub max_nic_errors: u64,
 }
@@ -46,8 +49,8 @@ pub fn resolve(profile: &Profile, asked: &str) -> anyhow::Result<SoakPlan> {
     let Some(soak) = &profile.soak else {
         bail!("--soak {asked}: profile {} has no [soak] section (levels and interval)", profile.name);
     };
-    if profile.bandwidth.is_none() {
-        bail!("--soak {asked}: profile {} has no [bandwidth] section to repeat", profile.name);
+    if profile.bandwidth.is_none() && profile.latency.is_none() {
+        bail!("--soak {asked}: profile {} has no [bandwidth] or [latency] section to repeat", profile.name);
     }
     let (seconds, why) = soak.resolve(asked).map_err(anyhow::Error::msg)?;
     Ok(SoakPlan {
@@ -55,6 +58,7 @@ pub fn resolve(profile: &Profile, asked: &str) -> anyhow::Result<SoakPlan> {
         interval_s: soak.interval_s,
         why,
         max_dip: soak.max_dip.clone(),
+        max_rise: soak.max_rise.clone(),
         max_nic_errors: profile.max_nic_errors,
     })
 }
@@ -82,7 +86,7 @@ pub fn interval_run(plan: &SoakPlan, lane: &PlannedRun, index: usize) -> Planned
     run
 }
 
-/// Runs the soak of every bandwidth lane in `runs`; writes `soak.json`; returns the worst
+/// Runs the soak of every lane in `runs` (the acceptance's bandwidth and latency runs); writes `soak.json`; returns the worst
 /// stability verdict. `execute` runs one bench into a folder and judges its row.
 pub fn run(
     plan: &SoakPlan,
@@ -120,13 +124,15 @@ pub fn run(
             before = after;
             let (nic_errors, nic_error_counters) =
                 nic_errors(&folder.join(format!("{}.json", interval_run.stem)), lane.bytes);
-            let bandwidth_gbps = row.value.filter(|_| row.verdict != Verdict::Error);
+            let figure = interval_figure(lane.kind, &row);
             say!(
                 "  {} interval {index}: {}{}{}",
                 lane.stem,
-                bandwidth_gbps
-                    .map(|gbps| format!("{gbps:.3} Gb/s"))
-                    .unwrap_or_else(|| format!("ERROR {}", row.detail)),
+                match figure {
+                    Figure { bandwidth_gbps: Some(gbps), .. } => format!("{gbps:.3} Gb/s"),
+                    Figure { latency_us: Some(us), .. } => format!("{us:.2} us {}", row.metric),
+                    _ => format!("ERROR {}", row.detail),
+                },
                 if nic_errors > 0 {
                     format!(", NIC errors +{nic_errors} ({})", named(&nic_error_counters))
                 } else {
@@ -134,9 +140,19 @@ pub fn run(
                 },
                 pcie_events.iter().map(|event| format!(", {event}")).collect::<String>()
             );
-            intervals.push(Interval { start_s, bandwidth_gbps, nic_errors, nic_error_counters, pcie_events });
+            intervals.push(Interval {
+                start_s,
+                bandwidth_gbps: figure.bandwidth_gbps,
+                latency_us: figure.latency_us,
+                nic_errors,
+                nic_error_counters,
+                pcie_events,
+            });
         }
-        let stability = judge(&intervals, plan.max_dip.as_ref(), plan.max_nic_errors);
+        let stability = match lane.kind {
+            CheckKind::Bandwidth => judge(&intervals, plan.max_dip.as_ref(), plan.max_nic_errors),
+            CheckKind::Latency => judge_latency(&intervals, plan.max_rise.as_ref(), plan.max_nic_errors),
+        };
         say!("  {} stability: {}", lane.stem, stability.verdict);
         for reason in &stability.reasons {
             say!("    {reason}");
@@ -165,6 +181,30 @@ pub fn run(
         .with_context(|| format!("writing {}", path.display()))?;
     say!("soak: {overall} ({})", path.display());
     Ok(overall)
+}
+
+/// What one interval measured: a bandwidth lane's rate in Gb/s (the row's value is in the
+/// profile threshold's unit), or a latency lane's statistic in µs; neither when the run failed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Figure {
+    bandwidth_gbps: Option<f64>,
+    latency_us: Option<f64>,
+}
+
+fn interval_figure(kind: CheckKind, row: &AcceptanceRow) -> Figure {
+    let value = row.value.filter(|_| row.verdict != Verdict::Error);
+    match kind {
+        CheckKind::Bandwidth => Figure {
+            bandwidth_gbps: value.map(|value| match row.unit.as_str() {
+                "MiB/s" => {
+                    value * gdrperf_stats::units::BYTES_PER_MIB * 8.0 / gdrperf_stats::units::BITS_PER_GBIT
+                }
+                _ => value,
+            }),
+            latency_us: None,
+        },
+        CheckKind::Latency => Figure { bandwidth_gbps: None, latency_us: value },
+    }
 }
 
 /// The judged size's `nic_errors` in a bench's JSON file and the error counters it sums (from
@@ -252,5 +292,47 @@ mod tests {
         assert_eq!(named(&counters), "completer_retry_err +120, rcvd_seq_err +115");
         assert_eq!(nic_errors(&folder.join("absent.json"), 65536), (0, BTreeMap::new()));
         std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[test]
+    fn an_interval_reads_a_bandwidth_in_gbps_whatever_the_unit_and_a_latency_in_us() {
+        let planned = |kind| PlannedRun {
+            kind,
+            test: "write_bw".into(),
+            binary: "gdr-write-bw".into(),
+            mode: "host".into(),
+            nic: gdrperf_report::acceptance::Nic { device: "rxe0".into(), port: 1, rate: None },
+            gpu: None,
+            args: Vec::new(),
+            stem: "write_bw-host-rxe0".into(),
+            threshold: SourcedValue { value: "1Gb/s".into(), source: "test".into() },
+            bytes: 65536,
+            bidirectional: false,
+            statistic: Default::default(),
+            max_nic_errors: 0,
+        };
+        let measured = |kind, value: f64, unit: &str| {
+            let mut row = planned(kind).error(String::new());
+            (row.value, row.unit, row.verdict) = (Some(value), unit.into(), Verdict::Pass);
+            row
+        };
+        // 1000 MiB/s is 1000 * 1048576 * 8 bits a second: 8.388608 Gb/s.
+        let figure = interval_figure(CheckKind::Bandwidth, &measured(CheckKind::Bandwidth, 1000.0, "MiB/s"));
+        assert!((figure.bandwidth_gbps.unwrap() - 8.388_608).abs() < 1e-9, "{figure:?}");
+        assert_eq!(
+            interval_figure(CheckKind::Bandwidth, &measured(CheckKind::Bandwidth, 97.5, "Gb/s")),
+            Figure { bandwidth_gbps: Some(97.5), latency_us: None }
+        );
+        assert_eq!(
+            interval_figure(CheckKind::Latency, &measured(CheckKind::Latency, 2.25, "us")),
+            Figure { bandwidth_gbps: None, latency_us: Some(2.25) }
+        );
+        // A failed run measured nothing, whatever value it carries.
+        let mut failed = measured(CheckKind::Latency, 2.25, "us");
+        failed.verdict = Verdict::Error;
+        assert_eq!(
+            interval_figure(CheckKind::Latency, &failed),
+            Figure { bandwidth_gbps: None, latency_us: None }
+        );
     }
 }

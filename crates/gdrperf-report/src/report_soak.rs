@@ -1,5 +1,6 @@
 //! The soak section of `report.html`, from `soak.json` (written by `gdrperf accept --soak`):
-//! per lane the bandwidth interval by interval with the intervals where something moved
+//! per lane the bandwidth (a latency lane: its latency) interval by interval with the intervals
+//! where something moved
 //! marked, the stability verdict, its level with its source, and the reasons tied to their
 //! intervals.
 
@@ -23,6 +24,14 @@ pub fn section(soak: Option<&Value>) -> String {
     );
     for lane in soak["lanes"].as_array().into_iter().flatten() {
         let title = format!("soak {}", lane["lane"].as_str().unwrap_or(""));
+        // A latency lane's stability has a median latency; a bandwidth lane's a median rate.
+        let latency = lane["stability"]["median_latency_us"].is_number()
+            || lane["intervals"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|interval| interval["latency_us"].is_number());
+        let (key, y_label) = if latency { ("latency_us", "us") } else { ("bandwidth_gbps", "Gb/s") };
         let marked: Vec<u64> =
             lane["stability"]["marked"].as_array().into_iter().flatten().filter_map(Value::as_u64).collect();
         let points: Vec<(f64, Option<f64>, bool)> = lane["intervals"]
@@ -30,32 +39,35 @@ pub fn section(soak: Option<&Value>) -> String {
             .into_iter()
             .flatten()
             .enumerate()
-            .map(|(index, interval)| {
-                (index as f64, interval["bandwidth_gbps"].as_f64(), marked.contains(&(index as u64)))
-            })
+            .map(|(index, interval)| (index as f64, interval[key].as_f64(), marked.contains(&(index as u64))))
             .collect();
         html.push_str(&format!(
             "<div class=\"test\">\n<h3>{} <span class=\"note\">{}</span></h3>\n",
             escape(&title),
             cell(&lane["stability"]["verdict"])
         ));
-        html.push_str(&svg_chart::over_time(
-            &Chart { title: &title, y_label: "Gb/s", threshold: None },
-            &points,
-        ));
-        html.push_str(&format!(
-            "<p>Median {} Gb/s, worst interval {} ({} % below). Dip level: {}</p>\n",
-            lane["stability"]["median_gbps"]
-                .as_f64()
-                .map(|gbps| format!("{gbps:.3}"))
-                .unwrap_or_else(|| "-".into()),
-            cell(&lane["stability"]["worst_interval"]),
-            lane["stability"]["dip_percent"]
-                .as_f64()
-                .map(|pct| format!("{pct:.1}"))
-                .unwrap_or_else(|| "-".into()),
-            cell(&lane["stability"]["level"])
-        ));
+        html.push_str(&svg_chart::over_time(&Chart { title: &title, y_label, threshold: None }, &points));
+        let stability = &lane["stability"];
+        let number = |value: &Value, decimals: usize| {
+            value.as_f64().map(|number| format!("{number:.decimals$}")).unwrap_or_else(|| "-".into())
+        };
+        html.push_str(&if latency {
+            format!(
+                "<p>Median {} us, worst interval {} ({} % above). Rise level: {}</p>\n",
+                number(&stability["median_latency_us"], 2),
+                cell(&stability["worst_interval"]),
+                number(&stability["rise_percent"], 1),
+                cell(&stability["level"])
+            )
+        } else {
+            format!(
+                "<p>Median {} Gb/s, worst interval {} ({} % below). Dip level: {}</p>\n",
+                number(&stability["median_gbps"], 3),
+                cell(&stability["worst_interval"]),
+                number(&stability["dip_percent"], 1),
+                cell(&stability["level"])
+            )
+        });
         let reasons: Vec<&Value> = lane["stability"]["reasons"].as_array().into_iter().flatten().collect();
         if !reasons.is_empty() {
             html.push_str("<ul>\n");
@@ -67,4 +79,49 @@ pub fn section(soak: Option<&Value>) -> String {
         html.push_str("</div>\n");
     }
     html
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::soak::{judge, judge_latency, Interval};
+
+    fn interval(start_s: f64, bandwidth_gbps: Option<f64>, latency_us: Option<f64>) -> Interval {
+        Interval {
+            start_s,
+            bandwidth_gbps,
+            latency_us,
+            nic_errors: 0,
+            nic_error_counters: Default::default(),
+            pcie_events: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_latency_lane_is_drawn_in_microseconds_and_a_bandwidth_lane_in_gbps() {
+        let latency: Vec<Interval> =
+            [2.0, 2.1, 3.4].iter().enumerate().map(|(i, &us)| interval(i as f64, None, Some(us))).collect();
+        let bandwidth: Vec<Interval> =
+            [100.0, 90.0].iter().enumerate().map(|(i, &gbps)| interval(i as f64, Some(gbps), None)).collect();
+        let soak = json!({
+            "duration_s": 30, "interval_s": 10, "why": "level r1: test", "stability": "PASS",
+            "lanes": [
+                {"lane": "write_lat-host-rxe0", "intervals": latency, "stability": judge_latency(&latency, None, 0)},
+                {"lane": "write_bw-host-rxe0", "intervals": bandwidth, "stability": judge(&bandwidth, None, 0)},
+            ],
+        });
+        let html = super::section(Some(&soak));
+        // Median of [2.0, 2.1, 3.4] is 2.1; 3.4 is (3.4 - 2.1) / 2.1 = 61.9 % above it.
+        assert!(
+            html.contains("<p>Median 2.10 us, worst interval 2 (61.9 % above). Rise level: none"),
+            "{html}"
+        );
+        // Median of [100, 90] is 95; 90 is 5.3 % below it.
+        assert!(
+            html.contains("<p>Median 95.000 Gb/s, worst interval 1 (5.3 % below). Dip level: none"),
+            "{html}"
+        );
+        assert!(html.contains(">us<") && html.contains(">Gb/s<"), "both axes are labelled: {html}");
+    }
 }

@@ -3,7 +3,8 @@
 //! Levels are named like DCGM's `dcgmi diag -r 1..4` (r1 seconds, r2 about 2 minutes, r3 about
 //! 15 minutes, r4 longer), so a person picks the depth by name; each level names its source.
 //! The stability judgement is a pure function of the intervals: the worst interval's bandwidth
-//! against the median, no NIC error counter moving, no AER counter moving and no link changing
+//! against the median (a latency lane: the worst interval's latency, the profile's statistic,
+//! against the median, a rise rather than a dip), no NIC error counter moving, no AER counter moving and no link changing
 //! (the PCIe events come from `gdrperf_topology::pcie_health`). A dip level the profile does not
 //! set is said: the dip is reported, not judged. Each reason names its interval and what moved
 //! there (the error counters by name, the PCIe event), and the worst interval carries what moved
@@ -13,7 +14,8 @@
 //! [soak]
 //! interval_s = 10
 //! source = "why this interval"
-//! max_dip = { value = "10%", source = "..." }   # optional
+//! max_dip = { value = "10%", source = "..." }   # optional, bandwidth lanes
+//! max_rise = { value = "50%", source = "..." }  # optional, latency lanes
 //! levels.r1 = { duration = "30s", source = "..." }
 //! levels.r3 = { duration = "15m", source = "..." }
 //! ```
@@ -37,6 +39,9 @@ pub struct SoakCheck {
     /// How far the worst interval may fall below the median, as "N%".
     #[serde(default)]
     pub max_dip: Option<SourcedValue>,
+    /// How far the worst interval's latency may rise above the median, as "N%" (latency lanes).
+    #[serde(default)]
+    pub max_rise: Option<SourcedValue>,
     /// Levels by name (`r1`..`r4`).
     pub levels: BTreeMap<String, SoakLevel>,
 }
@@ -78,6 +83,12 @@ impl SoakCheck {
                 return Err("[soak] max_dip: source is empty: say where the level comes from".into());
             }
         }
+        if let Some(rise) = &self.max_rise {
+            rise_percent(&rise.value)?;
+            if rise.source.trim().is_empty() {
+                return Err("[soak] max_rise: source is empty: say where the level comes from".into());
+            }
+        }
         Ok(())
     }
 
@@ -113,6 +124,15 @@ pub fn parse_duration(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A latency may rise without bound (a stalled interval is many times the median): any positive
+/// percentage.
+fn rise_percent(text: &str) -> Result<f64, String> {
+    match text.trim().trim_end_matches('%').trim().parse::<f64>() {
+        Ok(percent) if percent.is_finite() && percent > 0.0 => Ok(percent),
+        _ => Err(format!("[soak] max_rise {text:?} is not a percentage above 0%")),
+    }
+}
+
 fn dip_percent(text: &str) -> Result<f64, String> {
     match text.trim().trim_end_matches('%').trim().parse::<f64>() {
         Ok(percent) if (0.0..100.0).contains(&percent) => Ok(percent),
@@ -125,8 +145,13 @@ fn dip_percent(text: &str) -> Result<f64, String> {
 pub struct Interval {
     /// Seconds from the soak's start to this interval's start.
     pub start_s: f64,
-    /// `None`: the interval's run measured nothing (it failed).
+    /// `None`: the interval's run measured nothing (it failed), or the lane measures latency.
     pub bandwidth_gbps: Option<f64>,
+    /// A latency lane's figure over the interval, in µs: the statistic the profile's `[latency]`
+    /// check judges (`t_typical_us` unless it says another); `None` for a bandwidth lane or a
+    /// run that measured nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<f64>,
     /// The NIC's error counters over the interval (the row's `nic_errors`: both ends).
     pub nic_errors: u64,
     /// Which error counters moved in the interval and by how much (the error counters of the
@@ -141,11 +166,18 @@ pub struct Interval {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stability {
     pub verdict: Verdict,
+    /// A bandwidth lane's median; `None` for a latency lane.
     pub median_gbps: Option<f64>,
-    /// Index of the interval with the lowest bandwidth.
+    /// A latency lane's median, in µs; absent for a bandwidth lane.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_latency_us: Option<f64>,
+    /// Index of the interval with the lowest bandwidth (a latency lane: the highest latency).
     pub worst_interval: Option<usize>,
-    /// How far the worst interval is below the median, in percent.
+    /// How far the worst interval is below the median, in percent (bandwidth lanes).
     pub dip_percent: Option<f64>,
+    /// How far the worst interval is above the median, in percent (latency lanes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rise_percent: Option<f64>,
     /// The dip level and its source, or why there is none.
     pub level: String,
     /// Why it did not pass, each tied to its interval.
@@ -157,25 +189,76 @@ pub struct Stability {
     pub worst_interval_moved: Vec<String>,
 }
 
-/// Judges `intervals` against the profile's dip level (`None`: the dip is reported only) and
-/// its `max_nic_errors` per interval (the same allowance a row has: 0 in a real profile; the
-/// Soft-RoCE smoke profile allows TCG's occasional retransmission).
+/// Judges a bandwidth lane's `intervals` against the profile's dip level (`None`: the dip is
+/// reported only) and its `max_nic_errors` per interval (the same allowance a row has: 0 in a
+/// real profile; the Soft-RoCE smoke profile allows TCG's occasional retransmission).
 pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>, max_nic_errors: u64) -> Stability {
-    let level = match max_dip {
-        Some(dip) => format!("worst interval at most {} below the median ({})", dip.value, dip.source),
-        None => "none: the profile sets no max_dip, so the dip is reported, not judged".into(),
+    judge_by(Figure::Bandwidth, intervals, max_dip, max_nic_errors)
+}
+
+/// Judges a latency lane's `intervals`: the worst is the highest latency, held against the
+/// profile's rise level (`None`: the rise is reported only); errors and PCIe events as
+/// [`judge`].
+pub fn judge_latency(
+    intervals: &[Interval],
+    max_rise: Option<&SourcedValue>,
+    max_nic_errors: u64,
+) -> Stability {
+    judge_by(Figure::Latency, intervals, max_rise, max_nic_errors)
+}
+
+/// What a lane's intervals measure, and so which way is worse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Figure {
+    Bandwidth,
+    Latency,
+}
+
+impl Figure {
+    fn of(self, interval: &Interval) -> Option<f64> {
+        match self {
+            Figure::Bandwidth => interval.bandwidth_gbps,
+            Figure::Latency => interval.latency_us,
+        }
+    }
+
+    /// How far `value` is from `median` the worse way, in percent of the median.
+    fn worse_by(self, value: f64, median: f64) -> f64 {
+        match self {
+            Figure::Bandwidth => (median - value) / median * 100.0,
+            Figure::Latency => (value - median) / median * 100.0,
+        }
+    }
+}
+
+fn judge_by(
+    figure: Figure,
+    intervals: &[Interval],
+    limit: Option<&SourcedValue>,
+    max_nic_errors: u64,
+) -> Stability {
+    let (direction, setting, change) = match figure {
+        Figure::Bandwidth => ("below", "max_dip", "dip"),
+        Figure::Latency => ("above", "max_rise", "rise"),
     };
-    let measured: Vec<f64> = intervals.iter().filter_map(|interval| interval.bandwidth_gbps).collect();
-    let median_gbps = median(&measured);
+    let level = match limit {
+        Some(limit) => {
+            format!("worst interval at most {} {direction} the median ({})", limit.value, limit.source)
+        }
+        None => format!("none: the profile sets no {setting}, so the {change} is reported, not judged"),
+    };
+    let measured: Vec<f64> = intervals.iter().filter_map(|interval| figure.of(interval)).collect();
+    let median_value = median(&measured);
     let worst_interval = intervals
         .iter()
         .enumerate()
-        .filter_map(|(index, interval)| Some((index, interval.bandwidth_gbps?)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .filter_map(|(index, interval)| Some((index, figure.worse_by(figure.of(interval)?, 1.0))))
+        // The first of the worst, as the earliest interval is the one to look at.
+        .min_by(|a, b| b.1.total_cmp(&a.1))
         .map(|(index, _)| index);
-    let dip_percent = match (median_gbps, worst_interval) {
+    let worse_percent = match (median_value, worst_interval) {
         (Some(median), Some(worst)) if median > 0.0 => {
-            intervals[worst].bandwidth_gbps.map(|value| (median - value) / median * 100.0)
+            figure.of(&intervals[worst]).map(|value| figure.worse_by(value, median))
         }
         _ => None,
     };
@@ -188,7 +271,7 @@ pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>, max_nic_err
     }
     for (index, interval) in intervals.iter().enumerate() {
         let at = format!("interval {index} (at {:.0} s)", interval.start_s);
-        if interval.bandwidth_gbps.is_none() {
+        if figure.of(interval).is_none() {
             reasons.push(format!("{at}: the run measured nothing"));
             verdict = Verdict::Error;
         }
@@ -216,17 +299,22 @@ pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>, max_nic_err
             errors.into_iter().chain(interval.pcie_events.iter().cloned()).collect()
         })
         .unwrap_or_default();
-    if let (Some(dip), Some(limit), Some(worst)) =
-        (dip_percent, max_dip.and_then(|dip| dip_percent_of(&dip.value)), worst_interval)
-    {
-        if dip > limit {
+    let limit_percent = limit.and_then(|limit| match figure {
+        Figure::Bandwidth => dip_percent(&limit.value).ok(),
+        Figure::Latency => rise_percent(&limit.value).ok(),
+    });
+    if let (Some(worse), Some(limit), Some(worst)) = (worse_percent, limit_percent, worst_interval) {
+        if worse > limit {
             let tie = match worst_interval_moved.is_empty() {
                 true => "nothing else moved in that interval".to_string(),
                 false => format!("in the same interval: {}", worst_interval_moved.join("; ")),
             };
+            let median = match figure {
+                Figure::Bandwidth => format!("{:.3} Gb/s", median_value.unwrap_or_default()),
+                Figure::Latency => format!("{:.2} us", median_value.unwrap_or_default()),
+            };
             reasons.push(format!(
-                "interval {worst}: {dip:.1}% below the median {:.3} Gb/s (level {limit}%); {tie}",
-                median_gbps.unwrap_or_default()
+                "interval {worst}: {worse:.1}% {direction} the median {median} (level {limit}%); {tie}"
             ));
             if verdict == Verdict::Pass {
                 verdict = Verdict::Fail;
@@ -234,11 +322,14 @@ pub fn judge(intervals: &[Interval], max_dip: Option<&SourcedValue>, max_nic_err
         }
     }
     marked.sort_unstable();
+    let bandwidth = figure == Figure::Bandwidth;
     Stability {
         verdict,
-        median_gbps,
+        median_gbps: median_value.filter(|_| bandwidth),
+        median_latency_us: median_value.filter(|_| !bandwidth),
         worst_interval,
-        dip_percent,
+        dip_percent: worse_percent.filter(|_| bandwidth),
+        rise_percent: worse_percent.filter(|_| !bandwidth),
         level,
         reasons,
         marked,
@@ -256,10 +347,6 @@ fn nic_error_words(interval: &Interval, max_nic_errors: u64) -> String {
         false => format!(": {}", names.join(", ")),
     };
     format!("NIC error counters moved by {} (allowed {max_nic_errors}){named}", interval.nic_errors)
-}
-
-fn dip_percent_of(value: &str) -> Option<f64> {
-    dip_percent(value).ok()
 }
 
 #[cfg(test)]

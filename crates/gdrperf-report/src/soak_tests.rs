@@ -4,6 +4,7 @@ fn interval(start_s: f64, gbps: f64) -> Interval {
     Interval {
         start_s,
         bandwidth_gbps: Some(gbps),
+        latency_us: None,
         nic_errors: 0,
         nic_error_counters: BTreeMap::new(),
         pcie_events: Vec::new(),
@@ -154,6 +155,7 @@ fn levels_resolve_by_name_or_duration_and_bad_sections_are_refused() {
         interval_s: 10.0,
         source: "test".into(),
         max_dip: Some(ten_percent()),
+        max_rise: Some(SourcedValue { value: "50%".into(), source: "test level".into() }),
         levels: BTreeMap::from([(
             "r2".to_string(),
             SoakLevel { duration: "2m".into(), source: "DCGM r2".into() },
@@ -163,6 +165,11 @@ fn levels_resolve_by_name_or_duration_and_bad_sections_are_refused() {
     assert_eq!(check.resolve("r2"), Ok((120.0, "level r2: DCGM r2".into())));
     assert_eq!(check.resolve("90s").map(|(seconds, _)| seconds), Ok(90.0));
     assert!(check.resolve("r9").unwrap_err().contains("neither a level of this profile (r2)"));
+    check.max_rise = Some(SourcedValue { value: "0%".into(), source: "test".into() });
+    assert!(check.check().unwrap_err().contains("max_rise \"0%\" is not a percentage above 0%"));
+    check.max_rise = Some(SourcedValue { value: "250%".into(), source: " ".into() });
+    assert!(check.check().unwrap_err().contains("max_rise: source is empty"));
+    check.max_rise = None;
     check.levels.get_mut("r2").unwrap().source = " ".into();
     assert!(check.check().unwrap_err().contains("levels.r2: source is empty"));
 }
@@ -175,6 +182,52 @@ fn built_in_profiles_name_the_dcgm_levels_with_sources() {
         assert_eq!(levels, ["r1", "r2", "r3", "r4"], "{name}");
         assert_eq!(soak.resolve("r3").unwrap().0, 900.0, "{name}");
         // No document gives a dip level: the profiles say so by leaving it out.
-        assert!(soak.max_dip.is_none(), "{name}");
+        assert!(soak.max_dip.is_none() && soak.max_rise.is_none(), "{name}");
     }
+}
+
+fn latency(start_s: f64, us: f64) -> Interval {
+    Interval { bandwidth_gbps: None, latency_us: Some(us), ..interval(start_s, 0.0) }
+}
+
+#[test]
+fn a_latency_lane_is_judged_on_its_highest_interval_against_the_median() {
+    // Median of [2.0, 2.1, 1.9, 3.4, 2.0] is 2.0; the worst is interval 3, (3.4 - 2.0) / 2.0 =
+    // 70% above, past a 50% level; a 2.1 us interval alone (5% above) would pass.
+    let fifty = SourcedValue { value: "50%".into(), source: "test level".into() };
+    let intervals: Vec<Interval> =
+        [2.0, 2.1, 1.9, 3.4, 2.0].iter().enumerate().map(|(i, &us)| latency(i as f64 * 10.0, us)).collect();
+    let stability = judge_latency(&intervals, Some(&fifty), 0);
+    assert_eq!(stability.verdict, Verdict::Fail, "{stability:?}");
+    assert_eq!(stability.median_latency_us, Some(2.0));
+    assert_eq!(stability.median_gbps, None);
+    assert_eq!(stability.worst_interval, Some(3));
+    assert!((stability.rise_percent.unwrap() - 70.0).abs() < 1e-9);
+    assert_eq!(stability.dip_percent, None);
+    assert_eq!(stability.marked, [3]);
+    assert_eq!(
+        stability.reasons,
+        ["interval 3: 70.0% above the median 2.00 us (level 50%); nothing else moved in that interval"]
+    );
+    let steady: Vec<Interval> =
+        [2.0, 2.1, 1.9, 2.0].iter().enumerate().map(|(i, &us)| latency(i as f64 * 10.0, us)).collect();
+    let stability = judge_latency(&steady, Some(&fifty), 0);
+    assert_eq!(stability.verdict, Verdict::Pass, "{stability:?}");
+    assert_eq!(stability.worst_interval, Some(1));
+    // Without a level the rise is reported, not judged; a run that measured nothing is an error.
+    let stability = judge_latency(&intervals, None, 0);
+    assert_eq!(stability.verdict, Verdict::Pass);
+    assert!(stability.level.contains("no max_rise, so the rise is reported"), "{}", stability.level);
+    let failed = vec![latency(0.0, 2.0), Interval { latency_us: None, ..latency(10.0, 0.0) }];
+    assert_eq!(judge_latency(&failed, None, 0).verdict, Verdict::Error);
+}
+
+#[test]
+fn the_first_of_equally_worst_intervals_is_the_worst() {
+    let intervals: Vec<Interval> =
+        [100.0, 90.0, 100.0, 90.0].iter().enumerate().map(|(i, &v)| interval(i as f64, v)).collect();
+    assert_eq!(judge(&intervals, None, 0).worst_interval, Some(1));
+    let intervals: Vec<Interval> =
+        [2.0, 3.0, 2.0, 3.0].iter().enumerate().map(|(i, &us)| latency(i as f64, us)).collect();
+    assert_eq!(judge_latency(&intervals, None, 0).worst_interval, Some(1));
 }
