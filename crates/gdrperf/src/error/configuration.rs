@@ -48,7 +48,7 @@ pub enum ConfigError {
     /// The peer lists more placements (so rounds, or lanes) than any node has: each would cost
     /// this side a context, QPs and registered memory, so the count is refused before any is built.
     #[error(
-        "the peer lists {theirs} memory placements and this side {ours}; at most {limit} pair up          (each round or lane builds QPs and registers memory): give fewer --mem/--gpu entries"
+        "the peer lists {theirs} memory placements and this side {ours}; at most {limit} pair up (each round or lane builds QPs and registers memory): give fewer --mem/--gpu entries"
     )]
     TooManyPlacements { ours: usize, theirs: usize, limit: usize },
 

@@ -79,6 +79,13 @@ pub enum ExchangeError {
     )]
     Timeout { peer: String, seconds: u64, during: String },
 
+    /// The deadline passed in the middle of a message: a peer trickling its bytes,
+    /// not a silent one, so the message says what it did send.
+    #[error(
+        "peer {peer} sent only {received} of a message's {expected} bytes in {seconds} s while {during}: cut off at the deadline (a gdrperf peer sends each message at once; raise --timeout if the link is this slow)"
+    )]
+    Trickle { peer: String, seconds: u64, during: String, received: usize, expected: usize },
+
     #[error("I/O error with peer {peer} while {during}: {source}")]
     Io { peer: String, during: String, source: io::Error },
 
@@ -463,19 +470,33 @@ impl Control {
                     // After every read, not only after a silent slice: a peer trickling one byte
                     // per slice must not hold us past the deadline.
                     if filled < buffer.len() && Instant::now() >= deadline {
-                        return Err(self.io_error(io::ErrorKind::TimedOut.into(), during));
+                        return Err(self.cut_off(filled, buffer.len(), during));
                     }
                 }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) if matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
                     if Instant::now() >= deadline {
-                        return Err(self.io_error(error, during));
+                        return Err(match filled {
+                            0 => self.io_error(error, during),
+                            _ => self.cut_off(filled, buffer.len(), during),
+                        });
                     }
                 }
                 Err(error) => return Err(self.io_error(error, during)),
             }
         }
         Ok(())
+    }
+
+    /// The deadline passed with `received` of the `expected` bytes read: not "sent nothing".
+    fn cut_off(&self, received: usize, expected: usize, during: &str) -> ExchangeError {
+        ExchangeError::Trickle {
+            peer: self.peer.clone(),
+            seconds: self.timeout.as_secs(),
+            during: during.to_string(),
+            received,
+            expected,
+        }
     }
 
     fn io_error(&self, source: io::Error, during: &str) -> ExchangeError {

@@ -244,7 +244,16 @@ fn a_trickling_peer_is_cut_off_by_the_handshake_deadline() {
         frame_bytes
     });
     let error = server.join().unwrap().unwrap_err();
-    assert!(matches!(error, ExchangeError::Timeout { .. }), "{error}");
+    // Named as what it was: a trickle cut off mid-message, not a peer that "sent nothing".
+    match &error {
+        ExchangeError::Trickle { received, expected, .. } => {
+            assert_eq!(*expected, frame_bytes, "{error}");
+            assert!(*received > 0 && *received < frame_bytes, "{error}");
+        }
+        other => panic!("expected a trickle cut off, got {other}"),
+    }
+    assert!(error.to_string().contains("cut off at the deadline"), "{error}");
+    assert!(!error.to_string().contains("sent nothing"), "{error}");
     // The server closed its end when it gave up: the trickler's writes fail from then on.
     assert!(trickler.join().unwrap() < frame_bytes, "the trickle ran to its end: no deadline cut it");
 }

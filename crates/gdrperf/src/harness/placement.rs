@@ -203,6 +203,7 @@ mod tests {
             refused.starts_with("the peer lists 100000 memory placements and this side 1; at most 64"),
             "{refused}"
         );
+        assert!(!refused.contains("  "), "one line, no gap of spaces: {refused}");
         let error = pair_count(&list(2), &list(3)).unwrap_err();
         assert!(matches!(&error, ConfigError::Placements { ours, .. } if ours.len() == 2), "{error:?}");
         let message = error.to_string();
