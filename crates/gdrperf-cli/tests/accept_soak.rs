@@ -131,3 +131,82 @@ fn a_soak_the_profile_cannot_run_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     assert!(text(&output).contains("--soak r9: neither a level of this profile (r1)"), "{}", text(&output));
 }
+
+/// A gdr-read-lat stand-in: one row whose typical latency is 2 us, and 5 us on its fourth call
+/// (the acceptance row is call 1, so soak interval 2).
+fn fake_latency_bench(scratch: &Scratch) -> PathBuf {
+    let script = "#!/bin/sh\n\
+        while [ $# -gt 0 ]; do case $1 in --json) json=$2;; -s) size=$2;; --mem) mem=$2;; esac; shift; done\n\
+        calls=$(cat \"$FAKE_CALLS\" 2>/dev/null || echo 0); calls=$((calls + 1)); echo $calls > \"$FAKE_CALLS\"\n\
+        typical=2.0; [ $calls -eq 4 ] && typical=5.0\n\
+        echo \"{\\\"metadata\\\":{},\\\"results\\\":[{\\\"test\\\":\\\"read_lat\\\",\\\"bytes\\\":$size,\\\"t_typical_us\\\":$typical,\\\"mem_local\\\":\\\"$mem\\\",\\\"nic_errors\\\":0}]}\" > \"$json\"\n";
+    let path = scratch.0.join("bin/gdr-read-lat");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    scratch.0.join("bin")
+}
+
+#[test]
+fn a_latency_lane_soaks_too_and_a_rise_past_max_rise_fails_it() {
+    let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let scratch = Scratch::new("latency");
+    let profile = scratch.0.join("profile.toml");
+    std::fs::write(
+        &profile,
+        r#"
+name = "soak-latency-test"
+description = "test profile"
+[latency]
+test = "read_lat"
+size = 2
+iterations = 10
+statistic = "typical"
+source = "test"
+max_lat.host = { value = "10ms", source = "test figure" }
+[soak]
+interval_s = 10
+source = "test"
+max_rise = { value = "50%", source = "test level" }
+levels.r1 = { duration = "40s", source = "test level" }
+"#,
+    )
+    .unwrap();
+    let bench_dir = fake_latency_bench(&scratch);
+    let out = scratch.0.join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+        .args([
+            "accept",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--sysfs-root",
+            fixture.path().to_str().unwrap(),
+        ])
+        .args(["--bench-dir", bench_dir.to_str().unwrap(), "--out", out.to_str().unwrap(), "--mem", "host"])
+        .args(["-d", "mlx5_0", "--soak", "r1"])
+        .env("FAKE_CALLS", scratch.0.join("calls").display().to_string())
+        .output()
+        .unwrap();
+    let printed = text(&output);
+    // The acceptance row passes (2 us against 10 ms); the soak fails on its rise alone.
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    let lane = &soak_json(&out)["lanes"][0];
+    assert_eq!(lane["lane"], "read_lat-host-mlx5_0");
+    let intervals: Vec<f64> = lane["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|interval| interval["latency_us"].as_f64().unwrap())
+        .collect();
+    assert_eq!(intervals, [2.0, 2.0, 5.0, 2.0]);
+    assert_eq!(lane["stability"]["verdict"], "FAIL");
+    assert_eq!(lane["stability"]["median_latency_us"], 2.0);
+    // (5 - 2) / 2 = 150 % above the median, past the 50 % level.
+    assert_eq!(lane["stability"]["rise_percent"], 150.0);
+    assert_eq!(
+        lane["stability"]["reasons"][0],
+        "interval 2: 150.0% above the median 2.00 us (level 50%); nothing else moved in that interval"
+    );
+    assert!(printed.contains("read_lat-host-mlx5_0 interval 2: 5.00 us t_typical_us"), "{printed}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("<p>Median 2.00 us, worst interval 2 (150.0 % above). Rise level: "), "{report}");
+}
