@@ -139,14 +139,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     say!("writing results to {}/", out.display());
     crate::inventory::write(&out, &args.sysfs_root, &doctor)?;
     // Every bandwidth and latency run is a lane of the soak.
-    let soak_lanes: Vec<PlannedRun> = steps
-        .iter()
-        .filter_map(|step| match step {
-            Step::Run(run) => Some(run.clone()),
-            Step::Decided(_) => None,
-        })
-        .collect();
-    let total = steps.iter().filter(|step| matches!(step, Step::Run(_))).count();
+    let soak_lanes = planned_runs(&steps);
+    let total = soak_lanes.len();
     let mut rows = Vec::new();
     let mut done = 0;
     for step in steps {
@@ -213,6 +207,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict)).exit_code()))
 }
 
+/// The runs the plan makes (its steps less the rows decided without running).
+fn planned_runs(steps: &[Step]) -> Vec<PlannedRun> {
+    steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Run(run) => Some(run.clone()),
+            Step::Decided(_) => None,
+        })
+        .collect()
+}
+
 /// `--serve`: the server of every run the client will make, in its order: the rows, then each
 /// lane's soak intervals.
 fn serve(
@@ -222,17 +227,9 @@ fn serve(
     ports: &crate::accept_peer::Ports,
     side: &crate::accept_peer::Side,
 ) -> anyhow::Result<ExitCode> {
-    let rows = steps.iter().filter_map(|step| match step {
-        Step::Run(run) => Some(run.clone()),
-        Step::Decided(_) => None,
-    });
-    let lanes: Vec<PlannedRun> = steps
-        .iter()
-        .filter_map(|step| match step {
-            Step::Run(run) => Some(run.clone()),
-            Step::Decided(_) => None,
-        })
-        .collect();
+    // The rows' runs, which are also the soak's lanes.
+    let lanes = planned_runs(steps);
+    let rows = lanes.iter().cloned();
     let intervals = soak.into_iter().flat_map(|plan| {
         lanes.iter().flat_map(move |lane| {
             (0..plan.intervals()).map(move |index| crate::soak_run::interval_run(plan, lane, index))

@@ -17,7 +17,7 @@ use anyhow::{bail, Context};
 use gdrperf_ceiling::ERROR_COUNTERS;
 use gdrperf_report::acceptance::{AcceptanceRow, CheckKind, PlannedRun};
 use gdrperf_report::soak::{judge, judge_latency, Interval};
-use gdrperf_report::{Profile, SourcedValue, Verdict};
+use gdrperf_report::{BandwidthUnit, Profile, SourcedValue, Verdict};
 use gdrperf_topology::identity::NodeIdentity;
 use gdrperf_topology::pcie_health::{changes, watched_functions, HealthSnapshot};
 use gdrperf_topology::SysRoot;
@@ -195,11 +195,12 @@ fn interval_figure(kind: CheckKind, row: &AcceptanceRow) -> Figure {
     let value = row.value.filter(|_| row.verdict != Verdict::Error);
     match kind {
         CheckKind::Bandwidth => Figure {
-            bandwidth_gbps: value.map(|value| match row.unit.as_str() {
-                "MiB/s" => {
-                    value * gdrperf_stats::units::BYTES_PER_MIB * 8.0 / gdrperf_stats::units::BITS_PER_GBIT
-                }
-                _ => value,
+            // Back through the threshold unit that wrote it (its label is the row's unit).
+            bandwidth_gbps: value.map(|value| {
+                [BandwidthUnit::GigabitsPerSecond, BandwidthUnit::MebibytesPerSecond]
+                    .into_iter()
+                    .find(|unit| unit.label() == row.unit)
+                    .map_or(value, |unit| unit.to_gbit(value))
             }),
             latency_us: None,
         },
