@@ -58,15 +58,20 @@ pub fn text(verdict: &Verdict) -> String {
             None => text.push_str(", no ceiling in the rows\n"),
         }
     }
-    if verdict.findings.is_empty() {
-        text.push_str("NAMED: none\n");
+    listed(&mut text, "NAMED", &verdict.findings, finding_line);
+    text
+}
+
+/// "HEADING: none", or "HEADING: N" and one indented line per item.
+fn listed<T>(text: &mut String, heading: &str, items: &[T], line: impl Fn(&T) -> String) {
+    if items.is_empty() {
+        let _ = writeln!(text, "{heading}: none");
     } else {
-        let _ = writeln!(text, "NAMED: {}", verdict.findings.len());
-        for finding in &verdict.findings {
-            let _ = writeln!(text, "  {}", finding_line(finding));
+        let _ = writeln!(text, "{heading}: {}", items.len());
+        for item in items {
+            let _ = writeln!(text, "  {}", line(item));
         }
     }
-    text
 }
 
 /// One line for a part that moved against the earlier job.
@@ -106,13 +111,6 @@ pub fn base_text(comparison: &BaseComparison) -> String {
         "AGAINST THE BASE: {} classes and {} class ports compared; ports only in the base: {}, only now: {}\n",
         comparison.classes_compared, comparison.ports_compared, comparison.ports_only_then, comparison.ports_only_now
     );
-    if comparison.movements.is_empty() {
-        text.push_str("MOVED: none\n");
-    } else {
-        let _ = writeln!(text, "MOVED: {}", comparison.movements.len());
-        for movement in &comparison.movements {
-            let _ = writeln!(text, "  {}", movement_line(movement));
-        }
-    }
+    listed(&mut text, "MOVED", &comparison.movements, movement_line);
     text
 }
