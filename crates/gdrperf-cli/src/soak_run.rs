@@ -5,7 +5,10 @@
 //! and which counters those were, from its `nic_counters`; in a loopback run both ends count on
 //! the one port, so the remote end's counters are these too),
 //! and the AER counters and links of the GPU, the NIC and every bridge above them, re-read
-//! after each interval (`gdrperf_topology::pcie_health`). Each lane is judged on stability by
+//! after each interval (`gdrperf_topology::pcie_health`), and where NVML is present the GPU's
+//! own word over the interval (`gdrperf_cuda::gpu_watch`: XID events, PCIe replays, throttle
+//! reasons and time held by the power and thermal limits; absent NVML is said once, not an
+//! error). Each lane is judged on stability by
 //! `gdrperf_report::soak::judge`; everything goes to `soak.json` and the interval files to
 //! `soak/`.
 
@@ -15,6 +18,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use gdrperf_ceiling::ERROR_COUNTERS;
+use gdrperf_cuda::gpu_watch::{self, GpuReading, GpuWatch};
 use gdrperf_report::acceptance::{AcceptanceRow, CheckKind, PlannedRun};
 use gdrperf_report::soak::{judge, judge_latency, Interval};
 use gdrperf_report::{BandwidthUnit, Profile, SourcedValue, Verdict};
@@ -101,6 +105,24 @@ pub fn run(
     let identity = NodeIdentity::read(&sys);
     let count = plan.intervals();
     say!("\nsoak: {count} intervals of {} s per lane ({})", plan.interval_s, plan.why);
+    let gpus = watched_gpus(runs);
+    let (gpu_watch, gpu_watch_words) = match gpus.is_empty() {
+        true => (None, "no lane uses GPU memory".to_string()),
+        false => match GpuWatch::open(&gpus) {
+            Ok(watch) => {
+                let words = watch.description().to_string();
+                (Some(watch), words)
+            }
+            Err(why) => (None, format!("GPUs not watched: {why}")),
+        },
+    };
+    say!("soak: GPU watch: {gpu_watch_words}");
+    let read_gpu = |lane: &PlannedRun| -> GpuReading {
+        match (&gpu_watch, &lane.gpu) {
+            (Some(watch), Some(gpu)) => watch.read().remove(&gpu.bus_id).unwrap_or_default(),
+            _ => GpuReading::default(),
+        }
+    };
     let mut lanes = Vec::new();
     let mut verdicts = Vec::new();
     for lane in runs {
@@ -113,6 +135,7 @@ pub fn run(
             lane.gpu.iter().map(|gpu| gpu.bus_id.as_str()).chain(nic_address.as_deref()).collect();
         let watched = watched_functions(&sys, &devices);
         let mut before = HealthSnapshot::read(&sys, &watched);
+        let mut gpu_before = read_gpu(lane);
         let started = Instant::now();
         let mut intervals = Vec::new();
         for index in 0..count {
@@ -122,6 +145,9 @@ pub fn run(
             let after = HealthSnapshot::read(&sys, &watched);
             let pcie_events: Vec<String> = changes(&before, &after).iter().map(ToString::to_string).collect();
             before = after;
+            let gpu_after = read_gpu(lane);
+            let gpu = gpu_watch::changes(&gpu_before, &gpu_after);
+            gpu_before = gpu_after;
             let (nic_errors, nic_error_counters) =
                 nic_errors(&folder.join(format!("{}.json", interval_run.stem)), lane.bytes);
             let figure = interval_figure(lane.kind, &row);
@@ -138,7 +164,12 @@ pub fn run(
                 } else {
                     String::new()
                 },
-                pcie_events.iter().map(|event| format!(", {event}")).collect::<String>()
+                pcie_events
+                    .iter()
+                    .chain(&gpu.errors)
+                    .chain(&gpu.held_back)
+                    .map(|event| format!(", {event}"))
+                    .collect::<String>()
             );
             intervals.push(Interval {
                 start_s,
@@ -147,6 +178,8 @@ pub fn run(
                 nic_errors,
                 nic_error_counters,
                 pcie_events,
+                gpu_events: gpu.errors,
+                gpu_held_back: gpu.held_back,
             });
         }
         let stability = match lane.kind {
@@ -173,6 +206,7 @@ pub fn run(
         "duration_s": plan.seconds,
         "interval_s": plan.interval_s,
         "why": plan.why,
+        "gpu_watch": gpu_watch_words,
         "stability": overall,
         "lanes": lanes,
     });
@@ -181,6 +215,15 @@ pub fn run(
         .with_context(|| format!("writing {}", path.display()))?;
     say!("soak: {overall} ({})", path.display());
     Ok(overall)
+}
+
+/// The GPUs the lanes use, by bus id, each once.
+fn watched_gpus(runs: &[PlannedRun]) -> Vec<&str> {
+    let mut gpus: Vec<&str> =
+        runs.iter().filter_map(|run| run.gpu.as_ref().map(|gpu| gpu.bus_id.as_str())).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    gpus
 }
 
 /// What one interval measured: a bandwidth lane's rate in Gb/s (the row's value is in the

@@ -210,3 +210,59 @@ levels.r1 = { duration = "40s", source = "test level" }
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("<p>Median 2.00 us, worst interval 2 (150.0 % above). Rise level: "), "{report}");
 }
+
+/// Whether this machine has NVML (`libnvidia-ml.so.1`); CI and the build host have none.
+fn nvml_present() -> bool {
+    let name = c"libnvidia-ml.so.1";
+    // SAFETY: dlopen with a NUL-terminated name; the handle, if any, is closed at once.
+    unsafe {
+        let handle = libc::dlopen(name.as_ptr(), libc::RTLD_LAZY);
+        if !handle.is_null() {
+            libc::dlclose(handle);
+        }
+        !handle.is_null()
+    }
+}
+
+#[test]
+fn a_gpu_lane_without_nvml_soaks_on_and_says_the_gpu_was_not_watched() {
+    let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let scratch = Scratch::new("nvml");
+    let profile = scratch.0.join("profile.toml");
+    std::fs::write(&profile, PROFILE.replace("min_bw.host", "min_bw.cuda")).unwrap();
+    let bench_dir = fake_bench(&scratch);
+    let out = scratch.0.join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
+        .args([
+            "accept",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--sysfs-root",
+            fixture.path().to_str().unwrap(),
+        ])
+        .args(["--bench-dir", bench_dir.to_str().unwrap(), "--out", out.to_str().unwrap(), "--mem", "cuda"])
+        .args(["-d", "mlx5_0", "--soak", "r1"])
+        .env("FAKE_BW", "12.5")
+        .env("FAKE_CALLS", scratch.0.join("calls"))
+        .output()
+        .unwrap();
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(0), "absent NVML is said, not an error: {printed}");
+    let soak = soak_json(&out);
+    let lane = &soak["lanes"][0];
+    assert!(lane["gpu"].is_string(), "the lane runs on a GPU: {lane}");
+    let words = soak["gpu_watch"].as_str().unwrap();
+    if !nvml_present() {
+        assert!(words.starts_with("GPUs not watched: NVML not loaded (libnvidia-ml.so.1"), "{words}");
+        assert!(printed.contains("soak: GPU watch: GPUs not watched: NVML not loaded"), "{printed}");
+        let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+        assert!(report.contains("<p>GPU watch: GPUs not watched: NVML not loaded"), "{report}");
+    }
+    // No GPU word was made up: the intervals carry none.
+    for interval in lane["intervals"].as_array().unwrap() {
+        assert!(
+            interval.get("gpu_events").is_none() && interval.get("gpu_held_back").is_none(),
+            "{interval}"
+        );
+    }
+}

@@ -38,6 +38,7 @@
 mod bandwidth;
 mod driver;
 mod error;
+pub mod gpu_watch;
 mod memory;
 mod order;
 pub mod pattern;

@@ -22,6 +22,9 @@ pub fn section(soak: Option<&Value>) -> String {
         cell(&soak["interval_s"]),
         cell(&soak["why"])
     );
+    if soak["gpu_watch"].is_string() {
+        html.push_str(&format!("<p>GPU watch: {}</p>\n", cell(&soak["gpu_watch"])));
+    }
     for lane in soak["lanes"].as_array().into_iter().flatten() {
         let title = format!("soak {}", lane["lane"].as_str().unwrap_or(""));
         // A latency lane's stability has a median latency; a bandwidth lane's a median rate.
@@ -95,6 +98,8 @@ mod tests {
             nic_errors: 0,
             nic_error_counters: Default::default(),
             pcie_events: Vec::new(),
+            gpu_events: Vec::new(),
+            gpu_held_back: Vec::new(),
         }
     }
 

@@ -4,8 +4,10 @@
 //! 15 minutes, r4 longer), so a person picks the depth by name; each level names its source.
 //! The stability judgement is a pure function of the intervals: the worst interval's bandwidth
 //! against the median (a latency lane: the worst interval's latency, the profile's statistic,
-//! against the median, a rise rather than a dip), no NIC error counter moving, no AER counter moving and no link changing
-//! (the PCIe events come from `gdrperf_topology::pcie_health`). A dip level the profile does not
+//! against the median, a rise rather than a dip), no NIC error counter moving, no AER counter moving, no link changing
+//! (the PCIe events come from `gdrperf_topology::pcie_health`) and no GPU error where NVML is
+//! present (an XID, the GPU's PCIe replays, a hardware slowdown: `gdrperf_cuda::gpu_watch`; a
+//! GPU held at its power cap or a thermal limit is tied to its interval but does not fail). A dip level the profile does not
 //! set is said: the dip is reported, not judged. Each reason names its interval and what moved
 //! there (the error counters by name, the PCIe event), and the worst interval carries what moved
 //! in it: a dip is tied in time to its likely cause, which a sum over the run cannot do.
@@ -160,6 +162,15 @@ pub struct Interval {
     pub nic_error_counters: BTreeMap<String, u64>,
     /// What moved on PCIe in the interval (`pcie_health` events, worded).
     pub pcie_events: Vec<String>,
+    /// What the GPU itself reported as errors in the interval, through NVML (an XID event, its
+    /// PCIe replay counter moving, a hardware slowdown: `gdrperf_cuda::gpu_watch`); they fail
+    /// the soak as a PCIe event does. Empty where NVML is absent (the soak says so once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_events: Vec<String>,
+    /// Normal limits that held the GPU's clocks in the interval (the power cap, a thermal
+    /// limit): not failures, but tied to the interval so that a dip there names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_held_back: Vec<String>,
 }
 
 /// The stability verdict and what it rests on.
@@ -182,9 +193,11 @@ pub struct Stability {
     pub level: String,
     /// Why it did not pass, each tied to its interval.
     pub reasons: Vec<String>,
-    /// The intervals to mark on the plot: the worst, and every one where something moved.
+    /// The intervals to mark on the plot: the worst, and every one where something moved (a GPU
+    /// held back by its power or thermal limit included, though that alone does not fail).
     pub marked: Vec<usize>,
-    /// What moved in the worst interval (error counters beyond the allowance, PCIe events):
+    /// What moved in the worst interval (error counters beyond the allowance, PCIe events, the
+    /// GPU's errors and limits):
     /// the dip tied in time to its likely cause; empty when nothing moved there.
     pub worst_interval_moved: Vec<String>,
 }
@@ -279,16 +292,15 @@ fn judge_by(
         if errors {
             reasons.push(format!("{at}: {}", nic_error_words(interval, max_nic_errors)));
         }
-        for event in &interval.pcie_events {
+        for event in interval.pcie_events.iter().chain(&interval.gpu_events) {
             reasons.push(format!("{at}: {event}"));
         }
-        if errors || !interval.pcie_events.is_empty() {
-            if verdict == Verdict::Pass {
-                verdict = Verdict::Fail;
-            }
-            if !marked.contains(&index) {
-                marked.push(index);
-            }
+        let failing = errors || !interval.pcie_events.is_empty() || !interval.gpu_events.is_empty();
+        if failing && verdict == Verdict::Pass {
+            verdict = Verdict::Fail;
+        }
+        if (failing || !interval.gpu_held_back.is_empty()) && !marked.contains(&index) {
+            marked.push(index);
         }
     }
     let worst_interval_moved: Vec<String> = worst_interval
@@ -296,7 +308,12 @@ fn judge_by(
             let interval = &intervals[worst];
             let errors =
                 (interval.nic_errors > max_nic_errors).then(|| nic_error_words(interval, max_nic_errors));
-            errors.into_iter().chain(interval.pcie_events.iter().cloned()).collect()
+            errors
+                .into_iter()
+                .chain(interval.pcie_events.iter().cloned())
+                .chain(interval.gpu_events.iter().cloned())
+                .chain(interval.gpu_held_back.iter().cloned())
+                .collect()
         })
         .unwrap_or_default();
     let limit_percent = limit.and_then(|limit| match figure {

@@ -8,6 +8,8 @@ fn interval(start_s: f64, gbps: f64) -> Interval {
         nic_errors: 0,
         nic_error_counters: BTreeMap::new(),
         pcie_events: Vec::new(),
+        gpu_events: Vec::new(),
+        gpu_held_back: Vec::new(),
     }
 }
 
@@ -69,6 +71,38 @@ fn a_dip_tied_to_retransmissions_and_an_aer_count_fails_and_is_marked() {
         ]
     );
     assert_eq!(stability.worst_interval_moved, ["NIC error counters moved by 37 (allowed 0)"]);
+}
+
+#[test]
+fn a_gpu_error_fails_the_soak_and_a_gpu_held_at_its_power_cap_only_explains_a_dip() {
+    let mut intervals: Vec<Interval> = [100.0, 100.0, 70.0, 100.0, 100.0]
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| interval(i as f64 * 10.0, v))
+        .collect();
+    intervals[2].gpu_held_back = vec!["clocks held by the power limit for 900 ms".into()];
+    // Held back alone: marked and tied to the dip, and the dip (30% > 10%) is what fails.
+    let held = judge(&intervals, Some(&ten_percent()), 0);
+    assert_eq!(held.verdict, Verdict::Fail);
+    assert_eq!(held.marked, [2]);
+    assert_eq!(held.worst_interval_moved, ["clocks held by the power limit for 900 ms"]);
+    assert_eq!(
+        held.reasons,
+        ["interval 2: 30.0% below the median 100.000 Gb/s (level 10%); in the same interval: clocks held by \
+          the power limit for 900 ms"]
+    );
+    // Without a dip level the same intervals pass: a power cap is not an error.
+    assert_eq!(judge(&intervals, None, 0).verdict, Verdict::Pass);
+    // An XID fails the soak whatever the bandwidth did.
+    intervals[4].gpu_events =
+        vec!["XID 79 (a critical GPU error event; nvidia-smi and dmesg name it)".into()];
+    let xid = judge(&intervals, None, 0);
+    assert_eq!(xid.verdict, Verdict::Fail);
+    assert_eq!(xid.marked, [2, 4]);
+    assert_eq!(
+        xid.reasons,
+        ["interval 4 (at 40 s): XID 79 (a critical GPU error event; nvidia-smi and dmesg name it)"]
+    );
 }
 
 #[test]
