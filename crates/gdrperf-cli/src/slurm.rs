@@ -10,7 +10,11 @@
 //! Every task reads Slurm's environment, computes the same plan (gdrperf-cluster), and runs its
 //! part: the bench as server (no HOST) or as client of the peer's node, one TCP port per pair,
 //! the client's CSV/JSON into DIR/pairs. Rank 0 waits for all tasks, writes DIR/results.csv,
-//! DIR/results.json and DIR/summary.txt, and prints the summary.
+//! DIR/results.json and DIR/summary.txt, and prints the summary; then it judges the gathered rows
+//! as `gdrperf fleet judge DIR/results.csv` would (gdrperf-fleet, default thresholds) into
+//! DIR/fleet.txt and DIR/fleet.json and prints that too. The step's exit status stays the
+//! thresholds' (a pair failed or not): parts slower than their peers but passing are named for a
+//! person to read, and `gdrperf fleet judge` gives them an exit status of their own.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,6 +29,9 @@ use gdrperf_cluster::step::SlurmStep;
 use gdrperf_cluster::summary::summarize;
 use gdrperf_cluster::task::{bench_command_line, run_task, BenchCommand, TaskOptions};
 use gdrperf_cluster::ClusterError;
+use gdrperf_fleet::judge::{judge, JudgeConfig};
+use gdrperf_fleet::read::read_gathered;
+use gdrperf_fleet::report as fleet_report;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -225,8 +232,41 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
             out.join("results.json").display()
         );
         failed |= run.failed() > 0;
+        judge_fleet(&out);
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Rank 0, after the gather: the fleet judgement of the job's rows into DIR/fleet.txt and
+/// DIR/fleet.json, printed. A job whose rows cannot be judged (a latency test: no bandwidth
+/// column) says why in one line; the job's results stand either way.
+fn judge_fleet(out: &Path) {
+    let results = out.join("results.csv");
+    let (text_path, json_path) = (out.join("fleet.txt"), out.join("fleet.json"));
+    let verdict = match read_gathered(std::slice::from_ref(&results)) {
+        Ok(rows) => judge(&rows, &JudgeConfig::default()),
+        Err(error) => {
+            say!("gdrperf slurm: no fleet judgement: {error}");
+            return;
+        }
+    };
+    let text = fleet_report::text(&verdict);
+    let written = std::fs::write(&text_path, &text).and_then(|()| {
+        std::fs::write(&json_path, serde_json::to_string_pretty(&verdict).unwrap_or_default() + "\n")
+    });
+    say_raw!("{text}");
+    match written {
+        Ok(()) => say!(
+            "gdrperf slurm: fleet judgement (as `gdrperf fleet judge {}`) in {} and {}",
+            results.display(),
+            text_path.display(),
+            json_path.display()
+        ),
+        Err(error) => say!(
+            "gdrperf slurm: the fleet judgement above could not be written under {}: {error}",
+            out.display()
+        ),
+    }
 }
 
 /// Prints what this task would do, for checking a layout before spending an allocation on it.

@@ -34,7 +34,11 @@ if [ "$SLURMD_NODENAME" = "$FAKE_BAD_NODE" ]; then
     echo "gdr-write-bw: error: port 1 of mlx5_0 is DOWN" >&2
     exit 2
 fi
-if [ -n "$host" ]; then
+if [ -n "$host" ] && [ -n "${FAKE_FULL_ROWS:-}" ]; then
+    case $SLURMD_NODENAME in n1) bw=100 ;; n2) bw=101 ;; n3) bw=99 ;; *) bw=100.5 ;; esac
+    printf 'test,bytes,bidirectional,mem_local,mem_remote,device,peer_device,bw_avg_gbit_s,validation,host,peer_host\n' >"$csv"
+    printf 'write_bw,65536,false,host,host,mlx5_0,mlx5_0,%s,pass,%s,%s\n' "$bw" "$SLURMD_NODENAME" "$host" >>"$csv"
+elif [ -n "$host" ]; then
     printf 'test,bytes,validation,host,peer_host\nwrite_bw,65536,%s,%s,%s\n' "${FAKE_VALIDATION:-pass}" "$SLURMD_NODENAME" "$host" >"$csv"
     printf '{"metadata":{},"results":[{"test":"write_bw","bytes":65536,"host":"%s","peer_host":"%s"}]}\n' "$SLURMD_NODENAME" "$host" >"$json"
 fi
@@ -145,6 +149,34 @@ fn ring_of_four_measures_every_link_and_gathers_one_csv() {
     // The client was told the server's node name and the pair's port.
     let client_log = read(&cluster.out().join("logs/r0_n1_n2_0-1.client.log"));
     assert!(client_log.contains("port 18515, host 'n1'"), "{client_log}");
+    // Rows without a bandwidth column cannot be judged as a fleet: said, and the job stands.
+    assert!(rank0.contains("no fleet judgement: ") && rank0.contains("no column `bidirectional`"), "{rank0}");
+    assert!(!cluster.out().join("fleet.txt").exists());
+}
+
+#[test]
+fn rank_zero_judges_the_gathered_rows_as_a_fleet_and_two_nodes_say_what_they_cannot_tell() {
+    let ring = Cluster::new(4);
+    let outputs = ring.run(&[0, 1, 2, 3], &["--schedule", "ring"], &[("FAKE_FULL_ROWS", "1")]);
+    let rank0 = text(&outputs[0]);
+    assert_eq!(outputs[0].status.code(), Some(0), "{rank0}");
+    let fleet = read(&ring.out().join("fleet.txt"));
+    assert!(fleet.starts_with("class write_bw 65536 B host->host"), "{fleet}");
+    assert!(fleet.contains(": 4 rows, level ") && fleet.ends_with("NAMED: none\n"), "{fleet}");
+    assert!(!fleet.contains("cannot tell"), "four nodes can name parts: {fleet}");
+    assert!(rank0.contains(&fleet) && rank0.contains("fleet judgement (as `gdrperf fleet judge "), "{rank0}");
+    let json: serde_json::Value = serde_json::from_str(&read(&ring.out().join("fleet.json"))).unwrap();
+    assert_eq!(
+        (json["classes"][0]["rows"].as_u64(), json["classes"][0]["nodes"].as_u64()),
+        (Some(4), Some(4))
+    );
+
+    let pair = Cluster::new(2);
+    let outputs = pair.run(&[0, 1], &[], &[("FAKE_FULL_ROWS", "1")]);
+    let rank0 = text(&outputs[0]);
+    assert_eq!(outputs[0].status.code(), Some(0), "{rank0}");
+    let fleet = read(&pair.out().join("fleet.txt"));
+    assert!(fleet.contains("\n  cannot tell: 2 node(s): every row joins the same two ends"), "{fleet}");
 }
 
 /// Every file under `root`, recursively.

@@ -12,6 +12,8 @@
 //! DIR/matrix.csv                 client node, server node, lane: bandwidth of the largest size,
 //!                                and each end's device
 //! DIR/summary.txt                pass/fail per pair and the failing nodes
+//! DIR/fleet.txt, fleet.json      the fleet judgement of results.csv (gdrperf-fleet; the CLI
+//!                                writes it, this crate does not judge)
 //! ```
 //!
 //! Files are written whole to a temporary name and renamed, so a task polling a shared file

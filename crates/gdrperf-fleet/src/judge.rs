@@ -108,6 +108,32 @@ pub struct ClassSummary {
     pub level_gbps: f64,
     pub noise_pct: f64,
     pub ceiling_gbps: Option<f64>,
+    /// Nodes with rows in the class.
+    pub nodes: u64,
+    /// What the class's rows cannot tell apart, where their shape rules a part out (two nodes:
+    /// every row has the same two ends); `None` where every kind of part can be named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cannot_tell: Option<String>,
+}
+
+/// Why a class of `nodes` nodes cannot name a part, if it cannot: a part is named from two or
+/// more peers, and with two nodes each port meets one at most, so a slow node, a slow port and
+/// a slow link between the two give the same rows.
+fn cannot_tell(nodes: u64, ceiling: bool) -> Option<String> {
+    let judged = match ceiling {
+        true => "the class against its ceiling",
+        false => "nothing within the job (the rows carry no ceiling)",
+    };
+    match nodes {
+        0..=2 => Some(format!(
+            "{nodes} node(s): every row joins the same two ends, so a slow node, a slow NIC port and a slow \
+             link between them give the same rows and none can be named (a part needs rows with two or \
+             more peers: three or more nodes); judged here: {judged}, a lane slower than the pair's \
+             other lanes (as a link, with three or more lanes), and against an earlier job (--base) \
+             the class or a port that moved"
+        )),
+        _ => None,
+    }
 }
 
 /// The judgement of a fleet.
@@ -224,6 +250,11 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
     let mut classes = Vec::new();
     for (class, info) in catalog.classes.iter().enumerate() {
         let level = fit.level[class].exp();
+        let nodes: BTreeSet<u32> = (0..ports)
+            .filter(|&port| fit.effects[class * ports + port].rows > 0)
+            .map(|port| catalog.ports[port].node)
+            .collect();
+        let nodes = nodes.len() as u64;
         if let Some(ceiling) = info.ceiling_gbps {
             if level < ceiling * (1.0 - config.ceiling_shortfall) {
                 findings.push(Finding {
@@ -248,6 +279,8 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
             level_gbps: level,
             noise_pct: 100.0 * fit.noise[class],
             ceiling_gbps: info.ceiling_gbps,
+            nodes,
+            cannot_tell: cannot_tell(nodes, info.ceiling_gbps.is_some()),
         });
     }
     findings.sort_by(|a, b| {
@@ -350,6 +383,67 @@ fn settle_ports(source: &dyn Source, fit: &Fit, named: &[Named], peers: &Peers, 
                 p_adjusted: Some((entry.tests * normal::lower_tail(entry.z)).min(1.0)),
             });
         }
+    }
+    single_peer_links(source, fit, named, peers, findings);
+}
+
+/// A named port that met one peer: either end could be at fault, so the pair is the finding, a
+/// link, with the median of its rows against the class level (the two ends' effects share the
+/// deficit between them, so neither effect alone is its size). One finding per pair, however
+/// many of its ends were named; the extra pass over the rows runs only when there is one.
+fn single_peer_links(
+    source: &dyn Source,
+    fit: &Fit,
+    named: &[Named],
+    peers: &Peers,
+    findings: &mut Vec<Finding>,
+) {
+    let catalog = source.catalog();
+    // (class, lower port, higher port) -> (surest z of its named ends, their test count).
+    let mut pairs: BTreeMap<(u32, u32, u32), (f64, f64)> = BTreeMap::new();
+    for entry in named {
+        let Some(set) = peers.get(&(entry.class, entry.port)) else { continue };
+        let (1, Some(&peer)) = (set.len(), set.iter().next()) else { continue };
+        let slot = pairs
+            .entry((entry.class, entry.port.min(peer), entry.port.max(peer)))
+            .or_insert((f64::INFINITY, entry.tests));
+        slot.0 = slot.0.min(entry.z);
+    }
+    if pairs.is_empty() {
+        return;
+    }
+    let mut deficits: BTreeMap<(u32, u32, u32), Vec<f64>> =
+        pairs.keys().map(|&key| (key, Vec::new())).collect();
+    source.visit(&mut |row| {
+        let key = (row.class, row.sender.min(row.receiver), row.sender.max(row.receiver));
+        if let Some(list) = deficits.get_mut(&key) {
+            list.push(f64::from(row.log_gbps) - fit.level[row.class as usize]);
+        }
+    });
+    for ((class, a, b), (z, tests)) in pairs {
+        let mut list = deficits.remove(&(class, a, b)).unwrap_or_default();
+        list.sort_by(f64::total_cmp);
+        let n = list.len();
+        let median = match n {
+            0 => continue,
+            _ if n % 2 == 1 => list[n / 2],
+            _ => 0.5 * (list[n / 2 - 1] + list[n / 2]),
+        };
+        let (a, b) = (&catalog.ports[a as usize], &catalog.ports[b as usize]);
+        findings.push(Finding {
+            kind: PartKind::Link,
+            node: catalog.nodes[a.node as usize].clone(),
+            device: Some(a.device.clone()),
+            gpu_bus_id: None,
+            peer_node: Some(catalog.nodes[b.node as usize].clone()),
+            peer_device: Some(b.device.clone()),
+            class: catalog.classes[class as usize].label.clone(),
+            below_pct: below_pct(median),
+            pairs: n as u64,
+            peers: 1,
+            z: Some(z),
+            p_adjusted: Some((tests * normal::lower_tail(z)).min(1.0)),
+        });
     }
 }
 

@@ -57,6 +57,9 @@ pub fn text(verdict: &Verdict) -> String {
             }
             None => text.push_str(", no ceiling in the rows\n"),
         }
+        if let Some(words) = &class.cannot_tell {
+            let _ = writeln!(text, "  cannot tell: {words}");
+        }
     }
     listed(&mut text, "NAMED", &verdict.findings, finding_line);
     text

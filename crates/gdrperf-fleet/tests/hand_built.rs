@@ -150,3 +150,29 @@ fn the_same_input_gives_the_same_verdict() {
         assert_eq!(judge(&input, &JudgeConfig::default()), first);
     }
 }
+
+#[test]
+fn two_nodes_say_what_they_cannot_tell_and_still_find_one_slow_lane_of_four() {
+    // Two nodes, both slow (all rows at 60): the class level is 60 and nothing is below it; the
+    // judge names nothing and says why. The same with one lane of four at 60 (two rows, one each
+    // way, among eight): its two ports meet one peer each, so the lane is named as a link; the
+    // 3 healthy lanes keep the class at 100.
+    let everything_slow = judge(&fleet(2, 4, &["host"], |_, _, _, _| Some(60.0)), &JudgeConfig::default());
+    assert!(everything_slow.findings.is_empty(), "{:?}", everything_slow.findings);
+    assert_eq!(everything_slow.classes[0].nodes, 2);
+    let words = everything_slow.classes[0].cannot_tell.as_deref().unwrap();
+    assert!(words.starts_with("2 node(s): every row joins the same two ends"), "{words}");
+    let one_lane = |_: usize, _: usize, lane: usize, _: &str| Some(if lane == 2 { 60.0 } else { 100.0 });
+    let verdict = judge(&fleet(2, 4, &["host"], one_lane), &JudgeConfig::default());
+    assert_eq!(
+        named(&verdict),
+        [(PartKind::Link, "n0".to_string(), Some("mlx5_2".to_string()), Some("n1".to_string()))]
+    );
+    // The pair's two rows are both at 60.6 (lane 2: 0 + 1 + 2 is odd, +1 %); of the eight rows
+    // the median is 99 (lanes 1 and 3 at -1 %), the class level: 1 - 60.6 / 99 = 38.8 % below.
+    let below = verdict.findings[0].below_pct;
+    assert!((38.0..39.5).contains(&below), "{below}");
+    // Three nodes can name parts: no such words.
+    let three = judge(&fleet(3, 2, &["host"], |_, _, _, _| Some(100.0)), &JudgeConfig::default());
+    assert_eq!((three.classes[0].nodes, three.classes[0].cannot_tell.as_deref()), (3, None));
+}
