@@ -10,11 +10,14 @@
 #    send/recv bandwidth, write and send latency (those that are built). Checked: both sides exit
 #    0, the rows, the data check, both host names in every row, the GID taken from the client's
 #    interface address (::ffff:192.0.2.11), the bytes on eth0.
-# 1a. -R (scripts/vm-tests.d/21-rdma-cm.sh) in gdrvm0, where rxe0 sits on eth0: every bench
+# 1a. -R (scripts/vm-tests.d/24-rdma-cm.sh) in gdrvm0, where rxe0 sits on eth0: every bench
 #    connected through rdma_cm, loopback and two processes, perftest's -R beside it.
 # 1b. Loss (scripts/loss-test.sh, short form): netem drops 2% of gdrvm1's eth0 egress; checked:
 #    rxe's error counters move and gdr-write-bw --max-nic-errors 0 fails (exit 1, WARNING and
 #    FAIL lines), one way and both ways; GDRPERF_SKIP_LOSS=1 skips it.
+# 1c. Soak under loss (scripts/soak-loss-test.sh): `gdrperf accept --soak` across the link, clean
+#    (PASS) and with netem loss switched on after interval 1 (intervals 3-5 marked, tied to rxe's
+#    retry and sequence counters by name, FAIL, exit 1); GDRPERF_SKIP_SOAK_LOSS=1 skips it.
 # 2. Slurm (scripts/softroce/slurm-vm.sh + two-host-slurm.sh): a real two-node cluster (Debian's
 #    slurmctld, slurmd, munge) in the VMs; hostlists expanded by gdrperf and by scontrol compared;
 #    `srun -N2 -n2 gdrperf slurm` (pairs: one row per pair), a ring with two tasks per node, a run
@@ -86,9 +89,9 @@ sent=$(( ${tx_after:-0} - ${tx_before:-0} ))
 check "gdrvm1 sent $((sent >> 20)) MiB over eth0 (at least 96 MiB)" "$([ "$sent" -ge $((96 << 20)) ] || echo "only $sent bytes")"
 
 # --- 1a. -R: the rdma_cm family in gdrvm0, whose rxe0 sits on a NIC (on lo rdma_cm finds no route)
-echo "== -R through rdma_cm in gdrvm0 (scripts/vm-tests.d/21-rdma-cm.sh)"
+echo "== -R through rdma_cm in gdrvm0 (scripts/vm-tests.d/24-rdma-cm.sh)"
 scripts/softroce.sh pair --timeout 900 -- \
-    "VM_TEST_OUT=$OUT/rdma-cm VM_TESTS=21-rdma-cm scripts/vm-tests.sh" true >"$OUT/rdma-cm.log" 2>&1
+    "VM_TEST_OUT=$OUT/rdma-cm VM_TESTS=24-rdma-cm scripts/vm-tests.sh" true >"$OUT/rdma-cm.log" 2>&1
 status=$?
 grep -E '^vm0\| (ok|FAIL) ' "$OUT/rdma-cm.log" | sed 's/^vm0| /       /'
 check "-R family in gdrvm0: $(grep -o '[0-9]* passed, [0-9]* failed' "$OUT/rdma-cm.log" | tail -n 1) (exit $status)" \
@@ -104,6 +107,18 @@ else
     grep -E '^(ok|FAIL|info) ' "$OUT/loss.log" | sed 's/^/       /'
     check "loss: counters move and --max-nic-errors 0 fails the run (scripts/loss-test.sh exit $status)" \
         "$([ $status = 0 ] || grep -A3 '^FAIL' "$OUT/loss.log" | head -n 12)"
+fi
+
+# --- 1c. a soak with loss switched on mid-run ------------------------------------------------------
+if [ "${GDRPERF_SKIP_SOAK_LOSS:-0}" = 1 ]; then
+    echo "== soak under loss skipped (GDRPERF_SKIP_SOAK_LOSS=1)"
+else
+    echo "== two VMs, accept --soak clean and with 2% loss from interval 2 (scripts/soak-loss-test.sh)"
+    scripts/soak-loss-test.sh "$OUT/soak-loss" >"$OUT/soak-loss.log" 2>&1
+    status=$?
+    grep -E '^(ok|FAIL|info) ' "$OUT/soak-loss.log" | sed 's/^/       /'
+    check "soak: a clean soak passes; loss marks its intervals, ties them to the counters, fails (exit $status)" \
+        "$([ $status = 0 ] || grep -A3 '^FAIL' "$OUT/soak-loss.log" | head -n 12)"
 fi
 
 # --- 2. Slurm inside the VMs ---------------------------------------------------------------------
@@ -141,6 +156,10 @@ else
         check "pairs: one row for the one pair" "$(check_rows pairs "$shared/pairs/results.csv" 1)"
         check "pairs: the summary passes and names no node" \
             "$(grep -q '^FAILING NODES: none' "$shared/pairs/summary.txt" 2>/dev/null && grep -q '1 pairs: 1 passed, 0 failed' "$shared/pairs/summary.txt" || cat "$shared/pairs/summary.txt" 2>&1)"
+        check "pairs: rank 0 judged the rows as a fleet and says what two nodes cannot tell" \
+            "$(grep -q '^  cannot tell: 2 node(s): every row joins the same two ends' "$shared/pairs/fleet.txt" 2>/dev/null &&
+               grep -q '^NAMED: ' "$shared/pairs/fleet.txt" && grep -q '"cannot_tell"' "$shared/pairs/fleet.json" ||
+               cat "$shared/pairs/fleet.txt" "$shared/pairs.log" 2>&1 | tail -n 12)"
         check "ring: four pairs (two rounds x two tasks per node), four rows" \
             "$(python3 - "$shared/ring/results.csv" <<'EOF'
 import csv, sys

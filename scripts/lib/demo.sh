@@ -1,4 +1,4 @@
-# Sourced (POSIX sh) by scripts/demo.sh and by the VM test scripts/vm-tests.d/18-demo.sh, so the
+# Sourced (POSIX sh) by scripts/demo.sh and by the VM test scripts/vm-tests.d/20-demo.sh, so the
 # test runs exactly the demo's command and writes exactly the demo's files.
 #   demo_command OUT [EXTRA...]   prints the demo's gdr-write-bw command writing into OUT
 #   demo_header OUT COMMAND MACHINE   writes OUT/write_bw.txt's opening lines

@@ -12,7 +12,7 @@ field() { awk -F, -v lane="$2" -v name="$3" '/^#/ { next } !header++ { for (i = 
 # CI runs on 2 loaded cores, would fail on the VM's kernel rather than on gdrperf; 20 runs also
 # take about 20 minutes.
 if [ -z "${LANE_RUNS:-}" ]; then
-    echo "# 19-lanes-send skipped: LANE_RUNS=N runs it (Soft-RoCE soft lockups, results/softroce/lanes-stall)"
+    echo "# 22-lanes-send skipped: LANE_RUNS=N runs it (Soft-RoCE soft lockups, results/softroce/lanes-stall)"
 fi
 runs=${LANE_RUNS:-0}
 passed=0

@@ -18,7 +18,9 @@ check_lat_csv() {
         }
         {
             n++
-            for (k = 4; k <= 11; k++) { v = $k; if (v ~ /nan|inf/ || v == "" || (k != 8 && !(v + 0 > 0)) || v + 0 < 0) print "row " n " column " k " not a positive time: " v }
+            # Every time positive and finite; the standard deviation may be 0.
+            split("t_min_us t_max_us t_typical_us t_avg_us t_stdev_us p99_us p99_9_us p99_99_us", times, " ")
+            for (k = 1; k <= 8; k++) { v = $col[times[k]]; if (v ~ /nan|inf/ || v == "" || (times[k] != "t_stdev_us" && !(v + 0 > 0)) || v + 0 < 0) print "row " n " " times[k] " not a positive time: " v }
             if (iters > 0 && $col["iterations"] != iters) print "row " n ": " $col["iterations"] " samples, expected " iters
             if (iters == 0 && !($col["iterations"] + 0 > 0)) print "row " n ": no samples"
             split("t_min_us t_typical_us p99_us p99_9_us p99_99_us t_max_us", order, " ")

@@ -5,7 +5,7 @@
 # rdma_cm resolves routes only through a real interface: with rxe0 on lo (the one-VM suite) its
 # route resolution fails with ENODEV, perftest's -R as well. So the connecting cases run where
 # rxe0 sits on a NIC, VM 0 of `scripts/softroce.sh pair` (its address $GDRPERF_VM_IP):
-#   scripts/softroce.sh pair -- 'VM_TESTS=21-rdma-cm scripts/vm-tests.sh' true
+#   scripts/softroce.sh pair -- 'VM_TESTS=24-rdma-cm scripts/vm-tests.sh' true
 # On lo the family checks that -R fails there at once with rdma_cm's reason (no hang). Both
 # check that -R on one side only is refused by name, and that -R leaves the GID to rdma_cm.
 

@@ -11,7 +11,7 @@
 //! `README.md` and `PROVENANCE.md` themselves describe, they are not results.
 //!
 //! With `GDRPERF_PROVENANCE_DIR` set, the same rule checks that folder instead (and that it holds
-//! files): the Soft-RoCE VM test `18-demo.sh` runs the demo's command and then this binary on its
+//! files): the Soft-RoCE VM test `20-demo.sh` runs the demo's command and then this binary on its
 //! output, which proves that `./scripts/demo.sh` then `./scripts/test.sh` cannot fail here.
 
 use std::fs;
