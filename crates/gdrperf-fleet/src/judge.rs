@@ -204,9 +204,10 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
             });
         }
     }
-    let (links, peers) = find_links_and_peers(source, &fit, config, &named);
+    let (mut links, peers) = find_links_and_peers(source, &fit, config, &named);
     let mut findings = Vec::new();
     settle_ports(source, &fit, &named, &peers, &mut findings);
+    links.extend(single_peer_links(source, &fit, &named, &peers));
     for link in links {
         let (a, b) = (&catalog.ports[link.ends.0 as usize], &catalog.ports[link.ends.1 as usize]);
         findings.push(Finding {
@@ -384,21 +385,14 @@ fn settle_ports(source: &dyn Source, fit: &Fit, named: &[Named], peers: &Peers, 
             });
         }
     }
-    single_peer_links(source, fit, named, peers, findings);
 }
 
 /// A named port that met one peer: either end could be at fault, so the pair is the finding, a
 /// link, with the median of its rows against the class level (the two ends' effects share the
-/// deficit between them, so neither effect alone is its size). One finding per pair, however
-/// many of its ends were named; the extra pass over the rows runs only when there is one.
-fn single_peer_links(
-    source: &dyn Source,
-    fit: &Fit,
-    named: &[Named],
-    peers: &Peers,
-    findings: &mut Vec<Finding>,
-) {
-    let catalog = source.catalog();
+/// deficit between them, so neither effect alone is its size). One link per pair, however many
+/// of its ends were named, reported with the residual links; the extra pass over the rows runs
+/// only when there is one.
+fn single_peer_links(source: &dyn Source, fit: &Fit, named: &[Named], peers: &Peers) -> Vec<Link> {
     // (class, lower port, higher port) -> (surest z of its named ends, their test count).
     let mut pairs: BTreeMap<(u32, u32, u32), (f64, f64)> = BTreeMap::new();
     for entry in named {
@@ -410,7 +404,7 @@ fn single_peer_links(
         slot.0 = slot.0.min(entry.z);
     }
     if pairs.is_empty() {
-        return;
+        return Vec::new();
     }
     let mut deficits: BTreeMap<(u32, u32, u32), Vec<f64>> =
         pairs.keys().map(|&key| (key, Vec::new())).collect();
@@ -420,31 +414,19 @@ fn single_peer_links(
             list.push(f64::from(row.log_gbps) - fit.level[row.class as usize]);
         }
     });
+    let mut links = Vec::new();
     for ((class, a, b), (z, tests)) in pairs {
         let mut list = deficits.remove(&(class, a, b)).unwrap_or_default();
         list.sort_by(f64::total_cmp);
         let n = list.len();
-        let median = match n {
+        let effect = match n {
             0 => continue,
             _ if n % 2 == 1 => list[n / 2],
             _ => 0.5 * (list[n / 2 - 1] + list[n / 2]),
         };
-        let (a, b) = (&catalog.ports[a as usize], &catalog.ports[b as usize]);
-        findings.push(Finding {
-            kind: PartKind::Link,
-            node: catalog.nodes[a.node as usize].clone(),
-            device: Some(a.device.clone()),
-            gpu_bus_id: None,
-            peer_node: Some(catalog.nodes[b.node as usize].clone()),
-            peer_device: Some(b.device.clone()),
-            class: catalog.classes[class as usize].label.clone(),
-            below_pct: below_pct(median),
-            pairs: n as u64,
-            peers: 1,
-            z: Some(z),
-            p_adjusted: Some((tests * normal::lower_tail(z)).min(1.0)),
-        });
+        links.push(Link { class, ends: (a, b), effect, rows: n as u64, z, tests });
     }
+    links
 }
 
 /// A slow link between two ports.
