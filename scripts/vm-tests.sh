@@ -68,14 +68,30 @@ turned_away() {
     return 0
 }
 
+# csv_awk FILE PROGRAM [-v NAME=VALUE ...]: awk PROGRAM over the data rows of the results CSV
+# FILE, its leading "# key: value" lines skipped and its header read into col[NAME] = index, so
+# that every check reads columns by name ($col["bytes"]), as output/columns.rs asks readers to
+# (columns may be added anywhere). With -v need="a b c" it first prints "missing column X" for
+# each named column the header lacks. The options come last so that there can be any number.
+csv_awk() {
+    csv_file=$1; csv_program=$2; shift 2
+    awk -F, "$@" '
+        /^#/ { next }
+        !csv_header++ {
+            for (i = 1; i <= NF; i++) col[$i] = i
+            needed_count = split(need, needed, " ")
+            for (k = 1; k <= needed_count; k++) if (!(needed[k] in col)) print "missing column " needed[k]
+            next
+        }
+        '"$csv_program" "$csv_file"
+}
+
 # peak_in_every_row NAME FILE ROWS: every one of the ROWS data rows of bandwidth CSV FILE has a
 # peak (bw_peak_mib_s positive) and no "no peak" note (issue 30: perftest prints one per size).
 peak_in_every_row() {
-    problems=$(awk -F, -v rows="$3" '
-        /^#/ { next }
-        !header++ { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    problems=$(csv_awk "$2" '
         { n++; if (!($col["bw_peak_mib_s"] + 0 > 0)) print "row " n " (" $col["bytes"] " B) has no peak: " $col["peak_note"] }
-        END { if (n != rows) print "expected " rows " rows, found " n }' "$2")
+        END { if (n != rows) print "expected " rows " rows, found " n }' -v rows="$3" -v need="bytes bw_peak_mib_s peak_note")
     if [ -z "$problems" ]; then pass "$1: a peak in each of the $3 rows"; else fail "$1: a peak in every row" "$problems"; fi
 }
 
@@ -84,14 +100,7 @@ peak_in_every_row() {
 check_bw_csv() {
     name=$1; file=$2; rows=$3; validation=$4
     if [ ! -s "$file" ]; then fail "$name: csv written" "missing $file"; return; fi
-    problems=$(awk -F, -v rows="$rows" -v want="$validation" '
-        /^#/ { next }  # the leading "# key: value" lines: command, git commit, ...
-        !header++ {
-            for (i = 1; i <= NF; i++) col[$i] = i
-            split("test bytes iterations bw_peak_mib_s bw_avg_mib_s bw_peak_gbit_s bw_avg_gbit_s msg_rate_mpps validation", need, " ")
-            for (k in need) if (!(need[k] in col)) print "missing column " need[k]
-            next
-        }
+    problems=$(csv_awk "$file" '
         {
             n++
             split("bytes iterations bw_peak_mib_s bw_avg_mib_s bw_peak_gbit_s bw_avg_gbit_s msg_rate_mpps", figures, " ")
@@ -103,7 +112,8 @@ check_bw_csv() {
             }
             if ($col["validation"] != want) print "row " n " validation " $col["validation"] " not " want
         }
-        END { if (n != rows) print "expected " rows " rows, found " n }' "$file")
+        END { if (n != rows) print "expected " rows " rows, found " n }' -v rows="$rows" -v want="$validation" \
+        -v need="test bytes iterations bw_peak_mib_s bw_avg_mib_s bw_peak_gbit_s bw_avg_gbit_s msg_rate_mpps validation")
     if [ -z "$problems" ]; then pass "$name: csv has $rows rows of positive numbers, validation $validation"; else fail "$name: csv" "$problems"; fi
 }
 

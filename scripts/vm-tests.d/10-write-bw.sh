@@ -1,4 +1,4 @@
-# gdr-write-bw over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass, fail, expect_in,
+# gdr-write-bw over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass, fail, expect_in, csv_awk,
 # check_bw_csv, next_port; outputs under $OUT).
 
 # --- gdr-write-bw, loopback, sweep with data check -------------------------------------------
@@ -42,7 +42,7 @@ if run write_bw_duration 0 gdr-write-bw --loopback -s 4096 -D 3 -f 1 --csv "$OUT
 fi
 check_bw_csv write_bw_duration "$OUT/duration.csv" 1 off
 expect_in write_bw_duration "measured between margins of 1 s (-f)"
-if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { e = $c["elapsed_s"]; n = $c["peak_events_not_stored"] } END { exit !(e > 0.999 && e < 1.001 && n == "0") }' "$OUT/duration.csv"; then
+if csv_awk "$OUT/duration.csv" '{ e = $col["elapsed_s"]; n = $col["peak_events_not_stored"] } END { exit !(e > 0.999 && e < 1.001 && n == "0") }'; then
     pass "write_bw -D 3 -f 1 averages over the 1 s window, no event left out"
 else
     fail "write_bw -D 3 -f 1 averages over the 1 s window" "$(tail -1 "$OUT/duration.csv")"
@@ -57,7 +57,7 @@ fi
 expect_in write_bw_tclass "QP reads back traffic class 106, service level 0"
 expect_in write_bw_tclass "BW average[Gb/sec]"
 expect_in write_bw_tclass "note: perftest's -F is ignored"
-if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { t = $c["traffic_class"]; s = $c["service_level"] } END { exit !(t == "106" && s == "0") }' "$OUT/tclass.csv"; then
+if csv_awk "$OUT/tclass.csv" '{ t = $col["traffic_class"]; s = $col["service_level"] } END { exit !(t == "106" && s == "0") }'; then
     pass "write_bw_tclass: the row's traffic_class is 106, service_level 0"
 else
     fail "write_bw_tclass: the row's traffic_class is 106, service_level 0" "$(tail -1 "$OUT/tclass.csv")"

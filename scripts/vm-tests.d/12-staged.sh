@@ -7,7 +7,7 @@ if run staged_loopback 0 gdr-write-bw --loopback --mem host-staged -a -n 20 -t 1
     pass "write_bw --mem host-staged on both sides, -a --validate"
 fi
 check_bw_csv staged_loopback "$OUT/staged.csv" 23 pass
-if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c["mem_local"] != "host-staged" || $c["mem_remote"] != "host-staged" { bad = 1 } END { exit bad || !c["mem_remote"] }' "$OUT/staged.csv"; then
+if csv_awk "$OUT/staged.csv" '$col["mem_local"] != "host-staged" || $col["mem_remote"] != "host-staged" { bad = 1 } END { exit bad || !col["mem_remote"] }'; then
     pass "staged rows name host-staged on both sides"
 else
     fail "staged rows name host-staged on both sides" "$(head -3 "$OUT/staged.csv")"
@@ -30,7 +30,7 @@ wait $! || fail "host server exits 0" "$(tail -5 "$OUT/staged_server2.log")"
 run staged_bidirectional 2 gdr-write-bw --loopback --mem host-staged -b -n 5 && expect_in staged_bidirectional "drop -b/--bidirectional"
 run staged_duration 2 gdr-write-bw --loopback --mem host-staged -D 1 && expect_in staged_duration "use -n/--iters, not -D"
 # The staged receiver copies the warm-up too, but counts only the measured messages.
-if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } $c["iterations"] != 20 { bad = 1 } END { exit bad || !c["iterations"] }' "$OUT/staged.csv"; then
+if csv_awk "$OUT/staged.csv" '$col["iterations"] != 20 { bad = 1 } END { exit bad || !col["iterations"] }'; then
     pass "staged rows count 20 measured messages (warm-up excluded)"
 else
     fail "staged rows count 20 measured messages (warm-up excluded)" "$(cut -d, -f1-3 "$OUT/staged.csv" | head -5)"

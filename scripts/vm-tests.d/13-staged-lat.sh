@@ -1,7 +1,7 @@
 # Staged memory in gdr-read-lat, gdr-write-lat, gdr-send-lat and gdr-send-bw, run with the hidden
 # host-staged memory (the staged engines with memcpy in place of CUDA copies, so they are tested
 # without a GPU). Sourced by scripts/vm-tests.sh (helpers: run, pass, fail, expect_in,
-# next_port, check_bw_csv; outputs under $OUT). Counts stay small: under TCG a copy of 1 MiB
+# next_port, check_bw_csv, csv_awk; outputs under $OUT). Counts stay small: under TCG a copy of 1 MiB
 # alone takes milliseconds.
 
 # check_staged_csv NAME FILE MEM_LOCAL MEM_REMOTE ITERATIONS COPIES: one row per line after the
@@ -10,14 +10,7 @@
 check_staged_csv() {
     name=$1; file=$2; local_mem=$3; remote_mem=$4; iterations=$5; copies=$6
     if [ ! -s "$file" ]; then fail "$name: csv written" "missing $file"; return; fi
-    problems=$(awk -F, -v lm="$local_mem" -v rm="$remote_mem" -v iters="$iterations" -v copies="$copies" '
-        /^#/ { next }
-        !header++ {
-            for (i = 1; i <= NF; i++) col[$i] = i
-            split("mem_local mem_remote iterations validation copy_time_s", need, " ")
-            for (k in need) if (!(need[k] in col)) print "missing column " need[k]
-            next
-        }
+    problems=$(csv_awk "$file" '
         {
             n++
             if ($col["mem_local"] != lm || $col["mem_remote"] != rm) print "row " n ": memory " $col["mem_local"] "/" $col["mem_remote"] ", expected " lm "/" rm
@@ -29,7 +22,8 @@ check_staged_csv() {
             if (copies == "yes" && !(copy + 0 > 0)) print "row " n ": copy_time_s " copy ", expected > 0"
             if (copies == "no" && copy + 0 != 0) print "row " n ": copy_time_s " copy ", expected 0"
         }
-        END { if (n < 1) print "no rows" }' "$file")
+        END { if (n < 1) print "no rows" }' -v lm="$local_mem" -v rm="$remote_mem" -v iters="$iterations" -v copies="$copies" \
+        -v need="mem_local mem_remote iterations validation copy_time_s")
     if [ -z "$problems" ]; then
         pass "$name: $local_mem/$remote_mem, $iterations each, validation pass, copies $copies"
     else

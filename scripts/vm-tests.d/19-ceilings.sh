@@ -19,7 +19,7 @@ else
     fail "ceiling_rxe: the row has no ceiling and no percentage" "$(tail -1 "$OUT/ceiling_rxe.csv")"
 fi
 guid=$(cat /sys/class/infiniband/rxe0/node_guid 2>/dev/null)
-row_guid=$(awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { g = $c["nic_node_guid"] } END { print g }' "$OUT/ceiling_rxe.csv")
+row_guid=$(csv_awk "$OUT/ceiling_rxe.csv" '{ g = $col["nic_node_guid"] } END { print g }')
 if [ -n "$guid" ] && [ "$row_guid" = "$guid" ]; then
     pass "ceiling_rxe: nic_node_guid is rxe0's sysfs node_guid ($guid)"
 else

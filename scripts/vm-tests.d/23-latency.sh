@@ -1,5 +1,5 @@
 # gdr-read-lat, gdr-write-lat, gdr-send-lat over rxe0: sourced by scripts/vm-tests.sh (helpers:
-# run, pass, fail, expect_in, next_port; outputs under $OUT). Iteration counts stay small: under
+# run, pass, fail, expect_in, csv_awk, next_port; outputs under $OUT). Iteration counts stay small: under
 # TCG a round trip takes tens of microseconds.
 
 # check_lat_csv NAME FILE ROWS ITERATIONS VALIDATION: our columns, ROWS rows, each with
@@ -8,14 +8,7 @@
 check_lat_csv() {
     name=$1; file=$2; rows=$3; iterations=$4; validation=$5
     if [ ! -s "$file" ]; then fail "$name: csv written" "missing $file"; return; fi
-    problems=$(awk -F, -v rows="$rows" -v iters="$iterations" -v want="$validation" '
-        /^#/ { next }
-        !header++ {
-            for (i = 1; i <= NF; i++) col[$i] = i
-            split("test bytes iterations t_min_us t_max_us t_typical_us t_avg_us t_stdev_us p99_us p99_9_us p99_99_us validation arrival percentile_source", need, " ")
-            for (k in need) if (!(need[k] in col)) print "missing column " need[k]
-            next
-        }
+    problems=$(csv_awk "$file" '
         {
             n++
             # Every time positive and finite; the standard deviation may be 0.
@@ -28,7 +21,8 @@ check_lat_csv() {
             if ($col["t_avg_us"] + 0 < $col["t_min_us"] + 0 || $col["t_avg_us"] + 0 > $col["t_max_us"] + 0) print "row " n ": t_avg outside [t_min, t_max]"
             if ($col["validation"] != want) print "row " n " validation " $col["validation"] " not " want
         }
-        END { if (n != rows) print "expected " rows " rows, found " n }' "$file")
+        END { if (n != rows) print "expected " rows " rows, found " n }' -v rows="$rows" -v iters="$iterations" -v want="$validation" \
+        -v need="test bytes iterations t_min_us t_max_us t_typical_us t_avg_us t_stdev_us p99_us p99_9_us p99_99_us validation arrival percentile_source")
     if [ -z "$problems" ]; then pass "$name: csv has $rows rows, ordered percentiles, validation $validation"; else fail "$name: csv" "$problems"; fi
 }
 
@@ -72,7 +66,7 @@ done
 # perftest's inline default (ctx_set_max_inline): 0 on a device it does not know, rxe among them.
 for test in write send; do
     expect_in ${test}_lat_sweep ": 0 (perftest's default on a device it does not know"
-    if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) if ($i == "inline_size") c = i; next } $c != 0 { bad++ } END { exit !(c && !bad) }' "$OUT/${test}_lat.csv"; then
+    if csv_awk "$OUT/${test}_lat.csv" '$col["inline_size"] != 0 { bad++ } END { exit !(col["inline_size"] && !bad) }'; then
         pass "${test}_lat on rxe inlines nothing by default (inline_size 0, as perftest)"
     else
         fail "${test}_lat on rxe inlines nothing by default" "$(head -3 "$OUT/${test}_lat.csv")"

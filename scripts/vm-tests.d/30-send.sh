@@ -1,4 +1,4 @@
-# gdr-send-bw over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass, fail, expect_in,
+# gdr-send-bw over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass, fail, expect_in, csv_awk,
 # check_bw_csv, next_port; outputs under $OUT).
 
 # check_rx_columns NAME FILE [WINDOW_SECONDS]: the receiver's columns are there, positive, and its
@@ -48,7 +48,7 @@ wait $server; status=$?
 if [ $status = 0 ]; then pass "send_bw server exits 0"; else fail "send_bw server exits 0" "exit $status" "$(tail -5 "$OUT/send_bw_server.log")"; fi
 check_bw_csv send_bw_client "$OUT/send_bw_client.csv" 1 pass
 check_rx_columns send_bw_client "$OUT/send_bw_client.csv"
-if awk -F, '/^#/ { next } !h++ { for (i = 1; i <= NF; i++) c[$i] = i; next } { n = $c["iterations"]; exit } END { exit !(n == 200) }' "$OUT/send_bw_client.csv"; then pass "send_bw -q 2 -b counts 2 x 2 x 50 messages"; else fail "send_bw -q 2 -b counts 200 messages" "$(cat "$OUT/send_bw_client.csv")"; fi
+if csv_awk "$OUT/send_bw_client.csv" '{ n = $col["iterations"]; exit } END { exit !(n == 200) }'; then pass "send_bw -q 2 -b counts 2 x 2 x 50 messages"; else fail "send_bw -q 2 -b counts 200 messages" "$(cat "$OUT/send_bw_client.csv")"; fi
 
 if run send_bw_inline 0 gdr-send-bw --loopback -s 64 -n 200 -I 64 --validate --csv "$OUT/send_bw_inline.csv"; then
     pass "send_bw -I 64 --validate exits 0"
