@@ -459,5 +459,4 @@ pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[Accepta
 }
 
 #[cfg(test)]
-#[path = "acceptance_tests.rs"]
 mod tests;

@@ -91,5 +91,4 @@ fn mean(values: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-#[path = "decision_tests.rs"]
 mod tests;

@@ -367,5 +367,4 @@ fn nic_error_words(interval: &Interval, max_nic_errors: u64) -> String {
 }
 
 #[cfg(test)]
-#[path = "soak_tests.rs"]
 mod tests;

@@ -323,5 +323,4 @@ pub struct BandwidthReport {
 }
 
 #[cfg(test)]
-#[path = "bandwidth_tests.rs"]
 mod tests;

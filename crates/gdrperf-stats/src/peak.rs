@@ -175,5 +175,4 @@ fn tangent_index(hull: &[(i128, i128)], query: (i128, i128)) -> usize {
 }
 
 #[cfg(test)]
-#[path = "peak_tests.rs"]
 mod tests;

@@ -1,5 +1,5 @@
 //! Bandwidth average and peak through the public API, on synthetic runs with hand-computed
-//! answers (the peak's search itself is tested in `src/peak_tests.rs`).
+//! answers (the peak's search itself is tested in `src/peak/tests.rs`).
 
 use gdrperf_stats::{BandwidthMeter, PeakSpan};
 
