@@ -2,53 +2,20 @@
 //! fixture trees, with stand-in bench binaries (shell scripts writing a result file) so that the
 //! PASS, FAIL and ERROR paths and their exit codes are exercised without an RDMA device.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 
-fn gdrperf(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gdrperf"))
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .expect("running gdrperf")
-}
+mod common;
 
-fn text(output: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
-}
-
-/// A scratch folder removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let path = std::env::temp_dir().join(format!("gdrperf-cli-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&path).unwrap();
-        Scratch(path)
-    }
-
-    fn write(&self, name: &str, contents: &str) -> String {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).unwrap();
-        path.display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
-    }
-}
+use common::{gdrperf, text, Scratch};
 
 /// Stand-ins for gdr-write-bw and gdr-read-lat: they write one row with the figure from the
 /// environment (FAKE_BW Gb/s, FAKE_LAT us) to the --json path, or fail like a bench would; the
 /// file FAKE_METADATA, when given, is the result's metadata.
 fn fake_benches(scratch: &Scratch) -> PathBuf {
-    let dir = scratch.0.join("bin");
-    std::fs::create_dir_all(&dir).unwrap();
+    let mut dir = PathBuf::new();
     for (name, row) in [
         ("gdr-write-bw", r#"{"test":"write_bw","bytes":$size,"bw_avg_gbit_s":$FAKE_BW,"mem_local":"$mem"}"#),
         (
@@ -63,9 +30,7 @@ fn fake_benches(scratch: &Scratch) -> PathBuf {
              echo '{{\"metadata\":'\"$meta\"',\"results\":['\"{}\"']}}' > \"$json\"\n",
             row.replace('"', "\\\"")
         );
-        let path = dir.join(name);
-        std::fs::write(&path, script).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir = scratch.script(name, &script);
     }
     dir
 }

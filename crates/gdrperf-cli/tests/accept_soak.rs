@@ -2,29 +2,14 @@
 //! intervals are counted from the profile's level, PCIe AER counters that move during an
 //! interval are tied to it and fail the stability verdict, a quiet soak passes.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use gdrperf_doctor_fixtures::{Dgx, FixtureDir, Machine};
 
-/// A scratch folder removed on drop.
-struct Scratch(PathBuf);
+mod common;
 
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let path = std::env::temp_dir().join(format!("gdrperf-soak-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(path.join("bin")).unwrap();
-        Scratch(path)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
-    }
-}
+use common::{text, Scratch};
 
 /// A gdr-write-bw stand-in: one row at FAKE_BW Gb/s; when FAKE_AER names a file, the third
 /// call writes receiver errors into it, as a flaky lane would mid-run.
@@ -34,10 +19,7 @@ fn fake_bench(scratch: &Scratch) -> PathBuf {
         calls=$(cat \"$FAKE_CALLS\" 2>/dev/null || echo 0); calls=$((calls + 1)); echo $calls > \"$FAKE_CALLS\"\n\
         if [ -n \"$FAKE_AER\" ] && [ $calls -eq 3 ]; then printf 'RxErr 7\\nTOTAL_ERR_COR 7\\n' > \"$FAKE_AER\"; fi\n\
         echo \"{\\\"metadata\\\":{},\\\"results\\\":[{\\\"test\\\":\\\"write_bw\\\",\\\"bytes\\\":$size,\\\"bw_avg_gbit_s\\\":$FAKE_BW,\\\"mem_local\\\":\\\"$mem\\\",\\\"nic_errors\\\":0}]}\" > \"$json\"\n";
-    let path = scratch.0.join("bin/gdr-write-bw");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    scratch.0.join("bin")
+    scratch.script("gdr-write-bw", script)
 }
 
 const PROFILE: &str = r#"
@@ -55,26 +37,44 @@ source = "test"
 levels.r1 = { duration = "40s", source = "test level" }
 "#;
 
-fn soak(root: &Path, scratch: &Scratch, soak: &str, env: &[(&str, String)]) -> (Output, PathBuf) {
-    let profile = scratch.0.join("profile.toml");
-    std::fs::write(&profile, PROFILE).unwrap();
+/// `gdrperf accept --soak LEVEL` of the bandwidth PROFILE with the bandwidth stand-in at 12.5
+/// Gb/s on host memory; `env` adds to the stand-in's environment.
+fn soak(root: &Path, scratch: &Scratch, level: &str, env: &[(&str, String)]) -> (Output, PathBuf) {
     let bench_dir = fake_bench(scratch);
+    let mut env = env.to_vec();
+    env.push(("FAKE_BW", "12.5".to_string()));
+    soak_with(root, scratch, &Soak { profile: PROFILE, bench_dir, mem: "host", level }, &env)
+}
+
+/// One soak as a user asks for it: the profile's text, the stand-ins' folder, `--mem`, `--soak`.
+struct Soak<'a> {
+    profile: &'a str,
+    bench_dir: PathBuf,
+    mem: &'a str,
+    level: &'a str,
+}
+
+/// Runs `gdrperf accept` on the fixture tree `root` with the soak `run`; returns what it printed
+/// and the `--out` folder. The stand-ins count their calls in `FAKE_CALLS`.
+fn soak_with(root: &Path, scratch: &Scratch, run: &Soak, env: &[(&str, String)]) -> (Output, PathBuf) {
+    let profile = scratch.write("profile.toml", run.profile);
     let out = scratch.0.join("out");
-    let calls = scratch.0.join("calls").display().to_string();
     let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
-        .args(["accept", "--profile", profile.to_str().unwrap(), "--sysfs-root", root.to_str().unwrap()])
-        .args(["--bench-dir", bench_dir.to_str().unwrap(), "--out", out.to_str().unwrap(), "--mem", "host"])
-        .args(["-d", "mlx5_0", "--soak", soak])
-        .env("FAKE_BW", "12.5")
-        .env("FAKE_CALLS", calls)
+        .args(["accept", "--profile", &profile, "--sysfs-root", root.to_str().unwrap()])
+        .args([
+            "--bench-dir",
+            run.bench_dir.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--mem",
+            run.mem,
+        ])
+        .args(["-d", "mlx5_0", "--soak", run.level])
+        .env("FAKE_CALLS", scratch.0.join("calls"))
         .envs(env.iter().map(|(key, value)| (*key, value.as_str())))
         .output()
         .unwrap();
     (output, out)
-}
-
-fn text(output: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
 
 fn soak_json(out: &Path) -> serde_json::Value {
@@ -140,20 +140,14 @@ fn fake_latency_bench(scratch: &Scratch) -> PathBuf {
         calls=$(cat \"$FAKE_CALLS\" 2>/dev/null || echo 0); calls=$((calls + 1)); echo $calls > \"$FAKE_CALLS\"\n\
         typical=2.0; [ $calls -eq 4 ] && typical=5.0\n\
         echo \"{\\\"metadata\\\":{},\\\"results\\\":[{\\\"test\\\":\\\"read_lat\\\",\\\"bytes\\\":$size,\\\"t_typical_us\\\":$typical,\\\"mem_local\\\":\\\"$mem\\\",\\\"nic_errors\\\":0}]}\" > \"$json\"\n";
-    let path = scratch.0.join("bin/gdr-read-lat");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    scratch.0.join("bin")
+    scratch.script("gdr-read-lat", script)
 }
 
 #[test]
 fn a_latency_lane_soaks_too_and_a_rise_past_max_rise_fails_it() {
     let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
     let scratch = Scratch::new("latency");
-    let profile = scratch.0.join("profile.toml");
-    std::fs::write(
-        &profile,
-        r#"
+    let profile = r#"
 name = "soak-latency-test"
 description = "test profile"
 [latency]
@@ -168,24 +162,10 @@ interval_s = 10
 source = "test"
 max_rise = { value = "50%", source = "test level" }
 levels.r1 = { duration = "40s", source = "test level" }
-"#,
-    )
-    .unwrap();
+"#;
     let bench_dir = fake_latency_bench(&scratch);
-    let out = scratch.0.join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
-        .args([
-            "accept",
-            "--profile",
-            profile.to_str().unwrap(),
-            "--sysfs-root",
-            fixture.path().to_str().unwrap(),
-        ])
-        .args(["--bench-dir", bench_dir.to_str().unwrap(), "--out", out.to_str().unwrap(), "--mem", "host"])
-        .args(["-d", "mlx5_0", "--soak", "r1"])
-        .env("FAKE_CALLS", scratch.0.join("calls").display().to_string())
-        .output()
-        .unwrap();
+    let (output, out) =
+        soak_with(fixture.path(), &scratch, &Soak { profile, bench_dir, mem: "host", level: "r1" }, &[]);
     let printed = text(&output);
     // The acceptance row passes (2 us against 10 ms); the soak fails on its rise alone.
     assert_eq!(output.status.code(), Some(1), "{printed}");
@@ -228,24 +208,10 @@ fn nvml_present() -> bool {
 fn a_gpu_lane_without_nvml_soaks_on_and_says_the_gpu_was_not_watched() {
     let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
     let scratch = Scratch::new("nvml");
-    let profile = scratch.0.join("profile.toml");
-    std::fs::write(&profile, PROFILE.replace("min_bw.host", "min_bw.cuda")).unwrap();
+    let profile = PROFILE.replace("min_bw.host", "min_bw.cuda");
     let bench_dir = fake_bench(&scratch);
-    let out = scratch.0.join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_gdrperf"))
-        .args([
-            "accept",
-            "--profile",
-            profile.to_str().unwrap(),
-            "--sysfs-root",
-            fixture.path().to_str().unwrap(),
-        ])
-        .args(["--bench-dir", bench_dir.to_str().unwrap(), "--out", out.to_str().unwrap(), "--mem", "cuda"])
-        .args(["-d", "mlx5_0", "--soak", "r1"])
-        .env("FAKE_BW", "12.5")
-        .env("FAKE_CALLS", scratch.0.join("calls"))
-        .output()
-        .unwrap();
+    let run = Soak { profile: &profile, bench_dir, mem: "cuda", level: "r1" };
+    let (output, out) = soak_with(fixture.path(), &scratch, &run, &[("FAKE_BW", "12.5".to_string())]);
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(0), "absent NVML is said, not an error: {printed}");
     let soak = soak_json(&out);

@@ -1,38 +1,13 @@
 //! `gdrperf fleet judge` and `simulate` as a user runs them: the built binary on a gathered
 //! results file written here (the columns rank 0 writes, read by name), and its exit codes.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn gdrperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(args).output().expect("running gdrperf")
-}
+use common::{text, Scratch};
 
-fn text(output: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
-}
-
-/// A scratch folder removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let path = std::env::temp_dir().join(format!("gdrperf-fleet-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&path).unwrap();
-        Scratch(path)
-    }
-
-    fn write(&self, name: &str, contents: &str) -> String {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).unwrap();
-        path.display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// `gdrperf` with no extra environment.
+fn gdrperf(args: &[&str]) -> std::process::Output {
+    common::gdrperf(args, &[])
 }
 
 /// Six nodes, every ordered pair once, one port each; `slow` at 60 % with every peer. Rows
