@@ -1,5 +1,5 @@
 #!/bin/sh
-# Where a loopback latency run spends CPU, thread by thread (issue 14 item 9: does the passive
+# Where a loopback latency run spends CPU, thread by thread (does the passive
 # side spin on a CPU the active side needs?). Runs inside the Soft-RoCE VM:
 #   flock /tmp/gdrperf-vm.lock scripts/softroce.sh run --timeout 600 -- 'sh scripts/loopback-cpu.sh'
 # For gdr-read-lat --loopback and for two ib_read_lat processes: 2 s of each thread's CPU time

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NIC counters under packet loss (issue 17), from the host, with the release binaries built:
+# NIC counters under packet loss, from the host, with the release binaries built:
 #
 #   scripts/loss-test.sh [OUT_DIR] [LOSS] [ITERS] [REPEATS]   # defaults: .cache/loss 2% 500 3
 #   NETEM_EXTRA="duplicate 2%" scripts/loss-test.sh ...       # more netem options after the loss

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A soak with packet loss switched on mid-run (issue 34, first proof item), from the host, with
+# A soak with packet loss switched on mid-run, from the host, with
 # the release binaries built:
 #
 #   scripts/soak-loss-test.sh [OUT_DIR]     # default .cache/soak-loss (inside the repository)

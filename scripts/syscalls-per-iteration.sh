@@ -1,5 +1,5 @@
 #!/bin/sh
-# System calls per latency iteration, gdrperf against perftest (issue 20 item 4): runs each
+# System calls per latency iteration, gdrperf against perftest: runs each
 # latency tool's client under `strace -c -f` twice, with -n SHORT and -n LONG, and divides the
 # difference of the counts by LONG - SHORT, so set-up and tear-down (connection, registration,
 # calibration) cancel out and what is left is what one iteration costs. The server runs

@@ -87,7 +87,7 @@ csv_awk() {
 }
 
 # peak_in_every_row NAME FILE ROWS: every one of the ROWS data rows of bandwidth CSV FILE has a
-# peak (bw_peak_mib_s positive) and no "no peak" note (issue 30: perftest prints one per size).
+# peak (bw_peak_mib_s positive) and no "no peak" note: perftest prints a peak for every size.
 peak_in_every_row() {
     problems=$(csv_awk "$2" '
         { n++; if (!($col["bw_peak_mib_s"] + 0 > 0)) print "row " n " (" $col["bytes"] " B) has no peak: " $col["peak_note"] }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# NIC counters under packet loss (issue 17), the VM half of scripts/loss-test.sh: both VMs of
+# NIC counters under packet loss, the VM half of scripts/loss-test.sh: both VMs of
 # `softroce.sh pair` run it (busybox sh):
 #
 #   scripts/softroce.sh pair --timeout 900 -- 'scripts/softroce/loss.sh OUT_DIR LOSS ITERS REPEATS'

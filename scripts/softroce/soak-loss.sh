@@ -1,5 +1,5 @@
 #!/bin/sh
-# Soak under packet loss (issue 34), the VM half of scripts/soak-loss-test.sh: both VMs of
+# Soak under packet loss, the VM half of scripts/soak-loss-test.sh: both VMs of
 # `softroce.sh pair` run it (busybox sh):
 #
 #   scripts/softroce.sh pair --timeout 900 -- 'scripts/softroce/soak-loss.sh OUT_DIR'

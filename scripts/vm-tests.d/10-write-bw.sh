@@ -8,7 +8,7 @@ if run write_bw_loopback_sweep 0 gdr-write-bw --loopback -a -n 20 -t 16 -Q 4 --v
 fi
 check_bw_csv write_bw_loopback_sweep "$OUT/sweep.csv" 23 pass
 peak_in_every_row write_bw_loopback_sweep "$OUT/sweep.csv" 23
-# The README's sweep, as written there: 50 messages a size, one signalled completion (issue 30).
+# The README's sweep, as written there: 50 messages a size, one signalled completion.
 if run readme_sweep 0 gdr-write-bw --loopback -a -n 50 --csv "$OUT/readme.csv"; then pass "README's -a -n 50 sweep exits 0"; fi
 peak_in_every_row readme_sweep "$OUT/readme.csv" 23
 if grep -q "no peak" "$OUT/readme_sweep.log"; then fail "readme_sweep: no empty-peak note" "$(grep -m2 "no peak" "$OUT/readme_sweep.log")"; else pass "readme_sweep: no empty-peak note"; fi
@@ -48,7 +48,7 @@ else
     fail "write_bw -D 3 -f 1 averages over the 1 s window" "$(tail -1 "$OUT/duration.csv")"
 fi
 
-# --- perftest's spellings, -T and -S reach the QP (issue 30) --------------------------------------
+# --- perftest's spellings, -T and -S reach the QP --------------------------------------
 # -T 106 is read back from the QP's address with ibv_query_qp (rxe keeps the address vector it
 # was given) and lands in the traffic_class column; perftest's --report_gbits and -F are taken.
 if run write_bw_tclass 0 gdr-write-bw --loopback -s 4096 -n 20 -T 106 -S 0 --report_gbits -F --csv "$OUT/tclass.csv"; then
@@ -80,7 +80,7 @@ run large_cq_mod 0 gdr-write-bw --loopback -s 65536 -n 20 && expect_in large_cq_
 run bad_gid 2 gdr-write-bw --loopback -x 77 -n 5 && expect_in bad_gid "GID index 77 of rxe0"
 next_port
 run no_server 2 gdr-write-bw -p $PORT --timeout 1 -n 5 127.0.0.1 && expect_in no_server "cannot reach the server at 127.0.0.1:$PORT"
-# It said once, at the first refusal, that it retries and for how long (issue 23, item 8).
+# It said once, at the first refusal, that it retries and for how long.
 expect_in no_server "gdr-write-bw: 127.0.0.1:$PORT: Connection refused (os error 111); retrying for up to 1 s (--timeout)"
 if [ "$(grep -c retrying "$OUT/no_server.log")" = 1 ]; then pass "no_server: says it retries once"; else fail "no_server: says it retries once" "$(cat "$OUT/no_server.log")"; fi
 next_port

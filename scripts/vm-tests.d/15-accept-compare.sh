@@ -2,7 +2,7 @@
 # after 10-write-bw.sh (named 15-* to run right after it) (whose $OUT/sweep.json it compares). Helpers: run, pass, fail, expect_in.
 
 # --- accept: the smoke profile passes on Soft-RoCE ---------------------------------------------
-# By name: every file of profiles/ is built in (issue 23).
+# By name: every file of profiles/ is built in.
 if run accept_smoke 0 gdrperf accept --profile softroce-smoke --out "$OUT/accept"; then
     pass "accept --profile softroce-smoke exits 0"
 fi

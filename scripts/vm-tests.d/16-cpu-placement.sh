@@ -1,4 +1,4 @@
-# CPU placement (issue 17), over rxe0 in the VM (-smp 2): sourced by scripts/vm-tests.sh
+# CPU placement, over rxe0 in the VM (-smp 2): sourced by scripts/vm-tests.sh
 # (helpers: run, pass, fail, expect_in; outputs under $OUT).
 #
 # rxe0 is a software device: no device/numa_node, so by default a run says it has no NUMA

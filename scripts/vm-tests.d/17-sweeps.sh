@@ -1,5 +1,5 @@
 # Every binary's default -a sweep (default tx depth and CQ moderation) with -n 100 completes:
-# issue 14 item 7, where gdr-write-bw stopped at 4 MiB with "no completion progress for 10 s"
+# gdr-write-bw once stopped at 4 MiB with "no completion progress for 10 s"
 # because one signalled completion per 100 messages of 4 MiB took longer than that. Slow under
 # TCG (a few minutes), so the files are kept small: sourced by scripts/vm-tests.sh.
 

@@ -1,4 +1,4 @@
-# NIC counters per size (issue 17), over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass,
+# NIC counters per size, over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass,
 # fail, expect_in; outputs under $OUT). Soft-RoCE has hw_counters (sent_pkts, rcvd_seq_err,
 # completer_retry_err, ...). Under QEMU TCG rxe's retransmit timer fires now and then even on
 # loopback (seen: completer_retry_err +2, duplicate_request +21 in a 200-message 64 KiB run),
@@ -25,7 +25,7 @@ if [ "$errors" = 0 ]; then
     if [ $status = 0 ] && ! grep -q "NIC error counters moved" "$OUT/nic_run.log"; then pass "nic_run: no error counter moved: no warning, --max-nic-errors 0 passes"; else fail "nic_run: a clean run passes" "exit $status" "$(tail -3 "$OUT/nic_run.log")"; fi
 elif [ -n "$errors" ] && [ "$errors" -ge "${retries:-0}" ]; then
     # rxe is a software device: one line at the end that says so and names the measured
-    # baseline, no WARNING under the size (issue 20 item 5).
+    # baseline, no WARNING under the size.
     if [ $status = 1 ] && grep -q "^note: NIC error counters moved on rxe0 port 1 during 1 of 1 sizes (.*): rxe0 is a software device (rxe).*results/softroce/clean-link-retries.txt" "$OUT/nic_run.log" &&
         ! grep -q "^WARNING: NIC error counters" "$OUT/nic_run.log" && grep -q "^FAIL: 65536 bytes: NIC error counters moved $errors times\{0,1\}, more than the 0 allowed" "$OUT/nic_run.log"; then
         pass "nic_run: $errors error counts (retransmissions $retries): the software-device note, a FAIL line, exit 1"

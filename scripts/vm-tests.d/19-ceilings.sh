@@ -1,4 +1,4 @@
-# Path ceilings (issue 22). On rxe0 itself every bandwidth row says it has no hardware ceiling.
+# Path ceilings. On rxe0 itself every bandwidth row says it has no hardware ceiling.
 # Then each side reads a fixture machine's sysfs (GDRPERF_PATH_SYSFS_ROOT; the trees come from
 # gdrperf-doctor-fixtures' write_fixture example, pair 0's NIC renamed rxe0): the client a healthy
 # DGX H100-like node, the server the same with its NIC trained at x8. The server's facts must
@@ -12,7 +12,7 @@ fi
 expect_in ceiling_rxe "no hardware ceiling (software device): rxe0 (rxe)"
 # ... ceiling_limited_by, pct_of_ceiling (empty), ceiling_causes (empty), peak_events_not_stored,
 # traffic_class 0, service_level 0, peak_note (empty: no ceiling to be above), then the
-# identities (issue 32): nic_node_guid (rxe0's, checked below), gpu_local_uuid (empty: host memory).
+# identities: nic_node_guid (rxe0's, checked below), gpu_local_uuid (empty: host memory).
 if grep -q ',no hardware ceiling (software device),,,[0-9][0-9]*,0,0,,[0-9a-f:]*,$' "$OUT/ceiling_rxe.csv"; then
     pass "ceiling_rxe: the row has no ceiling and no percentage"
 else
@@ -49,7 +49,7 @@ if grep -q '230.4[0-9]*,server NIC PCIe 32 GT/s x8,[0-9.e-]*,"server (peer): rxe
 else
     fail "ceiling_client: the csv row carries the server's ceiling and cause" "$(tail -1 "$OUT/ceiling_client.csv")"
 fi
-# One judgement (issue 35): the measuring side's run header names an x8 link of its own as a
+# One judgement: the measuring side's run header names an x8 link of its own as a
 # finding in the words the client's cause above quotes, and `gdrperf doctor` on the same tree
 # says them too (exit 1: a warning). A write_bw server prints no header (the client measures),
 # so the header is read from a loopback run whose one device sits on the x8 tree.

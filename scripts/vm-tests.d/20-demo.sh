@@ -13,7 +13,7 @@ if run demo 0 sh -c "$demo_command >>'$OUT/demo/write_bw.txt'"; then
 else
     tail -5 "$OUT/demo/write_bw.txt"
 fi
-# One signalled completion a size at -n 5: still a peak at every size, as perftest (issue 30).
+# One signalled completion a size at -n 5: still a peak at every size, as perftest.
 peak_in_every_row demo "$OUT/demo/write_bw.csv" 23
 provenance_test=$(ls -t target/release/deps/result_provenance-* 2>/dev/null | grep -v '\.d$' | head -1)
 if [ -z "$provenance_test" ]; then

@@ -1,7 +1,7 @@
 # Every bench that consumes the peer's receives (gdr-send-bw's SENDs, gdr-write-bw's WRITE WITH
 # IMMEDIATE into a staged receiver) over every placement, both mixed directions included: the
 # sender holds a credit per posted receive, so no receiver-not-ready (RNR) NAK may be counted,
-# and no figure may exceed what the link carries (issue 25). Sourced by scripts/vm-tests.sh
+# and no figure may exceed what the link carries. Sourced by scripts/vm-tests.sh
 # (helpers: run, pass, fail, next_port; outputs under $OUT).
 #
 # The counters are read around each run from sysfs (a loopback port counts both ends).
@@ -97,7 +97,7 @@ pair credits_b_send_bw_q2_D host host gdr-send-bw -b -s 4K -D 2 -q 2
 pair credits_send_bw_r8 host host gdr-send-bw -s 4K -n 500 -r 8
 expect_in credits_send_bw_r8 "-r 8 is below -t 128"
 
-# Staged refusals (issue 25 item 6): decided by both sides from the two memories right after the
+# Staged refusals: decided by both sides from the two memories right after the
 # hellos, in the same words, so that neither waits for the other nor prints a banner first.
 # refused NAME TEXT SERVER_ARGS -- CLIENT_ARGS
 refused() {

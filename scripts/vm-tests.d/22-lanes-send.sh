@@ -1,5 +1,5 @@
-# gdr-send-bw --concurrent with two lanes on one port (-d rxe0,rxe0), the case of issue 25 item 3
-# that stalled 2 runs in 4: 20 runs in a row must pass, and the port's counters, read once for
+# gdr-send-bw --concurrent with two lanes on one port (-d rxe0,rxe0), a case
+# that once stalled 2 runs in 4: 20 runs in a row must pass, and the port's counters, read once for
 # the port, must not be doubled (lane 0's row carries the port's deltas, lane 1's none, and they
 # equal what sysfs counted over the whole run). Sourced by scripts/vm-tests.sh.
 

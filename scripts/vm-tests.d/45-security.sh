@@ -141,7 +141,7 @@ else
 fi
 
 # ============================================================================================
-# Issue 31's proof, each case run as a real peer would (busybox nc, a real client, a real
+# The control channel against hostile peers, each case run as a real peer would (busybox nc, a real client, a real
 # `gdrperf slurm`): what a hostile or broken peer can no longer do before it proved anything.
 # ============================================================================================
 
@@ -212,7 +212,7 @@ exec 8>&-
 
 # --- a 1 MiB hello in place of the proof costs the server under 2 MiB --------------------------
 # The frame a stranger sends instead of a proof: a hello whose parameters are a 1 MiB JSON array
-# of zeros. Read and parsed whole (as before issue 31) it is 1 MiB of bytes and ~16 MiB of JSON
+# of zeros. Read and parsed whole (as the exchange once did) it is 1 MiB of bytes and ~16 MiB of JSON
 # values; refused from its 4-byte prefix (4 KiB before the proof) it costs nothing.
 big_hello() {
     printf '\000\020\000\000'    # 1048576, big-endian
