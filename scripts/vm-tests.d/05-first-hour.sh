@@ -1,5 +1,6 @@
 # The README's first section, word for word, and its regression recipe (compare, 3 runs a
-# side) deciding both ways: sourced by scripts/vm-tests.sh (helpers: run, pass, fail, expect_in; outputs under $OUT).
+# side) deciding both ways: sourced by scripts/vm-tests.sh (helpers: run, pass, fail,
+# expect_in; outputs under $OUT).
 #
 # The commands are read from the README itself (the first ```sh block under "## First run"), so
 # the test follows the text as it stands. The build line is skipped: the VM already has the
