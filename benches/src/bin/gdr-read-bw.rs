@@ -5,7 +5,7 @@
 //! has outstanding at the responder, within the device's `max_qp_rd_atom` (perftest's rule). With
 //! `--validate` the server fills its buffer with a pattern and the reader checks what landed.
 //!
-//! Staged memory (the harness's `write_stream`): a staged server copies its payload out once per
+//! Staged memory (the engine's `one_sided`): a staged server copies its payload out once per
 //! size before the clock starts; a staged reader copies each landed message in, timed.
 
 use clap::Parser;

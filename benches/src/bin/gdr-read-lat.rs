@@ -5,7 +5,7 @@
 //! it). The server's CPU takes no part. With `--validate` the server fills its buffer with a
 //! pattern and the client checks what its READs brought back.
 //!
-//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::harness::latency`):
+//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::engines::latency`):
 //! `copy_time_s` counts the reader's copies.
 
 use clap::Parser;

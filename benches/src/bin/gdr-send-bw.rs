@@ -5,10 +5,10 @@
 //! perftest's client prints), the `rx_*` columns the receiver's, sent back by the server. With
 //! `-b` both sides send and receive at once and each group is the sum of both directions.
 //! With `--validate` every received payload is checked as it is polled (see
-//! `gdrperf::harness::send`).
+//! `gdrperf::engines::send`).
 //!
 //! Whatever the memory, the bench is the same (the differences live in
-//! `gdrperf::harness::memory`); `copy_time_s` is both sides' copy time.
+//! `gdrperf::memory::queue_memory`); `copy_time_s` is both sides' copy time.
 
 use clap::Parser;
 use gdrperf::prelude::*;

@@ -8,7 +8,7 @@
 //! With `--validate` the client's pattern travels to the server and back, and both sides check
 //! their buffer after each size; every receive's length is checked as it completes.
 //!
-//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::harness::latency`):
+//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::engines::latency`):
 //! its copies are inside the timed round trip and `copy_time_s` counts both sides' copies.
 
 use clap::Parser;

@@ -38,7 +38,7 @@ impl Benchmark for WriteBandwidth {
 
     fn setup(&self) -> Setup {
         Setup {
-            // Receives are used only by a receiver that copies each arrival on (harness::write_stream).
+            // Receives are used only by a receiver that copies each arrival on (engines::one_sided).
             queue_sizes: QueuePairSizes {
                 send_depth: self.common.tx_depth,
                 recv_depth: self.common.tx_depth,

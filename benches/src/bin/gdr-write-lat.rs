@@ -10,7 +10,7 @@
 //! With `--validate` the client's pattern travels to the server and back, and both sides check
 //! it (all but the last byte, which carries the markers, in the last-byte poll).
 //!
-//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::harness::latency`,
+//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::engines::latency`,
 //! which also picks the transport from both sides' memory): its copies are inside the timed
 //! round trip and `copy_time_s` counts both sides' copies.
 

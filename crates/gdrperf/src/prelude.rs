@@ -6,25 +6,23 @@
 //! Everything else of the crate is the harness's own business.
 
 pub use crate::bench::{self, Bench};
-pub use crate::harness::args_latency::{
-    latency_setup, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
-};
-pub use crate::harness::args_send::{SendArgs, SendConfig};
-pub use crate::harness::bandwidth::StreamOperation;
-pub use crate::harness::config::ReadDepth;
-pub use crate::harness::config::StagedRules;
-pub use crate::harness::credits::CREDIT_RECEIVES;
-pub use crate::harness::latency::{
+pub use crate::engines::bandwidth::StreamOperation;
+pub use crate::engines::credits::CREDIT_RECEIVES;
+pub use crate::engines::latency::{
     check_ping_pong, memory_header, ping_pong_initiator, ping_pong_responder, ping_pong_setup,
     prepare_ping_pong, prepare_ping_pong_check, prepare_read_source, read_latency, LatencyPlan, PingPong,
 };
-pub use crate::harness::ping_pong::{measure_ping_pong, ping_pong_row};
-pub use crate::harness::send::SendStream;
-pub use crate::harness::write_stream::OneSidedStream;
-pub use crate::harness::{
-    exit, parse_bench, run, BandwidthArgs, BandwidthConfig, BenchConfig, Benchmark, CommonArgs, Session,
-    Setup,
+pub use crate::engines::one_sided::OneSidedStream;
+pub use crate::engines::ping_pong::{measure_ping_pong, ping_pong_row};
+pub use crate::engines::send::SendStream;
+pub use crate::harness::{exit, run, Benchmark, Session, Setup};
+pub use crate::options::config::ReadDepth;
+pub use crate::options::config::StagedRules;
+pub use crate::options::latency::{
+    latency_setup, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
 };
+pub use crate::options::send::{SendArgs, SendConfig};
+pub use crate::options::{parse_bench, BandwidthArgs, BandwidthConfig, BenchConfig, CommonArgs};
 pub use crate::output::latency_row::{
     measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings,
 };

@@ -5,8 +5,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::harness::config::{BandwidthConfig, BenchConfig};
 use crate::harness::session::Session;
+use crate::options::config::{BandwidthConfig, BenchConfig};
 use crate::output::{Row, RowContext};
 use crate::verbs::QueuePairSizes;
 
@@ -27,8 +27,8 @@ pub trait Benchmark: Sync {
     /// What each side needs and what the test says of itself (see [`Setup`]).
     fn setup(&self) -> Setup;
     /// What staged memory cannot do in this run (refused before connecting; none by default).
-    fn staged_rules(&self) -> crate::harness::config::StagedRules {
-        crate::harness::config::StagedRules::default()
+    fn staged_rules(&self) -> crate::options::config::StagedRules {
+        crate::options::config::StagedRules::default()
     }
     /// Before a size starts: fill sources, clear destinations, post receives.
     fn prepare(&self, session: &mut Session, size: usize) -> Result<()>;
@@ -61,7 +61,7 @@ pub struct Setup {
     pub header: Vec<(String, String)>,
     /// A latency ping-pong's `-I` (or its default): the header says what perftest's rule makes
     /// of it on this side's device and memory (`None`: nothing is sent inline).
-    pub inline: Option<crate::harness::perftest_defaults::InlineRequest>,
+    pub inline: Option<crate::options::perftest_defaults::InlineRequest>,
     /// A bandwidth test's settings: with `-b` a row sums both directions (a threshold in % of
     /// the port then means that share of both together); `--concurrent` runs every placement
     /// at once, one lane each, with an aggregate row ([`Row::aggregate`]).

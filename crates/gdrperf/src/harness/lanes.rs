@@ -21,9 +21,7 @@ use crate::error::{ConfigError, Error, Result};
 use crate::exchange::{is_peer_fault, Control, Refusal, TurnAway, PROOF_PATIENCE};
 use crate::harness::barrier::LaneBarrier;
 use crate::harness::benchmark::{sums_both_directions, Benchmark};
-use crate::harness::config::BenchConfig;
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
-use crate::harness::placement::{placement_for, Placement};
 use crate::harness::port_window::{LanePort, SharedPorts};
 use crate::harness::run_header::{metadata, row_context};
 use crate::harness::session::{report_refusal, Session};
@@ -31,6 +29,8 @@ use crate::harness::sweep::{
     self, agree_on_count, create_local, finish_outputs, greeting, lead_size, progress_bar, write_and_judge,
     RunOutcome,
 };
+use crate::options::config::BenchConfig;
+use crate::options::placement::{placement_for, Placement};
 use crate::output::{HeaderLine, Outputs};
 
 /// The server's side of a concurrent run: accepts the remaining lanes (the first one is
@@ -157,7 +157,7 @@ fn tell_all(sessions: &mut [Session], error: Error) -> Error {
 /// A lane thread runs where its NIC's placement says: the main thread was pinned to each lane's
 /// placement in turn while it allocated that lane's buffers, and a new thread inherits the last.
 fn pin_lane(session: &Session) -> Result<()> {
-    crate::cpu_placement::pin_current_thread(&session.local.cpu)
+    crate::node::cpu_placement::pin_current_thread(&session.local.cpu)
         .map_err(|error| Error::CpuPlacement(format!("lane thread: {error}")))
 }
 

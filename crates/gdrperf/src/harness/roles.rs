@@ -8,12 +8,12 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use crate::error::{Error, Result};
 use crate::exchange::{Control, TurnAway};
 use crate::harness::benchmark::{concurrent, Benchmark};
-use crate::harness::config::{BenchConfig, Role};
 use crate::harness::interrupt::{install_signal_handlers, StopFlag};
 use crate::harness::lanes;
-use crate::harness::placement::{self, Placement};
 use crate::harness::session::Session;
 use crate::harness::sweep::{self, create_local, greeting, RunOutcome};
+use crate::options::config::{BenchConfig, Role};
+use crate::options::placement::{self, Placement};
 use crate::output::{Console, Outputs};
 
 /// Runs `benchmark` as its configuration says. The only entry point a bench binary calls.

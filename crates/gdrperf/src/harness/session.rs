@@ -9,15 +9,15 @@ use std::sync::Arc;
 
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 
-use crate::cpu_placement::{self, CpuPlacement};
 use crate::error::{Error, Result};
 use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
-use crate::harness::args::MemoryKind;
-use crate::harness::buffers::BenchBuffer;
-use crate::harness::config::{refuse_staged, BenchConfig, Role, StagedRules};
-use crate::harness::memory::staged_len;
-use crate::harness::placement::Placement;
-use crate::harness::staging::{CudaStager, HostStager};
+use crate::memory::buffers::BenchBuffer;
+use crate::memory::queue_memory::staged_len;
+use crate::memory::staging::{CudaStager, HostStager};
+use crate::node::cpu_placement::{self, CpuPlacement};
+use crate::options::args::MemoryKind;
+use crate::options::config::{refuse_staged, BenchConfig, Role, StagedRules};
+use crate::options::placement::Placement;
 use crate::verbs::connection_manager::CmEnd;
 use crate::verbs::{
     CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair,
@@ -54,7 +54,7 @@ impl LocalResources {
     /// Opens the device and creates one QP and one registered buffer per `-q`.
     ///
     /// A staged buffer (payload and bounce buffer) is a ring of send-depth slots of the largest
-    /// message, capped at [`crate::harness::memory::RING_BYTES`]: see `harness::memory`.
+    /// message, capped at [`crate::memory::queue_memory::RING_BYTES`]: see `memory::queue_memory`.
     ///
     /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
     /// being set up, and its message says more than a later registration failure would.
@@ -109,9 +109,9 @@ impl LocalResources {
                 _ => BenchBuffer::host(&protection_domain, buffer_len, access)?,
             });
         }
-        let mut path = super::pcie::path_facts(&device, &port, &buffers, &cpu);
+        let mut path = crate::node::pcie::path_facts(&device, &port, &buffers, &cpu);
         if let Some(stager) = buffers.first_mut().and_then(BenchBuffer::stager) {
-            path.staged_copy = Some(super::staging::measure_copy_rates(stager, config.timeout)?);
+            path.staged_copy = Some(crate::memory::staging::measure_copy_rates(stager, config.timeout)?);
         }
         let rdma_cm = match (config.rdma_cm, &config.role) {
             (false, _) => None,
@@ -491,7 +491,7 @@ impl Session {
     /// messages in its first `size` bytes (the source of a checked transfer).
     pub fn fill_pattern(&mut self, size: usize) -> Result<()> {
         for (index, buffer) in self.local.buffers.iter_mut().enumerate() {
-            buffer.fill_pattern(size, crate::harness::buffers::pattern_seed(size, index))?;
+            buffer.fill_pattern(size, crate::memory::buffers::pattern_seed(size, index))?;
         }
         Ok(())
     }
@@ -512,25 +512,25 @@ impl Session {
     /// (`perftest_defaults::perftest_knows_inline`).
     pub fn perftest_knows_inline(&self) -> bool {
         let (vendor, part) = self.local.device.vendor_ids();
-        crate::harness::perftest_defaults::perftest_knows_inline(vendor, part)
+        crate::options::perftest_defaults::perftest_knows_inline(vendor, part)
     }
 
     /// `--validate`, after a size: the first `len` bytes of each QP's buffer hold the pattern of
     /// its `size`-byte messages (a staged ring: every message was checked as it was copied in).
     pub fn check_received(&mut self, size: usize, len: usize) -> Result<Option<String>> {
-        crate::harness::buffers::check_received(&mut self.local.buffers, size, len)
+        crate::memory::buffers::check_received(&mut self.local.buffers, size, len)
     }
 
     /// The first failed per-message check of a staged receiver in this size (see
-    /// `harness::memory`), if any.
+    /// `memory::queue_memory`), if any.
     pub fn take_message_failure(&mut self) -> Option<String> {
-        crate::harness::buffers::take_message_failure(&mut self.local.buffers)
+        crate::memory::buffers::take_message_failure(&mut self.local.buffers)
     }
 
     /// The copy time of this side's buffers since the last call, in seconds: the busy time of
     /// its copies (zero for memory the NIC reaches directly). See `gdrperf_stats::copy_time`.
     pub fn take_copy_seconds(&mut self) -> f64 {
-        crate::harness::buffers::take_copy_time(&mut self.local.buffers).as_secs_f64()
+        crate::memory::buffers::take_copy_time(&mut self.local.buffers).as_secs_f64()
     }
 }
 

@@ -12,13 +12,13 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::exchange::Message;
 use crate::harness::benchmark::{concurrent, sums_both_directions, Benchmark};
-use crate::harness::config::{BandwidthUnit, BenchConfig, StopRule};
 use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
-use crate::harness::placement::{self, Placement};
 use crate::harness::port_window::{OwnPort, SizeWindow};
 use crate::harness::run_header::{metadata, row_context};
 use crate::harness::session::{Greeting, LocalResources, Session, Side};
-use crate::nic_counters::{rnr_moved, NicColumns, SoftwareDeviceTally};
+use crate::node::nic_counters::{rnr_moved, NicColumns, SoftwareDeviceTally};
+use crate::options::config::{BandwidthUnit, BenchConfig, StopRule};
+use crate::options::placement::{self, Placement};
 use crate::output::{Outputs, Row, RowContext};
 use indicatif::{ProgressBar, ProgressStyle};
 

@@ -23,9 +23,9 @@ use gdrperf_stats::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::engines::latency::{IntervalSink, LatencyRun};
 use crate::error::{Error, Result};
-use crate::harness::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
-use crate::harness::latency::{IntervalSink, LatencyRun};
+use crate::options::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
 use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
 use crate::output::{Row, RowContext};
 
@@ -56,7 +56,7 @@ pub struct LatencyFigures {
     /// What a sample spans: `iteration` (post to next post, perftest's) or `arrival`.
     #[serde(default)]
     pub span: Option<LatencySpan>,
-    /// Samples refused as negative or absurd (see `harness::latency::LatencyRun`).
+    /// Samples refused as negative or absurd (see `engines::latency::LatencyRun`).
     #[serde(default)]
     pub refused_samples: u64,
     /// The inline size the sending side used (perftest's rule on its device and memory; set by
