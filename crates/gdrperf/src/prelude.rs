@@ -9,7 +9,7 @@ pub use crate::bench::{self, Bench};
 pub use crate::engines::bandwidth::StreamOperation;
 pub use crate::engines::credits::CREDIT_RECEIVES;
 pub use crate::engines::latency::{
-    check_ping_pong, memory_header, ping_pong_initiator, ping_pong_responder, ping_pong_setup,
+    check_ping_pong, measure_size, memory_header, ping_pong_initiator, ping_pong_responder, ping_pong_setup,
     prepare_ping_pong, prepare_ping_pong_check, prepare_read_source, read_latency, LatencyPlan, PingPong,
 };
 pub use crate::engines::one_sided::OneSidedStream;
@@ -23,9 +23,7 @@ pub use crate::options::latency::{
 };
 pub use crate::options::send::{SendArgs, SendConfig};
 pub use crate::options::{parse_bench, BandwidthArgs, BandwidthConfig, BenchConfig, CommonArgs};
-pub use crate::output::latency_row::{
-    measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings,
-};
+pub use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 pub use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 pub use crate::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
 pub use crate::output::{BandwidthRow, RowContext};

@@ -2,12 +2,13 @@
 //! either side, and the row made of both sides' reports. They differ only in their transport
 //! ([`PingPong`]), so each step is written once, here.
 
+use crate::engines::latency::measure_size;
 use crate::engines::latency::{ping_pong_initiator, ping_pong_responder, LatencyPlan, PingPong};
 use crate::error::Result;
 use crate::harness::session::Session;
 use crate::options::config::BenchConfig;
 use crate::options::latency::LatencyConfig;
-use crate::output::latency_row::{measure_size, LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
+use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use crate::output::RowContext;
 
 /// One size of a ping-pong over `transport`. The server takes no samples, but its copies are

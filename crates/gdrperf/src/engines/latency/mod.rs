@@ -35,6 +35,7 @@
 //! points here pick the engine from the session's memory, once per size, so a bench never does;
 //! the host engines' hot loops stay as tuned.
 
+mod files;
 mod pin;
 /// Public for the loop's benchmark (`benches/latency_loop.rs`) only.
 #[doc(hidden)]
@@ -64,6 +65,8 @@ use staged::{staged_ping_pong_initiator, staged_ping_pong_responder, staged_read
 use pin::pin_for_tsc;
 use samples::{Continue, RoundTrip, Samples};
 use wire::{Arrival, MarkerBytes, PollByte, Wire};
+
+pub use files::measure_size;
 
 /// How the two sides of a ping-pong pass the message back and forth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
