@@ -7,11 +7,13 @@
 //!   buffer once per size, before the clock starts (what a program without GPUDirect does before
 //!   it lets a peer read); a staged reader copies each landed message in, timed, in the engine.
 //!
-//! The bench only says which figures make its row.
+//! The bench only says what it is and what it needs of each side ([`crate::harness::Benchmark`]);
+//! both benches measure with this one engine.
 
 use crate::engines::bandwidth::{post_credit_receives, stream, StreamOperation, StreamPlan};
 use crate::engines::staged_receive;
 use crate::error::Result;
+use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
 use crate::memory::buffers::pattern_seed;
 use crate::options::config::{BandwidthConfig, BenchConfig, StopRule};
@@ -23,14 +25,14 @@ use crate::output::{BandwidthRow, RowContext};
 struct CreditReceives(bool);
 
 /// The settings of a one-sided stream.
-#[derive(Debug, Clone, Copy)]
-pub struct OneSidedStream<'a> {
+#[derive(Debug, Clone)]
+pub struct OneSidedStream {
     pub operation: StreamOperation,
-    pub common: &'a BenchConfig,
-    pub bandwidth: &'a BandwidthConfig,
+    pub common: BenchConfig,
+    pub bandwidth: BandwidthConfig,
 }
 
-impl OneSidedStream<'_> {
+impl OneSidedStream {
     /// Whether this side posts (writes or reads): the client always, the server only when
     /// bidirectional.
     pub fn sends(&self, session: &Session) -> bool {
@@ -69,13 +71,22 @@ impl OneSidedStream<'_> {
             StopRule::Duration(_) => 0,
         }
     }
+}
+
+impl Engine for OneSidedStream {
+    type Report = BandwidthFigures;
+    type Row = BandwidthRow;
+
+    fn config(&self) -> &BenchConfig {
+        &self.common
+    }
 
     /// Before a size: receives and credits in place, the data check's pattern written (the
     /// source) or the buffer cleared (where data lands), a staged source's payload copied out.
-    pub fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
+    fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
         let staged_receiver = self.staged_receiver(session);
         if staged_receiver && !self.sends(session) {
-            staged_receive::post_receives(session, size, self.common, self.messages_per_qp())?;
+            staged_receive::post_receives(session, size, &self.common, self.messages_per_qp())?;
         }
         if staged_receiver && self.sends(session) && !session.connection.state::<CreditReceives>().0 {
             post_credit_receives(&mut session.local.queue_pairs)?;
@@ -106,7 +117,7 @@ impl OneSidedStream<'_> {
 
     /// One size on this side: the writer's figures, a staged receiver's (when data reached its
     /// payload), or `None` for a passive side.
-    pub fn measure(&self, session: &mut Session, size: usize) -> Result<Option<BandwidthFigures>> {
+    fn measure(&self, session: &mut Session, size: usize) -> Result<Option<BandwidthFigures>> {
         let staged_receiver = self.staged_receiver(session);
         session.take_copy_seconds();
         let report = if self.sends(session) {
@@ -125,7 +136,7 @@ impl OneSidedStream<'_> {
             };
             stream(session, &plan)?
         } else if staged_receiver {
-            staged_receive::receive(session, size, self.common, self.messages_per_qp())?
+            staged_receive::receive(session, size, &self.common, self.messages_per_qp())?
         } else {
             return Ok(None);
         };
@@ -135,7 +146,7 @@ impl OneSidedStream<'_> {
 
     /// `--validate`, after a size: where data landed, the pattern is whole (a staged ring was
     /// checked message by message as each was copied in).
-    pub fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
+    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
@@ -145,7 +156,7 @@ impl OneSidedStream<'_> {
     /// The row of one size: both directions add up; one direction seen from both ends (a
     /// receiver that copies on reports when data reached its payload) counts at the slower end,
     /// where it arrived last.
-    pub fn row(
+    fn row(
         &self,
         context: &RowContext,
         ours: Option<BandwidthFigures>,

@@ -1,10 +1,13 @@
-//! What the two ping-pong benches (gdr-write-lat, gdr-send-lat) do alike: one size measured on
-//! either side, and the row made of both sides' reports. They differ only in their transport
-//! ([`PingPong`]), so each step is written once, here.
+//! The engine of the two ping-pong benches (gdr-write-lat, gdr-send-lat), [`PingPongLatency`]:
+//! one size measured on either side, and the row made of both sides' reports. They differ only
+//! in their transport ([`PingPong`]), so each step is written once, here.
 
-use crate::engines::latency::measure_size;
-use crate::engines::latency::{ping_pong_initiator, ping_pong_responder, LatencyPlan, PingPong};
+use crate::engines::latency::{
+    check_ping_pong, measure_size, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
+    prepare_ping_pong_check, LatencyPlan, PingPong,
+};
 use crate::error::Result;
+use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
 use crate::options::config::BenchConfig;
 use crate::options::latency::LatencyConfig;
@@ -51,4 +54,84 @@ pub fn ping_pong_row(
     let mut row = LatencyRow::new(context, settings, &ours?, validation);
     row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
     Some(row)
+}
+
+/// Which ping-pong a bench runs; the transport of each size follows from it and the memory of
+/// both sides ([`PingPong`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PingPongOperation {
+    /// RDMA WRITE (gdr-write-lat): the last-byte poll where the receiver's CPU sees its memory,
+    /// else (or with `--write-with-imm`) WRITE_WITH_IMM.
+    Write,
+    /// SEND/RECV (gdr-send-lat).
+    Send,
+}
+
+/// A ping-pong latency loop with its run's settings and per-size files.
+pub struct PingPongLatency {
+    pub operation: PingPongOperation,
+    pub common: BenchConfig,
+    pub latency: LatencyConfig,
+    pub files: Option<LatencyFiles>,
+}
+
+impl PingPongLatency {
+    /// This side's transport for the memory of both sides.
+    fn transport(&self, session: &Session) -> PingPong {
+        match self.operation {
+            PingPongOperation::Write => PingPong::for_write_session(session, self.latency.write_with_imm),
+            PingPongOperation::Send => PingPong::Send,
+        }
+    }
+}
+
+impl Engine for PingPongLatency {
+    type Report = LatencyFigures;
+    type Row = LatencyRow;
+
+    fn config(&self) -> &BenchConfig {
+        &self.common
+    }
+
+    fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
+        if self.common.validate {
+            prepare_ping_pong_check(session, size)?;
+        }
+        prepare_ping_pong(session, self.transport(session), size)
+    }
+
+    fn measure(&self, session: &mut Session, size: usize) -> Result<Option<LatencyFigures>> {
+        let transport = self.transport(session);
+        measure_ping_pong(session, transport, &self.common, &self.latency, self.files.as_ref(), size)
+    }
+
+    /// `--validate`: the message that landed last; a last-byte poll's last byte carries the
+    /// poll markers, so the check covers the bytes before it.
+    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
+        if !self.common.validate {
+            return Ok(None);
+        }
+        let len = match self.transport(session) {
+            PingPong::WritePollLastByte => size - 1,
+            _ => size,
+        };
+        check_ping_pong(session, size, len)
+    }
+
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<LatencyFigures>,
+        peer: Option<LatencyFigures>,
+        validation: &str,
+    ) -> Option<LatencyRow> {
+        // The transport follows from the memory of both sides, which the context names.
+        let transport = match self.operation {
+            PingPongOperation::Write => {
+                PingPong::for_write(context.mem_local, context.mem_remote, self.latency.write_with_imm)
+            }
+            PingPongOperation::Send => PingPong::Send,
+        };
+        ping_pong_row(context, transport.arrival(), ours, peer, validation)
+    }
 }

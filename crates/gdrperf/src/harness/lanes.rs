@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use crate::error::{ConfigError, Error, Result};
 use crate::exchange::{is_peer_fault, Control, Refusal, TurnAway, PROOF_PATIENCE};
 use crate::harness::barrier::LaneBarrier;
-use crate::harness::benchmark::{sums_both_directions, Benchmark};
+use crate::harness::benchmark::{sums_both_directions, Benchmark, RowOf};
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
 use crate::harness::port_window::{LanePort, SharedPorts};
 use crate::harness::run_header::{metadata, row_context};
@@ -179,7 +179,7 @@ pub(crate) fn drive<B: Benchmark>(
     config: &BenchConfig,
     benchmark: &B,
     placements: &[Placement],
-    mut outputs: Outputs<B::Row>,
+    mut outputs: Outputs<RowOf<B>>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
     let mut sessions = vec![connect_lane(config, benchmark, placements, 0)?];
@@ -212,7 +212,7 @@ pub(crate) fn drive<B: Benchmark>(
     let ports = SharedPorts::new(&lane_ports);
     let progress = progress_bar(config.sizes.len());
     let mut outcome = RunOutcome::default();
-    let (sender, receiver) = mpsc::channel::<LaneReport<B::Row>>();
+    let (sender, receiver) = mpsc::channel::<LaneReport<RowOf<B>>>();
     let lane_results: Vec<Result<Option<Interruption>>> = std::thread::scope(|scope| -> Result<Vec<_>> {
         let threads: Vec<_> = sessions
             .into_iter()
@@ -227,17 +227,20 @@ pub(crate) fn drive<B: Benchmark>(
             .collect();
         drop(sender);
         // Rows of each size, lane by lane; written as soon as every lane has sent its own.
-        let mut pending: BTreeMap<usize, Vec<Option<B::Row>>> = BTreeMap::new();
-        let mut write = |rows: Vec<Option<B::Row>>, complete: bool, outcome: &mut RunOutcome| -> Result<()> {
-            let rows: Vec<B::Row> = rows.into_iter().flatten().collect();
-            for row in &rows {
-                write_and_judge(&mut outputs, &progress, &thresholds, config.unit, row, outcome)?;
-            }
-            if let Some(all) = complete.then(|| <B::Row as crate::output::Row>::aggregate(&rows)).flatten() {
-                progress.suspend(|| outputs.write_row(&all))?;
-            }
-            Ok(())
-        };
+        let mut pending: BTreeMap<usize, Vec<Option<RowOf<B>>>> = BTreeMap::new();
+        let mut write =
+            |rows: Vec<Option<RowOf<B>>>, complete: bool, outcome: &mut RunOutcome| -> Result<()> {
+                let rows: Vec<RowOf<B>> = rows.into_iter().flatten().collect();
+                for row in &rows {
+                    write_and_judge(&mut outputs, &progress, &thresholds, config.unit, row, outcome)?;
+                }
+                if let Some(all) =
+                    complete.then(|| <RowOf<B> as crate::output::Row>::aggregate(&rows)).flatten()
+                {
+                    progress.suspend(|| outputs.write_row(&all))?;
+                }
+                Ok(())
+            };
         for report in receiver {
             if !report.failures.is_empty() {
                 let size = config.sizes[report.size_index];
@@ -292,7 +295,7 @@ fn run_lane<B: Benchmark>(
     lane: usize,
     barrier: &LaneBarrier,
     window: &LanePort,
-    reports: &mpsc::Sender<LaneReport<B::Row>>,
+    reports: &mpsc::Sender<LaneReport<RowOf<B>>>,
 ) -> Result<Option<Interruption>> {
     let mut context = row_context::<B>(config, &session);
     context.lane = lane.to_string();

@@ -5,9 +5,8 @@
 //! A bench binary parses its options (the options room, [`crate::options`]), implements
 //! [`Benchmark`] and calls [`run`]; the roles (`roles`), the connected [`Session`], the size
 //! sweep with peer synchronisation (`sweep`), the lanes of `--concurrent` (`lanes`), the run
-//! header and the stop on a signal live here, once. The measuring loops a bench calls from its
-//! callbacks are the engines' ([`crate::engines`]), the buffers the memory room's
-//! ([`crate::memory`]).
+//! header and the stop on a signal live here, once. The per-size work is the bench's [`Engine`]
+//! (the engines room, [`crate::engines`]), the buffers the memory room's ([`crate::memory`]).
 
 pub(crate) mod barrier;
 pub(crate) mod benchmark;
@@ -20,7 +19,7 @@ pub(crate) mod session;
 pub(crate) mod stop;
 pub(crate) mod sweep;
 
-pub use benchmark::{Benchmark, Setup};
+pub use benchmark::{Benchmark, Engine, Setup};
 pub use roles::run;
 pub use session::{Session, Side};
 pub use sweep::RunOutcome;

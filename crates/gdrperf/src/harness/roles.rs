@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 
 use crate::error::{Error, Result};
 use crate::exchange::{Control, TurnAway};
-use crate::harness::benchmark::{concurrent, Benchmark};
+use crate::harness::benchmark::{concurrent, Benchmark, RowOf};
 use crate::harness::interrupt::{install_signal_handlers, StopFlag};
 use crate::harness::lanes;
 use crate::harness::session::Session;
@@ -89,7 +89,7 @@ fn lead<B: Benchmark>(
     config: &BenchConfig,
     benchmark: &B,
     placements: &[Placement],
-    outputs: Outputs<B::Row>,
+    outputs: Outputs<RowOf<B>>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
     if concurrent(benchmark) {
@@ -146,7 +146,7 @@ fn run_loopback<B: Benchmark>(
     })
 }
 
-fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<B::Row>> {
+fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<RowOf<B>>> {
     Outputs::create(
         config.csv.as_deref(),
         config.json.as_deref(),

@@ -237,8 +237,8 @@ pub(crate) fn report_refusal(refusal: &Refusal) {
     }
 }
 
-/// A connected side: what a benchmark's callbacks work with, through its methods; the engines
-/// of the harness borrow its parts.
+/// A connected side: what an engine works with, through its methods, and whose parts its
+/// loops borrow.
 pub struct Session {
     pub(crate) side: Side,
     pub(crate) local: LocalResources,

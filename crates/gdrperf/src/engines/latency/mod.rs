@@ -37,6 +37,7 @@
 
 mod files;
 mod pin;
+mod read;
 /// Public for the loop's benchmark (`benches/latency_loop.rs`) only.
 #[doc(hidden)]
 pub mod samples;
@@ -67,6 +68,7 @@ use samples::{Continue, RoundTrip, Samples};
 use wire::{Arrival, MarkerBytes, PollByte, Wire};
 
 pub use files::measure_size;
+pub use read::OneSidedLatency;
 
 /// How the two sides of a ping-pong pass the message back and forth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

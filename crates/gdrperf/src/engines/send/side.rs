@@ -1,26 +1,28 @@
 //! gdr-send-bw's two sides on the SEND/RECV engine, whatever the memory: which side sends and
-//! receives, the receives kept posted across sizes, the plan of a size, the data check. The
-//! bench only says which figures make its row.
+//! receives, the receives kept posted across sizes, the plan of a size, the data check, the
+//! row. The bench only says what it is and what it needs of each side.
 
 use crate::engines::credits::SenderCredits;
 use crate::error::Result;
+use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
 use crate::options::config::{BandwidthConfig, BenchConfig};
 use crate::options::send::SendConfig;
-use crate::output::rows::BandwidthFigures;
-use crate::output::send_row::SendFigures;
+use crate::output::rows::{BandwidthFigures, BandwidthSettings};
+use crate::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
+use crate::output::RowContext;
 
 use super::{stream_send, ReceiveQueues, SendConnection, SendPlan};
 
 /// The settings of a SEND stream.
-#[derive(Debug, Clone, Copy)]
-pub struct SendStream<'a> {
-    pub common: &'a BenchConfig,
-    pub bandwidth: &'a BandwidthConfig,
-    pub send: &'a SendConfig,
+#[derive(Debug, Clone)]
+pub struct SendStream {
+    pub common: BenchConfig,
+    pub bandwidth: BandwidthConfig,
+    pub send: SendConfig,
 }
 
-impl SendStream<'_> {
+impl SendStream {
     /// This side sends: the client, both sides when bidirectional.
     pub fn sends(&self, session: &Session) -> bool {
         session.is_client() || self.bandwidth.bidirectional
@@ -30,10 +32,19 @@ impl SendStream<'_> {
     pub fn receives(&self, session: &Session) -> bool {
         !session.is_client() || self.bandwidth.bidirectional
     }
+}
+
+impl Engine for SendStream {
+    type Report = SendFigures;
+    type Row = SendBandwidthRow;
+
+    fn config(&self) -> &BenchConfig {
+        &self.common
+    }
 
     /// Before a size: the sender's pattern written, the receives posted (once per connection:
     /// they are reposted as consumed, across sizes).
-    pub fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
+    fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
         if self.common.validate && self.sends(session) {
             session.fill_pattern(size)?;
         }
@@ -59,7 +70,7 @@ impl SendStream<'_> {
     }
 
     /// One size on this side: what it sent and received, with its copy time.
-    pub fn measure(&self, session: &mut Session, size: usize) -> Result<SendFigures> {
+    fn measure(&self, session: &mut Session, size: usize) -> Result<Option<SendFigures>> {
         let plan = SendPlan {
             size,
             stop: self.common.stop,
@@ -91,12 +102,12 @@ impl SendStream<'_> {
             Some(_) => figures,
             None => BandwidthFigures { copy_seconds, ..figures },
         });
-        Ok(SendFigures { sent, received, rx_depth })
+        Ok(Some(SendFigures { sent, received, rx_depth }))
     }
 
     /// After a size: the first payload that failed its check (a host ring's, or a staged
     /// ring's message by message).
-    pub fn check(&self, session: &mut Session) -> Result<Option<String>> {
+    fn check(&self, session: &mut Session, _size: usize) -> Result<Option<String>> {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
@@ -107,5 +118,29 @@ impl SendStream<'_> {
             .as_mut()
             .and_then(ReceiveQueues::take_failure);
         Ok(failure.or_else(|| session.take_message_failure()))
+    }
+
+    /// The row of one size: the sender's figures in the `bw_*` columns, the receiver's in the
+    /// `rx_*` ones (with `-b`, both directions summed in each).
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<SendFigures>,
+        peer: Option<SendFigures>,
+        validation: &str,
+    ) -> Option<SendBandwidthRow> {
+        let settings = BandwidthSettings {
+            tx_depth: self.common.tx_depth,
+            cq_mod: self.bandwidth.cq_mod,
+            bidirectional: self.bandwidth.bidirectional,
+        };
+        let reports: Vec<SendFigures> = ours.into_iter().chain(peer).collect();
+        SendBandwidthRow::new(
+            context,
+            settings,
+            SendSettings { inline_size: self.send.inline_size },
+            &reports,
+            validation,
+        )
     }
 }
