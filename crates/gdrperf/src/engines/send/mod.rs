@@ -19,7 +19,7 @@
 //!
 //! With `--validate` every payload is checked as it is polled, before its receive is reposted:
 //! each receive then needs a slot of its own, in a host-memory ring per QP, and the receives kept
-//! posted are as many as the ring has slots (the ring is capped at [`VALIDATION_RING_BYTES`]).
+//! posted are as many as the ring has slots (the ring is capped at [`plan::VALIDATION_RING_BYTES`]).
 //! The ring is host memory, so `--validate` is refused where the benchmark buffers are GPU
 //! memory: it would no longer measure receiving into them.
 //!
@@ -41,6 +41,7 @@
 //! Ctrl-C stops posting; what is in flight completes, and the size ends with the interruption.
 //! A peer that dies or gives up is noticed through the control channel (`check_peer`).
 
+mod plan;
 mod receiver;
 mod side;
 
@@ -60,32 +61,11 @@ use crate::options::config::StopRule;
 use crate::verbs::completion::opcode;
 use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, SendRequest, WorkCompletion};
 
+pub use plan::SendPlan;
+use plan::{split_id, unexpected, work_request_id, CREDIT_FLAG, PHASE_END, RECEIVE_FLAG};
 pub use receiver::ReceiveQueues;
 use receiver::Receiver;
 pub use side::SendStream;
-
-/// How one size is streamed by this side.
-#[derive(Debug, Clone, Copy)]
-pub struct SendPlan {
-    pub size: usize,
-    pub stop: StopRule,
-    pub warmup: u64,
-    pub tx_depth: u32,
-    pub cq_mod: u32,
-    /// `-D`: whole seconds left out of the measurement at each end (`-f`).
-    pub margin_seconds: u64,
-    pub inline: bool,
-    /// This side sends (the client; both sides when bidirectional).
-    pub sends: bool,
-    /// This side receives (the server; both sides when bidirectional).
-    pub receives: bool,
-    /// How long without any completion before we call the peer gone.
-    pub stall_timeout: Duration,
-    /// `--validate`: a staged sender stamps each message with its index.
-    pub validate: bool,
-    /// The peer's memory is staged too (messages are then stamped: see `memory::queue_memory`).
-    pub peer_staged: bool,
-}
 
 /// What this side measured: its sending, its receiving, or both.
 #[derive(Debug, Clone)]
@@ -93,26 +73,6 @@ pub struct SendReports {
     pub sent: Option<BandwidthReport>,
     /// `None` also when too few messages came to time (a single one has no duration).
     pub received: Option<BandwidthReport>,
-}
-
-/// The largest validation ring per side, all QPs together.
-pub const VALIDATION_RING_BYTES: usize = 64 << 20;
-
-/// Immediate value marking the last message of a phase.
-const PHASE_END: u32 = 0x5e4d_e4d0;
-/// Work-request ids: the top bit says receive, the QP index sits above the sequence or slot.
-const RECEIVE_FLAG: u64 = 1 << 63;
-/// Work-request id bit of a credit: a receive for one (sender), a SEND of one (receiver).
-const CREDIT_FLAG: u64 = 1 << 62;
-const INDEX_SHIFT: u32 = 40;
-const LOW_MASK: u64 = (1 << INDEX_SHIFT) - 1;
-
-fn work_request_id(receive: bool, queue_pair: usize, low: u64) -> u64 {
-    (if receive { RECEIVE_FLAG } else { 0 }) | ((queue_pair as u64) << INDEX_SHIFT) | low
-}
-
-fn split_id(wr_id: u64) -> (usize, u64) {
-    (((wr_id & !(RECEIVE_FLAG | CREDIT_FLAG)) >> INDEX_SHIFT) as usize, wr_id & LOW_MASK)
 }
 
 /// Posts the receives a one-way sender keeps for the receiver's credits (once per connection).
@@ -290,10 +250,6 @@ fn is_shared_credit(completion: &WorkCompletion) -> bool {
         && completion.opcode == opcode::RECV
         && completion.byte_len == 0
         && completion.immediate.is_some_and(|immediate| immediate != PHASE_END)
-}
-
-fn unexpected(completion: &WorkCompletion, expected: &'static str) -> Error {
-    Error::UnexpectedCompletion { wr_id: completion.wr_id, opcode: completion.opcode, expected }
 }
 
 /// When a phase of sending ends.
@@ -547,6 +503,7 @@ impl<'c> Sender<'c> {
 
 #[cfg(test)]
 mod tests {
+    use super::plan::LOW_MASK;
     use super::*;
 
     #[test]

@@ -19,7 +19,9 @@ use crate::verbs::{
     WorkCompletion,
 };
 
-use super::{split_id, unexpected, work_request_id, SendPlan, CREDIT_FLAG, PHASE_END, VALIDATION_RING_BYTES};
+use super::plan::{
+    split_id, unexpected, work_request_id, SendPlan, CREDIT_FLAG, PHASE_END, VALIDATION_RING_BYTES,
+};
 
 /// One side's receives, posted once and kept posted for the whole run.
 pub struct ReceiveQueues {

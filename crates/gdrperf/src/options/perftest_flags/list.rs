@@ -1,8 +1,8 @@
 //! The one list of perftest's flags (see [`super`]): `long_options[]` of
 //! `src/perftest_parameters.c` at linux-rdma/perftest 00b55b6, in its order.
 
-use super::PerftestFlag;
-use super::Status::{self, AliasOf, Differs, Ignored, NotSupported, Refused, Same};
+use super::flag::PerftestFlag;
+use super::flag::Status::{self, AliasOf, Differs, Ignored, NotSupported, Refused, Same};
 
 const fn flag(
     short: Option<char>,
