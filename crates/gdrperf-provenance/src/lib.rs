@@ -1,8 +1,12 @@
-//! What made a result file: the git commit the binary was built from (embedded by `build.rs`)
-//! and the command line that ran it. Every file a gdrperf binary writes names both, so a result
-//! is complete by construction (brief: "each file names command, git commit, machine, date").
-//! It lives here, beside [`crate::utc_timestamp`], because the benches and `gdrperf` both use
-//! this crate and it knows nothing of verbs.
+//! What made a result file: the git commit the binary was built from (embedded by `build.rs`),
+//! the command line that ran it and the date it ran ([`utc_timestamp`]). Every file a gdrperf
+//! binary writes names them, so a result is complete by construction (brief: "each file names
+//! command, git commit, machine, date"). The benches and `gdrperf`'s subcommands stamp their
+//! files through this one crate, so every file says it the same way.
+
+mod timestamp;
+
+pub use timestamp::utc_timestamp;
 
 /// The commit the binary was built from: 40 hexadecimal digits, `-dirty` appended when the
 /// sources differed from it, or `unknown (built outside a git checkout)`.
@@ -10,9 +14,10 @@ pub const GIT_COMMIT: &str = env!("GDRPERF_GIT_COMMIT");
 
 /// A command line as one could paste it into a shell: arguments holding a space, a quote or
 /// another character the shell reads are single-quoted, and a `--token`'s value is redacted
-/// ([`crate::redact_command_line`]): every recorded or printed command line passes here.
+/// ([`gdrperf_command_line::redact_command_line`]): every recorded or printed command line passes
+/// here.
 pub fn command_line(argv: &[String]) -> String {
-    crate::redact_command_line(argv)
+    gdrperf_command_line::redact_command_line(argv)
         .iter()
         .map(|argument| {
             let plain = !argument.is_empty()

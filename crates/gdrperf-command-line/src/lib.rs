@@ -1,11 +1,17 @@
-//! The command line a result file or a printed plan records, with secrets taken out.
+//! The rules every gdrperf binary applies to its command line, in one crate that the benches,
+//! `gdrperf` and `gdrperf-cluster` all reach without pulling in verbs or measurement: arguments
+//! are text ([`non_utf8_argument`]), secrets stay out of what is recorded or shown, a timeout has
+//! a ceiling ([`MAX_TIMEOUT_SECONDS`]), and a size is spelled one way everywhere ([`parse_size`]).
 //!
 //! Result files travel: they are attached to tickets, copied to shared folders, gathered on
-//! rank 0 of a Slurm job. A `--token` on the command line must therefore never reach them. It
-//! lives here, next to [`crate::utc_timestamp`], because the benches (run metadata), `gdrperf
-//! accept` (its summary) and `gdrperf slurm` (plan and per-pair status) all record command
-//! lines, and this is the one crate they share that knows nothing of verbs. Every place that
-//! records or prints a command line goes through [`redact_command_line`]: one rule, one list.
+//! rank 0 of a Slurm job. A `--token` on the command line must therefore never reach them. The
+//! benches (run metadata), `gdrperf accept` (its summary) and `gdrperf slurm` (plan and per-pair
+//! status) all record command lines, and every place that records or prints one goes through
+//! [`redact_command_line`]: one rule, one list.
+
+mod size;
+
+pub use size::{parse_nonzero_size, parse_size};
 
 /// What a secret's value is replaced with.
 pub const REDACTED: &str = "<redacted>";
@@ -86,7 +92,7 @@ pub const SECRET_ON_COMMAND_LINE: &str = "warning: --token on the command line i
 /// The longest timeout any binary takes (`--timeout`, `--accept-timeout`, `gdrperf accept
 /// --run-timeout`, `gdrperf slurm --*-timeout`): 30 days. A deadline is `Instant::now()` plus the
 /// timeout, and `u64::MAX` seconds overflows that sum (a panic); 30 days is longer than any
-/// acceptance run. It lives here, with the other command-line rules the binaries share.
+/// acceptance run.
 pub const MAX_TIMEOUT_SECONDS: u64 = 30 * 24 * 3600;
 
 /// This process's arguments as text, never panicking: `std::env::args` panics on an argument

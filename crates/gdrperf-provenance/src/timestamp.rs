@@ -1,6 +1,5 @@
-//! The wall-clock date a result file records: not a measurement, but it lives here because both
-//! the benches (run metadata) and `gdrperf accept` (its summary) stamp their files with it, and
-//! this is the one crate both use that knows nothing of verbs.
+//! The wall-clock date a result file records: the benches (run metadata), `gdrperf accept` (its
+//! summary) and `gdrperf copy-bw` stamp their files with it.
 
 /// Now, as an RFC 3339 UTC timestamp ("2026-12-02T17:04:05Z"), without a date crate: days since
 /// the epoch to a civil date (Howard Hinnant's algorithm).
