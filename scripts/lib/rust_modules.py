@@ -204,7 +204,11 @@ def scan_module(module, kept_strings, child_dir, modules, include_tests):
             continue
         explicit = re.search(r'#\[\s*path\s*=\s*"([^"]*)"\s*\]', attributes)
         if explicit:
-            file = os.path.normpath(os.path.join(child_dir, explicit.group(1)))
+            # Relative to the file's own folder, or for a `mod` inside an inline module, to
+            # the folder that module's files would be in (the Rust reference's rule).
+            inline = module.span != (0, len(text))
+            base = child_dir if inline else os.path.dirname(module.file)
+            file = os.path.normpath(os.path.join(base, explicit.group(1)))
             grandchildren = os.path.join(os.path.dirname(file), name)
         else:
             file = os.path.join(child_dir, name + ".rs")
