@@ -303,7 +303,7 @@ fn run<M: QueueMemory>(
                 return take_credit(&completion, queue_pairs, progress, &book, &mut credits_now);
             }
             if !completion.is_success() {
-                return Err(completion.error(plan.operation.name(), size));
+                return Err(completion.error(plan.operation.name(), size).into());
             }
             let unexpected = || Error::UnexpectedCompletion {
                 wr_id: completion.wr_id,
@@ -378,7 +378,7 @@ fn take_credit(
     credits_now: &mut u64,
 ) -> Result<()> {
     if !completion.is_success() {
-        return Err(completion.error("receive of a credit", 0));
+        return Err(completion.error("receive of a credit", 0).into());
     }
     let index = (completion.wr_id & !CREDIT_FLAG) as usize;
     let (Some(state), Some(queue_pair), Some(credit)) =
@@ -401,7 +401,7 @@ fn take_credit(
     }
     state.credited += credit;
     *credits_now += credit;
-    queue_pair.post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())
+    Ok(queue_pair.post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())?)
 }
 
 /// Posts the receives a sender keeps for a staged receiver's credits (once per connection).

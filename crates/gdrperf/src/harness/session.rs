@@ -214,9 +214,9 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
             eprintln!("--ib-dev auto: {name} is the RDMA device nearest to GPU {index} ({bus_id})");
             Ok(name)
         }
-        Ok(None) => Err(Error::NoDevice {
+        Ok(None) => Err(Error::from(crate::verbs::VerbsError::NoDevice {
             detail: "--ib-dev auto found no RDMA device in /sys/class/infiniband".into(),
-        }),
+        })),
         Err(source) => Err(Error::NearestNic { source }),
     }
 }

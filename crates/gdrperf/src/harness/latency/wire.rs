@@ -161,7 +161,7 @@ impl<'a> Wire<'a> {
 
     #[inline]
     pub(super) fn repost(&mut self) -> Result<()> {
-        self.queue_pair.post_receive(RECEIVE_ID, self.receive)
+        Ok(self.queue_pair.post_receive(RECEIVE_ID, self.receive)?)
     }
 
     /// Polls once: retires our send completions, returns the receive completion if one came.
@@ -173,8 +173,10 @@ impl<'a> Wire<'a> {
         self.completions.poll(|completion| {
             match completion.wr_id {
                 SEND_ID if completion.is_success() => sends_done += 1,
-                SEND_ID => return Err(completion.error(operation_name, size)),
-                RECEIVE_ID if !completion.is_success() => return Err(completion.error("receive", size)),
+                SEND_ID => return Err(completion.error(operation_name, size).into()),
+                RECEIVE_ID if !completion.is_success() => {
+                    return Err(completion.error("receive", size).into())
+                }
                 RECEIVE_ID if received.is_none() => received = Some(completion),
                 _ => {
                     return Err(Error::UnexpectedCompletion {

@@ -471,14 +471,14 @@ impl<'c> Sender<'c> {
     /// own receive is reposted at once.
     fn take_credit(&mut self, completion: &WorkCompletion, queue_pairs: &mut [RcQueuePair]) -> Result<()> {
         if !completion.is_success() {
-            return Err(completion.error("receive of a credit", 0));
+            return Err(completion.error("receive of a credit", 0).into());
         }
         let (index, _) = split_id(completion.wr_id);
         if index >= queue_pairs.len() {
             return Err(unexpected(completion, "a credit from the receiver"));
         }
         self.grant(completion, index)?;
-        queue_pairs[index].post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())
+        Ok(queue_pairs[index].post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())?)
     }
 
     /// Takes in the credit `completion` carries for QP `index` (its immediate: how many
@@ -493,7 +493,7 @@ impl<'c> Sender<'c> {
 
     fn complete(&mut self, completion: &WorkCompletion) -> Result<()> {
         if !completion.is_success() {
-            return Err(completion.error("SEND", self.plan.size));
+            return Err(completion.error("SEND", self.plan.size).into());
         }
         let (index, sequence) = split_id(completion.wr_id);
         let state =

@@ -242,7 +242,7 @@ impl<'q> Receiver<'q> {
     /// A credit SEND completed.
     pub(super) fn credit_sent(&mut self, completion: &WorkCompletion) -> Result<()> {
         if !completion.is_success() {
-            return Err(completion.error("SEND of a credit", 0));
+            return Err(completion.error("SEND of a credit", 0).into());
         }
         match self.queues.credits.completed() {
             Some(()) => Ok(()),
@@ -274,7 +274,7 @@ impl<'q> Receiver<'q> {
     ) -> Result<()> {
         let size = self.plan.size;
         if !completion.is_success() {
-            return Err(completion.error("receive", size));
+            return Err(completion.error("receive", size).into());
         }
         let (index, slot) = split_id(completion.wr_id);
         if index >= self.states.len()

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Nonce, AUTH_TAG_BYTES, MAX_MESSAGE_BYTES};
-use crate::verbs::{Endpoint, RemoteBuffer};
+use gdrperf_verbs::{Endpoint, RemoteBuffer};
 
 /// The first message each side sends: who it is, what it runs, how to reach its QPs and memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
