@@ -38,7 +38,7 @@ pub use auth::{
     TOKEN_MIN_BITS,
 };
 pub use busy::TurnAway;
-pub use message::{decode_body, decode_frame, encode, frame_length, Hello, Message, SideInfo};
+pub use message::{decode_body, decode_frame, encode, frame_length, DecodeError, Hello, Message, SideInfo};
 pub use terms::describe_mismatch;
 pub use watch::{PeerWatch, PEER_CHECK_INTERVAL};
 
@@ -348,7 +348,7 @@ impl Control {
             Err(detail) => Err(ExchangeError::Decode {
                 peer: self.peer.clone(),
                 during: during.to_string(),
-                detail: printable(&detail),
+                detail: printable(&detail.to_string()),
             }),
         }
     }
