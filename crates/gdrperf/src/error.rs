@@ -81,7 +81,7 @@ pub enum Error {
 
     /// `--cpu`/`--numa-node` asked for CPUs this process cannot have, or pinning failed.
     #[error("CPU placement: {0}")]
-    CpuPlacement(String),
+    CpuPlacement(#[from] crate::cpu_placement::CpuPlacementError),
 
     #[error(transparent)]
     Signal(#[from] gdrperf_process::SignalError),

@@ -158,7 +158,7 @@ fn tell_all(sessions: &mut [Session], error: Error) -> Error {
 /// placement in turn while it allocated that lane's buffers, and a new thread inherits the last.
 fn pin_lane(session: &Session) -> Result<()> {
     crate::cpu_placement::pin_current_thread(&session.local.cpu)
-        .map_err(|error| Error::CpuPlacement(format!("lane thread: {error}")))
+        .map_err(|source| Error::CpuPlacement(crate::cpu_placement::CpuPlacementError::LaneThread { source }))
 }
 
 fn panicked() -> Error {
