@@ -8,8 +8,10 @@
 use std::io;
 
 mod configuration;
+mod protocol;
 
 pub use configuration::ConfigError;
+pub use protocol::ProtocolError;
 
 /// Everything that can go wrong below the bench binaries.
 #[derive(Debug, thiserror::Error)]
@@ -56,7 +58,7 @@ pub enum Error {
     /// The peer did something the run's protocol does not allow at this point: a size outside
     /// the agreed sweep, a message of the wrong length, a ping-pong out of step.
     #[error("the peer is out of step with this side: {0}")]
-    Protocol(String),
+    Protocol(#[from] ProtocolError),
 
     /// The peer's end-of-size report did not decode.
     #[error("the server's report for {size} bytes is malformed: {source}")]
@@ -128,5 +130,20 @@ mod tests {
         );
         let source = error.source().and_then(|source| source.downcast_ref::<gdrperf_stats::StatsError>());
         assert!(matches!(source, Some(gdrperf_stats::StatsError::NoCompletions)));
+    }
+
+    #[test]
+    fn a_protocol_error_reads_as_the_peer_out_of_step() {
+        let error = Error::from(ProtocolError::SizeOutsideSweep { size: 4096 });
+        assert_eq!(
+            error.to_string(),
+            "the peer is out of step with this side: client asked for size 4096, not in the agreed sweep"
+        );
+        let error = Error::from(ProtocolError::WrongImmediate { sequence: 3, immediate: None, expected: 4 });
+        assert_eq!(
+            error.to_string(),
+            "the peer is out of step with this side: ping-pong out of step: message 3 arrived with immediate \
+             None, expected 4"
+        );
     }
 }

@@ -393,11 +393,11 @@ fn take_credit(
     let credit = u64::from(credit);
     let posted = state.phase_start + book.progress.get(index).map_or(0, |counts| counts.posted);
     if state.credited + credit > posted {
-        return Err(Error::Protocol(format!(
-            "QP {index}: the staged receiver credited {} messages, {} were sent",
-            state.credited + credit,
-            posted
-        )));
+        return Err(Error::Protocol(crate::error::ProtocolError::OverCredited {
+            queue_pair: index,
+            credited: state.credited + credit,
+            sent: posted,
+        }));
     }
     state.credited += credit;
     *credits_now += credit;

@@ -419,12 +419,11 @@ impl Session {
         control: &Control,
     ) -> Result<(LocalResources, Hello, Mtu)> {
         if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
-            return Err(Error::Protocol(format!(
-                "peer offered {} QPs and {} buffers, we have {} QPs",
-                peer.endpoints.len(),
-                peer.buffers.len(),
-                local.queue_pairs.len()
-            )));
+            return Err(Error::Protocol(crate::error::ProtocolError::QueuePairCount {
+                endpoints: peer.endpoints.len(),
+                buffers: peer.buffers.len(),
+                queue_pairs: local.queue_pairs.len(),
+            }));
         }
         // Every size is written into (or read from) the peer's buffer at its start: a buffer the
         // peer says is shorter would let a wrong or hostile hello turn our RDMA into a remote
@@ -432,10 +431,11 @@ impl Session {
         let largest = config.sizes.iter().copied().max().unwrap_or(0) as u64;
         if let Some((index, short)) = peer.buffers.iter().enumerate().find(|(_, buffer)| buffer.len < largest)
         {
-            return Err(Error::Protocol(format!(
-                "peer's buffer of QP {index} is {} bytes, shorter than the largest message ({largest} bytes)",
-                short.len
-            )));
+            return Err(Error::Protocol(crate::error::ProtocolError::ShortBuffer {
+                queue_pair: index,
+                len: short.len,
+                largest,
+            }));
         }
         let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
         // perftest's rule (`set_mtu`, `check_mtu`): the smaller active MTU of the two ports, and a
@@ -457,9 +457,7 @@ impl Session {
             let server = match peer.rdma_cm_port {
                 Some(port) => Some(rdma_cm_peer(control.peer(), port, local.gid)?),
                 None if rdma_cm.listening_port().is_some() => None,
-                None => {
-                    return Err(Error::Protocol("the server's hello gives no rdma_cm port for -R".into()))
-                }
+                None => return Err(Error::Protocol(crate::error::ProtocolError::NoRdmaCmPort)),
             };
             let mut peer_failed = || control.peer_gone(std::time::Duration::ZERO).map(Error::from);
             let queue_pairs = &mut local.queue_pairs;

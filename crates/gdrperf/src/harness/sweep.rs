@@ -146,9 +146,7 @@ pub(crate) fn serve<B: Benchmark>(
                 other => return Err(unexpected(&session, "StartSize, NextPlacement or Goodbye", &other)),
             };
             if !config.sizes.contains(&size) {
-                return Err(Error::Protocol(format!(
-                    "client asked for size {size}, not in the agreed sweep"
-                )));
+                return Err(Error::Protocol(crate::error::ProtocolError::SizeOutsideSweep { size }));
             }
             position.start(size);
             benchmark.prepare(&mut session, size)?;

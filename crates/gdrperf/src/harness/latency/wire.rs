@@ -14,7 +14,7 @@ use crate::verbs::{
 };
 
 use super::{
-    landing_half, landing_offset, protocol, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID,
+    landing_half, landing_offset, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID,
     STOP_IMMEDIATE, STOP_MARKER,
 };
 
@@ -189,7 +189,7 @@ impl<'a> Wire<'a> {
             Ok(())
         })?;
         if sends_done > self.sends_outstanding {
-            return Err(protocol("more send completions than sends"));
+            return Err(Error::Protocol(crate::error::ProtocolError::MoreSendCompletions));
         }
         self.sends_outstanding -= sends_done;
         Ok(received)
@@ -302,14 +302,15 @@ impl<'a> Wire<'a> {
                 Ok(Arrival::Message)
             }
             (PingPong::Send, None) if completion.byte_len as usize == self.size => Ok(Arrival::Message),
-            (PingPong::Send, None) => {
-                Err(protocol(&format!("received {} bytes, expected {}", completion.byte_len, self.size)))
-            }
-            _ => Err(protocol(&format!(
-                "message {sequence} arrived with immediate {:?}, expected {}",
-                completion.immediate,
-                sequence_immediate(sequence)
-            ))),
+            (PingPong::Send, None) => Err(Error::Protocol(crate::error::ProtocolError::PingPongSize {
+                received: completion.byte_len,
+                expected: self.size,
+            })),
+            _ => Err(Error::Protocol(crate::error::ProtocolError::WrongImmediate {
+                sequence,
+                immediate: completion.immediate,
+                expected: sequence_immediate(sequence),
+            })),
         }
     }
 }

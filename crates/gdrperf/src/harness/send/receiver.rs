@@ -285,10 +285,11 @@ impl<'q> Receiver<'q> {
         }
         let state = &mut self.states[index];
         if completion.byte_len as usize != size {
-            return Err(Error::Protocol(format!(
-                "QP {index} received a {}-byte message during the {size}-byte size (do both sides sweep the same sizes?)",
-                completion.byte_len
-            )));
+            return Err(Error::Protocol(crate::error::ProtocolError::MessageSize {
+                queue_pair: index,
+                received: completion.byte_len,
+                size,
+            }));
         }
         if state.phase == ReceivePhase::Done {
             return Err(unexpected(completion, "nothing after the phase's last message"));
@@ -327,10 +328,11 @@ impl<'q> Receiver<'q> {
                     (_, StopRule::Duration(_)) => None,
                 };
                 if let Some(expected) = expected.filter(|&expected| expected != state.count) {
-                    return Err(Error::Protocol(format!(
-                        "QP {index} received {} messages in a phase of {expected} (do both sides use the same -n and --warmup?)",
-                        state.count
-                    )));
+                    return Err(Error::Protocol(crate::error::ProtocolError::PhaseCount {
+                        queue_pair: index,
+                        received: state.count,
+                        expected,
+                    }));
                 }
                 state.phase = if state.phase == ReceivePhase::Warmup {
                     ReceivePhase::Measured
@@ -340,9 +342,10 @@ impl<'q> Receiver<'q> {
                 state.count = 0;
                 Ok(())
             }
-            Some(other) => Err(Error::Protocol(format!(
-                "QP {index} received immediate {other:#x}, not a gdr-send-bw sender"
-            ))),
+            Some(other) => Err(Error::Protocol(crate::error::ProtocolError::UnknownImmediate {
+                queue_pair: index,
+                immediate: other,
+            })),
         }
     }
 
