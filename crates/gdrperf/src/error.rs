@@ -8,9 +8,11 @@
 use std::io;
 
 mod configuration;
+mod internal;
 mod protocol;
 
 pub use configuration::ConfigError;
+pub use internal::InternalError;
 pub use protocol::ProtocolError;
 
 /// Everything that can go wrong below the bench binaries.
@@ -71,7 +73,7 @@ pub enum Error {
 
     /// Something this program should have ruled out: a bug, reported instead of a panic.
     #[error("internal error (please report it): {0}")]
-    Internal(String),
+    Internal(#[from] InternalError),
 
     /// A lane of a `--concurrent` run failed: the lane's own error, kept whole.
     #[error("lane {lane}: {source}")]

@@ -96,7 +96,7 @@ pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthRepor
         let stamps = plan.validate.then(|| Stamps { seed: pattern_seed(plan.size, index), stamped });
         memories.push(
             Staged::new(buffer, ring, plan.size, stamps)
-                .ok_or_else(|| Error::Internal("every QP of a side has the same memory".into()))?,
+                .ok_or_else(|| Error::Internal(crate::error::InternalError::MixedMemory))?,
         );
     }
     stream_with(link, plan, &mut memories)

@@ -206,7 +206,7 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
     let index = near_gpu.ok_or_else(|| {
         // `BenchConfig::from_args` refuses -d auto without GPU memory, and placements give
         // every placement of such a run a GPU to be near.
-        Error::Internal("-d/--ib-dev auto reached a placement with no GPU to be near".into())
+        Error::Internal(crate::error::InternalError::AutoPlacementWithoutGpu)
     })?;
     let bus_id = gdrperf_cuda::Cuda::load()?.gpu_info(index)?.bus_id.to_string();
     match gdrperf_topology::recommend_nic(std::path::Path::new("/"), &bus_id) {
@@ -352,7 +352,9 @@ impl Session {
             (Role::Loopback, None) => {
                 (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?)
             }
-            (Role::Server, None) => return Err(Error::Internal("a server needs a listening socket".into())),
+            (Role::Server, None) => {
+                return Err(Error::Internal(crate::error::InternalError::ServerWithoutListener))
+            }
         };
         let ours = local.hello(config, greeting);
         let result =
@@ -536,7 +538,7 @@ impl Session {
 /// channel reached it) at the rdma_cm `port` its hello gave.
 fn rdma_cm_peer(control_peer: &str, port: u16, local_gid: Option<GidChoice>) -> Result<std::net::SocketAddr> {
     let address: std::net::SocketAddr = control_peer.parse().map_err(|_| {
-        Error::Internal(format!("the control channel's peer '{control_peer}' is no socket address"))
+        Error::Internal(crate::error::InternalError::PeerNotSocketAddress { peer: control_peer.to_string() })
     })?;
     let ip =
         crate::verbs::connection_manager::rdma_cm_address(address.ip(), local_gid.map(|choice| choice.gid));

@@ -85,7 +85,7 @@ pub fn receive(
         let stamps = validate.then(|| Stamps { seed: pattern_seed(size, index), stamped });
         memories.push(
             Staged::new(buffer, ring, size, stamps)
-                .ok_or_else(|| Error::Internal("a staged receive needs a staged buffer".into()))?,
+                .ok_or_else(|| Error::Internal(crate::error::InternalError::NoStagedBuffer))?,
         );
     }
     // Per QP: receives completed, messages copied in (and so credited or about to be), receives posted.

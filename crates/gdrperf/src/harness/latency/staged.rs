@@ -89,10 +89,7 @@ impl<'a> Copies<'a> {
 fn completion_transport(transport: PingPong) -> Result<PingPong> {
     match transport {
         // `PingPong::for_write` polls the last byte between two host memories only.
-        PingPong::WritePollLastByte => Err(Error::Internal(
-            "staged memory cannot be polled for the last byte (the NIC writes the bounce buffer, not the payload)"
-                .into(),
-        )),
+        PingPong::WritePollLastByte => Err(Error::Internal(crate::error::InternalError::StagedLastBytePoll)),
         other => Ok(other),
     }
 }

@@ -44,12 +44,11 @@ impl PollByte {
                 let address = buffer.region().address() + (offset + size) as u64 - 1;
                 Ok(PollByte(address as usize as *mut u8))
             }
-            Some(_) => Err(Error::Internal(format!("message size {size} does not fit the buffer"))),
+            Some(_) => Err(Error::Internal(crate::error::InternalError::MessageTooLarge { size })),
             // `PingPong::for_write` polls the last byte between two host memories only.
-            None => Err(Error::Internal(format!(
-                "the last-byte poll needs memory the CPU can read, and this side's buffer is {} memory",
-                buffer.kind()
-            ))),
+            None => Err(Error::Internal(crate::error::InternalError::LastBytePollUnreadable {
+                memory: buffer.kind(),
+            })),
         }
     }
 
@@ -329,9 +328,7 @@ impl<'a> Wire<'a> {
         let local = buffers[0].slice(plan.size);
         let kind = buffers[0].kind();
         let stager = buffers[0].stager().ok_or_else(|| {
-            Error::Internal(format!(
-                "the staged latency engine needs staged memory, and this side's is {kind}"
-            ))
+            Error::Internal(crate::error::InternalError::StagedLatencyWithoutStaging { memory: kind })
         })?;
         let wire = Wire::assemble(
             &mut queue_pairs[0],

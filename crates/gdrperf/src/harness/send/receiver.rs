@@ -76,16 +76,15 @@ impl ReceiveQueues {
             let staged = buffer.is_staged().then(|| Ring::new(buffer.region().len(), rx_depth, max_size));
             staged_ring = staged_ring.or(staged);
             if shared && staged.is_some() {
-                return Err(Error::Internal("staged memory runs one direction at a time".into()));
+                return Err(Error::Internal(crate::error::InternalError::StagedBothDirections));
             }
             let reserved = if shared { CREDIT_RECEIVES } else { 0 };
             let use_ring = validate && staged.is_none();
             if use_ring && buffer.host_bytes().is_none() {
                 // `SendConfig::from_args` refuses --validate with cuda memory on a receiving side.
-                return Err(Error::Internal(format!(
-                    "--validate reached a receiver on {} memory, which has no host-memory ring",
-                    buffer.kind()
-                )));
+                return Err(Error::Internal(crate::error::InternalError::ValidateWithoutHostRing {
+                    memory: buffer.kind(),
+                }));
             }
             let target = buffer.slice(buffer.region().len());
             let (ring, slots) = if let Some(staged) = staged {
@@ -189,7 +188,7 @@ impl<'q> Receiver<'q> {
         queues: &'q mut ReceiveQueues,
     ) -> Result<Receiver<'q>> {
         if queues.queues.len() != queue_count {
-            return Err(Error::Internal("receives were posted for another number of QPs".into()));
+            return Err(Error::Internal(crate::error::InternalError::ReceiveQueueCount));
         }
         // Every receive is an event of its own.
         let expected_events = events_to_store(plan.stop, 1, queue_count as u64);
