@@ -158,11 +158,11 @@ fn tell_all(sessions: &mut [Session], error: Error) -> Error {
 /// placement in turn while it allocated that lane's buffers, and a new thread inherits the last.
 fn pin_lane(session: &Session) -> Result<()> {
     crate::cpu_placement::pin_current_thread(&session.local.cpu)
-        .map_err(|error| Error::CpuPlacement(format!("lane thread: {error}")))
+        .map_err(|source| Error::CpuPlacement(crate::cpu_placement::CpuPlacementError::LaneThread { source }))
 }
 
 fn panicked() -> Error {
-    Error::Internal("a lane thread panicked".into())
+    Error::Internal(crate::error::InternalError::LanePanicked)
 }
 
 /// What a client lane hands the main thread for one size.
@@ -306,7 +306,7 @@ fn run_lane<B: Benchmark>(
             let step = lead_size(config, benchmark, &mut session, &context, size, window)?;
             let stop_here = !step.failures.is_empty();
             let report = LaneReport { lane, size_index, row: step.row, failures: step.failures };
-            reports.send(report).map_err(|_| Error::Internal("the run's writer has stopped".into()))?;
+            reports.send(report).map_err(|_| Error::Internal(crate::error::InternalError::WriterStopped))?;
             position.finish();
             if stop_here {
                 break;

@@ -31,7 +31,6 @@ pub(crate) mod send;
 pub(crate) mod session;
 pub(crate) mod staged_receive;
 pub mod staging;
-pub(crate) mod stop;
 pub mod stream_book;
 pub(crate) mod sweep;
 pub(crate) mod write_stream;
@@ -87,13 +86,4 @@ pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::E
 }
 
 /// This process's binary name ("gdr-write-bw"), which starts every line it prints on stderr.
-pub fn program_name() -> String {
-    let program = std::env::args_os().next().map(|path| {
-        let path = path.to_string_lossy().into_owned();
-        std::path::Path::new(&path)
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or(path)
-    });
-    program.unwrap_or_else(|| "gdrperf".into())
-}
+pub use gdrperf_process::program_name;

@@ -326,11 +326,9 @@ impl LatencyFiles {
         if !self.paths.keeps_every_sample() {
             return Ok(written);
         }
-        let samples = recorder.exact_samples().ok_or_else(|| {
-            Error::Internal(format!(
-                "--raw-samples, -H, -U: the {size}-byte run kept no exact samples (more than -n were taken)"
-            ))
-        })?;
+        let samples = recorder
+            .exact_samples()
+            .ok_or_else(|| Error::Internal(crate::error::InternalError::NoExactSamples { size }))?;
         let listings = [
             (self.paths.report_unsorted, RawSampleOrder::AsRecorded),
             (self.paths.report_sorted, RawSampleOrder::Sorted),

@@ -12,10 +12,15 @@
 //! serves one client per run; later ones are turned away (`busy`). Until its client is admitted,
 //! a connection that fails the challenge or the parameter check is turned away and the server
 //! keeps waiting (`admit`).
+//!
+//! A floor of its own, below the harness and above the verbs wrappers (whose endpoints and
+//! buffer keys the hello carries): it waits on the peer, never on the benchmark, and learns of
+//! a stop request from [`gdrperf_process`], so nothing here reaches up into the harness.
 
 mod admit;
 mod auth;
 mod busy;
+pub mod memory_kind;
 mod message;
 mod terms;
 mod watch;
@@ -25,7 +30,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::harness::stop::{StopFlag, StopSignal};
+use gdrperf_process::{StopFlag, StopSignal};
 
 pub use admit::{is_peer_fault, is_transient_accept_error, Door, Refusal, PROOF_PATIENCE};
 pub use auth::{
@@ -33,7 +38,7 @@ pub use auth::{
     TOKEN_MIN_BITS,
 };
 pub use busy::TurnAway;
-pub use message::{decode_body, decode_frame, encode, frame_length, Hello, Message, SideInfo};
+pub use message::{decode_body, decode_frame, encode, frame_length, DecodeError, Hello, Message, SideInfo};
 pub use terms::describe_mismatch;
 pub use watch::{PeerWatch, PEER_CHECK_INTERVAL};
 
@@ -249,7 +254,7 @@ impl Control {
             if !std::mem::replace(&mut said, true) {
                 eprintln!(
                     "{}: {address_text}: {last_error}; retrying for up to {} s (--timeout) in case the server is starting",
-                    crate::harness::program_name(),
+                    gdrperf_process::program_name(),
                     timeout.as_secs()
                 );
             }
@@ -343,7 +348,7 @@ impl Control {
             Err(detail) => Err(ExchangeError::Decode {
                 peer: self.peer.clone(),
                 during: during.to_string(),
-                detail: printable(&detail),
+                detail: printable(&detail.to_string()),
             }),
         }
     }

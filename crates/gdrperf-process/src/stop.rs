@@ -81,9 +81,8 @@ impl StopFlag {
     }
 }
 
-/// A stop signal's handler could not be installed. Its own type (wrapped by
-/// [`crate::Error::Signal`]), so that this module, which the exchange uses, needs nothing of the
-/// crate's error: no import cycle.
+/// A stop signal's handler could not be installed. Its own type (gdrperf's `Error::Signal` wraps
+/// it), since this crate sits below the one that defines the harness's error.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot install the {signal} handler: {source}")]
 pub struct SignalError {
@@ -163,12 +162,7 @@ mod tests {
         }
         let started = std::time::Instant::now();
         let child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "harness::stop::tests::a_second_signal_ends_the_process_at_once",
-                "--test-threads",
-                "1",
-            ])
+            .args(["--exact", "stop::tests::a_second_signal_ends_the_process_at_once", "--test-threads", "1"])
             .env(CHILD, "1")
             .output()
             .unwrap();

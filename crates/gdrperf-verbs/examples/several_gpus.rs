@@ -15,11 +15,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use gdrperf::verbs::{
+use gdrperf_cuda::{Cuda, Gpu, GpuBuffer, GpuSelection};
+use gdrperf_verbs::{
     CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, ProtectionDomain,
 };
-use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, SendRequest};
-use gdrperf_cuda::{Cuda, Gpu, GpuBuffer, GpuSelection};
+use gdrperf_verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, SendRequest};
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
 

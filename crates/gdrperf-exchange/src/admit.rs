@@ -190,7 +190,7 @@ pub fn is_transient_accept_error(error: &io::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exchange::tests::hello;
+    use crate::tests::hello;
     use serde_json::json;
 
     fn door(token: Option<&Token>, wait_limit: Option<Duration>) -> Door<'_> {
@@ -306,9 +306,7 @@ mod tests {
         assert!(is_peer_fault(&ExchangeError::Closed { peer: "x".into(), during: "y".into() }));
         assert!(is_peer_fault(&ExchangeError::Authentication { peer: "x".into(), detail: "y".into() }));
         assert!(is_peer_fault(&ExchangeError::Mismatch { peer: "x".into(), differences: "y".into() }));
-        assert!(!is_peer_fault(&ExchangeError::Interrupted(
-            crate::harness::interrupt::StopSignal::Interrupt
-        )));
+        assert!(!is_peer_fault(&ExchangeError::Interrupted(gdrperf_process::StopSignal::Interrupt)));
         assert!(!is_peer_fault(&ExchangeError::NoClient {
             address: "x".into(),
             seconds: 1.0,

@@ -31,8 +31,7 @@ use sideway::rdmacm::communication_manager::{
     ConnectionParameter, Event, EventChannel, EventType, GetEventErrorKind, Identifier, PortSpace,
 };
 
-use crate::error::{ConfigError, Error, Result};
-use crate::verbs::{Device, Gid, PathSettings, RcQueuePair};
+use crate::{Device, Gid, PathSettings, RcQueuePair, Result, VerbsError};
 
 /// How long address and route resolution may take, each (perftest's 2000 ms).
 const RESOLVE_TIMEOUT: Duration = Duration::from_millis(2000);
@@ -95,7 +94,7 @@ impl CmEnd {
             format!("rdma_bind_addr({address}, ports {first_port} and the {} after it)", PORTS_TRIED - 1);
         Err(match last_error {
             Some(error) => cm_error(&step, error),
-            None => Error::ConnectionManager { step, detail: "no port to try above -p/--port".into() },
+            None => VerbsError::ConnectionManager { step, detail: "no port to try above -p/--port".into() },
         })
     }
 
@@ -108,25 +107,24 @@ impl CmEnd {
     /// listener; a client connects each to `peer` (the server's address and rdma_cm port). Each QP
     /// goes INIT -> RTR -> RTS with rdma_cm's attributes (address vector, QP numbers, PSNs) and
     /// `path`'s settings. `give_up` is asked while waiting: an error it returns (the peer reported
-    /// a failure on the control channel) ends the wait; so does `timeout` for each QP.
-    pub fn connect(
+    /// a failure on the control channel) ends the wait; so does `timeout` for each QP. The error
+    /// type is the caller's, so that its reason for giving up comes back to it unchanged.
+    pub fn connect<E: From<VerbsError>>(
         &mut self,
         device: &Device,
         queue_pairs: &mut [RcQueuePair],
         path: &PathSettings,
         peer: Option<SocketAddr>,
         timeout: Duration,
-        give_up: &mut dyn FnMut() -> Option<Error>,
-    ) -> Result<()> {
+        give_up: &mut dyn FnMut() -> Option<E>,
+    ) -> Result<(), E> {
         let expected = DeviceMatch::of(device, path.port)?;
         for queue_pair in queue_pairs.iter_mut() {
             let waiter = Waiter { channel: &self.channel, deadline: Instant::now() + timeout };
             let id = match (&self.listener, peer) {
                 (Some(_), _) => accept_one(&waiter, &expected, queue_pair, path, give_up)?,
                 (None, Some(peer)) => connect_one(&waiter, &expected, queue_pair, path, peer, give_up)?,
-                (None, None) => {
-                    return Err(Error::Internal("an rdma_cm client needs the server's address".into()))
-                }
+                (None, None) => return Err(VerbsError::NoServerAddress.into()),
             };
             self.connections.push(id);
         }
@@ -175,7 +173,7 @@ struct DeviceMatch {
 
 impl DeviceMatch {
     fn of(device: &Device, port: u8) -> Result<DeviceMatch> {
-        let attributes = device.context().query_device().map_err(|error| Error::QueryDevice {
+        let attributes = device.context().query_device().map_err(|error| VerbsError::QueryDevice {
             device: device.name().to_string(),
             source: std::io::Error::other(error),
         })?;
@@ -185,20 +183,19 @@ impl DeviceMatch {
     /// rdma_cm picked a device by routing `address`: it must be ours, or our QP numbers mean
     /// nothing to it.
     fn check(&self, id: &Identifier, address: &str) -> Result<()> {
-        let context = id.get_device_context().ok_or_else(|| Error::ConnectionManager {
+        let context = id.get_device_context().ok_or_else(|| VerbsError::ConnectionManager {
             step: format!("address {address}"),
             detail: "rdma_cm bound it to no RDMA device".into(),
         })?;
         let guid = context.query_device().map(|attributes| attributes.node_guid().as_u64()).ok();
         if guid != Some(self.guid) || id.port() != self.port {
-            return Err(ConfigError::RdmaCmRoute {
+            return Err(VerbsError::RdmaCmRoute {
                 address: address.to_string(),
                 guid: guid.unwrap_or(0),
                 port: id.port(),
                 device: self.name.clone(),
                 device_port: self.port,
-            }
-            .into());
+            });
         }
         Ok(())
     }
@@ -213,34 +210,36 @@ struct Waiter<'a> {
 impl Waiter<'_> {
     /// The next event, which must be `wanted` (for `step`); a failure event becomes an error
     /// naming `step` and the event.
-    fn expect(
+    fn expect<E: From<VerbsError>>(
         &self,
         wanted: EventType,
         step: &str,
-        give_up: &mut dyn FnMut() -> Option<Error>,
-    ) -> Result<Event> {
+        give_up: &mut dyn FnMut() -> Option<E>,
+    ) -> Result<Event, E> {
         loop {
             match self.channel.get_cm_event() {
                 Ok(event) if event.event_type() == wanted => return Ok(event),
                 Ok(event) => {
-                    return Err(Error::ConnectionManager {
+                    return Err(VerbsError::ConnectionManager {
                         step: step.to_string(),
                         detail: describe_event(&event.event_type(), event.status()),
-                    })
+                    }
+                    .into())
                 }
                 Err(error) if matches!(error.0, GetEventErrorKind::NoEvent) => {}
-                Err(error) => return Err(cm_error("rdma_get_cm_event", error)),
+                Err(error) => return Err(cm_error("rdma_get_cm_event", error).into()),
             }
             if let Some(error) = give_up() {
                 return Err(error);
             }
             if Instant::now() >= self.deadline {
-                return Err(Error::ConnectionManager {
+                return Err(VerbsError::ConnectionManager {
                     step: step.to_string(),
                     detail: "no answer within --timeout: is the peer started with -R, and does the address \
                              reach it over RDMA?"
                         .into(),
-                });
+                }
+                .into());
             }
             std::thread::sleep(POLL_INTERVAL);
         }
@@ -248,17 +247,16 @@ impl Waiter<'_> {
 }
 
 /// Server: one connection request, for `queue_pair`; its QP taken to RTS, then accepted.
-fn accept_one(
+fn accept_one<E: From<VerbsError>>(
     waiter: &Waiter,
     expected: &DeviceMatch,
     queue_pair: &mut RcQueuePair,
     path: &PathSettings,
-    give_up: &mut dyn FnMut() -> Option<Error>,
-) -> Result<Arc<Identifier>> {
+    give_up: &mut dyn FnMut() -> Option<E>,
+) -> Result<Arc<Identifier>, E> {
     let request =
         waiter.expect(EventType::ConnectRequest, "waiting for the client's rdma_cm connection", give_up)?;
-    let id =
-        request.cm_id().ok_or_else(|| Error::Internal("a connection request without its cm id".into()))?;
+    let id = request.cm_id().ok_or(VerbsError::RequestWithoutId)?;
     drop(request);
     let result = (|| {
         expected.check(&id, "the client's connection request")?;
@@ -272,14 +270,14 @@ fn accept_one(
 }
 
 /// Client: resolves `peer` and its route, connects `queue_pair` to it, completes on the reply.
-fn connect_one(
+fn connect_one<E: From<VerbsError>>(
     waiter: &Waiter,
     expected: &DeviceMatch,
     queue_pair: &mut RcQueuePair,
     path: &PathSettings,
     peer: SocketAddr,
-    give_up: &mut dyn FnMut() -> Option<Error>,
-) -> Result<Arc<Identifier>> {
+    give_up: &mut dyn FnMut() -> Option<E>,
+) -> Result<Arc<Identifier>, E> {
     let id = waiter.channel.create_id(PortSpace::Tcp).map_err(|error| cm_error("rdma_create_id", error))?;
     let resolving = format!("resolving {} to an RDMA device (rdma_resolve_addr)", peer.ip());
     id.resolve_addr(None, peer, RESOLVE_TIMEOUT).map_err(|error| cm_error(&resolving, error))?;
@@ -321,7 +319,7 @@ fn ready(id: &Identifier, queue_pair: &mut RcQueuePair, path: &PathSettings) -> 
 }
 
 fn open_channel() -> Result<Arc<EventChannel>> {
-    let channel = EventChannel::new().map_err(|error| Error::ConnectionManagerCall {
+    let channel = EventChannel::new().map_err(|error| VerbsError::ConnectionManagerCall {
         step: "rdma_create_event_channel".into(),
         source: Box::new(error),
         hint: "; -R needs librdmacm and the rdma_ucm kernel module (/dev/infiniband/rdma_cm)",
@@ -348,8 +346,8 @@ fn describe_event(event: &EventType, status: i32) -> String {
 }
 
 /// A failed rdma_cm call at `step`, its error kept whole.
-fn cm_error(step: &str, error: impl std::error::Error + Send + Sync + 'static) -> Error {
-    Error::ConnectionManagerCall { step: step.to_string(), source: Box::new(error), hint: "" }
+fn cm_error(step: &str, error: impl std::error::Error + Send + Sync + 'static) -> VerbsError {
+    VerbsError::ConnectionManagerCall { step: step.to_string(), source: Box::new(error), hint: "" }
 }
 
 #[cfg(test)]

@@ -15,9 +15,9 @@ use sideway::ibverbs::device::{DeviceInfo, DeviceList};
 use sideway::ibverbs::device_context::{DeviceContext, LinkLayer as SidewayLinkLayer, PortState};
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 
-use crate::error::{Error, Result};
+use crate::{Result, VerbsError};
 
-/// Fails with [`Error::NoLibibverbs`] when `libibverbs.so.1` cannot be loaded.
+/// Fails with [`VerbsError::NoLibibverbs`] when `libibverbs.so.1` cannot be loaded.
 ///
 /// rdma-mummy-sys dlopens the library in a constructor and silently carries on without it, so
 /// we repeat the dlopen here to learn the loader's reason.
@@ -37,7 +37,7 @@ pub fn ensure_libibverbs() -> Result<()> {
             CStr::from_ptr(message).to_string_lossy().into_owned()
         }
     };
-    Err(Error::NoLibibverbs { reason })
+    Err(VerbsError::NoLibibverbs { reason })
 }
 
 /// Names of the RDMA devices present (`mlx5_0`, `rxe0`, ...), in the order libibverbs lists them.
@@ -59,10 +59,10 @@ fn device_list() -> Result<DeviceList> {
         } else {
             format!("the kernel has no RDMA devices (no /sys/class/infiniband); ibv_get_device_list: {errno}")
         };
-        Error::NoDevice { detail }
+        VerbsError::NoDevice { detail }
     })?;
     if list.is_empty() {
-        return Err(Error::NoDevice { detail: "libibverbs lists none".to_string() });
+        return Err(VerbsError::NoDevice { detail: "libibverbs lists none".to_string() });
     }
     Ok(list)
 }
@@ -96,23 +96,25 @@ impl Device {
         ensure_libibverbs()?;
         let list = device_list()?;
         let device = match name {
-            None => {
-                list.get(0).ok_or_else(|| Error::NoDevice { detail: "libibverbs lists none".to_string() })?
-            }
-            Some(wanted) => {
-                list.iter().find(|device| device.name() == wanted).ok_or_else(|| Error::UnknownDevice {
+            None => list
+                .get(0)
+                .ok_or_else(|| VerbsError::NoDevice { detail: "libibverbs lists none".to_string() })?,
+            Some(wanted) => list.iter().find(|device| device.name() == wanted).ok_or_else(|| {
+                VerbsError::UnknownDevice {
                     name: wanted.to_string(),
                     available: list.iter().map(|device| device.name()).collect::<Vec<_>>().join(", "),
-                })?
-            }
+                }
+            })?,
         };
         let name = device.name();
-        let context = device
-            .open()
-            .map_err(|error| Error::OpenDevice { device: name.clone(), source: io::Error::other(error) })?;
-        let attributes = context
-            .query_device()
-            .map_err(|error| Error::QueryDevice { device: name.clone(), source: io::Error::other(error) })?;
+        let context = device.open().map_err(|error| VerbsError::OpenDevice {
+            device: name.clone(),
+            source: io::Error::other(error),
+        })?;
+        let attributes = context.query_device().map_err(|error| VerbsError::QueryDevice {
+            device: name.clone(),
+            source: io::Error::other(error),
+        })?;
         Ok(Device {
             name,
             context,
@@ -164,16 +166,20 @@ impl Device {
     /// down would only time out later with a less helpful message.
     pub fn active_port(&self, port: u8) -> Result<PortInfo> {
         if port == 0 || port > self.port_count {
-            return Err(Error::UnknownPort { device: self.name.clone(), port, port_count: self.port_count });
+            return Err(VerbsError::UnknownPort {
+                device: self.name.clone(),
+                port,
+                port_count: self.port_count,
+            });
         }
-        let attributes = self.context.query_port(port).map_err(|error| Error::QueryPort {
+        let attributes = self.context.query_port(port).map_err(|error| VerbsError::QueryPort {
             device: self.name.clone(),
             port,
             source: io::Error::other(error),
         })?;
         let state = attributes.port_state();
         if state != PortState::Active {
-            return Err(Error::PortDown {
+            return Err(VerbsError::PortDown {
                 device: self.name.clone(),
                 port,
                 state: format!("{state:?}").to_uppercase(),
@@ -216,11 +222,11 @@ impl Device {
             .or_else(|| candidates.iter().find(|choice| choice.kind == GidKind::RoceV2))
             .or_else(|| candidates.first())
             .copied();
-        best.map(Some).ok_or_else(|| Error::NoGid { device: self.name.clone(), port: port.number })
+        best.map(Some).ok_or_else(|| VerbsError::NoGid { device: self.name.clone(), port: port.number })
     }
 
     fn read_gid(&self, port: u8, index: u32) -> Result<GidChoice> {
-        let bad = |reason: String| Error::BadGid { device: self.name.clone(), port, index, reason };
+        let bad = |reason: String| VerbsError::BadGid { device: self.name.clone(), port, index, reason };
         let gid = self.context.query_gid(port, index).map_err(|error| bad(error.to_string()))?;
         let gid = Gid(gid.raw);
         if gid.is_zero() {
@@ -236,7 +242,7 @@ impl Device {
 
     /// Allocates a protection domain: the scope tying queue pairs to the memory they may touch.
     pub fn alloc_pd(&self) -> Result<Arc<ProtectionDomain>> {
-        self.context.alloc_pd().map_err(|error| Error::AllocPd(io::Error::other(error)))
+        self.context.alloc_pd().map_err(|error| VerbsError::AllocPd(io::Error::other(error)))
     }
 }
 

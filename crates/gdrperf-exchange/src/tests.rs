@@ -1,7 +1,7 @@
 //! Tests of the framing and of the control channel over loopback TCP.
 
 use super::*;
-use crate::verbs::{Endpoint, RemoteBuffer};
+use gdrperf_verbs::{Endpoint, RemoteBuffer};
 use serde_json::json;
 
 pub(crate) fn hello() -> Hello {

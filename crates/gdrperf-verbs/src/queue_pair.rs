@@ -18,10 +18,9 @@ use sideway::ibverbs::queue_pair::{
 };
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
-use crate::verbs::device::{Gid, GidChoice, Mtu};
-use crate::verbs::memory::{LocalSlice, RemoteAccess};
-use crate::verbs::CompletionQueue;
+use crate::device::{Gid, GidChoice, Mtu};
+use crate::memory::{LocalSlice, RemoteAccess};
+use crate::{CompletionQueue, Result, VerbsError};
 
 /// How deep the queues of a new QP are and how much data a send may carry inline.
 #[derive(Debug, Clone, Copy)]
@@ -94,7 +93,7 @@ impl Inline {
 
 /// The operation a [`SendRequest`] performs. Immediate values are in host byte order: the
 /// wire (and `ibv_send_wr`) carries them big-endian, so they are converted when posted, as
-/// [`crate::verbs::WorkCompletion::immediate`] converts them back.
+/// [`crate::WorkCompletion::immediate`] converts them back.
 #[derive(Debug, Clone, Copy)]
 pub enum Operation {
     Write { remote_address: u64, rkey: u32 },
@@ -147,7 +146,7 @@ impl RcQueuePair {
             .setup_max_recv_wr(sizes.recv_depth)
             .setup_max_inline_data(sizes.max_inline)
             .build_ex()
-            .map_err(|error| Error::CreateQp {
+            .map_err(|error| VerbsError::CreateQp {
                 send_depth: sizes.send_depth,
                 recv_depth: sizes.recv_depth,
                 source: io::Error::other(error),
@@ -231,7 +230,7 @@ impl RcQueuePair {
     }
 
     /// Applies a transition whose attributes came from elsewhere (rdma_cm's, see
-    /// [`crate::verbs::connection_manager`]); `state` names it in the error.
+    /// [`crate::connection_manager`]); `state` names it in the error.
     pub(crate) fn modify(&mut self, attributes: &QueuePairAttribute, state: &'static str) -> Result<()> {
         self.queue_pair.modify(attributes).map_err(|error| modify_error(state, error))
     }
@@ -268,7 +267,7 @@ impl RcQueuePair {
                 unsafe { buffer.setup_sge(local.lkey(), local.address(), local.len()) };
             }
         }
-        guard.post().map_err(|source| Error::PostSend { op: last_operation, source })
+        guard.post().map_err(|source| VerbsError::PostSend { op: last_operation, source })
     }
 
     /// Posts one receive for `local`. Goes straight to `ibv_post_recv` with a request on the
@@ -282,13 +281,16 @@ impl RcQueuePair {
         if status == 0 {
             Ok(())
         } else {
-            Err(Error::PostRecv { source: io::Error::from_raw_os_error(status) })
+            Err(VerbsError::PostRecv { source: io::Error::from_raw_os_error(status) })
         }
     }
 }
 
-fn modify_error(state: &'static str, source: sideway::ibverbs::queue_pair::ModifyQueuePairError) -> Error {
-    Error::ModifyQp { state, source }
+fn modify_error(
+    state: &'static str,
+    source: sideway::ibverbs::queue_pair::ModifyQueuePairError,
+) -> VerbsError {
+    VerbsError::ModifyQp { state, source }
 }
 
 /// A 24-bit starting packet sequence number. Any value works; a random one keeps packets of a

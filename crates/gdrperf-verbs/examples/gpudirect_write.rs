@@ -15,9 +15,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
-use gdrperf::verbs::{CompletionQueue, Device, Endpoint, MemoryRegion, Operation, PathSettings};
-use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
 use gdrperf_cuda::{Cuda, GpuSelection};
+use gdrperf_verbs::{CompletionQueue, Device, Endpoint, MemoryRegion, Operation, PathSettings};
+use gdrperf_verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
 
 const MESSAGE: &[u8] = b"GPU to GPU, no host memory on the way";
 const LEN: usize = 1 << 16;

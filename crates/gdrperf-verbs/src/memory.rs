@@ -14,7 +14,7 @@ use sideway::ibverbs::memory_region::MemoryRegion as SidewayMemoryRegion;
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::AccessFlags;
 
-use crate::error::{Error, Result};
+use crate::{Result, VerbsError};
 
 /// Alignment of host buffers: a page, so that registration pins whole pages of ours alone and
 /// the NIC's DMA starts on a boundary.
@@ -33,9 +33,9 @@ unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     pub fn new(len: usize) -> Result<HostBuffer> {
-        let layout = Layout::from_size_align(len.max(1), PAGE).map_err(|_| Error::Allocation { len })?;
+        let layout = Layout::from_size_align(len.max(1), PAGE).map_err(|_| VerbsError::Allocation { len })?;
         // SAFETY: the layout has a non-zero size.
-        let pointer = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(Error::Allocation { len })?;
+        let pointer = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(VerbsError::Allocation { len })?;
         Ok(HostBuffer { pointer, layout })
     }
 
@@ -120,7 +120,7 @@ impl MemoryRegion {
     ) -> Result<MemoryRegion> {
         // SAFETY: the caller keeps `address..address + len` valid for the region's life.
         let registered = unsafe { pd.reg_mr(address as usize, len, access.flags()) };
-        let region = registered.map_err(|error| Error::RegisterMemory {
+        let region = registered.map_err(|error| VerbsError::RegisterMemory {
             what: what.to_string(),
             len,
             source: source_of(&error),
@@ -150,7 +150,7 @@ impl MemoryRegion {
         // SAFETY: the caller guarantees `fd` covers `offset..offset + len` and outlives the region.
         let registered = unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, access.flags()) };
         let region = registered.map_err(|error| {
-            Error::RegisterMemory {
+            VerbsError::RegisterMemory {
                 what: what.to_string(),
                 len,
                 source: source_of(&error),
@@ -255,9 +255,10 @@ impl LocalSlice {
         LocalSlice { address: 0, len: 0, lkey: 0 }
     }
 
-    /// A slice of made-up memory, for unit tests that play the NIC's part on plain buffers.
-    #[cfg(test)]
-    pub(crate) fn for_tests(address: u64, len: u32) -> LocalSlice {
+    /// A slice of made-up memory, for unit tests that play the NIC's part on plain buffers
+    /// (the harness's too, through the `test-support` feature its tests turn on).
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn for_tests(address: u64, len: u32) -> LocalSlice {
         LocalSlice { address, len, lkey: 7 }
     }
 

@@ -10,8 +10,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
-use gdrperf::verbs::{CompletionQueue, Device, Endpoint, HostBuffer, MemoryRegion, Operation, PathSettings};
-use gdrperf::verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
+use gdrperf_verbs::{CompletionQueue, Device, Endpoint, HostBuffer, MemoryRegion, Operation, PathSettings};
+use gdrperf_verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
 
 const MESSAGE: &[u8] = b"written by the client's NIC, no server CPU involved";
 

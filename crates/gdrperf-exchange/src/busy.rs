@@ -61,7 +61,7 @@ fn turn_away(listener: &TcpListener, serving: &str, stop: &AtomicBool) {
                 let _ = std::io::Write::write_all(&mut stream, &frame);
                 turned_away += 1;
                 if turned_away <= REPORTED {
-                    let program = crate::harness::program_name();
+                    let program = gdrperf_process::program_name();
                     eprintln!("{program}: turned away {address}: busy serving {serving}");
                 }
             }
@@ -82,7 +82,7 @@ impl Drop for TurnAway {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exchange::{Control, ExchangeError};
+    use crate::{Control, ExchangeError};
 
     #[test]
     fn a_second_client_hears_that_the_server_is_busy() {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{decode_frame, ExchangeError, ExchangeResult, Message};
-use crate::harness::stop::{StopFlag, StopSignal};
+use gdrperf_process::{StopFlag, StopSignal};
 
 /// How often a loop may look at the socket: rare enough to cost nothing measurable, often
 /// enough that a dead peer is noticed in a blink.

@@ -13,8 +13,7 @@ use std::sync::Arc;
 use rdma_mummy_sys::{ibv_poll_cq, ibv_wc, ibv_wc_status_str};
 use sideway::ibverbs::completion::{BasicCompletionQueue, CompletionQueue as _, GenericCompletionQueue};
 
-use crate::error::{Error, Result};
-use crate::verbs::Device;
+use crate::{Device, Result, VerbsError};
 
 /// How many completions one poll can return: large enough that a CQ-moderated sweep drains in
 /// one call, small enough to stay in cache.
@@ -47,7 +46,7 @@ impl WorkCompletion {
     }
 
     /// Turns a failed completion into an error naming the status, the operation and a hint.
-    pub fn error(&self, op: &'static str, bytes: usize) -> Error {
+    pub fn error(&self, op: &'static str, bytes: usize) -> VerbsError {
         use rdma_mummy_sys::ibv_wc_status as status;
         let hint = match self.status {
             status::IBV_WC_REM_ACCESS_ERR => {
@@ -64,7 +63,7 @@ impl WorkCompletion {
             status::IBV_WC_LOC_LEN_ERR => "; message larger than the receive buffer",
             _ => "",
         };
-        Error::Completion {
+        VerbsError::Completion {
             status_name: status_name(self.status),
             status: self.status,
             vendor_err: self.vendor_err,
@@ -103,7 +102,7 @@ impl CompletionQueue {
             .create_cq_builder()
             .setup_cqe(depth)
             .build()
-            .map_err(|error| Error::CreateCq { depth, source: io::Error::other(error) })?;
+            .map_err(|error| VerbsError::CreateCq { depth, source: io::Error::other(error) })?;
         // SAFETY: ibv_wc is plain old data; all-zero is a valid value.
         let scratch =
             (0..POLL_BATCH).map(|_| unsafe { MaybeUninit::<ibv_wc>::zeroed().assume_init() }).collect();
@@ -118,14 +117,18 @@ impl CompletionQueue {
     /// Polls once and hands each completion to `each`. Returns how many there were.
     ///
     /// A callback rather than an iterator keeps the borrow of the scratch array inside this call
-    /// and lets the caller use `?` inside. Errors from `each` stop the walk.
-    pub fn poll(&mut self, mut each: impl FnMut(WorkCompletion) -> Result<()>) -> Result<usize> {
+    /// and lets the caller use `?` inside, with its own error type. Errors from `each` stop the
+    /// walk.
+    pub fn poll<E: From<VerbsError>>(
+        &mut self,
+        mut each: impl FnMut(WorkCompletion) -> Result<(), E>,
+    ) -> Result<usize, E> {
         // SAFETY: the CQ is alive (we hold it) and scratch has room for POLL_BATCH entries.
         let found = unsafe {
             ibv_poll_cq(self.queue.cq().as_ptr(), self.scratch.len() as i32, self.scratch.as_mut_ptr())
         };
         if found < 0 {
-            return Err(Error::PollCq(io::Error::from_raw_os_error(-found)));
+            return Err(VerbsError::PollCq(io::Error::from_raw_os_error(-found)).into());
         }
         for raw in &self.scratch[..found as usize] {
             let has_immediate = raw.wc_flags & rdma_mummy_sys::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;

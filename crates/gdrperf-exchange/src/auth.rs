@@ -282,7 +282,7 @@ mod tests {
     use std::net::TcpListener;
     use std::time::Duration;
 
-    use crate::exchange::Hello;
+    use crate::Hello;
 
     fn token(text: &str) -> Option<Token> {
         Some(Token::new(text).unwrap())
@@ -295,11 +295,10 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
             let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
-            outcome(control.exchange_hello(&crate::exchange::tests::hello(), server_token.as_ref()))
+            outcome(control.exchange_hello(&crate::tests::hello(), server_token.as_ref()))
         });
         let mut client = Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
-        let client_result =
-            outcome(client.exchange_hello(&crate::exchange::tests::hello(), client_token.as_ref()));
+        let client_result = outcome(client.exchange_hello(&crate::tests::hello(), client_token.as_ref()));
         (server.join().unwrap(), client_result)
     }
 
@@ -381,10 +380,7 @@ mod tests {
         let server = std::thread::spawn(move || {
             let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
             control
-                .exchange_hello(
-                    &crate::exchange::tests::hello(),
-                    token("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").as_ref(),
-                )
+                .exchange_hello(&crate::tests::hello(), token("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").as_ref())
                 .is_err()
         });
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();

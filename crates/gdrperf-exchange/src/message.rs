@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Nonce, AUTH_TAG_BYTES, MAX_MESSAGE_BYTES};
-use crate::verbs::{Endpoint, RemoteBuffer};
+use gdrperf_verbs::{Endpoint, RemoteBuffer};
 
 /// The first message each side sends: who it is, what it runs, how to reach its QPs and memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,9 +141,22 @@ pub fn frame_length(prefix: [u8; 4]) -> std::result::Result<usize, usize> {
     }
 }
 
+/// Why a frame did not decode. Its message may quote the peer's bytes (serde_json names an
+/// unknown variant), so the channel shows it only through [`super::printable`].
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The body is no message of this protocol version: serde_json's reason.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+
+    /// The length prefix announces more than any message may be.
+    #[error("a {len}-byte message is over the limit of {limit}")]
+    TooLarge { len: usize, limit: usize },
+}
+
 /// Decodes the body of one frame (without its length prefix).
-pub fn decode_body(body: &[u8]) -> std::result::Result<Message, String> {
-    let mut message: Message = serde_json::from_slice(body).map_err(|error| error.to_string())?;
+pub fn decode_body(body: &[u8]) -> std::result::Result<Message, DecodeError> {
+    let mut message: Message = serde_json::from_slice(body)?;
     clean_peer_text(&mut message);
     Ok(message)
 }
@@ -208,11 +221,10 @@ fn clean_json(value: &mut serde_json::Value, clean: &dyn Fn(&mut String)) {
 /// Decodes one whole frame (prefix and body) from the start of `bytes`: the message and the
 /// bytes it took, `Ok(None)` when `bytes` holds only part of a frame. The same checks as
 /// [`Control::receive`](super::Control::receive), for callers that look at bytes without consuming them.
-pub fn decode_frame(bytes: &[u8]) -> std::result::Result<Option<(Message, usize)>, String> {
-    let Some(prefix) = bytes.get(..4) else { return Ok(None) };
-    let prefix: [u8; 4] = prefix.try_into().map_err(|_| "short prefix".to_string())?;
-    let len = frame_length(prefix)
-        .map_err(|len| format!("a {len}-byte message is over the limit of {MAX_MESSAGE_BYTES}"))?;
+pub fn decode_frame(bytes: &[u8]) -> std::result::Result<Option<(Message, usize)>, DecodeError> {
+    let Some(&[a, b, c, d]) = bytes.get(..4) else { return Ok(None) };
+    let len =
+        frame_length([a, b, c, d]).map_err(|len| DecodeError::TooLarge { len, limit: MAX_MESSAGE_BYTES })?;
     match bytes.get(4..4 + len) {
         None => Ok(None),
         Some(body) => decode_body(body).map(|message| Some((message, 4 + len))),
