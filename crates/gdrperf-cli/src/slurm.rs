@@ -192,7 +192,7 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
     let plan = RunPlan {
         run_id: step.run_id(),
         bench: bench_name(name),
-        bench_args: gdrperf_stats::redact_command_line(bench_args),
+        bench_args: gdrperf_command_line::redact_command_line(bench_args),
         tasks: step.tasks,
         nodes: step.nodes.clone(),
         plan: Plan::new(&step, schedule, pair_by, args.base_port)?,
@@ -301,7 +301,7 @@ fn dry_run(
             "round {}: {} with {peer_node} (rank {peer_rank}): {}",
             pair.round,
             role.name(),
-            gdrperf_stats::redact_command_line(&line).join(" ")
+            gdrperf_command_line::redact_command_line(&line).join(" ")
         );
     }
     for left in &plan.plan.left_out {

@@ -35,7 +35,7 @@ pub struct RunPlan {
     /// The bench binary's name (`gdr-write-bw`).
     pub bench: String,
     /// The bench arguments as given (placeholders unexpanded), secrets redacted
-    /// ([`gdrperf_stats::redact_command_line`]): plan.json is gathered and shared.
+    /// ([`gdrperf_command_line::redact_command_line`]): plan.json is gathered and shared.
     pub bench_args: Vec<String>,
     pub tasks: usize,
     pub nodes: Vec<String>,

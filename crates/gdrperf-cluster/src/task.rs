@@ -52,7 +52,7 @@ impl std::fmt::Debug for BenchCommand {
             .field("program", &self.program)
             .field("name", &self.name)
             .field("args", &self.args)
-            .field("token", &self.token.as_ref().map(|_| gdrperf_stats::REDACTED))
+            .field("token", &self.token.as_ref().map(|_| gdrperf_command_line::REDACTED))
             .finish()
     }
 }
@@ -62,7 +62,7 @@ impl BenchCommand {
     /// line is readable by every user of the node (`ps`, `/proc/PID/cmdline`, Slurm's
     /// accounting), so the token reaches each bench in its environment (`GDRPERF_TOKEN`).
     pub fn new(program: PathBuf, name: String, args: &[String]) -> BenchCommand {
-        let (args, token) = gdrperf_stats::take_secret(args);
+        let (args, token) = gdrperf_command_line::take_secret(args);
         BenchCommand { program, name, args, token }
     }
 
@@ -359,7 +359,7 @@ fn run_pair(
         exit_code,
         note,
         seconds: start.elapsed().as_secs_f64(),
-        command: gdrperf_stats::redact_command_line(&command),
+        command: gdrperf_command_line::redact_command_line(&command),
     };
     let mut child = match Command::new(&bench.program)
         .args(&command[1..])

@@ -96,7 +96,7 @@ pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthRepor
         let stamps = plan.validate.then(|| Stamps { seed: pattern_seed(plan.size, index), stamped });
         memories.push(
             Staged::new(buffer, ring, plan.size, stamps)
-                .ok_or_else(|| Error::Internal("every QP of a side has the same memory".into()))?,
+                .ok_or_else(|| Error::Internal(crate::error::InternalError::MixedMemory))?,
         );
     }
     stream_with(link, plan, &mut memories)
@@ -303,7 +303,7 @@ fn run<M: QueueMemory>(
                 return take_credit(&completion, queue_pairs, progress, &book, &mut credits_now);
             }
             if !completion.is_success() {
-                return Err(completion.error(plan.operation.name(), size));
+                return Err(completion.error(plan.operation.name(), size).into());
             }
             let unexpected = || Error::UnexpectedCompletion {
                 wr_id: completion.wr_id,
@@ -378,7 +378,7 @@ fn take_credit(
     credits_now: &mut u64,
 ) -> Result<()> {
     if !completion.is_success() {
-        return Err(completion.error("receive of a credit", 0));
+        return Err(completion.error("receive of a credit", 0).into());
     }
     let index = (completion.wr_id & !CREDIT_FLAG) as usize;
     let (Some(state), Some(queue_pair), Some(credit)) =
@@ -393,15 +393,15 @@ fn take_credit(
     let credit = u64::from(credit);
     let posted = state.phase_start + book.progress.get(index).map_or(0, |counts| counts.posted);
     if state.credited + credit > posted {
-        return Err(Error::Protocol(format!(
-            "QP {index}: the staged receiver credited {} messages, {} were sent",
-            state.credited + credit,
-            posted
-        )));
+        return Err(Error::Protocol(crate::error::ProtocolError::OverCredited {
+            queue_pair: index,
+            credited: state.credited + credit,
+            sent: posted,
+        }));
     }
     state.credited += credit;
     *credits_now += credit;
-    queue_pair.post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())
+    Ok(queue_pair.post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())?)
 }
 
 /// Posts the receives a sender keeps for a staged receiver's credits (once per connection).

@@ -85,7 +85,7 @@ pub fn receive(
         let stamps = validate.then(|| Stamps { seed: pattern_seed(size, index), stamped });
         memories.push(
             Staged::new(buffer, ring, size, stamps)
-                .ok_or_else(|| Error::Internal("a staged receive needs a staged buffer".into()))?,
+                .ok_or_else(|| Error::Internal(crate::error::InternalError::NoStagedBuffer))?,
         );
     }
     // Per QP: receives completed, messages copied in (and so credited or about to be), receives posted.
@@ -113,13 +113,13 @@ pub fn receive(
         completion_queue.poll(|completion| {
             if completion.wr_id & CREDIT_FLAG != 0 {
                 if !completion.is_success() {
-                    return Err(completion.error("SEND of a credit", 0));
+                    return Err(completion.error("SEND of a credit", 0).into());
                 }
                 credit_sends = credit_sends.saturating_sub(1);
                 return Ok(());
             }
             if !completion.is_success() {
-                return Err(completion.error("RECV (write with immediate)", size));
+                return Err(completion.error("RECV (write with immediate)", size).into());
             }
             let index = completion.wr_id as usize;
             if completion.opcode != opcode::RECV_RDMA_WITH_IMM || index >= queue_count {

@@ -157,12 +157,13 @@ fn tell_all(sessions: &mut [Session], error: Error) -> Error {
 /// A lane thread runs where its NIC's placement says: the main thread was pinned to each lane's
 /// placement in turn while it allocated that lane's buffers, and a new thread inherits the last.
 fn pin_lane(session: &Session) -> Result<()> {
-    crate::node::cpu_placement::pin_current_thread(&session.local.cpu)
-        .map_err(|error| Error::CpuPlacement(format!("lane thread: {error}")))
+    crate::node::cpu_placement::pin_current_thread(&session.local.cpu).map_err(|source| {
+        Error::CpuPlacement(crate::node::cpu_placement::CpuPlacementError::LaneThread { source })
+    })
 }
 
 fn panicked() -> Error {
-    Error::Internal("a lane thread panicked".into())
+    Error::Internal(crate::error::InternalError::LanePanicked)
 }
 
 /// What a client lane hands the main thread for one size.
@@ -309,7 +310,7 @@ fn run_lane<B: Benchmark>(
             let step = lead_size(config, benchmark, &mut session, &context, size, window)?;
             let stop_here = !step.failures.is_empty();
             let report = LaneReport { lane, size_index, row: step.row, failures: step.failures };
-            reports.send(report).map_err(|_| Error::Internal("the run's writer has stopped".into()))?;
+            reports.send(report).map_err(|_| Error::Internal(crate::error::InternalError::WriterStopped))?;
             position.finish();
             if stop_here {
                 break;

@@ -16,7 +16,6 @@ pub(crate) mod port_window;
 pub(crate) mod roles;
 pub(crate) mod run_header;
 pub(crate) mod session;
-pub(crate) mod stop;
 pub(crate) mod sweep;
 
 pub use benchmark::{Benchmark, Engine, Setup};
@@ -58,13 +57,4 @@ pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::E
 }
 
 /// This process's binary name ("gdr-write-bw"), which starts every line it prints on stderr.
-pub fn program_name() -> String {
-    let program = std::env::args_os().next().map(|path| {
-        let path = path.to_string_lossy().into_owned();
-        std::path::Path::new(&path)
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or(path)
-    });
-    program.unwrap_or_else(|| "gdrperf".into())
-}
+pub use gdrperf_process::program_name;

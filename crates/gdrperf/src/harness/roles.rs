@@ -134,7 +134,7 @@ fn run_loopback<B: Benchmark>(
         }
         let server = server
             .join()
-            .unwrap_or_else(|_| Err(Error::Internal("the loopback server thread panicked".into())));
+            .unwrap_or_else(|_| Err(Error::Internal(crate::error::InternalError::LoopbackServerPanicked)));
         // The client's error is the more telling one when both failed (the server then only saw
         // the connection close); a stopped client leaves the server with a "stopped" error.
         match (client, server) {

@@ -152,8 +152,8 @@ pub(crate) fn metadata<B: Benchmark>(
         HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),
         HeaderLine::new("Clock", clock_line),
         // What made this output, so a saved console log is a complete result by itself.
-        HeaderLine::new("Command", gdrperf_stats::provenance::command_line(&config.argv)),
-        HeaderLine::new("Git commit", gdrperf_stats::provenance::GIT_COMMIT.into()),
+        HeaderLine::new("Command", gdrperf_provenance::command_line(&config.argv)),
+        HeaderLine::new("Git commit", gdrperf_provenance::GIT_COMMIT.into()),
     ];
     if let Some(span) = config.latency_span {
         header.push(HeaderLine::new("Latency sample", span.description().into()));
@@ -193,9 +193,9 @@ pub(crate) fn metadata<B: Benchmark>(
     let metadata = serde_json::json!({
         "test": B::BENCH.name,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
+        "git_commit": gdrperf_provenance::GIT_COMMIT,
         "argv": config.argv,
-        "date": gdrperf_stats::utc_timestamp(),
+        "date": gdrperf_provenance::utc_timestamp(),
         "host": hostname(),
         "peer_host": session.peer.host,
         "role": if session.side.is_client() { "client" } else { "server" },

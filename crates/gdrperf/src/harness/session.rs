@@ -206,7 +206,7 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
     let index = near_gpu.ok_or_else(|| {
         // `BenchConfig::from_args` refuses -d auto without GPU memory, and placements give
         // every placement of such a run a GPU to be near.
-        Error::Internal("-d/--ib-dev auto reached a placement with no GPU to be near".into())
+        Error::Internal(crate::error::InternalError::AutoPlacementWithoutGpu)
     })?;
     let bus_id = gdrperf_cuda::Cuda::load()?.gpu_info(index)?.bus_id.to_string();
     match gdrperf_topology::recommend_nic(std::path::Path::new("/"), &bus_id) {
@@ -214,9 +214,9 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
             eprintln!("--ib-dev auto: {name} is the RDMA device nearest to GPU {index} ({bus_id})");
             Ok(name)
         }
-        Ok(None) => Err(Error::NoDevice {
+        Ok(None) => Err(Error::from(crate::verbs::VerbsError::NoDevice {
             detail: "--ib-dev auto found no RDMA device in /sys/class/infiniband".into(),
-        }),
+        })),
         Err(source) => Err(Error::NearestNic { source }),
     }
 }
@@ -352,7 +352,9 @@ impl Session {
             (Role::Loopback, None) => {
                 (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?)
             }
-            (Role::Server, None) => return Err(Error::Internal("a server needs a listening socket".into())),
+            (Role::Server, None) => {
+                return Err(Error::Internal(crate::error::InternalError::ServerWithoutListener))
+            }
         };
         let ours = local.hello(config, greeting);
         let result =
@@ -419,12 +421,11 @@ impl Session {
         control: &Control,
     ) -> Result<(LocalResources, Hello, Mtu)> {
         if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
-            return Err(Error::Protocol(format!(
-                "peer offered {} QPs and {} buffers, we have {} QPs",
-                peer.endpoints.len(),
-                peer.buffers.len(),
-                local.queue_pairs.len()
-            )));
+            return Err(Error::Protocol(crate::error::ProtocolError::QueuePairCount {
+                endpoints: peer.endpoints.len(),
+                buffers: peer.buffers.len(),
+                queue_pairs: local.queue_pairs.len(),
+            }));
         }
         // Every size is written into (or read from) the peer's buffer at its start: a buffer the
         // peer says is shorter would let a wrong or hostile hello turn our RDMA into a remote
@@ -432,10 +433,11 @@ impl Session {
         let largest = config.sizes.iter().copied().max().unwrap_or(0) as u64;
         if let Some((index, short)) = peer.buffers.iter().enumerate().find(|(_, buffer)| buffer.len < largest)
         {
-            return Err(Error::Protocol(format!(
-                "peer's buffer of QP {index} is {} bytes, shorter than the largest message ({largest} bytes)",
-                short.len
-            )));
+            return Err(Error::Protocol(crate::error::ProtocolError::ShortBuffer {
+                queue_pair: index,
+                len: short.len,
+                largest,
+            }));
         }
         let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
         // perftest's rule (`set_mtu`, `check_mtu`): the smaller active MTU of the two ports, and a
@@ -457,9 +459,7 @@ impl Session {
             let server = match peer.rdma_cm_port {
                 Some(port) => Some(rdma_cm_peer(control.peer(), port, local.gid)?),
                 None if rdma_cm.listening_port().is_some() => None,
-                None => {
-                    return Err(Error::Protocol("the server's hello gives no rdma_cm port for -R".into()))
-                }
+                None => return Err(Error::Protocol(crate::error::ProtocolError::NoRdmaCmPort)),
             };
             let mut peer_failed = || control.peer_gone(std::time::Duration::ZERO).map(Error::from);
             let queue_pairs = &mut local.queue_pairs;
@@ -538,7 +538,7 @@ impl Session {
 /// channel reached it) at the rdma_cm `port` its hello gave.
 fn rdma_cm_peer(control_peer: &str, port: u16, local_gid: Option<GidChoice>) -> Result<std::net::SocketAddr> {
     let address: std::net::SocketAddr = control_peer.parse().map_err(|_| {
-        Error::Internal(format!("the control channel's peer '{control_peer}' is no socket address"))
+        Error::Internal(crate::error::InternalError::PeerNotSocketAddress { peer: control_peer.to_string() })
     })?;
     let ip =
         crate::verbs::connection_manager::rdma_cm_address(address.ip(), local_gid.map(|choice| choice.gid));

@@ -147,9 +147,7 @@ pub(crate) fn serve<B: Benchmark>(
                 other => return Err(unexpected(&session, "StartSize, NextPlacement or Goodbye", &other)),
             };
             if !config.sizes.contains(&size) {
-                return Err(Error::Protocol(format!(
-                    "client asked for size {size}, not in the agreed sweep"
-                )));
+                return Err(Error::Protocol(crate::error::ProtocolError::SizeOutsideSweep { size }));
             }
             position.start(size);
             benchmark.engine().prepare(&mut session, size)?;
@@ -161,10 +159,9 @@ pub(crate) fn serve<B: Benchmark>(
                 other => return Err(unexpected(&session, "SizeDone", &other)),
             }
             let validation_error = benchmark.engine().check(&mut session, size)?;
-            let report = ours
-                .map(serde_json::to_value)
-                .transpose()
-                .map_err(|error| Error::Internal(format!("encoding this side's report: {error}")))?;
+            let report = ours.map(serde_json::to_value).transpose().map_err(|error| {
+                Error::Internal(crate::error::InternalError::EncodeReport { source: error })
+            })?;
             session.control.send(
                 &Message::SizeResult { size: size as u64, validation_error, report },
                 "sending our result",

@@ -58,6 +58,44 @@ impl CpuRequest {
     }
 }
 
+/// A placement this process cannot have, or a pinning that failed; shown after "CPU placement: ".
+#[derive(Debug, thiserror::Error)]
+pub enum CpuPlacementError {
+    /// `--cpu` lists CPUs outside this process's CPU set (Slurm's, `taskset`'s).
+    #[error(
+        "--cpu {}: CPU {} not available to this process (it may use {})",
+        format_cpu_list(.asked), format_cpu_list(.refused), format_cpu_list(.allowed)
+    )]
+    CpusNotAllowed { asked: Vec<usize>, refused: Vec<usize>, allowed: Vec<usize> },
+
+    /// `--numa-node` names a node sysfs does not list (`known`: those it does).
+    #[error(
+        "--numa-node {node}: no such NUMA node (this machine has {})",
+        if .known.is_empty() { "no NUMA information".to_string() } else { join(.known) }
+    )]
+    NoSuchNode { node: u32, known: Vec<u32> },
+
+    /// `--numa-node`'s CPUs are all outside this process's CPU set.
+    #[error(
+        "--numa-node {node}: none of its CPUs ({}) is available to this process (it may use {})",
+        format_cpu_list(.cpus), format_cpu_list(.allowed)
+    )]
+    NodeNotAllowed { node: u32, cpus: Vec<usize>, allowed: Vec<usize> },
+
+    /// `sched_setaffinity` refused the chosen CPUs.
+    #[error("cannot pin to {}: {source}", .placement.describe())]
+    Pin { placement: CpuPlacement, source: io::Error },
+
+    /// A `--concurrent` lane's thread could not be pinned to its lane's placement.
+    #[error("lane thread: {source}")]
+    LaneThread { source: io::Error },
+}
+
+/// "0, 1, 2": node numbers as a sentence lists them.
+fn join(nodes: &[u32]) -> String {
+    nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
 /// Where a side's measuring thread runs: in the run header, the rows (`cpu`, `numa_node`) and
 /// the JSON metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
@@ -136,7 +174,11 @@ impl NumaFacts {
 
 /// The placement for `request` on a device named `device` with `facts`: the choice, without
 /// touching any thread. An error names the flag and what is possible.
-pub fn choose(request: &CpuRequest, device: &str, facts: &NumaFacts) -> Result<CpuPlacement, String> {
+pub fn choose(
+    request: &CpuRequest,
+    device: &str,
+    facts: &NumaFacts,
+) -> Result<CpuPlacement, CpuPlacementError> {
     let allowed = |cpus: &[usize]| -> Vec<usize> {
         cpus.iter().copied().filter(|cpu| facts.allowed.contains(cpu)).collect()
     };
@@ -155,12 +197,11 @@ pub fn choose(request: &CpuRequest, device: &str, facts: &NumaFacts) -> Result<C
             let refused: Vec<usize> =
                 cpus.iter().copied().filter(|cpu| !facts.allowed.contains(cpu)).collect();
             if !refused.is_empty() {
-                return Err(format!(
-                    "--cpu {}: CPU {} not available to this process (it may use {})",
-                    format_cpu_list(cpus),
-                    format_cpu_list(&refused),
-                    format_cpu_list(&facts.allowed)
-                ));
+                return Err(CpuPlacementError::CpusNotAllowed {
+                    asked: cpus.clone(),
+                    refused,
+                    allowed: facts.allowed.clone(),
+                });
             }
             Ok(CpuPlacement {
                 cpus: cpus.clone(),
@@ -170,19 +211,16 @@ pub fn choose(request: &CpuRequest, device: &str, facts: &NumaFacts) -> Result<C
         }
         CpuRequest::Node(node) => {
             let Some(cpus) = facts.node_cpus.get(node) else {
-                let known: Vec<String> = facts.node_cpus.keys().map(u32::to_string).collect();
-                return Err(format!(
-                    "--numa-node {node}: no such NUMA node (this machine has {})",
-                    if known.is_empty() { "no NUMA information".into() } else { known.join(", ") }
-                ));
+                let known = facts.node_cpus.keys().copied().collect();
+                return Err(CpuPlacementError::NoSuchNode { node: *node, known });
             };
             let usable = allowed(cpus);
             if usable.is_empty() {
-                return Err(format!(
-                    "--numa-node {node}: none of its CPUs ({}) is available to this process (it may use {})",
-                    format_cpu_list(cpus),
-                    format_cpu_list(&facts.allowed)
-                ));
+                return Err(CpuPlacementError::NodeNotAllowed {
+                    node: *node,
+                    cpus: cpus.clone(),
+                    allowed: facts.allowed.clone(),
+                });
             }
             Ok(CpuPlacement { cpus: usable, numa_node: Some(*node), reason: format!("--numa-node {node}") })
         }
@@ -215,12 +253,13 @@ pub fn choose(request: &CpuRequest, device: &str, facts: &NumaFacts) -> Result<C
 
 /// Chooses for `device` on this machine and pins the calling thread: what a side calls before
 /// allocating its buffers.
-pub fn place_current_thread(request: &CpuRequest, device: &str) -> Result<CpuPlacement, String> {
+pub fn place_current_thread(request: &CpuRequest, device: &str) -> Result<CpuPlacement, CpuPlacementError> {
     let facts = NumaFacts::read(Path::new("/"), device, process_cpus().to_vec());
     let placement = choose(request, device, &facts)?;
-    pin_current_thread(&placement)
-        .map_err(|error| format!("cannot pin to {}: {error}", placement.describe()))?;
-    Ok(placement)
+    match pin_current_thread(&placement) {
+        Ok(()) => Ok(placement),
+        Err(source) => Err(CpuPlacementError::Pin { placement, source }),
+    }
 }
 
 /// Pins the calling thread to `placement`'s CPUs, or back to the process's CPUs when it has

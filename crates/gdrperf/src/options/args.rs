@@ -54,7 +54,7 @@ pub struct CommonArgs {
     pub port: u16,
 
     /// Message size in bytes (suffixes K, M, G are powers of two: 64K = 65536).
-    #[arg(short = 's', long = "size", value_parser = gdrperf_stats::units::parse_size, value_name = "BYTES")]
+    #[arg(short = 's', long = "size", value_parser = gdrperf_command_line::parse_size, value_name = "BYTES")]
     pub size: Option<u64>,
 
     /// Sweep all sizes from 2 bytes to 8 MiB in powers of two.

@@ -345,7 +345,7 @@ impl BenchConfig {
                 max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)),
                 max_nic_errors: args.max_nic_errors,
             },
-            argv: gdrperf_stats::redact_command_line(gdrperf_stats::arguments()),
+            argv: gdrperf_command_line::redact_command_line(gdrperf_command_line::arguments()),
             latency_span: None,
             read_depth: ReadDepth::Fixed(16),
             shared_bounce_for_tests: std::env::var_os("GDRPERF_TEST_SHARED_BOUNCE").is_some(),
@@ -524,7 +524,7 @@ fn read_token_file(path: &std::path::Path) -> Result<String> {
     Ok(text.lines().next().unwrap_or_default().to_string())
 }
 
-use gdrperf_stats::MAX_TIMEOUT_SECONDS;
+use gdrperf_command_line::MAX_TIMEOUT_SECONDS;
 
 /// [`MAX_TIMEOUT_SECONDS`] as the error message says it (a test keeps the two equal).
 const MAX_TIMEOUT_TEXT: &str = "at most 2592000 seconds (30 days)";

@@ -14,12 +14,12 @@ use crate::options::TestDefaults;
 /// Parses the process's command line for `C` as bench `bench`'s binary: its name, its first help
 /// line and its defaults all come from the descriptor (see [`crate::bench`]).
 pub fn parse_bench<C: CommandFactory + FromArgMatches>(bench: &Bench) -> C {
-    if let Some(message) = gdrperf_stats::non_utf8_argument(std::env::args_os()) {
+    if let Some(message) = gdrperf_command_line::non_utf8_argument(std::env::args_os()) {
         eprintln!("{}: error: {message}", bench.binary);
         std::process::exit(2);
     }
-    if gdrperf_stats::secret_on_command_line(&gdrperf_stats::arguments()) {
-        eprintln!("{}: {}", bench.binary, gdrperf_stats::SECRET_ON_COMMAND_LINE);
+    if gdrperf_command_line::secret_on_command_line(&gdrperf_command_line::arguments()) {
+        eprintln!("{}: {}", bench.binary, gdrperf_command_line::SECRET_ON_COMMAND_LINE);
     }
     let command = C::command().name(bench.binary).bin_name(bench.binary).about(bench.about());
     let mut command = bench_command(command, bench);

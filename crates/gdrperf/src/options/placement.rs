@@ -95,17 +95,16 @@ pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> R
                 let near_gpu = gpus.first().copied();
                 if device == "auto" && near_gpu.is_none() {
                     // `BenchConfig::from_args` refuses `-d auto` without a GPU kind in --mem.
-                    return Err(Error::Internal(format!(
-                        "-d/--ib-dev auto with --mem {} and no GPU got past the configuration",
-                        kind.label()
-                    )));
+                    return Err(Error::Internal(crate::error::InternalError::AutoDeviceWithoutGpu {
+                        memory: kind,
+                    }));
                 }
                 placements.push(Placement { kind, gpu: None, device: Some(device.clone()), near_gpu });
             }
         }
     }
     if placements.is_empty() {
-        return Err(Error::Internal("nothing to run: no memory kind or no GPU selected".into()));
+        return Err(Error::Internal(crate::error::InternalError::NothingToRun));
     }
     Ok(placements)
 }
@@ -182,7 +181,10 @@ mod tests {
         // The configuration refuses -d auto without GPU memory (config::tests); a plan that
         // got one anyway says so instead of guessing a device.
         let error = plan_with(&host, &["auto".into()], &[]).unwrap_err();
-        assert!(matches!(error, Error::Internal(_)), "{error}");
+        assert!(
+            matches!(error, Error::Internal(crate::error::InternalError::AutoDeviceWithoutGpu { .. })),
+            "{error}"
+        );
         // Beside GPU kinds, host memory takes the NIC nearest to the first GPU.
         let modes =
             plan_with(&memory(&[MemoryKind::Host, MemoryKind::Cuda]), &["auto".into()], &[3, 1]).unwrap();

@@ -316,8 +316,8 @@ impl LatencyFiles {
             // scripts/plot_lat.py skip: what made it (the table itself stays Java's, byte for byte).
             let footer = format!(
                 "#[Command = {}]\n#[Git commit = {}]\n",
-                gdrperf_stats::provenance::command_line(&self.argv),
-                gdrperf_stats::provenance::GIT_COMMIT
+                gdrperf_provenance::command_line(&self.argv),
+                gdrperf_provenance::GIT_COMMIT
             );
             file.write_all(footer.as_bytes()).map_err(|source| output_error(&table, source))?;
             written.push(table);
@@ -332,11 +332,9 @@ impl LatencyFiles {
         if !self.paths.keeps_every_sample() {
             return Ok(written);
         }
-        let samples = recorder.exact_samples().ok_or_else(|| {
-            Error::Internal(format!(
-                "--raw-samples, -H, -U: the {size}-byte run kept no exact samples (more than -n were taken)"
-            ))
-        })?;
+        let samples = recorder
+            .exact_samples()
+            .ok_or_else(|| Error::Internal(crate::error::InternalError::NoExactSamples { size }))?;
         let listings = [
             (self.paths.report_unsorted, RawSampleOrder::AsRecorded),
             (self.paths.report_sorted, RawSampleOrder::Sorted),
@@ -484,10 +482,8 @@ mod tests {
         assert_eq!(names, ["send_lat-4B.hgrm", "send_lat-4B.hdr", "raw-4B.txt"]);
         let table = std::fs::read_to_string(&written[0]).unwrap();
         assert!(table.contains("Total count    =            3"), "{table}");
-        let footer = format!(
-            "#[Command = gdr-send-lat -a]\n#[Git commit = {}]\n",
-            gdrperf_stats::provenance::GIT_COMMIT
-        );
+        let footer =
+            format!("#[Command = gdr-send-lat -a]\n#[Git commit = {}]\n", gdrperf_provenance::GIT_COMMIT);
         assert!(table.ends_with(&footer), "{table}");
         let raw = std::fs::read_to_string(&written[2]).unwrap();
         assert_eq!(raw, "latency_ns\n1500\n1700\n1600\n");

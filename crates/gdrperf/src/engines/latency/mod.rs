@@ -442,7 +442,7 @@ fn direct_ping_pong_initiator(
         wire.post(transport.message(sequence, remote))?;
         match wire.wait_arrival(transport, landing_byte, sequence, server_marker(sequence))? {
             Arrival::Message => {}
-            Arrival::Stop => return Err(protocol("the server sent STOP, which only the client may send")),
+            Arrival::Stop => return Err(Error::Protocol(crate::error::ProtocolError::ServerSentStop)),
         }
         let end = (plan.span == LatencySpan::Arrival).then(|| clock.stamp());
         if transport.uses_receives() {
@@ -501,9 +501,10 @@ fn expect_all_messages(plan: &LatencyPlan, sequence: u64) -> Result<u64> {
     if let StopRule::Iterations(iterations) = plan.stop {
         let expected = plan.warmup + iterations;
         if sequence != expected {
-            return Err(protocol(&format!(
-                "the client sent {sequence} messages before STOP, {expected} were agreed"
-            )));
+            return Err(Error::Protocol(crate::error::ProtocolError::StopCount {
+                sent: sequence,
+                agreed: expected,
+            }));
         }
     }
     Ok(sequence)
@@ -558,10 +559,6 @@ fn marker_bytes_for(session: &Session, transport: PingPong, size: usize) -> Resu
         PingPong::WritePollLastByte => MarkerBytes::of(session, size).map(Some),
         _ => Ok(None),
     }
-}
-
-fn protocol(message: &str) -> Error {
-    Error::Protocol(format!("ping-pong out of step: {message}"))
 }
 
 #[cfg(test)]

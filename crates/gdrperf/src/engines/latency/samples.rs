@@ -184,7 +184,7 @@ impl<'a> Samples<'a> {
         }
         let (clock, last_end) = match (self.clock, self.last_end) {
             (Some(clock), Some(end)) => (clock, end),
-            _ => return Err(Error::Internal("no latency sample was taken".into())),
+            _ => return Err(Error::Internal(crate::error::InternalError::NoLatencySample)),
         };
         let elapsed_nanos = clock.nanos_at(last_end);
         if let Some(sink) = self.sink.as_deref_mut() {

@@ -33,8 +33,8 @@ use crate::verbs::Operation;
 use super::samples::{Continue, RoundTrip, Samples};
 use super::wire::{Arrival, Wire};
 use super::{
-    expect_all_messages, landing, landing_offset, pin_for_tsc, protocol, IntervalSink, LatencyPlan,
-    LatencyRun, PingPong,
+    expect_all_messages, landing, landing_offset, pin_for_tsc, IntervalSink, LatencyPlan, LatencyRun,
+    PingPong,
 };
 
 /// The marker a last-byte poll would wait for: unused here (no staged side polls), any value.
@@ -89,10 +89,7 @@ impl<'a> Copies<'a> {
 fn completion_transport(transport: PingPong) -> Result<PingPong> {
     match transport {
         // `PingPong::for_write` polls the last byte between two host memories only.
-        PingPong::WritePollLastByte => Err(Error::Internal(
-            "staged memory cannot be polled for the last byte (the NIC writes the bounce buffer, not the payload)"
-                .into(),
-        )),
+        PingPong::WritePollLastByte => Err(Error::Internal(crate::error::InternalError::StagedLastBytePoll)),
         other => Ok(other),
     }
 }
@@ -121,7 +118,7 @@ pub(super) fn staged_ping_pong_initiator(
         wire.post(transport.message(sequence, remote))?;
         match wire.wait_arrival(transport, None, sequence, NO_MARKER)? {
             Arrival::Message => {}
-            Arrival::Stop => return Err(protocol("the server sent STOP, which only the client may send")),
+            Arrival::Stop => return Err(Error::Protocol(crate::error::ProtocolError::ServerSentStop)),
         }
         copies.copy_in()?;
         let end = clock.now();

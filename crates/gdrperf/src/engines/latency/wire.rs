@@ -14,7 +14,7 @@ use crate::verbs::{
 };
 
 use super::{
-    landing_half, landing_offset, protocol, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID,
+    landing_half, landing_offset, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID,
     STOP_IMMEDIATE, STOP_MARKER,
 };
 
@@ -44,12 +44,11 @@ impl PollByte {
                 let address = buffer.region().address() + (offset + size) as u64 - 1;
                 Ok(PollByte(address as usize as *mut u8))
             }
-            Some(_) => Err(Error::Internal(format!("message size {size} does not fit the buffer"))),
+            Some(_) => Err(Error::Internal(crate::error::InternalError::MessageTooLarge { size })),
             // `PingPong::for_write` polls the last byte between two host memories only.
-            None => Err(Error::Internal(format!(
-                "the last-byte poll needs memory the CPU can read, and this side's buffer is {} memory",
-                buffer.kind()
-            ))),
+            None => Err(Error::Internal(crate::error::InternalError::LastBytePollUnreadable {
+                memory: buffer.kind(),
+            })),
         }
     }
 
@@ -161,7 +160,7 @@ impl<'a> Wire<'a> {
 
     #[inline]
     pub(super) fn repost(&mut self) -> Result<()> {
-        self.queue_pair.post_receive(RECEIVE_ID, self.receive)
+        Ok(self.queue_pair.post_receive(RECEIVE_ID, self.receive)?)
     }
 
     /// Polls once: retires our send completions, returns the receive completion if one came.
@@ -173,8 +172,10 @@ impl<'a> Wire<'a> {
         self.completions.poll(|completion| {
             match completion.wr_id {
                 SEND_ID if completion.is_success() => sends_done += 1,
-                SEND_ID => return Err(completion.error(operation_name, size)),
-                RECEIVE_ID if !completion.is_success() => return Err(completion.error("receive", size)),
+                SEND_ID => return Err(completion.error(operation_name, size).into()),
+                RECEIVE_ID if !completion.is_success() => {
+                    return Err(completion.error("receive", size).into())
+                }
                 RECEIVE_ID if received.is_none() => received = Some(completion),
                 _ => {
                     return Err(Error::UnexpectedCompletion {
@@ -187,7 +188,7 @@ impl<'a> Wire<'a> {
             Ok(())
         })?;
         if sends_done > self.sends_outstanding {
-            return Err(protocol("more send completions than sends"));
+            return Err(Error::Protocol(crate::error::ProtocolError::MoreSendCompletions));
         }
         self.sends_outstanding -= sends_done;
         Ok(received)
@@ -300,14 +301,15 @@ impl<'a> Wire<'a> {
                 Ok(Arrival::Message)
             }
             (PingPong::Send, None) if completion.byte_len as usize == self.size => Ok(Arrival::Message),
-            (PingPong::Send, None) => {
-                Err(protocol(&format!("received {} bytes, expected {}", completion.byte_len, self.size)))
-            }
-            _ => Err(protocol(&format!(
-                "message {sequence} arrived with immediate {:?}, expected {}",
-                completion.immediate,
-                sequence_immediate(sequence)
-            ))),
+            (PingPong::Send, None) => Err(Error::Protocol(crate::error::ProtocolError::PingPongSize {
+                received: completion.byte_len,
+                expected: self.size,
+            })),
+            _ => Err(Error::Protocol(crate::error::ProtocolError::WrongImmediate {
+                sequence,
+                immediate: completion.immediate,
+                expected: sequence_immediate(sequence),
+            })),
         }
     }
 }
@@ -326,9 +328,7 @@ impl<'a> Wire<'a> {
         let local = buffers[0].slice(plan.size);
         let kind = buffers[0].kind();
         let stager = buffers[0].stager().ok_or_else(|| {
-            Error::Internal(format!(
-                "the staged latency engine needs staged memory, and this side's is {kind}"
-            ))
+            Error::Internal(crate::error::InternalError::StagedLatencyWithoutStaging { memory: kind })
         })?;
         let wire = Wire::assemble(
             &mut queue_pairs[0],

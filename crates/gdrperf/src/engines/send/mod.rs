@@ -125,7 +125,7 @@ pub fn stream_send(session: &mut Session, plan: &SendPlan) -> Result<SendReports
             plan.validate.then(|| Stamps { seed: pattern_seed(plan.size, index), stamped: plan.peer_staged });
         memories.push(
             Staged::new(buffer, ring, plan.size, stamps)
-                .ok_or_else(|| Error::Internal("every QP of a side has the same memory".into()))?,
+                .ok_or_else(|| Error::Internal(crate::error::InternalError::MixedMemory))?,
         );
     }
     stream_with(link, plan, receives, &mut memories)
@@ -150,15 +150,13 @@ fn stream_with<M: QueueMemory>(
     let queue_count = link.queue_pairs.len();
     let Link { queue_pairs, completion_queue, control, credits } = link;
     if plan.sends && credits.is_none() {
-        return Err(Error::Internal("a sender needs its credits set up in prepare".into()));
+        return Err(Error::Internal(crate::error::InternalError::SenderWithoutCredits));
     }
     let mut sender = if plan.sends { Some(Sender::new(plan, queue_count, credits)?) } else { None };
     let mut receiver = match (plan.receives, receives) {
         (false, _) => None,
         (true, Some(queues)) => Some(Receiver::new(plan, queue_count, queues)?),
-        (true, None) => {
-            return Err(Error::Internal("a receiving side needs its receives posted in prepare".into()))
-        }
+        (true, None) => return Err(Error::Internal(crate::error::InternalError::ReceivesNotPosted)),
     };
     let mut last_progress = Instant::now();
     let mut stopped_by = None;
@@ -427,14 +425,14 @@ impl<'c> Sender<'c> {
     /// own receive is reposted at once.
     fn take_credit(&mut self, completion: &WorkCompletion, queue_pairs: &mut [RcQueuePair]) -> Result<()> {
         if !completion.is_success() {
-            return Err(completion.error("receive of a credit", 0));
+            return Err(completion.error("receive of a credit", 0).into());
         }
         let (index, _) = split_id(completion.wr_id);
         if index >= queue_pairs.len() {
             return Err(unexpected(completion, "a credit from the receiver"));
         }
         self.grant(completion, index)?;
-        queue_pairs[index].post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())
+        Ok(queue_pairs[index].post_receive(completion.wr_id, crate::verbs::LocalSlice::empty())?)
     }
 
     /// Takes in the credit `completion` carries for QP `index` (its immediate: how many
@@ -449,7 +447,7 @@ impl<'c> Sender<'c> {
 
     fn complete(&mut self, completion: &WorkCompletion) -> Result<()> {
         if !completion.is_success() {
-            return Err(completion.error("SEND", self.plan.size));
+            return Err(completion.error("SEND", self.plan.size).into());
         }
         let (index, sequence) = split_id(completion.wr_id);
         let state =

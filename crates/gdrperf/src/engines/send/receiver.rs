@@ -78,16 +78,15 @@ impl ReceiveQueues {
             let staged = buffer.is_staged().then(|| Ring::new(buffer.region().len(), rx_depth, max_size));
             staged_ring = staged_ring.or(staged);
             if shared && staged.is_some() {
-                return Err(Error::Internal("staged memory runs one direction at a time".into()));
+                return Err(Error::Internal(crate::error::InternalError::StagedBothDirections));
             }
             let reserved = if shared { CREDIT_RECEIVES } else { 0 };
             let use_ring = validate && staged.is_none();
             if use_ring && buffer.host_bytes().is_none() {
                 // `SendConfig::from_args` refuses --validate with cuda memory on a receiving side.
-                return Err(Error::Internal(format!(
-                    "--validate reached a receiver on {} memory, which has no host-memory ring",
-                    buffer.kind()
-                )));
+                return Err(Error::Internal(crate::error::InternalError::ValidateWithoutHostRing {
+                    memory: buffer.kind(),
+                }));
             }
             let target = buffer.slice(buffer.region().len());
             let (ring, slots) = if let Some(staged) = staged {
@@ -191,7 +190,7 @@ impl<'q> Receiver<'q> {
         queues: &'q mut ReceiveQueues,
     ) -> Result<Receiver<'q>> {
         if queues.queues.len() != queue_count {
-            return Err(Error::Internal("receives were posted for another number of QPs".into()));
+            return Err(Error::Internal(crate::error::InternalError::ReceiveQueueCount));
         }
         // Every receive is an event of its own.
         let expected_events = events_to_store(plan.stop, 1, queue_count as u64);
@@ -244,7 +243,7 @@ impl<'q> Receiver<'q> {
     /// A credit SEND completed.
     pub(super) fn credit_sent(&mut self, completion: &WorkCompletion) -> Result<()> {
         if !completion.is_success() {
-            return Err(completion.error("SEND of a credit", 0));
+            return Err(completion.error("SEND of a credit", 0).into());
         }
         match self.queues.credits.completed() {
             Some(()) => Ok(()),
@@ -276,7 +275,7 @@ impl<'q> Receiver<'q> {
     ) -> Result<()> {
         let size = self.plan.size;
         if !completion.is_success() {
-            return Err(completion.error("receive", size));
+            return Err(completion.error("receive", size).into());
         }
         let (index, slot) = split_id(completion.wr_id);
         if index >= self.states.len()
@@ -287,10 +286,11 @@ impl<'q> Receiver<'q> {
         }
         let state = &mut self.states[index];
         if completion.byte_len as usize != size {
-            return Err(Error::Protocol(format!(
-                "QP {index} received a {}-byte message during the {size}-byte size (do both sides sweep the same sizes?)",
-                completion.byte_len
-            )));
+            return Err(Error::Protocol(crate::error::ProtocolError::MessageSize {
+                queue_pair: index,
+                received: completion.byte_len,
+                size,
+            }));
         }
         if state.phase == ReceivePhase::Done {
             return Err(unexpected(completion, "nothing after the phase's last message"));
@@ -329,10 +329,11 @@ impl<'q> Receiver<'q> {
                     (_, StopRule::Duration(_)) => None,
                 };
                 if let Some(expected) = expected.filter(|&expected| expected != state.count) {
-                    return Err(Error::Protocol(format!(
-                        "QP {index} received {} messages in a phase of {expected} (do both sides use the same -n and --warmup?)",
-                        state.count
-                    )));
+                    return Err(Error::Protocol(crate::error::ProtocolError::PhaseCount {
+                        queue_pair: index,
+                        received: state.count,
+                        expected,
+                    }));
                 }
                 state.phase = if state.phase == ReceivePhase::Warmup {
                     ReceivePhase::Measured
@@ -342,9 +343,10 @@ impl<'q> Receiver<'q> {
                 state.count = 0;
                 Ok(())
             }
-            Some(other) => Err(Error::Protocol(format!(
-                "QP {index} received immediate {other:#x}, not a gdr-send-bw sender"
-            ))),
+            Some(other) => Err(Error::Protocol(crate::error::ProtocolError::UnknownImmediate {
+                queue_pair: index,
+                immediate: other,
+            })),
         }
     }
 

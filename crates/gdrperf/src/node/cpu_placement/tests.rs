@@ -57,7 +57,7 @@ fn pick(
     request: &CpuRequest,
     device: &str,
     allowed: Vec<usize>,
-) -> Result<CpuPlacement, String> {
+) -> Result<CpuPlacement, CpuPlacementError> {
     choose(request, device, &NumaFacts::read(&tree.0, device, allowed))
 }
 
@@ -119,9 +119,9 @@ fn the_process_cpu_set_is_respected() {
     assert!(far.cpus.is_empty());
     assert!(far.reason.contains("none of which this process may use"), "{far:?}");
     let refused = pick(&tree, &CpuRequest::Cpus(vec![2, 9]), "mlx5_1", job.clone()).unwrap_err();
-    assert_eq!(refused, "--cpu 2,9: CPU 2 not available to this process (it may use 4-11)");
+    assert_eq!(refused.to_string(), "--cpu 2,9: CPU 2 not available to this process (it may use 4-11)");
     let refused = pick(&tree, &CpuRequest::Node(0), "mlx5_1", (8..16).collect()).unwrap_err();
-    assert!(refused.contains("--numa-node 0: none of its CPUs (0-7,16-23)"), "{refused}");
+    assert!(refused.to_string().contains("--numa-node 0: none of its CPUs (0-7,16-23)"), "{refused}");
 }
 
 #[test]
@@ -138,9 +138,10 @@ fn flags_override_the_nic() {
     let none = pick(&tree, &CpuRequest::Unpinned, "mlx5_0", all_cpus()).unwrap();
     assert_eq!(none.describe(), "not pinned (--cpu none)");
     let missing = pick(&tree, &CpuRequest::Node(5), "mlx5_0", all_cpus()).unwrap_err();
-    assert_eq!(missing, "--numa-node 5: no such NUMA node (this machine has 0, 1, 2)");
+    assert!(matches!(missing, CpuPlacementError::NoSuchNode { node: 5, .. }), "{missing:?}");
+    assert_eq!(missing.to_string(), "--numa-node 5: no such NUMA node (this machine has 0, 1, 2)");
     let cpuless = pick(&tree, &CpuRequest::Node(2), "mlx5_0", all_cpus()).unwrap_err();
-    assert!(cpuless.contains("none of its CPUs"), "{cpuless}");
+    assert!(cpuless.to_string().contains("none of its CPUs"), "{cpuless}");
 }
 
 #[test]
