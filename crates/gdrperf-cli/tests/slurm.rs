@@ -145,10 +145,13 @@ fn ring_of_four_measures_every_link_and_gathers_one_csv() {
     let json: serde_json::Value = serde_json::from_str(&read(&cluster.out().join("results.json"))).unwrap();
     assert_eq!(json["results"].as_array().unwrap().len(), 4);
     assert_eq!(json["pairs"][0]["passed"], true);
-    assert_eq!(json["results"][0]["server_node"], "n1");
-    // The client was told the server's node name and the pair's port.
-    let client_log = read(&cluster.out().join("logs/r0_n1_n2_0-1.client.log"));
+    // Rows come by client rank: rank 0 (n1) was the client of n4.
+    assert_eq!(json["results"][0]["server_node"], "n4");
+    // The client was told the server's node name and the pair's port; its rank's one log has
+    // a header line per pair.
+    let client_log = read(&cluster.out().join("logs/rank1.log"));
     assert!(client_log.contains("port 18515, host 'n1'"), "{client_log}");
+    assert!(client_log.contains("== r0_n1_n2_0-1 client: "), "{client_log}");
     // Rows without a bandwidth column cannot be judged as a fleet: said, and the job stands.
     assert!(rank0.contains("no fleet judgement: ") && rank0.contains("no column `bidirectional`"), "{rank0}");
     assert!(!cluster.out().join("fleet.txt").exists());
