@@ -516,3 +516,30 @@ fn locate_names_the_one_slow_node_in_a_few_rounds() {
     assert!(summary.contains(&format!("{pair_runs} pairs: {pair_runs} passed, 0 failed")), "{summary}");
     assert_eq!(relative_files(&cluster.out()).len(), 3 * 10 + 8);
 }
+
+#[test]
+fn locate_pairs_a_rank_that_never_started_with_no_one_again() {
+    let cluster = Cluster::new(8);
+    // Rank 7 (n8) never starts: its two first-pass peers wait one round timeout each, rank 0's
+    // barrier after the first pass one more, then n8 is out of every later round.
+    let args = ["--schedule", "locate", "--round-timeout", "5", "--gather-timeout", "2"];
+    let outputs = cluster.run(&[0, 1, 2, 3, 4, 5, 6], &args, &[("FAKE_FULL_ROWS", "1")]);
+    let rank0 = text(&outputs[0]);
+    assert_eq!(outputs[0].status.code(), Some(1), "{rank0}");
+    assert!(
+        rank0.contains("locate: rank 7 (n8) showed nothing for 5 s; paired with no one again"),
+        "{rank0}"
+    );
+    assert!(rank0.contains("\n  stopped answering: n8\n"), "{rank0}");
+    let decisions: serde_json::Value =
+        serde_json::from_str(&read(&cluster.out().join("locate.json"))).unwrap();
+    assert_eq!(decisions["finished"], true);
+    let decided: Vec<&serde_json::Value> =
+        decisions["rounds"].as_array().unwrap().iter().flat_map(|round| round.as_array().unwrap()).collect();
+    assert!(!decided.is_empty(), "n8's peers are re-paired to clear them");
+    assert!(decided.iter().all(|pair| pair["server_rank"] != 7 && pair["client_rank"] != 7), "{decisions}");
+    // Only n8's two first-pass pairs failed; the judge names the node without rows.
+    assert!(rank0.contains("FAILING NODES: n8\n") && rank0.contains("n8: 2 of 2 pairs failed"), "{rank0}");
+    let fleet = read(&cluster.out().join("fleet.txt"));
+    assert!(fleet.contains("NAMED: 1\n  node without rows: n8: "), "{fleet}");
+}

@@ -30,7 +30,7 @@ use crate::plan::{BenchPair, PairBy, Role};
 use crate::schedule::Pair;
 use crate::step::SlurmStep;
 use crate::task::TaskOptions;
-use crate::wait::{progress_of, Beat, Watch, POLL};
+use crate::wait::{poll_for, progress_of, Beat, Watch, HEARTBEAT};
 
 /// A pair's lane is low below this share of the first pass's median.
 const LOW_SHARE: f64 = 0.85;
@@ -292,7 +292,7 @@ impl Leader {
             }
             if !waiting.is_empty() {
                 beat.beat()?;
-                std::thread::sleep(POLL);
+                std::thread::sleep(poll_for(waiting.len()));
             }
         }
         Ok(())
@@ -346,7 +346,9 @@ fn follow(
             return Ok(false);
         }
         beat.beat()?;
-        std::thread::sleep(POLL);
+        // Every rank but one polls this one file: once a second keeps the load on the shared
+        // file system at about one read per rank a second (a round's benches take longer).
+        std::thread::sleep(HEARTBEAT);
     }
 }
 

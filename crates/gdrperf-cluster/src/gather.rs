@@ -53,13 +53,33 @@ impl Gathered {
     }
 }
 
-/// What the gather keeps of one side's line: its record without the command, and for the
-/// client what its rows said.
+/// What the gather keeps of one side's line (a few words per pair, not its rows or command):
+/// how it ended, and for the client what its rows said.
 #[derive(Default)]
 struct Side {
-    record: Option<PairRecord>,
+    /// `None`: no record from this side.
+    ended: Option<Ended>,
     rows: usize,
     reasons: Vec<String>,
+}
+
+struct Ended {
+    /// The run the record says it belongs to, kept only when it is not this one.
+    foreign_run: Option<String>,
+    exit_code: Option<i32>,
+    note: Option<String>,
+    last_line: Option<String>,
+}
+
+impl Ended {
+    fn of(record: PairRecord, run_id: &str) -> Ended {
+        Ended {
+            foreign_run: (record.run_id != run_id).then_some(record.run_id),
+            exit_code: record.exit_code,
+            note: record.note,
+            last_line: record.last_line,
+        }
+    }
 }
 
 /// The added columns' values for `pair`.
@@ -137,7 +157,7 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
                 }
                 side.rows = line.rows.len();
             }
-            side.record = Some(line.record);
+            side.ended = Some(Ended::of(line.record, &plan.run_id));
             Ok(())
         })?;
     }
@@ -392,12 +412,12 @@ fn side_verdict(
         Role::Client => &pair.client_node,
     };
     let who = format!("{} (rank {rank} on {node})", role.name());
-    let Some(record) = &side.record else {
+    let Some(record) = &side.ended else {
         reasons.push(format!("no record from the {who}: the task died, was killed, or has not finished"));
         return None;
     };
-    if record.run_id != run_id {
-        reasons.push(format!("the {who}'s record belongs to run {}, not {run_id}", record.run_id));
+    if let Some(foreign) = &record.foreign_run {
+        reasons.push(format!("the {who}'s record belongs to run {foreign}, not {run_id}"));
         return None;
     }
     let log = dir.log(rank);

@@ -14,7 +14,14 @@ use crate::layout::{read_json_if_present, write_json, OutputDir, Progress};
 pub(crate) const POLL: Duration = Duration::from_millis(200);
 
 /// How often a waiting or busy rank beats its heartbeat; a waiter sees it within its next poll.
-const HEARTBEAT: Duration = Duration::from_secs(1);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// How long a waiter that reads `files` progress files per look sleeps between looks: one
+/// poll for a few, longer for many (at most 2 s), so that rank 0 waiting on thousands of ranks
+/// reads at most about 250 files a second from the shared file system.
+pub(crate) fn poll_for(files: usize) -> Duration {
+    POLL.max(Duration::from_millis(4 * files as u64)).min(Duration::from_secs(2))
+}
 
 /// This rank's progress file and when it last beat.
 pub(crate) struct Beat<'a> {
@@ -127,7 +134,7 @@ pub(crate) fn wait_for_finish(
         if missing.is_empty() || start.elapsed() >= timeout {
             return missing;
         }
-        std::thread::sleep(POLL);
+        std::thread::sleep(poll_for(missing.len()));
     }
 }
 
