@@ -12,7 +12,6 @@
 //! a time and streams the rows into `results.csv` and `results.json`: what it holds in memory
 //! is a few numbers per pair and the matrix, not the rows.
 
-use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -82,6 +81,18 @@ impl Ended {
     }
 }
 
+/// Where `pair` stands in the plan: the plan's pairs are in round order and, within a round, in
+/// port order (each gets the next port), so a binary search finds it without an index of
+/// millions of entries. `None` for a pair the plan does not hold as it is.
+fn position(plan: &RunPlan, pair: &BenchPair) -> Option<usize> {
+    let at = plan
+        .plan
+        .pairs
+        .binary_search_by_key(&(pair.round, pair.port), |each| (each.round, each.port))
+        .ok()?;
+    (plan.plan.pairs[at] == *pair).then_some(at)
+}
+
 /// The added columns' values for `pair`.
 fn added(pair: &BenchPair) -> [String; 5] {
     [
@@ -97,8 +108,6 @@ fn added(pair: &BenchPair) -> [String; 5] {
 pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     let plan: RunPlan = read_json_if_present(&dir.plan())?
         .ok_or_else(|| ClusterError::NothingToGather { dir: dir.root.clone() })?;
-    let index: HashMap<(usize, u16), usize> =
-        plan.plan.pairs.iter().enumerate().map(|(at, pair)| ((pair.round, pair.port), at)).collect();
     let mut sides: Vec<[Side; 2]> = plan.plan.pairs.iter().map(|_| Default::default()).collect();
     let csv_path = dir.results_csv();
     let (temporary, file) = create_temporary(&csv_path)?;
@@ -109,13 +118,8 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     for rank in 0..plan.tasks {
         let records = dir.records(rank);
         for_each_line(&records, &mut |line: PairLine| {
-            let Some(&at) = index.get(&(line.record.pair.round, line.record.pair.port)) else {
-                return Ok(());
-            };
+            let Some(at) = position(&plan, &line.record.pair) else { return Ok(()) };
             let pair = &plan.plan.pairs[at];
-            if line.record.pair != *pair {
-                return Ok(());
-            }
             let role = line.record.role;
             let side = &mut sides[at][role as usize];
             side.reasons.extend(line.problems.iter().cloned());
@@ -192,23 +196,18 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     if let Some(matrix) = matrix.finish() {
         write_matrix(&dir.root.join("matrix.csv"), &matrix)?;
     }
-    write_results_json(dir, &plan, &outcomes, &index)?;
+    write_results_json(dir, &plan, &outcomes)?;
     Ok(Gathered { plan, outcomes })
 }
 
 /// `results.json`, its `results` streamed from the records a second time. The document is
 /// what serde_json makes of a map (keys in order, two-space indent), as it always was.
-fn write_results_json(
-    dir: &OutputDir,
-    plan: &RunPlan,
-    outcomes: &[PairOutcome],
-    index: &HashMap<(usize, u16), usize>,
-) -> Result<()> {
+fn write_results_json(dir: &OutputDir, plan: &RunPlan, outcomes: &[PairOutcome]) -> Result<()> {
     let path = dir.results_json();
     let (temporary, file) = create_temporary(&path)?;
     let pairs: Vec<serde_json::Value> =
         outcomes.iter().map(|outcome| serde_json::to_value(outcome).unwrap_or_default()).collect();
-    let document = ResultsDocument { dir, plan, pairs: &pairs, index, failure: Default::default() };
+    let document = ResultsDocument { dir, plan, pairs: &pairs, failure: Default::default() };
     let mut writer = BufWriter::new(file);
     let written = serde_json::to_writer_pretty(&mut writer, &document);
     if let Some(error) = document.failure.take() {
@@ -228,7 +227,6 @@ struct ResultsDocument<'a> {
     dir: &'a OutputDir,
     plan: &'a RunPlan,
     pairs: &'a [serde_json::Value],
-    index: &'a HashMap<(usize, u16), usize>,
     /// A records file that could not be read while streaming.
     failure: std::cell::Cell<Option<ClusterError>>,
 }
@@ -260,10 +258,9 @@ impl Serialize for StreamedRows<'_, '_> {
         let mut failed: Option<S::Error> = None;
         for rank in 0..document.plan.tasks {
             let read = for_each_line(&document.dir.records(rank), &mut |line| {
-                let key = (line.record.pair.round, line.record.pair.port);
-                let Some(&at) = document.index.get(&key) else { return Ok(()) };
+                let Some(at) = position(document.plan, &line.record.pair) else { return Ok(()) };
                 let pair = &document.plan.plan.pairs[at];
-                if line.record.role != Role::Client || line.record.pair != *pair {
+                if line.record.role != Role::Client {
                     return Ok(());
                 }
                 let added = added(pair);

@@ -196,12 +196,20 @@ pub fn run_task(
             plan.plan.schedule
         ));
     }
+    // This rank's pairs in round order, found once (locate's rounds are added as they come):
+    // looking them up in the whole plan every round would cost all-pairs' pairs times rounds.
+    let (mut mine, mut scanned, mut next_mine) = (Vec::new(), 0, 0);
     let mut round = 0;
     loop {
         if round == plan.plan.rounds && !rounds.next(&mut plan, &mut beat, options, say)? {
             break;
         }
-        let pair = plan.plan.assignments(rank).find(|pair| pair.round == round).cloned();
+        mine.extend(plan.plan.pairs[scanned..].iter().filter(|pair| pair.side_of(rank).is_some()).cloned());
+        scanned = plan.plan.pairs.len();
+        while mine.get(next_mine).is_some_and(|pair: &BenchPair| pair.round < round) {
+            next_mine += 1;
+        }
+        let pair = mine.get(next_mine).filter(|pair| pair.round == round).cloned();
         if let Some(pair) = pair {
             let (role, peer_rank, peer_node) = pair.side_of(rank).expect("assignments hold this rank");
             let record = match wait_for_peer(&mut beat, round, peer_rank, options.round_timeout)? {
