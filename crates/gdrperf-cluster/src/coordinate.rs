@@ -131,14 +131,10 @@ impl Rounds {
         if step.rank != 0 {
             return Rounds::Follower { first_pass_rounds };
         }
-        let units = match options.pair_by {
-            PairBy::Node => step.nodes.len(),
-            PairBy::Task => step.tasks,
-        };
         Rounds::Leader(Box::new(Leader {
             step: step.clone(),
             options: *options,
-            locator: Locator::new(units, options.seed),
+            locator: Locator::new(options.pair_by.unit_count(step), options.seed),
             first_pass_rounds,
             recorded: 0,
             level: None,
@@ -167,14 +163,9 @@ impl Rounds {
     /// Rank 0's account of a `locate` job.
     pub(crate) fn located(&self) -> Option<Located> {
         let Rounds::Leader(leader) = self else { return None };
-        let name = |unit: usize| match leader.options.pair_by {
-            PairBy::Node => leader.step.nodes[unit].clone(),
-            PairBy::Task => format!("{}/rank{unit}", leader.step.node_of(unit)),
-        };
-        let units = match leader.options.pair_by {
-            PairBy::Node => leader.step.nodes.len(),
-            PairBy::Task => leader.step.tasks,
-        };
+        let pair_by = leader.options.pair_by;
+        let name = |unit: usize| pair_by.unit_name(&leader.step, unit);
+        let units = pair_by.unit_count(&leader.step);
         Some(Located {
             rounds: leader.locator.rounds + leader.first_pass_rounds.saturating_sub(1),
             first_pass_rounds: leader.first_pass_rounds,
@@ -186,11 +177,7 @@ impl Rounds {
                 .iter()
                 .map(|(&unit, verdicts)| (name(unit), verdicts.clone()))
                 .collect(),
-            retired: leader
-                .dead
-                .iter()
-                .map(|&rank| name(leader.options.pair_by.unit_of(&leader.step, rank)))
-                .collect(),
+            retired: leader.dead.iter().map(|&rank| name(pair_by.unit_of(&leader.step, rank))).collect(),
         })
     }
 }

@@ -134,6 +134,22 @@ impl PairBy {
         Ok((units, per_unit))
     }
 
+    /// How many units the step has (nodes, or tasks), however they are laid out.
+    pub fn unit_count(self, step: &SlurmStep) -> usize {
+        match self {
+            PairBy::Node => step.nodes.len(),
+            PairBy::Task => step.tasks,
+        }
+    }
+
+    /// A unit as a person reads it: the node's name, or `node/rankN`.
+    pub fn unit_name(self, step: &SlurmStep, unit: usize) -> String {
+        match self {
+            PairBy::Node => step.nodes[unit].clone(),
+            PairBy::Task => format!("{}/rank{unit}", step.node_of(unit)),
+        }
+    }
+
     /// The unit (node index, or rank) `rank` belongs to.
     pub fn unit_of(self, step: &SlurmStep, rank: usize) -> usize {
         match self {
@@ -183,13 +199,8 @@ impl Plan {
             }
             plan.add_round(step, pair_by, base_port, round)?;
         }
-        plan.left_out = (0..units)
-            .filter(|&unit| !paired[unit])
-            .map(|unit| match pair_by {
-                PairBy::Node => step.nodes[unit].clone(),
-                PairBy::Task => format!("{}/rank{unit}", step.node_of(unit)),
-            })
-            .collect();
+        plan.left_out =
+            (0..units).filter(|&unit| !paired[unit]).map(|unit| pair_by.unit_name(step, unit)).collect();
         Ok(plan)
     }
 
