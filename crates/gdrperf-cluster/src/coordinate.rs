@@ -5,7 +5,7 @@
 //! known to all from the seed alone). Then, round by round:
 //!
 //! - rank 0 waits until every rank has finished the last round (each rank's one progress file,
-//!   [`crate::wait`]; a rank silent for `--round-timeout` is taken for dead and paired with no
+//!   (`wait.rs`); a rank silent for `--round-timeout` is taken for dead and paired with no
 //!   one again), reads that round's client rows from the clients' record files, calls each pair
 //!   low or not, and asks the pure planner ([`crate::locate::Locator`]) for the next round;
 //! - it appends that round to `plan.json` (so the gather sees every pair) and to `locate.json`

@@ -2,7 +2,7 @@
 //! as server or client, record how it ended; then (rank 0) wait for everyone and gather.
 //!
 //! Tasks never talk to each other directly: they meet through the shared output folder (one
-//! progress file per rank, see [`crate::wait`]) and through the bench's own TCP exchange. That
+//! progress file per rank, see `wait.rs`) and through the bench's own TCP exchange. That
 //! keeps a dead node from hanging the job: a peer that never shows up costs one
 //! `--round-timeout`, and its pair is recorded as failed with the reason. A rank that is waiting
 //! or running a bench beats a heartbeat in its progress file, so that its own waiters do not take
