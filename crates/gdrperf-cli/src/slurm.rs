@@ -269,8 +269,11 @@ fn judge_fleet(out: &Path, located: Option<&str>) {
         }
     };
     let text = fleet_report::text(&verdict);
+    // A verdict that does not encode (it cannot, today: plain numbers and text) is said like a
+    // failed write, never written as an empty fleet.json that a reader would take for a verdict.
     let written = std::fs::write(&text_path, format!("{text}{}", located.unwrap_or(""))).and_then(|()| {
-        std::fs::write(&json_path, serde_json::to_string_pretty(&verdict).unwrap_or_default() + "\n")
+        let json = serde_json::to_string_pretty(&verdict).map_err(std::io::Error::other)?;
+        std::fs::write(&json_path, json + "\n")
     });
     say_raw!("{text}");
     match written {
