@@ -7,7 +7,7 @@
 
 pub use crate::bench::{self, Bench};
 pub use crate::harness::args_latency::{
-    latency_setup, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
+    latency_setup, AtomicArgs, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
 };
 pub use crate::harness::args_send::{SendArgs, SendConfig};
 pub use crate::harness::bandwidth::StreamOperation;
@@ -15,8 +15,9 @@ pub use crate::harness::config::ReadDepth;
 pub use crate::harness::config::StagedRules;
 pub use crate::harness::credits::CREDIT_RECEIVES;
 pub use crate::harness::latency::{
-    check_ping_pong, memory_header, ping_pong_initiator, ping_pong_responder, ping_pong_setup,
-    prepare_ping_pong, prepare_ping_pong_check, prepare_read_source, read_latency, LatencyPlan, PingPong,
+    atomic_latency, check_atomic_counter, check_ping_pong, memory_header, ping_pong_initiator,
+    ping_pong_responder, ping_pong_setup, prepare_ping_pong, prepare_ping_pong_check, prepare_read_source,
+    read_latency, LatencyPlan, PingPong,
 };
 pub use crate::harness::ping_pong::{measure_ping_pong, ping_pong_row};
 pub use crate::harness::send::SendStream;
