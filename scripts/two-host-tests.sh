@@ -21,7 +21,9 @@
 # 2. Slurm (scripts/softroce/slurm-vm.sh + two-host-slurm.sh): a real two-node cluster (Debian's
 #    slurmctld, slurmd, munge) in the VMs; hostlists expanded by gdrperf and by scontrol compared;
 #    `srun -N2 -n2 gdrperf slurm` (pairs: one row per pair), a ring with two tasks per node, a run
-#    with a missing device (fails, names both nodes), scripts/slurm/acceptance.sbatch via sbatch. The Debian root is built once into
+#    with a missing device (fails, names both nodes), scripts/slurm/acceptance.sbatch via sbatch;
+#    a ring as it is, with gdrvm1's egress slowed by netem, and with both VMs' egress slowed,
+#    each judged with `gdrperf fleet judge --base` against the first. The Debian root is built once into
 #    .cache/slurm-root (debootstrap, needs root and the Debian mirror); GDRPERF_SKIP_SLURM=1
 #    skips this part.
 # Ends with "N passed, N failed"; the exit status is 1 if anything failed.
@@ -179,6 +181,40 @@ EOF
         summary_status=0
         PATH="$REPO/target/release:$PATH" scripts/slurm/summary.sh "$shared/pairs" >"$OUT/summary-script.log" 2>&1 || summary_status=$?
         check "scripts/slurm/summary.sh reads the run on the host" "$([ $summary_status = 0 ] || cat "$OUT/summary-script.log")"
+
+        # What two nodes can tell against an earlier job: the ring as it is (base), with gdrvm1's
+        # egress slowed (oneway: gdrvm1 sending), with both VMs' egress slowed (slowed).
+        for run in base oneway slowed; do
+            code=$(cat "$shared/$run.status" 2>/dev/null || echo none)
+            check "$run ring: exits 0" "$([ "$code" = 0 ] || { echo "exit $code"; tail -n 12 "$shared/$run.log" 2>/dev/null; })"
+        done
+        check "netem: tc added and removed the rate on both VMs (4 x exit 0)" \
+            "$([ "$(grep -c ': exit 0$' "$shared/netem.log" 2>/dev/null)" = 4 ] || cat "$shared/netem.log" 2>&1)"
+        # bw_of RUN SENDER: the row's bandwidth where SENDER was the client.
+        bw_of() { python3 -c 'import csv, sys
+rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")) if r["client_node"] == sys.argv[2]]
+print(rows[0]["bw_avg_gbit_s"] if rows else "none")' "$shared/$1/results.csv" "$2" 2>/dev/null || echo none; }
+        echo "info bandwidth sent by gdrvm0 / gdrvm1 (Gb/s): base $(bw_of base gdrvm0) / $(bw_of base gdrvm1)," \
+            "oneway $(bw_of oneway gdrvm0) / $(bw_of oneway gdrvm1), slowed $(bw_of slowed gdrvm0) / $(bw_of slowed gdrvm1)"
+        check "oneway: gdrvm1 sent at under half its base rate, gdrvm0 at over half of its own" \
+            "$(python3 -c 'import sys; b0, b1, o0, o1 = map(float, sys.argv[1:])
+print("" if o1 < b1 / 2 and o0 > b0 / 2 else "not the one-way slowdown netem was to make")' \
+                "$(bw_of base gdrvm0)" "$(bw_of base gdrvm1)" "$(bw_of oneway gdrvm0)" "$(bw_of oneway gdrvm1)" 2>&1)"
+        for run in oneway slowed; do
+            "$REPO/target/release/gdrperf" fleet judge --base "$shared/base/results.csv" --json "$shared/$run-judge.json" \
+                "$shared/$run/results.csv" >"$shared/$run-judge.txt" 2>&1
+            echo $? >"$shared/$run-judge.status"
+            sed 's/^/info '"$run"' judge: /' "$shared/$run-judge.txt"
+        done
+        cannot_tell='^  cannot tell: 2 node(s): every row joins the same two ends'
+        check "slowed both ways: two nodes name no part, and against the base the class is slower (exit 1)" \
+            "$([ "$(cat "$shared/slowed-judge.status")" = 1 ] && grep -q "$cannot_tell" "$shared/slowed-judge.txt" &&
+               grep -q '^NAMED: none' "$shared/slowed-judge.txt" && grep -q '^  class slower: ' "$shared/slowed-judge.txt" ||
+               cat "$shared/slowed-judge.txt")"
+        check "one way: two nodes name no part; the judge says it cannot tell which (exit 0 or 1)" \
+            "$(code=$(cat "$shared/oneway-judge.status"); { [ "$code" = 0 ] || [ "$code" = 1 ]; } &&
+               grep -q "$cannot_tell" "$shared/oneway-judge.txt" && grep -q '^NAMED: none' "$shared/oneway-judge.txt" ||
+               cat "$shared/oneway-judge.txt")"
     fi
 fi
 

@@ -3,7 +3,7 @@
 #
 #   scripts/slurm/summary.sh OUT_DIR
 #
-# Gathers the per-pair files again (so it also works after a job that was cut short, before
+# Gathers the per-rank files again (so it also works after a job that was cut short, before
 # rank 0 could gather), prints PASS/FAIL per pair and the failing nodes, and, if any failed,
 # the scontrol command that would drain them (printed, not run: draining is an admin's call).
 # Exit status: 0 all pairs passed, 1 some failed, 2 the folder could not be read.

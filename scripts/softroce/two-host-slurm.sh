@@ -10,7 +10,10 @@
 #   ring/                           srun -N2 --ntasks-per-node=2, ring schedule: 2 servers per node
 #   broken/                         the pairs run again with a device that does not exist
 #   sbatch/                         scripts/slurm/acceptance.sbatch submitted with sbatch --wait
-#   *.status, *.log                 exit status and output of each of the four
+#   base/, oneway/, slowed/         the same ring three times: as it is, with gdrvm1's eth0
+#                                   egress slowed by netem (gdrvm1 sending), and with both VMs'
+#                                   egress slowed (the link both ways); netem.log says what tc did
+#   *.status, *.log                 exit status and output of each run
 set -u
 SHARED=$1
 mkdir -p "$SHARED/hostnames"
@@ -44,4 +47,23 @@ run broken srun -N2 -n2 gdrperf slurm --out "$SHARED/broken" -- gdr-write-bw -s 
 # The acceptance example as a user submits it, on host memory (these VMs have no GPU).
 GDRPERF_OUT="$SHARED/sbatch" GDRPERF_MEM_ARGS="" GDRPERF_BENCH_ARGS="-s 64K -n 20 --validate --timeout 60" \
     run sbatch sbatch --wait --nodes=2 --ntasks-per-node=1 --gres=none --output="$SHARED/sbatch.job.log" scripts/slurm/acceptance.sbatch
+# What two nodes can tell against an earlier job: one ring as it is, then with gdrvm1's egress
+# slowed (netem rate, as scripts/loss-test.sh applies netem loss; a deep queue so that the rate,
+# not drops, slows it), then with both VMs' egress slowed. tc runs as a job step on each node.
+netem() {  # NODE ARGS...: tc qdisc ARGS on NODE's eth0
+    local node=$1; shift
+    srun -N1 -n1 -w "$node" tc qdisc "$@" >>"$SHARED/netem.log" 2>&1
+    echo "$node: tc qdisc $*: exit $?" >>"$SHARED/netem.log"
+}
+ring_bw() {  # NAME: the ring of write bandwidth, host memory
+    run "$1" srun -N2 -n2 gdrperf slurm --schedule ring --out "$SHARED/$1" -- gdr-write-bw -s 64K -n 100 --timeout 120
+}
+: >"$SHARED/netem.log"
+ring_bw base
+netem gdrvm1 add dev eth0 root netem rate 20mbit limit 100000
+ring_bw oneway
+netem gdrvm0 add dev eth0 root netem rate 20mbit limit 100000
+ring_bw slowed
+netem gdrvm1 del dev eth0 root
+netem gdrvm0 del dev eth0 root
 exit 0

@@ -259,7 +259,7 @@ wait $server
 # BEL and a newline that would fake a line of output. The kernel caps a host name at 64 bytes,
 # so the long text is the peer's second -d entry: ESC, then 100000 characters (one argument
 # holds at most 128 KiB, so a 1 MiB name cannot come from a real peer; the unit test
-# exchange::tests::a_peers_hello_is_cleaned_and_cut_where_it_is_decoded sends one). The peer
+# gdrperf_exchange::tests::a_peers_hello_is_cleaned_and_cut_where_it_is_decoded sends one). The peer
 # fails to open that device in round 2 and tells the other side why, naming it. The side that
 # receives all this has a clean host name and clean arguments, so nothing it prints or writes
 # may hold an ESC or BEL byte, a line starting with the faked text, or 1000 of the characters.

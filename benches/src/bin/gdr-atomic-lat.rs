@@ -21,26 +21,23 @@ struct Cli {
     atomic: AtomicArgs,
 }
 
-struct AtomicLatency {
-    common: BenchConfig,
-    atomic: AtomicArgs,
-    files: Option<LatencyFiles>,
-}
+/// The one-sided latency loop, with atomics.
+struct AtomicLatency(OneSidedLatency, AtomicOperation);
 
 impl Benchmark for AtomicLatency {
     const BENCH: Bench = bench::ATOMIC_LAT;
-    type Report = LatencyFigures;
-    type Row = LatencyRow;
+    type Engine = OneSidedLatency;
 
-    fn config(&self) -> &BenchConfig {
-        &self.common
+    fn engine(&self) -> &OneSidedLatency {
+        &self.0
     }
 
     fn setup(&self) -> Setup {
-        let name = self.atomic.atomic_type.name();
+        let common = &self.0.common;
+        let name = self.1.name();
         Setup {
-            queue_sizes: QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: 1, max_inline: 0 },
-            buffer_len: self.common.max_size(),
+            queue_sizes: QueuePairSizes { send_depth: common.tx_depth, recv_depth: 1, max_inline: 0 },
+            buffer_len: common.max_size(),
             // The client's atomics update the server's counter; its own buffer takes the fetched values.
             remote_access: RemoteAccess::Atomic,
             inline: None,
@@ -50,60 +47,23 @@ impl Benchmark for AtomicLatency {
                     ("Atomic".into(), name.into()),
                     ("Sample".into(), "post to completion of one atomic (a whole round trip)".into()),
                 ];
-                header.extend(memory_header(&self.common, None));
+                header.extend(memory_header(common, None));
                 header
             },
             bandwidth: None,
         }
-    }
-
-    fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
-        if self.common.validate {
-            session.clear(size)?;
-        }
-        if !session.is_client() {
-            prepare_read_source(session, size)?;
-        }
-        Ok(())
-    }
-
-    fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
-        if !session.is_client() {
-            return Ok(None);
-        }
-        let plan = LatencyPlan::new(&self.common, size, false);
-        let atomic = self.atomic.atomic_type;
-        session.take_copy_seconds();
-        let mut figures =
-            measure_size(self.files.as_ref(), size, |sink| atomic_latency(session, &plan, atomic, sink))?;
-        figures.copy_seconds = session.take_copy_seconds();
-        Ok(Some(figures))
-    }
-
-    fn check(&self, session: &mut Session, _size: usize) -> gdrperf::Result<Option<String>> {
-        if !self.common.validate || !session.is_client() {
-            return Ok(None);
-        }
-        check_atomic_counter(session)
-    }
-
-    fn row(
-        &self,
-        context: &RowContext,
-        ours: Option<LatencyFigures>,
-        _peer: Option<LatencyFigures>,
-        validation: &str,
-    ) -> Option<LatencyRow> {
-        let settings = LatencySettings { arrival: "completion", inline_size: 0 };
-        ours.map(|figures| LatencyRow::new(context, settings, &figures, validation))
     }
 }
 
 fn main() -> std::process::ExitCode {
     let cli: Cli = parse_bench(&AtomicLatency::BENCH);
     exit(|| {
-        let (common, _, files) =
+        let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, TestOptions::default(), &AtomicLatency::BENCH)?;
-        run(&AtomicLatency { common, atomic: cli.atomic, files })
+        let atomic = cli.atomic.atomic_type;
+        run(&AtomicLatency(
+            OneSidedLatency { common, latency, files, request: OneSidedRequest::Atomic(atomic) },
+            atomic,
+        ))
     })
 }

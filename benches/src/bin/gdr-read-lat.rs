@@ -5,7 +5,7 @@
 //! it). The server's CPU takes no part. With `--validate` the server fills its buffer with a
 //! pattern and the client checks what its READs brought back.
 //!
-//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::harness::latency`):
+//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::engines::latency`):
 //! `copy_time_s` counts the reader's copies.
 
 use clap::Parser;
@@ -20,25 +20,22 @@ struct Cli {
     latency: LatencyArgs,
 }
 
-struct ReadLatency {
-    common: BenchConfig,
-    latency: LatencyConfig,
-    files: Option<LatencyFiles>,
-}
+/// The one-sided latency loop, reading.
+struct ReadLatency(OneSidedLatency);
 
 impl Benchmark for ReadLatency {
     const BENCH: Bench = bench::READ_LAT;
-    type Report = LatencyFigures;
-    type Row = LatencyRow;
+    type Engine = OneSidedLatency;
 
-    fn config(&self) -> &BenchConfig {
-        &self.common
+    fn engine(&self) -> &OneSidedLatency {
+        &self.0
     }
 
     fn setup(&self) -> Setup {
+        let common = &self.0.common;
         Setup {
-            queue_sizes: QueuePairSizes { send_depth: self.common.tx_depth, recv_depth: 1, max_inline: 0 },
-            buffer_len: self.common.max_size(),
+            queue_sizes: QueuePairSizes { send_depth: common.tx_depth, recv_depth: 1, max_inline: 0 },
+            buffer_len: common.max_size(),
             // The client READs the server's buffer; nothing writes into either side's.
             remote_access: RemoteAccess::Read,
             inline: None,
@@ -46,53 +43,11 @@ impl Benchmark for ReadLatency {
             header: {
                 let mut header =
                     vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())];
-                header.extend(memory_header(&self.common, None));
+                header.extend(memory_header(common, None));
                 header
             },
             bandwidth: None,
         }
-    }
-
-    fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
-        if self.common.validate {
-            match session.is_client() {
-                true => session.clear(size)?,
-                false => session.fill_pattern(size)?,
-            }
-        }
-        if !session.is_client() {
-            prepare_read_source(session, size)?;
-        }
-        Ok(())
-    }
-
-    fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
-        if !session.is_client() {
-            return Ok(None);
-        }
-        let plan = LatencyPlan::new(&self.common, size, false);
-        session.take_copy_seconds();
-        let mut figures = measure_size(self.files.as_ref(), size, |sink| read_latency(session, &plan, sink))?;
-        figures.copy_seconds = session.take_copy_seconds();
-        Ok(Some(figures))
-    }
-
-    fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
-        if !self.common.validate || !session.is_client() {
-            return Ok(None);
-        }
-        session.check_received(size, size)
-    }
-
-    fn row(
-        &self,
-        context: &RowContext,
-        ours: Option<LatencyFigures>,
-        _peer: Option<LatencyFigures>,
-        validation: &str,
-    ) -> Option<LatencyRow> {
-        let settings = LatencySettings { arrival: "completion", inline_size: self.latency.inline_size };
-        ours.map(|figures| LatencyRow::new(context, settings, &figures, validation))
     }
 }
 
@@ -101,6 +56,6 @@ fn main() -> std::process::ExitCode {
     exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, TestOptions::default(), &ReadLatency::BENCH)?;
-        run(&ReadLatency { common, latency, files })
+        run(&ReadLatency(OneSidedLatency { common, latency, files, request: OneSidedRequest::Read }))
     })
 }

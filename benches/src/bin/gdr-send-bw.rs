@@ -5,10 +5,10 @@
 //! perftest's client prints), the `rx_*` columns the receiver's, sent back by the server. With
 //! `-b` both sides send and receive at once and each group is the sum of both directions.
 //! With `--validate` every received payload is checked as it is polled (see
-//! `gdrperf::harness::send`).
+//! `gdrperf::engines::send`).
 //!
 //! Whatever the memory, the bench is the same (the differences live in
-//! `gdrperf::harness::memory`); `copy_time_s` is both sides' copy time.
+//! `gdrperf::memory::queue_memory`); `copy_time_s` is both sides' copy time.
 
 use clap::Parser;
 use gdrperf::prelude::*;
@@ -24,53 +24,44 @@ struct Cli {
     send: SendArgs,
 }
 
-struct SendBandwidth {
-    common: BenchConfig,
-    bandwidth: BandwidthConfig,
-    send: SendConfig,
-}
-
-impl SendBandwidth {
-    fn stream(&self) -> SendStream<'_> {
-        SendStream { common: &self.common, bandwidth: &self.bandwidth, send: &self.send }
-    }
-}
+/// The SEND stream.
+struct SendBandwidth(SendStream);
 
 impl Benchmark for SendBandwidth {
     const BENCH: Bench = bench::SEND_BW;
-    type Report = SendFigures;
-    type Row = SendBandwidthRow;
+    type Engine = SendStream;
 
-    fn config(&self) -> &BenchConfig {
-        &self.common
+    fn engine(&self) -> &SendStream {
+        &self.0
     }
 
     fn setup(&self) -> Setup {
+        let SendStream { common, bandwidth, send } = &self.0;
         Setup {
-            queue_sizes: match self.bandwidth.bidirectional {
+            queue_sizes: match bandwidth.bidirectional {
                 // Both directions on each QP: room for the credits each way beyond the data's.
                 true => QueuePairSizes {
-                    send_depth: self.common.tx_depth + CREDIT_RECEIVES,
-                    recv_depth: self.send.rx_depth + CREDIT_RECEIVES,
-                    max_inline: self.send.inline_size,
+                    send_depth: common.tx_depth + CREDIT_RECEIVES,
+                    recv_depth: send.rx_depth + CREDIT_RECEIVES,
+                    max_inline: send.inline_size,
                 },
                 // A one-way sender's QP receives the receiver's credits instead.
                 false => QueuePairSizes {
-                    send_depth: self.common.tx_depth,
-                    recv_depth: self.send.rx_depth.max(CREDIT_RECEIVES),
-                    max_inline: self.send.inline_size,
+                    send_depth: common.tx_depth,
+                    recv_depth: send.rx_depth.max(CREDIT_RECEIVES),
+                    max_inline: send.inline_size,
                 },
             },
-            buffer_len: self.common.max_size(),
+            buffer_len: common.max_size(),
             // SENDs land in posted receives: no buffer is reached by the peer's keys.
             remote_access: RemoteAccess::None,
             inline: None,
-            parameters: self.bandwidth.parameters(),
+            parameters: bandwidth.parameters(),
             header: {
-                let mut header = self.bandwidth.header();
-                header.push(("RX depth".into(), self.send.rx_depth.to_string()));
-                header.push(("Inline".into(), format!("up to {} bytes", self.send.inline_size)));
-                let (rx_depth, tx_depth) = (self.send.rx_depth, self.common.tx_depth);
+                let mut header = bandwidth.header();
+                header.push(("RX depth".into(), send.rx_depth.to_string()));
+                header.push(("Inline".into(), format!("up to {} bytes", send.inline_size)));
+                let (rx_depth, tx_depth) = (send.rx_depth, common.tx_depth);
                 if rx_depth < tx_depth {
                     header.push((
                         "Credits".into(),
@@ -82,46 +73,12 @@ impl Benchmark for SendBandwidth {
                 }
                 header
             },
-            bandwidth: Some(self.bandwidth),
+            bandwidth: Some(*bandwidth),
         }
     }
 
     fn staged_rules(&self) -> StagedRules {
-        self.bandwidth.staged
-    }
-
-    fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
-        self.stream().prepare(session, size)
-    }
-
-    fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<SendFigures>> {
-        self.stream().measure(session, size).map(Some)
-    }
-
-    fn check(&self, session: &mut Session, _size: usize) -> gdrperf::Result<Option<String>> {
-        self.stream().check(session)
-    }
-
-    fn row(
-        &self,
-        context: &RowContext,
-        ours: Option<SendFigures>,
-        peer: Option<SendFigures>,
-        validation: &str,
-    ) -> Option<SendBandwidthRow> {
-        let settings = BandwidthSettings {
-            tx_depth: self.common.tx_depth,
-            cq_mod: self.bandwidth.cq_mod,
-            bidirectional: self.bandwidth.bidirectional,
-        };
-        let reports: Vec<SendFigures> = ours.into_iter().chain(peer).collect();
-        SendBandwidthRow::new(
-            context,
-            settings,
-            SendSettings { inline_size: self.send.inline_size },
-            &reports,
-            validation,
-        )
+        self.0.bandwidth.staged
     }
 }
 
@@ -132,6 +89,6 @@ fn main() -> std::process::ExitCode {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, SendBandwidth::BENCH.operation)?;
         let send = SendConfig::from_args(&cli.send, &common, &bandwidth)?;
-        run(&SendBandwidth { common, bandwidth, send })
+        run(&SendBandwidth(SendStream { common, bandwidth, send }))
     })
 }

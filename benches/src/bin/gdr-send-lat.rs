@@ -8,7 +8,7 @@
 //! With `--validate` the client's pattern travels to the server and back, and both sides check
 //! their buffer after each size; every receive's length is checked as it completes.
 //!
-//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::harness::latency`):
+//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::engines::latency`):
 //! its copies are inside the timed round trip and `copy_time_s` counts both sides' copies.
 
 use clap::Parser;
@@ -25,57 +25,25 @@ struct Cli {
     inline: InlineArgs,
 }
 
-struct SendLatency {
-    common: BenchConfig,
-    latency: LatencyConfig,
-    files: Option<LatencyFiles>,
-}
+/// The ping-pong latency loop over SEND/RECV.
+struct SendLatency(PingPongLatency);
 
 impl Benchmark for SendLatency {
     const BENCH: Bench = bench::SEND_LAT;
-    type Report = LatencyFigures;
-    type Row = LatencyRow;
+    type Engine = PingPongLatency;
 
-    fn config(&self) -> &BenchConfig {
-        &self.common
+    fn engine(&self) -> &PingPongLatency {
+        &self.0
     }
 
     fn setup(&self) -> Setup {
         ping_pong_setup(
-            &self.common,
-            self.latency.inline_request(),
+            &self.0.common,
+            self.0.latency.inline_request(),
             PingPong::Send,
             serde_json::json!({}),
             vec![("Sample".into(), "half a SEND/RECV ping-pong round trip".into())],
         )
-    }
-
-    fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
-        if self.common.validate {
-            prepare_ping_pong_check(session, size)?;
-        }
-        prepare_ping_pong(session, PingPong::Send, size)
-    }
-
-    fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
-        measure_ping_pong(session, PingPong::Send, &self.common, &self.latency, self.files.as_ref(), size)
-    }
-
-    fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
-        if !self.common.validate {
-            return Ok(None);
-        }
-        check_ping_pong(session, size, size)
-    }
-
-    fn row(
-        &self,
-        context: &RowContext,
-        ours: Option<LatencyFigures>,
-        peer: Option<LatencyFigures>,
-        validation: &str,
-    ) -> Option<LatencyRow> {
-        ping_pong_row(context, PingPong::Send.arrival(), ours, peer, validation)
     }
 }
 
@@ -84,6 +52,7 @@ fn main() -> std::process::ExitCode {
     exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), &SendLatency::BENCH)?;
-        run(&SendLatency { common, latency, files })
+        let operation = PingPongOperation::Send;
+        run(&SendLatency(PingPongLatency { operation, common, latency, files }))
     })
 }

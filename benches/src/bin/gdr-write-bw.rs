@@ -16,68 +16,38 @@ struct Cli {
     bandwidth: BandwidthArgs,
 }
 
-struct WriteBandwidth {
-    common: BenchConfig,
-    bandwidth: BandwidthConfig,
-}
-
-impl WriteBandwidth {
-    fn stream(&self) -> OneSidedStream<'_> {
-        OneSidedStream { operation: StreamOperation::Write, common: &self.common, bandwidth: &self.bandwidth }
-    }
-}
+/// The one-sided stream, writing.
+struct WriteBandwidth(OneSidedStream);
 
 impl Benchmark for WriteBandwidth {
     const BENCH: Bench = bench::WRITE_BW;
-    type Report = BandwidthFigures;
-    type Row = BandwidthRow;
+    type Engine = OneSidedStream;
 
-    fn config(&self) -> &BenchConfig {
-        &self.common
+    fn engine(&self) -> &OneSidedStream {
+        &self.0
     }
 
     fn setup(&self) -> Setup {
+        let OneSidedStream { common, bandwidth, .. } = &self.0;
         Setup {
-            // Receives are used only by a receiver that copies each arrival on (harness::write_stream).
+            // Receives are used only by a receiver that copies each arrival on (engines::one_sided).
             queue_sizes: QueuePairSizes {
-                send_depth: self.common.tx_depth,
-                recv_depth: self.common.tx_depth,
+                send_depth: common.tx_depth,
+                recv_depth: common.tx_depth,
                 max_inline: 0,
             },
-            buffer_len: self.common.max_size(),
+            buffer_len: common.max_size(),
             // The client writes into the server's buffer (and the server into the client's with -b).
             remote_access: RemoteAccess::Write,
             inline: None,
-            parameters: self.bandwidth.parameters(),
-            header: self.bandwidth.header(),
-            bandwidth: Some(self.bandwidth),
+            parameters: bandwidth.parameters(),
+            header: bandwidth.header(),
+            bandwidth: Some(*bandwidth),
         }
     }
 
     fn staged_rules(&self) -> StagedRules {
-        self.bandwidth.staged
-    }
-
-    fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
-        self.stream().prepare(session, size)
-    }
-
-    fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<BandwidthFigures>> {
-        self.stream().measure(session, size)
-    }
-
-    fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
-        self.stream().check(session, size)
-    }
-
-    fn row(
-        &self,
-        context: &RowContext,
-        ours: Option<BandwidthFigures>,
-        peer: Option<BandwidthFigures>,
-        validation: &str,
-    ) -> Option<BandwidthRow> {
-        self.stream().row(context, ours, peer, validation)
+        self.0.bandwidth.staged
     }
 }
 
@@ -87,6 +57,6 @@ fn main() -> std::process::ExitCode {
     exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, WriteBandwidth::BENCH.operation)?;
-        run(&WriteBandwidth { common, bandwidth })
+        run(&WriteBandwidth(OneSidedStream { operation: StreamOperation::Write, common, bandwidth }))
     })
 }

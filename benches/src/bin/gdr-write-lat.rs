@@ -10,7 +10,7 @@
 //! With `--validate` the client's pattern travels to the server and back, and both sides check
 //! it (all but the last byte, which carries the markers, in the last-byte poll).
 //!
-//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::harness::latency`,
+//! Memory the NIC does not reach directly is handled by the harness (`gdrperf::engines::latency`,
 //! which also picks the transport from both sides' memory): its copies are inside the timed
 //! round trip and `copy_time_s` counts both sides' copies.
 
@@ -28,81 +28,34 @@ struct Cli {
     write: WriteLatencyArgs,
 }
 
-struct WriteLatency {
-    common: BenchConfig,
-    latency: LatencyConfig,
-    files: Option<LatencyFiles>,
-}
-
-impl WriteLatency {
-    /// Bytes a data check covers: the last byte carries the poll markers.
-    fn checked_len(&self, session: &Session, size: usize) -> usize {
-        match PingPong::for_write_session(session, self.latency.write_with_imm) {
-            PingPong::WritePollLastByte => size - 1,
-            _ => size,
-        }
-    }
-}
+/// The ping-pong latency loop over RDMA WRITE.
+struct WriteLatency(PingPongLatency);
 
 impl Benchmark for WriteLatency {
     const BENCH: Bench = bench::WRITE_LAT;
-    type Report = LatencyFigures;
-    type Row = LatencyRow;
+    type Engine = PingPongLatency;
 
-    fn config(&self) -> &BenchConfig {
-        &self.common
+    fn engine(&self) -> &PingPongLatency {
+        &self.0
     }
 
     fn setup(&self) -> Setup {
-        let arrival = if self.latency.write_with_imm {
+        let PingPongLatency { common, latency, .. } = &self.0;
+        let arrival = if latency.write_with_imm {
             "WRITE_WITH_IMM completion"
         } else {
             "last-byte poll (host memory), else WRITE_WITH_IMM"
         };
         ping_pong_setup(
-            &self.common,
-            self.latency.inline_request(),
+            common,
+            latency.inline_request(),
             PingPong::WriteWithImmediate,
-            serde_json::json!({ "write_with_imm": self.latency.write_with_imm }),
+            serde_json::json!({ "write_with_imm": latency.write_with_imm }),
             vec![
                 ("Sample".into(), "half a WRITE ping-pong round trip".into()),
                 ("Arrival".into(), arrival.into()),
             ],
         )
-    }
-
-    fn prepare(&self, session: &mut Session, size: usize) -> gdrperf::Result<()> {
-        if self.common.validate {
-            prepare_ping_pong_check(session, size)?;
-        }
-        let transport = PingPong::for_write_session(session, self.latency.write_with_imm);
-        prepare_ping_pong(session, transport, size)
-    }
-
-    fn measure(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<LatencyFigures>> {
-        let transport = PingPong::for_write_session(session, self.latency.write_with_imm);
-        measure_ping_pong(session, transport, &self.common, &self.latency, self.files.as_ref(), size)
-    }
-
-    fn check(&self, session: &mut Session, size: usize) -> gdrperf::Result<Option<String>> {
-        if !self.common.validate {
-            return Ok(None);
-        }
-        let len = self.checked_len(session, size);
-        check_ping_pong(session, size, len)
-    }
-
-    fn row(
-        &self,
-        context: &RowContext,
-        ours: Option<LatencyFigures>,
-        peer: Option<LatencyFigures>,
-        validation: &str,
-    ) -> Option<LatencyRow> {
-        // The transport follows from the memory of both sides, which the context names.
-        let transport =
-            PingPong::for_write(context.mem_local, context.mem_remote, self.latency.write_with_imm);
-        ping_pong_row(context, transport.arrival(), ours, peer, validation)
     }
 }
 
@@ -111,6 +64,7 @@ fn main() -> std::process::ExitCode {
     exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, (&cli.write).into(), &WriteLatency::BENCH)?;
-        run(&WriteLatency { common, latency, files })
+        let operation = PingPongOperation::Write;
+        run(&WriteLatency(PingPongLatency { operation, common, latency, files }))
     })
 }

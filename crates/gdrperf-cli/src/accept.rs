@@ -130,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     let host = hostname();
-    let date = gdrperf_stats::utc_timestamp();
+    let date = gdrperf_provenance::utc_timestamp();
     let out = args
         .out
         .clone()
@@ -178,9 +178,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "profile": profile.name,
         "profile_source": args.profile,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
-        "command": gdrperf_stats::provenance::command_line(&gdrperf_stats::arguments()),
-        "argv": gdrperf_stats::redact_command_line(gdrperf_stats::arguments()),
+        "git_commit": gdrperf_provenance::GIT_COMMIT,
+        "command": gdrperf_provenance::command_line(&gdrperf_command_line::arguments()),
+        "argv": gdrperf_command_line::redact_command_line(gdrperf_command_line::arguments()),
         "host": host,
         "peer": args.peer,
         "date": date,
@@ -460,8 +460,8 @@ fn hostname() -> String {
 }
 
 /// The value parser of every timeout in seconds of this binary: up to
-/// [`gdrperf_stats::MAX_TIMEOUT_SECONDS`], so that `Instant::now() + timeout` cannot overflow;
+/// [`gdrperf_command_line::MAX_TIMEOUT_SECONDS`], so that `Instant::now() + timeout` cannot overflow;
 /// clap refuses a larger value with exit 2.
 pub(crate) fn timeout_seconds() -> clap::builder::RangedU64ValueParser<u64> {
-    clap::value_parser!(u64).range(0..=gdrperf_stats::MAX_TIMEOUT_SECONDS)
+    clap::value_parser!(u64).range(0..=gdrperf_command_line::MAX_TIMEOUT_SECONDS)
 }

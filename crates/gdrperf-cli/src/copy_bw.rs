@@ -26,7 +26,6 @@ use anyhow::Context;
 use gdrperf_cuda::{
     CopyBench, CopyDirection, Cuda, Gpu, GpuSelection, HostMemory, Measurement, StagedBuffer, StagingConfig,
 };
-use gdrperf_stats::provenance;
 use serde::Serialize;
 
 /// Sizes measured when neither `-s` nor `-a` is given.
@@ -81,13 +80,11 @@ pub(crate) fn parse_gpu_bus_id(text: &str) -> Result<GpuSelection, String> {
     GpuSelection::parse_bus_id(text).map_err(|error| error.to_string())
 }
 
-/// A copy size: as every gdrperf tool reads sizes (`gdrperf_stats::units::parse_size`), at
-/// least 1 byte.
+/// A copy size: as every gdrperf tool reads sizes (`gdrperf_command_line::parse_size`), at
+/// least 1 byte (a copy of nothing measures nothing).
 pub(crate) fn parse_size(text: &str) -> Result<usize, String> {
-    match gdrperf_stats::units::parse_size(text)? {
-        0 => Err("size must be at least 1 byte".to_string()),
-        bytes => usize::try_from(bytes).map_err(|_| format!("'{}' is too large", text.trim())),
-    }
+    let bytes = gdrperf_command_line::parse_nonzero_size(text)?;
+    usize::try_from(bytes).map_err(|_| format!("'{}' is too large", text.trim()))
 }
 
 /// Parses a count that must be at least 1.
@@ -279,10 +276,14 @@ impl Outputs {
             Some(path) => {
                 let mut file = File::create(path)
                     .with_context(|| format!("cannot create CSV file {}", path.display()))?;
-                let argv: Vec<String> = gdrperf_stats::arguments();
+                let argv: Vec<String> = gdrperf_command_line::arguments();
                 let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-                let head =
-                    provenance::comment_lines("copy_bw", &argv, &gdrperf_stats::utc_timestamp(), host.trim());
+                let head = gdrperf_provenance::comment_lines(
+                    "copy_bw",
+                    &argv,
+                    &gdrperf_provenance::utc_timestamp(),
+                    host.trim(),
+                );
                 std::io::Write::write_all(&mut file, head.as_bytes())?;
                 let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(file);
                 writer.write_record(CSV_HEADER)?;
@@ -329,9 +330,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         let document = serde_json::json!({
             "tool": "gdrperf copy-bw",
-            "command": provenance::command_line(&gdrperf_stats::arguments()),
-            "git_commit": provenance::GIT_COMMIT,
-            "date": gdrperf_stats::utc_timestamp(),
+            "command": gdrperf_provenance::command_line(&gdrperf_command_line::arguments()),
+            "git_commit": gdrperf_provenance::GIT_COMMIT,
+            "date": gdrperf_provenance::utc_timestamp(),
             "driver_cuda_version": cuda.driver_version().to_string(),
             "kernel_module_version": cuda.kernel_module_version(),
             "gpus": gpus.iter().map(|gpu| serde_json::json!({

@@ -29,7 +29,7 @@ pub fn write(folder: &Path, sysfs_root: &Path, doctor: &Value) -> anyhow::Result
         })).collect::<Vec<_>>()).unwrap_or_default(),
         "sysfs_root": sysfs_root.display().to_string(),
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
+        "git_commit": gdrperf_provenance::GIT_COMMIT,
     });
     let path = folder.join(FILE_NAME);
     let text = serde_json::to_string_pretty(&inventory)? + "\n";

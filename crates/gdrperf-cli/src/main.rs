@@ -77,12 +77,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    if let Some(message) = gdrperf_stats::non_utf8_argument(std::env::args_os()) {
+    if let Some(message) = gdrperf_command_line::non_utf8_argument(std::env::args_os()) {
         eprintln!("gdrperf: error: {message}");
         return ExitCode::from(2);
     }
-    if gdrperf_stats::secret_on_command_line(&gdrperf_stats::arguments()) {
-        eprintln!("gdrperf: {}", gdrperf_stats::SECRET_ON_COMMAND_LINE);
+    if gdrperf_command_line::secret_on_command_line(&gdrperf_command_line::arguments()) {
+        eprintln!("gdrperf: {}", gdrperf_command_line::SECRET_ON_COMMAND_LINE);
     }
     let cli = Cli::parse();
     if !cli.command.runs_benches() {

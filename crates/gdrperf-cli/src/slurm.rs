@@ -1,15 +1,17 @@
 //! `gdrperf slurm`: run a bench between node pairs of a Slurm step, with no host names typed.
 //!
 //! ```text
-//! srun gdrperf slurm [--schedule pairs|ring|all-pairs|random] [--out DIR] -- gdr-write-bw -a --validate
-//! gdrperf slurm gather DIR     # merge the per-pair files again (rank 0 does it at the end)
+//! srun gdrperf slurm [--schedule pairs|ring|all-pairs|random|locate] [--out DIR] -- gdr-write-bw -a --validate
+//! gdrperf slurm gather DIR     # merge the per-rank files again (rank 0 does it at the end)
 //! gdrperf slurm summary DIR    # pass/fail per pair and the failing nodes; exit 1 if any failed
 //! gdrperf slurm hostnames LIST # one node name per line, as `scontrol show hostnames` prints them
 //! ```
 //!
 //! Every task reads Slurm's environment, computes the same plan (gdrperf-cluster), and runs its
 //! part: the bench as server (no HOST) or as client of the peer's node, one TCP port per pair,
-//! the client's CSV/JSON into DIR/pairs. Rank 0 waits for all tasks, writes DIR/results.csv,
+//! each pair's record and the client's rows appended to the rank's own file under DIR/status.
+//! With `--schedule locate` the plan is only the first pass; rank 0 then decides each further
+//! round from the last one's rows and the others read it from DIR/locate.json. Rank 0 waits for all tasks, writes DIR/results.csv,
 //! DIR/results.json and DIR/summary.txt, and prints the summary; then it judges the gathered rows
 //! as `gdrperf fleet judge DIR/results.csv` would (gdrperf-fleet, default thresholds) into
 //! DIR/fleet.txt and DIR/fleet.json and prints that too. The step's exit status stays the
@@ -21,6 +23,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use gdrperf_cluster::coordinate::LocateOptions;
 use gdrperf_cluster::gather::gather;
 use gdrperf_cluster::layout::{OutputDir, RunPlan};
 use gdrperf_cluster::plan::{PairBy, Plan, Role};
@@ -41,7 +44,9 @@ pub struct Args {
 
     /// Who meets whom: pairs (0-1, 2-3, ...), ring (each node serves the next: tells a bad node
     /// from its peer), all-pairs (every pair once, in rounds: a fabric sweep), random (--rounds
-    /// seeded random perfect matchings: each node meets about that many peers, for any count).
+    /// seeded random perfect matchings: each node meets about that many peers, for any count),
+    /// locate (a ring over a --seed shuffle, then rank 0 re-pairs each node of a low pair with
+    /// nodes seen healthy, round by round, until two healthy peers agree about it).
     #[arg(long, value_enum, default_value_t = ScheduleArg::Pairs)]
     schedule: ScheduleArg,
 
@@ -104,7 +109,7 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Action {
-    /// Merge a run's per-pair files into DIR/results.csv and DIR/results.json.
+    /// Merge a run's per-rank files into DIR/results.csv and DIR/results.json.
     Gather {
         /// The run's output folder.
         dir: PathBuf,
@@ -128,6 +133,7 @@ enum ScheduleArg {
     Ring,
     AllPairs,
     Random,
+    Locate,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -179,23 +185,29 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
     if matches!(args.schedule, ScheduleArg::Random) && args.rounds == 0 {
         anyhow::bail!("--rounds 0: the random schedule needs at least one round");
     }
-    let schedule = match args.schedule {
-        ScheduleArg::Pairs => Schedule::Pairs,
-        ScheduleArg::Ring => Schedule::Ring,
-        ScheduleArg::AllPairs => Schedule::AllPairs,
-        ScheduleArg::Random => Schedule::Random { rounds: args.rounds, seed: args.seed },
-    };
     let pair_by = match args.pair_by {
         PairByArg::Node => PairBy::Node,
         PairByArg::Task => PairBy::Task,
     };
+    let fixed = |schedule: Schedule| Plan::new(&step, schedule, pair_by, args.base_port);
+    let (plan, locate) = match args.schedule {
+        ScheduleArg::Pairs => (fixed(Schedule::Pairs)?, None),
+        ScheduleArg::Ring => (fixed(Schedule::Ring)?, None),
+        ScheduleArg::AllPairs => (fixed(Schedule::AllPairs)?, None),
+        ScheduleArg::Random => (fixed(Schedule::Random { rounds: args.rounds, seed: args.seed })?, None),
+        ScheduleArg::Locate => {
+            let first_pass = |units: usize| gdrperf_cluster::locate::first_pass(units, args.seed);
+            let plan = Plan::from_rounds(&step, "locate", first_pass, pair_by, args.base_port)?;
+            (plan, Some(LocateOptions { pair_by, base_port: args.base_port, seed: args.seed }))
+        }
+    };
     let plan = RunPlan {
         run_id: step.run_id(),
         bench: bench_name(name),
-        bench_args: gdrperf_stats::redact_command_line(bench_args),
+        bench_args: gdrperf_command_line::redact_command_line(bench_args),
         tasks: step.tasks,
         nodes: step.nodes.clone(),
-        plan: Plan::new(&step, schedule, pair_by, args.base_port)?,
+        plan,
     };
     let bench = BenchCommand::new(bench_program(name), plan.bench.clone(), bench_args);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("gdrperf-slurm-{}", step.run_id())));
@@ -219,11 +231,16 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         round_timeout: Duration::from_secs(args.round_timeout),
         pair_timeout: Duration::from_secs(args.pair_timeout),
         gather_timeout: (!args.no_gather).then(|| Duration::from_secs(args.gather_timeout)),
+        locate,
     };
     let mut say = |line: &str| say!("gdrperf slurm: {line}");
     let report = run_task(&step, &plan, &bench, &options, &machine, &mut say)
         .with_context(|| format!("rank {} on {}", step.rank, step.node_of(step.rank)))?;
     let mut failed = report.failed_runs > 0;
+    let located = report.located.as_ref().map(|located| located.text());
+    if let Some(text) = &located {
+        say_raw!("{text}");
+    }
     if let Some((run, summary)) = &report.gathered {
         say_raw!("{}", summary.text);
         say!(
@@ -232,15 +249,16 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
             out.join("results.json").display()
         );
         failed |= run.failed() > 0;
-        judge_fleet(&out);
+        judge_fleet(&out, located.as_deref());
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// Rank 0, after the gather: the fleet judgement of the job's rows into DIR/fleet.txt and
-/// DIR/fleet.json, printed. A job whose rows cannot be judged (a latency test: no bandwidth
-/// column) says why in one line; the job's results stand either way.
-fn judge_fleet(out: &Path) {
+/// DIR/fleet.json, printed; a `locate` job's rounds and pair runs (`located`) end fleet.txt.
+/// A job whose rows cannot be judged (a latency test: no bandwidth column) says why in one
+/// line; the job's results stand either way.
+fn judge_fleet(out: &Path, located: Option<&str>) {
     let results = out.join("results.csv");
     let (text_path, json_path) = (out.join("fleet.txt"), out.join("fleet.json"));
     let verdict = match read_gathered(std::slice::from_ref(&results)) {
@@ -251,8 +269,11 @@ fn judge_fleet(out: &Path) {
         }
     };
     let text = fleet_report::text(&verdict);
-    let written = std::fs::write(&text_path, &text).and_then(|()| {
-        std::fs::write(&json_path, serde_json::to_string_pretty(&verdict).unwrap_or_default() + "\n")
+    // A verdict that does not encode (it cannot, today: plain numbers and text) is said like a
+    // failed write, never written as an empty fleet.json that a reader would take for a verdict.
+    let written = std::fs::write(&text_path, format!("{text}{}", located.unwrap_or(""))).and_then(|()| {
+        let json = serde_json::to_string_pretty(&verdict).map_err(std::io::Error::other)?;
+        std::fs::write(&json_path, json + "\n")
     });
     say_raw!("{text}");
     match written {
@@ -301,7 +322,7 @@ fn dry_run(
             "round {}: {} with {peer_node} (rank {peer_rank}): {}",
             pair.round,
             role.name(),
-            gdrperf_stats::redact_command_line(&line).join(" ")
+            gdrperf_command_line::redact_command_line(&line).join(" ")
         );
     }
     for left in &plan.plan.left_out {

@@ -266,7 +266,7 @@ fn nic_errors(json: &Path, bytes: u64) -> (u64, BTreeMap<String, u64>) {
 
 /// The error counters (`gdrperf_ceiling::ERROR_COUNTERS`, the ones `nic_errors` sums) among a
 /// row's moved counters "rcvd_pkts=120;rcvd_seq_err=3". A name that both sysfs directories have
-/// comes with `hw_` before the driver's copy (`gdrperf::nic_counters`): it counts under its name.
+/// comes with `hw_` before the driver's copy (`gdrperf::node::nic_counters`): it counts under its name.
 fn error_counters(moved: &str) -> BTreeMap<String, u64> {
     moved
         .split(';')

@@ -10,7 +10,8 @@ use std::process::{Child, Command, Output, Stdio};
 use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 
 /// Stands in for a gdr-* bench: a server (no HOST) prints and exits; a client writes one row
-/// with both host names. It fails with a bench-like error on the node named by FAKE_BAD_NODE.
+/// with both host names. It fails with a bench-like error on the node named by FAKE_BAD_NODE;
+/// with FAKE_FULL_ROWS, every pair with an end on FAKE_SLOW_NODE measures 60 % of its peers.
 const FAKE_BENCH: &str = r#"#!/bin/sh
 csv= json= host= port= token=${GDRPERF_TOKEN:-}
 while [ $# -gt 0 ]; do
@@ -36,6 +37,9 @@ if [ "$SLURMD_NODENAME" = "$FAKE_BAD_NODE" ]; then
 fi
 if [ -n "$host" ] && [ -n "${FAKE_FULL_ROWS:-}" ]; then
     case $SLURMD_NODENAME in n1) bw=100 ;; n2) bw=101 ;; n3) bw=99 ;; *) bw=100.5 ;; esac
+    if [ -n "${FAKE_SLOW_NODE:-}" ] && { [ "$SLURMD_NODENAME" = "$FAKE_SLOW_NODE" ] || [ "$host" = "$FAKE_SLOW_NODE" ]; }; then
+        bw=60
+    fi
     printf 'test,bytes,bidirectional,mem_local,mem_remote,device,peer_device,bw_avg_gbit_s,validation,host,peer_host\n' >"$csv"
     printf 'write_bw,65536,false,host,host,mlx5_0,mlx5_0,%s,pass,%s,%s\n' "$bw" "$SLURMD_NODENAME" "$host" >>"$csv"
 elif [ -n "$host" ]; then
@@ -145,10 +149,13 @@ fn ring_of_four_measures_every_link_and_gathers_one_csv() {
     let json: serde_json::Value = serde_json::from_str(&read(&cluster.out().join("results.json"))).unwrap();
     assert_eq!(json["results"].as_array().unwrap().len(), 4);
     assert_eq!(json["pairs"][0]["passed"], true);
-    assert_eq!(json["results"][0]["server_node"], "n1");
-    // The client was told the server's node name and the pair's port.
-    let client_log = read(&cluster.out().join("logs/r0_n1_n2_0-1.client.log"));
+    // Rows come by client rank: rank 0 (n1) was the client of n4.
+    assert_eq!(json["results"][0]["server_node"], "n4");
+    // The client was told the server's node name and the pair's port; its rank's one log has
+    // a header line per pair.
+    let client_log = read(&cluster.out().join("logs/rank1.log"));
     assert!(client_log.contains("port 18515, host 'n1'"), "{client_log}");
+    assert!(client_log.contains("== r0_n1_n2_0-1 client: "), "{client_log}");
     // Rows without a bandwidth column cannot be judged as a fleet: said, and the job stands.
     assert!(rank0.contains("no fleet judgement: ") && rank0.contains("no column `bidirectional`"), "{rank0}");
     assert!(!cluster.out().join("fleet.txt").exists());
@@ -389,4 +396,150 @@ fn a_step_whose_stdout_is_closed_still_runs_and_gathers() {
     }
     let csv = read(&cluster.out().join("results.csv"));
     assert_eq!(csv.lines().filter(|line| line.starts_with("write_bw,65536,pass,")).count(), 1, "{csv}");
+}
+
+/// The names of the files under `root`, relative to it, sorted.
+fn relative_files(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        files_under(root).iter().map(|path| path.strip_prefix(root).unwrap().display().to_string()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_job_writes_three_files_per_rank_and_gathers_every_pairs_rows() {
+    let cluster = Cluster::new(6);
+    let outputs = cluster.run(&[0, 1, 2, 3, 4, 5], &["--schedule", "all-pairs"], &[("FAKE_FULL_ROWS", "1")]);
+    for (rank, output) in outputs.iter().enumerate() {
+        assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output));
+    }
+    // 15 pairs in 5 rounds: a progress file, a records file and a log per rank, whatever the
+    // number of pairs, and the job's own files.
+    let mut expected: Vec<String> = (0..6)
+        .flat_map(|rank| {
+            [
+                format!("status/rank{rank}.json"),
+                format!("status/rank{rank}.records.jsonl"),
+                format!("logs/rank{rank}.log"),
+            ]
+        })
+        .chain(
+            [
+                "plan.json",
+                "results.csv",
+                "results.json",
+                "matrix.csv",
+                "summary.txt",
+                "fleet.txt",
+                "fleet.json",
+            ]
+            .map(String::from),
+        )
+        .collect();
+    expected.sort();
+    assert_eq!(relative_files(&cluster.out()), expected);
+    assert!(text(&outputs[0]).contains("15 pairs: 15 passed, 0 failed"), "{}", text(&outputs[0]));
+
+    // Every pair's row once, with the columns the per-pair files were gathered with: the
+    // fake bench's row (the client's bandwidth, both host names) and the pair's round, ranks
+    // and nodes from the plan.
+    let plan: serde_json::Value = serde_json::from_str(&read(&cluster.out().join("plan.json"))).unwrap();
+    let pairs = plan["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 15);
+    let bandwidth = |node: &str| match node {
+        "n1" => "100",
+        "n2" => "101",
+        "n3" => "99",
+        _ => "100.5",
+    };
+    let mut expected_rows: Vec<String> = pairs
+        .iter()
+        .map(|pair| {
+            let (server, client) = (pair["server_node"].as_str().unwrap(), pair["client_node"].as_str().unwrap());
+            format!(
+                "write_bw,65536,false,host,host,mlx5_0,mlx5_0,{},pass,{client},{server},{},{},{},{server},{client}",
+                bandwidth(client),
+                pair["round"],
+                pair["server_rank"],
+                pair["client_rank"]
+            )
+        })
+        .collect();
+    expected_rows.sort();
+    let csv = read(&cluster.out().join("results.csv"));
+    let mut lines: Vec<String> = csv.lines().skip(1).map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, expected_rows);
+    assert_eq!(
+        csv.lines().next(),
+        Some(
+            "test,bytes,bidirectional,mem_local,mem_remote,device,peer_device,bw_avg_gbit_s,validation,host,\
+             peer_host,round,server_rank,client_rank,server_node,client_node"
+        )
+    );
+    // The matrix: one line per ordered node pair measured.
+    assert_eq!(read(&cluster.out().join("matrix.csv")).lines().count(), 1 + 15);
+}
+
+#[test]
+fn locate_names_the_one_slow_node_in_a_few_rounds() {
+    let cluster = Cluster::new(10);
+    let ranks: Vec<usize> = (0..10).collect();
+    let env = [("FAKE_FULL_ROWS", "1"), ("FAKE_SLOW_NODE", "n3")];
+    let outputs = cluster.run(&ranks, &["--schedule", "locate", "--seed", "2"], &env);
+    for (rank, output) in outputs.iter().enumerate() {
+        assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output));
+    }
+    let fleet = read(&cluster.out().join("fleet.txt"));
+    assert!(fleet.contains("NAMED: 1\n  NIC port: n3 mlx5_0, "), "{fleet}");
+    // The slow node is low with two healthy peers in each role; every other suspect is cleared.
+    assert!(
+        fleet.contains(
+            "  suspect n3: sending LOW with 2 healthy peer(s), receiving LOW with 2 healthy peer(s)\n"
+        ),
+        "{fleet}"
+    );
+    assert_eq!(fleet.matches("LOW").count(), 2, "{fleet}");
+    assert!(!fleet.contains("unsettled"), "{fleet}");
+    // A few rounds and under 60 % of all-pairs' 45 pair runs (9 rounds).
+    let line = fleet.lines().find(|line| line.starts_with("locate: ")).unwrap_or_else(|| panic!("{fleet}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (rounds, pair_runs): (usize, usize) = (words[1].parse().unwrap(), words[6].parse().unwrap());
+    assert!(rounds <= 6 && pair_runs * 10 < 45 * 6, "{line}");
+    assert!(text(&outputs[0]).contains(line), "{}", text(&outputs[0]));
+    // Every rank ran the rounds rank 0 decided, told through locate.json alone.
+    let decisions: serde_json::Value =
+        serde_json::from_str(&read(&cluster.out().join("locate.json"))).unwrap();
+    assert_eq!(decisions["finished"], true);
+    assert_eq!(decisions["rounds"].as_array().unwrap().len() + 2, rounds);
+    let summary = read(&cluster.out().join("summary.txt"));
+    assert!(summary.contains(&format!("{pair_runs} pairs: {pair_runs} passed, 0 failed")), "{summary}");
+    assert_eq!(relative_files(&cluster.out()).len(), 3 * 10 + 8);
+}
+
+#[test]
+fn locate_pairs_a_rank_that_never_started_with_no_one_again() {
+    let cluster = Cluster::new(8);
+    // Rank 7 (n8) never starts: its two first-pass peers wait one round timeout each, rank 0's
+    // barrier after the first pass one more, then n8 is out of every later round.
+    let args = ["--schedule", "locate", "--round-timeout", "5", "--gather-timeout", "2"];
+    let outputs = cluster.run(&[0, 1, 2, 3, 4, 5, 6], &args, &[("FAKE_FULL_ROWS", "1")]);
+    let rank0 = text(&outputs[0]);
+    assert_eq!(outputs[0].status.code(), Some(1), "{rank0}");
+    assert!(
+        rank0.contains("locate: rank 7 (n8) showed nothing for 5 s; paired with no one again"),
+        "{rank0}"
+    );
+    assert!(rank0.contains("\n  stopped answering: n8\n"), "{rank0}");
+    let decisions: serde_json::Value =
+        serde_json::from_str(&read(&cluster.out().join("locate.json"))).unwrap();
+    assert_eq!(decisions["finished"], true);
+    let decided: Vec<&serde_json::Value> =
+        decisions["rounds"].as_array().unwrap().iter().flat_map(|round| round.as_array().unwrap()).collect();
+    assert!(!decided.is_empty(), "n8's peers are re-paired to clear them");
+    assert!(decided.iter().all(|pair| pair["server_rank"] != 7 && pair["client_rank"] != 7), "{decisions}");
+    // Only n8's two first-pass pairs failed; the judge names the node without rows.
+    assert!(rank0.contains("FAILING NODES: n8\n") && rank0.contains("n8: 2 of 2 pairs failed"), "{rank0}");
+    let fleet = read(&cluster.out().join("fleet.txt"));
+    assert!(fleet.contains("NAMED: 1\n  node without rows: n8: "), "{fleet}");
 }

@@ -1,4 +1,4 @@
-//! One CSV and one JSON per job from the per-pair files, and a verdict for every pair.
+//! One CSV and one JSON per job from the per-rank files, and a verdict for every pair.
 //!
 //! A pair passes when both sides' benches exited 0, the client wrote at least one row and no
 //! row failed its data check. Everything else fails with a reason a person can act on: which
@@ -7,14 +7,21 @@
 //!
 //! The gathered rows are the benches' own rows (their `host` and `peer_host` columns name both
 //! ends) with five columns added at the end: `round`, `server_rank`, `client_rank`,
-//! `server_node`, `client_node` (Slurm's node names, which may differ from `hostname`).
+//! `server_node`, `client_node` (Slurm's node names, which may differ from `hostname`). Rows
+//! come grouped by client rank, then by round. The gather reads each rank's records one line at
+//! a time and streams the rows into `results.csv` and `results.json`: what it holds in memory
+//! is a few numbers per pair and the matrix, not the rows.
 
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::Serialize;
 
-use crate::error::{read_error, write_error, ClusterError, Result};
-use crate::layout::{read_json_if_present, write_json, OutputDir, PairRecord, RunPlan};
+use crate::error::{write_error, ClusterError, Result};
+use crate::layout::{
+    create_temporary, for_each_line, read_json_if_present, OutputDir, PairLine, PairRecord, RunPlan,
+};
 use crate::plan::{BenchPair, Role};
 
 /// The columns appended to every gathered row.
@@ -45,103 +52,246 @@ impl Gathered {
     }
 }
 
-/// Reads every pair's record and files under `dir`, writes `results.csv` and `results.json`.
+/// What the gather keeps of one side's line (a few words per pair, not its rows or command):
+/// how it ended, and for the client what its rows said.
+#[derive(Default)]
+struct Side {
+    /// `None`: no record from this side.
+    ended: Option<Ended>,
+    rows: usize,
+    reasons: Vec<String>,
+}
+
+struct Ended {
+    /// The run the record says it belongs to, kept only when it is not this one.
+    foreign_run: Option<String>,
+    exit_code: Option<i32>,
+    note: Option<String>,
+    last_line: Option<String>,
+}
+
+impl Ended {
+    fn of(record: PairRecord, run_id: &str) -> Ended {
+        Ended {
+            foreign_run: (record.run_id != run_id).then_some(record.run_id),
+            exit_code: record.exit_code,
+            note: record.note,
+            last_line: record.last_line,
+        }
+    }
+}
+
+/// Where `pair` stands in the plan: the plan's pairs are in round order and, within a round, in
+/// port order (each gets the next port), so a binary search finds it without an index of
+/// millions of entries. `None` for a pair the plan does not hold as it is.
+fn position(plan: &RunPlan, pair: &BenchPair) -> Option<usize> {
+    let at = plan
+        .plan
+        .pairs
+        .binary_search_by_key(&(pair.round, pair.port), |each| (each.round, each.port))
+        .ok()?;
+    (plan.plan.pairs[at] == *pair).then_some(at)
+}
+
+/// The added columns' values for `pair`.
+fn added(pair: &BenchPair) -> [String; 5] {
+    [
+        pair.round.to_string(),
+        pair.server_rank.to_string(),
+        pair.client_rank.to_string(),
+        pair.server_node.clone(),
+        pair.client_node.clone(),
+    ]
+}
+
+/// Reads every rank's records under `dir`, writes `results.csv`, `matrix.csv` and `results.json`.
 pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     let plan: RunPlan = read_json_if_present(&dir.plan())?
         .ok_or_else(|| ClusterError::NothingToGather { dir: dir.root.clone() })?;
+    let mut sides: Vec<[Side; 2]> = plan.plan.pairs.iter().map(|_| Default::default()).collect();
+    let csv_path = dir.results_csv();
+    let (temporary, file) = create_temporary(&csv_path)?;
+    let mut csv = csv::Writer::from_writer(BufWriter::new(file));
+    let csv_error = |error: csv::Error| write_error(&temporary, std::io::Error::other(error));
     let mut header: Option<Vec<String>> = None;
-    let mut csv_rows: Vec<Vec<String>> = Vec::new();
-    let mut json_rows: Vec<serde_json::Value> = Vec::new();
-    let mut outcomes = Vec::new();
-    for pair in &plan.plan.pairs {
-        let mut reasons = Vec::new();
-        let server = side_verdict(dir, pair, Role::Server, &plan.run_id, &mut reasons)?;
-        let client = side_verdict(dir, pair, Role::Client, &plan.run_id, &mut reasons)?;
-        let added = [
-            pair.round.to_string(),
-            pair.server_rank.to_string(),
-            pair.client_rank.to_string(),
-            pair.server_node.clone(),
-            pair.client_node.clone(),
-        ];
-        let rows = match read_csv(&dir.csv(pair))? {
-            None => 0,
-            Some((columns, records)) => {
+    let mut matrix = MatrixBuilder::default();
+    for rank in 0..plan.tasks {
+        let records = dir.records(rank);
+        for_each_line(&records, &mut |line: PairLine| {
+            let Some(at) = position(&plan, &line.record.pair) else { return Ok(()) };
+            let pair = &plan.plan.pairs[at];
+            let role = line.record.role;
+            let side = &mut sides[at][role as usize];
+            side.reasons.extend(line.problems.iter().cloned());
+            if let (Role::Client, Some(columns)) = (role, &line.header) {
                 match &header {
-                    None => header = Some(columns.clone()),
-                    Some(expected) if *expected != columns => {
+                    None => {
+                        let mut all = columns.clone();
+                        all.extend(ADDED_COLUMNS.iter().map(|name| name.to_string()));
+                        csv.write_record(&all).map_err(csv_error)?;
+                        matrix.columns(columns);
+                        header = Some(columns.clone());
+                    }
+                    Some(expected) if expected != columns => {
                         return Err(ClusterError::CsvColumns {
-                            path: dir.csv(pair),
+                            path: records.clone(),
                             expected: expected.clone(),
-                            found: columns,
+                            found: columns.clone(),
                         })
                     }
                     Some(_) => {}
                 }
-                let validation = columns.iter().position(|column| column == "validation");
-                let bytes = columns.iter().position(|column| column == "bytes");
-                let failed_sizes: Vec<&str> = records
+                let find = |name: &str| columns.iter().position(|column| column == name);
+                let (validation, bytes) = (find("validation"), find("bytes"));
+                let failed_sizes: Vec<&str> = line
+                    .rows
                     .iter()
-                    .filter(|record| {
-                        validation.is_some_and(|index| record.get(index).map(String::as_str) == Some("fail"))
-                    })
-                    .map(|record| {
-                        bytes.and_then(|index| record.get(index)).map(String::as_str).unwrap_or("?")
-                    })
+                    .filter(|row| validation.is_some_and(|i| row.get(i).map(String::as_str) == Some("fail")))
+                    .map(|row| bytes.and_then(|i| row.get(i)).map(String::as_str).unwrap_or("?"))
                     .collect();
                 if !failed_sizes.is_empty() {
-                    reasons.push(format!("data check failed at {} bytes", failed_sizes.join(", ")));
+                    side.reasons.push(format!("data check failed at {} bytes", failed_sizes.join(", ")));
                 }
-                let count = records.len();
-                csv_rows.extend(records.into_iter().map(|mut record| {
-                    record.extend(added.iter().cloned());
-                    record
-                }));
-                count
-            }
-        };
-        if rows == 0 && client == Some(0) {
-            reasons.push("the client exited 0 but wrote no result rows".into());
-        }
-        json_rows.extend(read_json_results(&dir.json(pair))?.into_iter().map(|mut row| {
-            if let Some(object) = row.as_object_mut() {
-                for (name, value) in ADDED_COLUMNS.iter().zip(&added) {
-                    let value = if name.ends_with("_node") {
-                        serde_json::json!(value)
-                    } else {
-                        serde_json::json!(value.parse::<u64>().unwrap_or(0))
-                    };
-                    object.insert(name.to_string(), value);
+                let added = added(pair);
+                for row in &line.rows {
+                    let mut full = row.clone();
+                    full.extend(added.iter().cloned());
+                    matrix.add(&full);
+                    csv.write_record(&full).map_err(csv_error)?;
                 }
+                side.rows = line.rows.len();
             }
-            row
-        }));
-        outcomes.push(PairOutcome {
-            pair: pair.clone(),
-            passed: reasons.is_empty(),
-            reasons,
-            rows,
-            server_exit: server,
-            client_exit: client,
-        });
+            side.ended = Some(Ended::of(line.record, &plan.run_id));
+            Ok(())
+        })?;
     }
-    write_csv(&dir.results_csv(), header.as_deref(), &csv_rows)?;
-    if let Some(matrix) = header.as_deref().and_then(|header| matrix_rows(header, &csv_rows)) {
+    let mut writer = csv.into_inner().map_err(|error| write_error(&temporary, error.into_error()))?;
+    writer.flush().map_err(|source| write_error(&temporary, source))?;
+    drop(writer);
+    std::fs::rename(&temporary, &csv_path).map_err(|source| write_error(&csv_path, source))?;
+
+    let outcomes: Vec<PairOutcome> = plan
+        .plan
+        .pairs
+        .iter()
+        .zip(&sides)
+        .map(|(pair, [server, client])| {
+            let mut reasons = Vec::new();
+            let server_exit = side_verdict(dir, pair, Role::Server, server, &plan.run_id, &mut reasons);
+            let client_exit = side_verdict(dir, pair, Role::Client, client, &plan.run_id, &mut reasons);
+            reasons.extend(server.reasons.iter().chain(&client.reasons).cloned());
+            if client.rows == 0 && client_exit == Some(0) {
+                reasons.push("the client exited 0 but wrote no result rows".into());
+            }
+            PairOutcome {
+                pair: pair.clone(),
+                passed: reasons.is_empty(),
+                reasons,
+                rows: client.rows,
+                server_exit,
+                client_exit,
+            }
+        })
+        .collect();
+    if let Some(matrix) = matrix.finish() {
         write_matrix(&dir.root.join("matrix.csv"), &matrix)?;
     }
-    let document = serde_json::json!({
-        "run_id": plan.run_id,
-        "bench": plan.bench,
-        "bench_args": plan.bench_args,
-        "schedule": plan.plan.schedule,
-        "pair_by": plan.plan.pair_by,
-        "nodes": plan.nodes,
-        "left_out": plan.plan.left_out,
-        "pairs": outcomes,
-        "results": json_rows,
-    });
-    write_json(&dir.results_json(), &document)?;
+    write_results_json(dir, &plan, &outcomes)?;
     Ok(Gathered { plan, outcomes })
+}
+
+/// `results.json`, its `results` streamed from the records a second time. The document is
+/// what serde_json makes of a map (keys in order, two-space indent), as it always was.
+fn write_results_json(dir: &OutputDir, plan: &RunPlan, outcomes: &[PairOutcome]) -> Result<()> {
+    let path = dir.results_json();
+    let (temporary, file) = create_temporary(&path)?;
+    let pairs: Vec<serde_json::Value> =
+        outcomes.iter().map(|outcome| serde_json::to_value(outcome).unwrap_or_default()).collect();
+    let document = ResultsDocument { dir, plan, pairs: &pairs, failure: Default::default() };
+    let mut writer = BufWriter::new(file);
+    let written = serde_json::to_writer_pretty(&mut writer, &document);
+    if let Some(error) = document.failure.take() {
+        return Err(error);
+    }
+    written.map_err(|error| write_error(&temporary, std::io::Error::other(error)))?;
+    writer
+        .write_all(b"\n")
+        .and_then(|()| writer.flush())
+        .map_err(|source| write_error(&temporary, source))?;
+    drop(writer);
+    std::fs::rename(&temporary, &path).map_err(|source| write_error(&path, source))
+}
+
+/// The gathered `results.json`, keys in the order serde_json sorts a map's.
+struct ResultsDocument<'a> {
+    dir: &'a OutputDir,
+    plan: &'a RunPlan,
+    pairs: &'a [serde_json::Value],
+    /// A records file that could not be read while streaming.
+    failure: std::cell::Cell<Option<ClusterError>>,
+}
+
+impl Serialize for ResultsDocument<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let plan = self.plan;
+        let mut document = serializer.serialize_struct("results", 9)?;
+        document.serialize_field("bench", &plan.bench)?;
+        document.serialize_field("bench_args", &plan.bench_args)?;
+        document.serialize_field("left_out", &plan.plan.left_out)?;
+        document.serialize_field("nodes", &plan.nodes)?;
+        document.serialize_field("pair_by", &plan.plan.pair_by)?;
+        document.serialize_field("pairs", self.pairs)?;
+        document.serialize_field("results", &StreamedRows(self))?;
+        document.serialize_field("run_id", &plan.run_id)?;
+        document.serialize_field("schedule", &plan.plan.schedule)?;
+        document.end()
+    }
+}
+
+/// Every client's JSON result rows with the added columns, read as they are written.
+struct StreamedRows<'a, 'b>(&'b ResultsDocument<'a>);
+
+impl Serialize for StreamedRows<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let document = self.0;
+        let mut sequence = serializer.serialize_seq(None)?;
+        let mut failed: Option<S::Error> = None;
+        for rank in 0..document.plan.tasks {
+            let read = for_each_line(&document.dir.records(rank), &mut |line| {
+                let Some(at) = position(document.plan, &line.record.pair) else { return Ok(()) };
+                let pair = &document.plan.plan.pairs[at];
+                if line.record.role != Role::Client {
+                    return Ok(());
+                }
+                let added = added(pair);
+                for mut row in line.results {
+                    if let Some(object) = row.as_object_mut() {
+                        for (name, value) in ADDED_COLUMNS.iter().zip(&added) {
+                            let value = if name.ends_with("_node") {
+                                serde_json::json!(value)
+                            } else {
+                                serde_json::json!(value.parse::<u64>().unwrap_or(0))
+                            };
+                            object.insert(name.to_string(), value);
+                        }
+                    }
+                    if let Err(error) = sequence.serialize_element(&row) {
+                        failed = Some(error);
+                        return Err(ClusterError::StepShape("stopped".into()));
+                    }
+                }
+                Ok(())
+            });
+            if let Some(error) = failed {
+                return Err(error);
+            }
+            if let Err(error) = read {
+                document.failure.set(Some(error));
+                return Err(serde::ser::Error::custom("a records file could not be read"));
+            }
+        }
+        sequence.end()
+    }
 }
 
 /// The columns of `matrix.csv`. The two devices say which NIC port each lane was at each end,
@@ -155,20 +305,53 @@ pub const MATRIX_COLUMNS: [&str; 7] =
 /// when the rows carry no `bw_avg_gbit_s` (latency benches). `header` is the bench's columns;
 /// each row has the [`ADDED_COLUMNS`] after them. Lines are sorted by the three keys.
 pub fn matrix_rows(header: &[String], rows: &[Vec<String>]) -> Option<Vec<[String; 7]>> {
-    let find = |name: &str| header.iter().position(|column| column == name);
-    let bw = find("bw_avg_gbit_s")?;
-    let bytes = find("bytes")?;
-    let lane = find("lane");
-    let (device, peer_device) = (find("device"), find("peer_device"));
-    let server_node = header.len() + 3;
-    let client_node = header.len() + 4;
-    type Best = (u64, String, String, String);
-    let mut best: std::collections::BTreeMap<(String, String, String), Best> = Default::default();
+    let mut matrix = MatrixBuilder::default();
+    matrix.columns(header);
     for row in rows {
+        matrix.add(row);
+    }
+    matrix.finish()
+}
+
+/// The matrix built one gathered row at a time: the best row so far per client node, server
+/// node and lane.
+#[derive(Default)]
+struct MatrixBuilder {
+    /// Positions of bw_avg_gbit_s, bytes, lane, device, peer_device, server_node, client_node.
+    columns: Option<[Option<usize>; 7]>,
+    best: std::collections::BTreeMap<MatrixKey, MatrixBest>,
+}
+
+/// Client node, server node, lane.
+type MatrixKey = (String, String, String);
+/// Bytes, bandwidth, client device, server device of the largest size so far.
+type MatrixBest = (u64, String, String, String);
+
+impl MatrixBuilder {
+    /// The bench's columns (the rows then carry the added columns after them).
+    fn columns(&mut self, header: &[String]) {
+        let find = |name: &str| header.iter().position(|column| column == name);
+        self.columns = Some([
+            find("bw_avg_gbit_s"),
+            find("bytes"),
+            find("lane"),
+            find("device"),
+            find("peer_device"),
+            Some(header.len() + 3),
+            Some(header.len() + 4),
+        ]);
+    }
+
+    fn add(&mut self, row: &[String]) {
+        let Some([Some(bw), Some(bytes), lane, device, peer_device, Some(server_node), Some(client_node)]) =
+            self.columns
+        else {
+            return;
+        };
         let field = |index: usize| row.get(index).map(String::as_str).unwrap_or("");
         let lane = lane.map(field).unwrap_or("");
         if lane == "all" || field(bw).is_empty() {
-            continue;
+            return;
         }
         let size: u64 = field(bytes).parse().unwrap_or(0);
         let this = || {
@@ -176,18 +359,24 @@ pub fn matrix_rows(header: &[String], rows: &[Vec<String>]) -> Option<Vec<[Strin
             (size, field(bw).to_string(), text(device), text(peer_device))
         };
         let key = (field(client_node).to_string(), field(server_node).to_string(), lane.to_string());
-        let entry = best.entry(key).or_insert_with(this);
+        let entry = self.best.entry(key).or_insert_with(this);
         if size > entry.0 {
             *entry = this();
         }
     }
-    Some(
-        best.into_iter()
-            .map(|((client, server, lane), (size, bw, client_device, server_device))| {
-                [client, server, lane, size.to_string(), bw, client_device, server_device]
-            })
-            .collect(),
-    )
+
+    /// `None` when the rows carry no bandwidth (or there were none).
+    fn finish(self) -> Option<Vec<[String; 7]>> {
+        let [Some(_), Some(_), ..] = self.columns? else { return None };
+        Some(
+            self.best
+                .into_iter()
+                .map(|((client, server, lane), (size, bw, client_device, server_device))| {
+                    [client, server, lane, size.to_string(), bw, client_device, server_device]
+                })
+                .collect(),
+        )
+    }
 }
 
 fn write_matrix(path: &Path, rows: &[[String; 7]]) -> Result<()> {
@@ -207,23 +396,28 @@ fn side_verdict(
     dir: &OutputDir,
     pair: &BenchPair,
     role: Role,
+    side: &Side,
     run_id: &str,
     reasons: &mut Vec<String>,
-) -> Result<Option<i32>> {
-    let (rank, node) = match role {
-        Role::Server => (pair.server_rank, &pair.server_node),
-        Role::Client => (pair.client_rank, &pair.client_node),
+) -> Option<i32> {
+    let rank = match role {
+        Role::Server => pair.server_rank,
+        Role::Client => pair.client_rank,
+    };
+    let node = match role {
+        Role::Server => &pair.server_node,
+        Role::Client => &pair.client_node,
     };
     let who = format!("{} (rank {rank} on {node})", role.name());
-    let Some(record) = read_json_if_present::<PairRecord>(&dir.record(pair, role))? else {
+    let Some(record) = &side.ended else {
         reasons.push(format!("no record from the {who}: the task died, was killed, or has not finished"));
-        return Ok(None);
+        return None;
     };
-    if record.run_id != run_id {
-        reasons.push(format!("the {who}'s record belongs to run {}, not {run_id}", record.run_id));
-        return Ok(None);
+    if let Some(foreign) = &record.foreign_run {
+        reasons.push(format!("the {who}'s record belongs to run {foreign}, not {run_id}"));
+        return None;
     }
-    let log = dir.log(pair, role);
+    let log = dir.log(rank);
     let log_name = log.strip_prefix(&dir.root).unwrap_or(&log).display().to_string();
     match record.exit_code {
         Some(0) => {}
@@ -231,70 +425,11 @@ fn side_verdict(
             .push(format!("{who} exit 1: a size failed its data check or a threshold (see {log_name})")),
         Some(code) => reasons.push(format!(
             "{who} exit {code}: {}",
-            last_line(&log).unwrap_or_else(|| format!("see {log_name}"))
+            record.last_line.clone().unwrap_or_else(|| format!("see {log_name}"))
         )),
         None => reasons.push(format!("{who}: {}", record.note.as_deref().unwrap_or("no exit status"))),
     }
-    Ok(record.exit_code)
-}
-
-/// The last non-empty line of a log, which is where the benches put their error.
-pub fn last_line(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().rev().map(str::trim).find(|line| !line.is_empty()).map(str::to_string)
-}
-
-/// A CSV file read whole: its header and its records.
-type CsvTable = (Vec<String>, Vec<Vec<String>>);
-
-/// Header and records of a per-pair CSV; `None` when the file is absent.
-fn read_csv(path: &Path) -> Result<Option<CsvTable>> {
-    // The benches open their CSVs with `# key: value` lines (command, git commit, ...).
-    let mut reader = match csv::ReaderBuilder::new().comment(Some(b'#')).from_path(path) {
-        Ok(reader) => reader,
-        Err(error) => match error.kind() {
-            csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            _ => return Err(read_error(path, error)),
-        },
-    };
-    let header: Vec<String> =
-        reader.headers().map_err(|error| read_error(path, error))?.iter().map(str::to_string).collect();
-    if header.is_empty() {
-        return Ok(None);
-    }
-    let mut records = Vec::new();
-    for record in reader.records() {
-        records.push(record.map_err(|error| read_error(path, error))?.iter().map(str::to_string).collect());
-    }
-    Ok(Some((header, records)))
-}
-
-/// The `results` array of a per-pair JSON file (empty when absent).
-fn read_json_results(path: &Path) -> Result<Vec<serde_json::Value>> {
-    let document: Option<serde_json::Value> = read_json_if_present(path)?;
-    Ok(document
-        .and_then(|mut document| document.get_mut("results").map(serde_json::Value::take))
-        .and_then(|results| match results {
-            serde_json::Value::Array(rows) => Some(rows),
-            _ => None,
-        })
-        .unwrap_or_default())
-}
-
-fn write_csv(path: &Path, header: Option<&[String]>, rows: &[Vec<String>]) -> Result<()> {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    let csv_error = |error: csv::Error| write_error(path, std::io::Error::other(error));
-    if let Some(header) = header {
-        let mut columns = header.to_vec();
-        columns.extend(ADDED_COLUMNS.iter().map(|name| name.to_string()));
-        writer.write_record(&columns).map_err(csv_error)?;
-        for row in rows {
-            writer.write_record(row).map_err(csv_error)?;
-        }
-    }
-    let bytes =
-        writer.into_inner().map_err(|error| write_error(path, std::io::Error::other(error.to_string())))?;
-    crate::layout::write_text(path, &String::from_utf8_lossy(&bytes))
+    record.exit_code
 }
 
 #[cfg(test)]

@@ -2,12 +2,16 @@
 //! every node sees: the job's working directory usually is):
 //!
 //! ```text
-//! DIR/plan.json                  every pair of the run (rank 0 writes it)
-//! DIR/pairs/LABEL.csv, .json     the client's result files, one pair each
-//! DIR/logs/LABEL.server.log      each side's console output
-//! DIR/status/LABEL.server.json   each side's record: exit status, time, files
-//! DIR/status/rankN.progress      rounds rank N has finished (its peers wait on it)
-//! DIR/status/rankN.done          rank N is finished (rank 0 waits on all before gathering)
+//! DIR/plan.json                  every pair of the run (rank 0 writes it; for `locate`, again
+//!                                after each round it decides)
+//! DIR/locate.json                the rounds rank 0 decided after the first pass (`locate` only)
+//! DIR/status/rankN.json          rank N's progress: rounds finished, a heartbeat, finished
+//!                                (its peers and rank 0 wait on it)
+//! DIR/status/rankN.records.jsonl one line per pair rank N took part in, appended as each ends:
+//!                                its side's record and, for the client, the bench's rows
+//! DIR/logs/rankN.log             rank N's benches' console output, appended, a header per pair
+//! DIR/pairs/rankN.csv, .json     the result files of rank N's running client bench, moved into
+//!                                its records when the bench ends
 //! DIR/results.csv, results.json  the gathered job: every pair's rows, both node names in each
 //! DIR/matrix.csv                 client node, server node, lane: bandwidth of the largest size,
 //!                                and each end's device
@@ -16,8 +20,11 @@
 //!                                writes it, this crate does not judge)
 //! ```
 //!
-//! Files are written whole to a temporary name and renamed, so a task polling a shared file
-//! system never reads half a record.
+//! A job writes a fixed number of files per rank, whatever the number of pairs: at thousands of
+//! nodes all-pairs is millions of pair runs, and a shared file system slows down (and NFS grows
+//! flaky) with millions of small files. Files another rank polls (progress, plan, decisions) are
+//! written whole to a temporary name and renamed, so a reader never sees half of one; a rank's
+//! records and log are appended by that rank alone and read only after it finished the pair.
 
 use std::path::{Path, PathBuf};
 
@@ -35,7 +42,7 @@ pub struct RunPlan {
     /// The bench binary's name (`gdr-write-bw`).
     pub bench: String,
     /// The bench arguments as given (placeholders unexpanded), secrets redacted
-    /// ([`gdrperf_stats::redact_command_line`]): plan.json is gathered and shared.
+    /// ([`gdrperf_command_line::redact_command_line`]): plan.json is gathered and shared.
     pub bench_args: Vec<String>,
     pub tasks: usize,
     pub nodes: Vec<String>,
@@ -56,9 +63,106 @@ pub struct PairRecord {
     pub seconds: f64,
     /// The command line that ran (placeholders expanded, secrets redacted).
     pub command: Vec<String>,
+    /// The last non-empty line the bench printed, where the benches put their error.
+    #[serde(default)]
+    pub last_line: Option<String>,
 }
 
-/// `status/rankN.progress` and `.done`.
+/// One line of `status/rankN.records.jsonl`: a side's record of one pair and, for the client,
+/// what its bench wrote (its CSV's header and rows, its JSON's result rows), so that the
+/// gathered files can be made again from the per-rank files alone.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PairLine {
+    #[serde(flatten)]
+    pub record: PairRecord,
+    /// The CSV's columns; `None` when the bench wrote no CSV (a server, or a client that failed).
+    #[serde(default)]
+    pub header: Option<Vec<String>>,
+    #[serde(default)]
+    pub rows: Vec<Vec<String>>,
+    /// The `results` array of the bench's JSON.
+    #[serde(default)]
+    pub results: Vec<serde_json::Value>,
+    /// The bench's files could not be read: why.
+    #[serde(default)]
+    pub problems: Vec<String>,
+}
+
+impl PairLine {
+    /// A record with no bench files taken yet.
+    pub fn new(record: PairRecord) -> PairLine {
+        PairLine { record, header: None, rows: Vec::new(), results: Vec::new(), problems: Vec::new() }
+    }
+
+    /// The record of a pair that could not run, and why.
+    pub fn not_run(run_id: &str, pair: &BenchPair, role: Role, why: String) -> PairLine {
+        PairLine::new(PairRecord {
+            run_id: run_id.to_string(),
+            pair: pair.clone(),
+            role,
+            exit_code: None,
+            note: Some(format!("not run: {why}")),
+            seconds: 0.0,
+            command: Vec::new(),
+            last_line: None,
+        })
+    }
+
+    /// Moves the client bench's CSV and JSON (when it wrote them) into this line and removes
+    /// them: the next pair's bench writes to the same names. A file that cannot be read is
+    /// noted in `problems` for the gathered verdict.
+    pub fn take_bench_files(&mut self, csv: &Path, json: &Path) {
+        match read_csv(csv) {
+            Ok(Some((header, rows))) => {
+                self.header = Some(header);
+                self.rows = rows;
+            }
+            Ok(None) => {}
+            Err(error) => self.problems.push(error.to_string()),
+        }
+        match read_json_if_present::<serde_json::Value>(json) {
+            Ok(Some(mut document)) => {
+                if let Some(serde_json::Value::Array(rows)) =
+                    document.get_mut("results").map(serde_json::Value::take)
+                {
+                    self.results = rows;
+                }
+            }
+            Ok(None) => {}
+            Err(error) => self.problems.push(error.to_string()),
+        }
+        for path in [csv, json] {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A CSV file read whole: its header and its records.
+type CsvTable = (Vec<String>, Vec<Vec<String>>);
+
+/// Header and records of a bench's CSV; `None` when the file is absent or empty.
+fn read_csv(path: &Path) -> Result<Option<CsvTable>> {
+    // The benches open their CSVs with `# key: value` lines (command, git commit, ...).
+    let mut reader = match csv::ReaderBuilder::new().comment(Some(b'#')).from_path(path) {
+        Ok(reader) => reader,
+        Err(error) => match error.kind() {
+            csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ => return Err(read_error(path, error)),
+        },
+    };
+    let header: Vec<String> =
+        reader.headers().map_err(|error| read_error(path, error))?.iter().map(str::to_string).collect();
+    if header.is_empty() {
+        return Ok(None);
+    }
+    let mut records = Vec::new();
+    for record in reader.records() {
+        records.push(record.map_err(|error| read_error(path, error))?.iter().map(str::to_string).collect());
+    }
+    Ok(Some((header, records)))
+}
+
+/// `status/rankN.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Progress {
     pub run_id: String,
@@ -69,6 +173,10 @@ pub struct Progress {
     /// for this one then knows it is alive (not dead, only held up by another) and keeps waiting.
     #[serde(default)]
     pub heartbeat: u64,
+    /// The rank ran all its rounds and wrote its last record (rank 0 waits for this before
+    /// gathering).
+    #[serde(default)]
+    pub finished: bool,
 }
 
 /// Paths inside the output folder.
@@ -94,23 +202,29 @@ impl OutputDir {
     pub fn plan(&self) -> PathBuf {
         self.root.join("plan.json")
     }
-    pub fn csv(&self, pair: &BenchPair) -> PathBuf {
-        self.root.join("pairs").join(format!("{}.csv", pair.label()))
+    /// The rounds rank 0 decided after the first pass of `locate`.
+    pub fn decisions(&self) -> PathBuf {
+        self.root.join("locate.json")
     }
-    pub fn json(&self, pair: &BenchPair) -> PathBuf {
-        self.root.join("pairs").join(format!("{}.json", pair.label()))
-    }
-    pub fn log(&self, pair: &BenchPair, role: Role) -> PathBuf {
-        self.root.join("logs").join(format!("{}.{}.log", pair.label(), role.name()))
-    }
-    pub fn record(&self, pair: &BenchPair, role: Role) -> PathBuf {
-        self.root.join("status").join(format!("{}.{}.json", pair.label(), role.name()))
-    }
+    /// Rank `rank`'s progress.
     pub fn progress(&self, rank: usize) -> PathBuf {
-        self.root.join("status").join(format!("rank{rank}.progress"))
+        self.root.join("status").join(format!("rank{rank}.json"))
     }
-    pub fn done(&self, rank: usize) -> PathBuf {
-        self.root.join("status").join(format!("rank{rank}.done"))
+    /// Rank `rank`'s records, one line per pair.
+    pub fn records(&self, rank: usize) -> PathBuf {
+        self.root.join("status").join(format!("rank{rank}.records.jsonl"))
+    }
+    /// Rank `rank`'s benches' console output.
+    pub fn log(&self, rank: usize) -> PathBuf {
+        self.root.join("logs").join(format!("rank{rank}.log"))
+    }
+    /// Where rank `rank`'s running client bench writes its CSV.
+    pub fn bench_csv(&self, rank: usize) -> PathBuf {
+        self.root.join("pairs").join(format!("rank{rank}.csv"))
+    }
+    /// Where rank `rank`'s running client bench writes its JSON.
+    pub fn bench_json(&self, rank: usize) -> PathBuf {
+        self.root.join("pairs").join(format!("rank{rank}.json"))
     }
     pub fn results_csv(&self) -> PathBuf {
         self.root.join("results.csv")
@@ -139,7 +253,8 @@ impl OutputDir {
         let Ok(entries) = std::fs::read_dir(&status) else { return Ok(()) };
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.extension().is_some_and(|extension| extension == "progress") {
+            let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+            if name.starts_with("rank") && name.ends_with(".json") {
                 if let Some(progress) = read_json_if_present::<Progress>(&path)? {
                     if progress.run_id != run_id {
                         return Err(foreign(progress.run_id));
@@ -160,6 +275,15 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 
 /// Writes `text` to `path` through a temporary file and a rename.
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
+    let (temporary, mut file) = create_temporary(path)?;
+    std::io::Write::write_all(&mut file, text.as_bytes())
+        .map_err(|source| write_error(&temporary, source))?;
+    std::fs::rename(&temporary, path).map_err(|source| write_error(path, source))
+}
+
+/// A new temporary file beside `path`, to be written and renamed onto it (what [`write_text`]
+/// does; the gather streams its large files through one).
+pub fn create_temporary(path: &Path) -> Result<(PathBuf, std::fs::File)> {
     // `X.<pid>-<n>.partial` (n counts this process's writes), created with O_CREAT|O_EXCL (std's `create_new`): the output folder
     // may be group-writable, and a link planted at a fixed name would be followed and the file
     // it points to overwritten; now such a name stops the write with an error.
@@ -168,14 +292,59 @@ pub fn write_text(path: &Path, text: &str) -> Result<()> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(format!(".{}-{write}.partial", std::process::id()));
     let temporary = PathBuf::from(temporary);
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&temporary)
         .map_err(|source| write_error(&temporary, source))?;
-    std::io::Write::write_all(&mut file, text.as_bytes())
-        .map_err(|source| write_error(&temporary, source))?;
-    std::fs::rename(&temporary, path).map_err(|source| write_error(path, source))
+    Ok((temporary, file))
+}
+
+/// A file this rank alone appends to: created afresh (an earlier attempt's file, or a link
+/// planted at its name in a group-writable folder, is removed, not followed) and kept open for
+/// the whole task, so that nothing swapped in at the name later is written through.
+pub fn create_append_only(path: &Path) -> Result<std::fs::File> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => return Err(write_error(path, source)),
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|source| write_error(path, source))
+}
+
+/// Appends `value` as one JSON line to `file` (at `path`, for the error) in one write.
+pub fn append_json_line<T: Serialize>(file: &mut std::fs::File, path: &Path, value: &T) -> Result<()> {
+    let mut line =
+        serde_json::to_string(value).map_err(|error| write_error(path, std::io::Error::other(error)))?;
+    line.push('\n');
+    std::io::Write::write_all(file, line.as_bytes()).map_err(|source| write_error(path, source))
+}
+
+/// Calls `each` with every line of a rank's records file, one at a time (bounded memory however
+/// many pairs the rank ran); an absent file has none. A last line without its newline (the
+/// rank died while writing it) is skipped.
+pub fn for_each_line(path: &Path, each: &mut dyn FnMut(PairLine) -> Result<()>) -> Result<()> {
+    use std::io::BufRead;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(read_error(path, error)),
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = reader.read_line(&mut line).map_err(|error| read_error(path, error))?;
+        if read == 0 || !line.ends_with('\n') {
+            return Ok(());
+        }
+        let record: PairLine = serde_json::from_str(&line).map_err(|error| read_error(path, error))?;
+        each(record)?;
+    }
 }
 
 /// Reads a JSON file; `Ok(None)` when it does not exist (yet).

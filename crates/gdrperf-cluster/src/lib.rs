@@ -27,6 +27,7 @@
 //! # Ok::<(), gdrperf_cluster::ClusterError>(())
 //! ```
 
+pub mod coordinate;
 pub mod error;
 pub mod gather;
 pub mod hostlist;
@@ -38,5 +39,6 @@ pub mod schedule;
 pub mod step;
 pub mod summary;
 pub mod task;
+mod wait;
 
 pub use error::{ClusterError, Result};

@@ -44,6 +44,9 @@ pub struct Locator {
     measured: BTreeSet<usize>,
     suspects: BTreeMap<usize, Verdicts>,
     met: HashSet<(usize, usize)>,
+    /// Units that stopped answering: paired with no one again (each such pair would only cost
+    /// its peer a timeout).
+    retired: BTreeSet<usize>,
     generator: SplitMix64,
     /// A suspect is given up on (left unsettled) after this many locate pairs.
     pub max_pairs_per_suspect: usize,
@@ -58,6 +61,7 @@ impl Locator {
             measured: BTreeSet::new(),
             suspects: BTreeMap::new(),
             met: HashSet::new(),
+            retired: BTreeSet::new(),
             generator: SplitMix64::new(seed ^ 0x10CA7E),
             max_pairs_per_suspect: 8,
             rounds: 0,
@@ -100,7 +104,16 @@ impl Locator {
 
     /// Units measured with no low pair: the peers a suspect is re-measured against.
     pub fn healthy(&self) -> Vec<usize> {
-        self.measured.iter().copied().filter(|unit| !self.suspects.contains_key(unit)).collect()
+        self.measured
+            .iter()
+            .copied()
+            .filter(|unit| !self.suspects.contains_key(unit) && !self.retired.contains(unit))
+            .collect()
+    }
+
+    /// Pairs `unit` with no one from now on (it stopped answering; a job's rank 0 says so).
+    pub fn retire(&mut self, unit: usize) {
+        self.retired.insert(unit);
     }
 
     /// The next round: each unsettled suspect with a healthy unit it has not met, in the role it
@@ -113,6 +126,7 @@ impl Locator {
         let mut cursor = 0;
         for (&suspect, verdicts) in &self.suspects {
             if verdicts.settled()
+                || self.retired.contains(&suspect)
                 || verdicts.sending.len() + verdicts.receiving.len() >= self.max_pairs_per_suspect
             {
                 continue;

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ClusterError, Result};
-use crate::schedule::Schedule;
+use crate::schedule::{Pair, Schedule};
 use crate::step::SlurmStep;
 
 /// What the schedule pairs.
@@ -108,10 +108,10 @@ pub struct Plan {
     pub left_out: Vec<String>,
 }
 
-impl Plan {
-    /// Builds the plan every task of `step` computes identically.
-    pub fn new(step: &SlurmStep, schedule: Schedule, pair_by: PairBy, base_port: u16) -> Result<Plan> {
-        let (units, per_unit) = match pair_by {
+impl PairBy {
+    /// How many units the step has and how many tasks each unit holds.
+    fn units(self, step: &SlurmStep) -> Result<(usize, usize)> {
+        let (units, per_unit) = match self {
             PairBy::Node => {
                 let per_node = step.tasks_per_node[0];
                 if step.tasks_per_node.iter().any(|&count| count != per_node) {
@@ -126,15 +126,96 @@ impl Plan {
             PairBy::Task => (step.tasks, 1),
         };
         if units < 2 {
-            let what = if pair_by == PairBy::Node { "nodes" } else { "tasks" };
+            let what = if self == PairBy::Node { "nodes" } else { "tasks" };
             return Err(ClusterError::StepShape(format!(
                 "the step has {units} {what}: pairs need at least two (srun -N2, or --pair-by task with -n2)"
             )));
         }
-        let rounds = schedule.rounds(units);
-        let widest = rounds.iter().map(Vec::len).max().unwrap_or(0) * per_unit;
+        Ok((units, per_unit))
+    }
+
+    /// How many units the step has (nodes, or tasks), however they are laid out.
+    pub fn unit_count(self, step: &SlurmStep) -> usize {
+        match self {
+            PairBy::Node => step.nodes.len(),
+            PairBy::Task => step.tasks,
+        }
+    }
+
+    /// A unit as a person reads it: the node's name, or `node/rankN`.
+    pub fn unit_name(self, step: &SlurmStep, unit: usize) -> String {
+        match self {
+            PairBy::Node => step.nodes[unit].clone(),
+            PairBy::Task => format!("{}/rank{unit}", step.node_of(unit)),
+        }
+    }
+
+    /// The unit (node index, or rank) `rank` belongs to.
+    pub fn unit_of(self, step: &SlurmStep, rank: usize) -> usize {
+        match self {
+            PairBy::Node => step.placement(rank).node,
+            PairBy::Task => rank,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            PairBy::Node => "node",
+            PairBy::Task => "task",
+        }
+    }
+}
+
+impl Plan {
+    /// Builds the plan every task of `step` computes identically.
+    pub fn new(step: &SlurmStep, schedule: Schedule, pair_by: PairBy, base_port: u16) -> Result<Plan> {
+        Plan::from_rounds(step, schedule.name(), |units| schedule.rounds(units), pair_by, base_port)
+    }
+
+    /// The plan of the rounds `rounds` gives for the step's unit count, named `schedule`: the
+    /// fixed schedules, or the first pass of `locate` (whose later rounds [`Plan::add_round`]
+    /// appends as rank 0 decides them).
+    pub fn from_rounds(
+        step: &SlurmStep,
+        schedule: &str,
+        rounds: impl FnOnce(usize) -> Vec<Vec<Pair>>,
+        pair_by: PairBy,
+        base_port: u16,
+    ) -> Result<Plan> {
+        let (units, _) = pair_by.units(step)?;
+        let mut plan = Plan {
+            schedule: schedule.to_string(),
+            pair_by: pair_by.name().to_string(),
+            rounds: 0,
+            pairs: Vec::new(),
+            left_out: Vec::new(),
+        };
+        let rounds = rounds(units);
+        let mut paired = vec![false; units];
+        for round in &rounds {
+            for pair in round {
+                paired[pair.server] = true;
+                paired[pair.client] = true;
+            }
+            plan.add_round(step, pair_by, base_port, round)?;
+        }
+        plan.left_out =
+            (0..units).filter(|&unit| !paired[unit]).map(|unit| pair_by.unit_name(step, unit)).collect();
+        Ok(plan)
+    }
+
+    /// Appends one round of unit pairs as the next round; returns its bench pairs.
+    pub fn add_round(
+        &mut self,
+        step: &SlurmStep,
+        pair_by: PairBy,
+        base_port: u16,
+        round_pairs: &[Pair],
+    ) -> Result<Vec<BenchPair>> {
+        let (_, per_unit) = pair_by.units(step)?;
+        let widest = round_pairs.len() * per_unit;
         let last = u32::from(base_port) + widest as u32 - 1;
-        if last > u32::from(u16::MAX) {
+        if widest > 0 && last > u32::from(u16::MAX) {
             return Err(ClusterError::PortRange { first: base_port.into(), last, pairs: widest });
         }
         // unit -> (rank, node) for local task `local`.
@@ -145,43 +226,28 @@ impl Plan {
             };
             (rank, step.node_of(rank).to_string())
         };
-        let mut pairs = Vec::new();
-        let mut paired = vec![false; units];
-        for (round, round_pairs) in rounds.iter().enumerate() {
-            for (index, pair) in round_pairs.iter().enumerate() {
-                paired[pair.server] = true;
-                paired[pair.client] = true;
-                for local in 0..per_unit {
-                    let (server_rank, server_node) = endpoint(pair.server, local);
-                    let (client_rank, client_node) = endpoint(pair.client, local);
-                    let port = (u32::from(base_port) + (index * per_unit + local) as u32) as u16;
-                    let local = step.placement(server_rank).local;
-                    pairs.push(BenchPair {
-                        round,
-                        server_rank,
-                        server_node,
-                        client_rank,
-                        client_node,
-                        local,
-                        port,
-                    });
-                }
+        let round = self.rounds;
+        let mut added = Vec::new();
+        for (index, pair) in round_pairs.iter().enumerate() {
+            for local in 0..per_unit {
+                let (server_rank, server_node) = endpoint(pair.server, local);
+                let (client_rank, client_node) = endpoint(pair.client, local);
+                let port = (u32::from(base_port) + (index * per_unit + local) as u32) as u16;
+                let local = step.placement(server_rank).local;
+                added.push(BenchPair {
+                    round,
+                    server_rank,
+                    server_node,
+                    client_rank,
+                    client_node,
+                    local,
+                    port,
+                });
             }
         }
-        let left_out = (0..units)
-            .filter(|&unit| !paired[unit])
-            .map(|unit| match pair_by {
-                PairBy::Node => step.nodes[unit].clone(),
-                PairBy::Task => format!("{}/rank{unit}", step.node_of(unit)),
-            })
-            .collect();
-        Ok(Plan {
-            schedule: schedule.name().to_string(),
-            pair_by: if pair_by == PairBy::Node { "node" } else { "task" }.to_string(),
-            rounds: rounds.len(),
-            pairs,
-            left_out,
-        })
+        self.rounds += 1;
+        self.pairs.extend(added.iter().cloned());
+        Ok(added)
     }
 
     /// The pairs `rank` takes part in, in round order (at most one per round).

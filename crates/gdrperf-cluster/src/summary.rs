@@ -70,7 +70,7 @@ pub fn summarize(run: &Gathered) -> Summary {
         "gdrperf slurm: run {}, {} {}, schedule {} by {}, {} nodes, {} pairs: {} passed, {} failed",
         plan.run_id,
         plan.bench,
-        gdrperf_stats::redact_command_line(&plan.bench_args).join(" "),
+        gdrperf_command_line::redact_command_line(&plan.bench_args).join(" "),
         plan.plan.schedule,
         plan.plan.pair_by,
         plan.nodes.len(),

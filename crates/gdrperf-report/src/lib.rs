@@ -42,6 +42,7 @@ pub mod decision;
 pub mod error;
 pub mod evaluate;
 pub mod format;
+mod html_text;
 pub mod inventory_diff;
 pub mod manifest;
 pub mod modes;
@@ -52,6 +53,7 @@ pub mod report_soak;
 pub mod results;
 pub mod significance;
 pub mod soak;
+mod sourced_value;
 pub mod svg_chart;
 /// Threshold parsing and resolving, shared with the benches: `gdrperf-threshold`'s.
 pub use gdrperf_threshold::limit as threshold;

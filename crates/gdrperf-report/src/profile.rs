@@ -35,6 +35,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ReportError, Result};
+pub use crate::sourced_value::SourcedValue;
 use crate::threshold::{BandwidthThreshold, LatencyStatistic, LatencyThreshold};
 
 /// The memory modes a profile may give thresholds for (the bench binaries' `--mem` values).
@@ -47,15 +48,6 @@ const BUILTIN: [(&str, &str); 3] = [
     ("hdr-200g", include_str!("../../../profiles/hdr-200g.toml")),
     ("softroce-smoke", include_str!("../../../profiles/softroce-smoke.toml")),
 ];
-
-/// A threshold and where its figure comes from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SourcedValue {
-    pub value: String,
-    /// A public document, script or measurement the figure is taken from, or why it has none.
-    pub source: String,
-}
 
 /// The bandwidth part of a profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

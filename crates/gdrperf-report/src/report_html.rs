@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::error::{ReportError, Result};
+use crate::html_text::cell;
+pub use crate::html_text::escape;
 use crate::manifest::{self, ManifestEntry};
 use crate::report_inventory;
 use crate::svg_chart::{self, Chart};
@@ -42,23 +44,6 @@ td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}t
 td.PASS,td.FAIL,td.ERROR,td.SKIP{color:#fff;font-weight:bold}.note{color:#555;font-size:13px}\
 pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap;word-break:break-all}\
 .test{border:1px solid #ddd;padding:8px 12px;margin:12px 0}.FAIL-text{color:#b00020}";
-
-/// Escapes text for HTML element content and double- or single-quoted attributes. Five
-/// replacements, written here rather than taken from a crate for one function.
-pub fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            other => escaped.push(other),
-        }
-    }
-    escaped
-}
 
 /// Writes `report.html` into the acceptance `folder`; returns its path.
 pub fn write(folder: &Path) -> Result<PathBuf> {
@@ -114,16 +99,6 @@ fn read_json(path: &Path) -> Result<Value> {
         .map_err(|error| ReportError::ReadFile { path: path.to_path_buf(), error })?;
     serde_json::from_str(&text)
         .map_err(|error| ReportError::JsonFile { path: path.to_path_buf(), reason: error.to_string() })
-}
-
-/// A JSON value as a cell: strings bare, null as "-".
-pub(crate) fn cell(value: &Value) -> String {
-    match value {
-        Value::Null => "-".into(),
-        Value::String(text) if text.is_empty() => "-".into(),
-        Value::String(text) => escape(text),
-        other => escape(&other.to_string()),
-    }
 }
 
 fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::report_html::{cell, escape};
+use crate::html_text::{cell, escape};
 
 /// The inventory's name in an acceptance folder.
 pub const FILE_NAME: &str = "inventory.json";

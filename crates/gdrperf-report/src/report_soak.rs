@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::report_html::{cell, escape};
+use crate::html_text::{cell, escape};
 use crate::svg_chart::{self, Chart};
 
 /// The soak file's name in an acceptance folder.

@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::evaluate::Verdict;
-use crate::profile::SourcedValue;
 use crate::significance::median;
+use crate::sourced_value::SourcedValue;
 
 /// The `[soak]` section of a profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

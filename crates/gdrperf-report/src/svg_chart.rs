@@ -7,7 +7,7 @@
 //! a few dozen elements each, deterministic output a test can read, and no font machinery or
 //! twenty more crates to build.
 
-use crate::report_html::escape;
+use crate::html_text::escape;
 
 /// Width and height of every chart, in SVG user units (pixels at 100%).
 const WIDTH: f64 = 560.0;

@@ -48,24 +48,17 @@
 pub mod aggregate;
 pub mod bandwidth;
 pub mod clock;
-pub mod command_line;
 pub mod copy_time;
 pub mod error;
 pub mod hdr_output;
 pub mod latency;
 pub mod peak;
-pub mod provenance;
 pub mod sample_clock;
-pub mod timestamp;
 pub mod units;
 
 pub use aggregate::{aggregate_rate, AggregateRate, LaneSpan};
 pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, MeasurementWindow};
 pub use clock::RunClock;
-pub use command_line::{
-    arguments, non_utf8_argument, redact_command_line, secret_on_command_line, take_secret,
-    MAX_TIMEOUT_SECONDS, REDACTED, SECRET_ON_COMMAND_LINE,
-};
 pub use copy_time::{busy_nanos, CopyInterval};
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{
@@ -75,7 +68,6 @@ pub use hdr_output::{
 pub use latency::{LatencyRecorder, LatencySummary, PercentileSource};
 pub use peak::{CompletionMark, PeakSpan, PostMark};
 pub use sample_clock::{ClockFacts, ClockSource, SampleClock, Stamp};
-pub use timestamp::utc_timestamp;
 pub use units::{Bandwidth, MessageRate};
 
 /// Re-exported so callers name the same `Histogram` type this crate returns.

@@ -125,33 +125,6 @@ impl Serialize for MessageRate {
     }
 }
 
-/// Parses a byte count as the size flags take it: `4096`, `64K`, `1M`, `2G` (binary units, as
-/// perftest users mean them), also spelled `64KiB` or `64KB`, `7b`, in any case. Every size
-/// flag (the benches' `-s`, `gdrperf copy-bw -s`, `selftest --chunk`) reads sizes through this
-/// one function, so one spelling works everywhere. Zero parses: each caller says whether it
-/// may be.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let trimmed = text.trim();
-    let digits_end = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
-    let (digits, suffix) = trimmed.split_at(digits_end);
-    if digits.is_empty() {
-        return Err(format!("'{trimmed}' is not a size (examples: 4096, 64K, 1M)"));
-    }
-    let shift = match suffix.to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        _ => {
-            return Err(format!(
-                "'{trimmed}' is not a size: unknown size suffix '{suffix}' (examples: 4096, 64K, 1M)"
-            ))
-        }
-    };
-    let value: u64 = digits.parse().map_err(|_| format!("'{trimmed}' is too large"))?;
-    value.checked_mul(1 << shift).ok_or_else(|| format!("'{trimmed}' is too large"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,28 +157,5 @@ mod tests {
     #[test]
     fn nanos_to_micros_divides_by_one_thousand() {
         assert_eq!(nanos_to_micros(1500.0), 1.5);
-    }
-
-    #[test]
-    fn sizes_take_binary_suffixes_in_every_spelling() {
-        for (text, bytes) in [
-            ("4096", 4096),
-            ("64K", 65536),
-            ("64k", 65536),
-            ("64KiB", 65536),
-            ("64KB", 65536),
-            ("1m", 1 << 20),
-            ("1MiB", 1 << 20),
-            ("2G", 2 << 30),
-            (" 7b ", 7),
-            ("0", 0),
-        ] {
-            assert_eq!(parse_size(text), Ok(bytes), "{text}");
-        }
-        for bad in ["", "-1", "12Q", "K", "1.5M", "99999999999999999999G", "17179869184G"] {
-            assert!(parse_size(bad).is_err(), "{bad}");
-        }
-        assert!(parse_size("12Q").unwrap_err().contains("'12Q' is not a size"));
-        assert!(parse_size("12Q").unwrap_err().contains("unknown size suffix"));
     }
 }

@@ -17,9 +17,10 @@
 //! 8. [`pcie_health`]: AER counters and link speed/width of a GPU, a NIC and the bridges above
 //!    them, re-read per soak interval; what moved between two reads.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub mod aer;
+mod error;
 pub mod identity;
 pub mod iommu;
 pub mod pci;
@@ -29,28 +30,13 @@ pub mod rdma;
 pub mod sysfs;
 pub mod topology;
 
+pub use error::TopologyError;
 pub use sysfs::SysRoot;
 pub use topology::Relation;
 
 use pci::PciDevice;
 use rdma::{Backing, RdmaDevice};
 use topology::{Endpoint, NicCandidate, Recommendation};
-
-/// Why a sysfs root could not be examined at all. Missing facts below the root are not
-/// errors: they are reported as unknown or absent.
-#[derive(Debug, thiserror::Error)]
-pub enum TopologyError {
-    #[error("cannot read sysfs root {root} (pass an existing directory to --sysfs-root)")]
-    RootUnreadable { root: PathBuf, source: std::io::Error },
-    #[error(
-        "{root} has no sys/ directory: --sysfs-root must point at a directory that holds sys/ (and proc/), like /"
-    )]
-    NoSysUnderRoot { root: PathBuf },
-    #[error("{bus_id:?} is not a PCI bus id (expected a form like 0000:1b:00.0 or 00000000:1B:00.0)")]
-    BadBusId { bus_id: String },
-    #[error("no NVIDIA GPU at PCI {bus_id} under {root} (check the bus id with `nvidia-smi --query-gpu=pci.bus_id --format=csv`)")]
-    GpuNotFound { bus_id: String, root: PathBuf },
-}
 
 /// What sysfs alone says about GPUs and NICs: enough for [`recommend_nic`].
 pub struct Inventory {

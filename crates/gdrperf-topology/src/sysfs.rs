@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::TopologyError;
+use crate::error::TopologyError;
 
 /// The directory that holds `sys/` and `proc/`: `/` on a live machine.
 #[derive(Debug, Clone)]

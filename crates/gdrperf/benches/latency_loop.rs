@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use gdrperf::harness::latency_loop_parts::{Continue, LatencyPlan, LatencySpan, RoundTrip, Samples};
-use gdrperf::harness::StopRule;
+use gdrperf::engines::latency_loop_parts::{Continue, LatencyPlan, LatencySpan, RoundTrip, Samples};
+use gdrperf::options::StopRule;
 use gdrperf_stats::{SampleClock, Stamp};
 
 /// One size of `turns` measured turns after `warmup`, post to next post (gdrperf's default

@@ -21,8 +21,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use gdrperf::harness::credits::{ReceiverCredits, SenderCredits};
-use gdrperf::harness::stream_book::{signal_interval, StreamBook, SEQUENCE_BITS};
+use gdrperf::engines::credits::{ReceiverCredits, SenderCredits};
+use gdrperf::engines::stream_book::{signal_interval, StreamBook, SEQUENCE_BITS};
 use gdrperf_stats::BandwidthMeter;
 
 /// What the engine fills per request before the verbs call (`SendRequest`'s fields).

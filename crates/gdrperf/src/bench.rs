@@ -5,7 +5,7 @@
 //!
 //! A new bench is its file under `benches/src/bin/`, one entry in [`BENCHES`] and its VM test.
 
-use crate::harness::perftest_defaults::{
+use crate::options::perftest_defaults::{
     TestDefaults, ATOMIC_LATENCY_DEFAULTS, LATENCY_DEFAULTS, SEND_BW_DEFAULTS, WRITE_BW_DEFAULTS,
 };
 
@@ -40,7 +40,7 @@ pub struct Bench {
     pub summary: &'static str,
     /// The perftest program it is compared with.
     pub perftest: &'static str,
-    /// perftest's defaults for that program (see `harness::perftest_defaults`).
+    /// perftest's defaults for that program (see `options::perftest_defaults`).
     pub defaults: TestDefaults,
 }
 

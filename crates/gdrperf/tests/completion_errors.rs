@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use gdrperf::verbs::{
     CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, QueuePairSizes,
 };
-use gdrperf::verbs::{Inline, RcQueuePair, RemoteAccess, SendRequest};
+use gdrperf::verbs::{Inline, RcQueuePair, RemoteAccess, SendRequest, VerbsError};
 
 fn have_device() -> bool {
     let present = std::path::Path::new("/sys/class/infiniband").exists();
@@ -89,7 +89,7 @@ fn request_into(
     while outcome.is_none() {
         assert!(Instant::now() < deadline, "no completion within 30 s");
         completions
-            .poll(|completion| {
+            .poll(|completion| -> Result<(), VerbsError> {
                 outcome = Some(if completion.is_success() {
                     "success".to_string()
                 } else {

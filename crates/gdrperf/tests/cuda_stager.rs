@@ -3,7 +3,7 @@
 //! copies in flight. Skipped (with a note) where there is no libcuda; run on a GPU machine with
 //! `cargo test --release -p gdrperf --test cuda_stager`.
 
-use gdrperf::harness::staging::{CudaStager, Stager};
+use gdrperf::memory::staging::{CudaStager, Stager};
 use gdrperf_cuda::{Cuda, GpuSelection};
 
 fn gpu_or_skip() -> Option<gdrperf_cuda::Gpu> {
@@ -31,7 +31,7 @@ fn bounce_bytes(stager: &dyn Stager, len: usize) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts(address as *const u8, len) }.to_vec()
 }
 
-fn wait(stager: &mut dyn Stager, copy: gdrperf::harness::staging::CopyId) {
+fn wait(stager: &mut dyn Stager, copy: gdrperf::memory::staging::CopyId) {
     let started = std::time::Instant::now();
     while !stager.poll(copy).expect("poll") {
         assert!(started.elapsed().as_secs() < 30, "a copy did not finish in 30 s");

@@ -3,9 +3,10 @@
 //! flag and a user reads what to change.
 //!
 //! The harness checks the whole command line once, before any device is opened or socket bound
-//! (`harness::config`); the few variants that need the peer or the machine (placements that do
-//! not pair up, a device list that does not fit the GPUs, rdma_cm's route) are the only ones
-//! made later, as soon as what they need is known.
+//! (`options::config`); the few variants that need the peer or the machine (placements that do
+//! not pair up, a device list that does not fit the GPUs) are the only ones made later, as soon
+//! as what they need is known. rdma_cm's route, known only once the verbs layer resolved it, is
+//! that layer's `VerbsError::RdmaCmRoute`, which reads as the same kind of message.
 
 /// A configuration this run cannot use; shown after "invalid configuration: ".
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -51,14 +52,6 @@ pub enum ConfigError {
         "the peer lists {theirs} memory placements and this side {ours}; at most {limit} pair up (each round or lane builds QPs and registers memory): give fewer --mem/--gpu entries"
     )]
     TooManyPlacements { ours: usize, theirs: usize, limit: usize },
-
-    /// `-R`: rdma_cm routes the address through another device or port than this run's.
-    #[error(
-        "-R/--rdma_cm: rdma_cm routes {address} through another RDMA device or port (node GUID {guid:#x} port {port}) \
-         than this run's {device} port {device_port}: pick that device with -d/--ib-dev and -i/--ib-port, or \
-         give the address of {device}'s interface"
-    )]
-    RdmaCmRoute { address: String, guid: u64, port: u8, device: String, device_port: u8 },
 
     /// A server turned a connecting peer away (a `--concurrent` lane from another client or out
     /// of order, a wrong token): what it tells the peer and logs.

@@ -1,11 +1,11 @@
 //! What a sweep that ends early says: where it was ([`SweepPosition`]), that a signal stopped
 //! it ([`Interruption`]), and how the side that stopped or failed tells its peer
-//! ([`conclude`]). The signals themselves are taken over in [`crate::harness::stop`].
+//! ([`conclude`]). The signals themselves are taken over in [`gdrperf_process::stop`].
 
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeError;
 use crate::harness::session::Session;
-pub use crate::harness::stop::{install_signal_handlers, StopFlag, StopSignal};
+pub use gdrperf_process::{install_signal_handlers, StopFlag, StopSignal};
 
 /// Where a sweep is: the size under way and how many are done. A stop or an error names it.
 #[derive(Debug, Clone)]
@@ -106,7 +106,8 @@ fn blame_a_dead_peer(session: &Session, error: Error) -> Error {
     if matches!(error, Error::Exchange(_)) {
         return error; // already the peer's story
     }
-    let consequence_of_death = matches!(error, Error::Completion { .. } | Error::Stalled { .. });
+    let consequence_of_death =
+        matches!(error, Error::Verbs(crate::verbs::VerbsError::Completion { .. }) | Error::Stalled { .. });
     let patience = std::time::Duration::from_millis(if consequence_of_death { 500 } else { 200 });
     match session.control.peer_gone(patience) {
         Some(ExchangeError::Closed { peer, .. }) if consequence_of_death => {

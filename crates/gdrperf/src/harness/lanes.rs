@@ -20,10 +20,8 @@ use std::sync::mpsc;
 use crate::error::{ConfigError, Error, Result};
 use crate::exchange::{is_peer_fault, Control, Refusal, TurnAway, PROOF_PATIENCE};
 use crate::harness::barrier::LaneBarrier;
-use crate::harness::benchmark::{sums_both_directions, Benchmark};
-use crate::harness::config::BenchConfig;
+use crate::harness::benchmark::{sums_both_directions, Benchmark, RowOf};
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
-use crate::harness::placement::{placement_for, Placement};
 use crate::harness::port_window::{LanePort, SharedPorts};
 use crate::harness::run_header::{metadata, row_context};
 use crate::harness::session::{report_refusal, Session};
@@ -31,6 +29,8 @@ use crate::harness::sweep::{
     self, agree_on_count, create_local, finish_outputs, greeting, lead_size, progress_bar, write_and_judge,
     RunOutcome,
 };
+use crate::options::config::BenchConfig;
+use crate::options::placement::{placement_for, Placement};
 use crate::output::{HeaderLine, Outputs};
 
 /// The server's side of a concurrent run: accepts the remaining lanes (the first one is
@@ -157,12 +157,13 @@ fn tell_all(sessions: &mut [Session], error: Error) -> Error {
 /// A lane thread runs where its NIC's placement says: the main thread was pinned to each lane's
 /// placement in turn while it allocated that lane's buffers, and a new thread inherits the last.
 fn pin_lane(session: &Session) -> Result<()> {
-    crate::cpu_placement::pin_current_thread(&session.local.cpu)
-        .map_err(|error| Error::CpuPlacement(format!("lane thread: {error}")))
+    crate::node::cpu_placement::pin_current_thread(&session.local.cpu).map_err(|source| {
+        Error::CpuPlacement(crate::node::cpu_placement::CpuPlacementError::LaneThread { source })
+    })
 }
 
 fn panicked() -> Error {
-    Error::Internal("a lane thread panicked".into())
+    Error::Internal(crate::error::InternalError::LanePanicked)
 }
 
 /// What a client lane hands the main thread for one size.
@@ -179,7 +180,7 @@ pub(crate) fn drive<B: Benchmark>(
     config: &BenchConfig,
     benchmark: &B,
     placements: &[Placement],
-    mut outputs: Outputs<B::Row>,
+    mut outputs: Outputs<RowOf<B>>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
     let mut sessions = vec![connect_lane(config, benchmark, placements, 0)?];
@@ -212,7 +213,7 @@ pub(crate) fn drive<B: Benchmark>(
     let ports = SharedPorts::new(&lane_ports);
     let progress = progress_bar(config.sizes.len());
     let mut outcome = RunOutcome::default();
-    let (sender, receiver) = mpsc::channel::<LaneReport<B::Row>>();
+    let (sender, receiver) = mpsc::channel::<LaneReport<RowOf<B>>>();
     let lane_results: Vec<Result<Option<Interruption>>> = std::thread::scope(|scope| -> Result<Vec<_>> {
         let threads: Vec<_> = sessions
             .into_iter()
@@ -227,17 +228,20 @@ pub(crate) fn drive<B: Benchmark>(
             .collect();
         drop(sender);
         // Rows of each size, lane by lane; written as soon as every lane has sent its own.
-        let mut pending: BTreeMap<usize, Vec<Option<B::Row>>> = BTreeMap::new();
-        let mut write = |rows: Vec<Option<B::Row>>, complete: bool, outcome: &mut RunOutcome| -> Result<()> {
-            let rows: Vec<B::Row> = rows.into_iter().flatten().collect();
-            for row in &rows {
-                write_and_judge(&mut outputs, &progress, &thresholds, config.unit, row, outcome)?;
-            }
-            if let Some(all) = complete.then(|| <B::Row as crate::output::Row>::aggregate(&rows)).flatten() {
-                progress.suspend(|| outputs.write_row(&all))?;
-            }
-            Ok(())
-        };
+        let mut pending: BTreeMap<usize, Vec<Option<RowOf<B>>>> = BTreeMap::new();
+        let mut write =
+            |rows: Vec<Option<RowOf<B>>>, complete: bool, outcome: &mut RunOutcome| -> Result<()> {
+                let rows: Vec<RowOf<B>> = rows.into_iter().flatten().collect();
+                for row in &rows {
+                    write_and_judge(&mut outputs, &progress, &thresholds, config.unit, row, outcome)?;
+                }
+                if let Some(all) =
+                    complete.then(|| <RowOf<B> as crate::output::Row>::aggregate(&rows)).flatten()
+                {
+                    progress.suspend(|| outputs.write_row(&all))?;
+                }
+                Ok(())
+            };
         for report in receiver {
             if !report.failures.is_empty() {
                 let size = config.sizes[report.size_index];
@@ -292,7 +296,7 @@ fn run_lane<B: Benchmark>(
     lane: usize,
     barrier: &LaneBarrier,
     window: &LanePort,
-    reports: &mpsc::Sender<LaneReport<B::Row>>,
+    reports: &mpsc::Sender<LaneReport<RowOf<B>>>,
 ) -> Result<Option<Interruption>> {
     let mut context = row_context::<B>(config, &session);
     context.lane = lane.to_string();
@@ -306,7 +310,7 @@ fn run_lane<B: Benchmark>(
             let step = lead_size(config, benchmark, &mut session, &context, size, window)?;
             let stop_here = !step.failures.is_empty();
             let report = LaneReport { lane, size_index, row: step.row, failures: step.failures };
-            reports.send(report).map_err(|_| Error::Internal("the run's writer has stopped".into()))?;
+            reports.send(report).map_err(|_| Error::Internal(crate::error::InternalError::WriterStopped))?;
             position.finish();
             if stop_here {
                 break;

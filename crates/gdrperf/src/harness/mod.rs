@@ -1,57 +1,27 @@
-//! The shared benchmark harness: options, validated configuration, connected sessions, the size
-//! sweep with peer synchronisation, and the measurement engines.
+//! The run: what drives a bench binary from its first line to its exit code. Look here for "who
+//! is server and who is client?", "where does the size sweep meet the peer?", "how do
+//! `--concurrent` lanes start together?" or "what happens on Ctrl-C?".
 //!
-//! A bench binary parses [`CommonArgs`] (plus its own), builds a [`BenchConfig`], implements
-//! [`Benchmark`] and calls [`run`]. Everything else (roles, loopback, the exchange, warm-up,
-//! timing, validation, CSV/JSON/console) lives here, once.
+//! A bench binary parses its options (the options room, [`crate::options`]), implements
+//! [`Benchmark`] and calls [`run`]; the roles (`roles`), the connected [`Session`], the size
+//! sweep with peer synchronisation (`sweep`), the lanes of `--concurrent` (`lanes`), the run
+//! header and the stop on a signal live here, once. The per-size work is the bench's [`Engine`]
+//! (the engines room, [`crate::engines`]), the buffers the memory room's ([`crate::memory`]).
 
-pub(crate) mod args;
-pub(crate) mod args_latency;
-pub(crate) mod args_send;
-pub(crate) mod bandwidth;
 pub(crate) mod barrier;
 pub(crate) mod benchmark;
-pub(crate) mod buffers;
-pub(crate) mod config;
-pub mod credits;
-pub(crate) mod help;
 pub(crate) mod interrupt;
 pub(crate) mod lanes;
-pub(crate) mod latency;
-pub(crate) mod memory;
-pub(crate) mod pcie;
-pub(crate) mod perftest_defaults;
-pub mod perftest_flags;
-pub(crate) mod ping_pong;
-pub(crate) mod placement;
 pub(crate) mod port_window;
 pub(crate) mod roles;
 pub(crate) mod run_header;
-pub(crate) mod send;
 pub(crate) mod session;
-pub(crate) mod staged_receive;
-pub mod staging;
-pub(crate) mod stop;
-pub mod stream_book;
 pub(crate) mod sweep;
-pub(crate) mod write_stream;
 
-pub use args::{BandwidthArgs, CommonArgs};
-pub use benchmark::{Benchmark, Setup};
-pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
-pub use help::parse_bench;
+pub use benchmark::{Benchmark, Engine, Setup};
 pub use roles::run;
 pub use session::{Session, Side};
 pub use sweep::RunOutcome;
-
-/// The latency loop's bookkeeping, for `benches/latency_loop.rs` (criterion benches link the
-/// library from outside): not part of what the bench binaries use.
-#[doc(hidden)]
-pub mod latency_loop_parts {
-    pub use super::config::LatencySpan;
-    pub use super::latency::samples::{Continue, RoundTrip, Samples};
-    pub use super::latency::LatencyPlan;
-}
 
 /// Runs a bench binary's body and turns its result into the exit code: 0 when every size
 /// passed, 1 when a data check failed, 2 on any error (with the message on stderr), and 130 or 143
@@ -87,13 +57,4 @@ pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::E
 }
 
 /// This process's binary name ("gdr-write-bw"), which starts every line it prints on stderr.
-pub fn program_name() -> String {
-    let program = std::env::args_os().next().map(|path| {
-        let path = path.to_string_lossy().into_owned();
-        std::path::Path::new(&path)
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or(path)
-    });
-    program.unwrap_or_else(|| "gdrperf".into())
-}
+pub use gdrperf_process::program_name;

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use crate::harness::barrier::LaneBarrier;
-use crate::nic_counters::CounterSnapshot;
+use crate::node::nic_counters::CounterSnapshot;
 
 /// What a client does around a size besides the exchange: lanes wait for each other before
 /// measuring, and the NIC counters of a port are read once for the port, however many lanes

@@ -7,13 +7,13 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 
 use crate::error::{Error, Result};
 use crate::exchange::{Control, TurnAway};
-use crate::harness::benchmark::{concurrent, Benchmark};
-use crate::harness::config::{BenchConfig, Role};
+use crate::harness::benchmark::{concurrent, Benchmark, RowOf};
 use crate::harness::interrupt::{install_signal_handlers, StopFlag};
 use crate::harness::lanes;
-use crate::harness::placement::{self, Placement};
 use crate::harness::session::Session;
 use crate::harness::sweep::{self, create_local, greeting, RunOutcome};
+use crate::options::config::{BenchConfig, Role};
+use crate::options::placement::{self, Placement};
 use crate::output::{Console, Outputs};
 
 /// Runs `benchmark` as its configuration says. The only entry point a bench binary calls.
@@ -89,7 +89,7 @@ fn lead<B: Benchmark>(
     config: &BenchConfig,
     benchmark: &B,
     placements: &[Placement],
-    outputs: Outputs<B::Row>,
+    outputs: Outputs<RowOf<B>>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
     if concurrent(benchmark) {
@@ -134,7 +134,7 @@ fn run_loopback<B: Benchmark>(
         }
         let server = server
             .join()
-            .unwrap_or_else(|_| Err(Error::Internal("the loopback server thread panicked".into())));
+            .unwrap_or_else(|_| Err(Error::Internal(crate::error::InternalError::LoopbackServerPanicked)));
         // The client's error is the more telling one when both failed (the server then only saw
         // the connection close); a stopped client leaves the server with a "stopped" error.
         match (client, server) {
@@ -146,7 +146,7 @@ fn run_loopback<B: Benchmark>(
     })
 }
 
-fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<B::Row>> {
+fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<RowOf<B>>> {
     Outputs::create(
         config.csv.as_deref(),
         config.json.as_deref(),

@@ -2,9 +2,9 @@
 //! (files), and the context every row of the session carries.
 
 use crate::harness::benchmark::Benchmark;
-use crate::harness::config::{BenchConfig, StopRule};
-use crate::harness::placement::{self, Placement};
 use crate::harness::session::{hostname, Session};
+use crate::options::config::{BenchConfig, StopRule};
+use crate::options::placement::{self, Placement};
 use crate::output::ceiling_columns::{self, RowPath};
 use crate::output::{HeaderLine, RowContext, RunStart};
 
@@ -30,9 +30,9 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
         lane: String::new(),
         cpu: session.local.cpu.cpu_column(),
         numa_node: session.local.cpu.numa_node,
-        gpu_local_bus_id: super::pcie::gpu_bus_id(&session.local.buffers).unwrap_or_default(),
+        gpu_local_bus_id: crate::node::pcie::gpu_bus_id(&session.local.buffers).unwrap_or_default(),
         nic_node_guid: session.local.device.node_guid().unwrap_or_default(),
-        gpu_local_uuid: super::pcie::gpu_uuid(&session.local.buffers).unwrap_or_default(),
+        gpu_local_uuid: crate::node::pcie::gpu_uuid(&session.local.buffers).unwrap_or_default(),
         traffic_class: config.traffic_class.map(u32::from),
         service_level: config.service_level.map(u32::from),
         nic: Default::default(),
@@ -152,8 +152,8 @@ pub(crate) fn metadata<B: Benchmark>(
         HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),
         HeaderLine::new("Clock", clock_line),
         // What made this output, so a saved console log is a complete result by itself.
-        HeaderLine::new("Command", gdrperf_stats::provenance::command_line(&config.argv)),
-        HeaderLine::new("Git commit", gdrperf_stats::provenance::GIT_COMMIT.into()),
+        HeaderLine::new("Command", gdrperf_provenance::command_line(&config.argv)),
+        HeaderLine::new("Git commit", gdrperf_provenance::GIT_COMMIT.into()),
     ];
     if let Some(span) = config.latency_span {
         header.push(HeaderLine::new("Latency sample", span.description().into()));
@@ -168,7 +168,7 @@ pub(crate) fn metadata<B: Benchmark>(
             ),
         ));
     }
-    let pcie = super::pcie::run_pcie_facts(&local.device, &local.buffers);
+    let pcie = crate::node::pcie::run_pcie_facts(&local.device, &local.buffers);
     let gpu_order = gdrperf_cuda::GpuOrder::from_env();
     if local.buffers.first().and_then(|buffer| buffer.gpu_index()).is_some() {
         header.push(HeaderLine::new("GPU numbering", gpu_order.describe()));
@@ -186,16 +186,16 @@ pub(crate) fn metadata<B: Benchmark>(
     let setup = benchmark.setup();
     header.extend(setup.header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     if let Some(request) = setup.inline {
-        use crate::harness::perftest_defaults::{describe_inline, inline_size};
+        use crate::options::perftest_defaults::{describe_inline, inline_size};
         let (size, reason) = inline_size(request, session.perftest_knows_inline(), session.cpu_visible());
         header.push(HeaderLine::per_placement("Inline", describe_inline(size, reason)));
     }
     let metadata = serde_json::json!({
         "test": B::BENCH.name,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": gdrperf_stats::provenance::GIT_COMMIT,
+        "git_commit": gdrperf_provenance::GIT_COMMIT,
         "argv": config.argv,
-        "date": gdrperf_stats::utc_timestamp(),
+        "date": gdrperf_provenance::utc_timestamp(),
         "host": hostname(),
         "peer_host": session.peer.host,
         "role": if session.side.is_client() { "client" } else { "server" },

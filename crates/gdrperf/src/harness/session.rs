@@ -9,15 +9,15 @@ use std::sync::Arc;
 
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 
-use crate::cpu_placement::{self, CpuPlacement};
 use crate::error::{Error, Result};
 use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
-use crate::harness::args::MemoryKind;
-use crate::harness::buffers::BenchBuffer;
-use crate::harness::config::{refuse_staged, BenchConfig, Role, StagedRules};
-use crate::harness::memory::staged_len;
-use crate::harness::placement::Placement;
-use crate::harness::staging::{CudaStager, HostStager};
+use crate::memory::buffers::BenchBuffer;
+use crate::memory::queue_memory::staged_len;
+use crate::memory::staging::{CudaStager, HostStager};
+use crate::node::cpu_placement::{self, CpuPlacement};
+use crate::options::args::MemoryKind;
+use crate::options::config::{refuse_staged, BenchConfig, Role, StagedRules};
+use crate::options::placement::Placement;
 use crate::verbs::connection_manager::CmEnd;
 use crate::verbs::{
     CompletionQueue, Device, GidChoice, Mtu, PathSettings, PortInfo, QueuePairSizes, RcQueuePair,
@@ -54,7 +54,7 @@ impl LocalResources {
     /// Opens the device and creates one QP and one registered buffer per `-q`.
     ///
     /// A staged buffer (payload and bounce buffer) is a ring of send-depth slots of the largest
-    /// message, capped at [`crate::harness::memory::RING_BYTES`]: see `harness::memory`.
+    /// message, capped at [`crate::memory::queue_memory::RING_BYTES`]: see `memory::queue_memory`.
     ///
     /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
     /// being set up, and its message says more than a later registration failure would.
@@ -109,9 +109,9 @@ impl LocalResources {
                 _ => BenchBuffer::host(&protection_domain, buffer_len, access)?,
             });
         }
-        let mut path = super::pcie::path_facts(&device, &port, &buffers, &cpu);
+        let mut path = crate::node::pcie::path_facts(&device, &port, &buffers, &cpu);
         if let Some(stager) = buffers.first_mut().and_then(BenchBuffer::stager) {
-            path.staged_copy = Some(super::staging::measure_copy_rates(stager, config.timeout)?);
+            path.staged_copy = Some(crate::memory::staging::measure_copy_rates(stager, config.timeout)?);
         }
         let rdma_cm = match (config.rdma_cm, &config.role) {
             (false, _) => None,
@@ -206,7 +206,7 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
     let index = near_gpu.ok_or_else(|| {
         // `BenchConfig::from_args` refuses -d auto without GPU memory, and placements give
         // every placement of such a run a GPU to be near.
-        Error::Internal("-d/--ib-dev auto reached a placement with no GPU to be near".into())
+        Error::Internal(crate::error::InternalError::AutoPlacementWithoutGpu)
     })?;
     let bus_id = gdrperf_cuda::Cuda::load()?.gpu_info(index)?.bus_id.to_string();
     match gdrperf_topology::recommend_nic(std::path::Path::new("/"), &bus_id) {
@@ -214,9 +214,9 @@ fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
             eprintln!("--ib-dev auto: {name} is the RDMA device nearest to GPU {index} ({bus_id})");
             Ok(name)
         }
-        Ok(None) => Err(Error::NoDevice {
+        Ok(None) => Err(Error::from(crate::verbs::VerbsError::NoDevice {
             detail: "--ib-dev auto found no RDMA device in /sys/class/infiniband".into(),
-        }),
+        })),
         Err(source) => Err(Error::NearestNic { source }),
     }
 }
@@ -237,8 +237,8 @@ pub(crate) fn report_refusal(refusal: &Refusal) {
     }
 }
 
-/// A connected side: what a benchmark's callbacks work with, through its methods; the engines
-/// of the harness borrow its parts.
+/// A connected side: what an engine works with, through its methods, and whose parts its
+/// loops borrow.
 pub struct Session {
     pub(crate) side: Side,
     pub(crate) local: LocalResources,
@@ -352,7 +352,9 @@ impl Session {
             (Role::Loopback, None) => {
                 (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?)
             }
-            (Role::Server, None) => return Err(Error::Internal("a server needs a listening socket".into())),
+            (Role::Server, None) => {
+                return Err(Error::Internal(crate::error::InternalError::ServerWithoutListener))
+            }
         };
         let ours = local.hello(config, greeting);
         let result =
@@ -419,12 +421,11 @@ impl Session {
         control: &Control,
     ) -> Result<(LocalResources, Hello, Mtu)> {
         if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
-            return Err(Error::Protocol(format!(
-                "peer offered {} QPs and {} buffers, we have {} QPs",
-                peer.endpoints.len(),
-                peer.buffers.len(),
-                local.queue_pairs.len()
-            )));
+            return Err(Error::Protocol(crate::error::ProtocolError::QueuePairCount {
+                endpoints: peer.endpoints.len(),
+                buffers: peer.buffers.len(),
+                queue_pairs: local.queue_pairs.len(),
+            }));
         }
         // Every size is written into (or read from) the peer's buffer at its start: a buffer the
         // peer says is shorter would let a wrong or hostile hello turn our RDMA into a remote
@@ -432,10 +433,11 @@ impl Session {
         let largest = config.sizes.iter().copied().max().unwrap_or(0) as u64;
         if let Some((index, short)) = peer.buffers.iter().enumerate().find(|(_, buffer)| buffer.len < largest)
         {
-            return Err(Error::Protocol(format!(
-                "peer's buffer of QP {index} is {} bytes, shorter than the largest message ({largest} bytes)",
-                short.len
-            )));
+            return Err(Error::Protocol(crate::error::ProtocolError::ShortBuffer {
+                queue_pair: index,
+                len: short.len,
+                largest,
+            }));
         }
         let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
         // perftest's rule (`set_mtu`, `check_mtu`): the smaller active MTU of the two ports, and a
@@ -457,9 +459,7 @@ impl Session {
             let server = match peer.rdma_cm_port {
                 Some(port) => Some(rdma_cm_peer(control.peer(), port, local.gid)?),
                 None if rdma_cm.listening_port().is_some() => None,
-                None => {
-                    return Err(Error::Protocol("the server's hello gives no rdma_cm port for -R".into()))
-                }
+                None => return Err(Error::Protocol(crate::error::ProtocolError::NoRdmaCmPort)),
             };
             let mut peer_failed = || control.peer_gone(std::time::Duration::ZERO).map(Error::from);
             let queue_pairs = &mut local.queue_pairs;
@@ -491,7 +491,7 @@ impl Session {
     /// messages in its first `size` bytes (the source of a checked transfer).
     pub fn fill_pattern(&mut self, size: usize) -> Result<()> {
         for (index, buffer) in self.local.buffers.iter_mut().enumerate() {
-            buffer.fill_pattern(size, crate::harness::buffers::pattern_seed(size, index))?;
+            buffer.fill_pattern(size, crate::memory::buffers::pattern_seed(size, index))?;
         }
         Ok(())
     }
@@ -512,25 +512,25 @@ impl Session {
     /// (`perftest_defaults::perftest_knows_inline`).
     pub fn perftest_knows_inline(&self) -> bool {
         let (vendor, part) = self.local.device.vendor_ids();
-        crate::harness::perftest_defaults::perftest_knows_inline(vendor, part)
+        crate::options::perftest_defaults::perftest_knows_inline(vendor, part)
     }
 
     /// `--validate`, after a size: the first `len` bytes of each QP's buffer hold the pattern of
     /// its `size`-byte messages (a staged ring: every message was checked as it was copied in).
     pub fn check_received(&mut self, size: usize, len: usize) -> Result<Option<String>> {
-        crate::harness::buffers::check_received(&mut self.local.buffers, size, len)
+        crate::memory::buffers::check_received(&mut self.local.buffers, size, len)
     }
 
     /// The first failed per-message check of a staged receiver in this size (see
-    /// `harness::memory`), if any.
+    /// `memory::queue_memory`), if any.
     pub fn take_message_failure(&mut self) -> Option<String> {
-        crate::harness::buffers::take_message_failure(&mut self.local.buffers)
+        crate::memory::buffers::take_message_failure(&mut self.local.buffers)
     }
 
     /// The copy time of this side's buffers since the last call, in seconds: the busy time of
     /// its copies (zero for memory the NIC reaches directly). See `gdrperf_stats::copy_time`.
     pub fn take_copy_seconds(&mut self) -> f64 {
-        crate::harness::buffers::take_copy_time(&mut self.local.buffers).as_secs_f64()
+        crate::memory::buffers::take_copy_time(&mut self.local.buffers).as_secs_f64()
     }
 }
 
@@ -538,7 +538,7 @@ impl Session {
 /// channel reached it) at the rdma_cm `port` its hello gave.
 fn rdma_cm_peer(control_peer: &str, port: u16, local_gid: Option<GidChoice>) -> Result<std::net::SocketAddr> {
     let address: std::net::SocketAddr = control_peer.parse().map_err(|_| {
-        Error::Internal(format!("the control channel's peer '{control_peer}' is no socket address"))
+        Error::Internal(crate::error::InternalError::PeerNotSocketAddress { peer: control_peer.to_string() })
     })?;
     let ip =
         crate::verbs::connection_manager::rdma_cm_address(address.ip(), local_gid.map(|choice| choice.gid));

@@ -1,6 +1,7 @@
 //! The driver every bench binary hands control to: roles, set-up, the size sweep, peer
-//! synchronisation, validation and output. A benchmark only supplies the callbacks of
-//! [`Benchmark`](crate::harness::Benchmark): what to prepare, what to measure, what to check, how to make a row.
+//! synchronisation, validation and output. A benchmark only supplies its
+//! [`Engine`](crate::harness::Engine): what to prepare, what to measure, what to check, how to
+//! make a row.
 //!
 //! Per size, the client leads and the server follows over the control channel:
 //! client `StartSize` -> server prepares, `Ready` -> both measure -> client `SizeDone` ->
@@ -11,14 +12,14 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::exchange::Message;
-use crate::harness::benchmark::{concurrent, sums_both_directions, Benchmark};
-use crate::harness::config::{BandwidthUnit, BenchConfig, StopRule};
+use crate::harness::benchmark::{concurrent, sums_both_directions, Benchmark, Engine, ReportOf, RowOf};
 use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
-use crate::harness::placement::{self, Placement};
 use crate::harness::port_window::{OwnPort, SizeWindow};
 use crate::harness::run_header::{metadata, row_context};
 use crate::harness::session::{Greeting, LocalResources, Session, Side};
-use crate::nic_counters::{rnr_moved, NicColumns, SoftwareDeviceTally};
+use crate::node::nic_counters::{rnr_moved, NicColumns, SoftwareDeviceTally};
+use crate::options::config::{BandwidthUnit, BenchConfig, StopRule};
+use crate::options::placement::{self, Placement};
 use crate::output::{Outputs, Row, RowContext};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -146,24 +147,21 @@ pub(crate) fn serve<B: Benchmark>(
                 other => return Err(unexpected(&session, "StartSize, NextPlacement or Goodbye", &other)),
             };
             if !config.sizes.contains(&size) {
-                return Err(Error::Protocol(format!(
-                    "client asked for size {size}, not in the agreed sweep"
-                )));
+                return Err(Error::Protocol(crate::error::ProtocolError::SizeOutsideSweep { size }));
             }
             position.start(size);
-            benchmark.prepare(&mut session, size)?;
+            benchmark.engine().prepare(&mut session, size)?;
             session.control.send(&Message::Ready, "telling the client we are ready")?;
-            let ours = benchmark.measure(&mut session, size)?;
+            let ours = benchmark.engine().measure(&mut session, size)?;
             session.control.set_timeout(measurement_wait(config));
             match session.control.receive("waiting for the client to finish the size")? {
                 Message::SizeDone { .. } => {}
                 other => return Err(unexpected(&session, "SizeDone", &other)),
             }
-            let validation_error = benchmark.check(&mut session, size)?;
-            let report = ours
-                .map(serde_json::to_value)
-                .transpose()
-                .map_err(|error| Error::Internal(format!("encoding this side's report: {error}")))?;
+            let validation_error = benchmark.engine().check(&mut session, size)?;
+            let report = ours.map(serde_json::to_value).transpose().map_err(|error| {
+                Error::Internal(crate::error::InternalError::EncodeReport { source: error })
+            })?;
             session.control.send(
                 &Message::SizeResult { size: size as u64, validation_error, report },
                 "sending our result",
@@ -196,8 +194,8 @@ pub(crate) fn lead_size<B: Benchmark>(
     context: &RowContext,
     size: usize,
     window: &dyn SizeWindow,
-) -> Result<SizeStep<B::Row>> {
-    benchmark.prepare(session, size)?;
+) -> Result<SizeStep<RowOf<B>>> {
+    benchmark.engine().prepare(session, size)?;
     let (device, port) = (session.local.device.name().to_string(), session.local.port.number);
     window.open(&device, port);
     session.control.set_timeout(config.timeout);
@@ -207,7 +205,7 @@ pub(crate) fn lead_size<B: Benchmark>(
         other => Err(other),
     })?;
     window.before_measure();
-    let ours = benchmark.measure(session, size)?;
+    let ours = benchmark.engine().measure(session, size)?;
     session
         .control
         .send(&Message::SizeDone { size: size as u64, report: None }, "reporting the size done")?;
@@ -217,7 +215,7 @@ pub(crate) fn lead_size<B: Benchmark>(
             Message::SizeResult { validation_error, report, .. } => Ok((validation_error, report)),
             other => Err(other),
         })?;
-    let our_error = benchmark.check(session, size)?;
+    let our_error = benchmark.engine().check(session, size)?;
     let failures: Vec<String> =
         [our_error.map(|e| format!("client: {e}")), peer_error.map(|e| format!("server: {e}"))]
             .into_iter()
@@ -231,7 +229,7 @@ pub(crate) fn lead_size<B: Benchmark>(
         "fail"
     };
     let peer = peer_report
-        .map(serde_json::from_value::<B::Report>)
+        .map(serde_json::from_value::<ReportOf<B>>)
         .transpose()
         .map_err(|source| Error::PeerReport { size, source })?;
     // Both sides are done with the size: the counters cover its warm-up, measurement and check.
@@ -243,7 +241,7 @@ pub(crate) fn lead_size<B: Benchmark>(
         false => NicColumns::warning(&moved, &format!("{device} port {port}")),
     };
     Ok(SizeStep {
-        row: benchmark.row(&context, ours, peer, validation),
+        row: benchmark.engine().row(&context, ours, peer, validation),
         failures,
         nic_warning,
         nic_moved: moved,
@@ -256,7 +254,7 @@ pub(crate) fn drive<B: Benchmark>(
     benchmark: &B,
     placements: &[Placement],
     mut session: Session,
-    mut outputs: Outputs<B::Row>,
+    mut outputs: Outputs<RowOf<B>>,
 ) -> Result<RunOutcome> {
     let rounds = agree_on_count(&mut session, placements)?;
     let progress = progress_bar(config.sizes.len() * rounds);

@@ -267,7 +267,8 @@ const ACCEPT_SUMMARY_ORDER: &[&str] = &[
 const MEASURED: &str = "measured: the run's timestamps, through gdrperf-stats";
 const FLAGS: &str = "the command line (or its default)";
 const RUN: &str = "the run: this host and the peer, exchanged in the handshake";
-const COUNTERS: &str = "the port's counters in sysfs, read before and after the size (gdrperf::nic_counters)";
+const COUNTERS: &str =
+    "the port's counters in sysfs, read before and after the size (gdrperf::node::nic_counters)";
 const ACCEPT: &str = "gdrperf accept: the profile, the node's inventory and the bench's result file";
 
 const fn column(

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use crate::error::Result;
-use crate::harness::config::BandwidthUnit;
+use crate::options::config::BandwidthUnit;
 use crate::output::{Exporter, HeaderLine, Row, RunStart};
 
 const RULE: &str = "---------------------------------------------------------------------------------------";

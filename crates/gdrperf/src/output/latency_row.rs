@@ -24,8 +24,7 @@ use gdrperf_stats::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::harness::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
-use crate::harness::latency::{IntervalSink, LatencyRun};
+use crate::options::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
 use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
 use crate::output::{Row, RowContext};
 
@@ -56,7 +55,7 @@ pub struct LatencyFigures {
     /// What a sample spans: `iteration` (post to next post, perftest's) or `arrival`.
     #[serde(default)]
     pub span: Option<LatencySpan>,
-    /// Samples refused as negative or absurd (see `harness::latency::LatencyRun`).
+    /// Samples refused as negative or absurd (see `engines::latency::LatencyRun`).
     #[serde(default)]
     pub refused_samples: u64,
     /// The inline size the sending side used (perftest's rule on its device and memory; set by
@@ -66,11 +65,18 @@ pub struct LatencyFigures {
 }
 
 impl LatencyFigures {
-    pub fn new(bytes: usize, run: &LatencyRun) -> Result<LatencyFigures> {
-        let summary = run
-            .recorder
-            .summary()
-            .map_err(|source| Error::Figure { what: format!("{bytes} bytes"), source })?;
+    /// The figures of `bytes`-byte messages from the samples of one run (`recorder`), which took
+    /// `elapsed_nanos` from its first sample's start to its last's end and refused
+    /// `refused_samples`.
+    pub fn new(
+        bytes: usize,
+        recorder: &LatencyRecorder,
+        elapsed_nanos: u64,
+        span: LatencySpan,
+        refused_samples: u64,
+    ) -> Result<LatencyFigures> {
+        let summary =
+            recorder.summary().map_err(|source| Error::Figure { what: format!("{bytes} bytes"), source })?;
         Ok(LatencyFigures {
             bytes: bytes as u64,
             samples: summary.count,
@@ -82,12 +88,12 @@ impl LatencyFigures {
             p99_nanos: summary.p99_nanos,
             p99_9_nanos: summary.p99_9_nanos,
             p99_99_nanos: summary.p99_99_nanos,
-            elapsed_nanos: run.elapsed_nanos,
+            elapsed_nanos,
             saturated: summary.saturated,
             exact_percentiles: summary.percentile_source == PercentileSource::ExactSamples,
             copy_seconds: 0.0,
-            span: Some(run.span),
-            refused_samples: run.refused_samples,
+            span: Some(span),
+            refused_samples,
             inline_size: 0,
         })
     }
@@ -310,8 +316,8 @@ impl LatencyFiles {
             // scripts/plot_lat.py skip: what made it (the table itself stays Java's, byte for byte).
             let footer = format!(
                 "#[Command = {}]\n#[Git commit = {}]\n",
-                gdrperf_stats::provenance::command_line(&self.argv),
-                gdrperf_stats::provenance::GIT_COMMIT
+                gdrperf_provenance::command_line(&self.argv),
+                gdrperf_provenance::GIT_COMMIT
             );
             file.write_all(footer.as_bytes()).map_err(|source| output_error(&table, source))?;
             written.push(table);
@@ -326,11 +332,9 @@ impl LatencyFiles {
         if !self.paths.keeps_every_sample() {
             return Ok(written);
         }
-        let samples = recorder.exact_samples().ok_or_else(|| {
-            Error::Internal(format!(
-                "--raw-samples, -H, -U: the {size}-byte run kept no exact samples (more than -n were taken)"
-            ))
-        })?;
+        let samples = recorder
+            .exact_samples()
+            .ok_or_else(|| Error::Internal(crate::error::InternalError::NoExactSamples { size }))?;
         let listings = [
             (self.paths.report_unsorted, RawSampleOrder::AsRecorded),
             (self.paths.report_sorted, RawSampleOrder::Sorted),
@@ -360,27 +364,6 @@ impl LatencyFiles {
     }
 }
 
-/// Measures one size with its interval log open (when asked), then writes the size's files:
-/// the one place the latency binaries tie the engine and the files together.
-pub fn measure_size(
-    files: Option<&LatencyFiles>,
-    size: usize,
-    measure: impl FnOnce(Option<&mut dyn IntervalSink>) -> Result<LatencyRun>,
-) -> Result<LatencyFigures> {
-    let mut log = match files {
-        Some(files) => files.interval_log(size)?,
-        None => None,
-    };
-    let run = measure(log.as_mut().map(|log| log as &mut dyn IntervalSink))?;
-    if let Some(log) = log {
-        log.finish()?;
-    }
-    if let Some(files) = files {
-        files.write(size, &run.recorder)?;
-    }
-    LatencyFigures::new(size, &run)
-}
-
 /// `lat.hlog` -> `lat-64B.hlog`, `samples` -> `samples-64B`.
 pub fn per_size_path(path: &Path, size: usize) -> PathBuf {
     let stem = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
@@ -406,14 +389,15 @@ impl IntervalLogFile {
         std::io::Write::flush(&mut writer).map_err(|source| output_error(&path, source))?;
         Ok(path)
     }
-}
 
-impl IntervalSink for IntervalLogFile {
-    fn period(&self) -> Duration {
+    /// Length of one interval (`--hlog-interval`).
+    pub fn period(&self) -> Duration {
         self.period
     }
 
-    fn interval(&mut self, cumulative: &Histogram<u64>, end_nanos: u64) -> Result<()> {
+    /// Writes the interval ending `end_nanos` after the first sample's start; `cumulative` holds
+    /// every sample so far.
+    pub fn write_interval(&mut self, cumulative: &Histogram<u64>, end_nanos: u64) -> Result<()> {
         self.log.write_interval(cumulative, end_nanos).map_err(|error| hdr_error(&self.path, error))
     }
 }
@@ -439,21 +423,21 @@ mod tests {
         directory
     }
 
-    fn run_of(samples: &[u64]) -> LatencyRun {
+    fn recorder_of(samples: &[u64]) -> LatencyRecorder {
         let mut recorder = LatencyRecorder::new(samples.len() as u64).unwrap();
         samples.iter().for_each(|&sample| recorder.record(sample));
-        LatencyRun {
-            recorder,
-            elapsed_nanos: samples.iter().sum(),
-            span: LatencySpan::Iteration,
-            refused_samples: 0,
-        }
+        recorder
+    }
+
+    fn figures_of(bytes: usize, samples: &[u64]) -> LatencyFigures {
+        let elapsed_nanos = samples.iter().sum();
+        LatencyFigures::new(bytes, &recorder_of(samples), elapsed_nanos, LatencySpan::Iteration, 0).unwrap()
     }
 
     #[test]
     fn row_reports_microseconds_with_fractions_and_ordered_percentiles() {
         let samples: Vec<u64> = (1..=1000).map(|index| 1_000 + index).collect();
-        let figures = LatencyFigures::new(2, &run_of(&samples)).unwrap();
+        let figures = figures_of(2, &samples);
         let context = RowContext { test: "write_lat".into(), mtu: 1024, ..RowContext::default() };
         let row = LatencyRow::new(
             &context,
@@ -492,17 +476,14 @@ mod tests {
         };
         let argv = ["gdr-send-lat".to_string(), "-a".to_string()];
         let files = LatencyFiles::create(&paths, "send_lat", &[2, 4]).unwrap().with_command(&argv);
-        let run = run_of(&[1500, 1700, 1600]);
-        let written = files.write(4, &run.recorder).unwrap();
+        let written = files.write(4, &recorder_of(&[1500, 1700, 1600])).unwrap();
         let names: Vec<String> =
             written.iter().map(|path| path.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(names, ["send_lat-4B.hgrm", "send_lat-4B.hdr", "raw-4B.txt"]);
         let table = std::fs::read_to_string(&written[0]).unwrap();
         assert!(table.contains("Total count    =            3"), "{table}");
-        let footer = format!(
-            "#[Command = gdr-send-lat -a]\n#[Git commit = {}]\n",
-            gdrperf_stats::provenance::GIT_COMMIT
-        );
+        let footer =
+            format!("#[Command = gdr-send-lat -a]\n#[Git commit = {}]\n", gdrperf_provenance::GIT_COMMIT);
         assert!(table.ends_with(&footer), "{table}");
         let raw = std::fs::read_to_string(&written[2]).unwrap();
         assert_eq!(raw, "latency_ns\n1500\n1700\n1600\n");
@@ -510,10 +491,10 @@ mod tests {
         let mut log = files.interval_log(4).unwrap().unwrap();
         let mut recorder = LatencyRecorder::new(10).unwrap();
         recorder.record(1000);
-        log.interval(recorder.histogram(), 1_000_000).unwrap();
+        log.write_interval(recorder.histogram(), 1_000_000).unwrap();
         recorder.record(2000);
         recorder.record(3000);
-        log.interval(recorder.histogram(), 2_000_000).unwrap();
+        log.write_interval(recorder.histogram(), 2_000_000).unwrap();
         let path = log.finish().unwrap();
         assert_eq!(path, directory.join("lat-4B.hlog"));
         let text = std::fs::read(&path).unwrap();

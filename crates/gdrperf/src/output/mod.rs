@@ -23,7 +23,7 @@ pub use files::{CsvFile, JsonFile};
 pub use rows::{BandwidthRow, RowContext};
 
 use crate::error::Result;
-use crate::harness::config::BandwidthUnit;
+use crate::options::config::BandwidthUnit;
 
 /// A result row: serialisable for files, printable as a line of the console table, and held
 /// against the acceptance thresholds through its typed figures.

@@ -16,7 +16,7 @@
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::nic_counters::NicColumns;
+use crate::node::nic_counters::NicColumns;
 use crate::output::RowContext;
 
 /// One cell of a row: its column's name and its value.
@@ -193,7 +193,7 @@ columns! {
         /// index, whose order depends on CUDA_DEVICE_ORDER and CUDA_VISIBLE_DEVICES. Empty for
         /// host memory.
         column gpu_local_bus_id: String,
-        /// NIC port counters that moved during this size (see `gdrperf::nic_counters`):
+        /// NIC port counters that moved during this size (see `gdrperf::node::nic_counters`):
         /// compact sums, all error counters together (`nic_errors`, what --max-nic-errors
         /// limits), and every moved counter as name=delta;... (`nic_counters`).
         columns nic: NicColumns,

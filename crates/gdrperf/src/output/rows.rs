@@ -8,7 +8,7 @@ use gdrperf_stats::units::{BITS_PER_GBIT, BYTES_PER_MIB};
 use gdrperf_stats::{aggregate_rate, BandwidthReport, LaneSpan};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::config::BandwidthUnit;
+use crate::options::config::BandwidthUnit;
 use crate::output::ceiling_columns::CeilingColumns;
 use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
 use crate::output::Row;
@@ -49,7 +49,7 @@ pub struct RowContext {
     pub gpu_local_uuid: String,
     /// This size's NIC counter deltas (set per size, before the row is made).
     #[serde(skip)]
-    pub nic: crate::nic_counters::NicColumns,
+    pub nic: crate::node::nic_counters::NicColumns,
     /// Both ends' path facts, for the bandwidth rows' ceiling columns (absent in unit tests).
     #[serde(skip)]
     pub path: Option<std::sync::Arc<crate::output::ceiling_columns::RowPath>>,

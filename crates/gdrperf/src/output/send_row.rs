@@ -12,7 +12,7 @@ use gdrperf_stats::units::{BITS_PER_GBIT, BYTES_PER_MIB};
 use gdrperf_stats::{aggregate_rate, LaneSpan};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::config::BandwidthUnit;
+use crate::options::config::BandwidthUnit;
 use crate::output::row_columns::{columns, serialize_cells, Cell, Columns};
 use crate::output::rows::{
     lane_note, optional_figure, peak_console_note, BandwidthFigures, BandwidthSettings,

@@ -2,7 +2,7 @@ use gdrperf_ceiling::{EndQuery, MemoryPath};
 use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 
 use super::*;
-use crate::nic_counters::NicColumns;
+use crate::node::nic_counters::NicColumns;
 
 fn host_facts(machine: &Machine, nic: &str) -> EndFacts {
     let directory = FixtureDir::with(machine).unwrap();

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use crate::memory_kind::MemoryKind;
-use crate::nic_counters::NicColumns;
+use crate::node::nic_counters::NicColumns;
 use crate::output::ceiling_columns::CeilingColumns;
 use crate::output::columns::Table;
 use crate::output::latency_row::{LatencyFigures, LatencyRow, LatencySettings};
@@ -121,7 +121,7 @@ fn latency_row() -> LatencyRow {
         saturated: 1,
         exact_percentiles: true,
         copy_seconds: 0.125,
-        span: Some(crate::harness::config::LatencySpan::Iteration),
+        span: Some(crate::options::config::LatencySpan::Iteration),
         refused_samples: 2,
         inline_size: 220,
     };

@@ -1,0 +1,391 @@
+//! The live `locate` schedule of a job: rank 0 decides each round after the first pass from the
+//! rows of the rounds before it, and tells the other ranks through one file.
+//!
+//! Every rank runs the first pass (a ring over a seeded shuffle, [`crate::locate::first_pass`],
+//! known to all from the seed alone). Then, round by round:
+//!
+//! - rank 0 waits until every rank has finished the last round (each rank's one progress file,
+//!   (`wait.rs`); a rank silent for `--round-timeout` is taken for dead and paired with no
+//!   one again), reads that round's client rows from the clients' record files, calls each pair
+//!   low or not, and asks the pure planner ([`crate::locate::Locator`]) for the next round;
+//! - it appends that round to `plan.json` (so the gather sees every pair) and to `locate.json`
+//!   (the decided rounds, rewritten whole and renamed: a reader never sees half of it), or marks
+//!   `locate.json` finished;
+//! - every other rank polls `locate.json` alone until the round it waits for is there.
+//!
+//! A pair is low when its client recorded no exit 0, wrote no rows, or a lane's bandwidth at the
+//! largest size is more than 15 % below the median of the first pass (the same rule as
+//! `gdrperf fleet simulate`'s). What decides a verdict stays the fleet judge's, over all rows.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::layout::{for_each_line, read_json_if_present, write_json, PairLine, RunPlan};
+use crate::locate::{Locator, Verdicts};
+use crate::plan::{BenchPair, PairBy, Role};
+use crate::schedule::Pair;
+use crate::step::SlurmStep;
+use crate::task::TaskOptions;
+use crate::wait::{poll_for, progress_of, Beat, Watch, HEARTBEAT};
+
+/// A pair's lane is low below this share of the first pass's median.
+const LOW_SHARE: f64 = 0.85;
+
+/// What `locate` needs besides the plan of its first pass.
+#[derive(Debug, Clone, Copy)]
+pub struct LocateOptions {
+    pub pair_by: PairBy,
+    pub base_port: u16,
+    pub seed: u64,
+}
+
+/// `locate.json`: the rounds rank 0 decided after the first pass.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Decisions {
+    run_id: String,
+    rounds: Vec<Vec<BenchPair>>,
+    finished: bool,
+}
+
+/// What locating cost and what it found (rank 0).
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub rounds: usize,
+    pub first_pass_rounds: usize,
+    /// Unit pairs measured (node pairs, or task pairs with `--pair-by task`).
+    pub pair_runs: usize,
+    /// What all-pairs over the same units would have measured.
+    pub all_pairs_runs: usize,
+    /// Each suspect (node, or `node/rankN`) and what its healthy peers said.
+    pub suspects: Vec<(String, Verdicts)>,
+    /// Units given up on as dead.
+    pub retired: Vec<String>,
+}
+
+impl Located {
+    /// The lines `gdrperf slurm` prints and appends to fleet.txt.
+    pub fn text(&self) -> String {
+        let mut text = format!(
+            "locate: {} rounds ({} first pass), {} pair runs ({:.1} % of all-pairs' {})\n",
+            self.rounds,
+            self.first_pass_rounds,
+            self.pair_runs,
+            100.0 * self.pair_runs as f64 / self.all_pairs_runs.max(1) as f64,
+            self.all_pairs_runs
+        );
+        let said = |list: &[bool]| match list.last() {
+            None => "not measured".to_string(),
+            Some(&low) => {
+                let agreeing = list.iter().rev().take_while(|&&each| each == low).count();
+                format!("{} with {agreeing} healthy peer(s)", if low { "LOW" } else { "fine" })
+            }
+        };
+        for (unit, verdicts) in &self.suspects {
+            let _ = writeln!(
+                text,
+                "  suspect {unit}: sending {}, receiving {}{}",
+                said(&verdicts.sending),
+                said(&verdicts.receiving),
+                if verdicts.settled() { "" } else { " (unsettled)" }
+            );
+        }
+        if !self.retired.is_empty() {
+            let _ = writeln!(text, "  stopped answering: {}", self.retired.join(" "));
+        }
+        text
+    }
+}
+
+/// Where a rank's rounds after the plan's come from.
+pub(crate) enum Rounds {
+    /// The plan holds every round.
+    Fixed,
+    /// Rank 0 of a `locate` job: decides them.
+    Leader(Box<Leader>),
+    /// Another rank of a `locate` job: reads them from `locate.json`.
+    Follower { first_pass_rounds: usize },
+}
+
+/// Rank 0's state while locating.
+pub(crate) struct Leader {
+    step: SlurmStep,
+    options: LocateOptions,
+    locator: Locator,
+    first_pass_rounds: usize,
+    /// Rounds whose rows the locator has.
+    recorded: usize,
+    /// The first pass's median plateau (ln Gb/s), what "low" is measured against.
+    level: Option<f64>,
+    dead: BTreeSet<usize>,
+    decisions: Decisions,
+}
+
+impl Rounds {
+    /// The rounds of a `locate` job whose first pass is `plan`'s rounds.
+    pub(crate) fn locate(step: &SlurmStep, plan: &RunPlan, options: &LocateOptions) -> Rounds {
+        let first_pass_rounds = plan.plan.rounds;
+        if step.rank != 0 {
+            return Rounds::Follower { first_pass_rounds };
+        }
+        Rounds::Leader(Box::new(Leader {
+            step: step.clone(),
+            options: *options,
+            locator: Locator::new(options.pair_by.unit_count(step), options.seed),
+            first_pass_rounds,
+            recorded: 0,
+            level: None,
+            dead: BTreeSet::new(),
+            decisions: Decisions { run_id: plan.run_id.clone(), ..Decisions::default() },
+        }))
+    }
+
+    /// Adds the next round to `plan`; `false` when there is none (the job is done).
+    pub(crate) fn next(
+        &mut self,
+        plan: &mut RunPlan,
+        beat: &mut Beat<'_>,
+        options: &TaskOptions,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<bool> {
+        match self {
+            Rounds::Fixed => Ok(false),
+            Rounds::Leader(leader) => leader.decide(plan, beat, options, say),
+            Rounds::Follower { first_pass_rounds } => {
+                follow(*first_pass_rounds, plan, beat, options.round_timeout, say)
+            }
+        }
+    }
+
+    /// Rank 0's account of a `locate` job.
+    pub(crate) fn located(&self) -> Option<Located> {
+        let Rounds::Leader(leader) = self else { return None };
+        let pair_by = leader.options.pair_by;
+        let name = |unit: usize| pair_by.unit_name(&leader.step, unit);
+        let units = pair_by.unit_count(&leader.step);
+        Some(Located {
+            rounds: leader.locator.rounds + leader.first_pass_rounds.saturating_sub(1),
+            first_pass_rounds: leader.first_pass_rounds,
+            pair_runs: leader.locator.pair_runs,
+            all_pairs_runs: units * (units - 1) / 2,
+            suspects: leader
+                .locator
+                .suspects()
+                .iter()
+                .map(|(&unit, verdicts)| (name(unit), verdicts.clone()))
+                .collect(),
+            retired: leader.dead.iter().map(|&rank| name(pair_by.unit_of(&leader.step, rank))).collect(),
+        })
+    }
+}
+
+impl Leader {
+    fn decide(
+        &mut self,
+        plan: &mut RunPlan,
+        beat: &mut Beat<'_>,
+        options: &TaskOptions,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<bool> {
+        let out = &options.out;
+        let round = plan.plan.rounds;
+        self.wait_for_round(plan, beat, options.round_timeout, say)?;
+        // The rows of the rounds not yet recorded (the whole first pass at first).
+        let pairs: Vec<&BenchPair> =
+            plan.plan.pairs.iter().filter(|pair| pair.round >= self.recorded).collect();
+        let lines = client_lines(out, &pairs)?;
+        let first_pass = self.recorded == 0;
+        if first_pass {
+            let mut plateaus: Vec<f64> = lines.values().flat_map(plateaus).collect();
+            self.level = median(&mut plateaus);
+        }
+        let mut unit_pairs: BTreeMap<(usize, usize), bool> = BTreeMap::new();
+        for pair in &pairs {
+            let unit = |rank: usize| self.options.pair_by.unit_of(&self.step, rank);
+            let low = lines.get(&(pair.round, pair.port)).is_none_or(|line| self.low(line));
+            *unit_pairs.entry((unit(pair.server_rank), unit(pair.client_rank))).or_default() |= low;
+        }
+        let verdicts: Vec<(Pair, bool)> =
+            unit_pairs.into_iter().map(|((server, client), low)| (Pair { server, client }, low)).collect();
+        self.locator.record_round(&verdicts, first_pass);
+        self.recorded = round;
+        for &rank in &self.dead {
+            self.locator.retire(self.options.pair_by.unit_of(&self.step, rank));
+        }
+        let next = self.locator.next_round();
+        let decided = match &next {
+            Some(unit_pairs) => {
+                let added = plan.plan.add_round(
+                    &self.step,
+                    self.options.pair_by,
+                    self.options.base_port,
+                    unit_pairs,
+                )?;
+                write_json(&out.plan(), plan)?;
+                say(&format!(
+                    "locate round {round}: {} suspect(s) re-paired with healthy peers",
+                    unit_pairs.len()
+                ));
+                self.decisions.rounds.push(added);
+                true
+            }
+            None => {
+                self.decisions.finished = true;
+                false
+            }
+        };
+        write_json(&out.decisions(), &self.decisions)?;
+        Ok(decided)
+    }
+
+    /// Waits until every live rank has finished the rounds so far; ranks silent for `timeout`
+    /// are counted dead from then on.
+    fn wait_for_round(
+        &mut self,
+        plan: &RunPlan,
+        beat: &mut Beat<'_>,
+        timeout: Duration,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<()> {
+        let round = plan.plan.rounds;
+        let mut waiting: Vec<(usize, Watch)> = (1..self.step.tasks)
+            .filter(|rank| !self.dead.contains(rank))
+            .map(|rank| (rank, Watch::new()))
+            .collect();
+        let out = beat.out;
+        while !waiting.is_empty() {
+            let mut given_up = Vec::new();
+            waiting.retain_mut(|(rank, watch)| {
+                let shown = progress_of(out, &plan.run_id, *rank);
+                if shown.as_ref().is_some_and(|progress| progress.rounds_done >= round) {
+                    return false;
+                }
+                if watch.silent_for(shown.as_ref()) >= timeout {
+                    given_up.push(*rank);
+                    return false;
+                }
+                true
+            });
+            for rank in given_up {
+                say(&format!(
+                    "locate: rank {rank} ({}) showed nothing for {} s; paired with no one again",
+                    self.step.node_of(rank),
+                    timeout.as_secs()
+                ));
+                self.dead.insert(rank);
+            }
+            if !waiting.is_empty() {
+                beat.beat()?;
+                std::thread::sleep(poll_for(waiting.len()));
+            }
+        }
+        Ok(())
+    }
+
+    fn low(&self, line: &PairLine) -> bool {
+        if line.record.exit_code != Some(0) || line.rows.is_empty() {
+            return true;
+        }
+        let Some(level) = self.level else { return false };
+        let floor = level + LOW_SHARE.ln();
+        let lanes = plateaus(line);
+        lanes.is_empty() || lanes.iter().any(|&value| value < floor)
+    }
+}
+
+/// A rank other than 0 waits for rank 0's next round; `false` when rank 0 said the job is done,
+/// or when rank 0 showed nothing for `timeout` (said, and this rank ends).
+fn follow(
+    first_pass_rounds: usize,
+    plan: &mut RunPlan,
+    beat: &mut Beat<'_>,
+    timeout: Duration,
+    say: &mut dyn FnMut(&str),
+) -> Result<bool> {
+    let out = beat.out;
+    let wanted = plan.plan.rounds - first_pass_rounds;
+    let mut leader = Watch::new();
+    loop {
+        let decisions = read_json_if_present::<Decisions>(&out.decisions())
+            .ok()
+            .flatten()
+            .filter(|decisions| decisions.run_id == plan.run_id);
+        if let Some(decisions) = decisions {
+            if let Some(round) = decisions.rounds.get(wanted) {
+                plan.plan.pairs.extend(round.iter().cloned());
+                plan.plan.rounds += 1;
+                return Ok(true);
+            }
+            if decisions.finished {
+                return Ok(false);
+            }
+        }
+        let shown = progress_of(out, &plan.run_id, 0);
+        if leader.silent_for(shown.as_ref()) >= timeout {
+            say(&format!(
+                "rank 0 showed nothing for {} s while this rank waited for locate round {}; stopping",
+                timeout.as_secs(),
+                plan.plan.rounds
+            ));
+            return Ok(false);
+        }
+        beat.beat()?;
+        // Every rank but one polls this one file: once a second keeps the load on the shared
+        // file system at about one read per rank a second (a round's benches take longer).
+        std::thread::sleep(HEARTBEAT);
+    }
+}
+
+/// The client lines of `pairs`, by (round, port), read from their clients' record files.
+fn client_lines(
+    out: &crate::layout::OutputDir,
+    pairs: &[&BenchPair],
+) -> Result<HashMap<(usize, u16), PairLine>> {
+    let wanted: BTreeSet<(usize, u16)> = pairs.iter().map(|pair| (pair.round, pair.port)).collect();
+    let clients: BTreeSet<usize> = pairs.iter().map(|pair| pair.client_rank).collect();
+    let mut lines = HashMap::new();
+    for rank in clients {
+        for_each_line(&out.records(rank), &mut |line| {
+            let key = (line.record.pair.round, line.record.pair.port);
+            if line.record.role == Role::Client && wanted.contains(&key) {
+                lines.insert(key, line);
+            }
+            Ok(())
+        })?;
+    }
+    Ok(lines)
+}
+
+/// Per lane of a client's rows, ln of the bandwidth at the largest size measured (rows of lane
+/// `all`, a sum over lanes, left out); empty without a `bw_avg_gbit_s` column.
+fn plateaus(line: &PairLine) -> Vec<f64> {
+    let Some(header) = &line.header else { return Vec::new() };
+    let find = |name: &str| header.iter().position(|column| column == name);
+    let (Some(bw), Some(bytes)) = (find("bw_avg_gbit_s"), find("bytes")) else { return Vec::new() };
+    let lane = find("lane");
+    let mut best: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
+    for row in &line.rows {
+        let field = |index: usize| row.get(index).map(String::as_str).unwrap_or("");
+        let lane = lane.map(field).unwrap_or("");
+        let (Ok(size), Ok(value)) = (field(bytes).parse::<u64>(), field(bw).parse::<f64>()) else { continue };
+        if lane == "all" || value <= 0.0 {
+            continue;
+        }
+        let entry = best.entry(lane).or_insert((size, value));
+        if size > entry.0 {
+            *entry = (size, value);
+        }
+    }
+    best.values().map(|&(_, value)| value.ln()).collect()
+}
+
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    Some(values[values.len() / 2])
+}

@@ -1,0 +1,309 @@
+//! Tests of the framing and of the control channel over loopback TCP.
+
+use super::*;
+use gdrperf_verbs::{Endpoint, RemoteBuffer};
+use serde_json::json;
+
+pub(crate) fn hello() -> Hello {
+    Hello {
+        version: PROTOCOL_VERSION,
+        gdrperf_version: "0.1.0".into(),
+        host: "node1".into(),
+        parameters: json!({"test": "write_bw", "tx_depth": 128}),
+        side: SideInfo {
+            device: "rxe0".into(),
+            port: 1,
+            active_mtu: 4096,
+            memory: crate::memory_kind::MemoryKind::Host,
+            gpu: None,
+            path: None,
+        },
+        endpoints: vec![Endpoint { qp_number: 17, psn: 0x1234, lid: 0, gid: None }],
+        buffers: vec![RemoteBuffer { address: 0x7000, rkey: 99, len: 4096 }],
+        placements: vec!["host".into(), "cuda:0".into()],
+        lane: 0,
+        rdma_cm_port: None,
+    }
+}
+
+#[test]
+fn messages_round_trip_through_the_frame() {
+    let message = Message::Hello(Box::new(hello()));
+    let frame = encode(&message);
+    let len = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
+    assert_eq!(len, frame.len() - 4);
+    assert_eq!(decode_body(&frame[4..]).unwrap(), message);
+}
+
+#[test]
+fn differences_name_each_field() {
+    let differences = parameter_differences(
+        &json!({"test": "write_bw", "tx_depth": 128, "qps": 1}),
+        &json!({"test": "write_bw", "tx_depth": 64, "validate": true}),
+    );
+    assert_eq!(differences, vec!["qps", "tx_depth", "validate"]);
+}
+
+#[test]
+fn garbage_and_truncated_bodies_are_errors_not_panics() {
+    assert!(decode_body(b"").is_err());
+    assert!(decode_body(b"{\"Hello\":").is_err());
+    assert!(decode_body(&[0xff, 0xfe, 0x00]).is_err());
+}
+
+#[test]
+fn hello_exchange_over_loopback_checks_parameters() {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
+        let mut ours = hello();
+        ours.parameters = json!({"test": "write_bw", "tx_depth": 64});
+        control.exchange_hello(&ours, None)
+    });
+    let mut client = Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
+    let client_result = client.exchange_hello(&hello(), None);
+    let server_result = server.join().unwrap();
+    let message = client_result.unwrap_err().to_string();
+    assert!(message.starts_with("the server 127.0.0.1:"), "{message}");
+    assert!(message.ends_with("runs gdr-write-bw with other settings: it has -t 64, this side -t 128; give both sides the same flags"), "{message}");
+    let message = server_result.unwrap_err().to_string();
+    assert!(
+        message.starts_with("the client 127.0.0.1:") && message.contains("it has -t 128, this side -t 64"),
+        "{message}"
+    );
+}
+
+#[test]
+fn oversized_frames_are_refused_before_allocation() {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sender = std::thread::spawn(move || {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.write_all(&u32::MAX.to_be_bytes()).unwrap();
+    });
+    let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
+    sender.join().unwrap();
+    assert!(matches!(control.receive("testing"), Err(ExchangeError::TooLarge { .. })));
+}
+
+#[test]
+fn connecting_to_nobody_times_out_with_a_clear_message() {
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let started = Instant::now();
+    let error =
+        Control::connect("127.0.0.1", port, Duration::from_millis(500), "gdr-write-bw").err().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(error.to_string().contains("cannot reach the server at 127.0.0.1"), "{error}");
+}
+
+/// A connected pair over loopback TCP: (accepted side, raw client stream).
+fn pair() -> (Control, TcpStream) {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    (Control::accept(&listener, Duration::from_secs(5)).unwrap(), client)
+}
+
+#[test]
+fn a_frame_cut_short_is_a_closed_connection() {
+    let (mut control, mut client) = pair();
+    let frame = encode(&Message::Ready);
+    client.write_all(&frame[..frame.len() - 1]).unwrap();
+    drop(client);
+    assert!(matches!(control.receive("testing"), Err(ExchangeError::Closed { .. })));
+}
+
+#[test]
+fn a_stop_request_ends_a_long_wait_early() {
+    let (mut control, _client) = pair();
+    let stop = StopFlag::default();
+    control.set_stop_flag(stop.clone());
+    control.set_timeout(Duration::from_secs(3600));
+    let started = Instant::now();
+    let asker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        stop.request(StopSignal::Interrupt);
+    });
+    let result = control.receive("waiting for a size");
+    asker.join().unwrap();
+    assert!(matches!(result, Err(ExchangeError::Interrupted(StopSignal::Interrupt))), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn a_silent_peer_times_out_after_the_timeout() {
+    let (mut control, _client) = pair();
+    control.set_timeout(Duration::from_millis(500));
+    let started = Instant::now();
+    let result = control.receive("waiting for a size");
+    assert!(matches!(result, Err(ExchangeError::Timeout { .. })), "{result:?}");
+    assert!(started.elapsed() >= Duration::from_millis(500));
+}
+
+#[test]
+fn check_peer_sees_a_dead_peer_and_a_failure_without_consuming_other_messages() {
+    let (mut control, mut client) = pair();
+    let watch = control.watch();
+    assert!(watch.check_peer_now().is_ok(), "nothing sent yet");
+    client.write_all(&encode(&Message::SizeDone { size: 64, report: None })).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(watch.check_peer_now().is_ok(), "a SizeDone is left for the sweep");
+    assert_eq!(control.receive("testing").unwrap(), Message::SizeDone { size: 64, report: None });
+    client.write_all(&encode(&Message::Failed { message: "out of memory".into() })).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        matches!(watch.check_peer_now(), Err(ExchangeError::PeerFailed { message, .. }) if message == "out of memory")
+    );
+    let _ = control.receive("consuming the failure");
+    drop(client);
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(matches!(watch.check_peer_now(), Err(ExchangeError::Closed { .. })));
+    std::thread::sleep(PEER_CHECK_INTERVAL);
+    assert!(matches!(control.check_peer(), Err(ExchangeError::Closed { .. })));
+    assert!(control.check_peer().is_ok(), "rate-limited: the next look comes only after the interval");
+}
+
+#[test]
+fn a_version_one_peer_is_named_as_such() {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // An old server sends its hello first, without a challenge.
+    let old_server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut old = hello();
+        old.version = 1;
+        stream.write_all(&encode(&Message::Hello(Box::new(old)))).unwrap();
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest);
+    });
+    let mut client = Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
+    let error = client.exchange_hello(&hello(), None).unwrap_err();
+    drop(client);
+    old_server.join().unwrap();
+    assert!(matches!(error, ExchangeError::Version { theirs: 1, ours: PROTOCOL_VERSION, .. }), "{error}");
+}
+
+#[test]
+fn a_peers_text_is_escaped_and_cut() {
+    assert_eq!(printable("wrong token"), "wrong token");
+    assert_eq!(printable("a\nFAKE: ok\x1b[2J\r"), "a\\nFAKE: ok\\u{1b}[2J\\r");
+    let long = "é".repeat(PEER_TEXT_CHARS + 10);
+    let cut = printable(&long);
+    assert!(cut.starts_with(&"é".repeat(PEER_TEXT_CHARS)), "{cut}");
+    assert!(cut.ends_with("... (10 more characters cut)"), "{cut}");
+}
+
+#[test]
+fn a_peers_failed_message_arrives_escaped_and_cut() {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sender = std::thread::spawn(move || {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let message = format!("\x1b[31mred\n{}", "x".repeat(MAX_MESSAGE_BYTES / 2));
+        stream.write_all(&encode(&Message::Failed { message })).unwrap();
+    });
+    let mut control = Control::accept(&listener, Duration::from_secs(5)).unwrap();
+    let error = control.receive("waiting").unwrap_err().to_string();
+    sender.join().unwrap();
+    assert!(
+        error.contains("\\u{1b}[31mred\\nxxx") && !error.contains('\x1b') && !error.contains('\n'),
+        "{error}"
+    );
+    assert!(error.len() < 600, "{} characters", error.len());
+}
+
+/// A server vetting one connection, and a raw client socket that plays a hostile peer.
+fn vetting_pair(timeout: Duration) -> (std::thread::JoinHandle<ExchangeResult<u32>>, TcpStream) {
+    let listener = Control::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut control = Control::accept(&listener, timeout).unwrap();
+        control.vet(&hello(), None)
+    });
+    (server, TcpStream::connect(("127.0.0.1", port)).unwrap())
+}
+
+/// A trickle cannot hold a handshake: a peer sending one byte per 20 ms (well inside the 200 ms read slice, so no
+/// read ever times out) is cut off by the handshake's one deadline, before it finishes its frame.
+#[test]
+fn a_trickling_peer_is_cut_off_by_the_handshake_deadline() {
+    let (server, mut stream) = vetting_pair(Duration::from_secs(1));
+    let frame_bytes = 2_000usize;
+    stream.write_all(&(frame_bytes as u32).to_be_bytes()).unwrap();
+    let trickler = std::thread::spawn(move || {
+        for sent in 0..frame_bytes {
+            if stream.write_all(b" ").is_err() {
+                return sent;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        frame_bytes
+    });
+    let error = server.join().unwrap().unwrap_err();
+    // Named as what it was: a trickle cut off mid-message, not a peer that "sent nothing".
+    match &error {
+        ExchangeError::Trickle { received, expected, .. } => {
+            assert_eq!(*expected, frame_bytes, "{error}");
+            assert!(*received > 0 && *received < frame_bytes, "{error}");
+        }
+        other => panic!("expected a trickle cut off, got {other}"),
+    }
+    assert!(error.to_string().contains("cut off at the deadline"), "{error}");
+    assert!(!error.to_string().contains("sent nothing"), "{error}");
+    // The server closed its end when it gave up: the trickler's writes fail from then on.
+    assert!(trickler.join().unwrap() < frame_bytes, "the trickle ran to its end: no deadline cut it");
+}
+
+/// Nothing large is read before the proof: a frame larger than a proof is refused from its length
+/// prefix alone (nothing of its body is read or allocated); an early close is named as such.
+#[test]
+fn before_the_proof_only_small_frames_are_read() {
+    let (server, mut stream) = vetting_pair(Duration::from_secs(5));
+    stream.write_all(&(MAX_MESSAGE_BYTES as u32).to_be_bytes()).unwrap();
+    let error = server.join().unwrap().unwrap_err();
+    match &error {
+        ExchangeError::TooLarge { len, limit, .. } => {
+            assert_eq!((*len, *limit), (MAX_MESSAGE_BYTES, PRE_PROOF_MAX_BYTES))
+        }
+        other => panic!("expected TooLarge, got {other}"),
+    }
+    assert!(error.to_string().contains("while waiting for the client's proof"), "{error}");
+
+    let (server, stream) = vetting_pair(Duration::from_secs(5));
+    drop(stream);
+    let error = server.join().unwrap().unwrap_err();
+    assert!(matches!(error, ExchangeError::Closed { .. }), "{error}");
+}
+
+/// Peer text made harmless: every string of a peer's hello is cleaned where it is decoded, so no printer
+/// downstream (run header, sweep, terms, errors, CSV) ever holds an ESC or a huge name.
+#[test]
+fn a_peers_hello_is_cleaned_and_cut_where_it_is_decoded() {
+    let mut theirs = hello();
+    let huge = format!("\x1b[2J\x1b]0;owned\x07{}", "n".repeat(500_000));
+    theirs.host = huge.clone();
+    theirs.side.device = "rxe0\x1b[31m".into();
+    theirs.side.gpu = Some("gpu\r\nFAKE: ok".into());
+    theirs.placements = vec![huge.clone(), "host".into()];
+    theirs.parameters = json!({"test": "write_bw", "evil\x1b": [huge.clone()]});
+    let decoded = match decode_body(&encode(&Message::Hello(Box::new(theirs)))[4..]).unwrap() {
+        Message::Hello(hello) => hello,
+        other => panic!("decoded {other:?}"),
+    };
+    let text = serde_json::to_string(&decoded).unwrap();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\r') && !text.contains('\u{7}'),
+        "a control character survived"
+    );
+    assert!(text.len() < 4 * PEER_TEXT_CHARS + 2_000, "{} bytes survived", text.len());
+    assert!(decoded.host.starts_with("\\u{1b}[2J") && decoded.host.ends_with("more characters cut)"));
+    assert_eq!(decoded.side.device, "rxe0\\u{1b}[31m");
+    assert_eq!(decoded.placements[1], "host", "clean text is left as it is");
+    assert!(decoded.parameters.get("evil\\u{1b}").is_some(), "{}", decoded.parameters);
+    let failed = encode(&Message::Failed { message: "\x1b[2Jbye".into() });
+    assert_eq!(decode_body(&failed[4..]).unwrap(), Message::Failed { message: "\\u{1b}[2Jbye".into() });
+}

@@ -1,0 +1,25 @@
+//! What every layer of a gdrperf run shares about its process, kept below all of them so that
+//! none reaches up for it: the operator's request to stop ([`stop`]: SIGINT and SIGTERM taken
+//! over during a sweep) and the program's name that starts every line printed on stderr
+//! ([`program_name`]).
+//!
+//! The control channel (gdrperf-exchange) looks at the stop flag while it waits on a peer and
+//! names the program when it turns a client away; the harness (gdrperf) installs the handlers
+//! and turns a stop into the shell's exit code. Both depend on this crate, neither on the other
+//! for these.
+
+pub mod stop;
+
+pub use stop::{install_signal_handlers, SignalError, StopFlag, StopSignal};
+
+/// This process's binary name ("gdr-write-bw"), which starts every line it prints on stderr.
+pub fn program_name() -> String {
+    let program = std::env::args_os().next().map(|path| {
+        let path = path.to_string_lossy().into_owned();
+        std::path::Path::new(&path)
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or(path)
+    });
+    program.unwrap_or_else(|| "gdrperf".into())
+}

@@ -1,0 +1,296 @@
+//! Memory the NIC may touch: page-aligned host buffers and their registrations.
+//!
+//! Registration pins the pages and gives two keys: the `lkey`, which our own work requests
+//! quote, and the `rkey`, which we hand to the peer so that its NIC may read or write here.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::io;
+use std::os::fd::RawFd;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use sideway::ibverbs::memory_region::MemoryRegion as SidewayMemoryRegion;
+use sideway::ibverbs::protection_domain::ProtectionDomain;
+use sideway::ibverbs::AccessFlags;
+
+use crate::{Result, VerbsError};
+
+/// Alignment of host buffers: a page, so that registration pins whole pages of ours alone and
+/// the NIC's DMA starts on a boundary.
+const PAGE: usize = 4096;
+
+/// A zeroed, page-aligned heap buffer. Unlike a `Vec<u8>`, it never moves or reallocates, which
+/// a registered buffer must not do.
+pub struct HostBuffer {
+    pointer: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: HostBuffer owns its allocation exclusively, like a Box<[u8]>.
+unsafe impl Send for HostBuffer {}
+unsafe impl Sync for HostBuffer {}
+
+impl HostBuffer {
+    pub fn new(len: usize) -> Result<HostBuffer> {
+        let layout = Layout::from_size_align(len.max(1), PAGE).map_err(|_| VerbsError::Allocation { len })?;
+        // SAFETY: the layout has a non-zero size.
+        let pointer = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(VerbsError::Allocation { len })?;
+        Ok(HostBuffer { pointer, layout })
+    }
+
+    pub fn len(&self) -> usize {
+        self.layout.size()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.layout.size() == 0
+    }
+
+    /// The virtual address the NIC uses for this buffer.
+    pub fn address(&self) -> u64 {
+        self.pointer.as_ptr() as u64
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the allocation is valid and initialised (zeroed) for its whole size.
+        unsafe { std::slice::from_raw_parts(self.pointer.as_ptr(), self.layout.size()) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self guarantees exclusive access from Rust's side.
+        unsafe { std::slice::from_raw_parts_mut(self.pointer.as_ptr(), self.layout.size()) }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this very layout.
+        unsafe { dealloc(self.pointer.as_ptr(), self.layout) }
+    }
+}
+
+/// What a peer may do to a region, or through a QP: the least its test needs. An rkey is access
+/// for anyone on the fabric who learns it, so a region opens only what the test uses: the
+/// read_lat server's buffer is read, the write tests' buffers are written, the atomic_lat
+/// server's counter is updated atomically, the send tests' buffers and every buffer that is
+/// never advertised (validation rings) are neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteAccess {
+    /// Local use only (receives, copies, the source of our own requests).
+    None,
+    /// The peer may RDMA READ it.
+    Read,
+    /// The peer may RDMA WRITE it.
+    Write,
+    /// The peer may run 8-byte atomics on it (fetch-and-add, compare-and-swap).
+    Atomic,
+}
+
+impl RemoteAccess {
+    /// The verbs flags: always local write (receives and READ results land here), plus the
+    /// one remote right asked for.
+    pub fn flags(self) -> AccessFlags {
+        match self {
+            RemoteAccess::None => AccessFlags::LocalWrite,
+            RemoteAccess::Read => AccessFlags::LocalWrite | AccessFlags::RemoteRead,
+            RemoteAccess::Write => AccessFlags::LocalWrite | AccessFlags::RemoteWrite,
+            RemoteAccess::Atomic => AccessFlags::LocalWrite | AccessFlags::RemoteAtomic,
+        }
+    }
+}
+
+/// A registered region: keys plus the address range they cover.
+/// Not `Clone`: a copy would keep the keys (the rkey a peer writes through) while the pages they
+/// cover can be freed by the owner of the original; one owner, borrowed by reference.
+pub struct MemoryRegion {
+    region: Arc<SidewayMemoryRegion>,
+    address: u64,
+    len: usize,
+}
+
+impl MemoryRegion {
+    /// Registers `len` bytes at virtual address `address` (host memory, or GPU memory when the
+    /// nvidia-peermem module lets the NIC driver resolve device pointers).
+    ///
+    /// # Safety
+    /// The range must stay valid (not freed, not moved) for as long as the region lives.
+    pub unsafe fn register(
+        pd: &Arc<ProtectionDomain>,
+        address: u64,
+        len: usize,
+        what: &str,
+        access: RemoteAccess,
+    ) -> Result<MemoryRegion> {
+        // SAFETY: the caller keeps `address..address + len` valid for the region's life.
+        let registered = unsafe { pd.reg_mr(address as usize, len, access.flags()) };
+        let region = registered.map_err(|error| VerbsError::RegisterMemory {
+            what: what.to_string(),
+            len,
+            source: source_of(&error),
+            hint: if what.contains("GPU") {
+                "; GPU memory through ibv_reg_mr needs the nvidia-peermem module (modprobe nvidia-peermem), or use --gdr dmabuf"
+            } else {
+                "; check `ulimit -l` (locked memory) for your user"
+            },
+        })?;
+        Ok(MemoryRegion { region, address, len })
+    }
+
+    /// Registers a dma-buf (GPU memory exported by the CUDA driver) at I/O virtual address
+    /// `address`, so that remote peers can use the same address they would with peermem.
+    ///
+    /// # Safety
+    /// `fd` must be a dma-buf covering `offset..offset + len` that outlives the region.
+    pub unsafe fn register_dmabuf(
+        pd: &Arc<ProtectionDomain>,
+        fd: RawFd,
+        offset: u64,
+        address: u64,
+        len: usize,
+        what: &str,
+        access: RemoteAccess,
+    ) -> Result<MemoryRegion> {
+        // SAFETY: the caller guarantees `fd` covers `offset..offset + len` and outlives the region.
+        let registered = unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, access.flags()) };
+        let region = registered.map_err(|error| {
+            VerbsError::RegisterMemory {
+                what: what.to_string(),
+                len,
+                source: source_of(&error),
+                hint: "; dma-buf registration needs rdma-core >= 34, a kernel >= 5.12 with the NIC driver's dma-buf \
+                       support, and NVIDIA's open kernel modules; or try --gdr peermem",
+            }
+        })?;
+        Ok(MemoryRegion { region, address, len })
+    }
+
+    pub fn lkey(&self) -> u32 {
+        self.region.lkey()
+    }
+
+    pub fn rkey(&self) -> u32 {
+        self.region.rkey()
+    }
+
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// What the peer needs to read or write this region.
+    pub fn remote(&self) -> RemoteBuffer {
+        RemoteBuffer { address: self.address, rkey: self.rkey(), len: self.len as u64 }
+    }
+
+    /// A local scatter/gather entry covering `len` bytes at `offset`: the only way to make a
+    /// [`LocalSlice`] that names bytes.
+    ///
+    /// # Panics
+    /// Where the bytes reach past the region.
+    pub fn slice(&self, offset: usize, len: usize) -> LocalSlice {
+        assert!(
+            offset.checked_add(len).is_some_and(|end| end <= self.len),
+            "slice outside the registered region"
+        );
+        LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey() }
+    }
+}
+
+/// The errno hidden inside sideway's registration error, for the message.
+fn source_of(error: &sideway::ibverbs::memory_region::RegisterMemoryRegionError) -> io::Error {
+    use sideway::ibverbs::memory_region::RegisterMemoryRegionErrorKind as Kind;
+    match &error.0 {
+        Kind::Ibverbs(inner) => inner
+            .raw_os_error()
+            .map(io::Error::from_raw_os_error)
+            .unwrap_or_else(|| io::Error::other(inner.to_string())),
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+/// A peer's registered buffer, as exchanged out of band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteBuffer {
+    pub address: u64,
+    pub rkey: u32,
+    pub len: u64,
+}
+
+/// A scatter/gather entry: local bytes a work request reads from or lands in.
+///
+/// Its fields are private: a slice is made only by [`MemoryRegion::slice`] (inside the
+/// region), [`LocalSlice::sub`] (inside a slice) or [`LocalSlice::empty`], so it always names
+/// bytes of a registered region (or none). The NIC checks the key: a slice of a region that was
+/// deregistered since fails with a protection error, it never reaches other memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalSlice {
+    address: u64,
+    len: u32,
+    lkey: u32,
+}
+
+impl LocalSlice {
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+
+    /// No bytes: a receive that only signals (write with immediate, a credit), or a zero-byte SEND.
+    pub const fn empty() -> LocalSlice {
+        LocalSlice { address: 0, len: 0, lkey: 0 }
+    }
+
+    /// A slice of made-up memory, for unit tests that play the NIC's part on plain buffers
+    /// (the harness's too, through the `test-support` feature its tests turn on).
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn for_tests(address: u64, len: u32) -> LocalSlice {
+        LocalSlice { address, len, lkey: 7 }
+    }
+
+    /// `len` bytes at `offset` inside this slice (a message's slot of a registered ring).
+    ///
+    /// # Panics
+    /// Where they would reach past the slice: a slice never names bytes outside its region.
+    #[inline]
+    pub fn sub(&self, offset: usize, len: usize) -> LocalSlice {
+        assert!(
+            offset.checked_add(len).is_some_and(|end| end <= self.len as usize),
+            "slice outside the registered region"
+        );
+        LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_buffer_is_page_aligned_zeroed_and_writable() {
+        let mut buffer = HostBuffer::new(10_000).unwrap();
+        assert_eq!(buffer.address() % PAGE as u64, 0);
+        assert!(buffer.as_slice().iter().all(|byte| *byte == 0));
+        buffer.as_mut_slice()[9_999] = 7;
+        assert_eq!(buffer.as_slice()[9_999], 7);
+        assert_eq!(buffer.len(), 10_000);
+    }
+}

@@ -1,0 +1,34 @@
+//! The measuring loops: who posts the WRITEs, READs and SENDs of a size, reaps their
+//! completions and times them. Look here for "who keeps the send queue full?", "where is a
+//! round trip timed?" or "when does a staged receiver credit the sender?".
+//!
+//! An engine runs one size over a connected [`Session`](crate::harness::Session) and gives the
+//! figures its bench turns into a row; it neither parses options nor drives the sweep (the
+//! harness does), and its memory is the memory room's (`QueueMemory`), so one loop serves
+//! host, GPUDirect and staged buffers alike.
+//! - One-sided stream (gdr-write-bw, gdr-read-bw): `one_sided` over the streaming loop of
+//!   `bandwidth`, with `staged_receive` on a staged side written to.
+//! - SEND/RECV stream (gdr-send-bw): `send`.
+//! - Latency (one message in flight, every round trip timed): `latency`, with `ping_pong`
+//!   for what the two ping-pong benches share.
+//! - The streaming loops' bookkeeping, apart from the verbs calls: [`stream_book`] (how many
+//!   requests a QP may post, which ones are signalled) and [`credits`] (a sender posts only
+//!   while it holds a credit for a receive the peer has posted).
+
+pub(crate) mod bandwidth;
+pub mod credits;
+pub(crate) mod latency;
+pub(crate) mod one_sided;
+pub(crate) mod ping_pong;
+pub(crate) mod send;
+pub(crate) mod staged_receive;
+pub mod stream_book;
+
+/// The latency loop's bookkeeping, for `benches/latency_loop.rs` (criterion benches link the
+/// library from outside): not part of what the bench binaries use.
+#[doc(hidden)]
+pub mod latency_loop_parts {
+    pub use super::latency::samples::{Continue, RoundTrip, Samples};
+    pub use super::latency::LatencyPlan;
+    pub use crate::options::config::LatencySpan;
+}

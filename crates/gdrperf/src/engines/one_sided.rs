@@ -1,0 +1,185 @@
+//! The one-sided bandwidth benches (gdr-write-bw, gdr-read-bw) on the streaming engine, whatever
+//! the memory: the active side streams WRITEs or READs ([`crate::engines::bandwidth::stream`]);
+//! the other side is passive, except where its memory is staged:
+//! - WRITE into staged memory: the side written to copies every arrival on into its payload and
+//!   credits the writer ([`crate::engines::staged_receive`]).
+//! - READ of staged memory: the side read from copies its payload out into its registered bounce
+//!   buffer once per size, before the clock starts (what a program without GPUDirect does before
+//!   it lets a peer read); a staged reader copies each landed message in, timed, in the engine.
+//!
+//! The bench only says what it is and what it needs of each side ([`crate::harness::Benchmark`]);
+//! both benches measure with this one engine.
+
+use crate::engines::bandwidth::{post_credit_receives, stream, StreamOperation, StreamPlan};
+use crate::engines::staged_receive;
+use crate::error::Result;
+use crate::harness::benchmark::Engine;
+use crate::harness::session::Session;
+use crate::memory::buffers::pattern_seed;
+use crate::options::config::{BandwidthConfig, BenchConfig, StopRule};
+use crate::output::rows::{BandwidthFigures, BandwidthSettings};
+use crate::output::{BandwidthRow, RowContext};
+
+/// A writer's receives for a staged receiver's credits are posted (once per connection).
+#[derive(Default)]
+struct CreditReceives(bool);
+
+/// The settings of a one-sided stream.
+#[derive(Debug, Clone)]
+pub struct OneSidedStream {
+    pub operation: StreamOperation,
+    pub common: BenchConfig,
+    pub bandwidth: BandwidthConfig,
+}
+
+impl OneSidedStream {
+    /// Whether this side posts (writes or reads): the client always, the server only when
+    /// bidirectional.
+    pub fn sends(&self, session: &Session) -> bool {
+        session.is_client() || self.bandwidth.bidirectional
+    }
+
+    /// Whether data lands in this side's buffer, which then has something to check: the side
+    /// written to, or the reader.
+    pub fn receives(&self, session: &Session) -> bool {
+        match self.operation {
+            StreamOperation::Write => !session.is_client() || self.bandwidth.bidirectional,
+            StreamOperation::Read => self.sends(session),
+        }
+    }
+
+    /// Whether the peer takes data from this side's buffer: the writer, or the side read from.
+    fn is_source(&self, session: &Session) -> bool {
+        match self.operation {
+            StreamOperation::Write => self.sends(session),
+            StreamOperation::Read => !session.is_client() || self.bandwidth.bidirectional,
+        }
+    }
+
+    /// Whether the side written to is staged (it then copies every arrival on, and must hear of
+    /// each; never for READ, where the reader copies its own). The refusals of
+    /// [`BandwidthConfig::staged`] were made once, before the QPs connected.
+    fn staged_receiver(&self, session: &Session) -> bool {
+        let server = if session.is_client() { session.peer_memory() } else { session.memory() };
+        self.operation == StreamOperation::Write && server.is_staged()
+    }
+
+    /// Messages per QP and size, warm-up included (a staged receiver copies those too).
+    fn messages_per_qp(&self) -> u64 {
+        match self.common.stop {
+            StopRule::Iterations(iterations) => iterations + self.common.warmup,
+            StopRule::Duration(_) => 0,
+        }
+    }
+}
+
+impl Engine for OneSidedStream {
+    type Report = BandwidthFigures;
+    type Row = BandwidthRow;
+
+    fn config(&self) -> &BenchConfig {
+        &self.common
+    }
+
+    /// Before a size: receives and credits in place, the data check's pattern written (the
+    /// source) or the buffer cleared (where data lands), a staged source's payload copied out.
+    fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
+        let staged_receiver = self.staged_receiver(session);
+        if staged_receiver && !self.sends(session) {
+            staged_receive::post_receives(session, size, &self.common, self.messages_per_qp())?;
+        }
+        if staged_receiver && self.sends(session) && !session.connection.state::<CreditReceives>().0 {
+            post_credit_receives(&mut session.local.queue_pairs)?;
+            session.connection.state::<CreditReceives>().0 = true;
+        }
+        let (source, receives) = (self.is_source(session), self.receives(session));
+        for (index, buffer) in session.local.buffers.iter_mut().enumerate() {
+            match (source, receives) {
+                _ if !self.common.validate => {}
+                // Both directions share one buffer per QP: each side's pattern goes into the
+                // peer's buffer, so the local copy must hold the pattern we give and is then
+                // overwritten by the peer's identical pattern.
+                (true, _) => buffer.fill_pattern(size, pattern_seed(size, index))?,
+                (false, true) => buffer.clear(size)?,
+                (false, false) => {}
+            }
+            if source && self.operation == StreamOperation::Read {
+                if let Some(stager) = buffer.stager() {
+                    let copy = stager.begin_out(0..size)?;
+                    stager.finish()?;
+                    // Before the size, outside the clock: not part of the copy time.
+                    stager.log().forget(copy);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One size on this side: the writer's figures, a staged receiver's (when data reached its
+    /// payload), or `None` for a passive side.
+    fn measure(&self, session: &mut Session, size: usize) -> Result<Option<BandwidthFigures>> {
+        let staged_receiver = self.staged_receiver(session);
+        session.take_copy_seconds();
+        let report = if self.sends(session) {
+            let plan = StreamPlan {
+                size,
+                operation: self.operation,
+                stop: self.common.stop,
+                warmup: self.common.warmup,
+                tx_depth: self.common.tx_depth,
+                cq_mod: self.bandwidth.cq_mod,
+                margin_seconds: self.common.margin_seconds,
+                stall_timeout: self.common.timeout,
+                notify_receiver: staged_receiver,
+                validate: self.common.validate,
+                shared_bounce_for_tests: self.common.shared_bounce_for_tests,
+            };
+            stream(session, &plan)?
+        } else if staged_receiver {
+            staged_receive::receive(session, size, &self.common, self.messages_per_qp())?
+        } else {
+            return Ok(None);
+        };
+        let copy_seconds = session.take_copy_seconds();
+        Ok(Some(BandwidthFigures { copy_seconds, ..BandwidthFigures::from(&report) }))
+    }
+
+    /// `--validate`, after a size: where data landed, the pattern is whole (a staged ring was
+    /// checked message by message as each was copied in).
+    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
+        if !self.common.validate || !self.receives(session) {
+            return Ok(None);
+        }
+        session.check_received(size, size)
+    }
+
+    /// The row of one size: both directions add up; one direction seen from both ends (a
+    /// receiver that copies on reports when data reached its payload) counts at the slower end,
+    /// where it arrived last.
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<BandwidthFigures>,
+        peer: Option<BandwidthFigures>,
+        validation: &str,
+    ) -> Option<BandwidthRow> {
+        let reports: Vec<BandwidthFigures> = match (ours, peer) {
+            (Some(sent), Some(landed)) if !self.bandwidth.bidirectional => {
+                let slower = if landed.average_bytes_per_second < sent.average_bytes_per_second {
+                    landed
+                } else {
+                    sent
+                };
+                // The copies of both ends are part of the cost, whichever end was slower.
+                vec![BandwidthFigures { copy_seconds: sent.copy_seconds + landed.copy_seconds, ..slower }]
+            }
+            (ours, peer) => ours.into_iter().chain(peer).collect(),
+        };
+        let settings = BandwidthSettings {
+            tx_depth: self.common.tx_depth,
+            cq_mod: self.bandwidth.cq_mod,
+            bidirectional: self.bandwidth.bidirectional,
+        };
+        (!reports.is_empty()).then(|| BandwidthRow::new(context, settings, &reports, validation))
+    }
+}

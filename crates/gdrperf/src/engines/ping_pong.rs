@@ -1,0 +1,137 @@
+//! The engine of the two ping-pong benches (gdr-write-lat, gdr-send-lat), [`PingPongLatency`]:
+//! one size measured on either side, and the row made of both sides' reports. They differ only
+//! in their transport ([`PingPong`]), so each step is written once, here.
+
+use crate::engines::latency::{
+    check_ping_pong, measure_size, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
+    prepare_ping_pong_check, LatencyPlan, PingPong,
+};
+use crate::error::Result;
+use crate::harness::benchmark::Engine;
+use crate::harness::session::Session;
+use crate::options::config::BenchConfig;
+use crate::options::latency::LatencyConfig;
+use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
+use crate::output::RowContext;
+
+/// One size of a ping-pong over `transport`. The server takes no samples, but its copies are
+/// inside the client's round trips, so it reports those alone; the client samples (logging to
+/// `files`, if any) and says how much it inlined.
+pub fn measure_ping_pong(
+    session: &mut Session,
+    transport: PingPong,
+    common: &BenchConfig,
+    latency: &LatencyConfig,
+    files: Option<&LatencyFiles>,
+    size: usize,
+) -> Result<Option<LatencyFigures>> {
+    let plan = LatencyPlan::new(
+        common,
+        size,
+        latency.inline(size, session.perftest_knows_inline(), session.cpu_visible()),
+    );
+    session.take_copy_seconds();
+    if !session.is_client() {
+        ping_pong_responder(session, transport, &plan)?;
+        return Ok(Some(LatencyFigures::copies_only(size, session.take_copy_seconds())));
+    }
+    let mut figures = measure_size(files, size, |sink| ping_pong_initiator(session, transport, &plan, sink))?;
+    figures.copy_seconds = session.take_copy_seconds();
+    figures.inline_size = latency.inline_size_for(session.perftest_knows_inline(), session.cpu_visible()).0;
+    Ok(Some(figures))
+}
+
+/// A ping-pong's row, on the client only: its figures, with the server's copy time added to its
+/// own (both sides' copies lie inside the round trips it timed).
+pub fn ping_pong_row(
+    context: &RowContext,
+    arrival: &'static str,
+    ours: Option<LatencyFigures>,
+    peer: Option<LatencyFigures>,
+    validation: &str,
+) -> Option<LatencyRow> {
+    let settings = LatencySettings { arrival, inline_size: ours.as_ref()?.inline_size };
+    let mut row = LatencyRow::new(context, settings, &ours?, validation);
+    row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
+    Some(row)
+}
+
+/// Which ping-pong a bench runs; the transport of each size follows from it and the memory of
+/// both sides ([`PingPong`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PingPongOperation {
+    /// RDMA WRITE (gdr-write-lat): the last-byte poll where the receiver's CPU sees its memory,
+    /// else (or with `--write-with-imm`) WRITE_WITH_IMM.
+    Write,
+    /// SEND/RECV (gdr-send-lat).
+    Send,
+}
+
+/// A ping-pong latency loop with its run's settings and per-size files.
+pub struct PingPongLatency {
+    pub operation: PingPongOperation,
+    pub common: BenchConfig,
+    pub latency: LatencyConfig,
+    pub files: Option<LatencyFiles>,
+}
+
+impl PingPongLatency {
+    /// This side's transport for the memory of both sides.
+    fn transport(&self, session: &Session) -> PingPong {
+        match self.operation {
+            PingPongOperation::Write => PingPong::for_write_session(session, self.latency.write_with_imm),
+            PingPongOperation::Send => PingPong::Send,
+        }
+    }
+}
+
+impl Engine for PingPongLatency {
+    type Report = LatencyFigures;
+    type Row = LatencyRow;
+
+    fn config(&self) -> &BenchConfig {
+        &self.common
+    }
+
+    fn prepare(&self, session: &mut Session, size: usize) -> Result<()> {
+        if self.common.validate {
+            prepare_ping_pong_check(session, size)?;
+        }
+        prepare_ping_pong(session, self.transport(session), size)
+    }
+
+    fn measure(&self, session: &mut Session, size: usize) -> Result<Option<LatencyFigures>> {
+        let transport = self.transport(session);
+        measure_ping_pong(session, transport, &self.common, &self.latency, self.files.as_ref(), size)
+    }
+
+    /// `--validate`: the message that landed last; a last-byte poll's last byte carries the
+    /// poll markers, so the check covers the bytes before it.
+    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
+        if !self.common.validate {
+            return Ok(None);
+        }
+        let len = match self.transport(session) {
+            PingPong::WritePollLastByte => size - 1,
+            _ => size,
+        };
+        check_ping_pong(session, size, len)
+    }
+
+    fn row(
+        &self,
+        context: &RowContext,
+        ours: Option<LatencyFigures>,
+        peer: Option<LatencyFigures>,
+        validation: &str,
+    ) -> Option<LatencyRow> {
+        // The transport follows from the memory of both sides, which the context names.
+        let transport = match self.operation {
+            PingPongOperation::Write => {
+                PingPong::for_write(context.mem_local, context.mem_remote, self.latency.write_with_imm)
+            }
+            PingPongOperation::Send => PingPong::Send,
+        };
+        ping_pong_row(context, transport.arrival(), ours, peer, validation)
+    }
+}

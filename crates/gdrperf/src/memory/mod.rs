@@ -1,0 +1,17 @@
+//! Where a message's bytes live and what happens to them around the wire: the registered
+//! buffers and their data pattern, staged copies through a bounce buffer for memory the NIC
+//! does not reach, and the hooks an engine calls before it posts and after a message lands.
+//! Look here for "how is GPU memory registered?", "what does `cuda-staged` copy, and when?" or
+//! "how is a received message checked?".
+//!
+//! The room knows nothing of the options' parsing or of the loops: an engine is written once,
+//! generic over `QueueMemory`, and this room makes each kind of
+//! memory fit it.
+//! - `buffers`: the benchmark buffers (host, GPU, staged) and their data pattern.
+//! - [`staging`]: the copy engines of staged memory (CUDA, or host for the tests).
+//! - `queue_memory`: the hooks: `Direct` does nothing,
+//!   `Staged` copies through a ring of bounce slots.
+
+pub(crate) mod buffers;
+pub(crate) mod queue_memory;
+pub mod staging;

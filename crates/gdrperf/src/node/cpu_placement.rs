@@ -1,0 +1,356 @@
+//! CPU placement: the measuring thread on a CPU of its NIC's NUMA node.
+//!
+//! On a two-socket GPU node a thread that the scheduler puts on the far socket posts every work
+//! request across the socket link, and its host buffers (first touched by that thread) land in
+//! the far socket's memory: bandwidth drops and latency grows for reasons that are no property of
+//! the NIC. perftest pins to the NIC's node by default (`--numa_node`, `--pin_cores`); so do we:
+//!
+//! - default: the CPUs of the NIC's NUMA node (`/sys/class/infiniband/DEV/device/numa_node`,
+//!   `/sys/devices/system/node/nodeN/cpulist`), within what this process may use (a Slurm or
+//!   `taskset` CPU set is respected);
+//! - `--numa-node N`: that node's CPUs instead; `--cpu LIST`: exactly those CPUs;
+//! - `--cpu none`, or a device without NUMA information (a software device such as Soft-RoCE, a
+//!   VM, many single-socket machines: `numa_node` -1): left to the scheduler, and said so.
+//!
+//! The thread is pinned before its buffers are allocated, so Linux's first-touch policy puts
+//! them on the chosen node without an `mbind`. The choice ([`choose`]) is a pure function of a
+//! [`NumaFacts`] read from sysfs ([`NumaFacts::read`]); applying it is [`pin_current_thread`].
+//!
+//! The affinity call is libc's `sched_setaffinity`, already a dependency: it takes a CPU set,
+//! which a whole node needs, where the `core_affinity` crate pins to one core only; `nix` would
+//! add a dependency for the same ten lines.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::error::ConfigError;
+
+/// What the user asked for (`--cpu`, `--numa-node`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CpuRequest {
+    /// The NIC's NUMA node (the default).
+    #[default]
+    NearNic,
+    /// `--cpu none`: leave it to the scheduler.
+    Unpinned,
+    /// `--cpu LIST`.
+    Cpus(Vec<usize>),
+    /// `--numa-node N`.
+    Node(u32),
+}
+
+impl CpuRequest {
+    /// From the two flags (clap keeps them apart).
+    pub fn from_flags(cpu: Option<&str>, numa_node: Option<u32>) -> Result<CpuRequest, ConfigError> {
+        match (cpu, numa_node) {
+            (Some(_), Some(_)) => Err(ConfigError::conflict("--cpu", "and --numa-node exclude each other")),
+            (Some("none"), None) => Ok(CpuRequest::Unpinned),
+            (Some(list), None) => parse_cpu_list(list).map(CpuRequest::Cpus).map_err(|error| {
+                ConfigError::malformed("--cpu", list, format!("{error} (examples: 3, 0-7, 0-3,8-11, none)"))
+            }),
+            (None, Some(node)) => Ok(CpuRequest::Node(node)),
+            (None, None) => Ok(CpuRequest::NearNic),
+        }
+    }
+}
+
+/// A placement this process cannot have, or a pinning that failed; shown after "CPU placement: ".
+#[derive(Debug, thiserror::Error)]
+pub enum CpuPlacementError {
+    /// `--cpu` lists CPUs outside this process's CPU set (Slurm's, `taskset`'s).
+    #[error(
+        "--cpu {}: CPU {} not available to this process (it may use {})",
+        format_cpu_list(.asked), format_cpu_list(.refused), format_cpu_list(.allowed)
+    )]
+    CpusNotAllowed { asked: Vec<usize>, refused: Vec<usize>, allowed: Vec<usize> },
+
+    /// `--numa-node` names a node sysfs does not list (`known`: those it does).
+    #[error(
+        "--numa-node {node}: no such NUMA node (this machine has {})",
+        if .known.is_empty() { "no NUMA information".to_string() } else { join(.known) }
+    )]
+    NoSuchNode { node: u32, known: Vec<u32> },
+
+    /// `--numa-node`'s CPUs are all outside this process's CPU set.
+    #[error(
+        "--numa-node {node}: none of its CPUs ({}) is available to this process (it may use {})",
+        format_cpu_list(.cpus), format_cpu_list(.allowed)
+    )]
+    NodeNotAllowed { node: u32, cpus: Vec<usize>, allowed: Vec<usize> },
+
+    /// `sched_setaffinity` refused the chosen CPUs.
+    #[error("cannot pin to {}: {source}", .placement.describe())]
+    Pin { placement: CpuPlacement, source: io::Error },
+
+    /// A `--concurrent` lane's thread could not be pinned to its lane's placement.
+    #[error("lane thread: {source}")]
+    LaneThread { source: io::Error },
+}
+
+/// "0, 1, 2": node numbers as a sentence lists them.
+fn join(nodes: &[u32]) -> String {
+    nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Where a side's measuring thread runs: in the run header, the rows (`cpu`, `numa_node`) and
+/// the JSON metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct CpuPlacement {
+    /// The CPUs the thread is pinned to; empty when left to the scheduler.
+    pub cpus: Vec<usize>,
+    /// The NUMA node those CPUs (and the buffers) are on, when known.
+    pub numa_node: Option<u32>,
+    /// Why these: "NUMA node 0 of mlx5_0", "--cpu 1", "--cpu none", "rxe0 has no NUMA node ...".
+    pub reason: String,
+}
+
+impl CpuPlacement {
+    /// The `cpu` column: the CPU list ("0-15", "1") or "none".
+    pub fn cpu_column(&self) -> String {
+        if self.cpus.is_empty() {
+            "none".into()
+        } else {
+            format_cpu_list(&self.cpus)
+        }
+    }
+
+    /// The header line: "CPUs 0-15 (NUMA node 0 of mlx5_0)", "not pinned (--cpu none)".
+    pub fn describe(&self) -> String {
+        match self.cpus.len() {
+            0 => format!("not pinned ({})", self.reason),
+            1 => format!("CPU {} ({})", format_cpu_list(&self.cpus), self.reason),
+            _ => format!("CPUs {} ({})", format_cpu_list(&self.cpus), self.reason),
+        }
+    }
+}
+
+/// What sysfs says about the device's NUMA node and each node's CPUs, and which CPUs this
+/// process may use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NumaFacts {
+    /// The RDMA device's node (`None`: no `device/numa_node`, or -1).
+    pub device_node: Option<u32>,
+    /// What `device/numa_node` held, for the message ("-1", "missing").
+    pub device_node_text: String,
+    /// Each node's CPUs.
+    pub node_cpus: BTreeMap<u32, Vec<usize>>,
+    /// The CPUs this process may run on (its affinity when the run started).
+    pub allowed: Vec<usize>,
+}
+
+impl NumaFacts {
+    /// Reads the facts for `device` under `root` ("/" on a live system); `allowed` is the
+    /// process's CPU set.
+    pub fn read(root: &Path, device: &str, allowed: Vec<usize>) -> NumaFacts {
+        let numa_file = root.join("sys/class/infiniband").join(device).join("device/numa_node");
+        let text = std::fs::read_to_string(&numa_file).map(|text| text.trim().to_string());
+        let device_node = text.as_ref().ok().and_then(|text| text.parse::<u32>().ok());
+        let mut node_cpus = BTreeMap::new();
+        if let Ok(entries) = std::fs::read_dir(root.join("sys/devices/system/node")) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().to_string();
+                let Some(node) = name.strip_prefix("node").and_then(|number| number.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                if let Ok(list) = std::fs::read_to_string(entry.path().join("cpulist")) {
+                    // A node without CPUs (GPU or CXL memory only) has an empty list.
+                    node_cpus.insert(node, parse_cpu_list(list.trim()).unwrap_or_default());
+                }
+            }
+        }
+        NumaFacts {
+            device_node,
+            device_node_text: text.unwrap_or_else(|_| "missing".into()),
+            node_cpus,
+            allowed,
+        }
+    }
+}
+
+/// The placement for `request` on a device named `device` with `facts`: the choice, without
+/// touching any thread. An error names the flag and what is possible.
+pub fn choose(
+    request: &CpuRequest,
+    device: &str,
+    facts: &NumaFacts,
+) -> Result<CpuPlacement, CpuPlacementError> {
+    let allowed = |cpus: &[usize]| -> Vec<usize> {
+        cpus.iter().copied().filter(|cpu| facts.allowed.contains(cpu)).collect()
+    };
+    let node_of = |cpus: &[usize]| -> Option<u32> {
+        facts
+            .node_cpus
+            .iter()
+            .find(|(_, node)| !cpus.is_empty() && cpus.iter().all(|cpu| node.contains(cpu)))
+            .map(|(&node, _)| node)
+    };
+    match request {
+        CpuRequest::Unpinned => {
+            Ok(CpuPlacement { cpus: vec![], numa_node: None, reason: "--cpu none".into() })
+        }
+        CpuRequest::Cpus(cpus) => {
+            let refused: Vec<usize> =
+                cpus.iter().copied().filter(|cpu| !facts.allowed.contains(cpu)).collect();
+            if !refused.is_empty() {
+                return Err(CpuPlacementError::CpusNotAllowed {
+                    asked: cpus.clone(),
+                    refused,
+                    allowed: facts.allowed.clone(),
+                });
+            }
+            Ok(CpuPlacement {
+                cpus: cpus.clone(),
+                numa_node: node_of(cpus),
+                reason: format!("--cpu {}", format_cpu_list(cpus)),
+            })
+        }
+        CpuRequest::Node(node) => {
+            let Some(cpus) = facts.node_cpus.get(node) else {
+                let known = facts.node_cpus.keys().copied().collect();
+                return Err(CpuPlacementError::NoSuchNode { node: *node, known });
+            };
+            let usable = allowed(cpus);
+            if usable.is_empty() {
+                return Err(CpuPlacementError::NodeNotAllowed {
+                    node: *node,
+                    cpus: cpus.clone(),
+                    allowed: facts.allowed.clone(),
+                });
+            }
+            Ok(CpuPlacement { cpus: usable, numa_node: Some(*node), reason: format!("--numa-node {node}") })
+        }
+        CpuRequest::NearNic => {
+            let unpinned = |reason: String| Ok(CpuPlacement { cpus: vec![], numa_node: None, reason });
+            let Some(node) = facts.device_node else {
+                return unpinned(format!(
+                    "{device} has no NUMA node (device/numa_node: {}): no NUMA information, left to the scheduler",
+                    facts.device_node_text
+                ));
+            };
+            let Some(cpus) = facts.node_cpus.get(&node) else {
+                return unpinned(format!("{device} is on NUMA node {node}, which lists no CPUs"));
+            };
+            let usable = allowed(cpus);
+            if usable.is_empty() {
+                return unpinned(format!(
+                    "{device} is on NUMA node {node} (CPUs {}), none of which this process may use",
+                    format_cpu_list(cpus)
+                ));
+            }
+            Ok(CpuPlacement {
+                cpus: usable,
+                numa_node: Some(node),
+                reason: format!("NUMA node {node} of {device}"),
+            })
+        }
+    }
+}
+
+/// Chooses for `device` on this machine and pins the calling thread: what a side calls before
+/// allocating its buffers.
+pub fn place_current_thread(request: &CpuRequest, device: &str) -> Result<CpuPlacement, CpuPlacementError> {
+    let facts = NumaFacts::read(Path::new("/"), device, process_cpus().to_vec());
+    let placement = choose(request, device, &facts)?;
+    match pin_current_thread(&placement) {
+        Ok(()) => Ok(placement),
+        Err(source) => Err(CpuPlacementError::Pin { placement, source }),
+    }
+}
+
+/// Pins the calling thread to `placement`'s CPUs, or back to the process's CPUs when it has
+/// none (a lane thread inherits the affinity of the thread that started it).
+pub fn pin_current_thread(placement: &CpuPlacement) -> io::Result<()> {
+    let cpus = if placement.cpus.is_empty() { process_cpus() } else { &placement.cpus };
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is beyond CPU_SETSIZE"),
+            ));
+        }
+        // SAFETY: `cpu` is below CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: pid 0 is the calling thread; the set is initialised and its size is passed.
+    let status = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPUs this process could use when it first asked (before any pinning of ours).
+pub fn process_cpus() -> &'static [usize] {
+    static CPUS: OnceLock<Vec<usize>> = OnceLock::new();
+    CPUS.get_or_init(|| {
+        // SAFETY: as in pin_current_thread; sched_getaffinity fills the set it is given.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let status = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+        if status != 0 {
+            return Vec::new();
+        }
+        cpus_in(&set)
+    })
+}
+
+/// The CPUs in `set`.
+fn cpus_in(set: &libc::cpu_set_t) -> Vec<usize> {
+    // SAFETY: every index is below CPU_SETSIZE.
+    (0..libc::CPU_SETSIZE as usize).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, set) }).collect()
+}
+
+/// Parses the kernel's CPU list format: "0-3,8-11", "5", "" (none).
+pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|part| !part.is_empty()) {
+        let number =
+            |text: &str| text.trim().parse::<usize>().map_err(|_| format!("'{part}' is not a CPU or range"));
+        match part.split_once('-') {
+            Some((first, last)) => {
+                let (first, last) = (number(first)?, number(last)?);
+                if first > last {
+                    return Err(format!("'{part}' runs backwards"));
+                }
+                cpus.extend(first..=last);
+            }
+            None => cpus.push(number(part)?),
+        }
+    }
+    if cpus.is_empty() && !text.trim().is_empty() {
+        return Err("no CPU listed".into());
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// The kernel's CPU list format from a sorted list: [0, 1, 2, 3, 8] -> "0-3,8".
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut index = 0;
+    while index < cpus.len() {
+        let first = cpus[index];
+        let mut last = first;
+        while index + 1 < cpus.len() && cpus[index + 1] == last + 1 {
+            index += 1;
+            last = cpus[index];
+        }
+        parts.push(if first == last { first.to_string() } else { format!("{first}-{last}") });
+        index += 1;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,14 @@
+//! Facts of this machine a run reads but does not change (apart from pinning its own threads):
+//! which CPUs sit near a NIC or GPU, the NIC port's counters, the PCIe links between the GPU and
+//! the NIC. Look here for "which core does `--cpu auto` pick?", "where do the `nic_*` columns
+//! come from?" or "what does the run header say of the PCIe path?".
+//!
+//! The room stands under the run: it reads sysfs and the topology crate, and names the run's
+//! buffers only to say which GPU they are on.
+//! - [`cpu_placement`]: CPU pinning near a device.
+//! - [`nic_counters`]: the port counters read around each size.
+//! - `pcie`: the PCIe facts of the run's GPU and NIC for the header and the JSON metadata.
+
+pub mod cpu_placement;
+pub mod nic_counters;
+pub(crate) mod pcie;

@@ -1,0 +1,29 @@
+//! What the user asked for: the command line of every bench, spelled as perftest spells it, and
+//! the configuration checked from it once, before any device is opened or socket bound.
+//!
+//! Look here for "where is `-Q` resolved?", "which flags does gdr-send-bw add?", "what does
+//! `--help` show as the default?" or "where do the buffers of `--mem host,cuda --gpu 0,1` go?".
+//! Nothing here touches a device or the network: the room is plain data and the rules that
+//! check it, so a typo costs nothing and every other room reads one validated [`BenchConfig`].
+//!
+//! - `args`: the options every bench shares ([`CommonArgs`]) and those of the bandwidth
+//!   benches ([`BandwidthArgs`]); `latency` and `send` hold the latency and SEND/RECV
+//!   benches' own.
+//! - `config`: the validated configuration ([`BenchConfig`]) and its typed errors.
+//! - `perftest_defaults`: perftest's defaults that depend on more than one flag (`-Q`, the
+//!   TX depth, the duration window) as pure functions; [`perftest_flags`]: perftest's flags as a
+//!   perftest user types them; `help`: each bench's `--help` with its own defaults.
+//! - `placement`: where one side's buffers live, GPU by GPU and NIC by NIC, for a whole run.
+
+pub(crate) mod args;
+pub(crate) mod config;
+pub(crate) mod help;
+pub(crate) mod latency;
+pub(crate) mod perftest_defaults;
+pub mod perftest_flags;
+pub(crate) mod placement;
+pub(crate) mod send;
+
+pub use args::{BandwidthArgs, CommonArgs};
+pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
+pub use help::parse_bench;

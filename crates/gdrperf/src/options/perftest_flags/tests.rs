@@ -1,0 +1,194 @@
+use super::*;
+use crate::bench::BENCHES;
+use crate::options::help::bench_command;
+use crate::options::latency::{AtomicArgs, InlineArgs, LatencyArgs, WriteLatencyArgs};
+use crate::options::send::SendArgs;
+use crate::options::{BandwidthArgs, CommonArgs};
+use clap::{CommandFactory, Parser};
+
+#[derive(Parser)]
+struct WriteBandwidth {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    bandwidth: BandwidthArgs,
+}
+
+#[derive(Parser)]
+struct ReadBandwidth {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    bandwidth: BandwidthArgs,
+    /// gdr-read-bw's own (declared in its binary) [default: the device's]
+    #[arg(short = 'o', long = "outs")]
+    outs: Option<u32>,
+}
+
+#[derive(Parser)]
+struct SendBandwidth {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    bandwidth: BandwidthArgs,
+    #[command(flatten)]
+    send: SendArgs,
+}
+
+#[derive(Parser)]
+struct SendLatency {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    latency: LatencyArgs,
+    #[command(flatten)]
+    inline: InlineArgs,
+}
+
+#[derive(Parser)]
+#[command(version)]
+struct WriteLatency {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    latency: LatencyArgs,
+    #[command(flatten)]
+    write: WriteLatencyArgs,
+}
+
+#[derive(Parser)]
+struct AtomicLatency {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    latency: LatencyArgs,
+    #[command(flatten)]
+    atomic: AtomicArgs,
+}
+
+/// The commands of gdr-write-bw, gdr-send-bw, gdr-send-lat, gdr-write-lat, gdr-read-bw and gdr-atomic-lat (the
+/// others' options are a subset of these), as built.
+fn commands() -> Vec<(Command, bool)> {
+    let bench = |name: &str| BENCHES.iter().find(|bench| bench.name == name).unwrap();
+    let mut commands = vec![
+        (bench_command(WriteBandwidth::command().name("gdr-write-bw"), bench("write_bw")), false),
+        (bench_command(SendBandwidth::command().name("gdr-send-bw"), bench("send_bw")), false),
+        (bench_command(SendLatency::command().name("gdr-send-lat"), bench("send_lat")), true),
+        (bench_command(WriteLatency::command().name("gdr-write-lat"), bench("write_lat")), true),
+        (bench_command(ReadBandwidth::command().name("gdr-read-bw"), bench("read_bw")), false),
+        (bench_command(AtomicLatency::command().name("gdr-atomic-lat"), bench("atomic_lat")), true),
+    ];
+    commands.iter_mut().for_each(|(command, _)| command.build());
+    commands
+}
+
+fn run(command: &Command, latency: bool, line: &str) -> Result<(Vec<String>, Vec<String>), Refusal> {
+    let arguments = std::iter::once("bench").chain(line.split_whitespace()).map(OsString::from);
+    translate(command, arguments, latency).map(|(arguments, notes)| {
+        (arguments.into_iter().skip(1).map(|word| word.into_string().unwrap()).collect(), notes)
+    })
+}
+
+#[test]
+fn every_same_or_alias_flag_is_an_option_of_some_bench_and_every_other_is_not() {
+    let commands = commands();
+    for flag in PERFTEST_FLAGS {
+        let spellings: Vec<String> = flag
+            .short
+            .map(|short| format!("-{short}"))
+            .into_iter()
+            .chain([format!("--{}", flag.long)])
+            .collect();
+        let known =
+            |spelling: &str| commands.iter().any(|(command, _)| gdrperf_option(command, spelling).is_some());
+        match flag.status {
+            Status::Same => assert!(spellings.iter().all(|spelling| known(spelling)), "{flag:?}"),
+            Status::Differs { .. } => assert!(spellings.iter().any(|spelling| known(spelling)), "{flag:?}"),
+            Status::AliasOf { gdrperf } => {
+                for word in gdrperf.iter().filter(|word| word.starts_with('-')) {
+                    assert!(known(word), "{flag:?}: {word} is no bench's option");
+                }
+                assert!(!known(&format!("--{}", flag.long)), "{flag:?}: clap takes it itself: say same");
+            }
+            _ => {
+                assert!(spellings.iter().all(|spelling| !known(spelling)), "{flag:?}: gdrperf has it: say so")
+            }
+        }
+    }
+    let mut longs: Vec<&str> = PERFTEST_FLAGS.iter().map(|flag| flag.long).collect();
+    longs.sort_unstable();
+    longs.dedup();
+    assert_eq!(longs.len(), PERFTEST_FLAGS.len(), "a flag is listed twice");
+}
+
+#[test]
+fn a_perftest_command_line_runs_or_is_refused_flag_by_flag() {
+    let commands = commands();
+    let (write_bw, _) = &commands[0];
+    let (arguments, notes) =
+        run(write_bw, false, "-T 106 -S 0 --use_cuda=0 --report_gbits -F -a node2").unwrap();
+    assert_eq!(
+        arguments,
+        ["-T", "106", "-S", "0", "--mem", "cuda", "--gpu", "0", "--report-gbits", "-a", "node2"]
+            .map(String::from)
+    );
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].starts_with("note: perftest's -F is ignored: "), "{notes:?}");
+    let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+    assert_eq!((cli.common.traffic_class, cli.common.service_level), (Some(106), Some(0)));
+
+    let refused = |line: &str| run(write_bw, false, line).unwrap_err().0;
+    assert!(refused("-a --run_infinitely").contains("-D SECONDS"));
+    assert!(refused("-l 4").contains("perftest's -l, --post_list (requests per post call) is not supported"));
+    assert!(refused("-I 64").contains("not supported by gdr-write-bw"), "{}", refused("-I 64"));
+    assert!(refused("--out_json --use_rocm 0").starts_with("unexpected argument '--use_rocm'"));
+    assert!(refused("--use_cuda").contains("needs a value"));
+    // gdrperf's own options keep their values, even one that looks like a perftest flag.
+    assert_eq!(run(write_bw, false, "--csv -F").unwrap().0, ["--csv", "-F"].map(String::from));
+    assert_eq!(run(write_bw, false, "-- -F").unwrap().0, ["--", "-F"].map(String::from));
+}
+
+#[test]
+fn aliases_and_per_binary_options_follow_the_list() {
+    let commands = commands();
+    let (send_bw, _) = &commands[1];
+    let (send_lat, latency) = &commands[2];
+    let words =
+        |command: &Command, latency: bool, line: &str| run(command, latency, line).unwrap().0.join(" ");
+    assert_eq!(words(send_bw, false, "--inline_size=64 -r 64"), "--inline-size 64 -r 64");
+    assert_eq!(words(send_lat, *latency, "-I 64 --out_json_file x.json"), "--inline-size 64 --json x.json");
+    let (arguments, notes) = run(send_lat, *latency, "-r 16 -n 5").unwrap();
+    assert_eq!((arguments.join(" "), notes.len()), ("-n 5".to_string(), 1), "-r is ignored by send_lat");
+    assert!(run(send_bw, false, "-H").unwrap_err().0.contains("not supported by gdr-send-bw"));
+    let (atomic_lat, latency) = &commands[5];
+    assert_eq!(
+        words(atomic_lat, *latency, "--atomic_type=CMP_AND_SWAP -A FETCH_AND_ADD"),
+        "--atomic_type=CMP_AND_SWAP -A FETCH_AND_ADD"
+    );
+    let parsed = AtomicLatency::try_parse_from(["bench", "--atomic_type", "CMP_AND_SWAP"]).unwrap();
+    assert_eq!(parsed.atomic.atomic_type, crate::options::latency::AtomicOperation::CompareAndSwap);
+    assert!(run(send_bw, false, "-A CMP_AND_SWAP").unwrap_err().0.contains("not supported by gdr-send-bw"));
+    assert!(commands[3]
+        .0
+        .get_arguments()
+        .any(|argument| argument.get_id() == "qps" && argument.is_hide_set()));
+    assert!(!commands[0]
+        .0
+        .get_arguments()
+        .any(|argument| argument.get_id() == "qps" && argument.is_hide_set()));
+}
+
+#[test]
+fn the_flag_reference_is_the_lists_rendering() {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/perftest-flags.md");
+    let rendered = render_markdown();
+    if std::env::var_os("GDRPERF_WRITE_FLAGS_DOC").is_some() {
+        std::fs::write(&path, &rendered).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == rendered,
+        "docs/perftest-flags.md differs from the list: GDRPERF_WRITE_FLAGS_DOC=1 cargo test -p gdrperf --lib perftest_flags"
+    );
+    assert_eq!(rendered.lines().filter(|line| line.starts_with("| `-")).count(), PERFTEST_FLAGS.len());
+}

@@ -1,0 +1,120 @@
+//! Options of the SEND/RECV bandwidth benchmark (`gdr-send-bw`), besides the bandwidth ones
+//! (-Q, -b), and the validated settings built from them.
+
+use crate::error::{ConfigError, Result};
+use crate::options::args::MemoryKind;
+use crate::options::config::{check_inline_size, BandwidthConfig, BenchConfig, Role};
+
+/// Options of gdr-send-bw, besides the bandwidth ones (-Q, -b).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SendArgs {
+    /// Receives kept posted per QP; the receiver reposts each one as it consumes it. A sender
+    /// that finds none posted is told to retry later (RNR), which costs bandwidth: keep it at or
+    /// above -t/--tx-depth.
+    #[arg(short = 'r', long = "rx-depth", value_name = "N", default_value_t = 512)]
+    pub rx_depth: u32,
+
+    /// Send messages up to this many bytes inline (0, the default, never).
+    #[arg(short = 'I', long = "inline-size", value_name = "BYTES", default_value_t = 0)]
+    pub inline_size: u32,
+}
+
+/// Validated gdr-send-bw settings.
+#[derive(Debug, Clone, Copy)]
+pub struct SendConfig {
+    pub rx_depth: u32,
+    pub inline_size: u32,
+}
+
+impl SendConfig {
+    /// `-r` and `-I`, and `--validate` against the memory of a side that receives (the server,
+    /// and the client with `-b`).
+    pub fn from_args(
+        args: &SendArgs,
+        common: &BenchConfig,
+        bandwidth: &BandwidthConfig,
+    ) -> Result<SendConfig> {
+        if args.rx_depth == 0 || args.rx_depth > 16_384 {
+            return Err(
+                ConfigError::out_of_range("-r/--rx-depth", args.rx_depth, "between 1 and 16384").into()
+            );
+        }
+        let inline_size = check_inline_size(args.inline_size)?;
+        // A receiver checks each payload in a host-memory ring, or as a staged side copies it
+        // in; GPUDirect memory the CPU cannot read has neither.
+        let receives = !matches!(common.role, Role::Client { .. }) || bandwidth.bidirectional;
+        if common.validate && receives && common.memory.kinds.contains(&MemoryKind::Cuda) {
+            return Err(ConfigError::conflict(
+                "--validate",
+                "on gdr-send-bw checks every payload in a host-memory ring, so it would not receive into \
+                 cuda memory: check the data path with --mem host (or cuda-staged), or measure without --validate",
+            )
+            .into());
+        }
+        Ok(SendConfig { rx_depth: args.rx_depth, inline_size })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::SEND_BW;
+    use crate::error::Error;
+    use crate::options::args::{BandwidthArgs, CommonArgs};
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct SendCli {
+        #[command(flatten)]
+        common: CommonArgs,
+        #[command(flatten)]
+        bandwidth: BandwidthArgs,
+        #[command(flatten)]
+        send: SendArgs,
+    }
+
+    /// gdr-send-bw's settings from `arguments`, as its binary builds them.
+    fn parse(arguments: &[&str]) -> Result<SendConfig> {
+        let cli = SendCli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
+            .expect("clap takes the arguments");
+        let common = BenchConfig::from_args(&cli.common, SEND_BW.defaults)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, SEND_BW.operation)?;
+        SendConfig::from_args(&cli.send, &common, &bandwidth)
+    }
+
+    #[test]
+    fn send_options_default_to_perftest_and_are_checked() {
+        let defaults = parse(&[]).unwrap();
+        assert_eq!((defaults.rx_depth, defaults.inline_size), (512, 0));
+        assert!(parse(&["-r", "0"]).unwrap_err().to_string().contains("-r/--rx-depth"));
+        let inline = parse(&["-I", "4096"]).unwrap_err();
+        assert!(
+            matches!(
+                &inline,
+                Error::Config(ConfigError::AboveLimit { flag: "-I/--inline-size", value: 4096, .. })
+            ),
+            "{inline:?}"
+        );
+        assert!(inline.to_string().contains("-I/--inline-size 4096 is above 1024 bytes"), "{inline}");
+    }
+
+    #[test]
+    fn validate_is_refused_before_connecting_where_cuda_memory_would_receive() {
+        for receiving in
+            [&["--mem", "cuda", "--validate"][..], &["--loopback", "--mem", "host,cuda", "--validate"]]
+        {
+            let error = parse(receiving).unwrap_err();
+            assert!(
+                matches!(&error, Error::Config(ConfigError::Conflict { flag: "--validate", .. })),
+                "{error:?}"
+            );
+        }
+        // A client that only sends, and staged memory (checked as it is copied in), validate.
+        assert!(parse(&["--mem", "cuda", "--validate", "node2"]).is_ok());
+        assert!(
+            parse(&["--mem", "cuda", "--validate", "-b", "node2"]).is_err(),
+            "-b: the client receives too"
+        );
+        assert!(parse(&["--mem", "cuda-staged", "--validate"]).is_ok());
+    }
+}
