@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gdrperf against Debian's perftest, same VM boot, same sizes, iterations and queue settings:
-#   scripts/compare-perftest.sh write_bw read_bw send_bw read_lat write_lat send_lat
+#   scripts/compare-perftest.sh write_bw read_bw send_bw read_lat write_lat send_lat atomic_lat
 # On the host it boots the Soft-RoCE VM (scripts/softroce.sh) and runs itself inside; inside the
 # VM it runs each tool 3 times per size, alternating, and writes
 # results/softroce/<test>-vs-perftest.csv, headed by '#' lines with the command, machine, date and
@@ -45,7 +45,7 @@ case ${COMPARE_ROUNDS:-3} in
 esac
 
 if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
-    [ $# -ge 1 ] || { echo "usage: $0 TEST... (write_bw read_bw send_bw read_lat write_lat send_lat)" >&2; exit 2; }
+    [ $# -ge 1 ] || { echo "usage: $0 TEST... (write_bw read_bw send_bw read_lat write_lat send_lat atomic_lat)" >&2; exit 2; }
     cargo build --release --bins --quiet
     # The VM cannot see the host's load, which moves every timing under TCG: hand it in.
     load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -195,9 +195,12 @@ gdrperf_latency() { # TOOL SIZE ITERATIONS [OPTIONS]
 perftest_read_lat() { perftest_latency ib_read_lat "$@"; }
 perftest_write_lat() { perftest_latency ib_write_lat "$@"; }
 perftest_send_lat() { perftest_latency ib_send_lat "$@"; }
+perftest_atomic_lat() { perftest_latency ib_atomic_lat "$@"; }
 gdrperf_read_lat() { gdrperf_latency gdr-read-lat "$@" --latency-span iteration; }
 gdrperf_write_lat() { gdrperf_latency gdr-write-lat "$@" $INLINE_FLAG --latency-span iteration; }
 gdrperf_send_lat() { gdrperf_latency gdr-send-lat "$@" $INLINE_FLAG --latency-span iteration; }
+# Atomics: fetch-and-add of 1 in both (neither gets -A), 8 bytes, the only size either takes.
+gdrperf_atomic_lat() { gdrperf_latency gdr-atomic-lat "$@" --latency-span iteration; }
 
 # numbers_in VALUES...: the values that are numbers (a run's empty peak, read as nan, is left out
 # of medians and tests; a figure with no number left is nan).
@@ -233,7 +236,8 @@ compare() {
         else
             extras="no warm-up, no inline (perftest's choice on rxe)"
         fi
-        sizes=$LATENCY_SIZES settings="-n $LATENCY_ITERATIONS, tx depth 1, $extras; sample = post to next post in both; t_typical = median"
+        sizes=$LATENCY_SIZES; if [ "$test" = atomic_lat ]; then sizes=8; fi
+        settings="-n $LATENCY_ITERATIONS, tx depth 1, $extras; sample = post to next post in both; t_typical = median"
         columns="size,iterations,perftest_t_typical_us,gdrperf_t_typical_us,ratio,p_value"
     fi
     {
@@ -280,8 +284,8 @@ for form in $FORMS; do
     for test in "$@"; do
         case $test in
             write_bw | read_bw | send_bw) compare "$test" bw ;;
-            read_lat | write_lat | send_lat) compare "$test" lat ;;
-            *) echo "compare-perftest: unknown test '$test' (known: write_bw read_bw send_bw read_lat write_lat send_lat)" >&2; exit 2 ;;
+            read_lat | write_lat | send_lat | atomic_lat) compare "$test" lat ;;
+            *) echo "compare-perftest: unknown test '$test' (known: write_bw read_bw send_bw read_lat write_lat send_lat atomic_lat)" >&2; exit 2 ;;
         esac
     done
 done

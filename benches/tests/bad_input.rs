@@ -176,6 +176,17 @@ const SEND_LAT: &[Case] = &[
     case(&["--loopback", "--write-with-imm"], &["unexpected argument '--write-with-imm'"]),
 ];
 
+/// An atomic is 8 bytes (ib_atomic_lat exits on any other size too), and has no inline payload.
+const ATOMIC_LAT: &[Case] = &[
+    case(
+        &["--loopback", "-s", "64"],
+        &["-s/--size 64: an atomic is 8 bytes, the only size gdr-atomic-lat runs"],
+    ),
+    case(&["--loopback", "-a"], &["-s/--size -a (23 sizes): an atomic is 8 bytes"]),
+    case(&["--loopback", "-A", "XOR"], &["invalid value 'XOR' for '--atomic-type <TYPE>'"]),
+    case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"]),
+];
+
 /// The case lists of bench `bench`: the common ones, its kind's, and its own (by name).
 fn tables(bench: &Bench) -> Vec<&'static [Case]> {
     let kind = match bench.measures {
@@ -189,6 +200,7 @@ fn tables(bench: &Bench) -> Vec<&'static [Case]> {
         "read_lat" => READ_LAT,
         "write_lat" => WRITE_LAT,
         "send_lat" => SEND_LAT,
+        "atomic_lat" => ATOMIC_LAT,
         _ => &[],
     };
     vec![COMMON, kind, own]

@@ -56,6 +56,6 @@ fn main() -> std::process::ExitCode {
     exit(|| {
         let (common, latency, files) =
             latency_setup(&cli.common, &cli.latency, TestOptions::default(), &ReadLatency::BENCH)?;
-        run(&ReadLatency(OneSidedLatency { common, latency, files }))
+        run(&ReadLatency(OneSidedLatency { common, latency, files, request: OneSidedRequest::Read }))
     })
 }

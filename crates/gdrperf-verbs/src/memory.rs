@@ -72,8 +72,9 @@ impl Drop for HostBuffer {
 
 /// What a peer may do to a region, or through a QP: the least its test needs. An rkey is access
 /// for anyone on the fabric who learns it, so a region opens only what the test uses: the
-/// read_lat server's buffer is read, the write tests' buffers are written, the send tests'
-/// buffers and every buffer that is never advertised (validation rings) are neither.
+/// read_lat server's buffer is read, the write tests' buffers are written, the atomic_lat
+/// server's counter is updated atomically, the send tests' buffers and every buffer that is
+/// never advertised (validation rings) are neither.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteAccess {
     /// Local use only (receives, copies, the source of our own requests).
@@ -82,6 +83,8 @@ pub enum RemoteAccess {
     Read,
     /// The peer may RDMA WRITE it.
     Write,
+    /// The peer may run 8-byte atomics on it (fetch-and-add, compare-and-swap).
+    Atomic,
 }
 
 impl RemoteAccess {
@@ -92,6 +95,7 @@ impl RemoteAccess {
             RemoteAccess::None => AccessFlags::LocalWrite,
             RemoteAccess::Read => AccessFlags::LocalWrite | AccessFlags::RemoteRead,
             RemoteAccess::Write => AccessFlags::LocalWrite | AccessFlags::RemoteWrite,
+            RemoteAccess::Atomic => AccessFlags::LocalWrite | AccessFlags::RemoteAtomic,
         }
     }
 }

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid as SidewayGid};
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{
-    ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, SetInlineData,
-    SetScatterGatherEntry, WorkRequestFlags,
+    ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, SendOperationFlags,
+    SetInlineData, SetScatterGatherEntry, WorkRequestFlags,
 };
 use std::sync::Arc;
 
@@ -93,7 +93,9 @@ impl Inline {
 
 /// The operation a [`SendRequest`] performs. Immediate values are in host byte order: the
 /// wire (and `ibv_send_wr`) carries them big-endian, so they are converted when posted, as
-/// [`crate::WorkCompletion::immediate`] converts them back.
+/// [`crate::WorkCompletion::immediate`] converts them back. The atomics work on the 8
+/// bytes at `remote_address` (fetch-and-add adds `add`; compare-and-swap writes `swap` where they
+/// hold `compare`), and their old value lands in the request's local slice.
 #[derive(Debug, Clone, Copy)]
 pub enum Operation {
     Write { remote_address: u64, rkey: u32 },
@@ -101,6 +103,8 @@ pub enum Operation {
     Read { remote_address: u64, rkey: u32 },
     Send,
     SendWithImmediate { immediate: u32 },
+    FetchAndAdd { remote_address: u64, rkey: u32, add: u64 },
+    CompareAndSwap { remote_address: u64, rkey: u32, compare: u64, swap: u64 },
 }
 
 impl Operation {
@@ -111,6 +115,8 @@ impl Operation {
             Operation::Read { .. } => "RDMA READ",
             Operation::Send => "SEND",
             Operation::SendWithImmediate { .. } => "SEND with immediate",
+            Operation::FetchAndAdd { .. } => "atomic FETCH_AND_ADD",
+            Operation::CompareAndSwap { .. } => "atomic CMP_AND_SWAP",
         }
     }
 }
@@ -138,8 +144,21 @@ impl RcQueuePair {
         port: u8,
         access: RemoteAccess,
     ) -> Result<RcQueuePair> {
-        let mut queue_pair = pd
-            .create_qp_builder()
+        let mut builder = pd.create_qp_builder();
+        if access == RemoteAccess::Atomic {
+            // sideway's extended QP offers SEND, WRITE and READ only unless told; the atomics
+            // are asked for where the test runs them (both sides of atomic_lat share its access).
+            builder.setup_send_ops_flags(
+                SendOperationFlags::Send
+                    | SendOperationFlags::SendWithImmediate
+                    | SendOperationFlags::Write
+                    | SendOperationFlags::WriteWithImmediate
+                    | SendOperationFlags::Read
+                    | SendOperationFlags::AtomicFetchAndAdd
+                    | SendOperationFlags::AtomicCompareAndSwap,
+            );
+        }
+        let mut queue_pair = builder
             .setup_send_cq(cq.handle())
             .setup_recv_cq(cq.handle())
             .setup_max_send_wr(sizes.send_depth)
@@ -252,6 +271,12 @@ impl RcQueuePair {
                 Operation::Read { remote_address, rkey } => work_request.setup_read(rkey, remote_address),
                 Operation::Send => work_request.setup_send(),
                 Operation::SendWithImmediate { immediate } => work_request.setup_send_imm(immediate.to_be()),
+                Operation::FetchAndAdd { remote_address, rkey, add } => {
+                    work_request.setup_atomic_fetch_add(rkey, remote_address, add)
+                }
+                Operation::CompareAndSwap { remote_address, rkey, compare, swap } => {
+                    work_request.setup_atomic_compare_swap(rkey, remote_address, compare, swap)
+                }
             };
             let local = request.local;
             if request.inline.is_inline() {

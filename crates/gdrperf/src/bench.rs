@@ -6,7 +6,7 @@
 //! A new bench is its file under `benches/src/bin/`, one entry in [`BENCHES`] and its VM test.
 
 use crate::options::perftest_defaults::{
-    TestDefaults, LATENCY_DEFAULTS, SEND_BW_DEFAULTS, WRITE_BW_DEFAULTS,
+    TestDefaults, ATOMIC_LATENCY_DEFAULTS, LATENCY_DEFAULTS, SEND_BW_DEFAULTS, WRITE_BW_DEFAULTS,
 };
 
 /// What a bench measures: which figures make its rows, which options apply.
@@ -22,6 +22,7 @@ pub enum Operation {
     Write,
     Read,
     Send,
+    Atomic,
 }
 
 /// One bench, described once.
@@ -123,8 +124,19 @@ pub const SEND_LAT: Bench = Bench {
     defaults: LATENCY_DEFAULTS,
 };
 
+pub const ATOMIC_LAT: Bench = Bench {
+    name: "atomic_lat",
+    binary: "gdr-atomic-lat",
+    title: "Atomic Latency Test",
+    operation: Operation::Atomic,
+    measures: Measures::Latency,
+    summary: "RDMA atomic latency, 8-byte fetch-and-add or compare-and-swap",
+    perftest: "ib_atomic_lat",
+    defaults: ATOMIC_LATENCY_DEFAULTS,
+};
+
 /// Every bench, in the order tables list them.
-pub const BENCHES: &[Bench] = &[WRITE_BW, READ_BW, SEND_BW, READ_LAT, WRITE_LAT, SEND_LAT];
+pub const BENCHES: &[Bench] = &[WRITE_BW, READ_BW, SEND_BW, READ_LAT, WRITE_LAT, SEND_LAT, ATOMIC_LAT];
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@ pub use crate::engines::credits::CREDIT_RECEIVES;
 pub use crate::engines::latency::{
     check_ping_pong, measure_size, memory_header, ping_pong_initiator, ping_pong_responder, ping_pong_setup,
     prepare_ping_pong, prepare_ping_pong_check, prepare_read_source, read_latency, LatencyPlan,
-    OneSidedLatency, PingPong,
+    OneSidedLatency, OneSidedRequest, PingPong,
 };
 pub use crate::engines::one_sided::OneSidedStream;
 pub use crate::engines::ping_pong::{measure_ping_pong, ping_pong_row, PingPongLatency, PingPongOperation};
@@ -21,7 +21,8 @@ pub use crate::harness::{exit, run, Benchmark, Session, Setup};
 pub use crate::options::config::ReadDepth;
 pub use crate::options::config::StagedRules;
 pub use crate::options::latency::{
-    latency_setup, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
+    latency_setup, AtomicArgs, AtomicOperation, InlineArgs, LatencyArgs, LatencyConfig, TestOptions,
+    WriteLatencyArgs,
 };
 pub use crate::options::send::{SendArgs, SendConfig};
 pub use crate::options::{parse_bench, BandwidthArgs, BandwidthConfig, BenchConfig, CommonArgs};

@@ -270,6 +270,16 @@ impl BenchBuffer {
         })
     }
 
+    /// A copy of the bytes in `range` (the payload's, for staged memory), read after a size: an
+    /// atomic's fetched value, say.
+    pub fn read_at(&mut self, range: Range<usize>) -> Result<Vec<u8>> {
+        Ok(match &mut self.storage {
+            Storage::Host(memory) => memory.as_slice()[range].to_vec(),
+            Storage::Gpu { memory, .. } => memory.read(range)?,
+            Storage::Staged { stager, .. } => stager.read_payload_range(range)?,
+        })
+    }
+
     /// The last byte of the first `len`, read directly: latency tests poll it to see a write land.
     /// `None` where the memory is not CPU-visible.
     pub fn host_bytes(&self) -> Option<&[u8]> {

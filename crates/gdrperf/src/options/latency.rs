@@ -1,5 +1,5 @@
-//! Options of the latency benchmarks (`gdr-read-lat`, `gdr-write-lat`, `gdr-send-lat`) and the
-//! validated settings built from them.
+//! Options of the latency benchmarks (`gdr-read-lat`, `gdr-write-lat`, `gdr-send-lat`,
+//! `gdr-atomic-lat`) and the validated settings built from them.
 //!
 //! As with [`crate::options::CommonArgs`], the clap structs only describe the command line; the
 //! `from_args` constructors check everything once, before any device is opened, and name the flag
@@ -85,6 +85,36 @@ pub struct WriteLatencyArgs {
     pub write_with_imm: bool,
 }
 
+/// `-A` of gdr-atomic-lat: which atomic it times.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct AtomicArgs {
+    /// The atomic operation timed, as perftest's -A names them: FETCH_AND_ADD adds 1 to the
+    /// peer's 8-byte counter, CMP_AND_SWAP swaps in the next value when the counter holds the
+    /// expected one (both advance the counter by 1, which --validate checks).
+    #[arg(short = 'A', long = "atomic-type", alias = "atomic_type", value_enum, value_name = "TYPE",
+          default_value_t = AtomicOperation::FetchAndAdd)]
+    pub atomic_type: AtomicOperation,
+}
+
+/// The atomic gdr-atomic-lat times (`-A`), spelled as perftest's `atomicTypesStr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AtomicOperation {
+    #[value(name = "FETCH_AND_ADD")]
+    FetchAndAdd,
+    #[value(name = "CMP_AND_SWAP")]
+    CompareAndSwap,
+}
+
+impl AtomicOperation {
+    /// perftest's name of it (the run header, the run's parameters).
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOperation::FetchAndAdd => "FETCH_AND_ADD",
+            AtomicOperation::CompareAndSwap => "CMP_AND_SWAP",
+        }
+    }
+}
+
 /// What a latency binary parsed of the options that only some tests take; the defaults where
 /// its command line does not offer them.
 #[derive(Debug, Clone, Copy, Default)]
@@ -111,13 +141,14 @@ pub enum LatencyTest {
     Read,
     Write,
     Send,
+    Atomic,
 }
 
 impl LatencyTest {
     /// perftest's default inline size for the test, `None` where inline does not apply.
     pub(crate) fn default_inline_size(self) -> Option<u32> {
         match self {
-            LatencyTest::Read => None,
+            LatencyTest::Read | LatencyTest::Atomic => None,
             LatencyTest::Write => Some(220),
             LatencyTest::Send => Some(236),
         }
@@ -172,6 +203,20 @@ impl LatencyConfig {
             (Some(size), Some(_)) => check_inline_size(size)?,
             (None, default) => default.unwrap_or(0),
         };
+        if test == LatencyTest::Atomic && common.sizes != [ATOMIC_SIZE] {
+            let asked = match common.sizes.as_slice() {
+                [one] => one.to_string(),
+                many => format!("-a ({} sizes)", many.len()),
+            };
+            // perftest exits on it too ("Message size cannot be changed for Atomic tests").
+            return Err(conflict(
+                "-s/--size",
+                format!(
+                    "{asked}: an atomic is {ATOMIC_SIZE} bytes, the only size gdr-atomic-lat runs \
+                     (ib_atomic_lat refuses others too)"
+                ),
+            ));
+        }
         if options.write_with_imm && test != LatencyTest::Write {
             return Err(conflict("--write-with-imm", "applies to gdr-write-lat only"));
         }
@@ -231,6 +276,9 @@ impl LatencyConfig {
     }
 }
 
+/// The one size of an atomic: 8 bytes.
+pub const ATOMIC_SIZE: usize = 8;
+
 fn check_interval(seconds: f64) -> Result<Duration> {
     if !(seconds.is_finite() && (0.001..=3600.0).contains(&seconds)) {
         return Err(
@@ -265,6 +313,7 @@ pub fn latency_setup(
         Operation::Read => LatencyTest::Read,
         Operation::Write => LatencyTest::Write,
         Operation::Send => LatencyTest::Send,
+        Operation::Atomic => LatencyTest::Atomic,
     };
     let name = bench.name;
     let mut common = BenchConfig::from_args(common, bench.defaults)?;

@@ -26,6 +26,9 @@ pub const SEND_BW_DEFAULTS: TestDefaults = TestDefaults { iterations: 1000, ..WR
 /// perftest's defaults for its latency tests: 2-byte messages, 1000 iterations, one outstanding.
 pub const LATENCY_DEFAULTS: TestDefaults =
     TestDefaults { size: 2, iterations: 1000, tx_depth: 1, warmup: 16 };
+/// ib_atomic_lat's: as the other latency tests, but 8 bytes (`DEF_SIZE_ATOMIC`), the only size
+/// an atomic has.
+pub const ATOMIC_LATENCY_DEFAULTS: TestDefaults = TestDefaults { size: 8, ..LATENCY_DEFAULTS };
 
 /// perftest's CQ moderation: one signalled request in 100 (`DEF_CQ_MOD`).
 pub const DEFAULT_CQ_MODERATION: u32 = 100;

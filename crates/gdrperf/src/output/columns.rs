@@ -58,7 +58,7 @@ impl Table {
         Some(match (bench.measures, bench.operation) {
             (Measures::Latency, _) => Table::Latency,
             (Measures::Bandwidth, Operation::Send) => Table::SendBandwidth,
-            (Measures::Bandwidth, Operation::Write | Operation::Read) => Table::Bandwidth,
+            (Measures::Bandwidth, Operation::Write | Operation::Read | Operation::Atomic) => Table::Bandwidth,
         })
     }
 

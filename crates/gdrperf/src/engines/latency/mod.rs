@@ -1,9 +1,9 @@
 //! The latency engines: one message in flight at a time, every round trip timed and recorded.
 //!
 //! Two shapes, as in perftest:
-//! - **One-sided round trip** ([`read_latency`]): the client posts one RDMA READ and waits for
-//!   its completion; the server's CPU takes no part. A sample is the whole post-to-completion
-//!   time, not halved (a READ is a request and a response, and perftest reports it whole).
+//! - **One-sided round trip** ([`read_latency`], [`atomic_latency`]): the client posts one READ
+//!   (or 8-byte atomic) and waits for its completion; the server's CPU takes no part. A sample is
+//!   the whole post-to-completion time, not halved (a request and a response: perftest's way).
 //! - **Ping-pong** ([`ping_pong_initiator`] on the client, [`ping_pong_responder`] on the
 //!   server): the client sends, the server answers as soon as the message has landed, the client
 //!   waits for the answer. A sample is half the round trip.
@@ -35,6 +35,7 @@
 //! points here pick the engine from the session's memory, once per size, so a bench never does;
 //! the host engines' hot loops stay as tuned.
 
+mod atomic;
 mod files;
 mod pin;
 mod read;
@@ -61,14 +62,15 @@ use crate::options::perftest_defaults::InlineRequest;
 use crate::verbs::completion::opcode;
 use crate::verbs::{LocalSlice, Operation, QueuePairSizes, RemoteAccess, RemoteBuffer};
 
-use staged::{staged_ping_pong_initiator, staged_ping_pong_responder, staged_read_latency};
+use staged::{staged_one_sided_latency, staged_ping_pong_initiator, staged_ping_pong_responder};
 
+pub use atomic::{atomic_latency, check_atomic_counter};
 use pin::pin_for_tsc;
 use samples::{Continue, RoundTrip, Samples};
 use wire::{Arrival, MarkerBytes, PollByte, Wire};
 
 pub use files::measure_size;
-pub use read::OneSidedLatency;
+pub use read::{OneSidedLatency, OneSidedRequest};
 
 /// How the two sides of a ping-pong pass the message back and forth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -394,9 +396,22 @@ pub fn read_latency(
     plan: &LatencyPlan,
     sink: Option<&mut dyn IntervalSink>,
 ) -> Result<LatencyRun> {
+    let remote = session.remote_buffer(0);
+    let read = |_| Operation::Read { remote_address: remote.address, rkey: remote.rkey };
+    one_sided_latency(session, plan, read, sink).map(|(run, _)| run)
+}
+
+/// read_lat's and atomic_lat's loop: `request(n)` is the n-th request (from 0, warm-up
+/// included). Returns the run and how many requests were posted.
+fn one_sided_latency(
+    session: &mut Session,
+    plan: &LatencyPlan,
+    request: impl FnMut(u64) -> Operation,
+    sink: Option<&mut dyn IntervalSink>,
+) -> Result<(LatencyRun, u64)> {
     match session.memory().is_staged() {
-        false => direct_read_latency(session, plan, sink),
-        true => staged_read_latency(session, plan, sink),
+        false => direct_one_sided_latency(session, plan, request, sink),
+        true => staged_one_sided_latency(session, plan, request, sink),
     }
 }
 
@@ -510,16 +525,16 @@ fn expect_all_messages(plan: &LatencyPlan, sequence: u64) -> Result<u64> {
     Ok(sequence)
 }
 
-fn direct_read_latency(
+fn direct_one_sided_latency(
     session: &mut Session,
     plan: &LatencyPlan,
+    mut request: impl FnMut(u64) -> Operation,
     sink: Option<&mut dyn IntervalSink>,
-) -> Result<LatencyRun> {
-    let remote = session.remote_buffer(0);
+) -> Result<(LatencyRun, u64)> {
     let clock = SampleClock::new();
     let mut samples = Samples::new(plan, sink)?.spanning(plan.span).deferring(clock, RoundTrip::Whole);
-    let mut wire = Wire::new(session, plan, "RDMA READ");
-    let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };
+    let mut wire = Wire::new(session, plan, request(0).name());
+    let mut posted = 0u64;
     let _pin = pin_for_tsc(&clock);
     // Iteration span: the start of the sample still open, closed by the next post's stamp.
     let mut open: Option<Stamp> = None;
@@ -536,7 +551,8 @@ fn direct_read_latency(
                 start = clock.stamp(); // the --hlog write in no sample
             }
         }
-        wire.post(read)?;
+        wire.post(request(posted))?;
+        posted += 1;
         wire.drain()?;
         match plan.span {
             LatencySpan::Iteration => open = Some(start),
@@ -551,7 +567,7 @@ fn direct_read_latency(
         }
     }
     wire.interrupted()?;
-    samples.finish()
+    Ok((samples.finish()?, posted))
 }
 
 fn marker_bytes_for(session: &Session, transport: PingPong, size: usize) -> Result<Option<MarkerBytes>> {

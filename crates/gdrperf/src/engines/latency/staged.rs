@@ -164,25 +164,27 @@ pub(super) fn staged_ping_pong_responder(
     expect_all_messages(plan, sequence)
 }
 
-/// The client's side of a staged read_lat: each READ lands in the bounce buffer, and the sample
-/// ends when it has been copied in to the payload.
-pub(super) fn staged_read_latency(
+/// The client's side of a staged read_lat (and atomic_lat): each READ (each atomic's fetched
+/// value) lands in the bounce buffer, and the sample ends when it has been copied in to the
+/// payload. `request(n)` is the n-th request; returns the run and how many were posted.
+pub(super) fn staged_one_sided_latency(
     session: &mut Session,
     plan: &LatencyPlan,
+    mut request: impl FnMut(u64) -> Operation,
     sink: Option<&mut dyn IntervalSink>,
-) -> Result<LatencyRun> {
-    let remote = session.remote_buffer(0);
+) -> Result<(LatencyRun, u64)> {
     let mut samples = Samples::new(plan, sink)?;
     let clock = SampleClock::new();
-    let (mut wire, stager) = Wire::with_stager(session, plan, "RDMA READ")?;
+    let (mut wire, stager) = Wire::with_stager(session, plan, request(0).name())?;
     let _pin = pin_for_tsc(&clock);
     // A READ lands where it is posted from: the start of the buffer.
     let mut copies = Copies::new(stager, plan, 0);
-    let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };
+    let mut posted = 0u64;
     loop {
         wire.make_room()?;
         let start = clock.now();
-        wire.post(read)?;
+        wire.post(request(posted))?;
+        posted += 1;
         wire.drain()?;
         copies.copy_in()?;
         let end = clock.now();
@@ -191,7 +193,7 @@ pub(super) fn staged_read_latency(
         }
     }
     wire.interrupted()?;
-    samples.finish()
+    Ok((samples.finish()?, posted))
 }
 
 /// The passive side of a staged read_lat: copies the first `size` payload bytes out to the

@@ -127,13 +127,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
     ),
     flag(Some('H'), "report-histogrm", false, "print the sorted samples", Same),
     flag(Some('U'), "report-unsorted", false, "print the samples unsorted", Same),
-    flag(
-        Some('A'),
-        "atomic_type",
-        true,
-        "atomic operation",
-        NotSupported { why: "gdrperf has no atomic tests" },
-    ),
+    flag(Some('A'), "atomic_type", true, "atomic operation (gdr-atomic-lat)", Same),
     flag(
         Some('O'),
         "dualport",

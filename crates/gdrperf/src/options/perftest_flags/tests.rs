@@ -1,7 +1,7 @@
 use super::*;
 use crate::bench::BENCHES;
 use crate::options::help::bench_command;
-use crate::options::latency::{InlineArgs, LatencyArgs, WriteLatencyArgs};
+use crate::options::latency::{AtomicArgs, InlineArgs, LatencyArgs, WriteLatencyArgs};
 use crate::options::send::SendArgs;
 use crate::options::{BandwidthArgs, CommonArgs};
 use clap::{CommandFactory, Parser};
@@ -56,7 +56,17 @@ struct WriteLatency {
     write: WriteLatencyArgs,
 }
 
-/// The commands of gdr-write-bw, gdr-send-bw, gdr-send-lat, gdr-write-lat and gdr-read-bw (the
+#[derive(Parser)]
+struct AtomicLatency {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    latency: LatencyArgs,
+    #[command(flatten)]
+    atomic: AtomicArgs,
+}
+
+/// The commands of gdr-write-bw, gdr-send-bw, gdr-send-lat, gdr-write-lat, gdr-read-bw and gdr-atomic-lat (the
 /// others' options are a subset of these), as built.
 fn commands() -> Vec<(Command, bool)> {
     let bench = |name: &str| BENCHES.iter().find(|bench| bench.name == name).unwrap();
@@ -66,6 +76,7 @@ fn commands() -> Vec<(Command, bool)> {
         (bench_command(SendLatency::command().name("gdr-send-lat"), bench("send_lat")), true),
         (bench_command(WriteLatency::command().name("gdr-write-lat"), bench("write_lat")), true),
         (bench_command(ReadBandwidth::command().name("gdr-read-bw"), bench("read_bw")), false),
+        (bench_command(AtomicLatency::command().name("gdr-atomic-lat"), bench("atomic_lat")), true),
     ];
     commands.iter_mut().for_each(|(command, _)| command.build());
     commands
@@ -149,6 +160,14 @@ fn aliases_and_per_binary_options_follow_the_list() {
     let (arguments, notes) = run(send_lat, *latency, "-r 16 -n 5").unwrap();
     assert_eq!((arguments.join(" "), notes.len()), ("-n 5".to_string(), 1), "-r is ignored by send_lat");
     assert!(run(send_bw, false, "-H").unwrap_err().0.contains("not supported by gdr-send-bw"));
+    let (atomic_lat, latency) = &commands[5];
+    assert_eq!(
+        words(atomic_lat, *latency, "--atomic_type=CMP_AND_SWAP -A FETCH_AND_ADD"),
+        "--atomic_type=CMP_AND_SWAP -A FETCH_AND_ADD"
+    );
+    let parsed = AtomicLatency::try_parse_from(["bench", "--atomic_type", "CMP_AND_SWAP"]).unwrap();
+    assert_eq!(parsed.atomic.atomic_type, crate::options::latency::AtomicOperation::CompareAndSwap);
+    assert!(run(send_bw, false, "-A CMP_AND_SWAP").unwrap_err().0.contains("not supported by gdr-send-bw"));
     assert!(commands[3]
         .0
         .get_arguments()

@@ -6,7 +6,7 @@ use super::{column, Column, ACCEPT, COUNTERS, FLAGS, MEASURED, RUN};
 /// Every column of every table, alphabetical within its group.
 pub const COLUMNS: &[Column] = &[
     // What ran.
-    column("test", "name", "The benchmark: `write_bw`, `read_bw`, `send_bw`, `read_lat`, `write_lat`, `send_lat` (in the acceptance summary, the binary's test the row judged).", "the binary"),
+    column("test", "name", "The benchmark: `write_bw`, `read_bw`, `send_bw`, `read_lat`, `write_lat`, `send_lat`, `atomic_lat` (in the acceptance summary, the binary's test the row judged).", "the binary"),
     column("bytes", "bytes", "Message size of this row.", "`-s`/`-a` (the sweep)"),
     column("qps", "count", "Queue pairs used (`-q`; the sum of the lanes in an `all` row).", FLAGS),
     column("tx_depth", "count", "Work requests kept posted per QP (`-t`).", FLAGS),
@@ -62,7 +62,7 @@ pub const COLUMNS: &[Column] = &[
     column("p99_us", "µs", "99th percentile.", MEASURED),
     column("p99_9_us", "µs", "99.9th percentile.", MEASURED),
     column("p99_99_us", "µs", "99.99th percentile.", MEASURED),
-    column("arrival", "text", "How the measuring side saw the answer arrive: `completion` (read_lat: the READ's completion), `poll_last_byte` (write_lat: polling the buffer's last byte), `write_imm_completion` (write_lat with immediate data), `recv_completion` (send_lat). It says how, not what a sample spans: that is `latency_span`.", "the test"),
+    column("arrival", "text", "How the measuring side saw the answer arrive: `completion` (read_lat, atomic_lat: the READ's or the atomic's completion), `poll_last_byte` (write_lat: polling the buffer's last byte), `write_imm_completion` (write_lat with immediate data), `recv_completion` (send_lat). It says how, not what a sample spans: that is `latency_span`.", "the test"),
     column("latency_span", "iteration/arrival", "What one sample spans: `iteration` (perftest's: from one post to the next post, the whole round trip and its bookkeeping) or `arrival` (from the post to the arrival of the answer, `--latency-span arrival`).", FLAGS),
     column("percentile_source", "exact_samples/histogram", "Where the median and percentiles come from: the sorted samples (up to 10^6 samples) or the HDR histogram (3 significant digits).", MEASURED),
     column("saturated_samples", "count", "Samples longer than the histogram's range, kept but clamped to its top: non-zero means `t_max_us` and the top percentiles are lower bounds.", MEASURED),
