@@ -41,9 +41,10 @@ levels.r1 = { duration = "40s", source = "test level" }
 /// Gb/s on host memory; `env` adds to the stand-in's environment.
 fn soak(root: &Path, scratch: &Scratch, level: &str, env: &[(&str, String)]) -> (Output, PathBuf) {
     let bench_dir = fake_bench(scratch);
-    let mut env = env.to_vec();
-    env.push(("FAKE_BW", "12.5".to_string()));
-    soak_with(root, scratch, &Soak { profile: PROFILE, bench_dir, mem: "host", level }, &env)
+    // The default first, so that a caller's own FAKE_BW (set later) wins, as before.
+    let mut defaults = vec![("FAKE_BW", "12.5".to_string())];
+    defaults.extend_from_slice(env);
+    soak_with(root, scratch, &Soak { profile: PROFILE, bench_dir, mem: "host", level }, &defaults)
 }
 
 /// One soak as a user asks for it: the profile's text, the stand-ins' folder, `--mem`, `--soak`.
