@@ -9,7 +9,8 @@
 #    gdrvm1, host memory, --validate: write bandwidth (sweep, and 2 QPs both ways), read latency,
 #    send/recv bandwidth, write and send latency (those that are built). Checked: both sides exit
 #    0, the rows, the data check, both host names in every row, the GID taken from the client's
-#    interface address (::ffff:192.0.2.11), the bytes on eth0.
+#    interface address (::ffff:192.0.2.11), the bytes on eth0. GDRPERF_SKIP_BENCHES=1 skips it
+#    and 1a (to repeat the later parts alone).
 # 1a. -R (scripts/vm-tests.d/24-rdma-cm.sh) in gdrvm0, where rxe0 sits on eth0: every bench
 #    connected through rdma_cm, loopback and two processes, perftest's -R beside it.
 # 1b. Loss (scripts/loss-test.sh, short form): netem drops 2% of gdrvm1's eth0 egress; checked:
@@ -22,10 +23,10 @@
 #    slurmctld, slurmd, munge) in the VMs; hostlists expanded by gdrperf and by scontrol compared;
 #    `srun -N2 -n2 gdrperf slurm` (pairs: one row per pair), a ring with two tasks per node, a run
 #    with a missing device (fails, names both nodes), scripts/slurm/acceptance.sbatch via sbatch;
-#    a ring as it is, with gdrvm1's egress slowed by netem, and with both VMs' egress slowed,
-#    each judged with `gdrperf fleet judge --base` against the first. The Debian root is built once into
-#    .cache/slurm-root (debootstrap, needs root and the Debian mirror); GDRPERF_SKIP_SLURM=1
-#    skips this part.
+#    a ring (two tasks per node) as it is, with gdrvm1's egress slowed by netem, and with both
+#    VMs' egress slowed, each judged with `gdrperf fleet judge --base` against the first. The
+#    Debian root is built once into .cache/slurm-root (debootstrap, needs root and the Debian
+#    mirror); GDRPERF_SKIP_SLURM=1 skips this part.
 # Ends with "N passed, N failed"; the exit status is 1 if anything failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -60,9 +61,12 @@ print("; ".join(problems))
 EOF
 }
 
+rm -rf "$OUT" && mkdir -p "$OUT"
+
 # --- 1. benches across the link -----------------------------------------------------------------
+benches_across_the_link() {
 echo "== two VMs, benches across the link"
-rm -rf "$OUT" && mkdir -p "$OUT/benches"
+mkdir -p "$OUT/benches"
 scripts/softroce.sh pair --timeout 1500 -- "scripts/softroce/two-host-benches.sh $OUT/benches"
 status=$?
 check "both VMs ran the bench cases (softroce.sh pair exit $status)" "$([ $status = 0 ] || echo "exit $status")"
@@ -98,6 +102,12 @@ status=$?
 grep -E '^vm0\| (ok|FAIL) ' "$OUT/rdma-cm.log" | sed 's/^vm0| /       /'
 check "-R family in gdrvm0: $(grep -o '[0-9]* passed, [0-9]* failed' "$OUT/rdma-cm.log" | tail -n 1) (exit $status)" \
     "$([ $status = 0 ] || grep -A3 'FAIL' "$OUT/rdma-cm.log" | head -n 12)"
+}
+if [ "${GDRPERF_SKIP_BENCHES:-0}" = 1 ]; then
+    echo "== benches across the link and -R skipped (GDRPERF_SKIP_BENCHES=1)"
+else
+    benches_across_the_link
+fi
 
 # --- 1b. packet loss on the link ------------------------------------------------------------------
 if [ "${GDRPERF_SKIP_LOSS:-0}" = 1 ]; then
@@ -190,10 +200,10 @@ EOF
         done
         check "netem: tc added and removed the rate on both VMs (4 x exit 0)" \
             "$([ "$(grep -c ': exit 0$' "$shared/netem.log" 2>/dev/null)" = 4 ] || cat "$shared/netem.log" 2>&1)"
-        # bw_of RUN SENDER: the row's bandwidth where SENDER was the client.
-        bw_of() { python3 -c 'import csv, sys
-rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")) if r["client_node"] == sys.argv[2]]
-print(rows[0]["bw_avg_gbit_s"] if rows else "none")' "$shared/$1/results.csv" "$2" 2>/dev/null || echo none; }
+        # bw_of RUN SENDER: the median bandwidth of the rows where SENDER was the client.
+        bw_of() { python3 -c 'import csv, statistics, sys
+rows = [float(r["bw_avg_gbit_s"]) for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")) if r["client_node"] == sys.argv[2]]
+print(statistics.median(rows) if rows else "none")' "$shared/$1/results.csv" "$2" 2>/dev/null || echo none; }
         echo "info bandwidth sent by gdrvm0 / gdrvm1 (Gb/s): base $(bw_of base gdrvm0) / $(bw_of base gdrvm1)," \
             "oneway $(bw_of oneway gdrvm0) / $(bw_of oneway gdrvm1), slowed $(bw_of slowed gdrvm0) / $(bw_of slowed gdrvm1)"
         check "oneway: gdrvm1 sent at under half its base rate, gdrvm0 at over half of its own" \
