@@ -23,9 +23,9 @@
 #    slurmctld, slurmd, munge) in the VMs; hostlists expanded by gdrperf and by scontrol compared;
 #    `srun -N2 -n2 gdrperf slurm` (pairs: one row per pair), a ring with two tasks per node, a run
 #    with a missing device (fails, names both nodes), scripts/slurm/acceptance.sbatch via sbatch;
-#    a ring (two tasks per node) as it is, with gdrvm1's egress slowed by netem, and with both
-#    VMs' egress slowed, each judged with `gdrperf fleet judge --base` against the first. The
-#    Debian root is built once into .cache/slurm-root (debootstrap, needs root and the Debian
+#    a ring as it is, with gdrvm1's egress slowed by netem, and with both VMs' egress slowed
+#    (the first and last twice), each judged with `gdrperf fleet judge --base` against the
+#    first. The Debian root is built once into .cache/slurm-root (debootstrap, needs root and the Debian
 #    mirror); GDRPERF_SKIP_SLURM=1 skips this part.
 # Ends with "N passed, N failed"; the exit status is 1 if anything failed.
 set -uo pipefail
@@ -194,7 +194,7 @@ EOF
 
         # What two nodes can tell against an earlier job: the ring as it is (base), with gdrvm1's
         # egress slowed (oneway: gdrvm1 sending), with both VMs' egress slowed (slowed).
-        for run in base oneway slowed; do
+        for run in base base-again oneway slowed slowed-again; do
             code=$(cat "$shared/$run.status" 2>/dev/null || echo none)
             check "$run ring: exits 0" "$([ "$code" = 0 ] || { echo "exit $code"; tail -n 12 "$shared/$run.log" 2>/dev/null; })"
         done
@@ -210,15 +210,20 @@ print(statistics.median(rows) if rows else "none")' "$shared/$1/results.csv" "$2
             "$(python3 -c 'import sys; b0, b1, o0, o1 = map(float, sys.argv[1:])
 print("" if o1 < b1 / 2 and o0 > b0 / 2 else "not the one-way slowdown netem was to make")' \
                 "$(bw_of base gdrvm0)" "$(bw_of base gdrvm1)" "$(bw_of oneway gdrvm0)" "$(bw_of oneway gdrvm1)" 2>&1)"
+        # Each judged against both base jobs read as one (four rows); slowed with its second job.
         for run in oneway slowed; do
-            "$REPO/target/release/gdrperf" fleet judge --base "$shared/base/results.csv" --json "$shared/$run-judge.json" \
-                "$shared/$run/results.csv" >"$shared/$run-judge.txt" 2>&1
+            jobs=("$shared/$run/results.csv")
+            [ "$run" = slowed ] && jobs+=("$shared/slowed-again/results.csv")
+            "$REPO/target/release/gdrperf" fleet judge --base "$shared/base/results.csv" \
+                --base "$shared/base-again/results.csv" --json "$shared/$run-judge.json" \
+                "${jobs[@]}" >"$shared/$run-judge.txt" 2>&1
             echo $? >"$shared/$run-judge.status"
             sed 's/^/info '"$run"' judge: /' "$shared/$run-judge.txt"
         done
         cannot_tell='^  cannot tell: 2 node(s): every row joins the same two ends'
         check "slowed both ways: two nodes name no part, and against the base the class is slower (exit 1)" \
             "$([ "$(cat "$shared/slowed-judge.status")" = 1 ] && grep -q "$cannot_tell" "$shared/slowed-judge.txt" &&
+               grep -q '^class .*: 4 rows, ' "$shared/slowed-judge.txt" && grep -q ', 4 rows then, 4 now, ' "$shared/slowed-judge.txt" &&
                grep -q '^NAMED: none' "$shared/slowed-judge.txt" && grep -q '^  class slower: ' "$shared/slowed-judge.txt" ||
                cat "$shared/slowed-judge.txt")"
         check "one way: two nodes name no part; the judge says it cannot tell which (exit 0 or 1)" \

@@ -10,9 +10,10 @@
 #   ring/                           srun -N2 --ntasks-per-node=2, ring schedule: 2 servers per node
 #   broken/                         the pairs run again with a device that does not exist
 #   sbatch/                         scripts/slurm/acceptance.sbatch submitted with sbatch --wait
-#   base/, oneway/, slowed/         the same ring (two tasks per node) three times: as it is, with gdrvm1's eth0
+#   base/, oneway/, slowed/         the same ring three times: as it is, with gdrvm1's eth0
 #                                   egress slowed by netem (gdrvm1 sending), and with both VMs'
-#                                   egress slowed (the link both ways); netem.log says what tc did
+#                                   egress slowed (the link both ways); netem.log says what tc did;
+#   base-again/, slowed-again/      the base and the slowed ring once more (four rows a side)
 #   *.status, *.log                 exit status and output of each run
 set -u
 SHARED=$1
@@ -50,27 +51,29 @@ GDRPERF_OUT="$SHARED/sbatch" GDRPERF_MEM_ARGS="" GDRPERF_BENCH_ARGS="-s 64K -n 2
 # What two nodes can tell against an earlier job: one ring as it is, then with gdrvm1's egress
 # slowed (netem rate, as scripts/loss-test.sh applies netem loss; a deep queue so that the rate,
 # not drops, slows it), then with both VMs' egress slowed. tc runs as a job step on each node.
-# 10 Mb/s, a tenth of what a pair carries here unslowed: the drop the judge must see against the
-# base is then far beyond the noise TCG puts between runs.
+# The base and the slowed ring run twice: the judge reads both jobs' files as one (four rows a
+# side). From two rows the class's noise comes from one difference between the directions,
+# which under TCG alone reaches 50 % (a base of 0.118 and 0.079 Gb/s gave noise 60 %), and a
+# class 80 % slower was then not sure at the judge's alpha (z -3.05 against -3.29).
 netem() {  # NODE ARGS...: tc qdisc ARGS on NODE's eth0
     local node=$1; shift
     srun -N1 -n1 -w "$node" tc qdisc "$@" >>"$SHARED/netem.log" 2>&1
     echo "$node: tc qdisc $*: exit $?" >>"$SHARED/netem.log"
 }
-# Two tasks per node: four rows a job, not two. With two rows the class's noise comes from one
-# difference between the directions, which under TCG alone reaches 50 % (a base of 0.118 and
-# 0.079 Gb/s gave noise 60 %), and the class that slowed by 80 % was then not sure at the judge's
-# alpha (z -3.05 against -3.29); four rows quarter the variance of each job's level.
+# One pair a direction: two concurrent pairs through a slowed link each pile up to 8 MiB (-t 128
+# x 64 KiB) in netem's queue, and rxe, which has no congestion control, then crawled for minutes
+# (--timeout counts progress, and completions kept trickling in).
 ring_bw() {  # NAME: the ring of write bandwidth, host memory
-    run "$1" srun -N2 --ntasks-per-node=2 gdrperf slurm --schedule ring --out "$SHARED/$1" -- \
-        gdr-write-bw -s 64K -n 100 --timeout 120
+    run "$1" srun -N2 -n2 gdrperf slurm --schedule ring --out "$SHARED/$1" -- gdr-write-bw -s 64K -n 100 --timeout 120
 }
 : >"$SHARED/netem.log"
 ring_bw base
-netem gdrvm1 add dev eth0 root netem rate 10mbit limit 100000
+ring_bw base-again
+netem gdrvm1 add dev eth0 root netem rate 20mbit limit 100000
 ring_bw oneway
-netem gdrvm0 add dev eth0 root netem rate 10mbit limit 100000
+netem gdrvm0 add dev eth0 root netem rate 20mbit limit 100000
 ring_bw slowed
+ring_bw slowed-again
 netem gdrvm1 del dev eth0 root
 netem gdrvm0 del dev eth0 root
 exit 0
