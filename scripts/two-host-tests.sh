@@ -25,8 +25,8 @@
 #    with a missing device (fails, names both nodes), scripts/slurm/acceptance.sbatch via sbatch;
 #    a ring as it is, with gdrvm1's egress slowed by netem, and with both VMs' egress slowed
 #    (the first and last twice), each judged with `gdrperf fleet judge --base` against the
-#    first. The Debian root is built once into .cache/slurm-root (debootstrap, needs root and the Debian
-#    mirror); GDRPERF_SKIP_SLURM=1 skips this part.
+#    first. The Debian root is built once into .cache/slurm-root (debootstrap, needs root and
+#    the Debian mirror); GDRPERF_SKIP_SLURM=1 skips this part.
 # Ends with "N passed, N failed"; the exit status is 1 if anything failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
