@@ -54,24 +54,27 @@ GDRPERF_OUT="$SHARED/sbatch" GDRPERF_MEM_ARGS="" GDRPERF_BENCH_ARGS="-s 64K -n 2
 # The base and the slowed ring run twice: the judge reads both jobs' files as one (four rows a
 # side). From two rows the class's noise comes from one difference between the directions,
 # which under TCG alone reaches 50 % (a base of 0.118 and 0.079 Gb/s gave noise 60 %), and a
-# class 80 % slower was then not sure at the judge's alpha (z -3.05 against -3.29).
+# class 80 % slower was then not sure at the judge's alpha (z -3.05 against -3.29). 10 Mb/s is
+# a sixth of what a pair carries here even while the host is busy (0.06 Gb/s), so the drop stays
+# far beyond the noise between runs.
 netem() {  # NODE ARGS...: tc qdisc ARGS on NODE's eth0
     local node=$1; shift
     srun -N1 -n1 -w "$node" tc qdisc "$@" >>"$SHARED/netem.log" 2>&1
     echo "$node: tc qdisc $*: exit $?" >>"$SHARED/netem.log"
 }
-# One pair a direction: two concurrent pairs through a slowed link each pile up to 8 MiB (-t 128
-# x 64 KiB) in netem's queue, and rxe, which has no congestion control, then crawled for minutes
+# One pair a direction, at most 1 MiB in flight (-t 16 x 64 KiB): rxe has no congestion control,
+# and two pairs with 8 MiB each (-t 128) in netem's queue at 10 Mb/s crawled for minutes
 # (--timeout counts progress, and completions kept trickling in).
 ring_bw() {  # NAME: the ring of write bandwidth, host memory
-    run "$1" srun -N2 -n2 gdrperf slurm --schedule ring --out "$SHARED/$1" -- gdr-write-bw -s 64K -n 100 --timeout 120
+    run "$1" srun -N2 -n2 gdrperf slurm --schedule ring --out "$SHARED/$1" -- \
+        gdr-write-bw -s 64K -n 100 -t 16 --timeout 120
 }
 : >"$SHARED/netem.log"
 ring_bw base
 ring_bw base-again
-netem gdrvm1 add dev eth0 root netem rate 20mbit limit 100000
+netem gdrvm1 add dev eth0 root netem rate 10mbit limit 100000
 ring_bw oneway
-netem gdrvm0 add dev eth0 root netem rate 20mbit limit 100000
+netem gdrvm0 add dev eth0 root netem rate 10mbit limit 100000
 ring_bw slowed
 ring_bw slowed-again
 netem gdrvm1 del dev eth0 root
