@@ -8,9 +8,12 @@
 //! The gathered rows are the benches' own rows (their `host` and `peer_host` columns name both
 //! ends) with five columns added at the end: `round`, `server_rank`, `client_rank`,
 //! `server_node`, `client_node` (Slurm's node names, which may differ from `hostname`). Rows
-//! come grouped by client rank, then by round. The gather reads each rank's records one line at
-//! a time and streams the rows into `results.csv` and `results.json`: what it holds in memory
-//! is a few numbers per pair and the matrix, not the rows.
+//! come grouped by client rank, then by round: the gather reads one rank's records file at a
+//! time, one line at a time, and streams the rows into `results.csv` and `results.json`, so the
+//! order does not depend on which rank finished first, and ordering by round across ranks would
+//! need every rank's file open at once (tens of thousands). What it holds in memory is a few
+//! numbers per pair and the matrix, not the rows; the pairs themselves are computed again from
+//! `plan.json`, which does not list them.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -108,7 +111,9 @@ impl PairIndex {
 
     /// Where `pair` stands; `None` for a pair the plan does not hold as it is.
     fn position(&self, pair: &BenchPair) -> Option<usize> {
-        Some(self.starts[pair.round] + self.plan.place_of(&self.step, pair)?)
+        // The place first: it refuses a round past the plan's (a record of another plan).
+        let place = self.plan.place_of(&self.step, pair)?;
+        Some(self.starts[pair.round] + place)
     }
 
     /// Every pair, in list order, one round at a time.
