@@ -1,12 +1,13 @@
 //! The atomic_lat engine: ib_atomic_lat's one-sided round trip of 8-byte atomics on the
-//! server's counter (the loop is read_lat's, [`super::one_sided_latency`]), and its data check.
+//! server's counter (the loop is read_lat's, [`super::entry::one_sided_latency`]), and its data check.
 
 use crate::error::Result;
 use crate::harness::session::Session;
 use crate::options::latency::{AtomicOperation, ATOMIC_SIZE};
 use crate::verbs::{Operation, RemoteBuffer};
 
-use super::{one_sided_latency, IntervalSink, LatencyPlan, LatencyRun};
+use super::entry::one_sided_latency;
+use super::plan::{IntervalSink, LatencyPlan, LatencyRun};
 
 /// The client's side of atomic_lat: one 8-byte atomic on the server's counter at a time, each
 /// advancing it by 1, as ib_atomic_lat's (fetch-and-add of 1; compare-and-swap of the value the

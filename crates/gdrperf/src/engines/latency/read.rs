@@ -11,9 +11,10 @@ use crate::options::latency::{AtomicOperation, LatencyConfig};
 use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use crate::output::RowContext;
 
-use super::{
-    atomic_latency, check_atomic_counter, measure_size, prepare_read_source, read_latency, LatencyPlan,
-};
+use super::atomic::{atomic_latency, check_atomic_counter};
+use super::entry::{prepare_read_source, read_latency};
+use super::files::measure_size;
+use super::plan::LatencyPlan;
 
 /// A one-sided latency loop (RDMA READ, or an atomic) with its run's settings and per-size files.
 pub struct OneSidedLatency {
