@@ -13,11 +13,13 @@
 //!   for what the two ping-pong benches share.
 //! - The streaming loops' bookkeeping, apart from the verbs calls: [`stream_book`] (how many
 //!   requests a QP may post, which ones are signalled) and [`credits`] (a sender posts only
-//!   while it holds a credit for a receive the peer has posted).
+//!   while it holds a credit for a receive the peer has posted); `meter` makes every streaming
+//!   loop's bandwidth meter, with `-D`'s window.
 
 pub(crate) mod bandwidth;
 pub mod credits;
 pub(crate) mod latency;
+pub(crate) mod meter;
 pub(crate) mod one_sided;
 pub(crate) mod ping_pong;
 pub(crate) mod send;

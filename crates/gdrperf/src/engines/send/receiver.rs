@@ -5,8 +5,8 @@
 
 use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
-use crate::engines::bandwidth::duration_window;
 use crate::engines::credits::{ReceiverCredits, CREDIT_RECEIVES};
+use crate::engines::meter::{phase_meter, warn_if_not_stored};
 use crate::engines::stream_book::events_to_store;
 use crate::error::{Error, Result};
 use crate::harness::session::Session;
@@ -194,16 +194,10 @@ impl<'q> Receiver<'q> {
         }
         // Every receive is an event of its own.
         let expected_events = events_to_store(plan.stop, 1, queue_count as u64);
-        let mut meter = BandwidthMeter::new(plan.size as u64, expected_events).map_err(|source| {
-            Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
-        })?;
         // perftest's receiver under -D (`set_on_first_rx_packet` in perftest_resources.c) starts
         // its margins at its first receive and counts only the middle window: so does ours, on
         // its own clock, which starts at its first measured message.
-        if let StopRule::Duration(duration) = plan.stop {
-            let (start, end) = duration_window(duration, plan.margin_seconds);
-            meter.set_window(start, end);
-        }
+        let meter = phase_meter(plan.size, plan.stop, plan.margin_seconds, expected_events, expected_events)?;
         let phase = if plan.warmup > 0 { ReceivePhase::Warmup } else { ReceivePhase::Measured };
         queues.failure = None;
         Ok(Receiver {
@@ -367,7 +361,7 @@ impl<'q> Receiver<'q> {
     }
 
     pub(super) fn report(self) -> Option<BandwidthReport> {
-        self.meter.report().ok().inspect(crate::engines::bandwidth::warn_if_not_stored)
+        self.meter.report().ok().inspect(warn_if_not_stored)
     }
 }
 

@@ -12,7 +12,9 @@ use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 use crate::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
 use crate::output::RowContext;
 
-use super::{stream_send, ReceiveQueues, SendConnection, SendPlan};
+use super::plan::SendPlan;
+use super::receiver::ReceiveQueues;
+use super::stream::{post_credit_receives, stream_send, SendConnection};
 
 /// The settings of a SEND stream.
 #[derive(Debug, Clone)]
@@ -62,7 +64,7 @@ impl Engine for SendStream {
             // With -b the credits land in the receives just posted, which keep room for them.
             let credits = match self.bandwidth.bidirectional {
                 true => SenderCredits::new(session.local.queue_pairs.len()),
-                false => super::post_credit_receives(&mut session.local.queue_pairs)?,
+                false => post_credit_receives(&mut session.local.queue_pairs)?,
             };
             session.connection.state::<SendConnection>().send_credits = Some(credits);
         }
