@@ -9,6 +9,7 @@ use crate::engines::latency::{
 use crate::error::Result;
 use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
+use crate::memory::check_failure::CheckFailure;
 use crate::options::config::BenchConfig;
 use crate::options::latency::LatencyConfig;
 use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
@@ -107,7 +108,7 @@ impl Engine for PingPongLatency {
 
     /// `--validate`: the message that landed last; a last-byte poll's last byte carries the
     /// poll markers, so the check covers the bytes before it.
-    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
+    fn check(&self, session: &mut Session, size: usize) -> Result<Option<CheckFailure>> {
         if !self.common.validate {
             return Ok(None);
         }

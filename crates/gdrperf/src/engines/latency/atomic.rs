@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::harness::session::Session;
+use crate::memory::check_failure::CheckFailure;
 use crate::options::latency::{AtomicOperation, ATOMIC_SIZE};
 use crate::verbs::{Operation, RemoteBuffer};
 
@@ -39,7 +40,7 @@ struct AtomicsPosted(u64);
 /// `--validate` of atomic_lat, on the client after a size whose counter both sides cleared
 /// before it: the value the last atomic fetched is the count of the atomics before it, so the
 /// server's counter advanced by exactly one per atomic, none lost and none applied twice.
-pub fn check_atomic_counter(session: &mut Session) -> Result<Option<String>> {
+pub fn check_atomic_counter(session: &mut Session) -> Result<Option<CheckFailure>> {
     let posted = session.connection.state::<AtomicsPosted>().0;
     let bytes = session.local.buffers[0].read_at(0..ATOMIC_SIZE)?;
     let fetched = u64::from_ne_bytes(bytes.try_into().unwrap_or_default());
@@ -47,14 +48,9 @@ pub fn check_atomic_counter(session: &mut Session) -> Result<Option<String>> {
 }
 
 /// What is wrong when the last of `posted` atomics fetched `fetched` (nothing: `posted - 1`).
-fn counter_problem(fetched: u64, posted: u64) -> Option<String> {
+fn counter_problem(fetched: u64, posted: u64) -> Option<CheckFailure> {
     let expected = posted.checked_sub(1)?;
-    (fetched != expected).then(|| {
-        format!(
-            "the counter held {fetched} before the last of {posted} atomics, not {expected}: it did not \
-             advance by exactly 1 per atomic"
-        )
-    })
+    (fetched != expected).then_some(CheckFailure::AtomicCounter { fetched, posted, expected })
 }
 
 #[cfg(test)]
@@ -66,7 +62,7 @@ mod tests {
         assert_eq!(counter_problem(1016, 1017), None, "each of 1017 atomics advanced it by 1");
         assert_eq!(counter_problem(0, 0), None, "no atomic, nothing to check");
         for wrong in [1015, 1017, 0] {
-            let problem = counter_problem(wrong, 1017).expect("a wrong counter is reported");
+            let problem = counter_problem(wrong, 1017).expect("a wrong counter is reported").to_string();
             assert!(
                 problem.contains(&format!("held {wrong} before the last of 1017 atomics, not 1016")),
                 "{problem}"

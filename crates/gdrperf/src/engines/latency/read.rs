@@ -6,6 +6,7 @@
 use crate::error::Result;
 use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
+use crate::memory::check_failure::CheckFailure;
 use crate::options::config::BenchConfig;
 use crate::options::latency::{AtomicOperation, LatencyConfig};
 use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
@@ -72,7 +73,7 @@ impl Engine for OneSidedLatency {
 
     /// `--validate`: what the client's READs brought back is the server's pattern; the
     /// server's counter advanced by exactly 1 per atomic.
-    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
+    fn check(&self, session: &mut Session, size: usize) -> Result<Option<CheckFailure>> {
         if !self.common.validate || !session.is_client() {
             return Ok(None);
         }

@@ -6,6 +6,7 @@ use crate::error::Result;
 use crate::harness::benchmark::Setup;
 use crate::harness::session::Session;
 use crate::memory::buffers::{check_received_at, pattern_seed};
+use crate::memory::check_failure::CheckFailure;
 use crate::options::config::BenchConfig;
 use crate::options::perftest_defaults::InlineRequest;
 use crate::verbs::{QueuePairSizes, RemoteAccess};
@@ -79,7 +80,7 @@ pub fn prepare_ping_pong_check(session: &mut Session, size: usize) -> Result<()>
 
 /// `--validate` of a ping-pong, after a size: the first `len` bytes of the landing half hold the
 /// peer's pattern (`len` leaves out the last byte where the last-byte poll's markers travel).
-pub fn check_ping_pong(session: &mut Session, size: usize, len: usize) -> Result<Option<String>> {
+pub fn check_ping_pong(session: &mut Session, size: usize, len: usize) -> Result<Option<CheckFailure>> {
     let landing_at = landing_offset(session.local.buffers[0].region().len());
     check_received_at(&mut session.local.buffers[..1], size, landing_at..landing_at + len)
 }

@@ -11,6 +11,7 @@ use crate::engines::stream_book::events_to_store;
 use crate::error::{Error, Result};
 use crate::harness::session::Session;
 use crate::memory::buffers::{find_mismatch, pattern_seed};
+use crate::memory::check_failure::CheckFailure;
 use crate::memory::queue_memory::{QueueMemory, Ring};
 use crate::options::config::StopRule;
 use crate::verbs::completion::opcode;
@@ -28,7 +29,7 @@ pub struct ReceiveQueues {
     queues: Vec<QueueReceives>,
     validate: bool,
     /// The first payload that failed its check in the current size.
-    failure: Option<String>,
+    failure: Option<CheckFailure>,
     /// Staged memory: the receives' slots in the bounce ring (one per receive, each as long as
     /// the sweep's largest message).
     staged_ring: Option<Ring>,
@@ -139,7 +140,7 @@ impl ReceiveQueues {
     }
 
     /// The first failed payload check since the last call.
-    pub fn take_failure(&mut self) -> Option<String> {
+    pub fn take_failure(&mut self) -> Option<CheckFailure> {
         self.failure.take()
     }
 }
@@ -369,7 +370,7 @@ impl<'q> Receiver<'q> {
 /// slot so that a later receive which delivered nothing cannot pass on stale bytes.
 fn check_slot(
     queue: &mut QueueReceives,
-    failure: &mut Option<String>,
+    failure: &mut Option<CheckFailure>,
     index: usize,
     slot: u64,
     size: usize,
@@ -379,11 +380,11 @@ fn check_slot(
     let start = slot as usize * ring.stride;
     let bytes = &mut ring.memory.as_mut_slice()[start..start + size];
     if let Some(mismatch) = find_mismatch(bytes, seed) {
-        failure.get_or_insert_with(|| {
-            format!(
-                "QP {index}: a received payload's byte {} is {:#04x}, expected {:#04x}",
-                mismatch.offset, mismatch.found, mismatch.expected
-            )
+        failure.get_or_insert(CheckFailure::ReceivedPayload {
+            queue_pair: index,
+            offset: mismatch.offset,
+            found: mismatch.found,
+            expected: mismatch.expected,
         });
     }
     bytes.fill(0);

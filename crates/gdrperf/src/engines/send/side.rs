@@ -6,6 +6,7 @@ use crate::engines::credits::SenderCredits;
 use crate::error::Result;
 use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
+use crate::memory::check_failure::CheckFailure;
 use crate::options::config::{BandwidthConfig, BenchConfig};
 use crate::options::send::SendConfig;
 use crate::output::rows::{BandwidthFigures, BandwidthSettings};
@@ -109,7 +110,7 @@ impl Engine for SendStream {
 
     /// After a size: the first payload that failed its check (a host ring's, or a staged
     /// ring's message by message).
-    fn check(&self, session: &mut Session, _size: usize) -> Result<Option<String>> {
+    fn check(&self, session: &mut Session, _size: usize) -> Result<Option<CheckFailure>> {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
