@@ -53,32 +53,28 @@ impl PingPong {
     }
 
     /// The message numbered `sequence` (a request from the client, or the server's answer).
+    #[inline]
     pub(super) fn message(self, sequence: u64, remote: RemoteBuffer) -> Operation {
-        match self {
-            PingPong::WritePollLastByte => {
-                Operation::Write { remote_address: remote.address, rkey: remote.rkey }
-            }
-            PingPong::WriteWithImmediate => Operation::WriteWithImmediate {
-                remote_address: remote.address,
-                rkey: remote.rkey,
-                immediate: sequence_immediate(sequence),
-            },
-            PingPong::Send => Operation::Send,
-        }
+        self.carrying(sequence_immediate(sequence), Operation::Send, remote)
     }
 
     /// The client's last message of a size: "no more requests".
     pub(super) fn stop(self, remote: RemoteBuffer) -> Operation {
+        self.carrying(STOP_IMMEDIATE, Operation::SendWithImmediate { immediate: STOP_IMMEDIATE }, remote)
+    }
+
+    /// A message of this transport into `remote`: a WRITE_WITH_IMM carries `immediate`, a
+    /// ping-pong of SENDs posts `send` (a plain WRITE carries nothing: its marker byte speaks).
+    #[inline]
+    fn carrying(self, immediate: u32, send: Operation, remote: RemoteBuffer) -> Operation {
         match self {
             PingPong::WritePollLastByte => {
                 Operation::Write { remote_address: remote.address, rkey: remote.rkey }
             }
-            PingPong::WriteWithImmediate => Operation::WriteWithImmediate {
-                remote_address: remote.address,
-                rkey: remote.rkey,
-                immediate: STOP_IMMEDIATE,
-            },
-            PingPong::Send => Operation::SendWithImmediate { immediate: STOP_IMMEDIATE },
+            PingPong::WriteWithImmediate => {
+                Operation::WriteWithImmediate { remote_address: remote.address, rkey: remote.rkey, immediate }
+            }
+            PingPong::Send => send,
         }
     }
 
@@ -141,6 +137,28 @@ pub(super) fn landing(remote: RemoteBuffer) -> RemoteBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only the STOP message carries the STOP immediate; a plain WRITE says STOP by its marker.
+    #[test]
+    fn each_transport_sends_its_stop_and_its_messages_as_such() {
+        let remote = RemoteBuffer { address: 0x1000, rkey: 7, len: 64 };
+        let write = |operation| matches!(operation, Operation::Write { remote_address: 0x1000, rkey: 7 });
+        assert!(write(PingPong::WritePollLastByte.message(5, remote)));
+        assert!(write(PingPong::WritePollLastByte.stop(remote)));
+        assert!(matches!(
+            PingPong::WriteWithImmediate.message(5, remote),
+            Operation::WriteWithImmediate { remote_address: 0x1000, rkey: 7, immediate: 5 }
+        ));
+        assert!(matches!(
+            PingPong::WriteWithImmediate.stop(remote),
+            Operation::WriteWithImmediate { immediate: STOP_IMMEDIATE, .. }
+        ));
+        assert!(matches!(PingPong::Send.message(5, remote), Operation::Send));
+        assert!(matches!(
+            PingPong::Send.stop(remote),
+            Operation::SendWithImmediate { immediate: STOP_IMMEDIATE }
+        ));
+    }
 
     #[test]
     fn markers_of_the_two_sides_never_meet_and_always_change() {
