@@ -1,5 +1,6 @@
-//! The atomic_lat engine: ib_atomic_lat's one-sided round trip of 8-byte atomics on the
-//! server's counter (the loop is read_lat's, [`super::entry::one_sided_latency`]), and its data check.
+//! What atomic_lat adds to read_lat's one-sided loop (`entry.rs`): ib_atomic_lat's 8-byte
+//! atomics on the server's counter, and the data check that the counter advanced by exactly one
+//! per atomic. Apart from the loop, so that the check needs nothing of it.
 
 use crate::error::Result;
 use crate::harness::session::Session;
@@ -7,30 +8,23 @@ use crate::memory::check_failure::CheckFailure;
 use crate::options::latency::{AtomicOperation, ATOMIC_SIZE};
 use crate::verbs::{Operation, RemoteBuffer};
 
-use super::entry::one_sided_latency;
-use super::plan::{IntervalSink, LatencyPlan, LatencyRun};
-
-/// The client's side of atomic_lat: one 8-byte atomic on the server's counter at a time, each
-/// advancing it by 1, as ib_atomic_lat's (fetch-and-add of 1; compare-and-swap of the value the
-/// counter holds for the next one, where perftest swaps 0 for 0: the same work for the NIC, and
-/// a counter that shows every swap). Staged memory copies each fetched value in inside the
-/// sample, as a staged READ does. Keeps the count of atomics for [`check_atomic_counter`].
-pub fn atomic_latency(
-    session: &mut Session,
-    plan: &LatencyPlan,
-    atomic: AtomicOperation,
-    sink: Option<&mut dyn IntervalSink>,
-) -> Result<LatencyRun> {
-    let RemoteBuffer { address: remote_address, rkey, .. } = session.remote_buffer(0);
-    let request = |sequence: u64| match atomic {
+/// atomic_lat's n-th request on the counter at `remote`: each advances it by 1, as
+/// ib_atomic_lat's do (fetch-and-add of 1; compare-and-swap of the value the counter holds for
+/// the next one, where perftest swaps 0 for 0: the same work for the NIC, and a counter that
+/// shows every swap).
+pub(super) fn atomic_request(atomic: AtomicOperation, remote: RemoteBuffer) -> impl Fn(u64) -> Operation {
+    let RemoteBuffer { address: remote_address, rkey, .. } = remote;
+    move |sequence: u64| match atomic {
         AtomicOperation::FetchAndAdd => Operation::FetchAndAdd { remote_address, rkey, add: 1 },
         AtomicOperation::CompareAndSwap => {
             Operation::CompareAndSwap { remote_address, rkey, compare: sequence, swap: sequence + 1 }
         }
-    };
-    let (run, posted) = one_sided_latency(session, plan, request, sink)?;
+    }
+}
+
+/// Keeps the count of a size's atomics (warm-up included) for [`check_atomic_counter`].
+pub(super) fn count_atomics(session: &mut Session, posted: u64) {
     session.connection.state::<AtomicsPosted>().0 = posted;
-    Ok(run)
 }
 
 /// The atomics of the last atomic_lat size (warm-up included): each advanced the counter by 1.

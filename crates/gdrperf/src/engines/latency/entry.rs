@@ -4,8 +4,10 @@
 
 use crate::error::Result;
 use crate::harness::session::Session;
+use crate::options::latency::AtomicOperation;
 use crate::verbs::Operation;
 
+use super::atomic::{atomic_request, count_atomics};
 use super::direct::{direct_one_sided_latency, direct_ping_pong_initiator, direct_ping_pong_responder};
 use super::plan::{IntervalSink, LatencyPlan, LatencyRun};
 use super::staged::{
@@ -48,9 +50,24 @@ pub fn read_latency(
     one_sided_latency(session, plan, read, sink).map(|(run, _)| run)
 }
 
+/// The client's side of atomic_lat: one 8-byte atomic on the server's counter at a time, each
+/// advancing it by 1 ([`atomic_request`]). Staged memory copies each fetched value in inside the
+/// sample, as a staged READ does. Keeps the count of atomics for the size's data check.
+pub fn atomic_latency(
+    session: &mut Session,
+    plan: &LatencyPlan,
+    atomic: AtomicOperation,
+    sink: Option<&mut dyn IntervalSink>,
+) -> Result<LatencyRun> {
+    let request = atomic_request(atomic, session.remote_buffer(0));
+    let (run, posted) = one_sided_latency(session, plan, request, sink)?;
+    count_atomics(session, posted);
+    Ok(run)
+}
+
 /// read_lat's and atomic_lat's loop: `request(n)` is the n-th request (from 0, warm-up
 /// included). Returns the run and how many requests were posted.
-pub(super) fn one_sided_latency(
+fn one_sided_latency(
     session: &mut Session,
     plan: &LatencyPlan,
     request: impl FnMut(u64) -> Operation,

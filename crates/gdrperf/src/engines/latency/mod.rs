@@ -1,7 +1,7 @@
 //! The latency engines: one message in flight at a time, every round trip timed and recorded.
 //!
 //! Two shapes, as in perftest:
-//! - **One-sided round trip** ([`read_latency`], [`atomic_latency`](atomic::atomic_latency)): the
+//! - **One-sided round trip** ([`read_latency`], [`atomic_latency`](entry::atomic_latency)): the
 //!   client posts one READ (or 8-byte atomic) and waits for its completion; the server's CPU
 //!   takes no part. A sample is the whole post-to-completion time, not halved (a request and a
 //!   response: perftest's way).

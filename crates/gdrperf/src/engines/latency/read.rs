@@ -12,8 +12,8 @@ use crate::options::latency::{AtomicOperation, LatencyConfig};
 use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use crate::output::RowContext;
 
-use super::atomic::{atomic_latency, check_atomic_counter};
-use super::entry::{prepare_read_source, read_latency};
+use super::atomic::check_atomic_counter;
+use super::entry::{atomic_latency, prepare_read_source, read_latency};
 use super::files::measure_size;
 use super::plan::LatencyPlan;
 
