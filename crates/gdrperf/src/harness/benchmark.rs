@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::harness::session::Session;
-use crate::memory::check_failure::CheckFailure;
 use crate::options::config::{BandwidthConfig, BenchConfig};
 use crate::output::{Row, RowContext};
 use crate::verbs::QueuePairSizes;
@@ -57,7 +56,11 @@ pub trait Engine: Sync {
     fn measure(&self, session: &mut Session, size: usize) -> Result<Option<Self::Report>>;
     /// After both sides finished: checks this side's received data, `Some(failure)` if wrong
     /// (its text is what the row's side reports and what a server sends its client).
-    fn check(&self, session: &mut Session, size: usize) -> Result<Option<CheckFailure>>;
+    fn check(
+        &self,
+        session: &mut Session,
+        size: usize,
+    ) -> Result<Option<crate::memory::check_failure::CheckFailure>>;
     /// The row of one size from both sides' reports.
     fn row(
         &self,

@@ -12,7 +12,6 @@ use sideway::ibverbs::protection_domain::ProtectionDomain;
 use crate::error::{Error, Result};
 use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
 use crate::memory::buffers::BenchBuffer;
-use crate::memory::check_failure::CheckFailure;
 use crate::memory::queue_memory::staged_len;
 use crate::memory::staging::{CudaStager, HostStager};
 use crate::node::cpu_placement::{self, CpuPlacement};
@@ -518,13 +517,17 @@ impl Session {
 
     /// `--validate`, after a size: the first `len` bytes of each QP's buffer hold the pattern of
     /// its `size`-byte messages (a staged ring: every message was checked as it was copied in).
-    pub fn check_received(&mut self, size: usize, len: usize) -> Result<Option<CheckFailure>> {
+    pub fn check_received(
+        &mut self,
+        size: usize,
+        len: usize,
+    ) -> Result<Option<crate::memory::check_failure::CheckFailure>> {
         crate::memory::buffers::check_received(&mut self.local.buffers, size, len)
     }
 
     /// The first failed per-message check of a staged receiver in this size (see
     /// `memory::queue_memory`), if any.
-    pub fn take_message_failure(&mut self) -> Option<CheckFailure> {
+    pub fn take_message_failure(&mut self) -> Option<crate::memory::check_failure::CheckFailure> {
         crate::memory::buffers::take_message_failure(&mut self.local.buffers)
     }
 
