@@ -1,6 +1,7 @@
 //! What every latency loop is given and gives back: the plan of one size, the interval log's
 //! sink and the run it measured. Its own module so that the loops, the recorder and the files
-//! share these types without reaching into the room that holds them all.
+//! share these types without reaching into the room that holds them all; it names none of the
+//! run's options (the plan is made from them in `setup.rs`), so the loops stand low.
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use gdrperf_stats::hdrhistogram::Histogram;
 use gdrperf_stats::LatencyRecorder;
 
 use crate::error::{Error, Result};
-use crate::options::config::{BenchConfig, LatencySpan, StopRule};
+use crate::options::config::{LatencySpan, StopRule};
 
 /// How one size is measured.
 #[derive(Debug, Clone, Copy)]
@@ -23,21 +24,6 @@ pub struct LatencyPlan {
     pub stall_timeout: Duration,
     /// What a sample spans.
     pub span: LatencySpan,
-}
-
-impl LatencyPlan {
-    /// The plan of one size from the run's settings; `inline` says whether this size is posted
-    /// inline (see [`crate::options::latency::LatencyConfig::inline`]).
-    pub fn new(common: &BenchConfig, size: usize, inline: bool) -> LatencyPlan {
-        LatencyPlan {
-            size,
-            stop: common.stop,
-            warmup: common.warmup,
-            inline,
-            stall_timeout: common.timeout,
-            span: common.latency_span.unwrap_or_default(),
-        }
-    }
 }
 
 /// Receives the cumulative histogram at interval boundaries (the `--hlog` interval log).

@@ -1,6 +1,7 @@
 //! What a latency run asks of the harness before it connects ([`ping_pong_setup`], the header's
-//! memory line) and what a ping-pong side does around each size: receives posted, the polled
-//! byte reset, and with `--validate` the pattern sent and checked.
+//! memory line), the plan of each size made from the run's settings ([`LatencyPlan::new`]), and
+//! what a ping-pong side does around each size: receives posted, the polled byte reset, and with
+//! `--validate` the pattern sent and checked.
 
 use crate::error::Result;
 use crate::harness::benchmark::Setup;
@@ -11,10 +12,26 @@ use crate::options::config::BenchConfig;
 use crate::options::perftest_defaults::InlineRequest;
 use crate::verbs::{QueuePairSizes, RemoteAccess};
 
+use super::plan::LatencyPlan;
 use super::transport::{
     landing_offset, ping_pong_buffer_len, PingPong, PING_PONG_RECEIVES, RECEIVE_ID, RESET_MARKER,
 };
 use super::wire::{landing_half, PollByte};
+
+impl LatencyPlan {
+    /// The plan of one size from the run's settings; `inline` says whether this size is posted
+    /// inline (see [`crate::options::latency::LatencyConfig::inline`]).
+    pub fn new(common: &BenchConfig, size: usize, inline: bool) -> LatencyPlan {
+        LatencyPlan {
+            size,
+            stop: common.stop,
+            warmup: common.warmup,
+            inline,
+            stall_timeout: common.timeout,
+            span: common.latency_span.unwrap_or_default(),
+        }
+    }
+}
 
 impl PingPong {
     /// [`PingPong::for_write`] of a connected session.
