@@ -1,4 +1,4 @@
-//! What atomic_lat adds to read_lat's one-sided loop (`entry.rs`): ib_atomic_lat's 8-byte
+//! What atomic_lat adds to read_lat's one-sided loop (`read.rs`): ib_atomic_lat's 8-byte
 //! atomics on the server's counter, and the data check that the counter advanced by exactly one
 //! per atomic. Apart from the loop, so that the check needs nothing of it.
 

@@ -1,7 +1,7 @@
 //! The latency engines: one message in flight at a time, every round trip timed and recorded.
 //!
 //! Two shapes, as in perftest:
-//! - **One-sided round trip** ([`read_latency`], [`atomic_latency`](entry::atomic_latency)): the
+//! - **One-sided round trip** ([`read_latency`], [`atomic_latency`](read::atomic_latency)): the
 //!   client posts one READ (or 8-byte atomic) and waits for its completion; the server's CPU
 //!   takes no part. A sample is the whole post-to-completion time, not halved (a request and a
 //!   response: perftest's way).
@@ -33,8 +33,9 @@
 //!
 //! Staged memory (`--mem cuda-staged`) has engines of its own, in `staged.rs`: the same shapes
 //! with the copies between payload and bounce buffer inside the samples; the host loops are in
-//! `direct.rs`. The public entry points (`entry.rs`) pick the engine from the session's memory,
-//! once per size, so a bench never does; the host engines' hot loops stay as tuned.
+//! `direct.rs`. The engines of the benches pick the loop from the session's memory, once per
+//! size, so a bench never does: [`OneSidedLatency`] (`read.rs`) for gdr-read-lat and
+//! gdr-atomic-lat, [`PingPongLatency`] (`ping_pong.rs`) for gdr-write-lat and gdr-send-lat.
 //!
 //! The rest, one module each, so that no module here reaches back into this one: what a loop is
 //! given and gives back (`plan.rs`), the transport and the buffer's halves (`transport.rs`), the
@@ -43,9 +44,9 @@
 
 mod atomic;
 mod direct;
-mod entry;
 mod files;
 mod pin;
+mod ping_pong;
 mod plan;
 mod read;
 /// Public for the loop's benchmark (`benches/latency_loop.rs`) only.
@@ -56,10 +57,13 @@ mod staged;
 mod transport;
 mod wire;
 
-pub use entry::{ping_pong_initiator, ping_pong_responder, prepare_read_source, read_latency};
 pub use files::measure_size;
+pub use ping_pong::{
+    measure_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_row, PingPongLatency,
+    PingPongOperation,
+};
 pub use plan::LatencyPlan;
-pub use read::{OneSidedLatency, OneSidedRequest};
+pub use read::{prepare_read_source, read_latency, OneSidedLatency, OneSidedRequest};
 pub use setup::{
     check_ping_pong, memory_header, ping_pong_setup, prepare_ping_pong, prepare_ping_pong_check,
 };

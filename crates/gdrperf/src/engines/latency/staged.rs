@@ -93,7 +93,7 @@ fn completion_transport(transport: PingPong) -> Result<PingPong> {
     }
 }
 
-/// The client's side of a staged ping-pong: as [`super::entry::ping_pong_initiator`], with the copy
+/// The client's side of a staged ping-pong: as [`super::ping_pong::ping_pong_initiator`], with the copy
 /// out before each post and the copy in after each answer inside the sample.
 pub(super) fn staged_ping_pong_initiator(
     session: &mut Session,
