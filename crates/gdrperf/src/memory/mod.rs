@@ -13,5 +13,6 @@
 //!   `Staged` copies through a ring of bounce slots.
 
 pub(crate) mod buffers;
+pub(crate) mod check_failure;
 pub(crate) mod queue_memory;
 pub mod staging;
