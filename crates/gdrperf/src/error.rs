@@ -8,6 +8,7 @@
 use std::io;
 
 mod configuration;
+pub(crate) mod cpu_placement;
 mod internal;
 mod protocol;
 
@@ -85,7 +86,7 @@ pub enum Error {
 
     /// `--cpu`/`--numa-node` asked for CPUs this process cannot have, or pinning failed.
     #[error("CPU placement: {0}")]
-    CpuPlacement(#[from] crate::node::cpu_placement::CpuPlacementError),
+    CpuPlacement(#[from] cpu_placement::CpuPlacementError),
 
     #[error(transparent)]
     Signal(#[from] gdrperf_process::SignalError),

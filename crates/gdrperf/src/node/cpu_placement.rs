@@ -27,6 +27,7 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
+pub use crate::error::cpu_placement::{format_cpu_list, CpuPlacementError};
 use crate::error::ConfigError;
 
 /// What the user asked for (`--cpu`, `--numa-node`).
@@ -56,44 +57,6 @@ impl CpuRequest {
             (None, None) => Ok(CpuRequest::NearNic),
         }
     }
-}
-
-/// A placement this process cannot have, or a pinning that failed; shown after "CPU placement: ".
-#[derive(Debug, thiserror::Error)]
-pub enum CpuPlacementError {
-    /// `--cpu` lists CPUs outside this process's CPU set (Slurm's, `taskset`'s).
-    #[error(
-        "--cpu {}: CPU {} not available to this process (it may use {})",
-        format_cpu_list(.asked), format_cpu_list(.refused), format_cpu_list(.allowed)
-    )]
-    CpusNotAllowed { asked: Vec<usize>, refused: Vec<usize>, allowed: Vec<usize> },
-
-    /// `--numa-node` names a node sysfs does not list (`known`: those it does).
-    #[error(
-        "--numa-node {node}: no such NUMA node (this machine has {})",
-        if .known.is_empty() { "no NUMA information".to_string() } else { join(.known) }
-    )]
-    NoSuchNode { node: u32, known: Vec<u32> },
-
-    /// `--numa-node`'s CPUs are all outside this process's CPU set.
-    #[error(
-        "--numa-node {node}: none of its CPUs ({}) is available to this process (it may use {})",
-        format_cpu_list(.cpus), format_cpu_list(.allowed)
-    )]
-    NodeNotAllowed { node: u32, cpus: Vec<usize>, allowed: Vec<usize> },
-
-    /// `sched_setaffinity` refused the chosen CPUs.
-    #[error("cannot pin to {}: {source}", .placement.describe())]
-    Pin { placement: CpuPlacement, source: io::Error },
-
-    /// A `--concurrent` lane's thread could not be pinned to its lane's placement.
-    #[error("lane thread: {source}")]
-    LaneThread { source: io::Error },
-}
-
-/// "0, 1, 2": node numbers as a sentence lists them.
-fn join(nodes: &[u32]) -> String {
-    nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// Where a side's measuring thread runs: in the run header, the rows (`cpu`, `numa_node`) and
@@ -258,7 +221,7 @@ pub fn place_current_thread(request: &CpuRequest, device: &str) -> Result<CpuPla
     let placement = choose(request, device, &facts)?;
     match pin_current_thread(&placement) {
         Ok(()) => Ok(placement),
-        Err(source) => Err(CpuPlacementError::Pin { placement, source }),
+        Err(source) => Err(CpuPlacementError::Pin { placement: placement.describe(), source }),
     }
 }
 
@@ -333,23 +296,6 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
     cpus.sort_unstable();
     cpus.dedup();
     Ok(cpus)
-}
-
-/// The kernel's CPU list format from a sorted list: [0, 1, 2, 3, 8] -> "0-3,8".
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut parts = Vec::new();
-    let mut index = 0;
-    while index < cpus.len() {
-        let first = cpus[index];
-        let mut last = first;
-        while index + 1 < cpus.len() && cpus[index + 1] == last + 1 {
-            index += 1;
-            last = cpus[index];
-        }
-        parts.push(if first == last { first.to_string() } else { format!("{first}-{last}") });
-        index += 1;
-    }
-    parts.join(",")
 }
 
 #[cfg(test)]
