@@ -27,8 +27,8 @@ use std::sync::OnceLock;
 
 use serde::Serialize;
 
-pub use crate::error::cpu_placement::{format_cpu_list, CpuPlacementError};
 use crate::error::ConfigError;
+pub use crate::error::{format_cpu_list, CpuPlacementError};
 
 /// What the user asked for (`--cpu`, `--numa-node`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
