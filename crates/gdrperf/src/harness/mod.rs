@@ -12,6 +12,7 @@ pub(crate) mod barrier;
 pub(crate) mod benchmark;
 pub(crate) mod interrupt;
 pub(crate) mod lanes;
+pub(crate) mod latency_setup;
 pub(crate) mod port_window;
 pub(crate) mod roles;
 pub(crate) mod run_header;
