@@ -19,8 +19,8 @@ pub use crate::engines::ping_pong::{measure_ping_pong, ping_pong_row, PingPongLa
 pub use crate::engines::send::SendStream;
 pub use crate::harness::latency_setup::latency_setup;
 pub use crate::harness::{exit, run, Benchmark, Session, Setup};
+pub use crate::options::bandwidth::StagedRules;
 pub use crate::options::config::ReadDepth;
-pub use crate::options::config::StagedRules;
 pub use crate::options::latency::{
     AtomicArgs, AtomicOperation, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
 };

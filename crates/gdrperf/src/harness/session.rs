@@ -16,7 +16,8 @@ use crate::memory::queue_memory::staged_len;
 use crate::memory::staging::{CudaStager, HostStager};
 use crate::node::cpu_placement::{self, CpuPlacement};
 use crate::options::args::MemoryKind;
-use crate::options::config::{refuse_staged, BenchConfig, Role, StagedRules};
+use crate::options::bandwidth::{refuse_staged, StagedRules};
+use crate::options::config::{BenchConfig, Role};
 use crate::options::placement::Placement;
 use crate::verbs::connection_manager::CmEnd;
 use crate::verbs::{

@@ -1,13 +1,13 @@
 //! The validated configuration of one run, built once from the command line.
 //!
-//! Every check of the user's input happens here (and in `bandwidth`, `super::latency`,
+//! Every check of the user's input happens here (and in `super::bandwidth`, `super::latency`,
 //! `super::send` for the options of some benches), before any device is opened or socket bound,
 //! so that a typo costs nothing and the error ([`ConfigError`]) names the flag and the value. Only
-//! what needs the peer waits for the hellos (staged memory against the peer's: [`refuse_staged`];
-//! placements that pair up), and what needs the machine for it (a `-d` list against the GPUs
-//! found, rdma_cm's route). Runtime state (devices, queue
-//! pairs, sockets) never lives in this struct: it is plain data, shared read-only by both ends of
-//! a loopback run.
+//! what needs the peer waits for the hellos (staged memory against the peer's:
+//! [`refuse_staged`](crate::options::bandwidth::refuse_staged); placements that pair up), and
+//! what needs the machine for it (a `-d` list against the GPUs found, rdma_cm's route). Runtime
+//! state (devices, queue pairs, sockets) never lives in this struct: it is plain data, shared
+//! read-only by both ends of a loopback run.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -581,8 +581,9 @@ impl LatencyFilePaths {
     }
 }
 
-mod bandwidth;
-pub use bandwidth::{refuse_staged, BandwidthConfig, StagedRules};
+// The bandwidth settings build on these; their home is `options::bandwidth`, named here too so
+// that older paths keep working.
+pub use crate::options::bandwidth::BandwidthConfig;
 
 #[cfg(test)]
 mod tests;

@@ -16,6 +16,7 @@
 //! - `placement`: where one side's buffers live, GPU by GPU and NIC by NIC, for a whole run.
 
 pub(crate) mod args;
+pub(crate) mod bandwidth;
 pub(crate) mod config;
 pub(crate) mod help;
 pub(crate) mod latency;
@@ -25,5 +26,6 @@ pub(crate) mod placement;
 pub(crate) mod send;
 
 pub use args::{BandwidthArgs, CommonArgs};
-pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
+pub use bandwidth::BandwidthConfig;
+pub use config::{BenchConfig, Role, StopRule, TestDefaults};
 pub use help::parse_bench;

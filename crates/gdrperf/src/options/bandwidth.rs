@@ -1,9 +1,9 @@
 //! The validated settings of the bandwidth benches, and the runs their staged memory refuses.
 
-use super::{conflict, BenchConfig, Role, StopRule};
 use crate::bench::Operation;
 use crate::error::{ConfigError, Result};
 use crate::options::args::{BandwidthArgs, MemoryKind};
+use crate::options::config::{BenchConfig, Role, StopRule};
 use crate::options::perftest_defaults::{cq_moderation, CqModeration};
 
 /// Bandwidth-specific, validated settings.
@@ -49,10 +49,11 @@ impl BandwidthConfig {
         };
         let cq_moderation = cq_moderation(args.cq_mod, &common.sizes, common.tx_depth, iterations)?;
         if args.concurrent && common.memory.kinds.len() > 1 {
-            return Err(conflict(
+            return Err(ConfigError::conflict(
                 "--concurrent",
                 "runs the GPUs (or devices) of one --mem kind at once: give one kind",
-            ));
+            )
+            .into());
         }
         // A WRITE stream's staged receiver counts the messages it copies in.
         let staged = StagedRules {
@@ -70,10 +71,11 @@ impl BandwidthConfig {
             }
         }
         if common.acceptance.max_lat.is_some() {
-            return Err(conflict(
+            return Err(ConfigError::conflict(
                 "--max-lat",
                 "applies to latency results: a bandwidth test is held to --min-bw",
-            ));
+            )
+            .into());
         }
         Ok(BandwidthConfig {
             cq_mod: cq_moderation.value,
