@@ -21,10 +21,11 @@ use crate::error::{ConfigError, Error, Result};
 use crate::exchange::{is_peer_fault, Control, Refusal, TurnAway, PROOF_PATIENCE};
 use crate::harness::barrier::LaneBarrier;
 use crate::harness::benchmark::{sums_both_directions, Benchmark, RowOf};
+use crate::harness::connect::report_refusal;
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
 use crate::harness::port_window::{LanePort, SharedPorts};
 use crate::harness::run_header::{metadata, row_context};
-use crate::harness::session::{report_refusal, Session};
+use crate::harness::session::Session;
 use crate::harness::sweep::{
     self, agree_on_count, create_local, finish_outputs, greeting, lead_size, progress_bar, write_and_judge,
     RunOutcome,

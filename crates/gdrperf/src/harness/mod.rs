@@ -10,6 +10,7 @@
 
 pub(crate) mod barrier;
 pub(crate) mod benchmark;
+pub(crate) mod connect;
 pub(crate) mod interrupt;
 pub(crate) mod lanes;
 pub(crate) mod latency_setup;
