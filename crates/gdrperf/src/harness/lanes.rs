@@ -24,11 +24,11 @@ use crate::harness::benchmark::{sums_both_directions, Benchmark, RowOf};
 use crate::harness::connect::report_refusal;
 use crate::harness::interrupt::{conclude, Interruption, StopFlag, SweepPosition};
 use crate::harness::port_window::{LanePort, SharedPorts};
-use crate::harness::run_header::{metadata, row_context};
+use crate::harness::run_header::row_context;
 use crate::harness::session::Session;
 use crate::harness::sweep::{
-    self, agree_on_count, create_local, finish_outputs, greeting, lead_size, progress_bar, write_and_judge,
-    RunOutcome,
+    self, agree_on_count, create_local, finish_outputs, greeting, lead_size, progress_bar, run_start,
+    write_and_judge, RunOutcome,
 };
 use crate::options::config::BenchConfig;
 use crate::options::placement::{placement_for, Placement};
@@ -192,7 +192,7 @@ pub(crate) fn drive<B: Benchmark>(
             Err(error) => return Err(tell_all(&mut sessions, error)),
         }
     }
-    let mut run = metadata(config, benchmark, &sessions[0], placements, 1);
+    let mut run = run_start(config, benchmark, &sessions[0], placements, 1);
     run.metadata["lanes"] = serde_json::Value::Array(sessions.iter().map(lane_metadata).collect());
     let descriptions: Vec<String> = sessions.iter().map(lane_description).collect();
     run.header.insert(
@@ -299,7 +299,7 @@ fn run_lane<B: Benchmark>(
     window: &LanePort,
     reports: &mpsc::Sender<LaneReport<RowOf<B>>>,
 ) -> Result<Option<Interruption>> {
-    let mut context = row_context::<B>(config, &session);
+    let mut context = row_context(B::BENCH.name, config, &session);
     context.lane = lane.to_string();
     let mut position = SweepPosition::new(config.sizes.len());
     let result = (|| -> Result<()> {
