@@ -24,6 +24,7 @@ pub(crate) mod perftest_defaults;
 pub mod perftest_flags;
 pub(crate) mod placement;
 pub(crate) mod send;
+pub(crate) mod values;
 
 pub use args::{BandwidthArgs, CommonArgs};
 pub use bandwidth::BandwidthConfig;
