@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use crate::error::{ConfigError, Error, Result};
 use crate::exchange::Token;
-use crate::node::cpu_placement::CpuRequest;
 use crate::options::args::{CommonArgs, GdrPath, MemoryKind};
+use crate::options::cpu_request::CpuRequest;
 use crate::options::perftest_defaults::duration_margin;
 pub use crate::options::perftest_defaults::TestDefaults;
 pub use crate::options::values::{BandwidthUnit, LatencyFilePaths, LatencySpan, Role, StopRule};

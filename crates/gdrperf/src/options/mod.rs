@@ -18,6 +18,7 @@
 pub(crate) mod args;
 pub(crate) mod bandwidth;
 pub(crate) mod config;
+pub(crate) mod cpu_request;
 pub(crate) mod help;
 pub(crate) mod latency;
 pub(crate) mod perftest_defaults;
