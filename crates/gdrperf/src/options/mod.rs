@@ -17,6 +17,7 @@
 
 pub(crate) mod args;
 pub(crate) mod bandwidth;
+pub mod bench;
 pub(crate) mod config;
 pub(crate) mod cpu_request;
 pub(crate) mod help;
