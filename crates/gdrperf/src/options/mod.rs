@@ -17,6 +17,7 @@
 
 pub(crate) mod args;
 pub(crate) mod bandwidth;
+pub(crate) mod bandwidth_checks;
 pub mod bench;
 pub(crate) mod config;
 pub(crate) mod cpu_request;
