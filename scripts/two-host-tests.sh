@@ -9,7 +9,8 @@
 #    gdrvm1, host memory, --validate: write bandwidth (sweep, and 2 QPs both ways), read latency,
 #    send/recv bandwidth, write and send latency (those that are built). Checked: both sides exit
 #    0, the rows, the data check, both host names in every row, the GID taken from the client's
-#    interface address (::ffff:192.0.2.11), the bytes on eth0.
+#    interface address (::ffff:192.0.2.11), the bytes on eth0. GDRPERF_SKIP_BENCHES=1 skips it
+#    and 1a (to repeat the later parts alone).
 # 1a. -R (scripts/vm-tests.d/24-rdma-cm.sh) in gdrvm0, where rxe0 sits on eth0: every bench
 #    connected through rdma_cm, loopback and two processes, perftest's -R beside it.
 # 1b. Loss (scripts/loss-test.sh, short form): netem drops 2% of gdrvm1's eth0 egress; checked:
@@ -22,10 +23,10 @@
 #    slurmctld, slurmd, munge) in the VMs; hostlists expanded by gdrperf and by scontrol compared;
 #    `srun -N2 -n2 gdrperf slurm` (pairs: one row per pair), a ring with two tasks per node, a run
 #    with a missing device (fails, names both nodes), scripts/slurm/acceptance.sbatch via sbatch;
-#    a ring as it is, with gdrvm1's egress slowed by netem, and with both VMs' egress slowed,
-#    each judged with `gdrperf fleet judge --base` against the first. The Debian root is built once into
-#    .cache/slurm-root (debootstrap, needs root and the Debian mirror); GDRPERF_SKIP_SLURM=1
-#    skips this part.
+#    a ring as it is, with gdrvm1's egress slowed by netem, and with both VMs' egress slowed
+#    (the first and last twice), each judged with `gdrperf fleet judge --base` against the
+#    first. The Debian root is built once into .cache/slurm-root (debootstrap, needs root and
+#    the Debian mirror); GDRPERF_SKIP_SLURM=1 skips this part.
 # Ends with "N passed, N failed"; the exit status is 1 if anything failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -60,9 +61,12 @@ print("; ".join(problems))
 EOF
 }
 
+rm -rf "$OUT" && mkdir -p "$OUT"
+
 # --- 1. benches across the link -----------------------------------------------------------------
+benches_across_the_link() {
 echo "== two VMs, benches across the link"
-rm -rf "$OUT" && mkdir -p "$OUT/benches"
+mkdir -p "$OUT/benches"
 scripts/softroce.sh pair --timeout 1500 -- "scripts/softroce/two-host-benches.sh $OUT/benches"
 status=$?
 check "both VMs ran the bench cases (softroce.sh pair exit $status)" "$([ $status = 0 ] || echo "exit $status")"
@@ -98,6 +102,12 @@ status=$?
 grep -E '^vm0\| (ok|FAIL) ' "$OUT/rdma-cm.log" | sed 's/^vm0| /       /'
 check "-R family in gdrvm0: $(grep -o '[0-9]* passed, [0-9]* failed' "$OUT/rdma-cm.log" | tail -n 1) (exit $status)" \
     "$([ $status = 0 ] || grep -A3 'FAIL' "$OUT/rdma-cm.log" | head -n 12)"
+}
+if [ "${GDRPERF_SKIP_BENCHES:-0}" = 1 ]; then
+    echo "== benches across the link and -R skipped (GDRPERF_SKIP_BENCHES=1)"
+else
+    benches_across_the_link
+fi
 
 # --- 1b. packet loss on the link ------------------------------------------------------------------
 if [ "${GDRPERF_SKIP_LOSS:-0}" = 1 ]; then
@@ -184,31 +194,36 @@ EOF
 
         # What two nodes can tell against an earlier job: the ring as it is (base), with gdrvm1's
         # egress slowed (oneway: gdrvm1 sending), with both VMs' egress slowed (slowed).
-        for run in base oneway slowed; do
+        for run in base base-again oneway slowed slowed-again; do
             code=$(cat "$shared/$run.status" 2>/dev/null || echo none)
             check "$run ring: exits 0" "$([ "$code" = 0 ] || { echo "exit $code"; tail -n 12 "$shared/$run.log" 2>/dev/null; })"
         done
         check "netem: tc added and removed the rate on both VMs (4 x exit 0)" \
             "$([ "$(grep -c ': exit 0$' "$shared/netem.log" 2>/dev/null)" = 4 ] || cat "$shared/netem.log" 2>&1)"
-        # bw_of RUN SENDER: the row's bandwidth where SENDER was the client.
-        bw_of() { python3 -c 'import csv, sys
-rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")) if r["client_node"] == sys.argv[2]]
-print(rows[0]["bw_avg_gbit_s"] if rows else "none")' "$shared/$1/results.csv" "$2" 2>/dev/null || echo none; }
+        # bw_of RUN SENDER: the median bandwidth of the rows where SENDER was the client.
+        bw_of() { python3 -c 'import csv, statistics, sys
+rows = [float(r["bw_avg_gbit_s"]) for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")) if r["client_node"] == sys.argv[2]]
+print(statistics.median(rows) if rows else "none")' "$shared/$1/results.csv" "$2" 2>/dev/null || echo none; }
         echo "info bandwidth sent by gdrvm0 / gdrvm1 (Gb/s): base $(bw_of base gdrvm0) / $(bw_of base gdrvm1)," \
             "oneway $(bw_of oneway gdrvm0) / $(bw_of oneway gdrvm1), slowed $(bw_of slowed gdrvm0) / $(bw_of slowed gdrvm1)"
         check "oneway: gdrvm1 sent at under half its base rate, gdrvm0 at over half of its own" \
             "$(python3 -c 'import sys; b0, b1, o0, o1 = map(float, sys.argv[1:])
 print("" if o1 < b1 / 2 and o0 > b0 / 2 else "not the one-way slowdown netem was to make")' \
                 "$(bw_of base gdrvm0)" "$(bw_of base gdrvm1)" "$(bw_of oneway gdrvm0)" "$(bw_of oneway gdrvm1)" 2>&1)"
+        # Each judged against both base jobs read as one (four rows); slowed with its second job.
         for run in oneway slowed; do
-            "$REPO/target/release/gdrperf" fleet judge --base "$shared/base/results.csv" --json "$shared/$run-judge.json" \
-                "$shared/$run/results.csv" >"$shared/$run-judge.txt" 2>&1
+            jobs=("$shared/$run/results.csv")
+            [ "$run" = slowed ] && jobs+=("$shared/slowed-again/results.csv")
+            "$REPO/target/release/gdrperf" fleet judge --base "$shared/base/results.csv" \
+                --base "$shared/base-again/results.csv" --json "$shared/$run-judge.json" \
+                "${jobs[@]}" >"$shared/$run-judge.txt" 2>&1
             echo $? >"$shared/$run-judge.status"
             sed 's/^/info '"$run"' judge: /' "$shared/$run-judge.txt"
         done
         cannot_tell='^  cannot tell: 2 node(s): every row joins the same two ends'
         check "slowed both ways: two nodes name no part, and against the base the class is slower (exit 1)" \
             "$([ "$(cat "$shared/slowed-judge.status")" = 1 ] && grep -q "$cannot_tell" "$shared/slowed-judge.txt" &&
+               grep -q '^class .*: 4 rows, ' "$shared/slowed-judge.txt" && grep -q ', 4 rows then, 4 now, ' "$shared/slowed-judge.txt" &&
                grep -q '^NAMED: none' "$shared/slowed-judge.txt" && grep -q '^  class slower: ' "$shared/slowed-judge.txt" ||
                cat "$shared/slowed-judge.txt")"
         check "one way: two nodes name no part; the judge says it cannot tell which (exit 0 or 1)" \

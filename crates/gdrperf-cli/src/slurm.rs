@@ -23,14 +23,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use gdrperf_cluster::coordinate::LocateOptions;
 use gdrperf_cluster::gather::gather;
 use gdrperf_cluster::layout::{OutputDir, RunPlan};
+use gdrperf_cluster::options::{LocateOptions, TaskOptions};
 use gdrperf_cluster::plan::{PairBy, Plan, Role};
 use gdrperf_cluster::schedule::Schedule;
 use gdrperf_cluster::step::SlurmStep;
 use gdrperf_cluster::summary::summarize;
-use gdrperf_cluster::task::{bench_command_line, run_task, BenchCommand, TaskOptions};
+use gdrperf_cluster::task::{bench_command_line, run_task, BenchCommand};
 use gdrperf_cluster::ClusterError;
 use gdrperf_fleet::judge::{judge, JudgeConfig};
 use gdrperf_fleet::read::read_gathered;
@@ -196,20 +196,13 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         ScheduleArg::AllPairs => (fixed(Schedule::AllPairs)?, None),
         ScheduleArg::Random => (fixed(Schedule::Random { rounds: args.rounds, seed: args.seed })?, None),
         ScheduleArg::Locate => {
-            let first_pass = |units: usize| gdrperf_cluster::locate::first_pass(units, args.seed);
-            let plan = Plan::from_rounds(&step, "locate", first_pass, pair_by, args.base_port)?;
+            let plan = Plan::locate(&step, args.seed, pair_by, args.base_port)?;
             (plan, Some(LocateOptions { pair_by, base_port: args.base_port, seed: args.seed }))
         }
     };
-    let plan = RunPlan {
-        run_id: step.run_id(),
-        bench: bench_name(name),
-        bench_args: gdrperf_command_line::redact_command_line(bench_args),
-        tasks: step.tasks,
-        nodes: step.nodes.clone(),
-        plan,
-    };
-    let bench = BenchCommand::new(bench_program(name), plan.bench.clone(), bench_args);
+    let run =
+        RunPlan::new(&step, &plan, bench_name(name), gdrperf_command_line::redact_command_line(bench_args));
+    let bench = BenchCommand::new(bench_program(name), run.bench.clone(), bench_args);
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("gdrperf-slurm-{}", step.run_id())));
     let sysfs_root = args.sysfs_root.clone();
     let local = step.placement(step.rank).local;
@@ -223,7 +216,7 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     if args.dry_run {
-        return dry_run(&step, &plan, &bench, &out, &args.peer_host, &machine);
+        return dry_run(&step, &run, &plan, &bench, &out, &args.peer_host, &machine);
     }
     let options = TaskOptions {
         out: OutputDir::new(&out),
@@ -234,7 +227,7 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         locate,
     };
     let mut say = |line: &str| say!("gdrperf slurm: {line}");
-    let report = run_task(&step, &plan, &bench, &options, &machine, &mut say)
+    let report = run_task(&step, &run, plan, &bench, &options, &machine, &mut say)
         .with_context(|| format!("rank {} on {}", step.rank, step.node_of(step.rank)))?;
     let mut failed = report.failed_runs > 0;
     let located = report.located.as_ref().map(|located| located.text());
@@ -293,7 +286,8 @@ fn judge_fleet(out: &Path, located: Option<&str>) {
 /// Prints what this task would do, for checking a layout before spending an allocation on it.
 fn dry_run(
     step: &SlurmStep,
-    plan: &RunPlan,
+    run: &RunPlan,
+    plan: &Plan,
     bench: &BenchCommand,
     out: &Path,
     peer_host: &str,
@@ -305,15 +299,15 @@ fn dry_run(
         step.tasks,
         step.node_of(rank),
         step.placement(rank).local,
-        plan.plan.schedule,
-        plan.plan.pair_by,
-        plan.plan.rounds,
-        plan.plan.pairs.len(),
+        run.plan.schedule,
+        run.plan.pair_by,
+        run.plan.rounds,
+        run.plan.pair_runs,
         step.nodes.join(",")
     );
     let out = OutputDir::new(out);
-    for pair in plan.plan.assignments(rank) {
-        let (role, line) = bench_command_line(step, pair, bench, &out, peer_host, machine)?;
+    for pair in plan.assignments(step, rank) {
+        let (role, line) = bench_command_line(step, &pair, bench, &out, peer_host, machine)?;
         let (peer_rank, peer_node) = match role {
             Role::Server => (pair.client_rank, &pair.client_node),
             Role::Client => (pair.server_rank, &pair.server_node),
@@ -325,7 +319,7 @@ fn dry_run(
             gdrperf_command_line::redact_command_line(&line).join(" ")
         );
     }
-    for left in &plan.plan.left_out {
+    for left in &run.plan.left_out {
         say!("left out: {left}");
     }
     Ok(ExitCode::SUCCESS)

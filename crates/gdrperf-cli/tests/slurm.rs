@@ -440,11 +440,28 @@ fn a_job_writes_three_files_per_rank_and_gathers_every_pairs_rows() {
     assert_eq!(relative_files(&cluster.out()), expected);
     assert!(text(&outputs[0]).contains("15 pairs: 15 passed, 0 failed"), "{}", text(&outputs[0]));
 
+    // plan.json says what the plan is, not its pairs: the schedule, its rounds and pair runs,
+    // and per node its pair runs and peers (all-pairs: every node meets the 5 others once).
+    let plan: serde_json::Value = serde_json::from_str(&read(&cluster.out().join("plan.json"))).unwrap();
+    assert!(plan.get("pairs").is_none(), "{plan}");
+    assert_eq!(
+        (&plan["schedule"], &plan["rounds"], &plan["pair_runs"], &plan["base_port"]),
+        (
+            &serde_json::json!("all-pairs"),
+            &serde_json::json!(5),
+            &serde_json::json!(15),
+            &serde_json::json!(18515)
+        )
+    );
+    assert_eq!(plan["tallies"][2], serde_json::json!({"unit": "n3", "pair_runs": 5, "peers": 5}));
+    assert_eq!(plan["tasks_per_node"], serde_json::json!([1, 1, 1, 1, 1, 1]));
+
     // Every pair's row once, with the columns the per-pair files were gathered with: the
     // fake bench's row (the client's bandwidth, both host names) and the pair's round, ranks
-    // and nodes from the plan.
-    let plan: serde_json::Value = serde_json::from_str(&read(&cluster.out().join("plan.json"))).unwrap();
-    let pairs = plan["pairs"].as_array().unwrap();
+    // and nodes, as the gather computed the pairs again from plan.json.
+    let results: serde_json::Value =
+        serde_json::from_str(&read(&cluster.out().join("results.json"))).unwrap();
+    let pairs = results["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 15);
     let bandwidth = |node: &str| match node {
         "n1" => "100",
@@ -465,10 +482,16 @@ fn a_job_writes_three_files_per_rank_and_gathers_every_pairs_rows() {
             )
         })
         .collect();
-    expected_rows.sort();
+    // Rows come by client rank, then round (each rank's records file read whole in turn, which
+    // keeps the gather to one open file): the same order whichever rank finished first.
+    let order = |row: &String| {
+        let fields: Vec<&str> = row.split(',').collect();
+        let number = |at: usize| fields[at].parse::<usize>().unwrap();
+        (number(13), number(11))
+    };
+    expected_rows.sort_by_key(order);
     let csv = read(&cluster.out().join("results.csv"));
-    let mut lines: Vec<String> = csv.lines().skip(1).map(String::from).collect();
-    lines.sort();
+    let lines: Vec<String> = csv.lines().skip(1).map(String::from).collect();
     assert_eq!(lines, expected_rows);
     assert_eq!(
         csv.lines().next(),

@@ -8,9 +8,9 @@
 //!   (`wait.rs`); a rank silent for `--round-timeout` is taken for dead and paired with no
 //!   one again), reads that round's client rows from the clients' record files, calls each pair
 //!   low or not, and asks the pure planner ([`crate::locate::Locator`]) for the next round;
-//! - it appends that round to `plan.json` (so the gather sees every pair) and to `locate.json`
-//!   (the decided rounds, rewritten whole and renamed: a reader never sees half of it), or marks
-//!   `locate.json` finished;
+//! - it appends that round to `locate.json` (the decided rounds, rewritten whole and renamed: a
+//!   reader never sees half of it; the gather computes the job's pairs from the first pass's
+//!   seed and these), or marks `locate.json` finished, and rewrites `plan.json`'s counts;
 //! - every other rank polls `locate.json` alone until the round it waits for is there.
 //!
 //! A pair is low when its client recorded no exit 0, wrote no rows, or a lane's bandwidth at the
@@ -21,35 +21,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::Result;
-use crate::layout::{for_each_line, read_json_if_present, write_json, PairLine, RunPlan};
+use crate::layout::{for_each_line, read_json_if_present, write_json, Decisions, PairLine, RunPlan};
 use crate::locate::{Locator, Verdicts};
-use crate::plan::{BenchPair, PairBy, Role};
+use crate::options::{LocateOptions, TaskOptions};
+use crate::plan::{BenchPair, Plan, Role};
 use crate::schedule::Pair;
 use crate::step::SlurmStep;
-use crate::task::TaskOptions;
-use crate::wait::{poll_for, progress_of, Beat, Watch, HEARTBEAT};
+use crate::wait::{poll_for, progress_of, wait_while_alive, Beat, Watch, HEARTBEAT};
 
 /// A pair's lane is low below this share of the first pass's median.
 const LOW_SHARE: f64 = 0.85;
-
-/// What `locate` needs besides the plan of its first pass.
-#[derive(Debug, Clone, Copy)]
-pub struct LocateOptions {
-    pub pair_by: PairBy,
-    pub base_port: u16,
-    pub seed: u64,
-}
-
-/// `locate.json`: the rounds rank 0 decided after the first pass.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Decisions {
-    run_id: String,
-    rounds: Vec<Vec<BenchPair>>,
-    finished: bool,
-}
 
 /// What locating cost and what it found (rank 0).
 #[derive(Debug, Clone)]
@@ -126,8 +108,8 @@ pub(crate) struct Leader {
 
 impl Rounds {
     /// The rounds of a `locate` job whose first pass is `plan`'s rounds.
-    pub(crate) fn locate(step: &SlurmStep, plan: &RunPlan, options: &LocateOptions) -> Rounds {
-        let first_pass_rounds = plan.plan.rounds;
+    pub(crate) fn locate(step: &SlurmStep, plan: &Plan, options: &LocateOptions) -> Rounds {
+        let first_pass_rounds = plan.rounds();
         if step.rank != 0 {
             return Rounds::Follower { first_pass_rounds };
         }
@@ -139,24 +121,16 @@ impl Rounds {
             recorded: 0,
             level: None,
             dead: BTreeSet::new(),
-            decisions: Decisions { run_id: plan.run_id.clone(), ..Decisions::default() },
+            decisions: Decisions { run_id: step.run_id(), ..Decisions::default() },
         }))
     }
 
-    /// Adds the next round to `plan`; `false` when there is none (the job is done).
-    pub(crate) fn next(
-        &mut self,
-        plan: &mut RunPlan,
-        beat: &mut Beat<'_>,
-        options: &TaskOptions,
-        say: &mut dyn FnMut(&str),
-    ) -> Result<bool> {
+    /// Adds the next round to `job`'s plan; `false` when there is none (the job is done).
+    pub(crate) fn next(&mut self, job: Job<'_, '_, '_>) -> Result<bool> {
         match self {
             Rounds::Fixed => Ok(false),
-            Rounds::Leader(leader) => leader.decide(plan, beat, options, say),
-            Rounds::Follower { first_pass_rounds } => {
-                follow(*first_pass_rounds, plan, beat, options.round_timeout, say)
-            }
+            Rounds::Leader(leader) => leader.decide(job),
+            Rounds::Follower { first_pass_rounds } => follow(*first_pass_rounds, job),
         }
     }
 
@@ -182,20 +156,26 @@ impl Rounds {
     }
 }
 
+/// What a rank's next round is decided with and written to.
+pub(crate) struct Job<'job, 'beat, 'say> {
+    pub(crate) step: &'job SlurmStep,
+    pub(crate) plan: &'job mut Plan,
+    /// `plan.json` as rank 0 rewrites it.
+    pub(crate) run: &'job mut RunPlan,
+    pub(crate) beat: &'job mut Beat<'beat>,
+    pub(crate) options: &'job TaskOptions,
+    pub(crate) say: &'job mut (dyn FnMut(&str) + 'say),
+}
+
 impl Leader {
-    fn decide(
-        &mut self,
-        plan: &mut RunPlan,
-        beat: &mut Beat<'_>,
-        options: &TaskOptions,
-        say: &mut dyn FnMut(&str),
-    ) -> Result<bool> {
+    fn decide(&mut self, job: Job<'_, '_, '_>) -> Result<bool> {
+        let Job { plan, run, beat, options, say, .. } = job;
         let out = &options.out;
-        let round = plan.plan.rounds;
-        self.wait_for_round(plan, beat, options.round_timeout, say)?;
+        let round = plan.rounds();
+        self.wait_for_round(round, beat, options.round_timeout, say)?;
         // The rows of the rounds not yet recorded (the whole first pass at first).
-        let pairs: Vec<&BenchPair> =
-            plan.plan.pairs.iter().filter(|pair| pair.round >= self.recorded).collect();
+        let pairs: Vec<BenchPair> =
+            (self.recorded..round).flat_map(|each| plan.round(&self.step, each)).collect();
         let lines = client_lines(out, &pairs)?;
         let first_pass = self.recorded == 0;
         if first_pass {
@@ -218,13 +198,9 @@ impl Leader {
         let next = self.locator.next_round();
         let decided = match &next {
             Some(unit_pairs) => {
-                let added = plan.plan.add_round(
-                    &self.step,
-                    self.options.pair_by,
-                    self.options.base_port,
-                    unit_pairs,
-                )?;
-                write_json(&out.plan(), plan)?;
+                let added = plan.add_round(&self.step, unit_pairs)?;
+                run.plan = plan.summary(&self.step);
+                write_json(&out.plan(), run)?;
                 say(&format!(
                     "locate round {round}: {} suspect(s) re-paired with healthy peers",
                     unit_pairs.len()
@@ -245,12 +221,12 @@ impl Leader {
     /// are counted dead from then on.
     fn wait_for_round(
         &mut self,
-        plan: &RunPlan,
+        round: usize,
         beat: &mut Beat<'_>,
         timeout: Duration,
         say: &mut dyn FnMut(&str),
     ) -> Result<()> {
-        let round = plan.plan.rounds;
+        let run_id = beat.progress.run_id.clone();
         let mut waiting: Vec<(usize, Watch)> = (1..self.step.tasks)
             .filter(|rank| !self.dead.contains(rank))
             .map(|rank| (rank, Watch::new()))
@@ -259,7 +235,7 @@ impl Leader {
         while !waiting.is_empty() {
             let mut given_up = Vec::new();
             waiting.retain_mut(|(rank, watch)| {
-                let shown = progress_of(out, &plan.run_id, *rank);
+                let shown = progress_of(out, &run_id, *rank);
                 if shown.as_ref().is_some_and(|progress| progress.rounds_done >= round) {
                     return false;
                 }
@@ -297,52 +273,47 @@ impl Leader {
 }
 
 /// A rank other than 0 waits for rank 0's next round; `false` when rank 0 said the job is done,
-/// or when rank 0 showed nothing for `timeout` (said, and this rank ends).
-fn follow(
-    first_pass_rounds: usize,
-    plan: &mut RunPlan,
-    beat: &mut Beat<'_>,
-    timeout: Duration,
-    say: &mut dyn FnMut(&str),
-) -> Result<bool> {
-    let out = beat.out;
-    let wanted = plan.plan.rounds - first_pass_rounds;
-    let mut leader = Watch::new();
-    loop {
+/// or when rank 0 showed nothing for `--round-timeout` (said, and this rank ends).
+fn follow(first_pass_rounds: usize, job: Job<'_, '_, '_>) -> Result<bool> {
+    let Job { step, plan, beat, options, say, .. } = job;
+    let (out, run_id) = (beat.out, beat.progress.run_id.clone());
+    let wanted = plan.rounds() - first_pass_rounds;
+    // Every rank but one polls this one file: once a second keeps the load on the shared file
+    // system at about one read per rank a second (a round's benches take longer).
+    let decided = wait_while_alive(beat, 0, options.round_timeout, HEARTBEAT, |_| {
         let decisions = read_json_if_present::<Decisions>(&out.decisions())
             .ok()
             .flatten()
-            .filter(|decisions| decisions.run_id == plan.run_id);
-        if let Some(decisions) = decisions {
-            if let Some(round) = decisions.rounds.get(wanted) {
-                plan.plan.pairs.extend(round.iter().cloned());
-                plan.plan.rounds += 1;
-                return Ok(true);
+            .filter(|decisions| decisions.run_id == run_id);
+        Ok(decisions.and_then(|mut decisions| {
+            if decisions.rounds.len() > wanted {
+                Some(Some(decisions.rounds.swap_remove(wanted)))
+            } else {
+                decisions.finished.then_some(None)
             }
-            if decisions.finished {
-                return Ok(false);
-            }
+        }))
+    })?;
+    match decided {
+        Ok(Some(round)) => {
+            plan.add_bench_round(step, &round)?;
+            Ok(true)
         }
-        let shown = progress_of(out, &plan.run_id, 0);
-        if leader.silent_for(shown.as_ref()) >= timeout {
+        Ok(None) => Ok(false),
+        Err(_) => {
             say(&format!(
                 "rank 0 showed nothing for {} s while this rank waited for locate round {}; stopping",
-                timeout.as_secs(),
-                plan.plan.rounds
+                options.round_timeout.as_secs(),
+                plan.rounds()
             ));
-            return Ok(false);
+            Ok(false)
         }
-        beat.beat()?;
-        // Every rank but one polls this one file: once a second keeps the load on the shared
-        // file system at about one read per rank a second (a round's benches take longer).
-        std::thread::sleep(HEARTBEAT);
     }
 }
 
 /// The client lines of `pairs`, by (round, port), read from their clients' record files.
 fn client_lines(
     out: &crate::layout::OutputDir,
-    pairs: &[&BenchPair],
+    pairs: &[BenchPair],
 ) -> Result<HashMap<(usize, u16), PairLine>> {
     let wanted: BTreeSet<(usize, u16)> = pairs.iter().map(|pair| (pair.round, pair.port)).collect();
     let clients: BTreeSet<usize> = pairs.iter().map(|pair| pair.client_rank).collect();

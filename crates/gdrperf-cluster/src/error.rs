@@ -64,6 +64,13 @@ pub enum ClusterError {
     #[error("{path} has columns {found:?}, other pairs have {expected:?}: were they made by different gdrperf versions?")]
     CsvColumns { path: PathBuf, expected: Vec<String>, found: Vec<String> },
 
+    /// The folder was written by an older gdrperf whose files this one does not read.
+    #[error(
+        "{dir} was written by an older gdrperf: found {found}, expected {expected}; gather it with the \
+         gdrperf that ran the job"
+    )]
+    OlderLayout { dir: PathBuf, found: String, expected: String },
+
     /// Nothing to gather: the folder has no plan.
     #[error("{dir} holds no plan.json: not a `gdrperf slurm` output folder, or its rank 0 never started")]
     NothingToGather { dir: PathBuf },

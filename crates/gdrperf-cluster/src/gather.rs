@@ -8,9 +8,12 @@
 //! The gathered rows are the benches' own rows (their `host` and `peer_host` columns name both
 //! ends) with five columns added at the end: `round`, `server_rank`, `client_rank`,
 //! `server_node`, `client_node` (Slurm's node names, which may differ from `hostname`). Rows
-//! come grouped by client rank, then by round. The gather reads each rank's records one line at
-//! a time and streams the rows into `results.csv` and `results.json`: what it holds in memory
-//! is a few numbers per pair and the matrix, not the rows.
+//! come grouped by client rank, then by round: the gather reads one rank's records file at a
+//! time, one line at a time, and streams the rows into `results.csv` and `results.json`, so the
+//! order does not depend on which rank finished first, and ordering by round across ranks would
+//! need every rank's file open at once (tens of thousands). What it holds in memory is a few
+//! numbers per pair and the matrix, not the rows; the pairs themselves are computed again from
+//! `plan.json`, which does not list them.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -22,7 +25,8 @@ use crate::error::{write_error, ClusterError, Result};
 use crate::layout::{
     create_temporary, for_each_line, read_json_if_present, OutputDir, PairLine, PairRecord, RunPlan,
 };
-use crate::plan::{BenchPair, Role};
+use crate::plan::{BenchPair, Plan, Role};
+use crate::step::SlurmStep;
 
 /// The columns appended to every gathered row.
 pub const ADDED_COLUMNS: [&str; 5] = ["round", "server_rank", "client_rank", "server_node", "client_node"];
@@ -81,16 +85,41 @@ impl Ended {
     }
 }
 
-/// Where `pair` stands in the plan: the plan's pairs are in round order and, within a round, in
-/// port order (each gets the next port), so a binary search finds it without an index of
-/// millions of entries. `None` for a pair the plan does not hold as it is.
-fn position(plan: &RunPlan, pair: &BenchPair) -> Option<usize> {
-    let at = plan
-        .plan
-        .pairs
-        .binary_search_by_key(&(pair.round, pair.port), |each| (each.round, each.port))
-        .ok()?;
-    (plan.plan.pairs[at] == *pair).then_some(at)
+/// Every pair of the job at one place in one list (round order, then port order within a
+/// round), computed again from `plan.json`: a pair's place is where its round starts plus its
+/// port less the base port, so neither the plan nor an index lists millions of pairs.
+struct PairIndex {
+    step: SlurmStep,
+    plan: Plan,
+    /// Where each round starts in the list; one more entry: the number of pairs.
+    starts: Vec<usize>,
+}
+
+impl PairIndex {
+    fn new(run: &RunPlan, dir: &OutputDir) -> Result<PairIndex> {
+        let (step, plan) = run.pairs(dir)?;
+        let mut starts = vec![0];
+        for round in 0..plan.rounds() {
+            starts.push(starts[round] + plan.round_width(round));
+        }
+        Ok(PairIndex { step, plan, starts })
+    }
+
+    fn len(&self) -> usize {
+        self.starts[self.starts.len() - 1]
+    }
+
+    /// Where `pair` stands; `None` for a pair the plan does not hold as it is.
+    fn position(&self, pair: &BenchPair) -> Option<usize> {
+        // The place first: it refuses a round past the plan's (a record of another plan).
+        let place = self.plan.place_of(&self.step, pair)?;
+        Some(self.starts[pair.round] + place)
+    }
+
+    /// Every pair, in list order, one round at a time.
+    fn pairs(&self) -> impl Iterator<Item = BenchPair> + '_ {
+        (0..self.plan.rounds()).flat_map(|round| self.plan.round(&self.step, round))
+    }
 }
 
 /// The added columns' values for `pair`.
@@ -106,9 +135,11 @@ fn added(pair: &BenchPair) -> [String; 5] {
 
 /// Reads every rank's records under `dir`, writes `results.csv`, `matrix.csv` and `results.json`.
 pub fn gather(dir: &OutputDir) -> Result<Gathered> {
+    dir.check_not_older()?;
     let plan: RunPlan = read_json_if_present(&dir.plan())?
         .ok_or_else(|| ClusterError::NothingToGather { dir: dir.root.clone() })?;
-    let mut sides: Vec<[Side; 2]> = plan.plan.pairs.iter().map(|_| Default::default()).collect();
+    let index = PairIndex::new(&plan, dir)?;
+    let mut sides: Vec<[Side; 2]> = (0..index.len()).map(|_| Default::default()).collect();
     let csv_path = dir.results_csv();
     let (temporary, file) = create_temporary(&csv_path)?;
     let mut csv = csv::Writer::from_writer(BufWriter::new(file));
@@ -118,8 +149,8 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     for rank in 0..plan.tasks {
         let records = dir.records(rank);
         for_each_line(&records, &mut |line: PairLine| {
-            let Some(at) = position(&plan, &line.record.pair) else { return Ok(()) };
-            let pair = &plan.plan.pairs[at];
+            let Some(at) = index.position(&line.record.pair) else { return Ok(()) };
+            let pair = &line.record.pair;
             let role = line.record.role;
             let side = &mut sides[at][role as usize];
             side.reasons.extend(line.problems.iter().cloned());
@@ -170,21 +201,19 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     drop(writer);
     std::fs::rename(&temporary, &csv_path).map_err(|source| write_error(&csv_path, source))?;
 
-    let outcomes: Vec<PairOutcome> = plan
-        .plan
-        .pairs
-        .iter()
+    let outcomes: Vec<PairOutcome> = index
+        .pairs()
         .zip(&sides)
         .map(|(pair, [server, client])| {
             let mut reasons = Vec::new();
-            let server_exit = side_verdict(dir, pair, Role::Server, server, &plan.run_id, &mut reasons);
-            let client_exit = side_verdict(dir, pair, Role::Client, client, &plan.run_id, &mut reasons);
+            let server_exit = side_verdict(dir, &pair, Role::Server, server, &plan.run_id, &mut reasons);
+            let client_exit = side_verdict(dir, &pair, Role::Client, client, &plan.run_id, &mut reasons);
             reasons.extend(server.reasons.iter().chain(&client.reasons).cloned());
             if client.rows == 0 && client_exit == Some(0) {
                 reasons.push("the client exited 0 but wrote no result rows".into());
             }
             PairOutcome {
-                pair: pair.clone(),
+                pair,
                 passed: reasons.is_empty(),
                 reasons,
                 rows: client.rows,
@@ -196,18 +225,23 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     if let Some(matrix) = matrix.finish() {
         write_matrix(&dir.root.join("matrix.csv"), &matrix)?;
     }
-    write_results_json(dir, &plan, &outcomes)?;
+    write_results_json(dir, &plan, &index, &outcomes)?;
     Ok(Gathered { plan, outcomes })
 }
 
 /// `results.json`, its `results` streamed from the records a second time. The document is
 /// what serde_json makes of a map (keys in order, two-space indent), as it always was.
-fn write_results_json(dir: &OutputDir, plan: &RunPlan, outcomes: &[PairOutcome]) -> Result<()> {
+fn write_results_json(
+    dir: &OutputDir,
+    plan: &RunPlan,
+    index: &PairIndex,
+    outcomes: &[PairOutcome],
+) -> Result<()> {
     let path = dir.results_json();
     let (temporary, file) = create_temporary(&path)?;
     let pairs: Vec<serde_json::Value> =
         outcomes.iter().map(|outcome| serde_json::to_value(outcome).unwrap_or_default()).collect();
-    let document = ResultsDocument { dir, plan, pairs: &pairs, failure: Default::default() };
+    let document = ResultsDocument { dir, plan, index, pairs: &pairs, failure: Default::default() };
     let mut writer = BufWriter::new(file);
     let written = serde_json::to_writer_pretty(&mut writer, &document);
     if let Some(error) = document.failure.take() {
@@ -226,6 +260,7 @@ fn write_results_json(dir: &OutputDir, plan: &RunPlan, outcomes: &[PairOutcome])
 struct ResultsDocument<'a> {
     dir: &'a OutputDir,
     plan: &'a RunPlan,
+    index: &'a PairIndex,
     pairs: &'a [serde_json::Value],
     /// A records file that could not be read while streaming.
     failure: std::cell::Cell<Option<ClusterError>>,
@@ -258,12 +293,10 @@ impl Serialize for StreamedRows<'_, '_> {
         let mut failed: Option<S::Error> = None;
         for rank in 0..document.plan.tasks {
             let read = for_each_line(&document.dir.records(rank), &mut |line| {
-                let Some(at) = position(document.plan, &line.record.pair) else { return Ok(()) };
-                let pair = &document.plan.plan.pairs[at];
-                if line.record.role != Role::Client {
+                if line.record.role != Role::Client || document.index.position(&line.record.pair).is_none() {
                     return Ok(());
                 }
-                let added = added(pair);
+                let added = added(&line.record.pair);
                 for mut row in line.results {
                     if let Some(object) = row.as_object_mut() {
                         for (name, value) in ADDED_COLUMNS.iter().zip(&added) {

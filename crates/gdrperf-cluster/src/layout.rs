@@ -2,8 +2,9 @@
 //! every node sees: the job's working directory usually is):
 //!
 //! ```text
-//! DIR/plan.json                  every pair of the run (rank 0 writes it; for `locate`, again
-//!                                after each round it decides)
+//! DIR/plan.json                  the plan, without its pairs: the schedule and its parameters,
+//!                                the step's layout, rounds, pair runs in all and per unit (rank 0
+//!                                writes it; for `locate`, again after each round it decides)
 //! DIR/locate.json                the rounds rank 0 decided after the first pass (`locate` only)
 //! DIR/status/rankN.json          rank N's progress: rounds finished, a heartbeat, finished
 //!                                (its peers and rank 0 wait on it)
@@ -32,9 +33,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{read_error, write_error, ClusterError, Result};
-use crate::plan::{BenchPair, Plan, Role};
+use crate::plan::{BenchPair, Plan, PlanSummary, Role};
+use crate::step::{Distribution, SlurmStep};
 
-/// The plan with what the run was: `plan.json`.
+/// The plan with what the run was: `plan.json`. O(nodes) however many pairs: every pair is
+/// computed again from the layout and the schedule's parameters ([`RunPlan::pairs`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunPlan {
     /// `job.step`.
@@ -46,8 +49,60 @@ pub struct RunPlan {
     pub bench_args: Vec<String>,
     pub tasks: usize,
     pub nodes: Vec<String>,
+    /// Tasks on each node and how srun spread them: which rank ran where.
+    pub tasks_per_node: Vec<usize>,
+    pub distribution: String,
     #[serde(flatten)]
-    pub plan: Plan,
+    pub plan: PlanSummary,
+}
+
+impl RunPlan {
+    /// The plan of a run of `step`.
+    pub fn new(step: &SlurmStep, plan: &Plan, bench: String, bench_args: Vec<String>) -> RunPlan {
+        RunPlan {
+            run_id: step.run_id(),
+            bench,
+            bench_args,
+            tasks: step.tasks,
+            nodes: step.nodes.clone(),
+            tasks_per_node: step.tasks_per_node.clone(),
+            distribution: step.distribution.name().to_string(),
+            plan: plan.summary(step),
+        }
+    }
+
+    /// The step as rank 0 saw it, and its plan computed again (for `locate`, with the rounds
+    /// `locate.json` in `dir` holds).
+    pub fn pairs(&self, dir: &OutputDir) -> Result<(SlurmStep, Plan)> {
+        let broken = |reason: String| read_error(&dir.plan(), reason);
+        let distribution = Distribution::from_name(&self.distribution)
+            .ok_or_else(|| broken(format!("unknown distribution {:?}", self.distribution)))?;
+        if self.tasks_per_node.len() != self.nodes.len()
+            || self.tasks_per_node.iter().sum::<usize>() != self.tasks
+        {
+            return Err(broken(format!(
+                "tasks per node {:?} do not lay out {} tasks on {} nodes",
+                self.tasks_per_node,
+                self.tasks,
+                self.nodes.len()
+            )));
+        }
+        let step = SlurmStep::from_layout(self.nodes.clone(), self.tasks_per_node.clone(), distribution);
+        let decided = match read_json_if_present::<Decisions>(&dir.decisions())? {
+            Some(decisions) if decisions.run_id == self.run_id => decisions.rounds,
+            _ => Vec::new(),
+        };
+        let plan = Plan::from_summary(&step, &self.plan, &decided)?;
+        Ok((step, plan))
+    }
+}
+
+/// `locate.json`: the rounds rank 0 decided after the first pass of `locate`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Decisions {
+    pub run_id: String,
+    pub rounds: Vec<Vec<BenchPair>>,
+    pub finished: bool,
 }
 
 /// One side's account of one pair: `status/LABEL.ROLE.json`.
@@ -244,7 +299,7 @@ impl OutputDir {
             found,
             ours: run_id.to_string(),
         };
-        if let Some(plan) = read_json_if_present::<RunPlan>(&self.plan())? {
+        if let Some(plan) = read_json_if_present::<RunId>(&self.plan())? {
             if plan.run_id != run_id {
                 return Err(foreign(plan.run_id));
             }
@@ -264,6 +319,48 @@ impl OutputDir {
         }
         Ok(())
     }
+
+    /// Refuses a folder an older gdrperf wrote (a record file per pair and side, or a plan that
+    /// lists its pairs): this one would find no records in it and call every pair unrun.
+    pub fn check_not_older(&self) -> Result<()> {
+        let older = |found: String, expected: &str| ClusterError::OlderLayout {
+            dir: self.root.clone(),
+            found,
+            expected: expected.to_string(),
+        };
+        let (mut per_pair, mut per_rank) = (Vec::new(), false);
+        if let Ok(entries) = std::fs::read_dir(self.root.join("status")) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                per_rank |= name.ends_with(".records.jsonl");
+                if [".server.json", ".client.json", ".progress", ".done"]
+                    .iter()
+                    .any(|end| name.ends_with(end))
+                {
+                    per_pair.push(name);
+                }
+            }
+        }
+        if !per_rank && !per_pair.is_empty() {
+            per_pair.sort();
+            return Err(older(
+                format!("{} per-pair status files (status/{}, ...)", per_pair.len(), per_pair[0]),
+                "status/rankN.records.jsonl, one per rank",
+            ));
+        }
+        let listed = read_json_if_present::<serde_json::Value>(&self.plan())?
+            .is_some_and(|plan| plan.get("pairs").is_some() && plan.get("tasks_per_node").is_none());
+        if listed {
+            return Err(older("a plan.json that lists every pair".into(), "a plan.json with tasks_per_node"));
+        }
+        Ok(())
+    }
+}
+
+/// The one field of `plan.json` a run checks before it writes its own.
+#[derive(Deserialize)]
+struct RunId {
+    run_id: String,
 }
 
 /// Writes `value` as JSON to `path` through a temporary file and a rename.

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ClusterError, Result};
-use crate::schedule::{Pair, Schedule};
+use crate::schedule::{Pair, Schedule, Timetable};
 use crate::step::SlurmStep;
 
 /// What the schedule pairs.
@@ -97,15 +97,49 @@ impl BenchPair {
     }
 }
 
-/// Every pair of the step, in round order.
+/// What `plan.json` says of the plan: the schedule and what rebuilds it (its parameters), how
+/// much it measures, and per unit how often and against how many peers; never the pair list,
+/// which at thousands of nodes would be millions of lines that every rank wrote or read. Every
+/// pair can be computed again from these fields and the step's layout ([`Plan::from_summary`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Plan {
+pub struct PlanSummary {
     pub schedule: String,
     pub pair_by: String,
+    /// Rounds planned (for `locate`, the first pass and the rounds decided so far).
     pub rounds: usize,
-    pub pairs: Vec<BenchPair>,
+    /// Bench runs in all rounds (a node pair is one run per task of a node).
+    pub pair_runs: usize,
+    /// The port of a round's first bench pair.
+    pub base_port: u16,
+    /// The seed of `random` and `locate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Nodes (or `node/rank` for task pairing) that the schedule leaves out.
     pub left_out: Vec<String>,
+    /// Per unit (node, or `node/rankN`), in the step's order.
+    pub tallies: Vec<UnitTally>,
+}
+
+/// One unit's share of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitTally {
+    pub unit: String,
+    /// Bench runs it takes part in.
+    pub pair_runs: usize,
+    /// Distinct units it meets.
+    pub peers: usize,
+}
+
+/// The pairs of the step, computed round by round when asked: a rank asks for its own pair of
+/// each round, rank 0's gather for every pair of one round at a time.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    schedule: &'static str,
+    pair_by: PairBy,
+    base_port: u16,
+    seed: Option<u64>,
+    per_unit: usize,
+    timetable: Timetable,
 }
 
 impl PairBy {
@@ -169,90 +203,202 @@ impl PairBy {
 impl Plan {
     /// Builds the plan every task of `step` computes identically.
     pub fn new(step: &SlurmStep, schedule: Schedule, pair_by: PairBy, base_port: u16) -> Result<Plan> {
-        Plan::from_rounds(step, schedule.name(), |units| schedule.rounds(units), pair_by, base_port)
+        let (units, _) = pair_by.units(step)?;
+        let seed = match schedule {
+            Schedule::Random { seed, .. } => Some(seed),
+            _ => None,
+        };
+        Plan::with_timetable(step, schedule.name(), seed, Timetable::new(schedule, units), pair_by, base_port)
     }
 
-    /// The plan of the rounds `rounds` gives for the step's unit count, named `schedule`: the
-    /// fixed schedules, or the first pass of `locate` (whose later rounds [`Plan::add_round`]
-    /// appends as rank 0 decides them).
-    pub fn from_rounds(
+    /// The first pass of `locate` (a ring over a `seed` shuffle); [`Plan::add_round`] appends
+    /// the rounds rank 0 decides.
+    pub fn locate(step: &SlurmStep, seed: u64, pair_by: PairBy, base_port: u16) -> Result<Plan> {
+        let (units, _) = pair_by.units(step)?;
+        let first_pass = Timetable::listed(units, crate::locate::first_pass(units, seed));
+        Plan::with_timetable(step, "locate", Some(seed), first_pass, pair_by, base_port)
+    }
+
+    /// The plan `summary` describes, with `decided` (the rounds `locate.json` holds) after a
+    /// `locate` first pass.
+    pub fn from_summary(step: &SlurmStep, summary: &PlanSummary, decided: &[Vec<BenchPair>]) -> Result<Plan> {
+        let pair_by = match summary.pair_by.as_str() {
+            "node" => PairBy::Node,
+            "task" => PairBy::Task,
+            other => return Err(ClusterError::StepShape(format!("plan.json: unknown pair_by {other:?}"))),
+        };
+        let seed = summary.seed.unwrap_or(1);
+        let schedule = match summary.schedule.as_str() {
+            "pairs" => Schedule::Pairs,
+            "ring" => Schedule::Ring,
+            "all-pairs" => Schedule::AllPairs,
+            "random" => Schedule::Random { rounds: summary.rounds, seed },
+            "locate" => {
+                let mut plan = Plan::locate(step, seed, pair_by, summary.base_port)?;
+                for round in decided {
+                    plan.add_bench_round(step, round)?;
+                }
+                return Ok(plan);
+            }
+            other => return Err(ClusterError::StepShape(format!("plan.json: unknown schedule {other:?}"))),
+        };
+        Plan::new(step, schedule, pair_by, summary.base_port)
+    }
+
+    fn with_timetable(
         step: &SlurmStep,
-        schedule: &str,
-        rounds: impl FnOnce(usize) -> Vec<Vec<Pair>>,
+        schedule: &'static str,
+        seed: Option<u64>,
+        timetable: Timetable,
         pair_by: PairBy,
         base_port: u16,
     ) -> Result<Plan> {
-        let (units, _) = pair_by.units(step)?;
-        let mut plan = Plan {
-            schedule: schedule.to_string(),
-            pair_by: pair_by.name().to_string(),
-            rounds: 0,
-            pairs: Vec::new(),
-            left_out: Vec::new(),
-        };
-        let rounds = rounds(units);
-        let mut paired = vec![false; units];
-        for round in &rounds {
-            for pair in round {
-                paired[pair.server] = true;
-                paired[pair.client] = true;
-            }
-            plan.add_round(step, pair_by, base_port, round)?;
-        }
-        plan.left_out =
-            (0..units).filter(|&unit| !paired[unit]).map(|unit| pair_by.unit_name(step, unit)).collect();
+        let (units, per_unit) = pair_by.units(step)?;
+        let plan = Plan { schedule, pair_by, base_port, seed, per_unit, timetable };
+        // No round of any schedule holds more than half the units.
+        plan.check_ports(units / 2)?;
         Ok(plan)
     }
 
-    /// Appends one round of unit pairs as the next round; returns its bench pairs.
-    pub fn add_round(
-        &mut self,
-        step: &SlurmStep,
-        pair_by: PairBy,
-        base_port: u16,
-        round_pairs: &[Pair],
-    ) -> Result<Vec<BenchPair>> {
-        let (_, per_unit) = pair_by.units(step)?;
-        let widest = round_pairs.len() * per_unit;
-        let last = u32::from(base_port) + widest as u32 - 1;
+    /// Refuses a round of `unit_pairs` pairs whose ports would pass 65535.
+    fn check_ports(&self, unit_pairs: usize) -> Result<()> {
+        let widest = unit_pairs * self.per_unit;
+        let last = u32::from(self.base_port) + widest as u32 - 1;
         if widest > 0 && last > u32::from(u16::MAX) {
-            return Err(ClusterError::PortRange { first: base_port.into(), last, pairs: widest });
+            return Err(ClusterError::PortRange { first: self.base_port.into(), last, pairs: widest });
         }
-        // unit -> (rank, node) for local task `local`.
-        let endpoint = |unit: usize, local: usize| -> (usize, String) {
-            let rank = match pair_by {
-                PairBy::Node => step.rank_at(unit, local).expect("uniform tasks per node checked above"),
-                PairBy::Task => unit,
-            };
-            (rank, step.node_of(rank).to_string())
+        Ok(())
+    }
+
+    pub fn schedule(&self) -> &'static str {
+        self.schedule
+    }
+
+    pub fn pair_by(&self) -> PairBy {
+        self.pair_by
+    }
+
+    /// Rounds so far.
+    pub fn rounds(&self) -> usize {
+        self.timetable.rounds()
+    }
+
+    /// Bench pairs in round `round`.
+    pub fn round_width(&self, round: usize) -> usize {
+        self.timetable.round_len(round) * self.per_unit
+    }
+
+    /// The bench pair at place `place` of round `round` (below [`Plan::round_width`]): unit pair
+    /// `place / tasks per unit`, local task `place % tasks per unit`, port `base + place`.
+    pub fn pair_at(&self, step: &SlurmStep, round: usize, place: usize) -> BenchPair {
+        let unit_pair = self.timetable.pair_at(round, place / self.per_unit);
+        let local = place % self.per_unit;
+        // unit -> rank of local task `local`.
+        let endpoint = |unit: usize| match self.pair_by {
+            PairBy::Node => step.rank_at(unit, local).expect("uniform tasks per node checked when planned"),
+            PairBy::Task => unit,
         };
-        let round = self.rounds;
-        let mut added = Vec::new();
-        for (index, pair) in round_pairs.iter().enumerate() {
-            for local in 0..per_unit {
-                let (server_rank, server_node) = endpoint(pair.server, local);
-                let (client_rank, client_node) = endpoint(pair.client, local);
-                let port = (u32::from(base_port) + (index * per_unit + local) as u32) as u16;
-                let local = step.placement(server_rank).local;
-                added.push(BenchPair {
-                    round,
-                    server_rank,
-                    server_node,
-                    client_rank,
-                    client_node,
-                    local,
-                    port,
-                });
-            }
+        let (server_rank, client_rank) = (endpoint(unit_pair.server), endpoint(unit_pair.client));
+        BenchPair {
+            round,
+            server_rank,
+            server_node: step.node_of(server_rank).to_string(),
+            client_rank,
+            client_node: step.node_of(client_rank).to_string(),
+            local: step.placement(server_rank).local,
+            port: (u32::from(self.base_port) + place as u32) as u16,
         }
-        self.rounds += 1;
-        self.pairs.extend(added.iter().cloned());
-        Ok(added)
+    }
+
+    /// Every bench pair of round `round`, in port order.
+    pub fn round(&self, step: &SlurmStep, round: usize) -> Vec<BenchPair> {
+        (0..self.round_width(round)).map(|place| self.pair_at(step, round, place)).collect()
+    }
+
+    /// The pair `rank` is in during round `round` (`None`: it rests), found without listing the
+    /// round: constant time for the formula schedules.
+    pub fn pair_of(&self, step: &SlurmStep, round: usize, rank: usize) -> Option<BenchPair> {
+        let (index, _) = self.timetable.pair_of(round, self.pair_by.unit_of(step, rank))?;
+        let local = match self.pair_by {
+            PairBy::Node => step.placement(rank).local,
+            PairBy::Task => 0,
+        };
+        Some(self.pair_at(step, round, index * self.per_unit + local))
     }
 
     /// The pairs `rank` takes part in, in round order (at most one per round).
-    pub fn assignments(&self, rank: usize) -> impl Iterator<Item = &BenchPair> {
-        self.pairs.iter().filter(move |pair| pair.server_rank == rank || pair.client_rank == rank)
+    pub fn assignments<'a>(
+        &'a self,
+        step: &'a SlurmStep,
+        rank: usize,
+    ) -> impl Iterator<Item = BenchPair> + 'a {
+        (0..self.rounds()).filter_map(move |round| self.pair_of(step, round, rank))
+    }
+
+    /// Where `pair` stands in its round (its port less the base port), when the plan holds it
+    /// as it is.
+    pub fn place_of(&self, step: &SlurmStep, pair: &BenchPair) -> Option<usize> {
+        let place = usize::from(pair.port.checked_sub(self.base_port)?);
+        (pair.round < self.rounds()
+            && place < self.round_width(pair.round)
+            && self.pair_at(step, pair.round, place) == *pair)
+            .then_some(place)
+    }
+
+    /// Appends one round of unit pairs (`locate`'s next); returns its bench pairs.
+    pub fn add_round(&mut self, step: &SlurmStep, round_pairs: &[Pair]) -> Result<Vec<BenchPair>> {
+        self.check_ports(round_pairs.len())?;
+        if !self.timetable.push_round(round_pairs.to_vec()) {
+            return Err(ClusterError::StepShape(format!(
+                "the {} schedule has no rounds to add",
+                self.schedule
+            )));
+        }
+        Ok(self.round(step, self.rounds() - 1))
+    }
+
+    /// Appends a round [`Plan::add_round`] made (as `locate.json` tells it: the bench pairs, a
+    /// unit pair's tasks one after another).
+    pub fn add_bench_round(&mut self, step: &SlurmStep, round: &[BenchPair]) -> Result<Vec<BenchPair>> {
+        let units: Vec<Pair> = round
+            .iter()
+            .step_by(self.per_unit)
+            .map(|pair| Pair {
+                server: self.pair_by.unit_of(step, pair.server_rank),
+                client: self.pair_by.unit_of(step, pair.client_rank),
+            })
+            .collect();
+        self.add_round(step, &units)
+    }
+
+    /// What `plan.json` says of this plan: O(units) to compute (a formula per unit for the
+    /// formula schedules, a count over the listed rounds otherwise).
+    pub fn summary(&self, step: &SlurmStep) -> PlanSummary {
+        let tallies: Vec<UnitTally> = self
+            .timetable
+            .tallies()
+            .into_iter()
+            .enumerate()
+            .map(|(unit, (runs, peers))| UnitTally {
+                unit: self.pair_by.unit_name(step, unit),
+                pair_runs: runs * self.per_unit,
+                peers,
+            })
+            .collect();
+        PlanSummary {
+            schedule: self.schedule.to_string(),
+            pair_by: self.pair_by.name().to_string(),
+            rounds: self.rounds(),
+            pair_runs: (0..self.rounds()).map(|round| self.round_width(round)).sum(),
+            base_port: self.base_port,
+            seed: self.seed,
+            left_out: tallies
+                .iter()
+                .filter(|tally| tally.pair_runs == 0)
+                .map(|tally| tally.unit.clone())
+                .collect(),
+            tallies,
+        }
     }
 }
 
@@ -291,41 +437,48 @@ mod tests {
 
     #[test]
     fn one_task_per_node_pairs_ranks_zero_one_two_three() {
-        let plan = Plan::new(&step(0, "n[1-5]", "1(x5)", 5), Schedule::Pairs, PairBy::Node, 18515).unwrap();
-        let summary: Vec<_> = plan
-            .pairs
-            .iter()
-            .map(|p| (p.server_rank, p.client_rank, p.client_node.as_str(), p.port))
-            .collect();
+        let step = step(0, "n[1-5]", "1(x5)", 5);
+        let plan = Plan::new(&step, Schedule::Pairs, PairBy::Node, 18515).unwrap();
+        let pairs = plan.round(&step, 0);
+        let summary: Vec<_> =
+            pairs.iter().map(|p| (p.server_rank, p.client_rank, p.client_node.as_str(), p.port)).collect();
         assert_eq!(summary, [(0, 1, "n2", 18515), (2, 3, "n4", 18516)]);
-        assert_eq!(plan.left_out, ["n5"]);
-        assert_eq!(plan.pairs[1].label(), "r0_n3_n4_2-3");
+        let told = plan.summary(&step);
+        assert_eq!(told.left_out, ["n5"]);
+        assert_eq!((told.rounds, told.pair_runs), (1, 2));
+        assert_eq!(told.tallies[4], UnitTally { unit: "n5".into(), pair_runs: 0, peers: 0 });
+        assert_eq!(pairs[1].label(), "r0_n3_n4_2-3");
     }
 
     #[test]
     fn gpus_pair_with_the_same_local_task_on_the_peer_node() {
         // Two nodes with 4 tasks each (block layout): ranks 0-3 on a, 4-7 on b.
-        let plan = Plan::new(&step(5, "a,b", "4(x2)", 8), Schedule::Pairs, PairBy::Node, 20000).unwrap();
+        let step = step(5, "a,b", "4(x2)", 8);
+        let plan = Plan::new(&step, Schedule::Pairs, PairBy::Node, 20000).unwrap();
         let summary: Vec<_> =
-            plan.pairs.iter().map(|p| (p.server_rank, p.client_rank, p.local, p.port)).collect();
+            plan.round(&step, 0).iter().map(|p| (p.server_rank, p.client_rank, p.local, p.port)).collect();
         assert_eq!(summary, [(0, 4, 0, 20000), (1, 5, 1, 20001), (2, 6, 2, 20002), (3, 7, 3, 20003)]);
-        let mine: Vec<_> = plan.assignments(5).map(|p| p.side_of(5).unwrap().0).collect();
+        let mine: Vec<_> = plan.assignments(&step, 5).map(|p| p.side_of(5).unwrap().0).collect();
+        // A node pair is one bench run per task of a node; each node meets one peer.
+        assert_eq!(plan.summary(&step).tallies[1], UnitTally { unit: "b".into(), pair_runs: 4, peers: 1 });
         assert_eq!(mine, [Role::Client]);
     }
 
     #[test]
     fn ring_rounds_give_each_node_both_roles() {
-        let plan = Plan::new(&step(0, "n[1-3]", "1(x3)", 3), Schedule::Ring, PairBy::Node, 18515).unwrap();
-        assert_eq!(plan.rounds, 3);
-        let roles: Vec<_> = plan.assignments(0).map(|p| (p.round, p.side_of(0).unwrap().0)).collect();
+        let step = step(0, "n[1-3]", "1(x3)", 3);
+        let plan = Plan::new(&step, Schedule::Ring, PairBy::Node, 18515).unwrap();
+        assert_eq!(plan.rounds(), 3);
+        let roles: Vec<_> = plan.assignments(&step, 0).map(|p| (p.round, p.side_of(0).unwrap().0)).collect();
         assert_eq!(roles, [(0, Role::Server), (2, Role::Client)]);
     }
 
     #[test]
     fn task_pairing_allows_one_node() {
         let plan = Plan::new(&step(1, "solo", "2", 2), Schedule::Pairs, PairBy::Task, 18515).unwrap();
-        assert_eq!(plan.pairs.len(), 1);
-        assert_eq!(plan.pairs[0].label(), "r0_solo_solo_0-1");
+        let pairs = plan.round(&step(1, "solo", "2", 2), 0);
+        assert_eq!(pairs.len(), 1);
+        assert_eq!(pairs[0].label(), "r0_solo_solo_0-1");
     }
 
     #[test]

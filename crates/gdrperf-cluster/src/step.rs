@@ -20,6 +20,21 @@ pub enum Distribution {
     Cyclic,
 }
 
+impl Distribution {
+    /// Slurm's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::Block => "block",
+            Distribution::Cyclic => "cyclic",
+        }
+    }
+
+    /// From [`Distribution::name`]'s word.
+    pub fn from_name(name: &str) -> Option<Distribution> {
+        [Distribution::Block, Distribution::Cyclic].into_iter().find(|each| each.name() == name)
+    }
+}
+
 /// Where a rank runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
@@ -115,24 +130,37 @@ impl SlurmStep {
                 }
             },
         };
+        let mut step = SlurmStep::from_layout(nodes, tasks_per_node, distribution);
+        step.rank = rank;
+        step.job_id = lookup("SLURM_JOB_ID").unwrap_or_else(|| "nojob".into());
+        step.step_id = lookup("SLURM_STEP_ID").unwrap_or_else(|| "0".into());
+        step.check_own_place(lookup("SLURMD_NODENAME"), lookup("SLURM_LOCALID"))?;
+        Ok(step)
+    }
+
+    /// Rank 0's view of a step laid out so (what `plan.json` records: the gather computes the
+    /// job's pairs again from it). The counts must match the nodes, one each.
+    pub fn from_layout(
+        nodes: Vec<String>,
+        tasks_per_node: Vec<usize>,
+        distribution: Distribution,
+    ) -> SlurmStep {
         let placements = place(&tasks_per_node, distribution);
         let mut ranks_by_node: Vec<Vec<usize>> = tasks_per_node.iter().map(|&count| vec![0; count]).collect();
         for (rank, place) in placements.iter().enumerate() {
             ranks_by_node[place.node][place.local] = rank;
         }
-        let step = SlurmStep {
-            rank,
-            tasks,
+        SlurmStep {
+            rank: 0,
+            tasks: placements.len(),
             nodes,
             tasks_per_node,
             distribution,
-            job_id: lookup("SLURM_JOB_ID").unwrap_or_else(|| "nojob".into()),
-            step_id: lookup("SLURM_STEP_ID").unwrap_or_else(|| "0".into()),
+            job_id: "nojob".into(),
+            step_id: "0".into(),
             placements,
             ranks_by_node,
-        };
-        step.check_own_place(lookup("SLURMD_NODENAME"), lookup("SLURM_LOCALID"))?;
-        Ok(step)
+        }
     }
 
     /// Where `rank` runs.

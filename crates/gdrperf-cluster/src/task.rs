@@ -15,14 +15,15 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::coordinate::{LocateOptions, Located, Rounds};
+use crate::coordinate::{Job, Located, Rounds};
 use crate::error::{write_error, ClusterError, Result};
 use crate::gather::{gather, Gathered};
 use crate::layout::{
     append_json_line, create_append_only, write_json, write_text, OutputDir, PairLine, PairRecord, Progress,
     RunPlan,
 };
-use crate::plan::{BenchPair, Role};
+use crate::options::TaskOptions;
+use crate::plan::{BenchPair, Plan, Role};
 use crate::step::SlurmStep;
 use crate::summary::{summarize, Summary};
 use crate::wait::{wait_for_finish, wait_for_peer, Beat, POLL};
@@ -90,23 +91,6 @@ impl BenchCommand {
     }
 }
 
-/// How a task runs its rounds.
-#[derive(Debug, Clone)]
-pub struct TaskOptions {
-    pub out: OutputDir,
-    /// The host name a client connects to, `{node}` standing for the server's Slurm node name
-    /// (`{node}-ib` where the RDMA network has its own names).
-    pub peer_host: String,
-    /// How long to wait for a peer to finish its previous round.
-    pub round_timeout: Duration,
-    /// Kill a bench running longer than this.
-    pub pair_timeout: Duration,
-    /// How long rank 0 waits for the other ranks before gathering; `None`: rank 0 does not gather.
-    pub gather_timeout: Option<Duration>,
-    /// `locate`: after the plan's rounds (the first pass), rank 0 decides further rounds.
-    pub locate: Option<LocateOptions>,
-}
-
 /// How a server may keep running after its client finished: it is then waiting for a
 /// client that will not come (the bench's accept has no timeout of its own).
 const SERVER_GRACE: Duration = Duration::from_secs(30);
@@ -152,11 +136,14 @@ pub fn expand_placeholders(argument: &str, value: &dyn Fn(&str) -> Option<Result
     Ok(out)
 }
 
-/// Runs this task's rounds; rank 0 then gathers. `extra` resolves the placeholders that need
-/// the machine (`{gpu_bus_id}`, `{nic}`); `say` prints a progress line.
+/// Runs this task's rounds of `plan` (`run` is what rank 0 writes to `plan.json`); rank 0 then
+/// gathers. `extra` resolves the placeholders that need the machine (`{gpu_bus_id}`, `{nic}`);
+/// `say` prints a progress line. The task asks the plan for its own pair round by round and
+/// never lists the job's pairs: what it holds does not grow with them.
 pub fn run_task(
     step: &SlurmStep,
-    plan: &RunPlan,
+    run: &RunPlan,
+    mut plan: Plan,
     bench: &BenchCommand,
     options: &TaskOptions,
     extra: &dyn Fn(&str) -> Option<Result<String>>,
@@ -164,14 +151,15 @@ pub fn run_task(
 ) -> Result<TaskReport> {
     let out = &options.out;
     out.create()?;
-    out.check_not_foreign(&plan.run_id)?;
+    out.check_not_foreign(&run.run_id)?;
     let rank = step.rank;
     let node = step.node_of(rank).to_string();
     if rank == 0 {
-        write_json(&out.plan(), plan)?;
+        write_json(&out.plan(), run)?;
     }
+    let mut run = run.clone();
     let progress = Progress {
-        run_id: plan.run_id.clone(),
+        run_id: run.run_id.clone(),
         rank,
         node: node.clone(),
         rounds_done: 0,
@@ -183,38 +171,31 @@ pub fn run_task(
         records: create_append_only(&out.records(rank))?,
         log: create_append_only(&out.log(rank))?,
     };
-    let mut plan = plan.clone();
     let mut rounds = match &options.locate {
         Some(locate) => Rounds::locate(step, &plan, locate),
         None => Rounds::Fixed,
     };
 
     let mut failed_runs = 0;
-    if plan.plan.assignments(rank).next().is_none() && options.locate.is_none() {
+    if options.locate.is_none() && plan.assignments(step, rank).next().is_none() {
         say(&format!(
             "rank {rank} ({node}): no partner in the {} schedule; nothing to measure",
-            plan.plan.schedule
+            plan.schedule()
         ));
     }
-    // This rank's pairs in round order, found once (locate's rounds are added as they come):
-    // looking them up in the whole plan every round would cost all-pairs' pairs times rounds.
-    let (mut mine, mut scanned, mut next_mine) = (Vec::new(), 0, 0);
     let mut round = 0;
     loop {
-        if round == plan.plan.rounds && !rounds.next(&mut plan, &mut beat, options, say)? {
-            break;
+        if round == plan.rounds() {
+            let job = Job { step, plan: &mut plan, run: &mut run, beat: &mut beat, options, say: &mut *say };
+            if !rounds.next(job)? {
+                break;
+            }
         }
-        mine.extend(plan.plan.pairs[scanned..].iter().filter(|pair| pair.side_of(rank).is_some()).cloned());
-        scanned = plan.plan.pairs.len();
-        while mine.get(next_mine).is_some_and(|pair: &BenchPair| pair.round < round) {
-            next_mine += 1;
-        }
-        let pair = mine.get(next_mine).filter(|pair| pair.round == round).cloned();
-        if let Some(pair) = pair {
+        if let Some(pair) = plan.pair_of(step, round, rank) {
             let (role, peer_rank, peer_node) = pair.side_of(rank).expect("assignments hold this rank");
             let record = match wait_for_peer(&mut beat, round, peer_rank, options.round_timeout)? {
                 Ok(()) => run_pair(step, &pair, bench, options, &mut beat, &mut files, extra)?,
-                Err(error) => PairLine::not_run(&plan.run_id, &pair, role, error.to_string()),
+                Err(error) => PairLine::not_run(&run.run_id, &pair, role, error.to_string()),
             };
             if record.record.exit_code != Some(0) {
                 failed_runs += 1;
@@ -239,7 +220,7 @@ pub fn run_task(
 
     let gathered = match options.gather_timeout {
         Some(timeout) if rank == 0 => {
-            let missing = wait_for_finish(out, &plan.run_id, 0..step.tasks, timeout);
+            let missing = wait_for_finish(out, &run.run_id, 0..step.tasks, timeout);
             if !missing.is_empty() {
                 say(&format!(
                     "ranks {} did not finish within {} s; gathering what is there",

@@ -99,22 +99,38 @@ pub(crate) fn wait_for_peer(
     peer_rank: usize,
     timeout: Duration,
 ) -> Result<std::result::Result<(), ClusterError>> {
+    let ready =
+        |peer: Option<&Progress>| Ok(peer.is_some_and(|peer| peer.rounds_done >= round).then_some(()));
+    Ok(wait_while_alive(beat, peer_rank, timeout, POLL, ready)?.map_err(|peer| ClusterError::PeerWait {
+        peer_rank,
+        peer_node: peer.map_or_else(|| "never started".into(), |peer| peer.node),
+        round,
+        seconds: timeout.as_secs(),
+    }))
+}
+
+/// Looks every `every` until `ready` (shown rank `watched`'s progress) gives a value, beating
+/// this rank's heartbeat meanwhile, for as long as `watched` shows signs of life: once it has
+/// shown nothing new for `timeout`, gives up with what it showed last. Every wait of a rank on
+/// another is this one loop.
+pub(crate) fn wait_while_alive<T>(
+    beat: &mut Beat<'_>,
+    watched: usize,
+    timeout: Duration,
+    every: Duration,
+    mut ready: impl FnMut(Option<&Progress>) -> Result<Option<T>>,
+) -> Result<std::result::Result<T, Option<Progress>>> {
     let mut watch = Watch::new();
     loop {
-        let peer = progress_of(beat.out, &beat.progress.run_id, peer_rank);
-        if peer.as_ref().is_some_and(|peer| peer.rounds_done >= round) {
-            return Ok(Ok(()));
+        let shown = progress_of(beat.out, &beat.progress.run_id, watched);
+        if let Some(value) = ready(shown.as_ref())? {
+            return Ok(Ok(value));
         }
-        if watch.silent_for(peer.as_ref()) >= timeout {
-            return Ok(Err(ClusterError::PeerWait {
-                peer_rank,
-                peer_node: peer.map_or_else(|| "never started".into(), |peer| peer.node),
-                round,
-                seconds: timeout.as_secs(),
-            }));
+        if watch.silent_for(shown.as_ref()) >= timeout {
+            return Ok(Err(shown));
         }
         beat.beat()?;
-        std::thread::sleep(POLL);
+        std::thread::sleep(every);
     }
 }
 

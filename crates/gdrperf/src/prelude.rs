@@ -14,8 +14,8 @@ pub use crate::engines::latency::{
     prepare_ping_pong, prepare_ping_pong_check, prepare_read_source, read_latency, LatencyPlan,
     OneSidedLatency, OneSidedRequest, PingPong,
 };
+pub use crate::engines::latency::{measure_ping_pong, ping_pong_row, PingPongLatency, PingPongOperation};
 pub use crate::engines::one_sided::OneSidedStream;
-pub use crate::engines::ping_pong::{measure_ping_pong, ping_pong_row, PingPongLatency, PingPongOperation};
 pub use crate::engines::send::SendStream;
 pub use crate::harness::latency_setup::latency_setup;
 pub use crate::harness::{exit, run, Benchmark, Session, Setup};

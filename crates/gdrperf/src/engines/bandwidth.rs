@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use gdrperf_stats::{BandwidthMeter, BandwidthReport};
 
+use crate::engines::meter::{phase_meter, warn_if_not_stored};
 use crate::engines::stream_book::{events_to_store, signal_interval, StreamBook};
 use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
@@ -21,7 +22,6 @@ use crate::harness::session::{Session, SessionParts};
 use crate::memory::buffers::pattern_seed;
 use crate::memory::queue_memory::{signal_every, Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::options::config::StopRule;
-use crate::options::perftest_defaults::measurement_window;
 use crate::verbs::completion::opcode;
 use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, RemoteBuffer, SendRequest};
 
@@ -123,14 +123,7 @@ fn stream_with<M: QueueMemory>(
     // Post calls: at most one per message (a staged sender posts each copy as it finishes).
     let expected_events = events_to_store(plan.stop, signal_group(plan, memories), queue_count);
     let expected_posts = events_to_store(plan.stop, 1, queue_count);
-    let mut meter =
-        BandwidthMeter::with_capacities(plan.size as u64, expected_events, expected_posts).map_err(
-            |source| Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source },
-        )?;
-    if let StopRule::Duration(duration) = plan.stop {
-        let (start, end) = duration_window(duration, plan.margin_seconds);
-        meter.set_window(start, end);
-    }
+    let mut meter = phase_meter(plan.size, plan.stop, plan.margin_seconds, expected_events, expected_posts)?;
     let limit = match plan.stop {
         StopRule::Iterations(iterations) => Limit::Messages(iterations),
         StopRule::Duration(duration) => Limit::Time(duration),
@@ -145,32 +138,11 @@ fn stream_with<M: QueueMemory>(
         .inspect(warn_if_not_stored)
 }
 
-/// Says on stderr when a bandwidth store filled up: the peak was then searched over the stored
-/// part of the run (the row's `peak_events_not_stored` says how many marks were left out).
-pub(crate) fn warn_if_not_stored(report: &BandwidthReport) {
-    if report.timeline_events_not_stored > 0 {
-        eprintln!(
-            "warning: {} post/completion marks of the {}-byte run did not fit the store reserved for them: \
-             BW peak is over the stored part of the run only (average and message rate count every message)",
-            report.timeline_events_not_stored, report.message_size_bytes
-        );
-    }
-}
-
 /// Requests per signalled request: `cq_mod`, lowered so that no more than
 /// [`SIGNAL_EVERY_BYTES`](crate::engines::stream_book::SIGNAL_EVERY_BYTES) go unsignalled (a long
 /// moderated batch is not a dead peer) and so that a staged memory's slots free up in time.
 fn signal_group<M: QueueMemory>(plan: &StreamPlan, memories: &[M]) -> u64 {
     signal_every(plan.cq_mod, memories).min(signal_interval(plan.cq_mod, plan.size))
-}
-
-/// `-D`'s measurement window, perftest's (`catch_alarm` in `perftest_resources.c`): between a
-/// ramp-up and a drain margin of `margin_seconds` (`-f`, else `duration / 4` whole seconds: see
-/// [`duration_margin`](crate::options::perftest_defaults::duration_margin)), in nanoseconds since
-/// the first post. Only completions seen inside it count, over its length. `-D` is a whole number
-/// of seconds.
-pub fn duration_window(duration: Duration, margin_seconds: u64) -> (u64, u64) {
-    measurement_window(duration.as_secs(), margin_seconds)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -412,19 +384,4 @@ pub fn post_credit_receives(queue_pairs: &mut [RcQueuePair]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_duration_window_leaves_the_margin_at_each_end() {
-        let window = |seconds, margin| duration_window(Duration::from_secs(seconds), margin);
-        assert_eq!(window(4, 1), (1_000_000_000, 3_000_000_000));
-        assert_eq!(window(2, 0), (0, 2_000_000_000));
-        // -D 10 -f 3: measured from 3 s to 7 s.
-        assert_eq!(window(10, 3), (3_000_000_000, 7_000_000_000));
-        assert_eq!(window(0, 0), (0, 0));
-    }
 }

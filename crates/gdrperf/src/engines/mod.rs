@@ -9,17 +9,18 @@
 //! - One-sided stream (gdr-write-bw, gdr-read-bw): `one_sided` over the streaming loop of
 //!   `bandwidth`, with `staged_receive` on a staged side written to.
 //! - SEND/RECV stream (gdr-send-bw): `send`.
-//! - Latency (one message in flight, every round trip timed): `latency`, with `ping_pong`
-//!   for what the two ping-pong benches share.
+//! - Latency (one message in flight, every round trip timed): `latency`, whose `ping_pong`
+//!   is what the two ping-pong benches share and `read` what gdr-read-lat and gdr-atomic-lat do.
 //! - The streaming loops' bookkeeping, apart from the verbs calls: [`stream_book`] (how many
 //!   requests a QP may post, which ones are signalled) and [`credits`] (a sender posts only
-//!   while it holds a credit for a receive the peer has posted).
+//!   while it holds a credit for a receive the peer has posted); `meter` makes every streaming
+//!   loop's bandwidth meter, with `-D`'s window.
 
 pub(crate) mod bandwidth;
 pub mod credits;
 pub(crate) mod latency;
+pub(crate) mod meter;
 pub(crate) mod one_sided;
-pub(crate) mod ping_pong;
 pub(crate) mod send;
 pub(crate) mod staged_receive;
 pub mod stream_book;

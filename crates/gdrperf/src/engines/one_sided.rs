@@ -16,6 +16,7 @@ use crate::error::Result;
 use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
 use crate::memory::buffers::pattern_seed;
+use crate::memory::check_failure::CheckFailure;
 use crate::options::config::{BandwidthConfig, BenchConfig, StopRule};
 use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 use crate::output::{BandwidthRow, RowContext};
@@ -146,7 +147,7 @@ impl Engine for OneSidedStream {
 
     /// `--validate`, after a size: where data landed, the pattern is whole (a staged ring was
     /// checked message by message as each was copied in).
-    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
+    fn check(&self, session: &mut Session, size: usize) -> Result<Option<CheckFailure>> {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }

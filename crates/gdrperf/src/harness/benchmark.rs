@@ -55,8 +55,13 @@ pub trait Engine: Sync {
     fn prepare(&self, session: &mut Session, size: usize) -> Result<()>;
     /// Runs one size on this side; `None` for a passive side.
     fn measure(&self, session: &mut Session, size: usize) -> Result<Option<Self::Report>>;
-    /// After both sides finished: checks this side's received data, `Some(reason)` if wrong.
-    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>>;
+    /// After both sides finished: checks this side's received data, `Some(failure)` if wrong
+    /// (its text is what the row's side reports and what a server sends its client).
+    fn check(
+        &self,
+        session: &mut Session,
+        size: usize,
+    ) -> Result<Option<crate::memory::check_failure::CheckFailure>>;
     /// The row of one size from both sides' reports.
     fn row(
         &self,

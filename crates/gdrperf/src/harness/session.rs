@@ -154,13 +154,17 @@ impl Session {
 
     /// `--validate`, after a size: the first `len` bytes of each QP's buffer hold the pattern of
     /// its `size`-byte messages (a staged ring: every message was checked as it was copied in).
-    pub fn check_received(&mut self, size: usize, len: usize) -> Result<Option<String>> {
+    pub fn check_received(
+        &mut self,
+        size: usize,
+        len: usize,
+    ) -> Result<Option<crate::memory::check_failure::CheckFailure>> {
         crate::memory::buffers::check_received(&mut self.local.buffers, size, len)
     }
 
     /// The first failed per-message check of a staged receiver in this size (see
     /// `memory::queue_memory`), if any.
-    pub fn take_message_failure(&mut self) -> Option<String> {
+    pub fn take_message_failure(&mut self) -> Option<crate::memory::check_failure::CheckFailure> {
         crate::memory::buffers::take_message_failure(&mut self.local.buffers)
     }
 

@@ -171,7 +171,9 @@ pub(crate) fn serve<B: Benchmark>(
                 Message::SizeDone { .. } => {}
                 other => return Err(unexpected(&session, "SizeDone", &other)),
             }
-            let validation_error = benchmark.engine().check(&mut session, size)?;
+            // The wire carries the failure's text: the client reports it as the server's.
+            let validation_error =
+                benchmark.engine().check(&mut session, size)?.map(|failure| failure.to_string());
             let report = ours.map(serde_json::to_value).transpose().map_err(|error| {
                 Error::Internal(crate::error::InternalError::EncodeReport { source: error })
             })?;

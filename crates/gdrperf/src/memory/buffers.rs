@@ -13,6 +13,7 @@ use gdrperf_cuda::{DmaBuf, Gpu, GpuBuffer};
 use sideway::ibverbs::protection_domain::ProtectionDomain;
 
 use crate::error::Result;
+use crate::memory::check_failure::CheckFailure;
 use crate::memory::pattern::{fill_pattern, Mismatch};
 pub use crate::memory::pattern::{find_mismatch, pattern_seed};
 use crate::memory_kind::MemoryKind;
@@ -404,15 +405,17 @@ pub fn take_copy_time(buffers: &mut [BenchBuffer]) -> std::time::Duration {
 
 /// The first failure of the per-message checks of staged rings in the current size (`None`
 /// also where none ran), and a fresh start.
-pub fn take_message_failure(buffers: &mut [BenchBuffer]) -> Option<String> {
-    buffers.iter_mut().enumerate().find_map(|(index, buffer)| {
-        std::mem::take(&mut buffer.check).failure.map(|failure| format!("QP {index}: {failure}"))
+pub fn take_message_failure(buffers: &mut [BenchBuffer]) -> Option<CheckFailure> {
+    buffers.iter_mut().enumerate().find_map(|(queue_pair, buffer)| {
+        std::mem::take(&mut buffer.check)
+            .failure
+            .map(|description| CheckFailure::Message { queue_pair, description })
     })
 }
 
 /// Checks the first `len` bytes of each buffer against the pattern a `size`-byte message of its
 /// QP carries; says where the first one differs ("QP 1: byte 17 is 0x00, expected 0x5b").
-pub fn check_received(buffers: &mut [BenchBuffer], size: usize, len: usize) -> Result<Option<String>> {
+pub fn check_received(buffers: &mut [BenchBuffer], size: usize, len: usize) -> Result<Option<CheckFailure>> {
     check_received_at(buffers, size, 0..len)
 }
 
@@ -421,23 +424,23 @@ pub fn check_received_at(
     buffers: &mut [BenchBuffer],
     size: usize,
     range: Range<usize>,
-) -> Result<Option<String>> {
-    for (index, buffer) in buffers.iter_mut().enumerate() {
+) -> Result<Option<CheckFailure>> {
+    for (queue_pair, buffer) in buffers.iter_mut().enumerate() {
         // A staged ring was checked message by message as each was copied in.
         let check = std::mem::take(&mut buffer.check);
-        if let Some(failure) = check.failure {
-            return Ok(Some(format!("QP {index}: {failure}")));
+        if let Some(description) = check.failure {
+            return Ok(Some(CheckFailure::Message { queue_pair, description }));
         }
         if check.checked > 0 {
             continue;
         }
-        if let Some(mismatch) = buffer.check_pattern_at(range.clone(), pattern_seed(size, index))? {
-            return Ok(Some(format!(
-                "QP {index}: byte {} is {:#04x}, expected {:#04x}",
-                range.start + mismatch.offset,
-                mismatch.found,
-                mismatch.expected
-            )));
+        if let Some(mismatch) = buffer.check_pattern_at(range.clone(), pattern_seed(size, queue_pair))? {
+            return Ok(Some(CheckFailure::Byte {
+                queue_pair,
+                offset: range.start + mismatch.offset,
+                found: mismatch.found,
+                expected: mismatch.expected,
+            }));
         }
     }
     Ok(None)

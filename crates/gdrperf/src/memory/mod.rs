@@ -14,6 +14,7 @@
 //!   `Staged` copies through a ring of bounce slots.
 
 pub(crate) mod buffers;
+pub(crate) mod check_failure;
 pub(crate) mod pattern;
 pub(crate) mod queue_memory;
 pub(crate) mod spin;

@@ -3,35 +3,11 @@
 //! ends' facts, the row's share of it, and when the row is short, the causes. The judgement is
 //! `gdrperf-ceiling`'s; this module only says which end is which and what the row moved.
 
-use std::sync::Arc;
-
 use gdrperf_ceiling::{judge_row, EndFacts, RowEnds, RowFigures};
 
+use crate::output::context::RowContext;
+pub use crate::output::context::RowPath;
 use crate::output::row_columns::columns;
-use crate::output::RowContext;
-
-/// The ends of a row's path as the side writing it sees them.
-#[derive(Debug, Clone)]
-pub struct RowPath {
-    /// Whether the side writing the row is the client.
-    pub local_is_client: bool,
-    pub local: EndFacts,
-    /// The peer's facts from its hello (absent from an older peer).
-    pub peer: Option<EndFacts>,
-    /// How far below its ceiling a row may fall before its causes are listed, in percent.
-    pub shortfall_percent: f64,
-}
-
-impl RowPath {
-    pub fn new(is_client: bool, local: EndFacts, peer: Option<EndFacts>) -> Arc<RowPath> {
-        Arc::new(RowPath {
-            local_is_client: is_client,
-            local,
-            peer,
-            shortfall_percent: gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT,
-        })
-    }
-}
 
 columns! {
     /// The four columns, and what one of them becomes on a missed threshold.

@@ -74,17 +74,6 @@ impl Table {
     }
 }
 
-/// One column: what a reader of a result file needs to know about it.
-#[derive(Debug, Clone, Copy)]
-pub struct Column {
-    pub name: &'static str,
-    /// The unit of its values ("MiB/s", "s", "µs", "count"), or the kind of text it holds.
-    pub unit: &'static str,
-    pub meaning: &'static str,
-    /// Where the value comes from: the measurement, the command line, the machine.
-    pub source: &'static str,
-}
-
 // Each table's header written out in full, though they share long runs: these are the pins
 // (what a reader of a file sees), so each is spelled as it is published, not derived.
 const BANDWIDTH_ORDER: &[&str] = &[
@@ -263,24 +252,11 @@ const ACCEPT_SUMMARY_ORDER: &[&str] = &[
     "ceiling_causes",
 ];
 
-/// Shorthands for the sources.
-const MEASURED: &str = "measured: the run's timestamps, through gdrperf-stats";
-const FLAGS: &str = "the command line (or its default)";
-const RUN: &str = "the run: this host and the peer, exchanged in the handshake";
-const COUNTERS: &str =
-    "the port's counters in sysfs, read before and after the size (gdrperf::node::nic_counters)";
-const ACCEPT: &str = "gdrperf accept: the profile, the node's inventory and the bench's result file";
-
-const fn column(
-    name: &'static str,
-    unit: &'static str,
-    meaning: &'static str,
-    source: &'static str,
-) -> Column {
-    Column { name, unit, meaning, source }
-}
-
+mod column;
 mod entries;
+
+use column::column;
+pub use column::Column;
 pub use entries::COLUMNS;
 
 /// The reference entry of `name`, if it has one.

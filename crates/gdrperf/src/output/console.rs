@@ -4,7 +4,7 @@ use std::io::Write;
 
 use crate::error::Result;
 use crate::options::config::BandwidthUnit;
-use crate::output::{Exporter, HeaderLine, Row, RunStart};
+use crate::output::exporter::{Exporter, HeaderLine, Row, RunStart};
 
 const RULE: &str = "---------------------------------------------------------------------------------------";
 

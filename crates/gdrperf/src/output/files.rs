@@ -6,7 +6,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::output::{Exporter, Row, RunStart};
+use crate::output::exporter::{Exporter, Row, RunStart};
 
 fn output_error(path: &Path, source: std::io::Error) -> Error {
     Error::Output { path: path.display().to_string(), source }

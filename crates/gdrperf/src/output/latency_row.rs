@@ -25,8 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::options::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
+use crate::output::context::RowContext;
+use crate::output::exporter::Row;
 use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
-use crate::output::{Row, RowContext};
 
 /// What the measuring side found for one size, in integer nanoseconds (mean and deviation in
 /// floating point): the report that crosses the exchange and becomes a row.

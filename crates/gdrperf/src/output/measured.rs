@@ -4,8 +4,8 @@
 use gdrperf_threshold::{LatencyStatistic, Measured};
 
 use crate::output::latency_row::LatencyRow;
+use crate::output::rows::BandwidthRow;
 use crate::output::send_row::SendBandwidthRow;
-use crate::output::BandwidthRow;
 
 /// How a row of this run is named when a threshold cannot be applied to it: the report crate's
 /// row key ("write_bw host 4096 bytes"), with "this run" as its source.

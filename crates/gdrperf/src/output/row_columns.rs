@@ -17,7 +17,7 @@
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
 use crate::node::nic_counters::NicColumns;
-use crate::output::RowContext;
+use crate::output::context::RowContext;
 
 /// One cell of a row: its column's name and its value.
 pub(crate) type Cell<'a> = (&'static str, Value<'a>);

@@ -10,50 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::options::config::BandwidthUnit;
 use crate::output::ceiling_columns::CeilingColumns;
+use crate::output::context::RowContext;
+use crate::output::exporter::Row;
 use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
-use crate::output::Row;
-
-/// Facts about the run that every row repeats, so that each row stands alone in a merged CSV:
-/// the rows' shared columns are filled from it, once for all row types
-/// ([`PlaceColumns::of`], [`MachineColumns::of`], [`CeilingColumns::for_row`]).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RowContext {
-    pub test: String,
-    pub host: String,
-    pub peer_host: String,
-    pub device: String,
-    pub peer_device: String,
-    pub mtu: u32,
-    pub qps: u32,
-    pub mem_local: crate::memory_kind::MemoryKind,
-    pub mem_remote: crate::memory_kind::MemoryKind,
-    pub gpu_local: String,
-    pub gpu_remote: String,
-    /// The lane of a `--concurrent` run ("0", "1", ...; "all" for the aggregate), else empty.
-    pub lane: String,
-    /// The measuring thread's CPUs ("0-15", "1", "none") and their NUMA node.
-    pub cpu: String,
-    pub numa_node: Option<u32>,
-    /// The bus id of `gpu_local` (0000:19:00.0), empty for host memory.
-    pub gpu_local_bus_id: String,
-    /// `-T/--tclass` and `-S/--sl` as the QPs carry them; empty with `-R` (rdma_cm's route).
-    #[serde(default)]
-    pub traffic_class: Option<u32>,
-    #[serde(default)]
-    pub service_level: Option<u32>,
-    /// The identities of this side's NIC and GPU (sysfs `node_guid`, the CUDA UUID): empty
-    /// where unknown (appended last).
-    #[serde(default)]
-    pub nic_node_guid: String,
-    #[serde(default)]
-    pub gpu_local_uuid: String,
-    /// This size's NIC counter deltas (set per size, before the row is made).
-    #[serde(skip)]
-    pub nic: crate::node::nic_counters::NicColumns,
-    /// Both ends' path facts, for the bandwidth rows' ceiling columns (absent in unit tests).
-    #[serde(skip)]
-    pub path: Option<std::sync::Arc<crate::output::ceiling_columns::RowPath>>,
-}
 
 columns! {
     /// One size of a bandwidth test.

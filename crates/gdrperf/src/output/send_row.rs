@@ -13,11 +13,12 @@ use gdrperf_stats::{aggregate_rate, LaneSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::options::config::BandwidthUnit;
+use crate::output::context::RowContext;
+use crate::output::exporter::Row;
 use crate::output::row_columns::{columns, serialize_cells, Cell, Columns};
 use crate::output::rows::{
-    lane_note, optional_figure, peak_console_note, BandwidthFigures, BandwidthSettings,
+    lane_note, optional_figure, peak_console_note, BandwidthFigures, BandwidthRow, BandwidthSettings,
 };
-use crate::output::{BandwidthRow, Row, RowContext};
 
 /// What one side of a SEND stream measured for one size.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ use gdrperf_stats::hdrhistogram::Histogram;
 use crate::error::Result;
 use crate::output::latency_row::{IntervalLogFile, LatencyFigures, LatencyFiles};
 
-use super::{IntervalSink, LatencyRun};
+use super::plan::{IntervalSink, LatencyRun};
 
 /// Measures one size with its interval log open (when asked), then writes the size's files:
 /// the one place the latency binaries tie the engine and the files together.

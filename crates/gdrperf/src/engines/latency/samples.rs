@@ -15,7 +15,7 @@ use gdrperf_stats::{LatencyRecorder, RunClock, SampleClock, Stamp};
 use crate::error::{Error, Result};
 use crate::options::config::{LatencySpan, StopRule};
 
-use super::{IntervalSink, LatencyPlan, LatencyRun};
+use super::plan::{IntervalSink, LatencyPlan, LatencyRun};
 
 /// A sample is a whole round trip (READ) or half of one (ping-pong).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

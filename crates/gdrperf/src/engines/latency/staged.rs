@@ -16,7 +16,7 @@
 //! A staged receiver cannot watch the last byte of its payload (the NIC never writes there), so
 //! the ping-pong transports here are the completion-based ones: WRITE_WITH_IMM or SEND.
 //!
-//! These are separate loops, not branches in the host engines of `super`, so that the host
+//! These are separate loops, not branches in the host loops (`direct`), so that the host
 //! path's hot loop stays exactly as tuned; they reuse its [`Wire`], and allocate nothing either
 //! (a copy is started and polled to its end; the host stager copies synchronously).
 
@@ -30,12 +30,11 @@ use crate::harness::session::Session;
 use crate::memory::staging::{wait_copy, CopyId, Stager};
 use crate::verbs::Operation;
 
+use super::pin::pin_for_tsc;
+use super::plan::{expect_all_messages, IntervalSink, LatencyPlan, LatencyRun};
 use super::samples::{Continue, RoundTrip, Samples};
+use super::transport::{landing, landing_offset, PingPong};
 use super::wire::{Arrival, Wire};
-use super::{
-    expect_all_messages, landing, landing_offset, pin_for_tsc, IntervalSink, LatencyPlan, LatencyRun,
-    PingPong,
-};
 
 /// The marker a last-byte poll would wait for: unused here (no staged side polls), any value.
 const NO_MARKER: u8 = 0;
@@ -94,7 +93,7 @@ fn completion_transport(transport: PingPong) -> Result<PingPong> {
     }
 }
 
-/// The client's side of a staged ping-pong: as [`super::ping_pong_initiator`], with the copy
+/// The client's side of a staged ping-pong: as [`super::ping_pong::ping_pong_initiator`], with the copy
 /// out before each post and the copy in after each answer inside the sample.
 pub(super) fn staged_ping_pong_initiator(
     session: &mut Session,

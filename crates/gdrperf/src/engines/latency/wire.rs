@@ -13,10 +13,17 @@ use crate::verbs::{
     CompletionQueue, Inline, LocalSlice, Operation, RcQueuePair, SendRequest, WorkCompletion,
 };
 
-use super::{
-    landing_half, landing_offset, sequence_immediate, LatencyPlan, PingPong, RECEIVE_ID, SEND_ID,
-    STOP_IMMEDIATE, STOP_MARKER,
+use super::plan::LatencyPlan;
+use super::transport::{
+    landing_offset, sequence_immediate, PingPong, RECEIVE_ID, SEND_ID, STOP_IMMEDIATE, STOP_MARKER,
 };
+
+/// Receives take the whole landing half: a receive posted during one size then fits any later one.
+pub(super) fn landing_half(session: &Session) -> LocalSlice {
+    let region = session.local.buffers[0].region();
+    let offset = landing_offset(region.len());
+    region.slice(offset, region.len() - offset)
+}
 
 /// The last byte of a message in this side's buffer, read and written without references: the
 /// NIC writes it behind the compiler's back, so every access is volatile.

@@ -54,3 +54,17 @@ pub(super) fn split_id(wr_id: u64) -> (usize, u64) {
 pub(super) fn unexpected(completion: &WorkCompletion, expected: &'static str) -> Error {
     Error::UnexpectedCompletion { wr_id: completion.wr_id, opcode: completion.opcode, expected }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_request_ids_round_trip() {
+        for (receive, queue_pair, low) in [(true, 0, 0), (false, 3, 12345), (true, 1023, LOW_MASK)] {
+            let id = work_request_id(receive, queue_pair, low);
+            assert_eq!(id & RECEIVE_FLAG != 0, receive);
+            assert_eq!(split_id(id), (queue_pair, low));
+        }
+    }
+}

@@ -5,12 +5,13 @@
 
 use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
-use crate::engines::bandwidth::duration_window;
 use crate::engines::credits::{ReceiverCredits, CREDIT_RECEIVES};
+use crate::engines::meter::{phase_meter, warn_if_not_stored};
 use crate::engines::stream_book::events_to_store;
 use crate::error::{Error, Result};
 use crate::harness::session::Session;
 use crate::memory::buffers::{find_mismatch, pattern_seed};
+use crate::memory::check_failure::CheckFailure;
 use crate::memory::queue_memory::{QueueMemory, Ring};
 use crate::options::config::StopRule;
 use crate::verbs::completion::opcode;
@@ -28,7 +29,7 @@ pub struct ReceiveQueues {
     queues: Vec<QueueReceives>,
     validate: bool,
     /// The first payload that failed its check in the current size.
-    failure: Option<String>,
+    failure: Option<CheckFailure>,
     /// Staged memory: the receives' slots in the bounce ring (one per receive, each as long as
     /// the sweep's largest message).
     staged_ring: Option<Ring>,
@@ -139,7 +140,7 @@ impl ReceiveQueues {
     }
 
     /// The first failed payload check since the last call.
-    pub fn take_failure(&mut self) -> Option<String> {
+    pub fn take_failure(&mut self) -> Option<CheckFailure> {
         self.failure.take()
     }
 }
@@ -194,16 +195,10 @@ impl<'q> Receiver<'q> {
         }
         // Every receive is an event of its own.
         let expected_events = events_to_store(plan.stop, 1, queue_count as u64);
-        let mut meter = BandwidthMeter::new(plan.size as u64, expected_events).map_err(|source| {
-            Error::Figure { what: format!("bandwidth meter for {} bytes", plan.size), source }
-        })?;
         // perftest's receiver under -D (`set_on_first_rx_packet` in perftest_resources.c) starts
         // its margins at its first receive and counts only the middle window: so does ours, on
         // its own clock, which starts at its first measured message.
-        if let StopRule::Duration(duration) = plan.stop {
-            let (start, end) = duration_window(duration, plan.margin_seconds);
-            meter.set_window(start, end);
-        }
+        let meter = phase_meter(plan.size, plan.stop, plan.margin_seconds, expected_events, expected_events)?;
         let phase = if plan.warmup > 0 { ReceivePhase::Warmup } else { ReceivePhase::Measured };
         queues.failure = None;
         Ok(Receiver {
@@ -367,7 +362,7 @@ impl<'q> Receiver<'q> {
     }
 
     pub(super) fn report(self) -> Option<BandwidthReport> {
-        self.meter.report().ok().inspect(crate::engines::bandwidth::warn_if_not_stored)
+        self.meter.report().ok().inspect(warn_if_not_stored)
     }
 }
 
@@ -375,7 +370,7 @@ impl<'q> Receiver<'q> {
 /// slot so that a later receive which delivered nothing cannot pass on stale bytes.
 fn check_slot(
     queue: &mut QueueReceives,
-    failure: &mut Option<String>,
+    failure: &mut Option<CheckFailure>,
     index: usize,
     slot: u64,
     size: usize,
@@ -385,11 +380,11 @@ fn check_slot(
     let start = slot as usize * ring.stride;
     let bytes = &mut ring.memory.as_mut_slice()[start..start + size];
     if let Some(mismatch) = find_mismatch(bytes, seed) {
-        failure.get_or_insert_with(|| {
-            format!(
-                "QP {index}: a received payload's byte {} is {:#04x}, expected {:#04x}",
-                mismatch.offset, mismatch.found, mismatch.expected
-            )
+        failure.get_or_insert(CheckFailure::ReceivedPayload {
+            queue_pair: index,
+            offset: mismatch.offset,
+            found: mismatch.found,
+            expected: mismatch.expected,
         });
     }
     bytes.fill(0);

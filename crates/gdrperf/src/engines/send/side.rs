@@ -6,13 +6,16 @@ use crate::engines::credits::SenderCredits;
 use crate::error::Result;
 use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
+use crate::memory::check_failure::CheckFailure;
 use crate::options::config::{BandwidthConfig, BenchConfig};
 use crate::options::send::SendConfig;
 use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 use crate::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
 use crate::output::RowContext;
 
-use super::{stream_send, ReceiveQueues, SendConnection, SendPlan};
+use super::plan::SendPlan;
+use super::receiver::ReceiveQueues;
+use super::stream::{post_credit_receives, stream_send, SendConnection};
 
 /// The settings of a SEND stream.
 #[derive(Debug, Clone)]
@@ -62,7 +65,7 @@ impl Engine for SendStream {
             // With -b the credits land in the receives just posted, which keep room for them.
             let credits = match self.bandwidth.bidirectional {
                 true => SenderCredits::new(session.local.queue_pairs.len()),
-                false => super::post_credit_receives(&mut session.local.queue_pairs)?,
+                false => post_credit_receives(&mut session.local.queue_pairs)?,
             };
             session.connection.state::<SendConnection>().send_credits = Some(credits);
         }
@@ -107,7 +110,7 @@ impl Engine for SendStream {
 
     /// After a size: the first payload that failed its check (a host ring's, or a staged
     /// ring's message by message).
-    fn check(&self, session: &mut Session, _size: usize) -> Result<Option<String>> {
+    fn check(&self, session: &mut Session, _size: usize) -> Result<Option<CheckFailure>> {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use gdrperf_ceiling::{EndQuery, MemoryPath};
 use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 

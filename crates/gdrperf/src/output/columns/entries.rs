@@ -1,7 +1,7 @@
 //! The entries of the column reference, one per column name (a name shared by several tables
 //! means the same thing in each, with the differences said in its entry).
 
-use super::{column, Column, ACCEPT, COUNTERS, FLAGS, MEASURED, RUN};
+use super::column::{column, Column, ACCEPT, COUNTERS, FLAGS, MEASURED, RUN};
 
 /// Every column of every table, alphabetical within its group.
 pub const COLUMNS: &[Column] = &[

@@ -1,18 +1,47 @@
 //! The engine of the two ping-pong benches (gdr-write-lat, gdr-send-lat), [`PingPongLatency`]:
 //! one size measured on either side, and the row made of both sides' reports. They differ only
-//! in their transport ([`PingPong`]), so each step is written once, here.
+//! in their transport ([`PingPong`]), so each step is written once, here; so is the choice of
+//! the host loop (`direct.rs`) or the staged one (`staged.rs`) from the session's memory, once
+//! per size, so a bench never makes it and the host loops' hot paths stay as tuned.
 
-use crate::engines::latency::{
-    check_ping_pong, measure_size, ping_pong_initiator, ping_pong_responder, prepare_ping_pong,
-    prepare_ping_pong_check, LatencyPlan, PingPong,
-};
 use crate::error::Result;
 use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
+use crate::memory::check_failure::CheckFailure;
 use crate::options::config::BenchConfig;
 use crate::options::latency::LatencyConfig;
 use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 use crate::output::RowContext;
+
+use super::direct::{direct_ping_pong_initiator, direct_ping_pong_responder};
+use super::files::measure_size;
+use super::plan::{IntervalSink, LatencyPlan, LatencyRun};
+use super::setup::{check_ping_pong, prepare_ping_pong, prepare_ping_pong_check};
+use super::staged::{staged_ping_pong_initiator, staged_ping_pong_responder};
+use super::transport::PingPong;
+
+/// The client's side of a ping-pong: `warmup` untimed round trips, then samples of half a round
+/// trip until the stop rule is met, then STOP. Staged memory copies inside the samples.
+pub fn ping_pong_initiator(
+    session: &mut Session,
+    transport: PingPong,
+    plan: &LatencyPlan,
+    sink: Option<&mut dyn IntervalSink>,
+) -> Result<LatencyRun> {
+    match session.memory().is_staged() {
+        false => direct_ping_pong_initiator(session, transport, plan, sink),
+        true => staged_ping_pong_initiator(session, transport, plan, sink),
+    }
+}
+
+/// The server's side of a ping-pong: answer every message as soon as it lands (staged memory:
+/// copied in, and the answer copied out), until STOP. Returns how many messages it answered.
+pub fn ping_pong_responder(session: &mut Session, transport: PingPong, plan: &LatencyPlan) -> Result<u64> {
+    match session.memory().is_staged() {
+        false => direct_ping_pong_responder(session, transport, plan),
+        true => staged_ping_pong_responder(session, transport, plan),
+    }
+}
 
 /// One size of a ping-pong over `transport`. The server takes no samples, but its copies are
 /// inside the client's round trips, so it reports those alone; the client samples (logging to
@@ -107,7 +136,7 @@ impl Engine for PingPongLatency {
 
     /// `--validate`: the message that landed last; a last-byte poll's last byte carries the
     /// poll markers, so the check covers the bytes before it.
-    fn check(&self, session: &mut Session, size: usize) -> Result<Option<String>> {
+    fn check(&self, session: &mut Session, size: usize) -> Result<Option<CheckFailure>> {
         if !self.common.validate {
             return Ok(None);
         }

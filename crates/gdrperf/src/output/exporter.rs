@@ -1,0 +1,115 @@
+//! What every destination of results is given: a [`Row`] (any result row type), the run's
+//! header lines and metadata ([`RunStart`]), and the [`Exporter`] trait the console table and
+//! the files implement. Its own module so that the row types and the exporters share these
+//! without importing the room that gathers them.
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::options::config::BandwidthUnit;
+
+/// A result row: serialisable for files, printable as a line of the console table, and held
+/// against the acceptance thresholds through its typed figures.
+pub trait Row: Serialize + gdrperf_threshold::Measured + Clone {
+    /// Column titles of the console table.
+    fn console_header(unit: BandwidthUnit) -> String;
+    /// This row as a line of the console table.
+    fn console_line(&self, unit: BandwidthUnit) -> String;
+    /// The aggregate row of one size of a `--concurrent` run from its lanes' rows (`None`: the
+    /// test has none).
+    fn aggregate(_lanes: &[Self]) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+    /// The row missed a threshold: its causes column becomes the causes a failed row lists
+    /// (short of its ceiling or not), which are returned, one per cause. None by default (a
+    /// latency row has no ceiling).
+    fn threshold_missed(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// One line of the run header: what the console prints above the table, and what the files'
+/// metadata lists under `header` as `[name, value]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderLine {
+    pub name: String,
+    pub value: String,
+    /// The line changes from one memory placement to the next (device, memory, GPU): the
+    /// console's short header of a later placement repeats only these.
+    pub per_placement: bool,
+}
+
+impl HeaderLine {
+    pub fn new(name: &str, value: String) -> HeaderLine {
+        HeaderLine { name: name.to_string(), value, per_placement: false }
+    }
+
+    /// A line that changes with the memory placement.
+    pub fn per_placement(name: &str, value: String) -> HeaderLine {
+        HeaderLine { name: name.to_string(), value, per_placement: true }
+    }
+}
+
+/// What a run, or a later placement of it, starts with: the typed header lines and the rest
+/// of the files' metadata.
+#[derive(Debug, Clone)]
+pub struct RunStart {
+    pub header: Vec<HeaderLine>,
+    /// Everything else the files record (test, host, device, date, ...), without `header`.
+    pub metadata: serde_json::Value,
+}
+
+impl RunStart {
+    /// The files' metadata: [`RunStart::metadata`] with the header lines under `header`.
+    pub fn file_metadata(&self) -> serde_json::Value {
+        let mut metadata = self.metadata.clone();
+        let header: Vec<[&str; 2]> =
+            self.header.iter().map(|line| [line.name.as_str(), line.value.as_str()]).collect();
+        if let Some(object) = metadata.as_object_mut() {
+            object.insert("header".into(), serde_json::json!(header));
+        }
+        metadata
+    }
+}
+
+/// One destination of results.
+pub trait Exporter<R: Row> {
+    /// The run is connected: here is what it runs on (header of the console, metadata of files).
+    fn start(&mut self, run: &RunStart) -> Result<()>;
+    /// A run over several memory placements moved on to the next one (new memory, GPU, device).
+    fn section(&mut self, _run: &RunStart) -> Result<()> {
+        Ok(())
+    }
+    /// The run ended (completed, stopped by a signal, or failed): how, for the files' readers.
+    fn finish(&mut self, _outcome: &serde_json::Value) -> Result<()> {
+        Ok(())
+    }
+    /// One size is done.
+    fn write_row(&mut self, row: &R) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_list_the_typed_header_lines_as_name_value_pairs() {
+        let run = RunStart {
+            header: vec![
+                HeaderLine::per_placement("Device", "rxe0 (firmware n/a)".into()),
+                HeaderLine::new("QPs", "1".into()),
+            ],
+            metadata: serde_json::json!({"test": "write_bw"}),
+        };
+        assert_eq!(
+            run.file_metadata(),
+            serde_json::json!({
+                "test": "write_bw",
+                "header": [["Device", "rxe0 (firmware n/a)"], ["QPs", "1"]],
+            })
+        );
+    }
+}
