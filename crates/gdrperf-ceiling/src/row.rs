@@ -2,9 +2,11 @@
 //! [`Judgement`]. The benches call it as each size completes; `gdrperf explain` calls it again on
 //! a stored result, so both judge alike.
 
-use crate::ceiling::{ceiling, End, Transfer};
+use serde::{Deserialize, Serialize};
+
+use crate::causes::{causes, Cause, RowEvidence};
+use crate::ceiling::{ceiling, Ceiling, End, Transfer};
 use crate::facts::EndFacts;
-use crate::{judge, Judgement, RowEvidence};
 
 /// Both ends as the side that wrote the row saw them.
 #[derive(Debug, Clone, Copy)]
@@ -110,4 +112,50 @@ pub fn judge_row(
         judgement.ceiling_limited_by.push_str(" (this side only: no facts from the peer)");
     }
     judgement
+}
+
+/// How far below its ceiling a row may fall before its causes are listed, in percent. 10 %
+/// echoes NVIDIA's acceptance criterion (90 % of the port rate, ngc_multinode_perf), applied
+/// here to a ceiling that already excludes headers; a profile may set its own.
+pub const DEFAULT_SHORTFALL_PERCENT: f64 = 10.0;
+
+/// A row's ceiling columns and verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judgement {
+    pub ceiling_gbps: Option<f64>,
+    pub ceiling_limited_by: String,
+    pub pct_of_ceiling: Option<f64>,
+    /// Whether the row is short: below its ceiling by more than the level, or failing a threshold.
+    pub short: bool,
+    /// Empty unless `short`; most likely first.
+    pub causes: Vec<Cause>,
+}
+
+impl Judgement {
+    /// The `ceiling_causes` column: each cause's line, joined by " | ".
+    pub fn causes_column(&self) -> String {
+        self.causes.iter().map(Cause::line).collect::<Vec<_>>().join(" | ")
+    }
+}
+
+/// Judges one row: its ceiling from both ends, its percentage, and when it is short (below the
+/// ceiling by more than `shortfall_percent`, or `threshold_failed`), the causes.
+pub fn judge(
+    ceiling: &Ceiling,
+    measured_gbps: f64,
+    shortfall_percent: f64,
+    threshold_failed: bool,
+    local: End,
+    peer: Option<End>,
+    row: &RowEvidence,
+) -> Judgement {
+    let pct_of_ceiling = ceiling.percent_of(measured_gbps);
+    let short = threshold_failed || pct_of_ceiling.is_some_and(|pct| pct < 100.0 - shortfall_percent);
+    Judgement {
+        ceiling_gbps: ceiling.gbps(),
+        ceiling_limited_by: ceiling.limited_by().to_string(),
+        pct_of_ceiling,
+        short,
+        causes: if short { causes(ceiling, local, peer, row) } else { Vec::new() },
+    }
 }

@@ -2,9 +2,9 @@
 //! nodes, with the device it is on: what the doctor's verdict and a short row's causes must
 //! both name, in the same words. The list is [`Fault::all`]; the tests of both iterate it.
 
-use super::machines::CONNECTX_DEVICE_CONTROL;
-use super::variants::Dgx;
-use super::Machine;
+use crate::machine::Machine;
+use crate::machines::CONNECTX_DEVICE_CONTROL;
+use crate::variants::Dgx;
 
 /// Names and addresses in [`Machine::pcie_switch_tree`], socket 0 (socket 1 adds 0x80 to each
 /// bus): root port 10:01.0, switch A (upstream 11:00.0, downstream 12:00.0 to switch B and

@@ -4,8 +4,8 @@
 //! redirect on the switch's downstream ports, a kernel booted without `iommu=pt`, firmware or a
 //! platform quirk that clears relaxed ordering.
 
-use super::machines::DGX_PAIRS;
-use super::{AcsFixture, Machine, CONNECTX_DEVICE_CONTROL};
+use crate::machine::{AcsFixture, Machine};
+use crate::machines::{CONNECTX_DEVICE_CONTROL, DGX_PAIRS};
 
 /// Names and addresses in [`Machine::dgx_h100_like`], pair by pair (0 to 7).
 pub struct Dgx;

@@ -22,7 +22,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use super::{Control, ExchangeError, ExchangeResult, Hello, Token};
+use crate::auth::Token;
+use crate::control::{is_transient_accept_error, Control};
+use crate::error::{ExchangeError, ExchangeResult};
+use crate::message::Hello;
 
 /// How long a connection may take to answer the challenge and send its terms. A real client
 /// does both at once on connecting; this is independent of `--timeout`, so that a stranger
@@ -164,27 +167,6 @@ fn vet_on_a_thread(
         // No thread to be had: this connection is dropped (closed), the next one tried.
         in_flight.fetch_sub(1, Ordering::AcqRel);
     }
-}
-
-/// Errors of `accept()` that concern one connection, not the listener: Linux's accept(2) asks
-/// to retry after them (ECONNABORTED, and the pending network errors it passes on: ENETDOWN,
-/// EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP, ENETUNREACH), and EINTR.
-pub fn is_transient_accept_error(error: &io::Error) -> bool {
-    matches!(
-        error.raw_os_error(),
-        Some(
-            libc::ECONNABORTED
-                | libc::ENETDOWN
-                | libc::EPROTO
-                | libc::ENOPROTOOPT
-                | libc::EHOSTDOWN
-                | libc::ENONET
-                | libc::EHOSTUNREACH
-                | libc::EOPNOTSUPP
-                | libc::ENETUNREACH
-                | libc::EINTR
-        )
-    ) || error.kind() == io::ErrorKind::Interrupted
 }
 
 #[cfg(test)]

@@ -29,15 +29,10 @@ use std::io::Read;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::{Control, ExchangeError, ExchangeResult, Message, PROTOCOL_VERSION};
-
-/// Bytes of a random nonce.
-pub const NONCE_BYTES: usize = 32;
-/// Bytes of an HMAC-SHA256 tag.
-pub const AUTH_TAG_BYTES: usize = 32;
-
-/// A random number used once: one per side per connection.
-pub type Nonce = [u8; NONCE_BYTES];
+use crate::control::Control;
+use crate::error::{ExchangeError, ExchangeResult};
+use crate::message::{Message, Nonce, AUTH_TAG_BYTES, NONCE_BYTES};
+use crate::protocol::PROTOCOL_VERSION;
 
 /// The labels mixed into each side's tag, so that the server's tag is never a valid client proof.
 const CLIENT_LABEL: &[u8] = b"gdrperf exchange v2: client proof";

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::{encode, Message};
+use crate::message::{encode, Message};
 
 /// How often the turn-away thread looks for a knock and for its stop flag.
 const POLL: Duration = Duration::from_millis(50);

@@ -3,8 +3,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Nonce, AUTH_TAG_BYTES, MAX_MESSAGE_BYTES};
+use crate::peer_text::{printable, PEER_TEXT_CHARS};
+use crate::protocol::MAX_MESSAGE_BYTES;
 use gdrperf_verbs::{Endpoint, RemoteBuffer};
+
+/// Bytes of a random nonce.
+pub const NONCE_BYTES: usize = 32;
+/// Bytes of an HMAC-SHA256 tag.
+pub const AUTH_TAG_BYTES: usize = 32;
+
+/// A random number used once: one per side per connection.
+pub type Nonce = [u8; NONCE_BYTES];
 
 /// The first message each side sends: who it is, what it runs, how to reach its QPs and memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -142,7 +151,7 @@ pub fn frame_length(prefix: [u8; 4]) -> std::result::Result<usize, usize> {
 }
 
 /// Why a frame did not decode. Its message may quote the peer's bytes (serde_json names an
-/// unknown variant), so the channel shows it only through [`super::printable`].
+/// unknown variant), so the channel shows it only through [`printable`].
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
     /// The body is no message of this protocol version: serde_json's reason.
@@ -162,7 +171,7 @@ pub fn decode_body(body: &[u8]) -> std::result::Result<Message, DecodeError> {
 }
 
 /// Every string a peer sent, made harmless once, where it is decoded: control characters (ESC
-/// included) escaped and each string cut at [`super::PEER_TEXT_CHARS`] (see [`super::printable`]),
+/// included) escaped and each string cut at [`PEER_TEXT_CHARS`] (see [`printable`]),
 /// so that whatever later prints or writes a peer's host, device, placement, parameter or reason
 /// (terms, watch, sweep, run header, interrupt, configuration errors, CSV and JSON) holds only
 /// clean text. Not covered: the `path` facts of [`SideInfo`] (typed numbers and enums, read only
@@ -171,8 +180,8 @@ fn clean_peer_text(message: &mut Message) {
     let clean = |text: &mut String| {
         // The slack lets a cut text (its first characters plus "... (N more characters cut)")
         // pass unchanged when it travels again: cleaning is a fixed point.
-        if text.chars().any(char::is_control) || text.chars().nth(super::PEER_TEXT_CHARS + 64).is_some() {
-            *text = super::printable(text);
+        if text.chars().any(char::is_control) || text.chars().nth(PEER_TEXT_CHARS + 64).is_some() {
+            *text = printable(text);
         }
     };
     match message {
@@ -220,7 +229,7 @@ fn clean_json(value: &mut serde_json::Value, clean: &dyn Fn(&mut String)) {
 
 /// Decodes one whole frame (prefix and body) from the start of `bytes`: the message and the
 /// bytes it took, `Ok(None)` when `bytes` holds only part of a frame. The same checks as
-/// [`Control::receive`](super::Control::receive), for callers that look at bytes without consuming them.
+/// [`Control::receive`](crate::Control::receive), for callers that look at bytes without consuming them.
 pub fn decode_frame(bytes: &[u8]) -> std::result::Result<Option<(Message, usize)>, DecodeError> {
     let Some(&[a, b, c, d]) = bytes.get(..4) else { return Ok(None) };
     let len =

@@ -6,7 +6,9 @@
 //! told the way a person fixes it: the decisive difference (another benchmark) first, in the
 //! binaries' names, then the other settings as the flags that differ.
 
-use super::{Control, ExchangeError, ExchangeResult, Message};
+use crate::control::Control;
+use crate::error::{ExchangeError, ExchangeResult};
+use crate::message::Message;
 use serde_json::Value;
 
 impl Control {
@@ -89,7 +91,7 @@ fn flag(name: &str, value: &Value) -> Option<String> {
 /// The differences between our parameters and the peer's, as the rest of a sentence whose
 /// subject is the peer ("runs gdr-write-bw, this is gdr-read-lat ..."); `None` when they agree.
 pub fn describe_mismatch(ours: &Value, theirs: &Value) -> Option<String> {
-    let differences = super::parameter_differences(ours, theirs);
+    let differences = parameter_differences(ours, theirs);
     if differences.is_empty() {
         return None;
     }
@@ -136,6 +138,24 @@ fn or_defaults(flags: &[String]) -> String {
     } else {
         flags.join(" ")
     }
+}
+
+/// Names every field whose value differs, in alphabetical order.
+pub fn parameter_differences(ours: &serde_json::Value, theirs: &serde_json::Value) -> Vec<String> {
+    let empty = serde_json::Map::new();
+    let ours = ours.as_object().unwrap_or(&empty);
+    let theirs = theirs.as_object().unwrap_or(&empty);
+    let mut names: Vec<&String> = ours.keys().chain(theirs.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let mine = ours.get(name).unwrap_or(&serde_json::Value::Null);
+            let peer = theirs.get(name).unwrap_or(&serde_json::Value::Null);
+            (mine != peer).then(|| name.clone())
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,14 @@
 //! Tests of the framing and of the control channel over loopback TCP.
 
 use super::*;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use gdrperf_process::{StopFlag, StopSignal};
+
+use crate::error::ExchangeResult;
+
 use gdrperf_verbs::{Endpoint, RemoteBuffer};
 use serde_json::json;
 

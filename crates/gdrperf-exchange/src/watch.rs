@@ -4,7 +4,7 @@
 //! queue. If the peer process dies, its kernel closes the TCP connection at once, but RDMA only
 //! notices after retries or never (a passive side just waits for messages that stop coming). So
 //! the loops glance at the socket now and then, without reading from it, and at the stop flag
-//! set by Ctrl-C. A [`PeerWatch`] shares the socket with the [`super::Control`], so that a loop
+//! set by Ctrl-C. A [`PeerWatch`] shares the socket with the [`Control`](crate::Control), so that a loop
 //! holding the session's queue pairs borrowed can still use it, and it checks through a shared
 //! reference, so that every wait of a loop can hold one.
 
@@ -14,7 +14,8 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{decode_frame, ExchangeError, ExchangeResult, Message};
+use crate::error::{ExchangeError, ExchangeResult};
+use crate::message::{decode_frame, Message};
 use gdrperf_process::{StopFlag, StopSignal};
 
 /// How often a loop may look at the socket: rare enough to cost nothing measurable, often

@@ -7,7 +7,8 @@ use gdrperf_topology::pcie::{DeviceControl, FunctionFacts};
 use gdrperf_topology::topology::{self, Endpoint};
 use gdrperf_topology::SysRoot;
 
-use crate::{Device, Finding, Link, PathBridge, PathFacts, Role};
+use crate::finding::{Device, Finding, Link, PathBridge, PathFacts, Role};
+use crate::judge::{device_findings, path_findings};
 
 /// The facts of one function; `name` is how findings call it ("mlx5_0", "GPU").
 pub fn device(sys: &SysRoot, name: &str, pci: &PciDevice, role: Role) -> Device {
@@ -85,8 +86,8 @@ pub fn path(sys: &SysRoot, gpu: &PciDevice, nic: &PciDevice, nic_name: &str) -> 
 
 /// Every finding on a GPU-NIC pair: both ends' and the path's.
 pub fn pair_findings(path: &PathFacts) -> Vec<Finding> {
-    let mut findings = crate::device_findings(&path.gpu);
-    findings.extend(crate::device_findings(&path.nic));
-    findings.extend(crate::path_findings(path));
+    let mut findings = device_findings(&path.gpu);
+    findings.extend(device_findings(&path.nic));
+    findings.extend(path_findings(path));
     findings
 }

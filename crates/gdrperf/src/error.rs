@@ -4,16 +4,14 @@
 //! Each variant names what failed and, where we know one, what the user can do about it: an
 //! RDMA benchmark fails mostly for reasons outside the program (no driver, port down, peer
 //! gone), so the message must point at the fix, not at our code.
+//!
+//! The typed parts (bad input, broken promises, the peer out of step, CPU placement) are in this
+//! same file, which names nothing else of the crate: every module can return these errors
+//! without standing above any other, so the error is the crate's ground floor.
 
 use std::io;
 
-mod configuration;
-mod internal;
-mod protocol;
-
-pub use configuration::ConfigError;
-pub use internal::InternalError;
-pub use protocol::ProtocolError;
+use crate::memory_kind::MemoryKind;
 
 /// Everything that can go wrong below the bench binaries.
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +83,7 @@ pub enum Error {
 
     /// `--cpu`/`--numa-node` asked for CPUs this process cannot have, or pinning failed.
     #[error("CPU placement: {0}")]
-    CpuPlacement(#[from] crate::node::cpu_placement::CpuPlacementError),
+    CpuPlacement(#[from] CpuPlacementError),
 
     #[error(transparent)]
     Signal(#[from] gdrperf_process::SignalError),
@@ -99,53 +97,314 @@ pub enum Error {
 /// Shorthand used across the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-#[cfg(test)]
-mod tests {
-    use std::error::Error as _;
+// ---------------------------------------------------------------------------------------
+// Bad user input, typed: each variant names the flag as the user spells it (`-s/--size`), the
+// value given where there is one, and what the flag allows, so that a caller can match on the
+// flag and a user reads what to change.
+//
+// The harness checks the whole command line once, before any device is opened or socket bound
+// (`options::config`); the few variants that need the peer or the machine (placements that do
+// not pair up, a device list that does not fit the GPUs) are the only ones made later, as soon
+// as what they need is known. rdma_cm's route, known only once the verbs layer resolved it, is
+// that layer's `VerbsError::RdmaCmRoute`, which reads as the same kind of message.
 
-    use super::*;
-    use gdrperf_verbs::VerbsError;
+/// A configuration this run cannot use; shown after "invalid configuration: ".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// A value outside the range the flag takes.
+    #[error("{flag} must be {allowed}, not {value}")]
+    OutOfRange { flag: &'static str, value: String, allowed: &'static str },
 
-    #[test]
-    fn a_lane_error_keeps_its_type_and_its_chain() {
-        let cause =
-            Error::from(VerbsError::PortDown { device: "rxe0".into(), port: 1, state: "DOWN".into() });
-        let error = Error::Lane { lane: 2, source: Box::new(cause) };
-        assert!(error.to_string().starts_with("lane 2: port 1 of rxe0 is DOWN, not ACTIVE"), "{error}");
-        // thiserror hands out the Box itself as the source.
-        let source = error.source().and_then(|source| source.downcast_ref::<Box<Error>>());
-        assert!(
-            matches!(source.map(|boxed| &**boxed), Some(Error::Verbs(VerbsError::PortDown { port: 1, .. }))),
-            "{source:?}"
-        );
+    /// A value above a limit of the hardware or of this program; `limit` says which and why.
+    #[error("{flag} {value} is above {limit}")]
+    AboveLimit { flag: &'static str, value: u64, limit: String },
+
+    /// A value that is not what the flag takes; `problem` says what it should look like.
+    #[error("{flag} {value}: {problem}")]
+    Malformed { flag: &'static str, value: String, problem: String },
+
+    /// A flag that the rest of the command line rules out (or that asks for nothing, like an
+    /// empty token); `reason` names the other flag and what to do instead.
+    #[error("{flag} {reason}")]
+    Conflict { flag: &'static str, reason: String },
+
+    /// `-b` with staged memory: a staged side has one bounce ring per QP, which both directions
+    /// would share.
+    #[error("staged memory runs one direction at a time: drop -b/--bidirectional")]
+    StagedBidirectional,
+
+    /// `-D` with a staged receiver of WRITEs: it counts the messages it copies in, and a timed
+    /// run agrees on no count beforehand.
+    #[error("a staged receiver counts the messages it copies: use -n/--iters, not -D/--duration")]
+    StagedReceiverDuration,
+
+    /// `--mem` (and `--gpu`) lists on the two sides that cannot pair up, round by round.
+    #[error(
+        "the two sides list {} and {} memory placements ([{}] here, [{}] there): \
+         they pair up in order, so give both sides as many, or one side a single one",
+        .ours.len().max(1), .theirs.len().max(1), .ours.join(", "), .theirs.join(", ")
+    )]
+    Placements { ours: Vec<String>, theirs: Vec<String> },
+
+    /// The peer lists more placements (so rounds, or lanes) than any node has: each would cost
+    /// this side a context, QPs and registered memory, so the count is refused before any is built.
+    #[error(
+        "the peer lists {theirs} memory placements and this side {ours}; at most {limit} pair up (each round or lane builds QPs and registers memory): give fewer --mem/--gpu entries"
+    )]
+    TooManyPlacements { ours: usize, theirs: usize, limit: usize },
+
+    /// A server turned a connecting peer away (a `--concurrent` lane from another client or out
+    /// of order, a wrong token): what it tells the peer and logs.
+    #[error("{reason}")]
+    PeerRefused { reason: String },
+}
+
+impl ConfigError {
+    /// [`ConfigError::OutOfRange`]: `flag` was given `value`, and takes `allowed`.
+    pub fn out_of_range(flag: &'static str, value: impl ToString, allowed: &'static str) -> ConfigError {
+        ConfigError::OutOfRange { flag, value: value.to_string(), allowed }
     }
 
-    #[test]
-    fn a_figure_error_chains_the_statistics_error() {
-        let error = Error::Figure {
-            what: "no bandwidth measured at 4096 bytes".into(),
-            source: gdrperf_stats::StatsError::NoCompletions,
-        };
-        assert!(
-            error.to_string().starts_with("no bandwidth measured at 4096 bytes: no completions"),
-            "{error}"
-        );
-        let source = error.source().and_then(|source| source.downcast_ref::<gdrperf_stats::StatsError>());
-        assert!(matches!(source, Some(gdrperf_stats::StatsError::NoCompletions)));
+    /// [`ConfigError::Conflict`]: `flag` is ruled out for `reason`.
+    pub fn conflict(flag: &'static str, reason: impl Into<String>) -> ConfigError {
+        ConfigError::Conflict { flag, reason: reason.into() }
     }
 
-    #[test]
-    fn a_protocol_error_reads_as_the_peer_out_of_step() {
-        let error = Error::from(ProtocolError::SizeOutsideSweep { size: 4096 });
-        assert_eq!(
-            error.to_string(),
-            "the peer is out of step with this side: client asked for size 4096, not in the agreed sweep"
-        );
-        let error = Error::from(ProtocolError::WrongImmediate { sequence: 3, immediate: None, expected: 4 });
-        assert_eq!(
-            error.to_string(),
-            "the peer is out of step with this side: ping-pong out of step: message 3 arrived with immediate \
-             None, expected 4"
-        );
+    /// [`ConfigError::Malformed`]: `value` of `flag` is not what it takes (`problem` says why).
+    pub fn malformed(flag: &'static str, value: &str, problem: impl ToString) -> ConfigError {
+        ConfigError::Malformed { flag, value: value.to_string(), problem: problem.to_string() }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// What this program should have ruled out, typed: each variant is one promise of the code that
+// did not hold (most of them made by the configuration checks, which refuse the run first), so
+// a test can ask which, and a user's report names it. None is the user's or the peer's fault.
+
+/// A bug, reported instead of a panic; shown after "internal error (please report it): ".
+#[derive(Debug, thiserror::Error)]
+pub enum InternalError {
+    /// The configuration refuses `-d auto` without a GPU kind in `--mem`.
+    #[error("-d/--ib-dev auto with --mem {memory} and no GPU got past the configuration")]
+    AutoDeviceWithoutGpu { memory: MemoryKind },
+
+    /// Placements give every placement of a `-d auto` run a GPU to be near.
+    #[error("-d/--ib-dev auto reached a placement with no GPU to be near")]
+    AutoPlacementWithoutGpu,
+
+    /// The configuration always selects a memory kind, and a GPU for GPU kinds.
+    #[error("nothing to run: no memory kind or no GPU selected")]
+    NothingToRun,
+
+    /// The roles give a server its listening socket before the session.
+    #[error("a server needs a listening socket")]
+    ServerWithoutListener,
+
+    /// The control channel's peer is the address it connected from.
+    #[error("the control channel's peer '{peer}' is no socket address")]
+    PeerNotSocketAddress { peer: String },
+
+    /// A lane's thread panicked instead of returning its error.
+    #[error("a lane thread panicked")]
+    LanePanicked,
+
+    /// The loopback's server thread panicked instead of returning its error.
+    #[error("the loopback server thread panicked")]
+    LoopbackServerPanicked,
+
+    /// The thread writing a `--concurrent` run's rows ended before the lanes.
+    #[error("the run's writer has stopped")]
+    WriterStopped,
+
+    /// This side's report is plain data: serde_json cannot fail on it.
+    #[error("encoding this side's report: {source}")]
+    EncodeReport { source: serde_json::Error },
+
+    /// The QPs of one side share one memory kind, staged or not.
+    #[error("every QP of a side has the same memory")]
+    MixedMemory,
+
+    /// A staged receive is set up only on staged memory.
+    #[error("a staged receive needs a staged buffer")]
+    NoStagedBuffer,
+
+    /// The configuration refuses staged memory in both directions.
+    #[error("staged memory runs one direction at a time")]
+    StagedBothDirections,
+
+    /// `SendConfig::from_args` refuses `--validate` with GPU memory on a receiving side.
+    #[error("--validate reached a receiver on {memory} memory, which has no host-memory ring")]
+    ValidateWithoutHostRing { memory: MemoryKind },
+
+    /// `prepare` sets a sender's credits up before `measure` uses them.
+    #[error("a sender needs its credits set up in prepare")]
+    SenderWithoutCredits,
+
+    /// `prepare` posts a receiving side's receives before `measure` uses them.
+    #[error("a receiving side needs its receives posted in prepare")]
+    ReceivesNotPosted,
+
+    /// Receives are posted once per QP of the session.
+    #[error("receives were posted for another number of QPs")]
+    ReceiveQueueCount,
+
+    /// Buffers are sized for the sweep's largest message.
+    #[error("message size {size} does not fit the buffer")]
+    MessageTooLarge { size: usize },
+
+    /// `PingPong::for_write` polls the last byte between two host memories only.
+    #[error("the last-byte poll needs memory the CPU can read, and this side's buffer is {memory} memory")]
+    LastBytePollUnreadable { memory: MemoryKind },
+
+    /// Staged memory is never polled for the last byte.
+    #[error(
+        "staged memory cannot be polled for the last byte (the NIC writes the bounce buffer, not the payload)"
+    )]
+    StagedLastBytePoll,
+
+    /// The staged latency engine runs only on staged memory.
+    #[error("the staged latency engine needs staged memory, and this side's is {memory}")]
+    StagedLatencyWithoutStaging { memory: MemoryKind },
+
+    /// A latency size takes at least one sample before its figures are made.
+    #[error("no latency sample was taken")]
+    NoLatencySample,
+
+    /// `--raw-samples`, `-H` and `-U` keep every sample (the recorder is sized for `-n`).
+    #[error("--raw-samples, -H, -U: the {size}-byte run kept no exact samples (more than -n were taken)")]
+    NoExactSamples { size: usize },
+}
+
+// ---------------------------------------------------------------------------------------
+// The peer out of step, typed: each variant is one rule of the run's protocol that the peer's
+// messages or completions broke, with the numbers that show it, so that a caller can match on
+// the rule and a user reads which side sent what.
+
+/// A step of the run's protocol the peer did not keep; shown after "the peer is out of step with
+/// this side: ".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    /// The client started a size the two sides did not agree on.
+    #[error("client asked for size {size}, not in the agreed sweep")]
+    SizeOutsideSweep { size: usize },
+
+    /// The hello's endpoints and buffers do not pair with this side's QPs.
+    #[error("peer offered {endpoints} QPs and {buffers} buffers, we have {queue_pairs} QPs")]
+    QueuePairCount { endpoints: usize, buffers: usize, queue_pairs: usize },
+
+    /// A buffer of the peer's hello cannot hold the sweep's largest message.
+    #[error(
+        "peer's buffer of QP {queue_pair} is {len} bytes, shorter than the largest message ({largest} bytes)"
+    )]
+    ShortBuffer { queue_pair: usize, len: u64, largest: u64 },
+
+    /// `-R` on both sides, yet the server's hello names no rdma_cm port to connect to.
+    #[error("the server's hello gives no rdma_cm port for -R")]
+    NoRdmaCmPort,
+
+    /// A staged receiver returned credits for more messages than were sent to it.
+    #[error("QP {queue_pair}: the staged receiver credited {credited} messages, {sent} were sent")]
+    OverCredited { queue_pair: usize, credited: u64, sent: u64 },
+
+    /// A SEND of another size than the one under way arrived.
+    #[error(
+        "QP {queue_pair} received a {received}-byte message during the {size}-byte size (do both sides sweep the same sizes?)"
+    )]
+    MessageSize { queue_pair: usize, received: u32, size: usize },
+
+    /// A warm-up or measured phase ended after another number of messages than agreed.
+    #[error(
+        "QP {queue_pair} received {received} messages in a phase of {expected} (do both sides use the same -n and --warmup?)"
+    )]
+    PhaseCount { queue_pair: usize, received: u64, expected: u64 },
+
+    /// An immediate that no gdr-send-bw sender sends.
+    #[error("QP {queue_pair} received immediate {immediate:#x}, not a gdr-send-bw sender")]
+    UnknownImmediate { queue_pair: usize, immediate: u32 },
+
+    /// Ping-pong: the server sent the STOP that ends a timed run, which only the client may.
+    #[error("ping-pong out of step: the server sent STOP, which only the client may send")]
+    ServerSentStop,
+
+    /// Ping-pong: the client stopped after another number of messages than agreed.
+    #[error("ping-pong out of step: the client sent {sent} messages before STOP, {agreed} were agreed")]
+    StopCount { sent: u64, agreed: u64 },
+
+    /// Ping-pong: more SEND completions than SENDs posted.
+    #[error("ping-pong out of step: more send completions than sends")]
+    MoreSendCompletions,
+
+    /// Ping-pong over SEND: a message of another size than the one under way.
+    #[error("ping-pong out of step: received {received} bytes, expected {expected}")]
+    PingPongSize { received: u32, expected: usize },
+
+    /// Ping-pong: a message that is not the one due next.
+    #[error(
+        "ping-pong out of step: message {sequence} arrived with immediate {immediate:?}, expected {expected}"
+    )]
+    WrongImmediate { sequence: u64, immediate: Option<u32>, expected: u32 },
+}
+
+// ---------------------------------------------------------------------------------------
+// Why a thread cannot run where it was asked to, and the kernel's CPU list format those
+// messages (and the run header) spell CPUs in. Here, below the rest of the crate, so that the
+// crate's error can hold it without reaching up into `node`.
+
+/// A placement this process cannot have, or a pinning that failed; shown after "CPU placement: ".
+#[derive(Debug, thiserror::Error)]
+pub enum CpuPlacementError {
+    /// `--cpu` lists CPUs outside this process's CPU set (Slurm's, `taskset`'s).
+    #[error(
+        "--cpu {}: CPU {} not available to this process (it may use {})",
+        format_cpu_list(.asked), format_cpu_list(.refused), format_cpu_list(.allowed)
+    )]
+    CpusNotAllowed { asked: Vec<usize>, refused: Vec<usize>, allowed: Vec<usize> },
+
+    /// `--numa-node` names a node sysfs does not list (`known`: those it does).
+    #[error(
+        "--numa-node {node}: no such NUMA node (this machine has {})",
+        if .known.is_empty() { "no NUMA information".to_string() } else { join(.known) }
+    )]
+    NoSuchNode { node: u32, known: Vec<u32> },
+
+    /// `--numa-node`'s CPUs are all outside this process's CPU set.
+    #[error(
+        "--numa-node {node}: none of its CPUs ({}) is available to this process (it may use {})",
+        format_cpu_list(.cpus), format_cpu_list(.allowed)
+    )]
+    NodeNotAllowed { node: u32, cpus: Vec<usize>, allowed: Vec<usize> },
+
+    /// `sched_setaffinity` refused the chosen CPUs (`placement`: their description, as the
+    /// run header gives it).
+    #[error("cannot pin to {placement}: {source}")]
+    Pin { placement: String, source: io::Error },
+
+    /// A `--concurrent` lane's thread could not be pinned to its lane's placement.
+    #[error("lane thread: {source}")]
+    LaneThread { source: io::Error },
+}
+
+/// "0, 1, 2": node numbers as a sentence lists them.
+fn join(nodes: &[u32]) -> String {
+    nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// The kernel's CPU list format from a sorted list: [0, 1, 2, 3, 8] -> "0-3,8".
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut index = 0;
+    while index < cpus.len() {
+        let first = cpus[index];
+        let mut last = first;
+        while index + 1 < cpus.len() && cpus[index + 1] == last + 1 {
+            index += 1;
+            last = cpus[index];
+        }
+        parts.push(if first == last { first.to_string() } else { format!("{first}-{last}") });
+        index += 1;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests;

@@ -24,7 +24,6 @@
 //! The smallest complete program using the verbs layer alone is gdrperf-verbs' example
 //! `rdma_write.rs`; it depends on that crate only.
 
-pub mod bench;
 pub mod engines;
 pub mod error;
 pub mod harness;
@@ -45,3 +44,6 @@ pub use gdrperf_exchange as exchange;
 pub use gdrperf_exchange::memory_kind;
 
 pub use error::{Error, Result};
+
+/// The benches' descriptors, at the crate's top as before: `gdrperf::bench::BENCHES`.
+pub use options::bench;

@@ -17,12 +17,12 @@ pub use crate::engines::latency::{
 pub use crate::engines::latency::{measure_ping_pong, ping_pong_row, PingPongLatency, PingPongOperation};
 pub use crate::engines::one_sided::OneSidedStream;
 pub use crate::engines::send::SendStream;
+pub use crate::harness::latency_setup::latency_setup;
 pub use crate::harness::{exit, run, Benchmark, Session, Setup};
+pub use crate::options::bandwidth::StagedRules;
 pub use crate::options::config::ReadDepth;
-pub use crate::options::config::StagedRules;
 pub use crate::options::latency::{
-    latency_setup, AtomicArgs, AtomicOperation, InlineArgs, LatencyArgs, LatencyConfig, TestOptions,
-    WriteLatencyArgs,
+    AtomicArgs, AtomicOperation, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
 };
 pub use crate::options::send::{SendArgs, SendConfig};
 pub use crate::options::{parse_bench, BandwidthArgs, BandwidthConfig, BenchConfig, CommonArgs};

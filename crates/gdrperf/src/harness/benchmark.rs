@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::harness::session::Session;
-use crate::options::config::{BandwidthConfig, BenchConfig};
+use crate::options::bandwidth::{BandwidthConfig, StagedRules};
+use crate::options::config::BenchConfig;
 use crate::output::{Row, RowContext};
 use crate::verbs::QueuePairSizes;
 
@@ -34,8 +35,8 @@ pub trait Benchmark: Sync {
     /// What each side needs and what the test says of itself (see [`Setup`]).
     fn setup(&self) -> Setup;
     /// What staged memory cannot do in this run (refused before connecting; none by default).
-    fn staged_rules(&self) -> crate::options::config::StagedRules {
-        crate::options::config::StagedRules::default()
+    fn staged_rules(&self) -> StagedRules {
+        StagedRules::default()
     }
 }
 

@@ -3,15 +3,17 @@
 //! `--concurrent` lanes start together?" or "what happens on Ctrl-C?".
 //!
 //! A bench binary parses its options (the options room, [`crate::options`]), implements
-//! [`Benchmark`] and calls [`run`]; the roles (`roles`), the connected [`Session`], the size
-//! sweep with peer synchronisation (`sweep`), the lanes of `--concurrent` (`lanes`), the run
-//! header and the stop on a signal live here, once. The per-size work is the bench's [`Engine`]
-//! (the engines room, [`crate::engines`]), the buffers the memory room's ([`crate::memory`]).
+//! [`Benchmark`] and calls [`run`]; the roles and the lanes of `--concurrent` (`roles`), the
+//! connected [`Session`] and how it connects (`connect`), the size sweep with peer
+//! synchronisation (`sweep`), the run header and the stop on a signal live here, once. The
+//! per-size work is the bench's [`Engine`] (the engines room, [`crate::engines`]), the buffers
+//! the memory room's ([`crate::memory`]).
 
 pub(crate) mod barrier;
 pub(crate) mod benchmark;
+pub(crate) mod connect;
 pub(crate) mod interrupt;
-pub(crate) mod lanes;
+pub(crate) mod latency_setup;
 pub(crate) mod port_window;
 pub(crate) mod roles;
 pub(crate) mod run_header;

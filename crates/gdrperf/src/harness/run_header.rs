@@ -1,16 +1,17 @@
 //! What a run says of itself before its first row: the run header (console) and metadata
 //! (files), and the context every row of the session carries.
 
-use crate::harness::benchmark::Benchmark;
 use crate::harness::session::{hostname, Session};
 use crate::options::config::{BenchConfig, StopRule};
+use crate::options::perftest_defaults::{describe_inline, inline_size, InlineRequest};
 use crate::options::placement::{self, Placement};
 use crate::output::ceiling_columns::{self, RowPath};
 use crate::output::{HeaderLine, RowContext, RunStart};
 
-pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session) -> RowContext {
+/// The context every row of `test` (the bench's name) on this session carries.
+pub(crate) fn row_context(test: &str, config: &BenchConfig, session: &Session) -> RowContext {
     RowContext {
-        test: B::BENCH.name.to_string(),
+        test: test.to_string(),
         host: hostname(),
         peer_host: session.peer.host.clone(),
         device: session.local.device.name().to_string(),
@@ -45,9 +46,12 @@ pub(crate) fn row_context<B: Benchmark>(config: &BenchConfig, session: &Session)
 }
 
 /// The run header (console) and metadata (files): what ran, where, when, with what.
-pub(crate) fn metadata<B: Benchmark>(
+/// `test` is the bench's name; `setup_header` and `inline` what its set-up says of itself (its
+/// extra header lines, its `-I` request).
+pub(crate) fn metadata(
     config: &BenchConfig,
-    benchmark: &B,
+    test: &str,
+    (setup_header, inline): (Vec<(String, String)>, Option<InlineRequest>),
     session: &Session,
     placements: &[Placement],
     rounds: usize,
@@ -183,15 +187,13 @@ pub(crate) fn metadata<B: Benchmark>(
     }));
     let ceiling = ceiling_columns::header(&local.path, session.peer.side.path.as_ref());
     header.push(HeaderLine::per_placement("Ceiling", ceiling));
-    let setup = benchmark.setup();
-    header.extend(setup.header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
-    if let Some(request) = setup.inline {
-        use crate::options::perftest_defaults::{describe_inline, inline_size};
+    header.extend(setup_header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
+    if let Some(request) = inline {
         let (size, reason) = inline_size(request, session.perftest_knows_inline(), session.cpu_visible());
         header.push(HeaderLine::per_placement("Inline", describe_inline(size, reason)));
     }
     let metadata = serde_json::json!({
-        "test": B::BENCH.name,
+        "test": test,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
         "git_commit": gdrperf_provenance::GIT_COMMIT,
         "argv": config.argv,

@@ -13,14 +13,15 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::exchange::Message;
 use crate::harness::benchmark::{concurrent, sums_both_directions, Benchmark, Engine, ReportOf, RowOf};
+use crate::harness::connect::Greeting;
 use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
 use crate::harness::port_window::{OwnPort, SizeWindow};
 use crate::harness::run_header::{metadata, row_context};
-use crate::harness::session::{Greeting, LocalResources, Session, Side};
+use crate::harness::session::{LocalResources, Session, Side};
 use crate::node::nic_counters::{rnr_moved, NicColumns, SoftwareDeviceTally};
 use crate::options::config::{BandwidthUnit, BenchConfig, StopRule};
 use crate::options::placement::{self, Placement};
-use crate::output::{Outputs, Row, RowContext};
+use crate::output::{Outputs, Row, RowContext, RunStart};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// How a run ended when no error stopped it.
@@ -87,6 +88,18 @@ pub(crate) fn greeting<B: Benchmark>(benchmark: &B, placements: &[Placement], la
         lane: if concurrent(benchmark) { lane } else { 0 },
         staged: benchmark.staged_rules(),
     }
+}
+
+/// The run header and metadata of `benchmark` on `session` (see `run_header::metadata`).
+pub(crate) fn run_start<B: Benchmark>(
+    config: &BenchConfig,
+    benchmark: &B,
+    session: &Session,
+    placements: &[Placement],
+    rounds: usize,
+) -> RunStart {
+    let setup = benchmark.setup();
+    metadata(config, B::BENCH.name, (setup.header, setup.inline), session, placements, rounds)
 }
 
 /// How long the passive side may wait for the active side to finish one size.
@@ -276,8 +289,8 @@ pub(crate) fn drive<B: Benchmark>(
                 )?;
                 next_round(config, benchmark, placements, &mut session, round)?;
             }
-            let context = row_context::<B>(config, &session);
-            let metadata = metadata(config, benchmark, &session, placements, rounds);
+            let context = row_context(B::BENCH.name, config, &session);
+            let metadata = run_start(config, benchmark, &session, placements, rounds);
             progress.suspend(|| {
                 if round == 0 {
                     outputs.start(&metadata)

@@ -7,12 +7,15 @@
 //! The room knows nothing of the options' parsing or of the loops: an engine is written once,
 //! generic over `QueueMemory`, and this room makes each kind of
 //! memory fit it.
-//! - `buffers`: the benchmark buffers (host, GPU, staged) and their data pattern.
+//! - `buffers`: the benchmark buffers (host, GPU, staged) and the copy engine a staged one holds.
+//! - `pattern`: the data pattern of `--validate`, and where a buffer differs from it.
 //! - [`staging`]: the copy engines of staged memory (CUDA, or host for the tests).
 //! - `queue_memory`: the hooks: `Direct` does nothing,
 //!   `Staged` copies through a ring of bounce slots.
 
 pub(crate) mod buffers;
 pub(crate) mod check_failure;
+pub(crate) mod pattern;
 pub(crate) mod queue_memory;
+pub(crate) mod spin;
 pub mod staging;

@@ -31,11 +31,11 @@ use std::ops::Range;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::memory::buffers::{
-    fill_pattern, find_message_mismatch, find_mismatch, message_stamps, BenchBuffer, MessageCheck,
-    MessageMismatch,
+use crate::memory::buffers::{BenchBuffer, CopyId, MessageCheck, Stager};
+use crate::memory::pattern::{
+    fill_pattern, find_message_mismatch, find_mismatch, message_stamps, MessageMismatch,
 };
-use crate::memory::staging::{spin_until, CopyId, Stager};
+use crate::memory::spin::spin_until;
 use crate::verbs::LocalSlice;
 
 /// The most bytes a staged ring may take per QP (payload and bounce buffer each): a deep queue
@@ -403,7 +403,7 @@ impl QueueMemory for Staged<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::buffers::{fill_message, pattern_seed};
+    use crate::memory::pattern::{fill_message, pattern_seed};
     use crate::memory::staging::HostStager;
 
     /// A bounce "registration" for tests: the stager's bounce buffer, with a made-up key.

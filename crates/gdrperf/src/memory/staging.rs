@@ -11,112 +11,19 @@
 //!
 //! Every stager keeps a [`CopyLog`]: the `[start, end)` of each finished copy, from which the
 //! side's copy time is the busy time (`gdrperf_stats::busy_nanos`, the union of the intervals).
+//! The trait and the log are defined with the buffer that holds a stager (`memory::buffers`),
+//! so that the buffers stand below the copy engines; they are named here too.
 
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use gdrperf_cuda::{Gpu, StageTicket, StagedBuffer, StagingConfig};
-use gdrperf_stats::{busy_nanos, CopyInterval};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+pub use crate::memory::buffers::{CopyId, CopyLog, Stager};
+use crate::memory::spin::spin_until;
 use crate::verbs::HostBuffer;
-
-/// An outstanding copy, as handed out by a [`Stager`]: copies are numbered in the order they
-/// were started, so a stager finds one by arithmetic, not by a map lookup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CopyId(u64);
-
-impl CopyId {
-    /// No copy (a placeholder that matches none).
-    pub const NONE: CopyId = CopyId(u64::MAX);
-}
-
-/// The finished copies of one stager since the copy time was last taken: each copy's
-/// `[start, end)` on one clock, from when it was started to when it was seen finished.
-#[derive(Debug)]
-pub struct CopyLog {
-    origin: Instant,
-    finished: Vec<(CopyId, CopyInterval)>,
-}
-
-/// The one origin of every copy log in the process, so that the intervals of several stagers
-/// (a side's QPs) lie on one time line and their union can be taken.
-static COPY_ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-
-impl Default for CopyLog {
-    fn default() -> Self {
-        CopyLog { origin: *COPY_ORIGIN.get_or_init(Instant::now), finished: Vec::with_capacity(4096) }
-    }
-}
-
-impl CopyLog {
-    /// Records the copy `copy`, started at `started` and seen finished at `ended`.
-    #[inline]
-    pub fn record(&mut self, copy: CopyId, started: Instant, ended: Instant) {
-        let nanos = |at: Instant| at.saturating_duration_since(self.origin).as_nanos() as u64;
-        self.finished.push((copy, CopyInterval { start: nanos(started), end: nanos(ended) }));
-    }
-
-    /// Drops a finished copy from the log: a copy out started ahead for a message that was
-    /// never sent (the end of a timed run) is no part of the copy time.
-    pub fn forget(&mut self, copy: CopyId) {
-        if let Some(position) = self.finished.iter().rposition(|(id, _)| *id == copy) {
-            self.finished.swap_remove(position);
-        }
-    }
-
-    /// Finished copies logged since the copy time was last taken.
-    pub fn copies(&self) -> usize {
-        self.finished.len()
-    }
-
-    /// The time at least one copy was running since the last call (the union of the copies'
-    /// intervals), and a fresh start.
-    pub fn take_busy(&mut self) -> Duration {
-        let mut intervals = Vec::new();
-        self.take_into(&mut intervals);
-        Duration::from_nanos(busy_nanos(&intervals))
-    }
-
-    /// Moves the finished copies' intervals into `intervals` (every log shares one origin, so
-    /// those of several logs can be merged: [`busy_nanos`] over all of them is their union).
-    pub fn take_into(&mut self, intervals: &mut Vec<CopyInterval>) {
-        intervals.extend(self.finished.drain(..).map(|(_, interval)| interval));
-    }
-}
-
-/// A copy engine between the payload and the NIC-visible bounce buffer of the same length.
-pub trait Stager: Send {
-    /// The bounce buffer's address and length, for registration with the NIC.
-    fn bounce(&self) -> (u64, usize);
-    /// Starts copying `range` of the payload out to the bounce buffer (before a send).
-    fn begin_out(&mut self, range: Range<usize>) -> Result<CopyId>;
-    /// Starts copying `range` of the bounce buffer into the payload (after a receive).
-    fn begin_in(&mut self, range: Range<usize>) -> Result<CopyId>;
-    /// Whether the copy finished; a finished copy is forgotten after this returns true.
-    fn poll(&mut self, copy: CopyId) -> Result<bool>;
-    /// Waits for every outstanding copy.
-    fn finish(&mut self) -> Result<()>;
-    /// The finished copies' intervals (see [`CopyLog`]).
-    fn log(&mut self) -> &mut CopyLog;
-    /// Writes `bytes` into the payload at `offset` (untimed: validation).
-    fn write_payload_at(&mut self, offset: usize, bytes: &[u8]) -> Result<()>;
-    /// Reads `range` of the payload (untimed: validation).
-    fn read_payload_range(&mut self, range: Range<usize>) -> Result<Vec<u8>>;
-    /// Writes `bytes` into the payload at offset 0.
-    fn write_payload(&mut self, bytes: &[u8]) -> Result<()> {
-        self.write_payload_at(0, bytes)
-    }
-    /// Reads the first `len` payload bytes.
-    fn read_payload(&mut self, len: usize) -> Result<Vec<u8>> {
-        self.read_payload_range(0..len)
-    }
-    /// What the payload is, for headers ("GPU 0 NVIDIA H200 (0000:17:00.0)", "host").
-    fn describe(&self) -> String;
-    /// The GPU index, if the payload is on one.
-    fn gpu_index(&self) -> Option<usize>;
-}
 
 /// Spins until `copy` has finished. The clock is read only every few thousand turns, so a quick
 /// copy costs none, and a copy that never ends (a GPU gone bad) is reported as a stall after
@@ -129,34 +36,6 @@ pub fn wait_copy(
     what: &dyn Fn() -> String,
 ) -> Result<()> {
     spin_until(timeout, what, || stager.poll(copy))
-}
-
-/// Spins until `done` says so, the way [`wait_copy`] waits for one copy: the clock is read only
-/// every few thousand turns, and after `timeout` the wait ends in [`Error::Stalled`] saying
-/// `what` was going on. For waits on copies that are not one [`CopyId`] (a message's copy-in).
-#[inline]
-pub fn spin_until(
-    timeout: Duration,
-    what: &dyn Fn() -> String,
-    mut done: impl FnMut() -> Result<bool>,
-) -> Result<()> {
-    let mut spins = 0u32;
-    let mut deadline = None;
-    while !done()? {
-        spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(4096) {
-            let now = Instant::now();
-            match deadline {
-                None => deadline = Some(now + timeout),
-                Some(deadline) if now > deadline => {
-                    return Err(Error::Stalled { seconds: timeout.as_secs(), during: what() })
-                }
-                Some(_) => {}
-            }
-        }
-        std::hint::spin_loop();
-    }
-    Ok(())
 }
 
 /// The most bytes [`measure_copy_rates`] copies each way.
@@ -369,6 +248,7 @@ impl Stager for HostStager {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gdrperf_stats::busy_nanos;
 
     /// The set-up timing copies the staging buffer each way and leaves no copy in the log.
     #[test]

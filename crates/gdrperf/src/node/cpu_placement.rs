@@ -25,108 +25,9 @@ use std::io;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use serde::Serialize;
-
-use crate::error::ConfigError;
-
-/// What the user asked for (`--cpu`, `--numa-node`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum CpuRequest {
-    /// The NIC's NUMA node (the default).
-    #[default]
-    NearNic,
-    /// `--cpu none`: leave it to the scheduler.
-    Unpinned,
-    /// `--cpu LIST`.
-    Cpus(Vec<usize>),
-    /// `--numa-node N`.
-    Node(u32),
-}
-
-impl CpuRequest {
-    /// From the two flags (clap keeps them apart).
-    pub fn from_flags(cpu: Option<&str>, numa_node: Option<u32>) -> Result<CpuRequest, ConfigError> {
-        match (cpu, numa_node) {
-            (Some(_), Some(_)) => Err(ConfigError::conflict("--cpu", "and --numa-node exclude each other")),
-            (Some("none"), None) => Ok(CpuRequest::Unpinned),
-            (Some(list), None) => parse_cpu_list(list).map(CpuRequest::Cpus).map_err(|error| {
-                ConfigError::malformed("--cpu", list, format!("{error} (examples: 3, 0-7, 0-3,8-11, none)"))
-            }),
-            (None, Some(node)) => Ok(CpuRequest::Node(node)),
-            (None, None) => Ok(CpuRequest::NearNic),
-        }
-    }
-}
-
-/// A placement this process cannot have, or a pinning that failed; shown after "CPU placement: ".
-#[derive(Debug, thiserror::Error)]
-pub enum CpuPlacementError {
-    /// `--cpu` lists CPUs outside this process's CPU set (Slurm's, `taskset`'s).
-    #[error(
-        "--cpu {}: CPU {} not available to this process (it may use {})",
-        format_cpu_list(.asked), format_cpu_list(.refused), format_cpu_list(.allowed)
-    )]
-    CpusNotAllowed { asked: Vec<usize>, refused: Vec<usize>, allowed: Vec<usize> },
-
-    /// `--numa-node` names a node sysfs does not list (`known`: those it does).
-    #[error(
-        "--numa-node {node}: no such NUMA node (this machine has {})",
-        if .known.is_empty() { "no NUMA information".to_string() } else { join(.known) }
-    )]
-    NoSuchNode { node: u32, known: Vec<u32> },
-
-    /// `--numa-node`'s CPUs are all outside this process's CPU set.
-    #[error(
-        "--numa-node {node}: none of its CPUs ({}) is available to this process (it may use {})",
-        format_cpu_list(.cpus), format_cpu_list(.allowed)
-    )]
-    NodeNotAllowed { node: u32, cpus: Vec<usize>, allowed: Vec<usize> },
-
-    /// `sched_setaffinity` refused the chosen CPUs.
-    #[error("cannot pin to {}: {source}", .placement.describe())]
-    Pin { placement: CpuPlacement, source: io::Error },
-
-    /// A `--concurrent` lane's thread could not be pinned to its lane's placement.
-    #[error("lane thread: {source}")]
-    LaneThread { source: io::Error },
-}
-
-/// "0, 1, 2": node numbers as a sentence lists them.
-fn join(nodes: &[u32]) -> String {
-    nodes.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-}
-
-/// Where a side's measuring thread runs: in the run header, the rows (`cpu`, `numa_node`) and
-/// the JSON metadata.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
-pub struct CpuPlacement {
-    /// The CPUs the thread is pinned to; empty when left to the scheduler.
-    pub cpus: Vec<usize>,
-    /// The NUMA node those CPUs (and the buffers) are on, when known.
-    pub numa_node: Option<u32>,
-    /// Why these: "NUMA node 0 of mlx5_0", "--cpu 1", "--cpu none", "rxe0 has no NUMA node ...".
-    pub reason: String,
-}
-
-impl CpuPlacement {
-    /// The `cpu` column: the CPU list ("0-15", "1") or "none".
-    pub fn cpu_column(&self) -> String {
-        if self.cpus.is_empty() {
-            "none".into()
-        } else {
-            format_cpu_list(&self.cpus)
-        }
-    }
-
-    /// The header line: "CPUs 0-15 (NUMA node 0 of mlx5_0)", "not pinned (--cpu none)".
-    pub fn describe(&self) -> String {
-        match self.cpus.len() {
-            0 => format!("not pinned ({})", self.reason),
-            1 => format!("CPU {} ({})", format_cpu_list(&self.cpus), self.reason),
-            _ => format!("CPUs {} ({})", format_cpu_list(&self.cpus), self.reason),
-        }
-    }
-}
+pub use crate::error::{format_cpu_list, CpuPlacementError};
+pub use crate::node::cpu_choice::CpuPlacement;
+pub use crate::options::cpu_request::{parse_cpu_list, CpuRequest};
 
 /// What sysfs says about the device's NUMA node and each node's CPUs, and which CPUs this
 /// process may use.
@@ -258,7 +159,7 @@ pub fn place_current_thread(request: &CpuRequest, device: &str) -> Result<CpuPla
     let placement = choose(request, device, &facts)?;
     match pin_current_thread(&placement) {
         Ok(()) => Ok(placement),
-        Err(source) => Err(CpuPlacementError::Pin { placement, source }),
+        Err(source) => Err(CpuPlacementError::Pin { placement: placement.describe(), source }),
     }
 }
 
@@ -308,48 +209,6 @@ pub fn process_cpus() -> &'static [usize] {
 fn cpus_in(set: &libc::cpu_set_t) -> Vec<usize> {
     // SAFETY: every index is below CPU_SETSIZE.
     (0..libc::CPU_SETSIZE as usize).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, set) }).collect()
-}
-
-/// Parses the kernel's CPU list format: "0-3,8-11", "5", "" (none).
-pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
-    let mut cpus = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|part| !part.is_empty()) {
-        let number =
-            |text: &str| text.trim().parse::<usize>().map_err(|_| format!("'{part}' is not a CPU or range"));
-        match part.split_once('-') {
-            Some((first, last)) => {
-                let (first, last) = (number(first)?, number(last)?);
-                if first > last {
-                    return Err(format!("'{part}' runs backwards"));
-                }
-                cpus.extend(first..=last);
-            }
-            None => cpus.push(number(part)?),
-        }
-    }
-    if cpus.is_empty() && !text.trim().is_empty() {
-        return Err("no CPU listed".into());
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// The kernel's CPU list format from a sorted list: [0, 1, 2, 3, 8] -> "0-3,8".
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut parts = Vec::new();
-    let mut index = 0;
-    while index < cpus.len() {
-        let first = cpus[index];
-        let mut last = first;
-        while index + 1 < cpus.len() && cpus[index + 1] == last + 1 {
-            index += 1;
-            last = cpus[index];
-        }
-        parts.push(if first == last { first.to_string() } else { format!("{first}-{last}") });
-        index += 1;
-    }
-    parts.join(",")
 }
 
 #[cfg(test)]

@@ -5,10 +5,11 @@
 //!
 //! The room stands under the run: it reads sysfs and the topology crate, and names the run's
 //! buffers only to say which GPU they are on.
-//! - [`cpu_placement`]: CPU pinning near a device.
+//! - [`cpu_placement`]: CPU pinning near a device; `cpu_choice`: the placement chosen, as data.
 //! - [`nic_counters`]: the port counters read around each size.
 //! - `pcie`: the PCIe facts of the run's GPU and NIC for the header and the JSON metadata.
 
+pub(crate) mod cpu_choice;
 pub mod cpu_placement;
 pub mod nic_counters;
 pub(crate) mod pcie;

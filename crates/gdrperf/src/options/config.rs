@@ -1,90 +1,27 @@
 //! The validated configuration of one run, built once from the command line.
 //!
-//! Every check of the user's input happens here (and in `bandwidth`, `super::latency`,
+//! Every check of the user's input happens here (and in `super::bandwidth`, `super::latency`,
 //! `super::send` for the options of some benches), before any device is opened or socket bound,
 //! so that a typo costs nothing and the error ([`ConfigError`]) names the flag and the value. Only
-//! what needs the peer waits for the hellos (staged memory against the peer's: [`refuse_staged`];
-//! placements that pair up), and what needs the machine for it (a `-d` list against the GPUs
-//! found, rdma_cm's route). Runtime state (devices, queue
-//! pairs, sockets) never lives in this struct: it is plain data, shared read-only by both ends of
-//! a loopback run.
+//! what needs the peer waits for the hellos (staged memory against the peer's:
+//! [`refuse_staged`](crate::options::bandwidth::refuse_staged); placements that pair up), and
+//! what needs the machine for it (a `-d` list against the GPUs found, rdma_cm's route). Runtime
+//! state (devices, queue pairs, sockets) never lives in this struct: it is plain data, shared
+//! read-only by both ends of a loopback run.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::error::{ConfigError, Error, Result};
 use crate::exchange::Token;
-use crate::node::cpu_placement::CpuRequest;
 use crate::options::args::{CommonArgs, GdrPath, MemoryKind};
+use crate::options::cpu_request::CpuRequest;
 use crate::options::perftest_defaults::duration_margin;
 pub use crate::options::perftest_defaults::TestDefaults;
+pub use crate::options::values::{BandwidthUnit, LatencyFilePaths, LatencySpan, Role, StopRule};
 use crate::verbs::Mtu;
 use gdrperf_cuda::GpuSelection;
-
-/// Which end of the connection this process is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Role {
-    /// Waits for a client on the TCP port.
-    Server,
-    /// Connects to the server on `host`.
-    Client { host: String },
-    /// Both ends in one process, over one device.
-    Loopback,
-}
-
-/// When a size's measurement ends.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopRule {
-    /// After this many messages per QP.
-    Iterations(u64),
-    /// After this long; the message count is whatever completed.
-    Duration(#[serde(serialize_with = "serialize_seconds")] Duration),
-}
-
-fn serialize_seconds<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_f64(duration.as_secs_f64())
-}
-
-/// What one latency sample spans (`--latency-span`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum LatencySpan {
-    /// perftest's: from one post to the next, the whole iteration (wait, reap, repost and the
-    /// recording included), `tposted[i + 1] − tposted[i]` in `print_report_lat`.
-    #[default]
-    Iteration,
-    /// From the post to the arrival of the answer (or the READ's completion): the wire alone.
-    Arrival,
-}
-
-impl LatencySpan {
-    /// The name used in the CSV, the JSON and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            LatencySpan::Iteration => "iteration",
-            LatencySpan::Arrival => "arrival",
-        }
-    }
-
-    /// The run header's description.
-    pub fn description(self) -> &'static str {
-        match self {
-            LatencySpan::Iteration => "iteration: post to next post (perftest's)",
-            LatencySpan::Arrival => "arrival: post to arrival of the answer",
-        }
-    }
-}
-
-/// How bandwidth is shown on the console (files always carry both units).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BandwidthUnit {
-    MebibytesPerSecond,
-    GigabitsPerSecond,
-}
 
 /// Largest message: the length field of a scatter/gather entry is 32 bits, and a registered
 /// buffer per QP of 1 GiB is already more than any NIC needs to reach line rate.
@@ -556,33 +493,9 @@ pub(crate) fn check_inline_size(size: u32) -> Result<u32> {
     Ok(size)
 }
 
-/// Where the latency distribution goes, besides the result rows.
-#[derive(Debug, Clone, Default)]
-pub struct LatencyFilePaths {
-    pub hdr_dir: Option<PathBuf>,
-    pub hlog: Option<PathBuf>,
-    pub hlog_interval: Duration,
-    pub histogram_raw: Option<PathBuf>,
-    /// `-H`: perftest's sorted listing on stdout.
-    pub report_sorted: bool,
-    /// `-U`: perftest's unsorted listing on stdout.
-    pub report_unsorted: bool,
-}
-
-impl LatencyFilePaths {
-    /// Whether any file is asked for.
-    pub fn any(&self) -> bool {
-        self.hdr_dir.is_some() || self.hlog.is_some() || self.keeps_every_sample()
-    }
-
-    /// Whether an output needs every sample kept in memory (the raw dump, `-H`, `-U`).
-    pub fn keeps_every_sample(&self) -> bool {
-        self.histogram_raw.is_some() || self.report_sorted || self.report_unsorted
-    }
-}
-
-mod bandwidth;
-pub use bandwidth::{refuse_staged, BandwidthConfig, StagedRules};
+// The bandwidth settings build on these; their home is `options::bandwidth`, named here too so
+// that older paths keep working.
+pub use crate::options::bandwidth::BandwidthConfig;
 
 #[cfg(test)]
 mod tests;

@@ -10,13 +10,10 @@ use std::time::Duration;
 
 use gdrperf_stats::latency::EXACT_SAMPLE_LIMIT;
 
-use crate::bench::{Bench, Operation};
 use crate::error::{ConfigError, Error, Result};
-use crate::options::args::CommonArgs;
 use crate::options::config::check_inline_size;
 use crate::options::config::{BenchConfig, LatencyFilePaths, LatencySpan, Role, StopRule};
 use crate::options::perftest_defaults::{inline_size, InlineReason, InlineRequest};
-use crate::output::latency_row::LatencyFiles;
 
 /// Options every latency benchmark takes. The options only some take are in [`InlineArgs`]
 /// and [`WriteLatencyArgs`], flattened by the binaries that support them, so that clap refuses
@@ -293,41 +290,6 @@ fn conflict(flag: &'static str, reason: impl Into<String>) -> Error {
     ConfigError::conflict(flag, reason).into()
 }
 
-/// What every latency binary builds from its command line, in one step: the common settings
-/// (with perftest's latency defaults), the latency settings, and the HDR files when asked for.
-pub fn latency_setup(
-    common: &CommonArgs,
-    latency: &LatencyArgs,
-    options: TestOptions,
-    bench: &Bench,
-) -> Result<(BenchConfig, LatencyConfig, Option<LatencyFiles>)> {
-    if common.margin.is_some() {
-        // perftest's latency tests under -D report one average over the middle window; ours
-        // sample the whole duration, so a margin would be accepted and do nothing.
-        return Err(conflict(
-            "-f/--margin",
-            "applies to bandwidth tests: a latency test's -D samples the whole duration",
-        ));
-    }
-    let test = match bench.operation {
-        Operation::Read => LatencyTest::Read,
-        Operation::Write => LatencyTest::Write,
-        Operation::Send => LatencyTest::Send,
-        Operation::Atomic => LatencyTest::Atomic,
-    };
-    let name = bench.name;
-    let mut common = BenchConfig::from_args(common, bench.defaults)?;
-    common.latency_span = Some(latency.latency_span);
-    let latency = LatencyConfig::from_args(latency, options, &common, test)?;
-    let files = latency
-        .files
-        .any()
-        .then(|| LatencyFiles::create(&latency.files, name, &common.sizes))
-        .transpose()?
-        .map(|files| files.with_command(&common.argv));
-    Ok((common, latency, files))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,10 +359,15 @@ mod tests {
         assert!(listings.files.report_sorted && listings.files.report_unsorted);
         assert!(listings.files.histogram_raw.is_some(), "the old long name still names the raw dump");
         let cli = LatencyCli::try_parse_from(["test", "--loopback", "-D", "8", "-f", "1"]).unwrap();
-        let refused = latency_setup(&cli.common, &cli.latency, (&cli.own).into(), &crate::bench::WRITE_LAT)
-            .err()
-            .map(|error| error.to_string())
-            .unwrap_or_default();
+        let refused = crate::harness::latency_setup::latency_setup(
+            &cli.common,
+            &cli.latency,
+            (&cli.own).into(),
+            &crate::bench::WRITE_LAT,
+        )
+        .err()
+        .map(|error| error.to_string())
+        .unwrap_or_default();
         assert!(refused.contains("-f/--margin applies to bandwidth tests"), "{refused}");
     }
 }

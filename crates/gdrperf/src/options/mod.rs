@@ -16,14 +16,20 @@
 //! - `placement`: where one side's buffers live, GPU by GPU and NIC by NIC, for a whole run.
 
 pub(crate) mod args;
+pub(crate) mod bandwidth;
+pub(crate) mod bandwidth_checks;
+pub mod bench;
 pub(crate) mod config;
+pub(crate) mod cpu_request;
 pub(crate) mod help;
 pub(crate) mod latency;
 pub(crate) mod perftest_defaults;
 pub mod perftest_flags;
 pub(crate) mod placement;
 pub(crate) mod send;
+pub(crate) mod values;
 
 pub use args::{BandwidthArgs, CommonArgs};
-pub use config::{BandwidthConfig, BenchConfig, Role, StopRule, TestDefaults};
+pub use bandwidth::BandwidthConfig;
+pub use config::{BenchConfig, Role, StopRule, TestDefaults};
 pub use help::parse_bench;

@@ -3,7 +3,8 @@
 
 use crate::error::{ConfigError, Result};
 use crate::options::args::MemoryKind;
-use crate::options::config::{check_inline_size, BandwidthConfig, BenchConfig, Role};
+use crate::options::bandwidth::BandwidthConfig;
+use crate::options::config::{check_inline_size, BenchConfig, Role};
 
 /// Options of gdr-send-bw, besides the bandwidth ones (-Q, -b).
 #[derive(Debug, Clone, clap::Args)]

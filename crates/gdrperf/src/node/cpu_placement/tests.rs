@@ -1,6 +1,7 @@
 //! The choice on sysfs fixture trees: a two-socket node, a VM, a cpuset-restricted job.
 
 use super::*;
+use crate::error::ConfigError;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -1,6 +1,7 @@
 use super::*;
 use crate::bench::Operation;
 use crate::options::args::BandwidthArgs;
+use crate::options::bandwidth::{refuse_staged, StagedRules};
 use clap::Parser;
 
 #[test]

@@ -161,7 +161,7 @@ mod tests {
     /// The README's bench table lists every bench with its summary and perftest equivalent.
     #[test]
     fn the_readme_table_lists_every_bench() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../../README.md");
         for bench in BENCHES {
             let row = format!("| `{}` | {} | `{}` |", bench.binary, bench.summary, bench.perftest);
             assert!(readme.contains(&row), "README.md lacks the row {row}");

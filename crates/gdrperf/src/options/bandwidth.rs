@@ -1,12 +1,12 @@
 //! The validated settings of the bandwidth benches, and the runs their staged memory refuses.
 
-use super::{conflict, BenchConfig, Role, StopRule};
-use crate::bench::Operation;
-use crate::error::{ConfigError, Result};
-use crate::options::args::{BandwidthArgs, MemoryKind};
-use crate::options::perftest_defaults::{cq_moderation, CqModeration};
+use crate::error::ConfigError;
+use crate::options::args::MemoryKind;
+use crate::options::perftest_defaults::CqModeration;
 
-/// Bandwidth-specific, validated settings.
+/// Bandwidth-specific, validated settings: made by `from_args` (`options::bandwidth_checks`),
+/// which checks them against the common settings; plain data here, so that what only reads them
+/// (the harness's `Setup`) stands below the checks.
 #[derive(Debug, Clone, Copy)]
 pub struct BandwidthConfig {
     /// The effective CQ moderation (perftest's rule), `cq_moderation.value`.
@@ -34,54 +34,6 @@ impl BandwidthConfig {
                 if self.bidirectional { "bidirectional" } else { "client -> server" }.into(),
             ),
         ]
-    }
-
-    /// `-Q`, `-b` and `--concurrent` of a bench whose stream is `operation`, checked against the
-    /// common settings; the staged rules derived once, and applied here to a loopback run.
-    pub fn from_args(
-        args: &BandwidthArgs,
-        common: &BenchConfig,
-        operation: Operation,
-    ) -> Result<BandwidthConfig> {
-        let iterations = match common.stop {
-            StopRule::Iterations(iterations) => Some(iterations),
-            StopRule::Duration(_) => None,
-        };
-        let cq_moderation = cq_moderation(args.cq_mod, &common.sizes, common.tx_depth, iterations)?;
-        if args.concurrent && common.memory.kinds.len() > 1 {
-            return Err(conflict(
-                "--concurrent",
-                "runs the GPUs (or devices) of one --mem kind at once: give one kind",
-            ));
-        }
-        // A WRITE stream's staged receiver counts the messages it copies in.
-        let staged = StagedRules {
-            bidirectional: args.bidirectional,
-            receiver_counts_messages: operation == Operation::Write
-                && matches!(common.stop, StopRule::Duration(_)),
-        };
-        // Two processes refuse these once both memories are known, right after the hellos and
-        // on both sides in the same words ([`refuse_staged`]): refused here, a server or client
-        // would leave its peer waiting for it. A loopback run has no peer to tell, and both its
-        // ends use each kind: refused here, before any device is opened.
-        if common.role == Role::Loopback {
-            for &kind in &common.memory.kinds {
-                refuse_staged(staged, kind, kind)?;
-            }
-        }
-        if common.acceptance.max_lat.is_some() {
-            return Err(conflict(
-                "--max-lat",
-                "applies to latency results: a bandwidth test is held to --min-bw",
-            ));
-        }
-        Ok(BandwidthConfig {
-            cq_mod: cq_moderation.value,
-            cq_moderation,
-            bidirectional: args.bidirectional,
-            concurrent: args.concurrent,
-            staged,
-        })
     }
 }
 

@@ -1,0 +1,73 @@
+//! The whole handshake of a new connection in order: the challenge (`auth`), the terms
+//! (`terms`), then the hellos. Nothing of our hello leaves before the peer passed the first two.
+
+use std::time::Instant;
+
+use crate::auth::Token;
+use crate::control::{far_future, Control};
+use crate::error::{ExchangeError, ExchangeResult};
+use crate::message::{Hello, Message};
+use crate::protocol::{MAX_MESSAGE_BYTES, PRE_PROOF_MAX_BYTES, PROTOCOL_VERSION, TERMS_MAX_BYTES};
+use crate::terms::describe_mismatch;
+
+impl Control {
+    /// Authenticates the peer (see module `auth`), agrees on the terms (module `terms`), then
+    /// swaps hellos. Nothing of our hello leaves before the peer passed both.
+    pub fn exchange_hello(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<Hello> {
+        self.vet(ours, token)?;
+        self.trade_hellos(ours)
+    }
+
+    /// The part of [`Control::exchange_hello`] that gives nothing away: the challenge and the
+    /// terms. Returns the peer's lane. A server runs it for many connections at once.
+    /// One deadline (the timeout, from now) covers all of it, and each state reads only frames of
+    /// its own size: [`PRE_PROOF_MAX_BYTES`] until the challenge passed, then [`TERMS_MAX_BYTES`].
+    pub fn vet(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<u32> {
+        self.handshake_deadline = Some(Instant::now().checked_add(self.timeout).unwrap_or_else(far_future));
+        self.frame_limit = PRE_PROOF_MAX_BYTES;
+        let vetted = self.vet_within_deadline(ours, token);
+        self.handshake_deadline = None;
+        self.frame_limit = MAX_MESSAGE_BYTES;
+        vetted
+    }
+
+    fn vet_within_deadline(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<u32> {
+        if self.accepted {
+            self.authenticate_client(token)?;
+        } else {
+            self.authenticate_server(token)?;
+        }
+        self.frame_limit = TERMS_MAX_BYTES;
+        self.agree_on_terms(&ours.parameters, ours.lane)
+    }
+
+    /// The terms, then the hellos: what a later round repeats on the authenticated channel.
+    pub fn swap_hellos(&mut self, ours: &Hello) -> ExchangeResult<Hello> {
+        self.agree_on_terms(&ours.parameters, ours.lane)?;
+        self.trade_hellos(ours)
+    }
+
+    /// Sends our hello, reads the peer's, and checks version and shared parameters (the terms
+    /// already agreed; the check keeps a peer from changing them in its hello).
+    pub fn trade_hellos(&mut self, ours: &Hello) -> ExchangeResult<Hello> {
+        self.send(&Message::Hello(Box::new(ours.clone())), "sending our hello")?;
+        let theirs = self.expect("Hello", "waiting for the peer's hello", |message| match message {
+            Message::Hello(hello) => Ok(*hello),
+            other => Err(other),
+        })?;
+        if theirs.version != PROTOCOL_VERSION {
+            return Err(ExchangeError::Version {
+                peer: self.peer.clone(),
+                ours: PROTOCOL_VERSION,
+                theirs: theirs.version,
+            });
+        }
+        if let Some(differences) = describe_mismatch(&ours.parameters, &theirs.parameters) {
+            return Err(ExchangeError::Mismatch {
+                peer: self.peer.clone(),
+                differences: format!("peer {} {differences}", self.peer),
+            });
+        }
+        Ok(theirs)
+    }
+}

@@ -1,0 +1,418 @@
+//! Connecting a side: its local resources made (device, QPs, buffers, pinned first), the peer
+//! admitted and its hello checked, the QPs connected. The connected [`Session`] itself, what an
+//! engine works with, is `harness::session`: the engines need its type, not how it came to be.
+
+use std::net::TcpListener;
+
+use crate::error::{Error, Result};
+use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
+use crate::harness::session::{hostname, Connection, LocalResources, Session, Side};
+use crate::memory::buffers::BenchBuffer;
+use crate::memory::queue_memory::staged_len;
+use crate::memory::staging::{CudaStager, HostStager};
+use crate::node::cpu_placement;
+use crate::options::args::MemoryKind;
+use crate::options::bandwidth::{refuse_staged, StagedRules};
+use crate::options::config::{BenchConfig, Role};
+use crate::options::placement::Placement;
+use crate::verbs::connection_manager::CmEnd;
+use crate::verbs::{
+    CompletionQueue, Device, GidChoice, Mtu, PathSettings, QueuePairSizes, RcQueuePair, RemoteAccess,
+};
+
+impl LocalResources {
+    /// Opens the device and creates one QP and one registered buffer per `-q`.
+    ///
+    /// A staged buffer (payload and bounce buffer) is a ring of send-depth slots of the largest
+    /// message, capped at [`crate::memory::queue_memory::RING_BYTES`]: see `memory::queue_memory`.
+    ///
+    /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
+    /// being set up, and its message says more than a later registration failure would.
+    pub fn create(
+        config: &BenchConfig,
+        placement: &Placement,
+        sizes: QueuePairSizes,
+        buffer_len: usize,
+        access: RemoteAccess,
+    ) -> Result<LocalResources> {
+        let gpu = open_gpu(placement)?;
+        let device_name = match placement.device.as_deref() {
+            Some("auto") => Some(nearest_nic(placement.near_gpu)?),
+            other => other.map(str::to_string),
+        };
+        let device = Device::open(device_name.as_deref())?;
+        // Pinned before anything is allocated: first touch puts the buffers on this node.
+        let cpu =
+            cpu_placement::place_current_thread(&config.cpu, device.name()).map_err(Error::CpuPlacement)?;
+        let port = device.active_port(config.ib_port)?;
+        let gid = device.choose_gid(&port, config.gid_index)?;
+        let protection_domain = device.alloc_pd()?;
+        // Room for every signaled send and every posted receive of every QP at once.
+        let depth = config.qps * (sizes.send_depth + sizes.recv_depth) + 16;
+        let completion_queue = CompletionQueue::new(&device, depth)?;
+        let mut queue_pairs = Vec::new();
+        let mut buffers = Vec::new();
+        for _ in 0..config.qps {
+            queue_pairs.push(RcQueuePair::new(
+                &protection_domain,
+                &completion_queue,
+                sizes,
+                port.number,
+                access,
+            )?);
+            buffers.push(match (placement.kind, &gpu) {
+                (MemoryKind::Cuda, Some(gpu)) => {
+                    BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr, access)?
+                }
+                (MemoryKind::CudaStaged, Some(gpu)) => BenchBuffer::staged(
+                    &protection_domain,
+                    Box::new(CudaStager::new(gpu, staged_len(buffer_len, sizes.send_depth), buffer_len)?),
+                    MemoryKind::CudaStaged,
+                    access,
+                )?,
+                (MemoryKind::HostStaged, _) => BenchBuffer::staged(
+                    &protection_domain,
+                    Box::new(HostStager::new(staged_len(buffer_len, sizes.send_depth))?),
+                    MemoryKind::HostStaged,
+                    access,
+                )?,
+                _ => BenchBuffer::host(&protection_domain, buffer_len, access)?,
+            });
+        }
+        let mut path = crate::node::pcie::path_facts(&device, &port, &buffers, &cpu);
+        if let Some(stager) = buffers.first_mut().and_then(BenchBuffer::stager) {
+            path.staged_copy = Some(crate::memory::staging::measure_copy_rates(stager, config.timeout)?);
+        }
+        let rdma_cm = match (config.rdma_cm, &config.role) {
+            (false, _) => None,
+            (true, Role::Server) => Some(CmEnd::server(config.listen_address().ip(), config.tcp_port)?),
+            (true, _) => Some(CmEnd::client()?),
+        };
+        let (read_depth, lowered) = config.read_depth.on_device(device.max_reads_per_qp());
+        if let Some(lowered) = lowered {
+            eprintln!("{}: {lowered}", crate::harness::program_name());
+        }
+        Ok(LocalResources {
+            read_depth: read_depth.min(u32::from(u8::MAX)) as u8,
+            device,
+            port,
+            gid,
+            protection_domain,
+            completion_queue,
+            queue_pairs,
+            buffers,
+            cpu,
+            path,
+            rdma_cm,
+        })
+    }
+
+    pub(crate) fn hello(&self, config: &BenchConfig, greeting: &Greeting) -> Hello {
+        let mut parameters = config.shared_parameters();
+        parameters["test"] = serde_json::Value::String(greeting.test.to_string());
+        if let (Some(all), Some(extra)) = (parameters.as_object_mut(), greeting.parameters.as_object()) {
+            all.extend(extra.clone());
+        }
+        Hello {
+            version: PROTOCOL_VERSION,
+            gdrperf_version: env!("CARGO_PKG_VERSION").to_string(),
+            host: hostname(),
+            parameters,
+            side: SideInfo {
+                device: self.device.name().to_string(),
+                port: self.port.number,
+                active_mtu: self.port.active_mtu.bytes(),
+                memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host),
+                gpu: self.buffers.first().and_then(BenchBuffer::gpu_description),
+                path: Some(self.path.clone()),
+            },
+            endpoints: self
+                .queue_pairs
+                .iter()
+                .map(|queue_pair| queue_pair.endpoint(self.port.lid, self.gid))
+                .collect(),
+            buffers: self.buffers.iter().map(|buffer| buffer.region().remote()).collect(),
+            placements: greeting.placements.clone(),
+            lane: greeting.lane,
+            rdma_cm_port: self.rdma_cm.as_ref().and_then(CmEnd::listening_port),
+        }
+    }
+}
+
+/// What a side says of its run besides its resources: the test, the parameters the peer must
+/// share, its placement list (so both sides agree on rounds or lanes) and which lane this is.
+#[derive(Debug, Clone)]
+pub struct Greeting {
+    pub test: &'static str,
+    pub parameters: serde_json::Value,
+    /// Labels of this side's placements ("host", "cuda:0"), in run order.
+    pub placements: Vec<String>,
+    /// The lane of a `--concurrent` run this connection carries (0 otherwise).
+    pub lane: u32,
+    /// What staged memory cannot do in this run: checked as soon as the hellos tell both
+    /// memories, before any QP is connected.
+    pub staged: StagedRules,
+}
+
+/// [`refuse_staged`] for this side (`server` or not), its own memory and its peer's hello.
+fn refuse_pairing(greeting: &Greeting, server: bool, local: &LocalResources, peer: &Hello) -> Result<()> {
+    let ours = local.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host);
+    let (server_memory, client_memory) =
+        if server { (ours, peer.side.memory) } else { (peer.side.memory, ours) };
+    Ok(refuse_staged(greeting.staged, server_memory, client_memory)?)
+}
+
+/// Loads CUDA and opens the placement's GPU when its buffers live in GPU memory.
+fn open_gpu(placement: &Placement) -> Result<Option<gdrperf_cuda::Gpu>> {
+    match placement.gpu {
+        None => Ok(None),
+        Some(index) => Ok(Some(gdrperf_cuda::Cuda::load()?.open_gpu(index)?)),
+    }
+}
+
+/// `--ib-dev auto`: the RDMA device closest to GPU `near_gpu` on PCIe, as `gdrperf doctor`
+/// recommends it (same switch first; GPUs and NICs paired 1:1 on a DGX-like node).
+fn nearest_nic(near_gpu: Option<usize>) -> Result<String> {
+    let index = near_gpu.ok_or_else(|| {
+        // `BenchConfig::from_args` refuses -d auto without GPU memory, and placements give
+        // every placement of such a run a GPU to be near.
+        Error::Internal(crate::error::InternalError::AutoPlacementWithoutGpu)
+    })?;
+    let bus_id = gdrperf_cuda::Cuda::load()?.gpu_info(index)?.bus_id.to_string();
+    match gdrperf_topology::recommend_nic(std::path::Path::new("/"), &bus_id) {
+        Ok(Some(name)) => {
+            eprintln!("--ib-dev auto: {name} is the RDMA device nearest to GPU {index} ({bus_id})");
+            Ok(name)
+        }
+        Ok(None) => Err(Error::from(crate::verbs::VerbsError::NoDevice {
+            detail: "--ib-dev auto found no RDMA device in /sys/class/infiniband".into(),
+        })),
+        Err(source) => Err(Error::NearestNic { source }),
+    }
+}
+
+/// Turned-away connections named on stderr; after this many only every hundredth, so that a
+/// port scan cannot flood the log.
+const REFUSALS_NAMED: usize = 20;
+
+pub(crate) fn report_refusal(refusal: &Refusal) {
+    if refusal.count <= REFUSALS_NAMED || refusal.count.is_multiple_of(100) {
+        eprintln!(
+            "{}: turned away {} (connection {}): {}; still waiting for the client",
+            crate::harness::program_name(),
+            refusal.peer,
+            refusal.count,
+            refusal.reason
+        );
+    }
+}
+
+impl Session {
+    /// Waits for the peer (server: on `listener`; client: connects), exchanges hellos, connects
+    /// every QP. On failure after the control channel exists, the peer is told why.
+    pub fn connect(
+        config: &BenchConfig,
+        local: LocalResources,
+        listener: Option<&TcpListener>,
+        greeting: &Greeting,
+    ) -> Result<Session> {
+        let Some(listener) = listener else { return Session::connect_on(config, local, None, greeting) };
+        // The server admits the first client that passes the challenge and the parameter check;
+        // strangers are turned away, named on stderr, and the wait goes on.
+        let ours = local.hello(config, greeting);
+        let door =
+            Door { token: config.token.as_ref(), timeout: config.timeout, wait_limit: config.accept_timeout };
+        let (control, peer) = Control::admit(listener, &ours, door, &mut report_refusal)?;
+        Session::from_admitted(config, local, control, peer, greeting)
+    }
+
+    /// A server's session from a connection whose hellos are swapped: refuses a pairing the
+    /// engines cannot run (staged rules), then connects the QPs.
+    pub(crate) fn from_admitted(
+        config: &BenchConfig,
+        local: LocalResources,
+        mut control: Control,
+        peer: Hello,
+        greeting: &Greeting,
+    ) -> Result<Session> {
+        let connected = refuse_pairing(greeting, true, &local, &peer)
+            .and_then(|()| Session::connect_queue_pairs(config, local, peer, &control));
+        match connected {
+            Ok((local, peer, mtu)) => Ok(Session {
+                side: Side::Server,
+                local,
+                control,
+                peer,
+                mtu,
+                connection: Connection::default(),
+            }),
+            Err(error) => {
+                control.report_failure(&error.to_string());
+                Err(error)
+            }
+        }
+    }
+
+    /// [`Session::connect`] with the server's connection already accepted (`accepted`), or
+    /// `None` for a client, which connects here.
+    pub fn connect_on(
+        config: &BenchConfig,
+        local: LocalResources,
+        accepted: Option<Control>,
+        greeting: &Greeting,
+    ) -> Result<Session> {
+        let test = greeting.test;
+        let (side, mut control) = match (&config.role, accepted) {
+            (_, Some(control)) => (Side::Server, control),
+            (Role::Client { host }, None) => (
+                Side::Client,
+                Control::connect(
+                    host,
+                    config.tcp_port,
+                    config.timeout,
+                    &format!("gdr-{}", test.replace('_', "-")),
+                )?,
+            ),
+            (Role::Loopback, None) => {
+                (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?)
+            }
+            (Role::Server, None) => {
+                return Err(Error::Internal(crate::error::InternalError::ServerWithoutListener))
+            }
+        };
+        let ours = local.hello(config, greeting);
+        let result =
+            control.exchange_hello(&ours, config.token.as_ref()).map_err(Error::from).and_then(|peer| {
+                refuse_pairing(greeting, side == Side::Server, &local, &peer)?;
+                Session::connect_queue_pairs(config, local, peer, &control)
+            });
+        match result {
+            Ok((local, peer, mtu)) => {
+                Ok(Session { side, local, control, peer, mtu, connection: Connection::default() })
+            }
+            Err(error) => {
+                control.report_failure(&error.to_string());
+                Err(error)
+            }
+        }
+    }
+
+    /// The next round of a run over several placements: this side's new resources replace the
+    /// old ones (QPs and buffers are made anew; an RC QP connects once), the hellos are swapped
+    /// again on the same, already authenticated, control channel, and the new QPs connected.
+    pub fn replace_resources(
+        &mut self,
+        config: &BenchConfig,
+        local: LocalResources,
+        greeting: &Greeting,
+    ) -> Result<()> {
+        let ours = local.hello(config, greeting);
+        let peer = self.control.swap_hellos(&ours)?;
+        if let Err(error) = refuse_pairing(greeting, !self.is_client(), &local, &peer) {
+            self.control.report_failure(&error.to_string());
+            return Err(error);
+        }
+        let (local, peer, mtu) = Session::connect_queue_pairs(config, local, peer, &self.control)?;
+        self.local = local;
+        self.peer = peer;
+        self.mtu = mtu;
+        self.connection = Connection::default();
+        Ok(())
+    }
+
+    fn connect_queue_pairs(
+        config: &BenchConfig,
+        mut local: LocalResources,
+        peer: Hello,
+        control: &Control,
+    ) -> Result<(LocalResources, Hello, Mtu)> {
+        if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
+            return Err(Error::Protocol(crate::error::ProtocolError::QueuePairCount {
+                endpoints: peer.endpoints.len(),
+                buffers: peer.buffers.len(),
+                queue_pairs: local.queue_pairs.len(),
+            }));
+        }
+        // Every size is written into (or read from) the peer's buffer at its start: a buffer the
+        // peer says is shorter would let a wrong or hostile hello turn our RDMA into a remote
+        // access error mid-run, or aim it past the peer's region; refuse it before connecting.
+        let largest = config.sizes.iter().copied().max().unwrap_or(0) as u64;
+        if let Some((index, short)) = peer.buffers.iter().enumerate().find(|(_, buffer)| buffer.len < largest)
+        {
+            return Err(Error::Protocol(crate::error::ProtocolError::ShortBuffer {
+                queue_pair: index,
+                len: short.len,
+                largest,
+            }));
+        }
+        let peer_mtu = Mtu::from_bytes(peer.side.active_mtu).unwrap_or(local.port.active_mtu);
+        // perftest's rule (`set_mtu`, `check_mtu`): the smaller active MTU of the two ports, and a
+        // `-m` above it lowered to it (the header says so); a `-m` below it is kept.
+        let mtu = effective_mtu(config.mtu, local.port.active_mtu, peer_mtu);
+        let read_depth = local.read_depth;
+        let path = PathSettings {
+            port: local.port.number,
+            mtu,
+            local_gid: local.gid,
+            read_depth,
+            // With -R rdma_cm's route sets both (the config refuses -T and -S there).
+            service_level: config.service_level.unwrap_or(0),
+            traffic_class: config.traffic_class.unwrap_or(0),
+        };
+        if let Some(rdma_cm) = local.rdma_cm.as_mut() {
+            // A client reaches the server's rdma_cm listener at the address it reached its TCP
+            // port at; a server (listening) needs no address.
+            let server = match peer.rdma_cm_port {
+                Some(port) => Some(rdma_cm_peer(control.peer(), port, local.gid)?),
+                None if rdma_cm.listening_port().is_some() => None,
+                None => return Err(Error::Protocol(crate::error::ProtocolError::NoRdmaCmPort)),
+            };
+            let mut peer_failed = || control.peer_gone(std::time::Duration::ZERO).map(Error::from);
+            let queue_pairs = &mut local.queue_pairs;
+            rdma_cm.connect(&local.device, queue_pairs, &path, server, config.timeout, &mut peer_failed)?;
+            return Ok((local, peer, mtu));
+        }
+        for (queue_pair, remote) in local.queue_pairs.iter_mut().zip(&peer.endpoints) {
+            queue_pair.connect(remote, &path)?;
+        }
+        Ok((local, peer, mtu))
+    }
+}
+
+/// The server's rdma_cm address: the host of `control_peer` ("10.0.0.2:18515", as the TCP
+/// channel reached it) at the rdma_cm `port` its hello gave.
+fn rdma_cm_peer(control_peer: &str, port: u16, local_gid: Option<GidChoice>) -> Result<std::net::SocketAddr> {
+    let address: std::net::SocketAddr = control_peer.parse().map_err(|_| {
+        Error::Internal(crate::error::InternalError::PeerNotSocketAddress { peer: control_peer.to_string() })
+    })?;
+    let ip =
+        crate::verbs::connection_manager::rdma_cm_address(address.ip(), local_gid.map(|choice| choice.gid));
+    Ok(std::net::SocketAddr::new(ip, port))
+}
+
+/// The path MTU both QPs connect with: `asked` (`-m`) where both ports run at least that, else
+/// the smaller of the two ports' active MTUs, as perftest's `set_mtu` and `check_mtu` choose.
+pub(crate) fn effective_mtu(asked: Option<Mtu>, local_active: Mtu, peer_active: Mtu) -> Mtu {
+    let ports = local_active.min(peer_active);
+    asked.map_or(ports, |asked| asked.min(ports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::effective_mtu;
+    use crate::verbs::Mtu;
+
+    fn mtu(bytes: u32) -> Mtu {
+        Mtu::from_bytes(bytes).expect("a valid MTU")
+    }
+
+    #[test]
+    fn the_mtu_is_perftests_the_smaller_port_and_a_higher_m_lowered() {
+        // No -m: the smaller active MTU of both ports (check_mtu).
+        assert_eq!(effective_mtu(None, mtu(4096), mtu(1024)), mtu(1024));
+        // -m above the ports: lowered to them (set_mtu "Changing to active mtu", then check_mtu).
+        assert_eq!(effective_mtu(Some(mtu(4096)), mtu(2048), mtu(4096)), mtu(2048));
+        // -m below the ports: kept.
+        assert_eq!(effective_mtu(Some(mtu(512)), mtu(4096), mtu(4096)), mtu(512));
+    }
+}

@@ -1,0 +1,46 @@
+//! What a latency binary builds from its command line before it runs: the options room's
+//! settings and, when asked for, the output room's HDR files, made in one step. Here, above
+//! both rooms, so that the options know nothing of the files they name.
+
+use crate::bench::{Bench, Operation};
+use crate::error::{ConfigError, Result};
+use crate::options::args::CommonArgs;
+use crate::options::config::BenchConfig;
+use crate::options::latency::{LatencyArgs, LatencyConfig, LatencyTest, TestOptions};
+use crate::output::latency_row::LatencyFiles;
+
+/// What every latency binary builds from its command line, in one step: the common settings
+/// (with perftest's latency defaults), the latency settings, and the HDR files when asked for.
+pub fn latency_setup(
+    common: &CommonArgs,
+    latency: &LatencyArgs,
+    options: TestOptions,
+    bench: &Bench,
+) -> Result<(BenchConfig, LatencyConfig, Option<LatencyFiles>)> {
+    if common.margin.is_some() {
+        // perftest's latency tests under -D report one average over the middle window; ours
+        // sample the whole duration, so a margin would be accepted and do nothing.
+        return Err(ConfigError::conflict(
+            "-f/--margin",
+            "applies to bandwidth tests: a latency test's -D samples the whole duration",
+        )
+        .into());
+    }
+    let test = match bench.operation {
+        Operation::Read => LatencyTest::Read,
+        Operation::Write => LatencyTest::Write,
+        Operation::Send => LatencyTest::Send,
+        Operation::Atomic => LatencyTest::Atomic,
+    };
+    let name = bench.name;
+    let mut common = BenchConfig::from_args(common, bench.defaults)?;
+    common.latency_span = Some(latency.latency_span);
+    let latency = LatencyConfig::from_args(latency, options, &common, test)?;
+    let files = latency
+        .files
+        .any()
+        .then(|| LatencyFiles::create(&latency.files, name, &common.sizes))
+        .transpose()?
+        .map(|files| files.with_command(&common.argv));
+    Ok((common, latency, files))
+}
