@@ -30,6 +30,9 @@ Then the crates themselves: one arrow per workspace crate named under [dependenc
 with their cycles and floors.
 
 Exit status: 0 when no cycle exists (between modules or crates), 1 when one does, 2 on bad input.
+The layering rules scripts/test.sh holds the workspace to are options: --strict (an arrow back up
+fails too) and --max-floors CRATE=N (a crate's library deeper than N floors fails); each failure
+is named in a `module-graph: FAIL` line on stderr.
 Python 3.11 or later, standard library only (scripts/lib/rust_modules.py reads the sources); it
 reads them as text, no cargo, no build: about two seconds for the workspace. Known limits: paths
 made by macros are not seen; a glob re-export (`pub use x::*`) is followed only for items `x`
@@ -207,7 +210,7 @@ def name_of(path):
 
 
 def describe_tree(label, modules, arrows, root_dir, show_arrows):
-    """Lines for one crate target, and whether it has a cycle."""
+    """Lines for one crate target, and its counts: (lines, cycles, arrows back up, floors)."""
     nodes = list(modules)
     edges = list(arrows)
     cycles = [c for c in strongly_connected(nodes, edges) if len(c) > 1]
@@ -235,7 +238,7 @@ def describe_tree(label, modules, arrows, root_dir, show_arrows):
             where = ", ".join(f"{os.path.relpath(f, root_dir)}:{n}" for f, n in places[:3])
             more = f" (+{len(places) - 3})" if len(places) > 3 else ""
             lines.append(f"  arrow: {name_of(a)} -> {name_of(b)}  {where}{more}")
-    return lines, bool(cycles)
+    return lines, len(cycles), len(back_up), height
 
 
 def counted(number, word):
@@ -255,19 +258,35 @@ def main():
     parser.add_argument("--crate", action="append", default=[], help="only this crate (repeatable)")
     parser.add_argument("--arrows", action="store_true", help="list every arrow with where it comes from")
     parser.add_argument("--tests", action="store_true", help="count #[cfg(test)] modules as rooms too")
+    parser.add_argument("--strict", action="store_true", help="exit 1 on an arrow back up too, not only on a cycle")
+    parser.add_argument(
+        "--max-floors",
+        action="append",
+        default=[],
+        metavar="CRATE=N",
+        help="exit 1 when CRATE's library stands on more than N floors (repeatable)",
+    )
     options = parser.parse_args()
+    max_floors = {}
+    for rule in options.max_floors:
+        crate, _, number = rule.partition("=")
+        if not crate or not number.isdigit() or int(number) < 1:
+            print(f"module-graph: --max-floors wants CRATE=N with N a whole number from 1, not '{rule}'", file=sys.stderr)
+            return 2
+        max_floors[crate] = int(number)
 
     if not os.path.exists(os.path.join(options.root, "Cargo.toml")):
         print(f"module-graph: {options.root} has no Cargo.toml", file=sys.stderr)
         return 2
     crates = workspace_crates(options.root)
     names = {name for name, *_ in crates}
-    unknown = [c for c in options.crate if c not in names]
+    unknown = [c for c in options.crate + list(max_floors) if c not in names]
     if unknown:
         print(f"module-graph: no crate {', '.join(unknown)} in {options.root}", file=sys.stderr)
         return 2
 
     any_cycle = False
+    failures = []
     totals = [0, 0, 0, 0]
     for name, directory, dependencies, package in crates:
         if options.crate and name not in options.crate:
@@ -280,8 +299,12 @@ def main():
             if label.startswith("bin ") and len(modules) == 1 and not arrows:
                 small.append(label[4:])
                 continue
-            lines, cycle = describe_tree("  " + label, modules, arrows, options.root, options.arrows)
-            any_cycle |= cycle
+            lines, cycles, back_up, height = describe_tree("  " + label, modules, arrows, options.root, options.arrows)
+            any_cycle |= cycles > 0
+            if options.strict and back_up:
+                failures.append(f"{name} ({label}): {counted(back_up, 'arrow')} back up (--strict)")
+            if label == "lib" and name in max_floors and height > max_floors[name]:
+                failures.append(f"{name}: {counted(height, 'floor')}, at most {max_floors[name]} (--max-floors)")
             print("\n".join(lines[:1] + ["  " + line for line in lines[1:]]))
             totals[0] += len(modules)
             totals[1] += len(arrows)
@@ -308,7 +331,9 @@ def main():
             any_cycle = True
             print("  cycle: " + " -> ".join(shortest_loop(component, crate_edges)))
         print(f"  modules: {totals[0]} rooms, {totals[1]} arrows")
-    return 1 if any_cycle else 0
+    for failure in failures:
+        print(f"module-graph: FAIL {failure}", file=sys.stderr)
+    return 1 if any_cycle or failures else 0
 
 
 if __name__ == "__main__":
