@@ -38,9 +38,11 @@ pub mod options;
 pub mod plan;
 pub mod random;
 pub mod schedule;
+mod spill;
 pub mod step;
 pub mod summary;
 pub mod task;
+mod verdict;
 mod wait;
 
 pub use error::{ClusterError, Result};
