@@ -499,4 +499,43 @@ mod tests {
         let latency: Vec<String> = ["test", "bytes", "t_typical_us"].map(String::from).to_vec();
         assert!(matrix_rows(&latency, &rows).is_none());
     }
+
+    #[test]
+    fn the_matrix_put_aside_by_node_comes_out_as_the_matrix_built_in_memory() {
+        let root = std::env::temp_dir().join(format!("gdrperf-matrix-buckets-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let dir = OutputDir::new(&root);
+        // More nodes than buckets, named so that name order is not their order (n10 < n2).
+        let nodes: Vec<String> = (1..=300).map(|node| format!("n{node}")).collect();
+        let header: Vec<String> = ["bytes", "bw_avg_gbit_s", "lane"].map(String::from).to_vec();
+        let mut rows = Vec::new();
+        for step in 0..3000usize {
+            let (client, server) = (&nodes[step * 7 % 300], &nodes[step * 13 % 299]);
+            let bytes = if step % 3 == 0 { "65536" } else { "1048576" };
+            let bw = format!("{}.5", step % 97);
+            let row = [bytes, &bw, &(step % 2).to_string(), "0", "0", "0", server, client];
+            rows.push(row.map(String::from).to_vec());
+        }
+        let mut matrix = MatrixBuilder::default();
+        matrix.columns(&header);
+        let mut spill = MatrixSpill::new(&dir, &nodes);
+        for row in &rows {
+            let (key, candidate) = matrix.candidate(row).unwrap();
+            spill.put(key, candidate).unwrap();
+        }
+        let path = root.join("matrix.csv");
+        spill.write(&path).unwrap();
+        let mut expected = csv::Writer::from_writer(Vec::new());
+        expected.write_record(MATRIX_COLUMNS).unwrap();
+        for line in matrix_rows(&header, &rows).unwrap() {
+            expected.write_record(line).unwrap();
+        }
+        let expected = String::from_utf8(expected.into_inner().unwrap()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+        assert!(expected.lines().count() > 2000, "too few lines to span the buckets");
+        let left: Vec<_> =
+            std::fs::read_dir(&root).unwrap().flatten().map(|entry| entry.file_name()).collect();
+        assert_eq!(left, ["matrix.csv"], "temporary files left");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

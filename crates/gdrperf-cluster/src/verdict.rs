@@ -94,7 +94,10 @@ pub(crate) struct Sides {
 impl Sides {
     /// Room for the sides of `places` pairs, put aside under `dir`.
     pub(crate) fn new(dir: &OutputDir, places: usize) -> Sides {
-        let per_bucket = places.div_ceil(MOST_BUCKETS).max(FEWEST_PLACES);
+        Sides::spread(dir, places, places.div_ceil(MOST_BUCKETS).max(FEWEST_PLACES))
+    }
+
+    fn spread(dir: &OutputDir, places: usize, per_bucket: usize) -> Sides {
         let buckets = places.div_ceil(per_bucket);
         Sides { spill: Spill::new(dir.root.join("sides"), buckets), places, per_bucket }
     }
@@ -186,4 +189,69 @@ fn side_verdict(
         None => reasons.push(format!("{who}: {}", record.note.as_deref().unwrap_or("no exit status"))),
     }
     record.exit_code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(place: usize) -> BenchPair {
+        BenchPair {
+            round: place / 4,
+            server_rank: 0,
+            server_node: "a".into(),
+            client_rank: 1,
+            client_node: "b".into(),
+            local: 0,
+            port: 18515 + (place % 4) as u16,
+        }
+    }
+
+    fn line(place: usize, client: bool, exit_code: i32, rows: Option<usize>, reasons: &[&str]) -> SideLine {
+        let ended = Ended { exit_code: Some(exit_code), ..Ended::default() };
+        let reasons = reasons.iter().map(|reason| reason.to_string()).collect();
+        SideLine { place, client, rows, reasons, ended }
+    }
+
+    #[test]
+    fn verdicts_come_in_place_order_across_buckets_whatever_order_the_sides_came_in() {
+        let root = std::env::temp_dir().join(format!("gdrperf-verdict-buckets-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let dir = OutputDir::new(&root);
+        // Ten places, three a bucket: four buckets, the last one short.
+        let mut sides = Sides::spread(&dir, 10, 3);
+        for place in (0..10).rev() {
+            if place != 7 {
+                sides.put(&line(place, false, if place == 4 { 2 } else { 0 }, None, &[])).unwrap();
+            }
+            sides.put(&line(place, true, 0, Some(place + 1), &[])).unwrap();
+        }
+        // A later line of a side adds its reasons; its rows stand unless it gives some.
+        sides.put(&line(5, true, 0, None, &["the CSV could not be read"])).unwrap();
+        let mut outcomes = Vec::new();
+        sides
+            .decide(&dir, "job.0", &mut (0..10).map(pair), &mut |outcome| {
+                outcomes.push(outcome);
+                Ok(())
+            })
+            .unwrap();
+        let places: Vec<u16> = outcomes
+            .iter()
+            .map(|outcome| outcome.pair.port - 18515 + 4 * outcome.pair.round as u16)
+            .collect();
+        assert_eq!(places, (0..10).collect::<Vec<u16>>());
+        let failed: Vec<usize> = (0..10).filter(|&place| !outcomes[place].passed).collect();
+        assert_eq!(failed, [4, 5, 7]);
+        assert_eq!(outcomes[5].rows, 6);
+        assert_eq!(outcomes[5].reasons, ["the CSV could not be read"]);
+        assert_eq!(outcomes[4].server_exit, Some(2));
+        assert!(
+            outcomes[7].reasons[0].starts_with("no record from the server (rank 0 on a)"),
+            "{:?}",
+            outcomes[7]
+        );
+        let left: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+        assert!(left.is_empty(), "temporary files left: {left:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
