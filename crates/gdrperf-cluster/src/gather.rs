@@ -29,7 +29,6 @@ use crate::plan::{BenchPair, Plan, Role};
 use crate::spill::{Spill, MOST_BUCKETS};
 use crate::step::SlurmStep;
 use crate::summary::{summarize, Summary, Verdicts};
-pub use crate::verdict::PairOutcome;
 use crate::verdict::{Ended, SideLine, Sides};
 
 /// The columns appended to every gathered row.

@@ -7,9 +7,9 @@
 //!
 //! The two sides of a pair lie in two ranks' records files, and the gather reads one file at a
 //! time. What each side said (a few words: how it ended, its rows, its problems) is put aside by
-//! the pair's place in the job's list, a range of places per bucket ([`Sides`]); the verdicts
-//! are then decided one range at a time, in list order, and handed on one by one. Memory is one
-//! range of sides, however many pairs the job ran.
+//! the pair's place in the job's list, a range of places per bucket; the verdicts are then
+//! decided one range at a time, in list order, and handed on one by one. Memory is one range of
+//! sides, however many pairs the job ran.
 
 use serde::{Deserialize, Serialize};
 
