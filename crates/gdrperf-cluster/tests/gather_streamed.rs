@@ -42,28 +42,13 @@ fn write_job(dir: &OutputDir, bad: &str) {
     }
 }
 
+/// The gather's temporary files: all of them go in the job's folder itself.
 fn partial_files(root: &std::path::Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in walk(root) {
-        let name = entry.to_string_lossy().into_owned();
-        if name.ends_with(".partial") {
-            found.push(name);
-        }
-    }
-    found
-}
-
-fn walk(root: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut paths = Vec::new();
-    for entry in std::fs::read_dir(root).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            paths.extend(walk(&path));
-        } else {
-            paths.push(path);
-        }
-    }
-    paths
+    let names = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned());
+    names.filter(|name| name.ends_with(".partial")).collect()
 }
 
 #[test]
