@@ -29,7 +29,7 @@ use gdrperf_cluster::options::{LocateOptions, TaskOptions};
 use gdrperf_cluster::plan::{PairBy, Plan, Role};
 use gdrperf_cluster::schedule::Schedule;
 use gdrperf_cluster::step::SlurmStep;
-use gdrperf_cluster::summary::summarize;
+use gdrperf_cluster::summary::Summary;
 use gdrperf_cluster::task::{bench_command_line, run_task, BenchCommand};
 use gdrperf_cluster::ClusterError;
 use gdrperf_fleet::judge::{judge, JudgeConfig};
@@ -148,7 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let run = gather(&OutputDir::new(dir))?;
             say!(
                 "gathered {} pairs into {} and {}",
-                run.outcomes.len(),
+                run.pairs(),
                 dir.join("results.csv").display(),
                 dir.join("results.json").display()
             );
@@ -156,8 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Some(Action::Summary { dir }) => {
             let run = gather(&OutputDir::new(dir))?;
-            let summary = summarize(&run);
-            say_raw!("{}", summary.text);
+            print_summary(&run.summary());
             Ok(if run.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Some(Action::Hostnames { list }) => {
@@ -235,7 +234,7 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         say_raw!("{text}");
     }
     if let Some((run, summary)) = &report.gathered {
-        say_raw!("{}", summary.text);
+        print_summary(summary);
         say!(
             "gdrperf slurm: results in {} and {}",
             out.join("results.csv").display(),
@@ -245,6 +244,12 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         judge_fleet(&out, located.as_deref());
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The summary on stdout, streamed (millions of pairs are millions of lines); a closed stdout
+/// is not an error, as for every other line this command prints.
+fn print_summary(summary: &Summary) {
+    let _ = summary.write_to(&mut std::io::BufWriter::new(std::io::stdout().lock()));
 }
 
 /// Rank 0, after the gather: the fleet judgement of the job's rows into DIR/fleet.txt and

@@ -1,9 +1,5 @@
-//! One CSV and one JSON per job from the per-rank files, and a verdict for every pair.
-//!
-//! A pair passes when both sides' benches exited 0, the client wrote at least one row and no
-//! row failed its data check. Everything else fails with a reason a person can act on: which
-//! side, which exit status, the last line the bench printed, or that a task left no record at
-//! all (it died, or its node did).
+//! One CSV and one JSON per job from the per-rank files, and a verdict for every pair (the
+//! rules in [`crate::verdict`]).
 //!
 //! The gathered rows are the benches' own rows (their `host` and `peer_host` columns name both
 //! ends) with five columns added at the end: `round`, `server_rank`, `client_rank`,
@@ -11,10 +7,14 @@
 //! come grouped by client rank, then by round: the gather reads one rank's records file at a
 //! time, one line at a time, and streams the rows into `results.csv` and `results.json`, so the
 //! order does not depend on which rank finished first, and ordering by round across ranks would
-//! need every rank's file open at once (tens of thousands). What it holds in memory is a few
-//! numbers per pair and the matrix, not the rows; the pairs themselves are computed again from
-//! `plan.json`, which does not list them.
+//! need every rank's file open at once (tens of thousands). What must come out in another order
+//! (the pairs' verdicts in the job's pair order, the matrix by node) is put aside in a few
+//! temporary files and read back a range at a time; what is kept to the end is a tally per
+//! node. Memory does not grow with the pairs, which are computed again from `plan.json` (it
+//! does not list them).
 
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -23,65 +23,37 @@ use serde::Serialize;
 
 use crate::error::{write_error, ClusterError, Result};
 use crate::layout::{
-    create_temporary, for_each_line, read_json_if_present, OutputDir, PairLine, PairRecord, RunPlan,
+    create_temporary, for_each_line, read_json_if_present, write_streamed, OutputDir, PairLine, RunPlan,
 };
 use crate::plan::{BenchPair, Plan, Role};
+use crate::spill::{Spill, MOST_BUCKETS};
 use crate::step::SlurmStep;
+use crate::summary::{summarize, Summary, Verdicts};
+use crate::verdict::{Ended, SideLine, Sides};
 
 /// The columns appended to every gathered row.
 pub const ADDED_COLUMNS: [&str; 5] = ["round", "server_rank", "client_rank", "server_node", "client_node"];
 
-/// The verdict on one pair.
-#[derive(Debug, Clone, Serialize)]
-pub struct PairOutcome {
-    #[serde(flatten)]
-    pub pair: BenchPair,
-    pub passed: bool,
-    pub reasons: Vec<String>,
-    pub rows: usize,
-    pub server_exit: Option<i32>,
-    pub client_exit: Option<i32>,
-}
-
-/// A gathered run.
-#[derive(Debug, Clone)]
+/// A gathered run: its plan and the verdicts, counted.
+#[derive(Debug)]
 pub struct Gathered {
     pub plan: RunPlan,
-    pub outcomes: Vec<PairOutcome>,
+    pub verdicts: Verdicts,
 }
 
 impl Gathered {
-    pub fn failed(&self) -> usize {
-        self.outcomes.iter().filter(|outcome| !outcome.passed).count()
+    /// Pairs in the job.
+    pub fn pairs(&self) -> usize {
+        self.verdicts.pairs
     }
-}
 
-/// What the gather keeps of one side's line (a few words per pair, not its rows or command):
-/// how it ended, and for the client what its rows said.
-#[derive(Default)]
-struct Side {
-    /// `None`: no record from this side.
-    ended: Option<Ended>,
-    rows: usize,
-    reasons: Vec<String>,
-}
+    pub fn failed(&self) -> usize {
+        self.verdicts.failed
+    }
 
-struct Ended {
-    /// The run the record says it belongs to, kept only when it is not this one.
-    foreign_run: Option<String>,
-    exit_code: Option<i32>,
-    note: Option<String>,
-    last_line: Option<String>,
-}
-
-impl Ended {
-    fn of(record: PairRecord, run_id: &str) -> Ended {
-        Ended {
-            foreign_run: (record.run_id != run_id).then_some(record.run_id),
-            exit_code: record.exit_code,
-            note: record.note,
-            last_line: record.last_line,
-        }
+    /// Which nodes failed, and the summary's text.
+    pub fn summary(&self) -> Summary {
+        summarize(&self.plan, &self.verdicts)
     }
 }
 
@@ -139,21 +111,27 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     let plan: RunPlan = read_json_if_present(&dir.plan())?
         .ok_or_else(|| ClusterError::NothingToGather { dir: dir.root.clone() })?;
     let index = PairIndex::new(&plan, dir)?;
-    let mut sides: Vec<[Side; 2]> = (0..index.len()).map(|_| Default::default()).collect();
+    let mut sides = Sides::new(dir, index.len());
     let csv_path = dir.results_csv();
     let (temporary, file) = create_temporary(&csv_path)?;
     let mut csv = csv::Writer::from_writer(BufWriter::new(file));
     let csv_error = |error: csv::Error| write_error(&temporary, std::io::Error::other(error));
     let mut header: Option<Vec<String>> = None;
     let mut matrix = MatrixBuilder::default();
+    let mut matrix_lines = MatrixSpill::new(dir, &plan.nodes);
     for rank in 0..plan.tasks {
         let records = dir.records(rank);
         for_each_line(&records, &mut |line: PairLine| {
             let Some(at) = index.position(&line.record.pair) else { return Ok(()) };
             let pair = &line.record.pair;
             let role = line.record.role;
-            let side = &mut sides[at][role as usize];
-            side.reasons.extend(line.problems.iter().cloned());
+            let mut side = SideLine {
+                place: at,
+                client: role == Role::Client,
+                rows: None,
+                reasons: line.problems.clone(),
+                ended: Ended::default(),
+            };
             if let (Role::Client, Some(columns)) = (role, &line.header) {
                 match &header {
                     None => {
@@ -187,13 +165,15 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
                 for row in &line.rows {
                     let mut full = row.clone();
                     full.extend(added.iter().cloned());
-                    matrix.add(&full);
+                    if let Some((key, best)) = matrix.candidate(&full) {
+                        matrix_lines.put(key, best)?;
+                    }
                     csv.write_record(&full).map_err(csv_error)?;
                 }
-                side.rows = line.rows.len();
+                side.rows = Some(line.rows.len());
             }
-            side.ended = Some(Ended::of(line.record, &plan.run_id));
-            Ok(())
+            side.ended = Ended::of(line.record, &plan.run_id);
+            sides.put(&side)
         })?;
     }
     let mut writer = csv.into_inner().map_err(|error| write_error(&temporary, error.into_error()))?;
@@ -201,47 +181,35 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
     drop(writer);
     std::fs::rename(&temporary, &csv_path).map_err(|source| write_error(&csv_path, source))?;
 
-    let outcomes: Vec<PairOutcome> = index
-        .pairs()
-        .zip(&sides)
-        .map(|(pair, [server, client])| {
-            let mut reasons = Vec::new();
-            let server_exit = side_verdict(dir, &pair, Role::Server, server, &plan.run_id, &mut reasons);
-            let client_exit = side_verdict(dir, &pair, Role::Client, client, &plan.run_id, &mut reasons);
-            reasons.extend(server.reasons.iter().chain(&client.reasons).cloned());
-            if client.rows == 0 && client_exit == Some(0) {
-                reasons.push("the client exited 0 but wrote no result rows".into());
-            }
-            PairOutcome {
-                pair,
-                passed: reasons.is_empty(),
-                reasons,
-                rows: client.rows,
-                server_exit,
-                client_exit,
-            }
-        })
-        .collect();
-    if let Some(matrix) = matrix.finish() {
-        write_matrix(&dir.root.join("matrix.csv"), &matrix)?;
+    if matrix.has_bandwidth() {
+        matrix_lines.write(&dir.root.join("matrix.csv"))?;
     }
-    write_results_json(dir, &plan, &index, &outcomes)?;
-    Ok(Gathered { plan, outcomes })
+    let mut verdicts = Verdicts::new(&plan, dir)?;
+    write_results_json(dir, &plan, &index, sides, &mut verdicts)?;
+    verdicts.finish()?;
+    Ok(Gathered { plan, verdicts })
 }
 
-/// `results.json`, its `results` streamed from the records a second time. The document is
-/// what serde_json makes of a map (keys in order, two-space indent), as it always was.
+/// `results.json`: its `pairs` the verdicts as they are decided (each counted into
+/// `verdicts`), its `results` streamed from the records a second time. The document is what
+/// serde_json makes of a map (keys in order, two-space indent), as it always was.
 fn write_results_json(
     dir: &OutputDir,
     plan: &RunPlan,
     index: &PairIndex,
-    outcomes: &[PairOutcome],
+    sides: Sides,
+    verdicts: &mut Verdicts,
 ) -> Result<()> {
     let path = dir.results_json();
     let (temporary, file) = create_temporary(&path)?;
-    let pairs: Vec<serde_json::Value> =
-        outcomes.iter().map(|outcome| serde_json::to_value(outcome).unwrap_or_default()).collect();
-    let document = ResultsDocument { dir, plan, index, pairs: &pairs, failure: Default::default() };
+    let document = ResultsDocument {
+        dir,
+        plan,
+        index,
+        sides: Cell::new(Some(sides)),
+        verdicts: RefCell::new(verdicts),
+        failure: Default::default(),
+    };
     let mut writer = BufWriter::new(file);
     let written = serde_json::to_writer_pretty(&mut writer, &document);
     if let Some(error) = document.failure.take() {
@@ -261,9 +229,11 @@ struct ResultsDocument<'a> {
     dir: &'a OutputDir,
     plan: &'a RunPlan,
     index: &'a PairIndex,
-    pairs: &'a [serde_json::Value],
+    /// What each pair's sides said, taken when the pairs are written.
+    sides: Cell<Option<Sides>>,
+    verdicts: RefCell<&'a mut Verdicts>,
     /// A records file that could not be read while streaming.
-    failure: std::cell::Cell<Option<ClusterError>>,
+    failure: Cell<Option<ClusterError>>,
 }
 
 impl Serialize for ResultsDocument<'_> {
@@ -275,11 +245,42 @@ impl Serialize for ResultsDocument<'_> {
         document.serialize_field("left_out", &plan.plan.left_out)?;
         document.serialize_field("nodes", &plan.nodes)?;
         document.serialize_field("pair_by", &plan.plan.pair_by)?;
-        document.serialize_field("pairs", self.pairs)?;
+        document.serialize_field("pairs", &StreamedPairs(self))?;
         document.serialize_field("results", &StreamedRows(self))?;
         document.serialize_field("run_id", &plan.run_id)?;
         document.serialize_field("schedule", &plan.plan.schedule)?;
         document.end()
+    }
+}
+
+/// Every pair's verdict, decided as it is written.
+struct StreamedPairs<'a, 'b>(&'b ResultsDocument<'a>);
+
+impl Serialize for StreamedPairs<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let document = self.0;
+        let mut sequence = serializer.serialize_seq(Some(document.index.len()))?;
+        let Some(sides) = document.sides.take() else { return sequence.end() };
+        let mut verdicts = document.verdicts.borrow_mut();
+        let mut failed: Option<S::Error> = None;
+        let decided =
+            sides.decide(document.dir, &document.plan.run_id, &mut document.index.pairs(), &mut |outcome| {
+                verdicts.add(&outcome)?;
+                // Through a Value, as the pairs always were: its keys come out sorted.
+                let value = serde_json::to_value(&outcome).unwrap_or_default();
+                sequence.serialize_element(&value).map_err(|error| {
+                    failed = Some(error);
+                    ClusterError::StepShape("stopped".into())
+                })
+            });
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        if let Err(error) = decided {
+            document.failure.set(Some(error));
+            return Err(serde::ser::Error::custom("the verdicts could not be decided"));
+        }
+        sequence.end()
     }
 }
 
@@ -340,19 +341,23 @@ pub const MATRIX_COLUMNS: [&str; 7] =
 pub fn matrix_rows(header: &[String], rows: &[Vec<String>]) -> Option<Vec<[String; 7]>> {
     let mut matrix = MatrixBuilder::default();
     matrix.columns(header);
-    for row in rows {
-        matrix.add(row);
+    if !matrix.has_bandwidth() {
+        return None;
     }
-    matrix.finish()
+    let mut best = BTreeMap::new();
+    for row in rows {
+        if let Some((key, candidate)) = matrix.candidate(row) {
+            keep_largest(&mut best, key, candidate);
+        }
+    }
+    Some(best.into_iter().map(matrix_line).collect())
 }
 
-/// The matrix built one gathered row at a time: the best row so far per client node, server
-/// node and lane.
+/// Where the matrix's columns are in a gathered row; each row then offers its size's line.
 #[derive(Default)]
 struct MatrixBuilder {
     /// Positions of bw_avg_gbit_s, bytes, lane, device, peer_device, server_node, client_node.
     columns: Option<[Option<usize>; 7]>,
-    best: std::collections::BTreeMap<MatrixKey, MatrixBest>,
 }
 
 /// Client node, server node, lane.
@@ -375,94 +380,90 @@ impl MatrixBuilder {
         ]);
     }
 
-    fn add(&mut self, row: &[String]) {
+    /// Whether there is a matrix to write: the rows carry a bandwidth and a size.
+    fn has_bandwidth(&self) -> bool {
+        matches!(self.columns, Some([Some(_), Some(_), ..]))
+    }
+
+    /// The line `row` offers, if it is one lane's bandwidth.
+    fn candidate(&self, row: &[String]) -> Option<(MatrixKey, MatrixBest)> {
         let Some([Some(bw), Some(bytes), lane, device, peer_device, Some(server_node), Some(client_node)]) =
             self.columns
         else {
-            return;
+            return None;
         };
         let field = |index: usize| row.get(index).map(String::as_str).unwrap_or("");
         let lane = lane.map(field).unwrap_or("");
         if lane == "all" || field(bw).is_empty() {
-            return;
+            return None;
         }
         let size: u64 = field(bytes).parse().unwrap_or(0);
-        let this = || {
-            let text = |index: Option<usize>| index.map(field).unwrap_or("").to_string();
-            (size, field(bw).to_string(), text(device), text(peer_device))
-        };
+        let text = |index: Option<usize>| index.map(field).unwrap_or("").to_string();
         let key = (field(client_node).to_string(), field(server_node).to_string(), lane.to_string());
-        let entry = self.best.entry(key).or_insert_with(this);
-        if size > entry.0 {
-            *entry = this();
-        }
-    }
-
-    /// `None` when the rows carry no bandwidth (or there were none).
-    fn finish(self) -> Option<Vec<[String; 7]>> {
-        let [Some(_), Some(_), ..] = self.columns? else { return None };
-        Some(
-            self.best
-                .into_iter()
-                .map(|((client, server, lane), (size, bw, client_device, server_device))| {
-                    [client, server, lane, size.to_string(), bw, client_device, server_device]
-                })
-                .collect(),
-        )
+        Some((key, (size, field(bw).to_string(), text(device), text(peer_device))))
     }
 }
 
-fn write_matrix(path: &Path, rows: &[[String; 7]]) -> Result<()> {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    let csv_error = |error: csv::Error| write_error(path, std::io::Error::other(error));
-    writer.write_record(MATRIX_COLUMNS).map_err(csv_error)?;
-    for row in rows {
-        writer.write_record(row).map_err(csv_error)?;
+/// Keeps the first line of the largest size per key.
+fn keep_largest(best: &mut BTreeMap<MatrixKey, MatrixBest>, key: MatrixKey, candidate: MatrixBest) {
+    let entry = best.entry(key).or_insert_with(|| candidate.clone());
+    if candidate.0 > entry.0 {
+        *entry = candidate;
     }
-    let bytes =
-        writer.into_inner().map_err(|error| write_error(path, std::io::Error::other(error.to_string())))?;
-    crate::layout::write_text(path, &String::from_utf8_lossy(&bytes))
 }
 
-/// Adds this side's failure reasons; returns its exit status.
-fn side_verdict(
-    dir: &OutputDir,
-    pair: &BenchPair,
-    role: Role,
-    side: &Side,
-    run_id: &str,
-    reasons: &mut Vec<String>,
-) -> Option<i32> {
-    let rank = match role {
-        Role::Server => pair.server_rank,
-        Role::Client => pair.client_rank,
-    };
-    let node = match role {
-        Role::Server => &pair.server_node,
-        Role::Client => &pair.client_node,
-    };
-    let who = format!("{} (rank {rank} on {node})", role.name());
-    let Some(record) = &side.ended else {
-        reasons.push(format!("no record from the {who}: the task died, was killed, or has not finished"));
-        return None;
-    };
-    if let Some(foreign) = &record.foreign_run {
-        reasons.push(format!("the {who}'s record belongs to run {foreign}, not {run_id}"));
-        return None;
+fn matrix_line(
+    ((client, server, lane), (size, bw, client_device, server_device)): (MatrixKey, MatrixBest),
+) -> [String; 7] {
+    [client, server, lane, size.to_string(), bw, client_device, server_device]
+}
+
+/// The matrix's candidate lines put aside by client node (a range of nodes, in name order, per
+/// bucket), so that `matrix.csv` is written sorted one range of client nodes at a time.
+struct MatrixSpill {
+    spill: Spill,
+    /// The job's nodes in name order; a node's place here picks its bucket.
+    sorted: Vec<String>,
+    buckets: usize,
+}
+
+impl MatrixSpill {
+    fn new(dir: &OutputDir, nodes: &[String]) -> MatrixSpill {
+        let mut sorted = nodes.to_vec();
+        sorted.sort();
+        let buckets = sorted.len().clamp(1, MOST_BUCKETS);
+        MatrixSpill { spill: Spill::new(dir.root.join("matrix"), buckets), sorted, buckets }
     }
-    let log = dir.log(rank);
-    let log_name = log.strip_prefix(&dir.root).unwrap_or(&log).display().to_string();
-    match record.exit_code {
-        Some(0) => {}
-        Some(1) => reasons
-            .push(format!("{who} exit 1: a size failed its data check or a threshold (see {log_name})")),
-        Some(code) => reasons.push(format!(
-            "{who} exit {code}: {}",
-            record.last_line.clone().unwrap_or_else(|| format!("see {log_name}"))
-        )),
-        None => reasons.push(format!("{who}: {}", record.note.as_deref().unwrap_or("no exit status"))),
+
+    fn put(&mut self, key: MatrixKey, candidate: MatrixBest) -> Result<()> {
+        // A name the job does not list still falls where its name sorts.
+        let place = self.sorted.partition_point(|node| *node < key.0);
+        let bucket = place * self.buckets / (self.sorted.len() + 1);
+        self.spill.put(bucket, &(key, candidate))
     }
-    record.exit_code
+
+    fn write(mut self, path: &Path) -> Result<()> {
+        let mut taken = Ok(());
+        let written = write_streamed(path, &mut |out| {
+            let mut writer = csv::Writer::from_writer(out);
+            writer.write_record(MATRIX_COLUMNS)?;
+            for bucket in 0..self.buckets {
+                let mut best = BTreeMap::new();
+                taken = self.spill.take(bucket, &mut |(key, candidate): (MatrixKey, MatrixBest)| {
+                    keep_largest(&mut best, key, candidate);
+                    Ok(())
+                });
+                if taken.is_err() {
+                    return Err(std::io::Error::other("stopped"));
+                }
+                for line in best.into_iter().map(matrix_line) {
+                    writer.write_record(line)?;
+                }
+            }
+            writer.flush()
+        });
+        written.or_else(|error| taken.and(Err(error)))
+    }
 }
 
 #[cfg(test)]
@@ -496,5 +497,44 @@ mod tests {
         assert_eq!(matrix, expected.map(|line| line.map(String::from)));
         let latency: Vec<String> = ["test", "bytes", "t_typical_us"].map(String::from).to_vec();
         assert!(matrix_rows(&latency, &rows).is_none());
+    }
+
+    #[test]
+    fn the_matrix_put_aside_by_node_comes_out_as_the_matrix_built_in_memory() {
+        let root = std::env::temp_dir().join(format!("gdrperf-matrix-buckets-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let dir = OutputDir::new(&root);
+        // More nodes than buckets, named so that name order is not their order (n10 < n2).
+        let nodes: Vec<String> = (1..=300).map(|node| format!("n{node}")).collect();
+        let header: Vec<String> = ["bytes", "bw_avg_gbit_s", "lane"].map(String::from).to_vec();
+        let mut rows = Vec::new();
+        for step in 0..3000usize {
+            let (client, server) = (&nodes[step * 7 % 300], &nodes[step * 13 % 299]);
+            let bytes = if step % 3 == 0 { "65536" } else { "1048576" };
+            let bw = format!("{}.5", step % 97);
+            let row = [bytes, &bw, &(step % 2).to_string(), "0", "0", "0", server, client];
+            rows.push(row.map(String::from).to_vec());
+        }
+        let mut matrix = MatrixBuilder::default();
+        matrix.columns(&header);
+        let mut spill = MatrixSpill::new(&dir, &nodes);
+        for row in &rows {
+            let (key, candidate) = matrix.candidate(row).unwrap();
+            spill.put(key, candidate).unwrap();
+        }
+        let path = root.join("matrix.csv");
+        spill.write(&path).unwrap();
+        let mut expected = csv::Writer::from_writer(Vec::new());
+        expected.write_record(MATRIX_COLUMNS).unwrap();
+        for line in matrix_rows(&header, &rows).unwrap() {
+            expected.write_record(line).unwrap();
+        }
+        let expected = String::from_utf8(expected.into_inner().unwrap()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+        assert!(expected.lines().count() > 2000, "too few lines to span the buckets");
+        let left: Vec<_> =
+            std::fs::read_dir(&root).unwrap().flatten().map(|entry| entry.file_name()).collect();
+        assert_eq!(left, ["matrix.csv"], "temporary files left");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

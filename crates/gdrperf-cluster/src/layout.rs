@@ -27,6 +27,7 @@
 //! written whole to a temporary name and renamed, so a reader never sees half of one; a rank's
 //! records and log are appended by that rank alone and read only after it finished the pair.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -372,9 +373,19 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 
 /// Writes `text` to `path` through a temporary file and a rename.
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
-    let (temporary, mut file) = create_temporary(path)?;
-    std::io::Write::write_all(&mut file, text.as_bytes())
-        .map_err(|source| write_error(&temporary, source))?;
+    write_streamed(path, &mut |writer| writer.write_all(text.as_bytes()))
+}
+
+/// Writes what `write` writes to `path` through a buffered temporary file and a rename: files
+/// too large to build in memory first (the summary of millions of pairs).
+pub fn write_streamed(
+    path: &Path,
+    write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let (temporary, file) = create_temporary(path)?;
+    let mut writer = std::io::BufWriter::new(file);
+    write(&mut writer).and_then(|()| writer.flush()).map_err(|source| write_error(&temporary, source))?;
+    drop(writer);
     std::fs::rename(&temporary, path).map_err(|source| write_error(path, source))
 }
 
@@ -389,7 +400,9 @@ pub fn create_temporary(path: &Path) -> Result<(PathBuf, std::fs::File)> {
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(format!(".{}-{write}.partial", std::process::id()));
     let temporary = PathBuf::from(temporary);
+    // Readable too: the gather reads back what it put aside in such files.
     let file = std::fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .create_new(true)
         .open(&temporary)

@@ -13,8 +13,9 @@
 //!    computed round by round when asked (a rank never lists the job's pairs);
 //! 4. [`task`]: run this task's pairs, the bench binary as server (no HOST) or as client
 //!    (the server's node name), one CSV/JSON per pair into a shared folder ([`layout`]);
-//! 5. [`gather`] and [`summary`]: rank 0 merges all pairs into one CSV and one JSON for the job
-//!    and names the nodes that failed.
+//! 5. [`gather`] and [`summary`]: rank 0 merges all pairs into one CSV and one JSON for the job,
+//!    decides each pair's [`verdict`] and names the nodes that failed, streaming: its memory does
+//!    not grow with the pairs.
 //!
 //! ```
 //! use gdrperf_cluster::{plan::{PairBy, Plan}, schedule::Schedule, step::SlurmStep};
@@ -38,9 +39,11 @@ pub mod options;
 pub mod plan;
 pub mod random;
 pub mod schedule;
+mod spill;
 pub mod step;
 pub mod summary;
 pub mod task;
+pub mod verdict;
 mod wait;
 
 pub use error::{ClusterError, Result};

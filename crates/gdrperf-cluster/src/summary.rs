@@ -9,9 +9,13 @@
 //! two with one direction failing), every node of a failed pair is named.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::fmt::Write as _;
+use std::io::{BufWriter, Write};
+use std::sync::Arc;
 
-use crate::gather::Gathered;
+use crate::error::{write_error, Result};
+use crate::layout::{create_temporary, OutputDir, RunPlan};
+use crate::verdict::PairOutcome;
 
 /// Per node: pairs passed and failed, and the verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,28 +25,53 @@ pub struct NodeTally {
     pub failed: usize,
 }
 
-/// The nodes to look at, and the text of the summary.
-#[derive(Debug, Clone)]
-pub struct Summary {
-    /// Nodes the evidence points at (empty when everything passed).
-    pub suspects: Vec<String>,
-    /// Every node that was in at least one failed pair.
-    pub in_failed_pairs: Vec<String>,
-    pub tallies: Vec<NodeTally>,
-    pub text: String,
+/// Every pair's verdict as it was decided: counted per node, and its line of the summary
+/// written out at once to a temporary file (a job of millions of pairs has millions of lines).
+#[derive(Debug)]
+pub struct Verdicts {
+    pub pairs: usize,
+    pub failed: usize,
+    tallies: BTreeMap<String, NodeTally>,
+    lines: Arc<PairLines>,
+    writer: Option<BufWriter<std::fs::File>>,
 }
 
-/// Judges a gathered run.
-pub fn summarize(run: &Gathered) -> Summary {
-    let mut tallies: BTreeMap<&str, NodeTally> = BTreeMap::new();
-    for node in &run.plan.nodes {
-        tallies.entry(node).or_insert_with(|| NodeTally { node: node.clone(), passed: 0, failed: 0 });
+/// The summary's per-pair lines, in a temporary file removed when the last holder drops it.
+#[derive(Debug)]
+struct PairLines {
+    path: std::path::PathBuf,
+}
+
+impl Drop for PairLines {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
     }
-    for outcome in &run.outcomes {
-        let mut ends = vec![outcome.pair.server_node.as_str(), outcome.pair.client_node.as_str()];
+}
+
+impl Verdicts {
+    /// No verdicts yet; every node of `plan` counted, with no pairs.
+    pub(crate) fn new(plan: &RunPlan, dir: &OutputDir) -> Result<Verdicts> {
+        let mut tallies = BTreeMap::new();
+        for node in &plan.nodes {
+            tallies.entry(node.clone()).or_insert_with(|| NodeTally {
+                node: node.clone(),
+                passed: 0,
+                failed: 0,
+            });
+        }
+        let (path, file) = create_temporary(&dir.summary())?;
+        let lines = Arc::new(PairLines { path });
+        Ok(Verdicts { pairs: 0, failed: 0, tallies, lines, writer: Some(BufWriter::new(file)) })
+    }
+
+    pub(crate) fn add(&mut self, outcome: &PairOutcome) -> Result<()> {
+        self.pairs += 1;
+        self.failed += usize::from(!outcome.passed);
+        let pair = &outcome.pair;
+        let mut ends = vec![pair.server_node.as_str(), pair.client_node.as_str()];
         ends.dedup(); // two tasks of one node count once
         for node in ends {
-            let tally = tallies.entry(node).or_insert_with(|| NodeTally {
+            let tally = self.tallies.entry(node.to_string()).or_insert_with(|| NodeTally {
                 node: node.to_string(),
                 passed: 0,
                 failed: 0,
@@ -53,36 +82,10 @@ pub fn summarize(run: &Gathered) -> Summary {
                 tally.failed += 1;
             }
         }
-    }
-    let in_failed_pairs: Vec<String> =
-        tallies.values().filter(|t| t.failed > 0).map(|t| t.node.clone()).collect();
-    let mut suspects: Vec<String> =
-        tallies.values().filter(|t| t.failed > t.passed).map(|t| t.node.clone()).collect();
-    if suspects.is_empty() {
-        suspects = in_failed_pairs.clone();
-    }
-
-    let mut text = String::new();
-    let plan = &run.plan;
-    let failed = run.failed();
-    let _ = writeln!(
-        text,
-        "gdrperf slurm: run {}, {} {}, schedule {} by {}, {} nodes, {} pairs: {} passed, {} failed",
-        plan.run_id,
-        plan.bench,
-        gdrperf_command_line::redact_command_line(&plan.bench_args).join(" "),
-        plan.plan.schedule,
-        plan.plan.pair_by,
-        plan.nodes.len(),
-        run.outcomes.len(),
-        run.outcomes.len() - failed,
-        failed
-    );
-    for outcome in &run.outcomes {
-        let pair = &outcome.pair;
+        let Some(writer) = &mut self.writer else { return Ok(()) };
         let verdict = if outcome.passed { "PASS" } else { "FAIL" };
-        let _ = write!(
-            text,
+        let written = write!(
+            writer,
             "{verdict}  round {}  {} (rank {}, server) <- {} (rank {}, client)  port {}  {} rows",
             pair.round,
             pair.server_node,
@@ -91,12 +94,73 @@ pub fn summarize(run: &Gathered) -> Summary {
             pair.client_rank,
             pair.port,
             outcome.rows
-        );
-        if !outcome.passed {
-            let _ = write!(text, ": {}", outcome.reasons.join("; "));
-        }
-        text.push('\n');
+        )
+        .and_then(|()| match outcome.passed {
+            true => Ok(()),
+            false => write!(writer, ": {}", outcome.reasons.join("; ")),
+        })
+        .and_then(|()| writer.write_all(b"\n"));
+        written.map_err(|source| write_error(&self.lines.path, source))
     }
+
+    /// Every verdict is in: the lines are written out.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        let Some(writer) = self.writer.take() else { return Ok(()) };
+        writer.into_inner().map(drop).map_err(|error| write_error(&self.lines.path, error.into_error()))
+    }
+}
+
+/// The nodes to look at, and the text of the summary.
+#[derive(Debug, Clone)]
+pub struct Summary {
+    /// Nodes the evidence points at (empty when everything passed).
+    pub suspects: Vec<String>,
+    /// Every node that was in at least one failed pair.
+    pub in_failed_pairs: Vec<String>,
+    pub tallies: Vec<NodeTally>,
+    /// The text before the per-pair lines (the counts) and after them (the failing nodes).
+    head: String,
+    tail: String,
+    lines: Arc<PairLines>,
+}
+
+impl Summary {
+    /// The summary's text: its head, every pair's line, its tail.
+    pub fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(self.head.as_bytes())?;
+        std::io::copy(&mut std::fs::File::open(&self.lines.path)?, out)?;
+        out.write_all(self.tail.as_bytes())?;
+        out.flush()
+    }
+}
+
+/// Judges a gathered run from its verdicts.
+pub fn summarize(plan: &RunPlan, verdicts: &Verdicts) -> Summary {
+    let tallies = &verdicts.tallies;
+    let in_failed_pairs: Vec<String> =
+        tallies.values().filter(|t| t.failed > 0).map(|t| t.node.clone()).collect();
+    let mut suspects: Vec<String> =
+        tallies.values().filter(|t| t.failed > t.passed).map(|t| t.node.clone()).collect();
+    if suspects.is_empty() {
+        suspects = in_failed_pairs.clone();
+    }
+
+    let mut head = String::new();
+    let failed = verdicts.failed;
+    let _ = writeln!(
+        head,
+        "gdrperf slurm: run {}, {} {}, schedule {} by {}, {} nodes, {} pairs: {} passed, {} failed",
+        plan.run_id,
+        plan.bench,
+        gdrperf_command_line::redact_command_line(&plan.bench_args).join(" "),
+        plan.plan.schedule,
+        plan.plan.pair_by,
+        plan.nodes.len(),
+        verdicts.pairs,
+        verdicts.pairs - failed,
+        failed
+    );
+    let mut text = String::new();
     if !plan.plan.left_out.is_empty() {
         let _ = writeln!(
             text,
@@ -125,6 +189,6 @@ pub fn summarize(run: &Gathered) -> Summary {
             );
         }
     }
-    let tallies = tallies.into_values().collect();
-    Summary { suspects, in_failed_pairs, tallies, text }
+    let tallies = tallies.values().cloned().collect();
+    Summary { suspects, in_failed_pairs, tallies, head, tail: text, lines: Arc::clone(&verdicts.lines) }
 }

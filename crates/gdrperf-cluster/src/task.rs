@@ -19,13 +19,13 @@ use crate::coordinate::{Job, Located, Rounds};
 use crate::error::{write_error, ClusterError, Result};
 use crate::gather::{gather, Gathered};
 use crate::layout::{
-    append_json_line, create_append_only, write_json, write_text, OutputDir, PairLine, PairRecord, Progress,
-    RunPlan,
+    append_json_line, create_append_only, write_json, write_streamed, OutputDir, PairLine, PairRecord,
+    Progress, RunPlan,
 };
 use crate::options::TaskOptions;
 use crate::plan::{BenchPair, Plan, Role};
 use crate::step::SlurmStep;
-use crate::summary::{summarize, Summary};
+use crate::summary::Summary;
 use crate::wait::{wait_for_finish, wait_for_peer, Beat, POLL};
 
 /// Flags that `gdrperf slurm` sets for each pair and the user must leave out.
@@ -229,8 +229,8 @@ pub fn run_task(
                 ));
             }
             let run = gather(out)?;
-            let summary = summarize(&run);
-            write_text(&out.summary(), &summary.text)?;
+            let summary = run.summary();
+            write_streamed(&out.summary(), &mut |writer| summary.write_to(writer))?;
             Some((run, summary))
         }
         _ => None,
