@@ -33,25 +33,17 @@ impl Benchmark for AtomicLatency {
     }
 
     fn setup(&self) -> Setup {
-        let common = &self.0.common;
         let name = self.1.name();
-        Setup {
-            queue_sizes: QueuePairSizes { send_depth: common.tx_depth, recv_depth: 1, max_inline: 0 },
-            buffer_len: common.max_size(),
+        one_sided_setup(
+            &self.0.common,
             // The client's atomics update the server's counter; its own buffer takes the fetched values.
-            remote_access: RemoteAccess::Atomic,
-            inline: None,
-            parameters: serde_json::json!({ "atomic_type": name }),
-            header: {
-                let mut header = vec![
-                    ("Atomic".into(), name.into()),
-                    ("Sample".into(), "post to completion of one atomic (a whole round trip)".into()),
-                ];
-                header.extend(memory_header(common, None));
-                header
-            },
-            bandwidth: None,
-        }
+            RemoteAccess::Atomic,
+            serde_json::json!({ "atomic_type": name }),
+            vec![
+                ("Atomic".into(), name.into()),
+                ("Sample".into(), "post to completion of one atomic (a whole round trip)".into()),
+            ],
+        )
     }
 }
 

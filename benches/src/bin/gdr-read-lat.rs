@@ -32,22 +32,13 @@ impl Benchmark for ReadLatency {
     }
 
     fn setup(&self) -> Setup {
-        let common = &self.0.common;
-        Setup {
-            queue_sizes: QueuePairSizes { send_depth: common.tx_depth, recv_depth: 1, max_inline: 0 },
-            buffer_len: common.max_size(),
+        one_sided_setup(
+            &self.0.common,
             // The client READs the server's buffer; nothing writes into either side's.
-            remote_access: RemoteAccess::Read,
-            inline: None,
-            parameters: serde_json::json!({}),
-            header: {
-                let mut header =
-                    vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())];
-                header.extend(memory_header(common, None));
-                header
-            },
-            bandwidth: None,
-        }
+            RemoteAccess::Read,
+            serde_json::json!({}),
+            vec![("Sample".into(), "post to completion of one READ (a whole round trip)".into())],
+        )
     }
 }
 

@@ -10,9 +10,9 @@ pub use crate::bench::{self, Bench};
 pub use crate::engines::bandwidth::StreamOperation;
 pub use crate::engines::credits::CREDIT_RECEIVES;
 pub use crate::engines::latency::{
-    check_ping_pong, measure_size, memory_header, ping_pong_initiator, ping_pong_responder, ping_pong_setup,
-    prepare_ping_pong, prepare_ping_pong_check, prepare_read_source, read_latency, LatencyPlan,
-    OneSidedLatency, OneSidedRequest, PingPong,
+    check_ping_pong, measure_size, memory_header, one_sided_setup, ping_pong_initiator, ping_pong_responder,
+    ping_pong_setup, prepare_ping_pong, prepare_ping_pong_check, prepare_read_source, read_latency,
+    LatencyPlan, OneSidedLatency, OneSidedRequest, PingPong,
 };
 pub use crate::engines::latency::{measure_ping_pong, ping_pong_row, PingPongLatency, PingPongOperation};
 pub use crate::engines::one_sided::OneSidedStream;

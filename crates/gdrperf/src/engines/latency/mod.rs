@@ -65,6 +65,7 @@ pub use ping_pong::{
 pub use plan::LatencyPlan;
 pub use read::{prepare_read_source, read_latency, OneSidedLatency, OneSidedRequest};
 pub use setup::{
-    check_ping_pong, memory_header, ping_pong_setup, prepare_ping_pong, prepare_ping_pong_check,
+    check_ping_pong, memory_header, one_sided_setup, ping_pong_setup, prepare_ping_pong,
+    prepare_ping_pong_check,
 };
 pub use transport::PingPong;

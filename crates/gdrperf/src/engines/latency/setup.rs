@@ -1,4 +1,5 @@
-//! What a latency run asks of the harness before it connects ([`ping_pong_setup`], the header's
+//! What a latency run asks of the harness before it connects ([`ping_pong_setup`],
+//! [`one_sided_setup`], the header's
 //! memory line), the plan of each size made from the run's settings ([`LatencyPlan::new`]), and
 //! what a ping-pong side does around each size: receives posted, the polled byte reset, and with
 //! `--validate` the pattern sent and checked.
@@ -66,6 +67,29 @@ pub fn ping_pong_setup(
             PingPong::WriteWithImmediate | PingPong::WritePollLastByte => RemoteAccess::Write,
             PingPong::Send => RemoteAccess::None,
         },
+        parameters,
+        header,
+        bandwidth: None,
+    }
+}
+
+/// What a one-sided side (gdr-read-lat, gdr-atomic-lat) asks of the harness: one request in
+/// flight posted from the client, one receive (none is used), no inline data, a buffer as large
+/// as the largest size, the peer's buffer open to `remote_access` (the request's need), and its
+/// header lines (`lines`, then the memory lines of a reader).
+pub fn one_sided_setup(
+    common: &BenchConfig,
+    remote_access: RemoteAccess,
+    parameters: serde_json::Value,
+    lines: Vec<(String, String)>,
+) -> Setup {
+    let mut header = lines;
+    header.extend(memory_header(common, None));
+    Setup {
+        queue_sizes: QueuePairSizes { send_depth: common.tx_depth, recv_depth: 1, max_inline: 0 },
+        buffer_len: common.max_size(),
+        remote_access,
+        inline: None,
         parameters,
         header,
         bandwidth: None,
