@@ -39,7 +39,7 @@ pub use message::{
     decode_body, decode_frame, encode, frame_length, DecodeError, Hello, Message, Nonce, SideInfo,
     AUTH_TAG_BYTES,
 };
-pub use peer_text::{printable, PEER_TEXT_CHARS};
+pub use peer_text::{is_unsafe_character, printable, printable_within, PEER_TEXT_CHARS};
 pub use protocol::{MAX_MESSAGE_BYTES, PRE_PROOF_MAX_BYTES, PROTOCOL_VERSION, TERMS_MAX_BYTES};
 pub use terms::{describe_mismatch, parameter_differences};
 pub use watch::{PeerWatch, PEER_CHECK_INTERVAL};

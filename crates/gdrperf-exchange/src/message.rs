@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::peer_text::{printable, PEER_TEXT_CHARS};
+use crate::peer_text::{is_unsafe_character, printable, PEER_TEXT_CHARS};
 use crate::protocol::MAX_MESSAGE_BYTES;
 use gdrperf_verbs::{Endpoint, RemoteBuffer};
 
@@ -170,17 +170,17 @@ pub fn decode_body(body: &[u8]) -> std::result::Result<Message, DecodeError> {
     Ok(message)
 }
 
-/// Every string a peer sent, made harmless once, where it is decoded: control characters (ESC
-/// included) escaped and each string cut at [`PEER_TEXT_CHARS`] (see [`printable`]),
-/// so that whatever later prints or writes a peer's host, device, placement, parameter or reason
-/// (terms, watch, sweep, run header, interrupt, configuration errors, CSV and JSON) holds only
-/// clean text. Not covered: the `path` facts of [`SideInfo`] (typed numbers and enums, read only
-/// by the ceiling).
+/// Every string a peer sent, made harmless once, where it is decoded: control, bidirectional and
+/// format characters (ESC, U+202E included) escaped and each string cut at [`PEER_TEXT_CHARS`]
+/// (see [`printable`]), so that whatever later prints or writes a peer's host, device, placement,
+/// parameter, reason or path facts (terms, watch, sweep, run header, each row's note, the
+/// ceiling's causes, FAIL lines, interrupt, configuration errors, CSV and JSON) holds only clean
+/// text.
 fn clean_peer_text(message: &mut Message) {
     let clean = |text: &mut String| {
         // The slack lets a cut text (its first characters plus "... (N more characters cut)")
         // pass unchanged when it travels again: cleaning is a fixed point.
-        if text.chars().any(char::is_control) || text.chars().nth(PEER_TEXT_CHARS + 64).is_some() {
+        if text.chars().any(is_unsafe_character) || text.chars().nth(PEER_TEXT_CHARS + 64).is_some() {
             *text = printable(text);
         }
     };
@@ -192,6 +192,7 @@ fn clean_peer_text(message: &mut Message) {
             hello.side.gpu.iter_mut().for_each(clean);
             hello.placements.iter_mut().for_each(clean);
             clean_json(&mut hello.parameters, &clean);
+            clean_path_facts(&mut hello.side.path, &clean);
         }
         Message::Terms { parameters, .. } => clean_json(parameters, &clean),
         Message::SizeDone { report, .. } => report.iter_mut().for_each(|report| clean_json(report, &clean)),
@@ -208,6 +209,18 @@ fn clean_peer_text(message: &mut Message) {
         | Message::NextPlacement { .. }
         | Message::Goodbye => {}
     }
+}
+
+/// The path facts hold free text (software device, port rate, ACS and IOMMU lists, findings'
+/// device, evidence and fix): each string is cleaned through the facts' JSON form, so that a
+/// field added later is covered too. Facts that no longer read back after cleaning (a string
+/// that was an enum's name and held a control character never decoded in the first place) are
+/// dropped: the rows then say the peer's end is unknown.
+fn clean_path_facts(path: &mut Option<gdrperf_ceiling::EndFacts>, clean: &dyn Fn(&mut String)) {
+    let Some(facts) = path.take() else { return };
+    let Ok(mut value) = serde_json::to_value(&facts) else { return };
+    clean_json(&mut value, clean);
+    *path = serde_json::from_value(value).ok();
 }
 
 /// Cleans every string of a JSON value, keys included.

@@ -203,6 +203,14 @@ fn a_peers_text_is_escaped_and_cut() {
     let cut = printable(&long);
     assert!(cut.starts_with(&"é".repeat(PEER_TEXT_CHARS)), "{cut}");
     assert!(cut.ends_with("... (10 more characters cut)"), "{cut}");
+    // Bidirectional overrides and isolates, zero-width and other format characters: what the
+    // screen shows would not be what the bytes say.
+    assert_eq!(printable("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
+    assert_eq!(
+        printable("a\u{2066}b\u{2069}c\u{200b}d\u{200f}e\u{feff}f\u{2028}"),
+        "a\\u{2066}b\\u{2069}c\\u{200b}d\\u{200f}e\\u{feff}f\\u{2028}"
+    );
+    assert_eq!(printable("mlx5_0 é 日本"), "mlx5_0 é 日本", "printable text is left alone");
 }
 
 #[test]
@@ -314,4 +322,39 @@ fn a_peers_hello_is_cleaned_and_cut_where_it_is_decoded() {
     assert!(decoded.parameters.get("evil\\u{1b}").is_some(), "{}", decoded.parameters);
     let failed = encode(&Message::Failed { message: "\x1b[2Jbye".into() });
     assert_eq!(decode_body(&failed[4..]).unwrap(), Message::Failed { message: "\\u{1b}[2Jbye".into() });
+}
+
+/// The path facts of a hello are free text too (software device, port rate, ACS and IOMMU lists,
+/// findings' device, evidence and fix): cleaned and cut where they are decoded, like the rest.
+#[test]
+fn a_peers_path_facts_are_cleaned_and_cut_where_they_are_decoded() {
+    let huge = format!("\x1b[2J\n{}", "e".repeat(200_000));
+    let facts = json!({
+        "nic": "mlx5_0\x1b[31m", "port": 1, "software_device": "rxe\u{202e}",
+        "link_layer": null, "port_rate": "400 Gb/sec\r\nFAIL", "active_mtu": 4096, "max_mtu": 4096,
+        "nic_pcie": {"name": "mlx5_0\u{2066}", "address": "0000:18:00.0\n", "speed_gts": 16.0,
+            "width": 16, "max_speed_gts": 16.0, "max_width": 16, "max_payload_bytes": 256,
+            "max_read_request_bytes": 512, "relaxed_ordering": true},
+        "gpu_pcie": null, "memory": "host", "gpu_nic_relation": null,
+        "acs_redirecting": ["0000:00:01.0\x1b]0;t\x07"],
+        "path_findings": [{"check": "pcie-link", "level": "warn", "device": "dev\x1b[1m",
+            "role": "nic", "evidence": huge, "fix": "fix\u{200b}", "source": "src\n"}],
+        "iommu_translating": ["0000:18:00.0 (DMA)\u{2069}"],
+        "nic_numa_node": 0, "thread_numa_node": 0,
+    });
+    let mut theirs = hello();
+    theirs.side.path = Some(serde_json::from_value(facts).expect("a fixture the protocol accepts"));
+    let decoded = match decode_body(&encode(&Message::Hello(Box::new(theirs)))[4..]).unwrap() {
+        Message::Hello(hello) => hello,
+        other => panic!("decoded {other:?}"),
+    };
+    let path = decoded.side.path.expect("clean facts still read back");
+    let text = serde_json::to_string(&path).unwrap();
+    for bad in ['\u{1b}', '\r', '\n', '\u{7}', '\u{202e}', '\u{2066}', '\u{2069}', '\u{200b}'] {
+        assert!(!text.contains(bad), "{bad:?} survived in {text}");
+    }
+    assert!(text.len() < 20 * PEER_TEXT_CHARS, "{} bytes survived", text.len());
+    assert_eq!(path.port_rate.as_deref(), Some("400 Gb/sec\\r\\nFAIL"));
+    assert_eq!(path.software_device.as_deref(), Some("rxe\\u{202e}"));
+    assert!(path.path_findings[0].evidence.ends_with("more characters cut)"));
 }
