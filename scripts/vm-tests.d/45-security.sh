@@ -63,7 +63,7 @@ uptime_cs() { awk '{ printf "%d\n", $1 * 100 }' /proc/uptime; }
 # timed_client NAME: a token client against the server on $PORT; sets $client_cs (its run time).
 timed_client() {
     started=$(uptime_cs)
-    run "$1" 0 gdr-write-bw -p $PORT -n 5 -s 4096 --timeout 3 --token "$SECRET" 127.0.0.1 && pass "$1: served"
+    run "$1" 0 gdr-write-bw -p $PORT -n 5 -s 4096 --timeout "${2:-3}" --token "$SECRET" 127.0.0.1 && pass "$1: served"
     client_cs=$(( $(uptime_cs) - started ))
 }
 next_port
@@ -85,11 +85,12 @@ for _ in $(seq 100); do
     [ "$(awk -v port="$port_hex" '$4 == "01" && index($2, port) { n++ } END { print n + 0 }' /proc/net/tcp /proc/net/tcp6 2>/dev/null)" -ge 5 ] && break
     sleep 0.2
 done
-# One at a time, the first silent one would hold the server for its 30 s --timeout, and this
-# client (--timeout 3) would give up waiting for its challenge.
+# One at a time, the first silent one would hold the server for its 30 s --timeout. Four of
+# them hold this address's handshake slots (HANDSHAKES_PER_SOURCE) for 2 s (PROOF_PATIENCE), the
+# fifth is told busy; so is this client, which connects again until it is served (--timeout 10).
 # The decision is "served" itself (exit 0 within the client's 3 s); how long it took depends on
 # the VM's load and is printed, not judged (a time compared with a bound failed under load).
-timed_client silent
+timed_client silent 10
 echo "#    silent: the client took $client_cs cs behind 5 silent connections (alone: $alone_cs cs)"
 wait $server
 for pid in $silent; do kill "$pid" 2>/dev/null; done
@@ -174,7 +175,9 @@ BEL=$(printf '\007')
 # A trickler sends the 4-byte prefix of a 1000-byte message (under the 4 KiB cap before the
 # proof, so the server reads on), then one byte every 150 ms: under the server's 200 ms read
 # slice, so a read loop that looked at its deadline only after a silent slice would wait the
-# whole 150 s the message takes. 64 of them fill every handshake slot (HANDSHAKES_AT_ONCE).
+# whole 150 s the message takes. 64 of them from one address: 4 hold that address's handshake
+# slots (HANDSHAKES_PER_SOURCE), the other 60 are told "busy" and closed at once (issue 44), so
+# the listen backlog stays empty.
 # `read -t` on a FIFO nobody writes is the 150 ms pause without a fork (64 loops of `sleep`
 # would be 400 forks a second under TCG).
 mkfifo "$OUT/never.fifo"
@@ -186,20 +189,21 @@ server=$!
 listening_server "$OUT/trickle_server.log"
 tricklers=""
 for _ in $(seq 64); do trickle | nc 127.0.0.1 $PORT >/dev/null 2>&1 & tricklers="$tricklers $!"; done
-if connected_at_least 64 && backlog_empty; then
-    pass "trickle: 64 tricklers are connected and accepted"
+if connected_at_least 4 && backlog_empty; then
+    pass "trickle: 64 tricklers are connected and accepted (or told busy)"
 else
-    fail "trickle: 64 tricklers are connected and accepted" "$(grep -c . /proc/net/tcp) sockets"
+    fail "trickle: 64 tricklers are connected and accepted (or told busy)" "$(grep -c . /proc/net/tcp) sockets"
 fi
-# The client waits behind them for a free slot. With the deadline it gets one once the first
-# trickler is cut off (5 s, PROOF_PATIENCE); without, after 150 s: far past its --timeout 30.
+# The client, from the tricklers' address, is told busy and connects again every 200 ms. With
+# the deadline it gets a slot once the first trickler is cut off (2 s, PROOF_PATIENCE); without,
+# after 150 s: far past its --timeout 30.
 run trickle_client 0 gdr-write-bw -p $PORT -n 5 -s 4096 --timeout 30 --token "$SECRET" 127.0.0.1 &&
     pass "trickle_client: served behind 64 tricklers within its --timeout"
 wait $server; server_status=$?
 # A refusal is named only while the server still waits for its client (once admitted, handshakes
-# still under way end unreported), and a trickler is cut off 5 s after it connected: a named
+# still under way end unreported), and a trickler is cut off 2 s after it connected: a named
 # trickler shows the client was admitted only after the tricklers had held every slot that long.
-if [ "$server_status" = 0 ] && grep -q "turned away 127.0.0.1:[0-9]* (connection 1): peer 127.0.0.1:[0-9]* sent only [0-9]* of a message's 1000 bytes in 5 s while waiting for the client's proof: cut off at the deadline" "$OUT/trickle_server.log"; then
+if [ "$server_status" = 0 ] && grep -q "turned away 127.0.0.1:[0-9]* (connection 1): peer 127.0.0.1:[0-9]* sent only [0-9]* of a message's 1000 bytes in 2 s while waiting for the client's proof: cut off at the deadline" "$OUT/trickle_server.log"; then
     pass "trickle_server: cut tricklers off at the handshake's deadline and named them, then served the client"
 else
     fail "trickle_server: cut tricklers off at the handshake's deadline and named them, then served the client" "exit $server_status" "$(grep 'turned away' "$OUT/trickle_server.log" | head -3)"

@@ -10,30 +10,48 @@
 //! the wait, or the optional limit on it (`--accept-timeout`; like perftest, the default is to
 //! wait for ever).
 //!
-//! Handshakes run at once, each on a thread of its own, up to [`HANDSHAKES_AT_ONCE`]: a silent
-//! or slow stranger costs the real client nothing, and one that has not proven itself within
-//! [`PROOF_PATIENCE`] (or `--timeout`, if shorter) is dropped. The vetting (challenge and terms)
-//! gives nothing away; only then does the main thread swap hellos (the keys) with the first
-//! vetted connection, one at a time.
+//! Handshakes run at once, each on a thread of its own, up to [`HANDSHAKES_AT_ONCE`] in all and
+//! [`HANDSHAKES_PER_SOURCE`] from one address (one IPv6 /64): a silent or slow stranger costs the
+//! real client nothing, and one that has not proven itself within [`PROOF_PATIENCE`] (or
+//! `--timeout`, if shorter) is dropped. A connection over either limit is accepted, told "busy"
+//! and closed at once, never left in the listen backlog: a flood of reconnecting silent sockets
+//! from one place then keeps [`HANDSHAKES_PER_SOURCE`] slots busy and the backlog empty, and a
+//! client from anywhere else finds a slot. The vetting (challenge and terms) gives nothing away;
+//! only then does the main thread swap hellos (the keys) with the first vetted connection, one at
+//! a time.
 
+use std::collections::HashMap;
 use std::io;
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::net::{IpAddr, TcpListener};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::auth::Token;
 use crate::control::{is_transient_accept_error, Control};
 use crate::error::{ExchangeError, ExchangeResult};
-use crate::message::Hello;
+use crate::message::{encode, Hello, Message};
 
 /// How long a connection may take to answer the challenge and send its terms. A real client
-/// does both at once on connecting; this is independent of `--timeout`, so that a stranger
-/// holding the socket open ties up a thread for seconds, not for the run's whole timeout.
-pub const PROOF_PATIENCE: Duration = Duration::from_secs(5);
+/// does both at once on connecting (two round trips); this is independent of `--timeout`, so
+/// that a stranger holding the socket open ties up a slot for two seconds, not for the run's
+/// whole timeout.
+pub const PROOF_PATIENCE: Duration = Duration::from_secs(2);
 
-/// Handshakes in flight at most; further connections wait in the listen backlog.
+/// Handshakes in flight at most; a connection over the limit is answered "busy" and closed.
 pub const HANDSHAKES_AT_ONCE: usize = 64;
+
+/// Handshakes in flight at most from one source address (IPv4) or one /64 (IPv6, where one host
+/// commonly holds a whole /64): a connection over the limit is answered "busy" and closed.
+pub const HANDSHAKES_PER_SOURCE: usize = 4;
+
+/// The listen backlog asked of the kernel (it caps it at `net.core.somaxconn`): std's 128 fills
+/// within a burst, and a full backlog drops the real client's SYN, whose retry comes a second
+/// later, then three, then seven.
+const LISTEN_BACKLOG: libc::c_int = 4096;
+
+/// What a connection over a handshake limit hears before it is closed.
+const BUSY_HANDSHAKING: &str = "busy: this server has too many handshakes in flight from your address \
+                                (or in all); try again in a few seconds";
 
 /// One connection the server turned away: who, and why.
 #[derive(Debug)]
@@ -55,6 +73,13 @@ pub struct Door<'a> {
     pub timeout: Duration,
     /// The limit on the whole wait for an admitted client (`None`: for ever).
     pub wait_limit: Option<Duration>,
+}
+
+/// Whether a client's handshake failed only because the server had too many handshakes in
+/// flight from the client's address (or in all): a retry a moment later may get in, so a client
+/// tries again until its own `--timeout` is up.
+pub fn is_handshake_busy(error: &ExchangeError) -> bool {
+    matches!(error, ExchangeError::PeerFailed { message, .. } if message == BUSY_HANDSHAKING)
 }
 
 /// Whether a failed handshake is the connecting peer's doing (turn it away, keep waiting) rather
@@ -86,8 +111,9 @@ impl Control {
             |source| ExchangeError::Io { peer: address.clone(), during: "accepting a client".into(), source };
         let deadline = door.wait_limit.map(|limit| Instant::now() + limit);
         let (sender, vetted) = mpsc::channel::<(Control, ExchangeResult<u32>)>();
-        let in_flight = Arc::new(AtomicUsize::new(0));
+        let slots = Arc::new(Slots::default());
         let mut turned_away = 0;
+        widen_backlog(listener);
         listener.set_nonblocking(true).map_err(io_error)?;
         let admitted = loop {
             while let Ok((mut control, outcome)) = vetted.try_recv() {
@@ -113,16 +139,16 @@ impl Control {
                     turned_away,
                 });
             }
-            if in_flight.load(Ordering::Acquire) >= HANDSHAKES_AT_ONCE {
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
-            }
             match listener.accept() {
                 Ok((stream, peer)) => {
+                    let Some(slot) = slots.take(peer.ip()) else {
+                        answer_busy(stream);
+                        continue;
+                    };
                     stream.set_nonblocking(false).map_err(io_error)?;
                     let patience = PROOF_PATIENCE.min(door.timeout);
                     let control = Control::from_accepted(stream, peer.to_string(), patience)?;
-                    vet_on_a_thread(control, ours, door.token, &sender, &in_flight);
+                    vet_on_a_thread(control, ours, door.token, &sender, slot);
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(10));
@@ -145,6 +171,84 @@ fn finish<T>(
     result
 }
 
+/// The handshakes in flight, in all and by source, with their limits.
+#[derive(Default)]
+struct Slots {
+    taken: Mutex<(usize, HashMap<SourceKey, usize>)>,
+}
+
+/// Where a connection comes from, as the per-source limit counts it: the IPv4 address, or the
+/// /64 an IPv6 address belongs to (an IPv4-mapped IPv6 address counts as its IPv4 address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum SourceKey {
+    V4(std::net::Ipv4Addr),
+    V6Prefix(u64),
+}
+
+impl SourceKey {
+    fn of(address: IpAddr) -> SourceKey {
+        match address {
+            IpAddr::V4(v4) => SourceKey::V4(v4),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => SourceKey::V4(v4),
+                None => SourceKey::V6Prefix((u128::from(v6) >> 64) as u64),
+            },
+        }
+    }
+}
+
+/// One handshake's slot, given back when it is dropped (its thread ended, or none started).
+struct Slot {
+    slots: Arc<Slots>,
+    source: SourceKey,
+}
+
+impl Slots {
+    /// A slot for a connection from `address`, unless a limit is reached.
+    fn take(self: &Arc<Self>, address: IpAddr) -> Option<Slot> {
+        let source = SourceKey::of(address);
+        let mut taken = self.taken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (all, by_source) = &mut *taken;
+        let from_here = by_source.entry(source).or_default();
+        if *all >= HANDSHAKES_AT_ONCE || *from_here >= HANDSHAKES_PER_SOURCE {
+            return None;
+        }
+        *from_here += 1;
+        *all += 1;
+        Some(Slot { slots: Arc::clone(self), source })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut taken = self.slots.taken.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (all, by_source) = &mut *taken;
+        *all -= 1;
+        if let Some(from_here) = by_source.get_mut(&self.source) {
+            *from_here -= 1;
+            if *from_here == 0 {
+                by_source.remove(&self.source);
+            }
+        }
+    }
+}
+
+/// Tells a connection over a limit that the server is busy, without waiting on it (its socket
+/// buffer takes the few bytes; a peer that reads nothing loses nothing), and closes it.
+fn answer_busy(stream: std::net::TcpStream) {
+    let frame = encode(&Message::Failed { message: BUSY_HANDSHAKING.to_string() });
+    let _ = stream.set_nonblocking(true);
+    let _ = io::Write::write(&mut &stream, &frame);
+}
+
+/// Asks the kernel for a longer listen backlog than std's 128 (listen(2) on a listening socket
+/// changes its backlog). Failing that, the backlog stays as it was.
+fn widen_backlog(listener: &TcpListener) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: listen(2) on a descriptor the listener owns and keeps open for the call.
+    let _ = unsafe { libc::listen(listener.as_raw_fd(), LISTEN_BACKLOG) };
+}
+
 /// Runs the challenge and the terms of one connection on a thread, and hands it back vetted or
 /// with why not. A thread still vetting when the server has its client ends on its own (within
 /// [`PROOF_PATIENCE`]); its connection is then closed unanswered.
@@ -153,20 +257,15 @@ fn vet_on_a_thread(
     ours: &Hello,
     token: Option<&Token>,
     sender: &mpsc::Sender<(Control, ExchangeResult<u32>)>,
-    in_flight: &Arc<AtomicUsize>,
+    slot: Slot,
 ) {
-    let (ours, token, sender, counter) =
-        (ours.clone(), token.cloned(), sender.clone(), Arc::clone(in_flight));
-    in_flight.fetch_add(1, Ordering::AcqRel);
-    let spawned = std::thread::Builder::new().name("handshake".into()).spawn(move || {
+    let (ours, token, sender) = (ours.clone(), token.cloned(), sender.clone());
+    // No thread to be had: the slot and the connection are dropped (closed), the next one tried.
+    let _ = std::thread::Builder::new().name("handshake".into()).spawn(move || {
         let outcome = control.vet(&ours, token.as_ref());
-        counter.fetch_sub(1, Ordering::AcqRel);
+        drop(slot);
         let _ = sender.send((control, outcome));
     });
-    if spawned.is_err() {
-        // No thread to be had: this connection is dropped (closed), the next one tried.
-        in_flight.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 #[cfg(test)]
@@ -174,6 +273,7 @@ mod tests {
     use super::*;
     use crate::tests::hello;
     use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn door(token: Option<&Token>, wait_limit: Option<Duration>) -> Door<'_> {
         Door { token, timeout: Duration::from_secs(5), wait_limit }
@@ -243,14 +343,164 @@ mod tests {
             let door = Door { token: Some(&secret), timeout: Duration::from_secs(30), wait_limit: None };
             Control::admit(&listener, &hello(), door, &mut |_| {}).map(|(_, theirs)| theirs.host)
         });
+        // Five silent strangers from another address (one address may hold only
+        // HANDSHAKES_PER_SOURCE slots; those over it hear "busy" at once).
         let silent: Vec<_> =
-            (0..5).map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+            (0..5).map(|_| connect_from(std::net::Ipv4Addr::new(127, 0, 0, 3), port).unwrap()).collect();
         std::thread::sleep(Duration::from_millis(200));
         let started = Instant::now();
         assert_eq!(client(port, Some("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4"), hello().parameters), "ok");
         assert!(started.elapsed() < Duration::from_secs(1), "served after {:?}", started.elapsed());
         assert_eq!(server.join().unwrap().unwrap(), "node1");
         drop(silent);
+    }
+
+    /// A socket to `port` on 127.0.0.1 from `source` (another loopback address: a stranger on
+    /// another host, as the server sees it), its connect bounded by one second.
+    fn connect_from(source: std::net::Ipv4Addr, port: u16) -> Option<std::net::TcpStream> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain socket calls on a descriptor this function owns; the addresses are
+        // initialised `sockaddr_in`s of the right length.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            if fd < 0 {
+                return None;
+            }
+            let stream = std::net::TcpStream::from_raw_fd(fd);
+            let timeout = libc::timeval { tv_sec: 1, tv_usec: 0 };
+            let timeout_len = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDTIMEO,
+                (&raw const timeout).cast(),
+                timeout_len,
+            );
+            let address = |ip: std::net::Ipv4Addr, port: u16| libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: port.to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
+                sin_zero: [0; 8],
+            };
+            let length = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let local = address(source, 0);
+            if libc::bind(fd, (&raw const local).cast(), length) != 0 {
+                return None;
+            }
+            let server = address(std::net::Ipv4Addr::LOCALHOST, port);
+            (libc::connect(fd, (&raw const server).cast(), length) == 0).then_some(stream)
+        }
+    }
+
+    /// Issue 44: one process reconnecting silent sockets as fast as it can (each kept open until
+    /// it has 100 newer ones) filled every handshake slot and the listen backlog, and a real
+    /// client waited seconds or never got in. With a per-source limit answered "busy" at once and
+    /// a short pre-proof deadline, the real client (from another address) is admitted within its
+    /// own timeout while the flood goes on. The decision asserted is that it got in at all.
+    #[test]
+    fn a_flood_of_silent_reconnecting_sockets_cannot_keep_the_real_client_out() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
+            let door = Door { token: Some(&secret), timeout: Duration::from_secs(30), wait_limit: None };
+            Control::admit(&listener, &hello(), door, &mut |_| {}).map(|(_, theirs)| theirs.host)
+        });
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let made = Arc::new(AtomicUsize::new(0));
+        let flooders: Vec<_> = (0..4)
+            .map(|_| {
+                let (stop, made) = (Arc::clone(&stop), Arc::clone(&made));
+                std::thread::spawn(move || {
+                    let mut held = std::collections::VecDeque::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Some(socket) = connect_from(std::net::Ipv4Addr::new(127, 0, 0, 2), port) {
+                            held.push_back(socket);
+                            made.fetch_add(1, Ordering::Relaxed);
+                            if held.len() > 100 {
+                                held.pop_front();
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        // The flood is under way (every handshake slot of the old server taken) before the
+        // real client comes.
+        while made.load(Ordering::Relaxed) < 400 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut control = Control::connect("127.0.0.1", port, Duration::from_secs(4), "gdr-write-bw");
+        let outcome = match control.as_mut() {
+            Ok(control) => {
+                let token = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
+                control.exchange_hello(&hello(), Some(&token)).map(|_| ()).map_err(|error| error.to_string())
+            }
+            Err(error) => Err(error.to_string()),
+        };
+        stop.store(true, Ordering::Relaxed);
+        flooders.into_iter().for_each(|flooder| flooder.join().unwrap());
+        assert_eq!(outcome, Ok(()), "the real client was kept out by the flood");
+        assert_eq!(server.join().unwrap().unwrap(), "node1");
+    }
+
+    /// Silent sockets from the client's own address hold that address's slots for
+    /// [`PROOF_PATIENCE`]: the client hears "busy", connects again, and is served within its
+    /// timeout once their time is up.
+    #[test]
+    fn a_client_told_busy_tries_again_until_it_is_served() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
+            let door = Door { token: Some(&secret), timeout: Duration::from_secs(30), wait_limit: None };
+            Control::admit(&listener, &hello(), door, &mut |_| {}).map(|(_, theirs)| theirs.host)
+        });
+        let silent: Vec<_> = (0..HANDSHAKES_PER_SOURCE)
+            .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+            .collect();
+        // Ordered by a condition: one more connection from here is answered busy.
+        let mut probe = Control::connect("127.0.0.1", port, Duration::from_secs(5), "gdr-write-bw").unwrap();
+        let busy = probe.exchange_hello(&hello(), None).unwrap_err();
+        assert!(is_handshake_busy(&busy), "{busy}");
+        let token = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
+        let (_control, served) = Control::connect_and_exchange_hello(
+            "127.0.0.1",
+            port,
+            PROOF_PATIENCE * 4,
+            "gdr-write-bw",
+            &hello(),
+            Some(&token),
+        )
+        .unwrap();
+        assert_eq!(served.map(|theirs| theirs.host).map_err(|error| error.to_string()), Ok("node1".into()));
+        assert_eq!(server.join().unwrap().unwrap(), "node1");
+        drop(silent);
+    }
+
+    #[test]
+    fn one_source_holds_a_few_slots_and_an_ipv6_host_counts_as_its_64() {
+        let slots = Arc::new(Slots::default());
+        let here: IpAddr = "10.0.0.7".parse().unwrap();
+        let held: Vec<Slot> = (0..HANDSHAKES_PER_SOURCE).map(|_| slots.take(here).unwrap()).collect();
+        assert!(slots.take(here).is_none(), "over the per-source limit");
+        assert!(slots.take("::ffff:10.0.0.7".parse().unwrap()).is_none(), "the same host, mapped");
+        let other = slots.take("10.0.0.8".parse().unwrap()).expect("another host still gets a slot");
+        drop(held);
+        assert!(slots.take(here).is_some(), "slots come back when their handshakes end");
+        drop(other);
+        let v6: Vec<Slot> = (0..HANDSHAKES_PER_SOURCE)
+            .map(|host| slots.take(format!("2001:db8::{}", host + 1).parse().unwrap()).unwrap())
+            .collect();
+        assert!(slots.take("2001:db8::ffff".parse().unwrap()).is_none(), "one /64 is one source");
+        assert!(slots.take("2001:db8:0:1::1".parse().unwrap()).is_some(), "the next /64 is another");
+        drop(v6);
+        let sources: Vec<IpAddr> = (0..HANDSHAKES_AT_ONCE)
+            .map(|n| format!("10.1.{}.{}", n / 200, n % 200 + 1).parse().unwrap())
+            .collect();
+        let all: Vec<Slot> = sources.iter().map(|source| slots.take(*source).unwrap()).collect();
+        assert!(slots.take("10.9.9.9".parse().unwrap()).is_none(), "over the limit in all");
+        drop(all);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The whole handshake of a new connection in order: the challenge (`auth`), the terms
 //! (`terms`), then the hellos. Nothing of our hello leaves before the peer passed the first two.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use crate::admit::is_handshake_busy;
 
 use crate::auth::Token;
 use crate::control::{far_future, Control};
@@ -10,7 +12,43 @@ use crate::message::{Hello, Message};
 use crate::protocol::{MAX_MESSAGE_BYTES, PRE_PROOF_MAX_BYTES, PROTOCOL_VERSION, TERMS_MAX_BYTES};
 use crate::terms::describe_mismatch;
 
+/// The least time a retried connection is given, so that a retry near the deadline still
+/// hears the server's answer rather than a zero timeout.
+const RETRY_FLOOR: Duration = Duration::from_millis(500);
+
 impl Control {
+    /// A client's connection ([`Control::connect`]) and handshake
+    /// ([`Control::exchange_hello`]). A server with too many handshakes in flight from this
+    /// address (a flood from this host, or strangers sharing its address) answers "busy" and
+    /// closes: the client connects again every 200 ms until `timeout` is up (issue 44). The outer
+    /// error is the connection's; the inner one the handshake's, for the caller to report on the
+    /// connection it came with.
+    pub fn connect_and_exchange_hello(
+        host: &str,
+        port: u16,
+        timeout: Duration,
+        test: &str,
+        ours: &Hello,
+        token: Option<&Token>,
+    ) -> ExchangeResult<(Control, ExchangeResult<Hello>)> {
+        let deadline = Instant::now() + timeout;
+        let mut said = false;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now()).max(RETRY_FLOOR);
+            let mut control = Control::connect(host, port, left, test)?;
+            let hello = control.exchange_hello(ours, token);
+            match &hello {
+                Err(error) if is_handshake_busy(error) && Instant::now() < deadline => {
+                    if !std::mem::replace(&mut said, true) {
+                        eprintln!("{}: {error}; retrying until --timeout", gdrperf_process::program_name());
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                _ => return Ok((control, hello)),
+            }
+        }
+    }
+
     /// Authenticates the peer (see module `auth`), agrees on the terms (module `terms`), then
     /// swaps hellos. Nothing of our hello leaves before the peer passed both.
     pub fn exchange_hello(&mut self, ours: &Hello, token: Option<&Token>) -> ExchangeResult<Hello> {

@@ -30,7 +30,7 @@ mod protocol;
 mod terms;
 mod watch;
 
-pub use admit::{is_peer_fault, Door, Refusal, PROOF_PATIENCE};
+pub use admit::{is_handshake_busy, is_peer_fault, Door, Refusal, PROOF_PATIENCE};
 pub use auth::{check_token_strength, random_token_hex, Token, WeakToken, MAKE_A_TOKEN, TOKEN_MIN_BITS};
 pub use busy::TurnAway;
 pub use control::{is_transient_accept_error, Control};

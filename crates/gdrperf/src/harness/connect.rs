@@ -262,30 +262,29 @@ impl Session {
         greeting: &Greeting,
     ) -> Result<Session> {
         let test = greeting.test;
-        let (side, mut control) = match (&config.role, accepted) {
-            (_, Some(control)) => (Side::Server, control),
-            (Role::Client { host }, None) => (
-                Side::Client,
-                Control::connect(
-                    host,
-                    config.tcp_port,
-                    config.timeout,
-                    &format!("gdr-{}", test.replace('_', "-")),
-                )?,
-            ),
+        let ours = local.hello(config, greeting);
+        let (side, mut control, hello) = match (&config.role, accepted) {
+            (_, Some(mut control)) => {
+                let hello = control.exchange_hello(&ours, config.token.as_ref());
+                (Side::Server, control, hello)
+            }
+            (Role::Client { host }, None) => {
+                let (control, hello) =
+                    client_handshake(config, host, &format!("gdr-{}", test.replace('_', "-")), &ours)?;
+                (Side::Client, control, hello)
+            }
             (Role::Loopback, None) => {
-                (Side::Client, Control::connect("127.0.0.1", config.tcp_port, config.timeout, test)?)
+                let (control, hello) = client_handshake(config, "127.0.0.1", test, &ours)?;
+                (Side::Client, control, hello)
             }
             (Role::Server, None) => {
                 return Err(Error::Internal(crate::error::InternalError::ServerWithoutListener))
             }
         };
-        let ours = local.hello(config, greeting);
-        let result =
-            control.exchange_hello(&ours, config.token.as_ref()).map_err(Error::from).and_then(|peer| {
-                refuse_pairing(greeting, side == Side::Server, &local, &peer)?;
-                Session::connect_queue_pairs(config, local, peer, &control)
-            });
+        let result = hello.map_err(Error::from).and_then(|peer| {
+            refuse_pairing(greeting, side == Side::Server, &local, &peer)?;
+            Session::connect_queue_pairs(config, local, peer, &control)
+        });
         match result {
             Ok((local, peer, mtu)) => {
                 Ok(Session { side, local, control, peer, mtu, connection: Connection::default() })
@@ -415,4 +414,22 @@ mod tests {
         // -m below the ports: kept.
         assert_eq!(effective_mtu(Some(mtu(512)), mtu(4096), mtu(4096)), mtu(512));
     }
+}
+
+/// A client's connection and handshake, retried while the server answers "busy" to a flood
+/// (`Control::connect_and_exchange_hello`).
+fn client_handshake(
+    config: &BenchConfig,
+    host: &str,
+    test: &str,
+    ours: &Hello,
+) -> Result<(Control, std::result::Result<Hello, crate::exchange::ExchangeError>)> {
+    Ok(Control::connect_and_exchange_hello(
+        host,
+        config.tcp_port,
+        config.timeout,
+        test,
+        ours,
+        config.token.as_ref(),
+    )?)
 }
