@@ -7,7 +7,6 @@
 //! module asks the doctor about the node, runs the bench binaries one at a time with a
 //! watchdog, and writes the summary.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -349,7 +348,8 @@ fn execute(args: &Args, run: &PlannedRun, out: &Path, shortfall: Option<f64>) ->
         command.arg("--hdr-dir").arg(out.join(format!("{}-hdr", run.stem)));
     }
     let outcome = (|| -> anyhow::Result<std::process::ExitStatus> {
-        let log_file = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let log_file =
+            gdrperf_files::create_fresh(&log).with_context(|| format!("creating {}", log.display()))?;
         let mut child = command
             .stdin(Stdio::null())
             .stdout(log_file.try_clone()?)

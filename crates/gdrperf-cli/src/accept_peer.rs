@@ -94,7 +94,8 @@ pub fn serve(
             return Ok(ExitCode::from(2));
         };
         let log = out.join(format!("{}.server.log", run.stem));
-        let log_file = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let log_file =
+            gdrperf_files::create_fresh(&log).with_context(|| format!("creating {}", log.display()))?;
         say!("[{}/{}] serving {} {}", index + 1, runs.len(), run.binary, run.args.join(" "));
         let status = Command::new(&binary)
             .args(&run.args)

@@ -124,5 +124,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn write_json(args: &Args, value: &impl serde::Serialize) -> anyhow::Result<()> {
     let Some(path) = &args.json else { return Ok(()) };
     let text = serde_json::to_string_pretty(value).context("serializing the comparison")?;
-    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+    gdrperf_files::write_file(path, (text + "\n").as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }

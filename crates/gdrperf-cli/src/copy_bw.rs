@@ -274,7 +274,7 @@ impl Outputs {
     fn create(args: &Args) -> anyhow::Result<Outputs> {
         let csv = match &args.csv {
             Some(path) => {
-                let mut file = File::create(path)
+                let mut file = gdrperf_files::create_fresh(path)
                     .with_context(|| format!("cannot create CSV file {}", path.display()))?;
                 let argv: Vec<String> = gdrperf_command_line::arguments();
                 let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
@@ -294,7 +294,8 @@ impl Outputs {
         };
         if let Some(path) = &args.json {
             // Created now so a bad path fails before minutes of measuring, filled at the end.
-            File::create(path).with_context(|| format!("cannot create JSON file {}", path.display()))?;
+            gdrperf_files::create_fresh(path)
+                .with_context(|| format!("cannot create JSON file {}", path.display()))?;
         }
         Ok(Outputs { csv, rows: Vec::new() })
     }
@@ -343,9 +344,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             })).collect::<Vec<_>>(),
             "rows": outputs.rows,
         });
-        let file =
-            File::create(path).with_context(|| format!("cannot write JSON file {}", path.display()))?;
-        serde_json::to_writer_pretty(file, &document)?;
+        let text = serde_json::to_string_pretty(&document)?;
+        gdrperf_files::write_file(path, text.as_bytes())
+            .with_context(|| format!("cannot write JSON file {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -186,7 +186,8 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&JudgeOutput { verdict: &verdict, base: base.as_ref() })?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+        gdrperf_files::write_file(path, (text + "\n").as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     let moved = base.as_ref().is_some_and(|base| !base.movements.is_empty());
     Ok(if verdict.findings.is_empty() && !moved { ExitCode::SUCCESS } else { ExitCode::from(1) })

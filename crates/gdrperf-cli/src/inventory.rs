@@ -33,7 +33,8 @@ pub fn write(folder: &Path, sysfs_root: &Path, doctor: &Value) -> anyhow::Result
     });
     let path = folder.join(FILE_NAME);
     let text = serde_json::to_string_pretty(&inventory)? + "\n";
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    gdrperf_files::write_file(&path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(inventory)
 }
 

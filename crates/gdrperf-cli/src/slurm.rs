@@ -269,10 +269,14 @@ fn judge_fleet(out: &Path, located: Option<&str>) {
     let text = fleet_report::text(&verdict);
     // A verdict that does not encode (it cannot, today: plain numbers and text) is said like a
     // failed write, never written as an empty fleet.json that a reader would take for a verdict.
-    let written = std::fs::write(&text_path, format!("{text}{}", located.unwrap_or(""))).and_then(|()| {
-        let json = serde_json::to_string_pretty(&verdict).map_err(std::io::Error::other)?;
-        std::fs::write(&json_path, json + "\n")
-    });
+    // Through a new temporary file and a rename: the folder is shared, and a link planted at
+    // either name is refused, never followed (issue 44).
+    let written =
+        gdrperf_files::write_file(&text_path, format!("{text}{}", located.unwrap_or("")).as_bytes())
+            .and_then(|()| {
+                let json = serde_json::to_string_pretty(&verdict).map_err(std::io::Error::other)?;
+                gdrperf_files::write_file(&json_path, (json + "\n").as_bytes())
+            });
     say_raw!("{text}");
     match written {
         Ok(()) => say!(

@@ -211,7 +211,7 @@ pub fn run(
         "lanes": lanes,
     });
     let path = out.join("soak.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&document)? + "\n")
+    gdrperf_files::write_file(&path, (serde_json::to_string_pretty(&document)? + "\n").as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
     say!("soak: {overall} ({})", path.display());
     Ok(overall)

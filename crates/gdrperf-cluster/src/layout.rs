@@ -382,11 +382,14 @@ pub fn write_streamed(
     path: &Path,
     write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
-    let (temporary, file) = create_temporary(path)?;
-    let mut writer = std::io::BufWriter::new(file);
+    // gdrperf-files' one path for outputs: a new temporary file, then a rename that refuses a
+    // link planted at `path` (issue 44).
+    let new = gdrperf_files::NewFile::create(path).map_err(|source| write_error(path, source))?;
+    let temporary = new.temporary().to_path_buf();
+    let mut writer = std::io::BufWriter::new(new);
     write(&mut writer).and_then(|()| writer.flush()).map_err(|source| write_error(&temporary, source))?;
-    drop(writer);
-    std::fs::rename(&temporary, path).map_err(|source| write_error(path, source))
+    let new = writer.into_inner().map_err(|error| write_error(&temporary, error.into_error()))?;
+    new.commit().map(drop).map_err(|source| write_error(path, source))
 }
 
 /// A new temporary file beside `path`, to be written and renamed onto it (what [`write_text`]
@@ -484,6 +487,12 @@ mod tests {
             std::os::unix::fs::symlink(&victim, link).unwrap();
         }
         assert!(write_text(&path, "new\n").is_err(), "the planted link was not refused");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+        // A link at the final name (fleet.txt, summary.json in the shared folder) is refused too.
+        let final_name = folder.join("fleet.json");
+        std::os::unix::fs::symlink(&victim, &final_name).unwrap();
+        let error = write_text(&final_name, "new\n").unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
         std::fs::remove_dir_all(&folder).unwrap();
     }

@@ -440,22 +440,21 @@ pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[Accepta
         .iter()
         .filter_map(|key| metadata[key].as_str().map(|value| format!("# {key}: {value}\n")))
         .collect();
-    std::fs::write(&csv_path, head).map_err(|error| fail(&csv_path, error.to_string()))?;
-    let file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&csv_path)
-        .map_err(|error| fail(&csv_path, error.to_string()))?;
-    let mut writer = csv::Writer::from_writer(file);
+    let mut writer = csv::Writer::from_writer(head.into_bytes());
     for row in rows {
         writer.serialize(row).map_err(|error| fail(&csv_path, error.to_string()))?;
     }
-    writer.flush().map_err(|error| fail(&csv_path, error.to_string()))?;
+    let csv = writer.into_inner().map_err(|error| fail(&csv_path, error.to_string()))?;
+    // Through a new temporary file and a rename: a link planted at either name is refused,
+    // never followed (issue 44).
+    gdrperf_files::write_file(&csv_path, &csv).map_err(|error| fail(&csv_path, error.to_string()))?;
     let json_path = folder.join("summary.json");
     let overall = Verdict::overall(rows.iter().map(|row| row.verdict));
     let document = serde_json::json!({ "metadata": metadata, "overall": overall, "results": rows });
     let text =
         serde_json::to_string_pretty(&document).map_err(|error| fail(&json_path, error.to_string()))?;
-    std::fs::write(&json_path, text + "\n").map_err(|error| fail(&json_path, error.to_string()))
+    gdrperf_files::write_file(&json_path, (text + "\n").as_bytes())
+        .map_err(|error| fail(&json_path, error.to_string()))
 }
 
 #[cfg(test)]

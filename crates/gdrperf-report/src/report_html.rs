@@ -49,7 +49,7 @@ pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap;word-brea
 pub fn write(folder: &Path) -> Result<PathBuf> {
     let html = render(folder)?;
     let path = folder.join(FILE_NAME);
-    std::fs::write(&path, html)
+    gdrperf_files::write_file(&path, html.as_bytes())
         .map_err(|error| ReportError::WriteFile { path: path.clone(), error: error.to_string() })?;
     Ok(path)
 }

@@ -123,3 +123,16 @@ fn the_manifest_in_the_page_verifies_the_files_and_catches_a_change() {
         ["write_bw-host-rxe0.csv: changed since the report was written"]
     );
 }
+
+/// Issue 44: `gdrperf report` overwrote the file a link planted at `report.html` pointed to.
+#[test]
+fn a_link_planted_at_report_html_is_refused_and_its_target_untouched() {
+    let folder = Folder::copy_of_the_softroce_run("planted");
+    let victim = folder.0.join("victim.txt");
+    std::fs::write(&victim, "mine\n").unwrap();
+    let _ = std::fs::remove_file(folder.0.join(report_html::FILE_NAME));
+    std::os::unix::fs::symlink(&victim, folder.0.join(report_html::FILE_NAME)).unwrap();
+    let error = report_html::write(&folder.0).unwrap_err().to_string();
+    assert!(error.contains("symbolic link"), "{error}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+}

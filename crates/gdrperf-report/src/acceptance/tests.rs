@@ -206,6 +206,26 @@ fn summaries_are_written_as_csv_and_json() {
     std::fs::remove_dir_all(&folder).unwrap();
 }
 
+/// Issue 44: the summaries were opened with truncate-and-follow; a link planted at either name
+/// made `gdrperf accept` overwrite the file it points to.
+#[test]
+fn a_link_planted_at_a_summary_is_refused_and_its_target_untouched() {
+    let folder = std::env::temp_dir().join(format!("gdrperf-report-planted-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    let victim = folder.join("victim.txt");
+    std::fs::write(&victim, "mine\n").unwrap();
+    for name in ["summary.csv", "summary.json"] {
+        std::os::unix::fs::symlink(&victim, folder.join(name)).unwrap();
+        let metadata = serde_json::json!({"command": "gdrperf accept"});
+        let error = write_summary(&folder, metadata, &[]).unwrap_err().to_string();
+        assert!(error.contains("symbolic link"), "{name}: {error}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "{name}: the link was followed");
+        std::fs::remove_file(folder.join(name)).unwrap();
+    }
+    std::fs::remove_dir_all(&folder).unwrap();
+}
+
 #[test]
 fn a_size_that_passes_on_bandwidth_but_moved_nic_error_counters_fails() {
     let profile = Profile::parse("test", PROFILE).unwrap();

@@ -296,7 +296,7 @@ impl LatencyFiles {
     pub fn interval_log(&self, size: usize) -> Result<Option<IntervalLogFile>> {
         let Some(path) = &self.paths.hlog else { return Ok(None) };
         let path = self.per_size(path, size);
-        let file = File::create(&path).map_err(|source| output_error(&path, source))?;
+        let file = gdrperf_files::create_fresh(&path).map_err(|source| output_error(&path, source))?;
         let tag = format!("{size}B");
         let log = LatencyIntervalLog::new(BufWriter::new(file), SystemTime::now(), Some(&tag))
             .map_err(|error| hdr_error(&path, error))?;
@@ -310,7 +310,10 @@ impl LatencyFiles {
         if let Some(directory) = &self.paths.hdr_dir {
             let stem = directory.join(format!("{}-{size}B", self.test));
             let table = stem.with_extension("hgrm");
-            let mut file = File::create(&table).map_err(|source| output_error(&table, source))?;
+            // Each file through a new temporary file and a rename: a link planted at its name in a
+            // shared folder is refused, never followed (issue 44).
+            let mut file =
+                gdrperf_files::NewFile::create(&table).map_err(|source| output_error(&table, source))?;
             write_percentile_distribution(recorder.histogram(), &mut file, PercentileTableFormat::default())
                 .map_err(|error| hdr_error(&table, error))?;
             // After the table, in the footer's own `#[...]` form that HdrHistogram's plotter and
@@ -321,13 +324,16 @@ impl LatencyFiles {
                 gdrperf_provenance::GIT_COMMIT
             );
             file.write_all(footer.as_bytes()).map_err(|source| output_error(&table, source))?;
+            file.commit().map_err(|source| output_error(&table, source))?;
             written.push(table);
             let encoded = stem.with_extension("hdr");
-            let mut file =
-                BufWriter::new(File::create(&encoded).map_err(|source| output_error(&encoded, source))?);
+            let mut file = BufWriter::new(
+                gdrperf_files::NewFile::create(&encoded).map_err(|source| output_error(&encoded, source))?,
+            );
             write_v2_histogram(recorder.histogram(), &mut file)
                 .map_err(|error| hdr_error(&encoded, error))?;
-            std::io::Write::flush(&mut file).map_err(|source| output_error(&encoded, source))?;
+            let file = file.into_inner().map_err(|error| output_error(&encoded, error.into_error()))?;
+            file.commit().map_err(|source| output_error(&encoded, source))?;
             written.push(encoded);
         }
         if !self.paths.keeps_every_sample() {
@@ -347,9 +353,11 @@ impl LatencyFiles {
         }
         if let Some(path) = &self.paths.histogram_raw {
             let path = self.per_size(path, size);
-            let mut file = File::create(&path).map_err(|source| output_error(&path, source))?;
+            let mut file =
+                gdrperf_files::NewFile::create(&path).map_err(|source| output_error(&path, source))?;
             write_raw_samples(samples, RawSampleOrder::AsRecorded, &mut file)
                 .map_err(|error| hdr_error(&path, error))?;
+            file.commit().map_err(|source| output_error(&path, source))?;
             written.push(path);
         }
         Ok(written)
