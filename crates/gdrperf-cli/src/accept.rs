@@ -201,7 +201,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     acceptance::write_summary(&out, metadata, &rows)?;
     say!("summary: {0}/summary.csv, {0}/summary.json", out.display());
     let report = gdrperf_report::report_html::write(&out)?;
-    say!("report: {}", report.display());
+    say!("{}", report.describe());
     say!("results written to {}/", out.display());
     Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict)).exit_code()))
 }

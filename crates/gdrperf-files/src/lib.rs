@@ -8,9 +8,14 @@
 //! - [`read`]: every input file is read only if it is a regular file (not a FIFO, a device or a
 //!   link) and only up to a stated size, so that `/dev/zero`, a FIFO nobody writes or a file of
 //!   many gigabytes is a clear error, not a hang or an exhausted memory.
+//! - [`text`]: the project's one cleaning function for text from outside (a peer's message, a
+//!   result file, a Slurm record, a manifest's names): control, bidirectional and format
+//!   characters escaped, the whole cut to a stated length.
 
 pub mod read;
+pub mod text;
 pub mod write;
 
 pub use read::{open_regular, read_bounded, read_text_bounded, TooLarge};
+pub use text::{printable, printable_within};
 pub use write::{create_fresh, write_file, NewFile};

@@ -45,28 +45,50 @@ td.PASS,td.FAIL,td.ERROR,td.SKIP{color:#fff;font-weight:bold}.note{color:#555;fo
 pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap;word-break:break-all}\
 .test{border:1px solid #ddd;padding:8px 12px;margin:12px 0}.FAIL-text{color:#b00020}";
 
-/// Writes `report.html` into the acceptance `folder`; returns its path.
-pub fn write(folder: &Path) -> Result<PathBuf> {
+/// A written page: where, and its own SHA-256 (which its manifest cannot hold), for the signer
+/// to record elsewhere.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub path: PathBuf,
+    pub sha256: String,
+}
+
+impl Written {
+    /// The line both `gdrperf report` and `gdrperf accept` print.
+    pub fn describe(&self) -> String {
+        format!(
+            "report: {} (sha256 {}: record this digest outside the folder; the manifest inside proves the \
+             files match the page, not who made them)",
+            self.path.display(),
+            self.sha256
+        )
+    }
+}
+
+/// Writes `report.html` into the acceptance `folder`; returns its path and digest.
+pub fn write(folder: &Path) -> Result<Written> {
     let html = render(folder)?;
     let path = folder.join(FILE_NAME);
     gdrperf_files::write_file(&path, html.as_bytes())
         .map_err(|error| ReportError::WriteFile { path: path.clone(), error: error.to_string() })?;
-    Ok(path)
+    Ok(Written { path, sha256: manifest::sha256_hex(html.as_bytes()) })
 }
 
 /// The page for the acceptance `folder` (which must hold `summary.json`).
 pub fn render(folder: &Path) -> Result<String> {
-    let summary = read_json(&folder.join("summary.json"))?;
-    let inventory = read_json(&folder.join(report_inventory::FILE_NAME)).ok();
-    let soak = read_json(&folder.join(crate::report_soak::FILE_NAME)).ok();
+    // The manifest first: it refuses a folder holding a link or a special file, so that every
+    // file the page reads below (inside the folder, regular) is one the manifest covers.
+    let files = manifest::manifest(folder, &[FILE_NAME])?;
+    let summary = read_json(folder, "summary.json")?;
+    let inventory = read_json(folder, report_inventory::FILE_NAME).ok();
+    let soak = read_json(folder, crate::report_soak::FILE_NAME).ok();
     let metadata = &summary["metadata"];
     let rows = summary["results"].as_array().cloned().unwrap_or_default();
     let overall = summary["overall"].as_str().unwrap_or("ERROR");
     let host = metadata["host"].as_str().unwrap_or("unknown host");
-    let files = manifest::manifest(folder, &[FILE_NAME])?;
 
     let mut page = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>gdrperf acceptance: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<title>gdrperf acceptance: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
         escape(host)
     );
     page.push_str(&verdict_section(metadata, overall, &rows));
@@ -94,11 +116,19 @@ pub fn render(folder: &Path) -> Result<String> {
     Ok(page)
 }
 
-fn read_json(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| ReportError::ReadFile { path: path.to_path_buf(), error })?;
-    serde_json::from_str(&text)
-        .map_err(|error| ReportError::JsonFile { path: path.to_path_buf(), reason: error.to_string() })
+/// The page's Content Security Policy: nothing loads or runs from anywhere (no script at all),
+/// styles only from the page's own `<style>` block, images only inline (`data:`, the SVG charts
+/// are inline markup). A second line of defence behind the escaping of every string the page
+/// shows: markup that slipped through could still not fetch or run anything.
+pub const CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
+
+/// A JSON file of the folder, by its name inside it (see `manifest::read_inside`: no absolute
+/// path, no `..`, no link, a regular file of bounded size).
+fn read_json(folder: &Path, relative: &str) -> Result<Value> {
+    let bytes = manifest::read_inside(folder, relative)?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| ReportError::JsonFile { path: folder.join(relative), reason: error.to_string() })
 }
 
 fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
@@ -183,7 +213,7 @@ fn test_section(folder: &Path, row: &Value) -> String {
         cell(&row["verdict"])
     );
     let result_file = row["result_file"].as_str().unwrap_or("");
-    let result = if result_file.is_empty() { None } else { read_json(&folder.join(result_file)).ok() };
+    let result = if result_file.is_empty() { None } else { read_json(folder, result_file).ok() };
     let result_rows =
         result.as_ref().and_then(|result| result["results"].as_array().cloned()).unwrap_or_default();
     let metric = row["metric"].as_str().unwrap_or("");
@@ -281,7 +311,7 @@ fn commands_section(folder: &Path, metadata: &Value, rows: &[Value]) -> String {
     files.retain(|file| !file.is_empty());
     files.dedup();
     for file in files {
-        let Ok(result) = read_json(&folder.join(file)) else { continue };
+        let Ok(result) = read_json(folder, file) else { continue };
         let argv: Vec<&str> =
             result["metadata"]["argv"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         if !argv.is_empty() {
@@ -294,7 +324,13 @@ fn commands_section(folder: &Path, metadata: &Value, rows: &[Value]) -> String {
 fn manifest_section(files: &[ManifestEntry]) -> String {
     let mut html = String::from(
         "<h2 id=\"manifest-section\">Manifest</h2>\n<p class=\"note\">Every file of the folder but this report, as <code>sha256sum</code> writes it: \
-         save the block as SHA256SUMS beside the files and run <code>sha256sum -c SHA256SUMS</code>.</p>\n<pre id=\"manifest\">",
+         save the block as SHA256SUMS beside the files and run <code>sha256sum -c SHA256SUMS</code>, or run \
+         <code>gdrperf report DIR --check</code> (which also names files added since).</p>\n\
+         <p class=\"note\">What it proves: that the folder holds the files this page was made from, unchanged. \
+         It does not prove who made them: anyone who can edit the folder can edit a result and write the page again, \
+         and the new manifest matches. <code>gdrperf report</code> and <code>gdrperf accept</code> print this page's own \
+         SHA-256 when they write it: record that digest where the folder's writers cannot change it (a ticket, a signed \
+         mail); a page with that digest whose manifest checks is the evidence as it was recorded.</p>\n<pre id=\"manifest\">",
     );
     html.push_str(&escape(&manifest::sha256sum_text(files)));
     html.push_str("</pre>\n<table>\n<tr><th>file</th><th>bytes</th></tr>\n");

@@ -109,17 +109,20 @@ fn the_reference_check_catches_what_a_browser_would_fetch() {
 fn the_manifest_in_the_page_verifies_the_files_and_catches_a_change() {
     let folder = Folder::copy_of_the_softroce_run("manifest");
     let written = report_html::write(&folder.0).unwrap();
-    let html = std::fs::read_to_string(written).unwrap();
+    let html = std::fs::read_to_string(&written.path).unwrap();
+    assert_eq!(written.sha256, manifest::sha256_hex(html.as_bytes()), "the page's own digest");
+    assert!(written.describe().contains(&written.sha256) && written.describe().contains("not who made them"));
+    assert!(html.contains("It does not prove who made them"), "the page says what its manifest proves");
     let text = manifest_text(&html).unwrap();
     // Every file but the report, the HDR histograms in their sub-folder included.
     let files = manifest::manifest(&folder.0, &[report_html::FILE_NAME]).unwrap();
     assert_eq!(text.lines().count(), files.len());
     assert!(text.contains("  read_lat-host-rxe0-hdr/read_lat-2B.hdr\n"), "{text}");
     assert!(!text.contains(report_html::FILE_NAME));
-    assert_eq!(manifest::verify(&folder.0, &text), Vec::<String>::new());
+    assert_eq!(manifest::verify(&folder.0, &text, &[report_html::FILE_NAME]), Vec::<String>::new());
     std::fs::write(folder.0.join("write_bw-host-rxe0.csv"), "edited\n").unwrap();
     assert_eq!(
-        manifest::verify(&folder.0, &text),
+        manifest::verify(&folder.0, &text, &[report_html::FILE_NAME]),
         ["write_bw-host-rxe0.csv: changed since the report was written"]
     );
 }
@@ -135,4 +138,32 @@ fn a_link_planted_at_report_html_is_refused_and_its_target_untouched() {
     let error = report_html::write(&folder.0).unwrap_err().to_string();
     assert!(error.contains("symbolic link"), "{error}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+}
+
+/// Issue 44 item 8: a summary's `result_file` naming a file outside the folder (absolute or
+/// `..`) was read and shown; item 5: a symlinked summary.json was shown but left out of the
+/// manifest. Now the page refuses the link and reads nothing outside the folder.
+#[test]
+fn the_page_reads_only_regular_files_inside_the_folder() {
+    let folder = Folder::copy_of_the_softroce_run("outside");
+    let secret = folder.0.with_extension("secret.json");
+    std::fs::write(&secret, r#"{"metadata": {"argv": ["SECRET-ARGV"]}, "results": []}"#).unwrap();
+    let path = folder.0.join("summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    summary["results"][0]["result_file"] = secret.to_str().unwrap().into();
+    let outside = format!("../{}", secret.file_name().unwrap().to_str().unwrap());
+    summary["results"][1]["result_file"] = outside.into();
+    std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    let html = report_html::render(&folder.0).unwrap();
+    assert!(!html.contains("SECRET-ARGV"), "a file outside the folder was read");
+    assert!(html.contains("Content-Security-Policy") && html.contains("default-src 'none'"), "a CSP meta");
+    // summary.json as a link to a copy outside: refused, not shown unlisted.
+    let copy = folder.0.with_extension("summary.json");
+    std::fs::rename(&path, &copy).unwrap();
+    std::os::unix::fs::symlink(&copy, &path).unwrap();
+    let error = report_html::render(&folder.0).unwrap_err().to_string();
+    assert!(error.contains("summary.json") && error.contains("symbolic link"), "{error}");
+    std::fs::remove_file(&secret).unwrap();
+    std::fs::remove_file(&copy).unwrap();
 }
