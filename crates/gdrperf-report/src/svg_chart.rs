@@ -156,8 +156,12 @@ pub fn bars(chart: &Chart, bars: &[(&str, f64)]) -> String {
     if bars.is_empty() {
         return empty(chart, "no latency statistics in the result file");
     }
-    let largest = bars.iter().map(|(_, value)| *value).chain(chart.threshold).fold(0.0, f64::max);
-    let smallest = bars.iter().map(|(_, value)| *value).chain(chart.threshold).fold(f64::INFINITY, f64::min);
+    // A log axis has no place for a threshold of 0 (or below): such a line is left out, never
+    // allowed to make the axis start at 0 (its decades would never reach the top: issue 44).
+    let threshold =
+        chart.threshold.filter(|threshold| *threshold >= f64::MIN_POSITIVE && threshold.is_finite());
+    let largest = bars.iter().map(|(_, value)| *value).chain(threshold).fold(0.0, f64::max);
+    let smallest = bars.iter().map(|(_, value)| *value).chain(threshold).fold(f64::INFINITY, f64::min);
     let (low, high) = (10f64.powf(smallest.log10().floor()), 10f64.powf(largest.log10().ceil().max(1.0)));
     let high = if high <= low { low * 10.0 } else { high };
     let y = |value: f64| {
@@ -166,10 +170,13 @@ pub fn bars(chart: &Chart, bars: &[(&str, f64)]) -> String {
             - (value.log10() - low.log10()) / (high.log10() - low.log10()) * (HEIGHT - MARGIN.2 - MARGIN.3)
     };
     let mut svg = frame(chart);
-    let mut decade = low;
-    while decade <= high * 1.0001 {
+    // One tick a decade, at most MAX_DECADES of them (a tiny threshold such as 1e-300 spans
+    // hundreds): then every n-th decade.
+    let decades = (high.log10() - low.log10()).round().max(1.0) as i32;
+    let step = (decades + MAX_DECADES - 1) / MAX_DECADES;
+    for power in (0..=decades).step_by(step.max(1) as usize) {
+        let decade = low * 10f64.powi(power);
         svg.push_str(&y_tick(y(decade), &format_number(decade)));
-        decade *= 10.0;
     }
     let slot = (WIDTH - MARGIN.0 - MARGIN.1) / bars.len() as f64;
     for (index, (name, value)) in bars.iter().enumerate() {
@@ -195,11 +202,14 @@ pub fn bars(chart: &Chart, bars: &[(&str, f64)]) -> String {
             escape(name)
         ));
     }
-    if let Some(threshold) = chart.threshold {
+    if let Some(threshold) = threshold {
         svg.push_str(&threshold_line(y(threshold), threshold));
     }
     svg + "</svg>\n"
 }
+
+/// The most decade ticks a log axis shows.
+const MAX_DECADES: i32 = 12;
 
 fn frame(chart: &Chart) -> String {
     let mut svg = format!(
@@ -330,5 +340,16 @@ mod tests {
         let svg = bars(&chart, &[]);
         assert!(svg.contains("&lt;b&gt;x&lt;/b&gt;") && !svg.contains("<b>"), "{svg}");
         assert!(svg.contains("no latency statistics"), "{svg}");
+    }
+
+    /// Issue 44 item 7: a latency threshold of 0 made the tick loop start at 0 and never end.
+    #[test]
+    fn a_threshold_of_zero_or_a_tiny_one_ends_and_draws_a_bounded_axis() {
+        for threshold in [0.0, -1.0, f64::NAN, 1e-300, 5e-324] {
+            let chart = Chart { title: "t", y_label: "us", threshold: Some(threshold) };
+            let svg = bars(&chart, &[("min", 1.5), ("p99", 40.0)]);
+            assert!(svg.ends_with("</svg>\n"), "{threshold}");
+            assert!(svg.matches("<line").count() < 40, "{threshold}: a bounded number of ticks");
+        }
     }
 }

@@ -7,6 +7,14 @@ pub fn number(x: f64) -> String {
         return format!("{x}");
     }
     let magnitude = x.abs().log10().floor() as i32;
+    if magnitude < -4 {
+        // Below 0.0001, six decimals would print a limit such as 0.0000001 us as "0" (issue 44):
+        // three significant digits in scientific form instead ("1e-7", "2.5e-12").
+        let text = format!("{x:.2e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        return format!("{mantissa}e{exponent}");
+    }
     let decimals = (2 - magnitude).clamp(0, 6) as usize;
     let text = format!("{x:.decimals$}");
     if text.contains('.') {
@@ -34,6 +42,11 @@ mod tests {
         assert_eq!(number(92.274688), "92.3");
         assert_eq!(number(0.001234), "0.00123");
         assert_eq!(number(-4.56789), "-4.57");
+        // Tiny limits keep their digits rather than print as 0.
+        assert_eq!(number(0.0000001), "1e-7");
+        assert_eq!(number(2.5e-12), "2.5e-12");
+        assert_eq!(number(0.00012345), "0.000123");
+        assert_eq!(number(-3.14159e-9), "-3.14e-9");
     }
 
     #[test]
