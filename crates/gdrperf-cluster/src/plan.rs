@@ -359,7 +359,26 @@ impl Plan {
 
     /// Appends a round [`Plan::add_round`] made (as `locate.json` tells it: the bench pairs, a
     /// unit pair's tasks one after another).
+    /// `locate.json` sits in a shared folder: a round that is not one rank 0 could have decided
+    /// (a rank past the step, a unit twice, pairs that do not follow from their units) is an
+    /// error naming the file, never an index out of range on every rank (issue 44).
     pub fn add_bench_round(&mut self, step: &SlurmStep, round: &[BenchPair]) -> Result<Vec<BenchPair>> {
+        let forged = |why: String| {
+            ClusterError::StepShape(format!(
+                "locate.json: {why}: not a round rank 0 decides (the file was edited or damaged)"
+            ))
+        };
+        if round.is_empty() || round.len() % self.per_unit != 0 {
+            return Err(forged(format!("a round of {} pairs, {} a unit pair", round.len(), self.per_unit)));
+        }
+        if let Some(pair) =
+            round.iter().find(|pair| pair.server_rank >= step.tasks || pair.client_rank >= step.tasks)
+        {
+            return Err(forged(format!(
+                "ranks {} and {} in a step of {} tasks",
+                pair.server_rank, pair.client_rank, step.tasks
+            )));
+        }
         let units: Vec<Pair> = round
             .iter()
             .step_by(self.per_unit)
@@ -368,7 +387,23 @@ impl Plan {
                 client: self.pair_by.unit_of(step, pair.client_rank),
             })
             .collect();
-        self.add_round(step, &units)
+        let mut seen = vec![false; self.pair_by.unit_count(step)];
+        for unit in units.iter().flat_map(|pair| [pair.server, pair.client]) {
+            if std::mem::replace(&mut seen[unit], true) {
+                return Err(forged(format!(
+                    "{} is in two pairs of one round",
+                    self.pair_by.unit_name(step, unit)
+                )));
+            }
+        }
+        let made = self.add_round(step, &units)?;
+        let ranks = |pairs: &[BenchPair]| -> Vec<(usize, usize)> {
+            pairs.iter().map(|pair| (pair.server_rank, pair.client_rank)).collect()
+        };
+        if ranks(&made) != ranks(round) {
+            return Err(forged("its pairs do not follow from their units".into()));
+        }
+        Ok(made)
     }
 
     /// What `plan.json` says of this plan: O(units) to compute (a formula per unit for the
@@ -489,5 +524,35 @@ mod tests {
         assert!(message(&step(0, "solo", "2", 2), PairBy::Node, 18515).contains("--pair-by task"));
         assert!(message(&step(0, "a,b", "2,1", 3), PairBy::Node, 18515).contains("same number of tasks"));
         assert!(message(&step(0, "n[1-4]", "1(x4)", 4), PairBy::Node, 65535).contains("lower --base-port"));
+    }
+
+    /// Issue 44 item 10: a forged `locate.json` (a rank past the step) made every rank and the
+    /// gather panic with an index out of range.
+    #[test]
+    fn a_forged_locate_round_is_an_error_not_a_panic() {
+        let step = step(0, "n[1-4]", "1(x4)", 4);
+        let pair = |server_rank: usize, client_rank: usize| BenchPair {
+            round: 9,
+            server_rank,
+            server_node: "n1".into(),
+            client_rank,
+            client_node: "n2".into(),
+            local: 0,
+            port: 18515,
+        };
+        for (round, says) in [
+            (vec![pair(0, 99)], "in a step of 4 tasks"),
+            (vec![pair(usize::MAX, 1)], "in a step of 4 tasks"),
+            (vec![pair(0, 1), pair(1, 2)], "in two pairs of one round"),
+            (vec![pair(2, 2)], "in two pairs of one round"),
+            (vec![], "a round of 0 pairs"),
+        ] {
+            let mut plan = Plan::locate(&step, 1, PairBy::Node, 18515).unwrap();
+            let error = plan.add_bench_round(&step, &round).unwrap_err().to_string();
+            assert!(error.contains("locate.json") && error.contains(says), "{round:?}: {error}");
+        }
+        let mut plan = Plan::locate(&step, 1, PairBy::Node, 18515).unwrap();
+        let made = plan.add_bench_round(&step, &[pair(0, 1)]).unwrap();
+        assert_eq!((made[0].server_rank, made[0].client_rank), (0, 1), "a real round still adds");
     }
 }
