@@ -84,20 +84,23 @@ impl Verdicts {
         }
         let Some(writer) = &mut self.writer else { return Ok(()) };
         let verdict = if outcome.passed { "PASS" } else { "FAIL" };
+        // Node names and reasons come from the ranks' records in the shared folder: made
+        // printable here, where they enter the summary (no ESC, no fake lines; issue 44).
+        let clean = gdrperf_files::text::printable_cow;
         let written = write!(
             writer,
             "{verdict}  round {}  {} (rank {}, server) <- {} (rank {}, client)  port {}  {} rows",
             pair.round,
-            pair.server_node,
+            clean(&pair.server_node),
             pair.server_rank,
-            pair.client_node,
+            clean(&pair.client_node),
             pair.client_rank,
             pair.port,
             outcome.rows
         )
         .and_then(|()| match outcome.passed {
             true => Ok(()),
-            false => write!(writer, ": {}", outcome.reasons.join("; ")),
+            false => write!(writer, ": {}", clean(&outcome.reasons.join("; "))),
         })
         .and_then(|()| writer.write_all(b"\n"));
         written.map_err(|source| write_error(&self.lines.path, source))
@@ -127,9 +130,11 @@ pub struct Summary {
 impl Summary {
     /// The summary's text: its head, every pair's line, its tail.
     pub fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        out.write_all(self.head.as_bytes())?;
+        // The head and tail name the plan's run, bench arguments and nodes, read back from
+        // plan.json in the shared folder: printable, line by line (the pair lines are already).
+        out.write_all(gdrperf_files::text::printable_lines(&self.head).as_bytes())?;
         std::io::copy(&mut std::fs::File::open(&self.lines.path)?, out)?;
-        out.write_all(self.tail.as_bytes())?;
+        out.write_all(gdrperf_files::text::printable_lines(&self.tail).as_bytes())?;
         out.flush()
     }
 }

@@ -12,10 +12,15 @@ use gdrperf_cluster::step::{Distribution, SlurmStep};
 
 /// An all-pairs job of five nodes, one task each, whose every bench on `bad` exits 1.
 fn write_job(dir: &OutputDir, bad: &str) {
+    write_job_with(dir, bad, "-a", None);
+}
+
+/// [`write_job`] with the bench's argument and the failing sides' note as given.
+fn write_job_with(dir: &OutputDir, bad: &str, argument: &str, note: Option<&str>) {
     let nodes: Vec<String> = (1..=5).map(|node| format!("n{node}")).collect();
     let step = SlurmStep::from_layout(nodes, vec![1; 5], Distribution::Block);
     let plan = Plan::new(&step, Schedule::AllPairs, PairBy::Node, 18515).unwrap();
-    let run = RunPlan::new(&step, &plan, "gdr-write-bw".into(), vec!["-a".into()]);
+    let run = RunPlan::new(&step, &plan, "gdr-write-bw".into(), vec![argument.into()]);
     dir.create().unwrap();
     write_json(&dir.plan(), &run).unwrap();
     for rank in 0..step.tasks {
@@ -27,8 +32,13 @@ fn write_job(dir: &OutputDir, bad: &str) {
                 run_id: run.run_id.clone(),
                 pair: pair.clone(),
                 role,
-                exit_code: Some(if node == bad { 1 } else { 0 }),
-                note: None,
+                // A failing side with a note was killed (no exit status): its note is the reason.
+                exit_code: match (node == bad, note) {
+                    (false, _) => Some(0),
+                    (true, None) => Some(1),
+                    (true, Some(_)) => None,
+                },
+                note: note.filter(|_| node == bad).map(str::to_string),
                 seconds: 1.0,
                 command: vec!["gdr-write-bw".into()],
                 last_line: None,
@@ -97,5 +107,26 @@ fn the_failing_node_is_named_from_the_tallies_and_each_pair_keeps_its_line() {
     drop(run);
     drop(summary);
     assert_eq!(partial_files(&root), Vec::<String>::new());
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// Issue 44 item 9: the records and plan in the shared folder are anyone's text; the summary
+/// (stdout and summary.txt) shows it escaped, each pair on one line.
+#[test]
+fn text_from_the_records_reaches_the_summary_escaped() {
+    let root = std::env::temp_dir().join(format!("gdrperf-gather-escaped-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let dir = OutputDir::new(&root);
+    write_job_with(&dir, "n3", "-a\x1b]0;owned\x07", Some("died\nPASS  round 9  fake line\x1b[2J\u{202e}"));
+    let run = gather(&dir).unwrap();
+    let mut text = Vec::new();
+    run.summary().write_to(&mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    for bad in ['\u{1b}', '\u{7}', '\u{202e}'] {
+        assert!(!text.contains(bad), "{bad:?} reached the summary: {text}");
+    }
+    assert!(!text.lines().any(|line| line.starts_with("PASS  round 9")), "a faked line: {text}");
+    assert!(text.contains("died\\nPASS  round 9  fake line\\u{1b}[2J\\u{202e}"), "{text}");
+    assert!(text.contains("-a\\u{1b}]0;owned\\u{7}"), "{text}");
     std::fs::remove_dir_all(&root).unwrap();
 }

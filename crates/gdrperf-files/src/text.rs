@@ -66,3 +66,24 @@ pub fn printable_within(text: &str, limit: usize) -> String {
     }
     out
 }
+
+/// [`printable`] without a copy when nothing needs escaping or cutting (the common case, for
+/// writers of millions of lines).
+pub fn printable_cow(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.chars().any(is_unsafe_character) || text.chars().nth(PEER_TEXT_CHARS).is_some() {
+        std::borrow::Cow::Owned(printable(text))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// Text of several lines (a summary's head) with each line made printable but not cut: the
+/// line breaks stay, everything else [`is_unsafe_character`] is escaped.
+pub fn printable_lines(text: &str) -> String {
+    text.split_inclusive('\n')
+        .map(|line| {
+            let (body, end) = line.strip_suffix('\n').map_or((line, ""), |body| (body, "\n"));
+            printable_within(body, usize::MAX) + end
+        })
+        .collect()
+}
