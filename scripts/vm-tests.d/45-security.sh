@@ -358,6 +358,7 @@ fi
 
 # --- a token of 8 characters is refused, with the fix named ---------------------------------
 printf 's3cretTK\n' >"$OUT/weak.token"
+chmod 600 "$OUT/weak.token"
 next_port
 run weak_token_flag 2 gdr-write-bw -p $PORT -n 5 -s 4096 --token s3cretTK &&
     expect_in weak_token_flag "a token needs 128" && expect_in weak_token_flag "gdrperf token" &&

@@ -65,7 +65,15 @@ pub enum WeakToken {
     Empty,
     #[error("holds at most about {bits} bits of randomness ({characters} characters of {alphabet}); a token needs {TOKEN_MIN_BITS}, so that a recorded handshake cannot be guessed offline: {MAKE_A_TOKEN}")]
     TooWeak { bits: u32, characters: usize, alphabet: &'static str },
+    #[error("uses only {distinct} different characters (blank or repeated): no random secret looks like that; {MAKE_A_TOKEN}")]
+    Repetitive { distinct: usize },
 }
+
+/// The fewest different characters a token may use. A random 32-hex-digit token uses fewer
+/// than 8 of the 16 digits with a probability below 10^-12; twenty spaces, `aaaa...` or
+/// `abababab...` use one or two, and the length rule alone would pass them. White space is not
+/// counted.
+const MIN_DISTINCT_CHARACTERS: usize = 8;
 
 /// Refuses a token that cannot hold [`TOKEN_MIN_BITS`] random bits. The estimate is an upper
 /// bound from the token's form only (length times the bits of its alphabet: 4 for hex, 6 for
@@ -88,6 +96,12 @@ pub fn check_token_strength(text: &str) -> Result<(), WeakToken> {
     let bits = u32::try_from(characters).unwrap_or(u32::MAX).saturating_mul(tenths_per_character) / 10;
     if bits < TOKEN_MIN_BITS {
         return Err(WeakToken::TooWeak { bits, characters, alphabet });
+    }
+    let mut seen: Vec<char> = text.chars().filter(|character| !character.is_whitespace()).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() < MIN_DISTINCT_CHARACTERS {
+        return Err(WeakToken::Repetitive { distinct: seen.len() });
     }
     Ok(())
 }
@@ -359,6 +373,14 @@ mod tests {
             );
         }
         assert!(check_token_strength("s3cretTK").unwrap_err().to_string().contains("8 characters of base64"));
+        // Issue 44: long enough by the length rule, but no secret at all.
+        for blank in
+            [" ".repeat(20), "a".repeat(40), "ab".repeat(20), "\t \t".repeat(10), "0123456 ".repeat(4)]
+        {
+            let refusal = check_token_strength(&blank).unwrap_err();
+            assert!(matches!(refusal, WeakToken::Repetitive { .. }), "{blank:?}: {refusal}");
+            assert!(refusal.to_string().contains("gdrperf token"), "{refusal}");
+        }
         let fresh = random_token_hex().unwrap();
         assert_eq!(fresh.len(), 32);
         assert_ne!(fresh, random_token_hex().unwrap());

@@ -194,8 +194,9 @@ pub struct CommonArgs {
     pub token: Option<String>,
 
     /// Read the shared secret (--token) from this file, its first line: unlike a --token on the
-    /// command line, a file readable by you alone shows the secret to no other user. Default:
-    /// none (--token or GDRPERF_TOKEN, if given).
+    /// command line, a file readable by you alone shows the secret to no other user (one that
+    /// others may read is refused, as ssh refuses such a key: chmod 600). Default: none (--token
+    /// or GDRPERF_TOKEN, if given).
     #[arg(long = "token-file", value_name = "PATH")]
     pub token_file: Option<std::path::PathBuf>,
 }

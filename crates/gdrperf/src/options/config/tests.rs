@@ -269,6 +269,12 @@ fn token_file_gives_the_secret_one_way_only() {
     let path = folder.join("token");
     std::fs::write(&path, "0123456789abcdef0123456789abcdef\nsecond line ignored\n").unwrap();
     let file = path.to_str().unwrap();
+    // Readable by others (the umask's 644): refused, as ssh refuses such a key (issue 44).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let open = build(&["--token-file", file]).unwrap_err();
+    assert!(open.contains("other users (mode 644)") && open.contains("chmod 600"), "{open}");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     let (common, _) = build(&["--token-file", file]).unwrap();
     assert!(common.token.is_some());
     let both = build(&["--token-file", file, "--token", "0123456789abcdef0123456789abcdef"]).unwrap_err();
@@ -279,6 +285,12 @@ fn token_file_gives_the_secret_one_way_only() {
     std::fs::write(&path, "\n").unwrap();
     let empty = build(&["--token-file", file]).unwrap_err();
     assert!(empty.contains("is empty"), "{empty}");
+    // Bounded: a huge file or a device is refused, never read whole (or for ever).
+    std::fs::write(&path, "0123456789abcdef".repeat(1000)).unwrap();
+    let huge = build(&["--token-file", file]).unwrap_err();
+    assert!(huge.contains("is over 4096 bytes"), "{huge}");
+    let device = build(&["--token-file", "/dev/zero"]).unwrap_err();
+    assert!(device.contains("is not a regular file"), "{device}");
     std::fs::remove_dir_all(&folder).unwrap();
 }
 
