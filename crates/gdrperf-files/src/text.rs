@@ -87,3 +87,16 @@ pub fn printable_lines(text: &str) -> String {
         })
         .collect()
 }
+
+/// `cell` as a spreadsheet will read it as text: one starting with `=`, `+`, `-` or `@` that
+/// is not a number gets a leading `'` (OWASP's advice against CSV injection). Peer text (a host
+/// or device name, a cause) reaches CSV cells, and a spreadsheet would run `=HYPERLINK(...)` as
+/// a formula. Numbers are never touched, so figures stay figures (docs/columns.md).
+pub fn spreadsheet_safe(cell: &str) -> std::borrow::Cow<'_, str> {
+    let formula = cell.starts_with(['=', '+', '-', '@']) && cell.parse::<f64>().is_err();
+    if formula {
+        std::borrow::Cow::Owned(format!("'{cell}"))
+    } else {
+        std::borrow::Cow::Borrowed(cell)
+    }
+}

@@ -440,9 +440,20 @@ pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[Accepta
         .iter()
         .filter_map(|key| metadata[key].as_str().map(|value| format!("# {key}: {value}\n")))
         .collect();
-    let mut writer = csv::Writer::from_writer(head.into_bytes());
+    let csv_error = |error: csv::Error| fail(&csv_path, error.to_string());
+    // The rows as serde writes them, then each cell made spreadsheet-safe (host, device and
+    // detail cells hold a peer's and a bench's text), as the benches' CSV files are.
+    let mut serialised = csv::Writer::from_writer(Vec::new());
     for row in rows {
-        writer.serialize(row).map_err(|error| fail(&csv_path, error.to_string()))?;
+        serialised.serialize(row).map_err(csv_error)?;
+    }
+    let serialised = serialised.into_inner().map_err(|error| fail(&csv_path, error.to_string()))?;
+    let mut writer = csv::Writer::from_writer(head.into_bytes());
+    let mut records = csv::ReaderBuilder::new().has_headers(false).from_reader(serialised.as_slice());
+    for record in records.records() {
+        let record = record.map_err(csv_error)?;
+        let cells = record.iter().map(|cell| gdrperf_files::text::spreadsheet_safe(cell).into_owned());
+        writer.write_record(cells).map_err(csv_error)?;
     }
     let csv = writer.into_inner().map_err(|error| fail(&csv_path, error.to_string()))?;
     // Through a new temporary file and a rename: a link planted at either name is refused,

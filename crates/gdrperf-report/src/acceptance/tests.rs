@@ -197,6 +197,12 @@ fn summaries_are_written_as_csv_and_json() {
         "{csv}"
     );
     assert!(csv.contains(",SKIP,no NVIDIA GPU found by gdrperf doctor,"), "{csv}");
+    // Issue 44: a cell a spreadsheet would run as a formula is written as text.
+    let mut hostile = rows[0].clone();
+    hostile.detail = "=HYPERLINK(\"http://evil.example\",\"click\")".into();
+    write_summary(&folder, serde_json::json!({"command": "gdrperf accept"}), &[hostile]).unwrap();
+    let text = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    assert!(text.contains(",\"'=HYPERLINK(\"\"http://evil.example\"\",\"\"click\"\")\","), "{text}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("summary.json")).unwrap()).unwrap();
     assert_eq!(json["overall"], "PASS");

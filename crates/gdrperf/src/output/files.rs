@@ -24,18 +24,9 @@ pub struct CsvFile {
     header_written: bool,
 }
 
-/// `cell` as a spreadsheet will read it as text: one starting with `=`, `+`, `-` or `@` that
-/// is not a number gets a leading `'`. Peer text (a host or device name, a cause) reaches these
-/// cells, and a spreadsheet would run `=HYPERLINK(...)` as a formula (CSV injection).
-/// Numbers are never touched, so figures stay figures (docs/columns.md).
-pub fn spreadsheet_safe(cell: &str) -> std::borrow::Cow<'_, str> {
-    let formula = cell.starts_with(['=', '+', '-', '@']) && cell.parse::<f64>().is_err();
-    if formula {
-        std::borrow::Cow::Owned(format!("'{cell}"))
-    } else {
-        std::borrow::Cow::Borrowed(cell)
-    }
-}
+/// One rule for every CSV gdrperf writes (the benches' files, accept's summary.csv), kept in
+/// `gdrperf-files` with the cleaning of text from outside.
+pub use gdrperf_files::text::spreadsheet_safe;
 
 /// Checks a result file's path before the run writes it: a symbolic link there is refused (in
 /// a shared folder another user's link would make this run overwrite the file it points to),
