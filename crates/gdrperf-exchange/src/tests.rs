@@ -295,6 +295,46 @@ fn before_the_proof_only_small_frames_are_read() {
     assert!(matches!(error, ExchangeError::Closed { .. }), "{error}");
 }
 
+/// One frame read from a raw socket, decoded.
+fn read_frame(stream: &mut TcpStream) -> Message {
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+    stream.read_exact(&mut body).unwrap();
+    decode_body(&body).unwrap()
+}
+
+/// A raw client through the challenge of a server without a token, up to the terms.
+fn past_the_proof() -> (std::thread::JoinHandle<ExchangeResult<u32>>, TcpStream) {
+    let (server, mut stream) = vetting_pair(Duration::from_secs(5));
+    let Message::Challenge { version, .. } = read_frame(&mut stream) else { panic!("no challenge") };
+    stream.write_all(&encode(&Message::Proof { version, nonce: [7; 32], tag: None })).unwrap();
+    assert!(matches!(read_frame(&mut stream), Message::Accepted { tag: None }));
+    (server, stream)
+}
+
+/// The terms' cap (security.md: "64 KiB while the terms are agreed"): with no token every peer
+/// gets past the proof, so this bound is what a stranger costs. A frame over it is refused from
+/// its prefix; one under it is read and judged on its content.
+#[test]
+fn the_terms_are_read_up_to_64_kib_and_no_further() {
+    let (server, mut stream) = past_the_proof();
+    stream.write_all(&((TERMS_MAX_BYTES + 1) as u32).to_be_bytes()).unwrap();
+    match server.join().unwrap().unwrap_err() {
+        ExchangeError::TooLarge { len, limit, .. } => {
+            assert_eq!((len, limit), (TERMS_MAX_BYTES + 1, TERMS_MAX_BYTES))
+        }
+        other => panic!("expected TooLarge, got {other}"),
+    }
+    let (server, mut stream) = past_the_proof();
+    let padding = "x".repeat(TERMS_MAX_BYTES - 200);
+    let terms = encode(&Message::Terms { parameters: json!({"test": "write_bw", "pad": padding}), lane: 0 });
+    assert!(terms.len() - 4 <= TERMS_MAX_BYTES && terms.len() - 4 > TERMS_MAX_BYTES - 300);
+    stream.write_all(&terms).unwrap();
+    let error = server.join().unwrap().unwrap_err();
+    assert!(matches!(error, ExchangeError::Mismatch { .. }), "read and judged, not refused: {error}");
+}
+
 /// Peer text made harmless: every string of a peer's hello is cleaned where it is decoded, so no printer
 /// downstream (run header, sweep, terms, errors, CSV) ever holds an ESC or a huge name.
 #[test]

@@ -86,8 +86,24 @@ impl CopyLog {
 }
 
 /// A copy engine between the payload and the NIC-visible bounce buffer of the same length.
+///
+/// # Contract
+///
+/// [`BenchBuffer::staged`] registers `bounce()`'s memory with the NIC (an `unsafe` call) on
+/// the strength of what every implementation must keep, though the trait itself is safe:
+/// - `bounce()` names memory this stager owns, valid for reads and writes for its whole length,
+///   and returns the same address and length for the stager's whole life;
+/// - that memory is neither freed nor moved while the stager lives (the region is dropped with
+///   the stager, never after it), and is not handed to anything else that frees it;
+/// - the stager writes into it only by `begin_out` copies (and reads it by `begin_in` copies)
+///   the caller started and has not yet seen finish, never behind the caller's back, since the
+///   NIC may read or write it at any other time.
+///
+/// A stager that broke one of these would let the NIC (and through it a peer, within the
+/// test's access rights) reach memory that is no longer the bounce buffer.
 pub trait Stager: Send {
-    /// The bounce buffer's address and length, for registration with the NIC.
+    /// The bounce buffer's address and length, for registration with the NIC (see the
+    /// contract above).
     fn bounce(&self) -> (u64, usize);
     /// Starts copying `range` of the payload out to the bounce buffer (before a send).
     fn begin_out(&mut self, range: Range<usize>) -> Result<CopyId>;
