@@ -107,6 +107,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, true) => crate::accept_peer::Side::Server,
         (None, false) => crate::accept_peer::Side::Loopback,
     };
+    let token = std::env::var("GDRPERF_TOKEN").ok();
+    if let Some(warning) = crate::accept_peer::token_warning(&side, token.as_deref()) {
+        eprintln!("{warning}");
+    }
     let ports = crate::accept_peer::Ports::new(args.peer_port);
     if args.serve && !args.dry_run {
         return serve(&args, &steps, soak.as_ref(), &ports, &side);

@@ -33,6 +33,26 @@ pub enum Side {
     Server,
 }
 
+/// The warning a cross-node acceptance gives on the terminal when no token guards its benches
+/// (`token`: `GDRPERF_TOKEN` as the benches will inherit it): each server then admits any client
+/// on the fabric that sends the run's parameters, and gives it its buffers' keys. The benches'
+/// own warning goes only to their log files, which nobody reads while the run goes on.
+pub fn token_warning(side: &Side, token: Option<&str>) -> Option<String> {
+    let role = match side {
+        Side::Loopback => return None,
+        Side::Client(_) => "--peer",
+        Side::Server => "--serve",
+    };
+    let guarded = matches!(token, Some(token) if !token.trim().is_empty());
+    (!guarded).then(|| {
+        format!(
+            "warning: gdrperf accept {role} without GDRPERF_TOKEN: every server of this acceptance admits any \
+             client on the fabric that sends the run's parameters, and lets it reach its benchmark buffers. \
+             Set the same GDRPERF_TOKEN on both nodes (`gdrperf token` makes one); docs/security.md"
+        )
+    })
+}
+
 /// Numbers the runs of a plan as they are made: run N gets port `first + N` on both sides.
 pub struct Ports {
     first: u16,
@@ -118,6 +138,20 @@ pub fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 44 item 11: across nodes without a token, the terminal says so.
+    #[test]
+    fn a_cross_node_acceptance_without_a_token_is_warned_about() {
+        let client = Side::Client("nodeB".into());
+        for (side, role) in [(&client, "--peer"), (&Side::Server, "--serve")] {
+            for token in [None, Some(""), Some("   ")] {
+                let warning = token_warning(side, token).expect("no token: a warning");
+                assert!(warning.contains(role) && warning.contains("GDRPERF_TOKEN"), "{warning}");
+            }
+            assert_eq!(token_warning(side, Some("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4")), None);
+        }
+        assert_eq!(token_warning(&Side::Loopback, None), None, "loopback listens on this node only");
+    }
 
     fn words(text: &str) -> Vec<String> {
         text.split_whitespace().map(String::from).collect()
