@@ -26,8 +26,8 @@ pub fn run(base: &Path, new: &Path, metric: Option<&str>, tolerance: &str) -> an
             );
             return Ok(None);
         }
-        let text =
-            std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = gdrperf_files::read_named_text(&path, gdrperf_files::MAX_RESULT_FILE_BYTES)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         Ok(Some(serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?))
     };
     let (base_inventory, new_inventory) = (inventory(base)?, inventory(new)?);
@@ -63,9 +63,10 @@ pub fn run(base: &Path, new: &Path, metric: Option<&str>, tolerance: &str) -> an
 /// The bench result files an acceptance folder's summary names (its `result_file` column).
 fn bench_files(folder: &Path) -> anyhow::Result<Vec<String>> {
     let path = folder.join("summary.json");
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!("cannot read {} (is {} an acceptance folder?)", path.display(), folder.display())
-    })?;
+    let text =
+        gdrperf_files::read_named_text(&path, gdrperf_files::MAX_RESULT_FILE_BYTES).with_context(|| {
+            format!("cannot read {} (is {} an acceptance folder?)", path.display(), folder.display())
+        })?;
     let summary: Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
     let mut files: Vec<String> = summary["results"]

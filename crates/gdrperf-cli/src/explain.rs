@@ -72,8 +72,8 @@ pub struct StoredResult {
 
 impl StoredResult {
     pub fn read(path: &Path) -> anyhow::Result<StoredResult> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = gdrperf_files::read_named_text(path, gdrperf_files::MAX_RESULT_FILE_BYTES)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         let document: Value =
             serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
         let metadata = &document["metadata"];

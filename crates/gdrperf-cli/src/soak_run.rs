@@ -254,7 +254,9 @@ fn interval_figure(kind: CheckKind, row: &AcceptanceRow) -> Figure {
 /// The judged size's `nic_errors` in a bench's JSON file and the error counters it sums (from
 /// the row's `nic_counters`, "name=delta;..."); 0 and none when the file or column is absent.
 fn nic_errors(json: &Path, bytes: u64) -> (u64, BTreeMap<String, u64>) {
-    let Ok(text) = std::fs::read_to_string(json) else { return (0, BTreeMap::new()) };
+    let Ok(text) = gdrperf_files::read_named_text(json, gdrperf_files::MAX_RESULT_FILE_BYTES) else {
+        return (0, BTreeMap::new());
+    };
     let Ok(document) = serde_json::from_str::<serde_json::Value>(&text) else { return (0, BTreeMap::new()) };
     let Some(row) =
         document["results"].as_array().into_iter().flatten().find(|row| row["bytes"].as_u64() == Some(bytes))

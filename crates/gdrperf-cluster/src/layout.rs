@@ -460,9 +460,11 @@ pub fn for_each_line(path: &Path, each: &mut dyn FnMut(PairLine) -> Result<()>) 
     }
 }
 
-/// Reads a JSON file; `Ok(None)` when it does not exist (yet).
+/// Reads a JSON file; `Ok(None)` when it does not exist (yet). The folder is shared: a link, a
+/// FIFO or a file over [`gdrperf_files::MAX_RESULT_FILE_BYTES`] at the name is an error, never
+/// followed, waited on or read whole (issue 44).
 pub fn read_json_if_present<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
-    match std::fs::read_to_string(path) {
+    match gdrperf_files::read_text_bounded(path, gdrperf_files::MAX_RESULT_FILE_BYTES) {
         Ok(text) => serde_json::from_str(&text).map(Some).map_err(|error| read_error(path, error)),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(read_error(path, error)),

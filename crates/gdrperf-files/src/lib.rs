@@ -16,6 +16,9 @@ pub mod read;
 pub mod text;
 pub mod write;
 
-pub use read::{open_regular, read_bounded, read_text_bounded, TooLarge};
+pub use read::{
+    open_named, open_regular, read_bounded, read_named_text, read_text_bounded, TooLarge,
+    MAX_RESULT_FILE_BYTES, MAX_SMALL_FILE_BYTES,
+};
 pub use text::{printable, printable_within};
 pub use write::{create_fresh, write_file, NewFile};

@@ -21,11 +21,22 @@ impl std::error::Error for TooLarge {}
 
 /// Opens `path` for reading if it is a regular file: a link (`O_NOFOLLOW`), a FIFO, a device or
 /// a folder is an error naming what it is. The FIFO is opened non-blocking, so that one nobody
-/// writes is refused rather than waited on.
+/// writes is refused rather than waited on. For files found inside a folder another user may
+/// write to; a path the user named goes through [`open_named`].
 pub fn open_regular(path: &Path) -> io::Result<File> {
+    open(path, libc::O_NOFOLLOW)
+}
+
+/// [`open_regular`] for a path the user named on the command line: a link there is the user's
+/// own and is followed; what it leads to must still be a regular file.
+pub fn open_named(path: &Path) -> io::Result<File> {
+    open(path, 0)
+}
+
+fn open(path: &Path, flags: libc::c_int) -> io::Result<File> {
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(flags | libc::O_NONBLOCK)
         .open(path)
         .map_err(|error| match error.raw_os_error() {
             Some(libc::ELOOP) => io::Error::other("is a symbolic link: not read (give the file's real path)"),
@@ -57,6 +68,25 @@ pub fn read_text_bounded(path: &Path, limit: u64) -> io::Result<String> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "is not UTF-8 text"))
 }
 
+/// The text of a file the user named (see [`open_named`]), at most `limit` bytes of it: more is
+/// an error ([`TooLarge`]).
+pub fn read_named_text(path: &Path, limit: u64) -> io::Result<String> {
+    let file = open_named(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::other(TooLarge { limit }));
+    }
+    String::from_utf8(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "is not UTF-8 text"))
+}
+
+/// The most of a result file (CSV or JSON) any reader takes: a sweep's file is tens of KiB and a
+/// long soak's a few MiB; a file above this is refused, not read into memory.
+pub const MAX_RESULT_FILE_BYTES: u64 = 256 << 20;
+
+/// The most of a small input (a profile, a plan, a decision file, an interval's result) read.
+pub const MAX_SMALL_FILE_BYTES: u64 = 16 << 20;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +113,12 @@ mod tests {
         let error = read_bounded(&fifo, 100).unwrap_err();
         assert!(error.to_string().contains("not a regular file"), "a FIFO nobody writes: {error}");
         assert!(read_bounded(&folder, 100).unwrap_err().to_string().contains("a folder"));
+        // A path the user named may be a link of theirs; what it leads to is still checked.
+        assert_eq!(read_named_text(&link, 100).unwrap(), "0123456789");
+        assert!(read_named_text(&link, 5).unwrap_err().to_string().contains("larger than the 5 bytes"));
+        let to_device = folder.join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &to_device).unwrap();
+        assert!(read_named_text(&to_device, 100).unwrap_err().to_string().contains("not a regular file"));
         std::fs::remove_dir_all(&folder).unwrap();
     }
 }

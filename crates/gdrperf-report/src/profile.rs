@@ -142,7 +142,7 @@ impl Profile {
     pub fn load(name_or_path: &str) -> Result<Profile> {
         let path = Path::new(name_or_path);
         if path.exists() || name_or_path.contains('/') || name_or_path.ends_with(".toml") {
-            let text = std::fs::read_to_string(path)
+            let text = gdrperf_files::read_named_text(path, gdrperf_files::MAX_SMALL_FILE_BYTES)
                 .map_err(|error| ReportError::ReadProfile { path: path.to_path_buf(), error })?;
             return Profile::parse(name_or_path, &text);
         }

@@ -37,7 +37,9 @@ pub struct ResultFile {
 impl ResultFile {
     /// Reads a `.json` or `.csv` file (by extension; other names by their first character).
     pub fn read(path: &Path) -> Result<ResultFile> {
-        let text = std::fs::read_to_string(path)
+        // Bounded, and a regular file only: /dev/zero or a FIFO given as a result is an error,
+        // not a hang or an exhausted memory (issue 44).
+        let text = gdrperf_files::read_named_text(path, gdrperf_files::MAX_RESULT_FILE_BYTES)
             .map_err(|error| ReportError::ReadFile { path: path.to_path_buf(), error })?;
         let name = path.display().to_string();
         let extension =
@@ -433,6 +435,20 @@ mod tests {
         assert_eq!(file.rows[1].number("t_typical_us"), Some(1.8));
         assert_eq!(file.rows[1].kind(), RowKind::Latency);
         assert_eq!(file.rows[1].memory(), "host");
+    }
+
+    /// Issue 44: every input read from a file is bounded and from a regular file.
+    #[test]
+    fn a_device_or_a_fifo_given_as_a_result_is_an_error_not_a_hang() {
+        let error = ResultFile::read(Path::new("/dev/zero")).err().expect("refused").to_string();
+        assert!(error.contains("not a regular file"), "{error}");
+        let fifo = std::env::temp_dir().join(format!("gdrperf-result-fifo-{}.json", std::process::id()));
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path this test owns.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let error = ResultFile::read(&fifo).err().expect("refused").to_string();
+        std::fs::remove_file(&fifo).unwrap();
+        assert!(error.contains("not a regular file"), "{error}");
     }
 
     #[test]
