@@ -368,7 +368,7 @@ impl Plan {
                 "locate.json: {why}: not a round rank 0 decides (the file was edited or damaged)"
             ))
         };
-        if round.is_empty() || round.len() % self.per_unit != 0 {
+        if round.is_empty() || !round.len().is_multiple_of(self.per_unit) {
             return Err(forged(format!("a round of {} pairs, {} a unit pair", round.len(), self.per_unit)));
         }
         if let Some(pair) =

@@ -440,13 +440,13 @@ mod tests {
     /// Issue 44: every input read from a file is bounded and from a regular file.
     #[test]
     fn a_device_or_a_fifo_given_as_a_result_is_an_error_not_a_hang() {
-        let error = ResultFile::read(Path::new("/dev/zero")).err().expect("refused").to_string();
+        let error = ResultFile::read(Path::new("/dev/zero")).expect_err("refused").to_string();
         assert!(error.contains("not a regular file"), "{error}");
         let fifo = std::env::temp_dir().join(format!("gdrperf-result-fifo-{}.json", std::process::id()));
         let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: mkfifo on a NUL-terminated path this test owns.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
-        let error = ResultFile::read(&fifo).err().expect("refused").to_string();
+        let error = ResultFile::read(&fifo).expect_err("refused").to_string();
         std::fs::remove_file(&fifo).unwrap();
         assert!(error.contains("not a regular file"), "{error}");
     }

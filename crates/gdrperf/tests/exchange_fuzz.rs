@@ -138,27 +138,28 @@ fn report() -> impl Strategy<Value = Option<serde_json::Value>> {
 fn path_facts() -> impl Strategy<Value = Option<gdrperf_ceiling::EndFacts>> {
     let texts = || proptest::collection::vec(text(), 0..3);
     proptest::option::of(
-        (text(), proptest::option::of(text()), proptest::option::of(text()), texts(), texts(), any::<u8>()).prop_map(
-            |(nic, software_device, port_rate, acs_redirecting, iommu_translating, port)| gdrperf_ceiling::EndFacts {
-                nic,
-                port,
-                software_device,
-                link_layer: None,
-                port_rate,
-                active_mtu: None,
-                max_mtu: None,
-                nic_pcie: None,
-                gpu_pcie: None,
-                memory: gdrperf_ceiling::MemoryPath::Host,
-                gpu_nic_relation: None,
-                acs_redirecting,
-                path_findings: Vec::new(),
-                iommu_translating,
-                nic_numa_node: None,
-                thread_numa_node: None,
-                staged_copy: None,
-            },
-        ),
+        (text(), proptest::option::of(text()), proptest::option::of(text()), texts(), texts(), any::<u8>())
+            .prop_map(|(nic, software_device, port_rate, acs_redirecting, iommu_translating, port)| {
+                gdrperf_ceiling::EndFacts {
+                    nic,
+                    port,
+                    software_device,
+                    link_layer: None,
+                    port_rate,
+                    active_mtu: None,
+                    max_mtu: None,
+                    nic_pcie: None,
+                    gpu_pcie: None,
+                    memory: gdrperf_ceiling::MemoryPath::Host,
+                    gpu_nic_relation: None,
+                    acs_redirecting,
+                    path_findings: Vec::new(),
+                    iommu_translating,
+                    nic_numa_node: None,
+                    thread_numa_node: None,
+                    staged_copy: None,
+                }
+            }),
     )
 }
 
@@ -181,9 +182,15 @@ fn hello() -> impl Strategy<Value = Hello> {
         MemoryKind::CudaStaged,
         MemoryKind::HostStaged,
     ]);
-    let side = (text(), any::<u8>(), any::<u32>(), memory, proptest::option::of(text()), path_facts()).prop_map(
-        |(device, port, active_mtu, memory, gpu, path)| SideInfo { device, port, active_mtu, memory, gpu, path },
-    );
+    let side = (text(), any::<u8>(), any::<u32>(), memory, proptest::option::of(text()), path_facts())
+        .prop_map(|(device, port, active_mtu, memory, gpu, path)| SideInfo {
+            device,
+            port,
+            active_mtu,
+            memory,
+            gpu,
+            path,
+        });
     (
         any::<u32>(),
         text(),

@@ -396,6 +396,24 @@ pub(crate) fn effective_mtu(asked: Option<Mtu>, local_active: Mtu, peer_active: 
     asked.map_or(ports, |asked| asked.min(ports))
 }
 
+/// A client's connection and handshake, retried while the server answers "busy" to a flood
+/// (`Control::connect_and_exchange_hello`).
+fn client_handshake(
+    config: &BenchConfig,
+    host: &str,
+    test: &str,
+    ours: &Hello,
+) -> Result<(Control, std::result::Result<Hello, crate::exchange::ExchangeError>)> {
+    Ok(Control::connect_and_exchange_hello(
+        host,
+        config.tcp_port,
+        config.timeout,
+        test,
+        ours,
+        config.token.as_ref(),
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::effective_mtu;
@@ -414,22 +432,4 @@ mod tests {
         // -m below the ports: kept.
         assert_eq!(effective_mtu(Some(mtu(512)), mtu(4096), mtu(4096)), mtu(512));
     }
-}
-
-/// A client's connection and handshake, retried while the server answers "busy" to a flood
-/// (`Control::connect_and_exchange_hello`).
-fn client_handshake(
-    config: &BenchConfig,
-    host: &str,
-    test: &str,
-    ours: &Hello,
-) -> Result<(Control, std::result::Result<Hello, crate::exchange::ExchangeError>)> {
-    Ok(Control::connect_and_exchange_hello(
-        host,
-        config.tcp_port,
-        config.timeout,
-        test,
-        ours,
-        config.token.as_ref(),
-    )?)
 }
