@@ -1,11 +1,11 @@
 //! gdrperf's files in folders other users may write to (a Slurm job's shared folder, an
 //! acceptance folder on a shared file system, `/tmp`).
 //!
-//! - [`write`]: every output file is written under a new temporary name (`O_CREAT|O_EXCL`,
+//! - [`write`](mod@write): every output file is written under a new temporary name (`O_CREAT|O_EXCL`,
 //!   which follows no link) and renamed onto its name, so a reader never sees half a file and a
 //!   link planted at either name is never followed: at the temporary name the create fails, at
 //!   the final name the write is refused with the link named.
-//! - [`read`]: every input file is read only if it is a regular file (not a FIFO, a device or a
+//! - [`read`](mod@read): every input file is read only if it is a regular file (not a FIFO, a device or a
 //!   link) and only up to a stated size, so that `/dev/zero`, a FIFO nobody writes or a file of
 //!   many gigabytes is a clear error, not a hang or an exhausted memory.
 //! - [`text`]: the project's one cleaning function for text from outside (a peer's message, a

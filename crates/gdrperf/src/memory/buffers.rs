@@ -89,7 +89,7 @@ impl CopyLog {
 ///
 /// # Contract
 ///
-/// [`BenchBuffer::staged`] registers `bounce()`'s memory with the NIC (an `unsafe` call) on
+/// `BenchBuffer::staged` registers `bounce()`'s memory with the NIC (an `unsafe` call) on
 /// the strength of what every implementation must keep, though the trait itself is safe:
 /// - `bounce()` names memory this stager owns, valid for reads and writes for its whole length,
 ///   and returns the same address and length for the stager's whole life;
