@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rdma_mummy_sys::{ibv_poll_cq, ibv_wc, ibv_wc_status_str};
 use sideway::ibverbs::completion::{BasicCompletionQueue, CompletionQueue as _, GenericCompletionQueue};
 
-use crate::{Device, Result, VerbsError};
+use crate::{simulated, Device, Result, VerbsError};
 
 /// How many completions one poll can return: large enough that a CQ-moderated sweep drains in
 /// one call, small enough to stay in cache.
@@ -89,16 +89,24 @@ pub fn status_name(status: u32) -> String {
 
 /// A completion queue with its own preallocated poll array.
 pub struct CompletionQueue {
-    queue: Arc<BasicCompletionQueue>,
-    scratch: Box<[ibv_wc]>,
+    backend: Backend,
+}
+
+/// A real device's CQ, or the simulated NIC's.
+enum Backend {
+    Verbs { queue: Arc<BasicCompletionQueue>, scratch: Box<[ibv_wc]> },
+    Simulated(simulated::CompletionQueue),
 }
 
 impl CompletionQueue {
     /// Creates a CQ able to hold `depth` completions (send and receive queues of every QP
     /// attached to it together must not overrun it).
     pub fn new(device: &Device, depth: u32) -> Result<CompletionQueue> {
+        if device.is_simulated() {
+            return Ok(CompletionQueue { backend: Backend::Simulated(simulated::CompletionQueue::new()) });
+        }
         let queue = device
-            .context()
+            .context()?
             .create_cq_builder()
             .setup_cqe(depth)
             .build()
@@ -106,12 +114,23 @@ impl CompletionQueue {
         // SAFETY: ibv_wc is plain old data; all-zero is a valid value.
         let scratch =
             (0..POLL_BATCH).map(|_| unsafe { MaybeUninit::<ibv_wc>::zeroed().assume_init() }).collect();
-        Ok(CompletionQueue { queue, scratch })
+        Ok(CompletionQueue { backend: Backend::Verbs { queue, scratch } })
     }
 
-    /// The handle sideway's queue-pair builder takes.
-    pub(crate) fn handle(&self) -> GenericCompletionQueue {
-        GenericCompletionQueue::from(Arc::clone(&self.queue))
+    /// The handle sideway's queue-pair builder takes (`None` on the simulated NIC).
+    pub(crate) fn handle(&self) -> Option<GenericCompletionQueue> {
+        match &self.backend {
+            Backend::Verbs { queue, .. } => Some(GenericCompletionQueue::from(Arc::clone(queue))),
+            Backend::Simulated(_) => None,
+        }
+    }
+
+    /// The simulated NIC's queue (`None` on a real device).
+    pub(crate) fn simulated(&self) -> Option<&simulated::CompletionQueue> {
+        match &self.backend {
+            Backend::Verbs { .. } => None,
+            Backend::Simulated(queue) => Some(queue),
+        }
     }
 
     /// Polls once and hands each completion to `each`. Returns how many there were.
@@ -123,14 +142,16 @@ impl CompletionQueue {
         &mut self,
         mut each: impl FnMut(WorkCompletion) -> Result<(), E>,
     ) -> Result<usize, E> {
-        // SAFETY: the CQ is alive (we hold it) and scratch has room for POLL_BATCH entries.
-        let found = unsafe {
-            ibv_poll_cq(self.queue.cq().as_ptr(), self.scratch.len() as i32, self.scratch.as_mut_ptr())
+        let (queue, scratch) = match &mut self.backend {
+            Backend::Verbs { queue, scratch } => (queue, scratch),
+            Backend::Simulated(queue) => return queue.poll(each),
         };
+        // SAFETY: the CQ is alive (we hold it) and scratch has room for POLL_BATCH entries.
+        let found = unsafe { ibv_poll_cq(queue.cq().as_ptr(), scratch.len() as i32, scratch.as_mut_ptr()) };
         if found < 0 {
             return Err(VerbsError::PollCq(io::Error::from_raw_os_error(-found)).into());
         }
-        for raw in &self.scratch[..found as usize] {
+        for raw in &scratch[..found as usize] {
             let has_immediate = raw.wc_flags & rdma_mummy_sys::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;
             each(WorkCompletion {
                 wr_id: raw.wr_id,

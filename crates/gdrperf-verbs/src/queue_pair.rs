@@ -11,7 +11,6 @@ use std::ptr::null_mut;
 use rdma_mummy_sys::{ibv_post_recv, ibv_recv_wr, ibv_sge};
 use serde::{Deserialize, Serialize};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid as SidewayGid};
-use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{
     ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, SendOperationFlags,
     SetInlineData, SetScatterGatherEntry, WorkRequestFlags,
@@ -20,7 +19,8 @@ use std::sync::Arc;
 
 use crate::device::{Gid, GidChoice, Mtu};
 use crate::memory::{LocalSlice, RemoteAccess};
-use crate::{CompletionQueue, Result, VerbsError};
+use crate::protection_domain::{Backend, ProtectionDomain};
+use crate::{simulated, CompletionQueue, Result, VerbsError};
 
 /// How deep the queues of a new QP are and how much data a send may carry inline.
 #[derive(Debug, Clone, Copy)]
@@ -129,9 +129,15 @@ pub(crate) const ACK_TIMEOUT: u8 = 14;
 
 /// A reliable-connected queue pair.
 pub struct RcQueuePair {
-    queue_pair: ExtendedQueuePair,
+    queue_pair: QueuePairBackend,
     psn: u32,
     sizes: QueuePairSizes,
+}
+
+/// A real device's QP, or the simulated NIC's.
+enum QueuePairBackend {
+    Verbs(ExtendedQueuePair),
+    Simulated(simulated::QueuePairHandle),
 }
 
 impl RcQueuePair {
@@ -144,6 +150,20 @@ impl RcQueuePair {
         port: u8,
         access: RemoteAccess,
     ) -> Result<RcQueuePair> {
+        let (pd, handle) = match (pd.backend(), cq.handle(), cq.simulated()) {
+            (Backend::Verbs(pd), Some(handle), _) => (pd, handle),
+            (Backend::Simulated(pd), _, Some(cq)) => {
+                let queue_pair = QueuePairBackend::Simulated(simulated::create_qp(pd, cq, sizes, access));
+                return Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes });
+            }
+            _ => {
+                return Err(VerbsError::CreateQp {
+                    send_depth: sizes.send_depth,
+                    recv_depth: sizes.recv_depth,
+                    source: io::Error::other("the protection domain and the CQ are of different devices"),
+                })
+            }
+        };
         let mut builder = pd.create_qp_builder();
         if access == RemoteAccess::Atomic {
             // sideway's extended QP offers SEND, WRITE and READ only unless told; the atomics
@@ -159,8 +179,8 @@ impl RcQueuePair {
             );
         }
         let mut queue_pair = builder
-            .setup_send_cq(cq.handle())
-            .setup_recv_cq(cq.handle())
+            .setup_send_cq(handle.clone())
+            .setup_recv_cq(handle)
             .setup_max_send_wr(sizes.send_depth)
             .setup_max_recv_wr(sizes.recv_depth)
             .setup_max_inline_data(sizes.max_inline)
@@ -177,13 +197,17 @@ impl RcQueuePair {
             .setup_port(port)
             .setup_access_flags(access.flags());
         queue_pair.modify(&attributes).map_err(|error| modify_error("INIT", error))?;
-        Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes })
+        Ok(RcQueuePair { queue_pair: QueuePairBackend::Verbs(queue_pair), psn: random_psn(), sizes })
     }
 
     /// The service level and the GRH's traffic class the QP's address holds, read back with
     /// `ibv_query_qp` after [`RcQueuePair::connect`]: what `-S` and `-T` really reached (the run
     /// header prints them; the VM test 10-write-bw checks them on rxe). `None` if the query fails.
     pub fn address_quality_of_service(&self) -> Option<(u8, u8)> {
+        let queue_pair = match &self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair,
+            QueuePairBackend::Simulated(queue_pair) => return queue_pair.quality_of_service(),
+        };
         let mut attributes = std::mem::MaybeUninit::<rdma_mummy_sys::ibv_qp_attr>::zeroed();
         let mut init = std::mem::MaybeUninit::<rdma_mummy_sys::ibv_qp_init_attr>::zeroed();
         let mask = rdma_mummy_sys::ibv_qp_attr_mask::IBV_QP_AV.0 as i32;
@@ -191,7 +215,7 @@ impl RcQueuePair {
         // ibv_query_qp fills, and it keeps no pointer to them.
         let status = unsafe {
             rdma_mummy_sys::ibv_query_qp(
-                self.queue_pair.qp().as_ptr(),
+                queue_pair.qp().as_ptr(),
                 attributes.as_mut_ptr(),
                 mask,
                 init.as_mut_ptr(),
@@ -206,7 +230,10 @@ impl RcQueuePair {
     }
 
     pub fn qp_number(&self) -> u32 {
-        self.queue_pair.qp_number()
+        match &self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair.qp_number(),
+            QueuePairBackend::Simulated(queue_pair) => queue_pair.number(),
+        }
     }
 
     pub fn sizes(&self) -> QueuePairSizes {
@@ -220,6 +247,12 @@ impl RcQueuePair {
 
     /// INIT -> RTR -> RTS towards `remote`.
     pub fn connect(&mut self, remote: &Endpoint, path: &PathSettings) -> Result<()> {
+        let queue_pair = match &mut self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair,
+            QueuePairBackend::Simulated(queue_pair) => {
+                return queue_pair.connect(remote.qp_number, (path.service_level, path.traffic_class))
+            }
+        };
         let mut address = AddressHandleAttribute::new();
         address.setup_dest_lid(remote.lid).setup_port(path.port).setup_service_level(path.service_level);
         if let (Some(remote_gid), Some(local_gid)) = (remote.gid, path.local_gid) {
@@ -235,7 +268,7 @@ impl RcQueuePair {
             .setup_max_dest_read_atomic(path.read_depth)
             .setup_min_rnr_timer(MIN_RNR_TIMER)
             .setup_address_vector(&address);
-        self.queue_pair.modify(&ready_to_receive).map_err(|error| modify_error("RTR", error))?;
+        queue_pair.modify(&ready_to_receive).map_err(|error| modify_error("RTR", error))?;
 
         let mut ready_to_send = QueuePairAttribute::new();
         ready_to_send
@@ -245,18 +278,27 @@ impl RcQueuePair {
             .setup_retry_cnt(7)
             .setup_rnr_retry(7)
             .setup_max_read_atomic(path.read_depth);
-        self.queue_pair.modify(&ready_to_send).map_err(|error| modify_error("RTS", error))
+        queue_pair.modify(&ready_to_send).map_err(|error| modify_error("RTS", error))
     }
 
     /// Applies a transition whose attributes came from elsewhere (rdma_cm's, see
     /// [`crate::connection_manager`]); `state` names it in the error.
     pub(crate) fn modify(&mut self, attributes: &QueuePairAttribute, state: &'static str) -> Result<()> {
-        self.queue_pair.modify(attributes).map_err(|error| modify_error(state, error))
+        match &mut self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => {
+                queue_pair.modify(attributes).map_err(|error| modify_error(state, error))
+            }
+            QueuePairBackend::Simulated(_) => Err(VerbsError::NotOnSimulatedNic { what: "rdma_cm (-R)" }),
+        }
     }
 
     /// Posts `requests` to the send queue with one doorbell.
     pub fn post_send(&mut self, requests: impl IntoIterator<Item = SendRequest>) -> Result<()> {
-        let mut guard = self.queue_pair.start_post_send();
+        let queue_pair = match &mut self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair,
+            QueuePairBackend::Simulated(queue_pair) => return queue_pair.post_send(requests),
+        };
+        let mut guard = queue_pair.start_post_send();
         let mut last_operation = "send";
         for request in requests {
             last_operation = request.operation.name();
@@ -298,11 +340,15 @@ impl RcQueuePair {
     /// Posts one receive for `local`. Goes straight to `ibv_post_recv` with a request on the
     /// stack: sideway's receive guard allocates two `Vec`s per call.
     pub fn post_receive(&mut self, wr_id: u64, local: LocalSlice) -> Result<()> {
+        let queue_pair = match &self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair,
+            QueuePairBackend::Simulated(queue_pair) => return queue_pair.post_receive(wr_id, local),
+        };
         let mut scatter = ibv_sge { addr: local.address(), length: local.len(), lkey: local.lkey() };
         let mut request = ibv_recv_wr { wr_id, next: null_mut(), sg_list: &mut scatter, num_sge: 1 };
         let mut bad_request: *mut ibv_recv_wr = null_mut();
         // SAFETY: the QP is alive; request and scatter entry live across the call.
-        let status = unsafe { ibv_post_recv(self.queue_pair.qp().as_ptr(), &mut request, &mut bad_request) };
+        let status = unsafe { ibv_post_recv(queue_pair.qp().as_ptr(), &mut request, &mut bad_request) };
         if status == 0 {
             Ok(())
         } else {

@@ -9,8 +9,8 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::verbs::ProtectionDomain;
 use gdrperf_cuda::{DmaBuf, Gpu, GpuBuffer};
-use sideway::ibverbs::protection_domain::ProtectionDomain;
 
 use crate::error::Result;
 use crate::memory::check_failure::CheckFailure;
