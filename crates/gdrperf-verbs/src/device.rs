@@ -144,12 +144,12 @@ impl Device {
 
     /// The simulated NIC: one port, no firmware, vendor ids 0 (perftest knows none of it).
     fn open_simulated() -> Result<Device> {
-        simulated::open()?;
+        let settings = simulated::open()?;
         Ok(Device {
             name: simulated::DEVICE_NAME.to_string(),
             context: None,
             port_count: 1,
-            firmware: "simulated".to_string(),
+            firmware: settings.describe(),
             vendor_id: 0,
             vendor_part_id: 0,
             max_reads_per_qp: 16,
@@ -172,7 +172,8 @@ impl Device {
         &self.name
     }
 
-    /// Firmware version string (empty for software devices such as rxe).
+    /// Firmware version string (empty for software devices such as rxe; on the simulated NIC,
+    /// the words saying it is one).
     pub fn firmware(&self) -> &str {
         &self.firmware
     }

@@ -257,7 +257,7 @@ impl Nic {
 
 /// Opens the simulated device: reads the settings (once per open, so a test may change them
 /// between runs) and starts the NIC thread on first use.
-pub(crate) fn open() -> Result<()> {
+pub(crate) fn open() -> Result<Settings> {
     let settings = Settings::from_environment()?;
     let mut nic = lock();
     nic.settings = settings;
@@ -268,7 +268,19 @@ pub(crate) fn open() -> Result<()> {
             .map_err(|source| VerbsError::OpenDevice { device: DEVICE_NAME.to_string(), source })?;
         nic.thread_started = true;
     }
-    Ok(())
+    Ok(settings)
+}
+
+impl Settings {
+    /// The words the run header shows in place of a firmware version: what the device is and
+    /// what its figures come from.
+    pub fn describe(&self) -> String {
+        format!(
+            "SIMULATED NIC, not a measurement: copies in this process at {} Gb/s and {} us latency",
+            self.bytes_per_second * 8.0 / 1e9,
+            self.latency.as_secs_f64() * 1e6
+        )
+    }
 }
 
 /// A protection domain of the simulated NIC.
