@@ -50,6 +50,9 @@ pub const ENVIRONMENT: &str = "GDRPERF_SIMULATED_NIC";
 /// are connected with, `MIN_RNR_TIMER`).
 const RNR_DELAY: Duration = Duration::from_micros(640);
 
+/// Waits shorter than this are spun by the NIC thread rather than slept.
+const SPIN_BELOW: Duration = Duration::from_micros(200);
+
 /// How the simulated port behaves; see the module's documentation for the spelling.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Settings {
@@ -525,6 +528,13 @@ fn run_nic() {
             .min();
         nic = match next {
             None => shared.work.wait(nic).unwrap_or_else(|poisoned| poisoned.into_inner()),
+            // A short wait is spun (yielding): a timed sleep overshoots by tens of microseconds,
+            // which would swamp a latency of a few.
+            Some((due, _)) if due > now && due - now < SPIN_BELOW => {
+                drop(nic);
+                std::thread::yield_now();
+                lock()
+            }
             Some((due, _)) if due > now => {
                 shared.work.wait_timeout(nic, due - now).unwrap_or_else(|poisoned| poisoned.into_inner()).0
             }
