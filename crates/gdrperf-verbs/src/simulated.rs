@@ -848,3 +848,30 @@ fn perform(nic: &mut Nic, number: u32, request: &SendRequest) -> Outcome {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_read_rate_latency_and_fault_and_refuse_the_rest() {
+        assert_eq!(Settings::parse("1").unwrap(), Settings::default());
+        assert_eq!(Settings::parse("").unwrap(), Settings::default());
+        let settings = Settings::parse("rate=100, latency=0.5,fail_after=7").unwrap();
+        assert_eq!(settings.bytes_per_second, 100e9 / 8.0);
+        assert_eq!(settings.latency, Duration::from_nanos(500));
+        assert_eq!(settings.fail_after, Some(7));
+        for (bad, reason) in [
+            ("rate=0", "rate must be above 0"),
+            ("rate=fast", "'fast' is not a number for rate"),
+            ("latency=-1", "must be a finite number >= 0"),
+            ("fail_after=1.5", "whole number"),
+            ("speed=3", "unknown key 'speed'"),
+            ("rate", "is not key=value"),
+        ] {
+            let error = Settings::parse(bad).unwrap_err().to_string();
+            assert!(error.starts_with("invalid configuration: GDRPERF_SIMULATED_NIC="), "{error}");
+            assert!(error.contains(reason), "{bad}: {error}");
+        }
+    }
+}
