@@ -243,3 +243,32 @@ fn bad_simulated_nic_settings_are_a_configuration_error() {
     assert_eq!(code, 2, "{output}");
     assert!(output.contains("GDRPERF_SIMULATED_NIC=\"rate=fast\""), "{output}");
 }
+
+#[test]
+fn placements_one_after_another_reconnect_and_check_each() {
+    // --mem LIST: one round per placement on one control connection, the QPs and buffers made
+    // anew for each (an RC QP connects once).
+    let scratch = Scratch::new("rounds");
+    for binary_name in ["gdr-write-bw", "gdr-read-lat"] {
+        let csv = scratch.file(&format!("{binary_name}.csv"));
+        let arguments = [
+            "--loopback",
+            "--mem",
+            "host,host-staged",
+            "-s",
+            "4096",
+            "-n",
+            "40",
+            "--validate",
+            "--csv",
+            &csv,
+        ];
+        let (code, output) = run(binary_name, &arguments, "1");
+        assert_eq!(code, 0, "{binary_name}: {output}");
+        let rows = rows(&csv);
+        let memories: Vec<&str> =
+            rows.iter().filter_map(|row| row.get("mem_local").map(String::as_str)).collect();
+        assert_eq!(memories, ["host", "host-staged"], "{binary_name}: {output}");
+        assert_simulated_and_checked(binary_name, &rows);
+    }
+}
