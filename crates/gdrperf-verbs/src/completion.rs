@@ -5,14 +5,14 @@
 //! every provider supports. sideway's own poller allocates a `Vec` per call, which would sit in
 //! the timed loop, so we poll through a work-completion array allocated once.
 
-use std::ffi::CStr;
 use std::io;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
-use rdma_mummy_sys::{ibv_poll_cq, ibv_wc, ibv_wc_status_str};
+use rdma_mummy_sys::{ibv_poll_cq, ibv_wc};
 use sideway::ibverbs::completion::{BasicCompletionQueue, CompletionQueue as _, GenericCompletionQueue};
 
+pub use crate::work_request::{status_name, WorkCompletion};
 use crate::{simulated, Device, Result, VerbsError};
 
 /// How many completions one poll can return: large enough that a CQ-moderated sweep drains in
@@ -26,65 +26,6 @@ pub mod opcode {
     pub const RDMA_READ: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_RDMA_READ;
     pub const RECV: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_RECV;
     pub const RECV_RDMA_WITH_IMM: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM;
-}
-
-/// One finished work request, copied out of the provider's array.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WorkCompletion {
-    pub wr_id: u64,
-    pub status: u32,
-    pub opcode: u32,
-    pub byte_len: u32,
-    pub vendor_err: u32,
-    /// Immediate data (host byte order) of a RECV or RECV_RDMA_WITH_IMM carrying one.
-    pub immediate: Option<u32>,
-}
-
-impl WorkCompletion {
-    pub fn is_success(&self) -> bool {
-        self.status == rdma_mummy_sys::ibv_wc_status::IBV_WC_SUCCESS
-    }
-
-    /// Turns a failed completion into an error naming the status, the operation and a hint.
-    pub fn error(&self, op: &'static str, bytes: usize) -> VerbsError {
-        use rdma_mummy_sys::ibv_wc_status as status;
-        let hint = match self.status {
-            status::IBV_WC_REM_ACCESS_ERR => {
-                "; the peer's rkey/address did not match its memory region (stale or foreign key?)"
-            }
-            status::IBV_WC_RETRY_EXC_ERR => {
-                "; the peer did not answer: is it alive, and are GID/MTU right (-x, -m)?"
-            }
-            status::IBV_WC_RNR_RETRY_EXC_ERR => "; the peer had no receive posted (raise -r/--rx-depth)",
-            status::IBV_WC_LOC_PROT_ERR | status::IBV_WC_LOC_ACCESS_ERR => {
-                "; local memory registration does not cover the buffer"
-            }
-            status::IBV_WC_WR_FLUSH_ERR => "; the queue pair had already failed: see the first error",
-            status::IBV_WC_LOC_LEN_ERR => "; message larger than the receive buffer",
-            _ => "",
-        };
-        VerbsError::Completion {
-            status_name: status_name(self.status),
-            status: self.status,
-            vendor_err: self.vendor_err,
-            op,
-            bytes,
-            hint,
-        }
-    }
-}
-
-/// libibverbs' name for a completion status ("remote access error", ...).
-pub fn status_name(status: u32) -> String {
-    // SAFETY: ibv_wc_status_str returns a static string for any value ("unknown" otherwise).
-    unsafe {
-        let name = ibv_wc_status_str(status);
-        if name.is_null() {
-            format!("status {status}")
-        } else {
-            CStr::from_ptr(name).to_string_lossy().into_owned()
-        }
-    }
 }
 
 /// A completion queue with its own preallocated poll array.

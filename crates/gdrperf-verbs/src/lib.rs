@@ -20,6 +20,7 @@ pub mod memory;
 pub mod protection_domain;
 pub mod queue_pair;
 pub mod simulated;
+pub mod work_request;
 
 pub use completion::{CompletionQueue, WorkCompletion};
 pub use device::{

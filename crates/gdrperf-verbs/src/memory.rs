@@ -15,6 +15,7 @@ use sideway::ibverbs::AccessFlags;
 
 use crate::protection_domain::{Backend, ProtectionDomain};
 use crate::simulated::{self, CopiedMemory};
+pub use crate::work_request::LocalSlice;
 use crate::{Result, VerbsError};
 
 /// Alignment of host buffers: a page, so that registration pins whole pages of ours alone and
@@ -132,7 +133,7 @@ impl MemoryRegion {
         let pd = match pd.backend() {
             Backend::Verbs(pd) => pd,
             Backend::Simulated(pd) => {
-                let region = simulated::register(pd, address, len, access, None);
+                let region = simulated::register(pd, address, len, access.flags(), None);
                 return Ok(MemoryRegion { region: Registration::Simulated(region), address, len });
             }
         };
@@ -164,7 +165,7 @@ impl MemoryRegion {
     ) -> Result<MemoryRegion> {
         match pd.backend() {
             Backend::Simulated(pd) => {
-                let region = simulated::register(pd, address, len, access, Some(memory));
+                let region = simulated::register(pd, address, len, access.flags(), Some(memory));
                 Ok(MemoryRegion { region: Registration::Simulated(region), address, len })
             }
             Backend::Verbs(_) => Err(VerbsError::RegisterMemory {
@@ -251,7 +252,7 @@ impl MemoryRegion {
             offset.checked_add(len).is_some_and(|end| end <= self.len),
             "slice outside the registered region"
         );
-        LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey() }
+        LocalSlice::new(self.address + offset as u64, len as u32, self.lkey())
     }
 }
 
@@ -273,62 +274,6 @@ pub struct RemoteBuffer {
     pub address: u64,
     pub rkey: u32,
     pub len: u64,
-}
-
-/// A scatter/gather entry: local bytes a work request reads from or lands in.
-///
-/// Its fields are private: a slice is made only by [`MemoryRegion::slice`] (inside the
-/// region), [`LocalSlice::sub`] (inside a slice) or [`LocalSlice::empty`], so it always names
-/// bytes of a registered region (or none). The NIC checks the key: a slice of a region that was
-/// deregistered since fails with a protection error, it never reaches other memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LocalSlice {
-    address: u64,
-    len: u32,
-    lkey: u32,
-}
-
-impl LocalSlice {
-    pub fn address(&self) -> u64 {
-        self.address
-    }
-
-    pub fn len(&self) -> u32 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn lkey(&self) -> u32 {
-        self.lkey
-    }
-
-    /// No bytes: a receive that only signals (write with immediate, a credit), or a zero-byte SEND.
-    pub const fn empty() -> LocalSlice {
-        LocalSlice { address: 0, len: 0, lkey: 0 }
-    }
-
-    /// A slice of made-up memory, for unit tests that play the NIC's part on plain buffers
-    /// (the harness's too, through the `test-support` feature its tests turn on).
-    #[cfg(any(test, feature = "test-support"))]
-    pub fn for_tests(address: u64, len: u32) -> LocalSlice {
-        LocalSlice { address, len, lkey: 7 }
-    }
-
-    /// `len` bytes at `offset` inside this slice (a message's slot of a registered ring).
-    ///
-    /// # Panics
-    /// Where they would reach past the slice: a slice never names bytes outside its region.
-    #[inline]
-    pub fn sub(&self, offset: usize, len: usize) -> LocalSlice {
-        assert!(
-            offset.checked_add(len).is_some_and(|end| end <= self.len as usize),
-            "slice outside the registered region"
-        );
-        LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey }
-    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use crate::device::{Gid, GidChoice, Mtu};
 use crate::memory::{LocalSlice, RemoteAccess};
 use crate::protection_domain::{Backend, ProtectionDomain};
+pub use crate::work_request::{Inline, Operation, SendRequest};
 use crate::{simulated, CompletionQueue, Result, VerbsError};
 
 /// How deep the queues of a new QP are and how much data a send may carry inline.
@@ -54,73 +55,6 @@ pub struct PathSettings {
     pub traffic_class: u8,
 }
 
-/// One work request for the send queue.
-#[derive(Debug, Clone, Copy)]
-pub struct SendRequest {
-    pub wr_id: u64,
-    /// Only signaled requests produce a completion: CQ moderation signals one in `cq_mod`.
-    pub signaled: bool,
-    pub local: LocalSlice,
-    pub operation: Operation,
-    /// Copy the payload into the work request itself (small messages, lower latency).
-    pub inline: Inline,
-}
-
-/// Whether a send carries its payload inside the work request. Copying it there makes the CPU
-/// read the bytes of the request's `local` slice while [`RcQueuePair::post_send`] runs, so
-/// asking for it is `unsafe`: a slice is a copy of an address, and nothing ties its lifetime to
-/// the memory's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Inline(bool);
-
-impl Inline {
-    /// The NIC reads the payload itself (from registered memory, by key).
-    pub const NO: Inline = Inline(false);
-
-    /// The payload is copied into the work request.
-    ///
-    /// # Safety
-    /// The `local` slice of every request posted with it must name host memory that is alive
-    /// and readable (its region registered, its allocation not freed) when `post_send` runs.
-    pub const unsafe fn yes() -> Inline {
-        Inline(true)
-    }
-
-    pub fn is_inline(self) -> bool {
-        self.0
-    }
-}
-
-/// The operation a [`SendRequest`] performs. Immediate values are in host byte order: the
-/// wire (and `ibv_send_wr`) carries them big-endian, so they are converted when posted, as
-/// [`crate::WorkCompletion::immediate`] converts them back. The atomics work on the 8
-/// bytes at `remote_address` (fetch-and-add adds `add`; compare-and-swap writes `swap` where they
-/// hold `compare`), and their old value lands in the request's local slice.
-#[derive(Debug, Clone, Copy)]
-pub enum Operation {
-    Write { remote_address: u64, rkey: u32 },
-    WriteWithImmediate { remote_address: u64, rkey: u32, immediate: u32 },
-    Read { remote_address: u64, rkey: u32 },
-    Send,
-    SendWithImmediate { immediate: u32 },
-    FetchAndAdd { remote_address: u64, rkey: u32, add: u64 },
-    CompareAndSwap { remote_address: u64, rkey: u32, compare: u64, swap: u64 },
-}
-
-impl Operation {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Operation::Write { .. } => "RDMA WRITE",
-            Operation::WriteWithImmediate { .. } => "RDMA WRITE with immediate",
-            Operation::Read { .. } => "RDMA READ",
-            Operation::Send => "SEND",
-            Operation::SendWithImmediate { .. } => "SEND with immediate",
-            Operation::FetchAndAdd { .. } => "atomic FETCH_AND_ADD",
-            Operation::CompareAndSwap { .. } => "atomic CMP_AND_SWAP",
-        }
-    }
-}
-
 /// The receiver's RNR NAK timer (IB encoding 12: 0.64 ms), with rdma_cm as without it.
 pub(crate) const MIN_RNR_TIMER: u8 = 12;
 
@@ -153,7 +87,12 @@ impl RcQueuePair {
         let (pd, handle) = match (pd.backend(), cq.handle(), cq.simulated()) {
             (Backend::Verbs(pd), Some(handle), _) => (pd, handle),
             (Backend::Simulated(pd), _, Some(cq)) => {
-                let queue_pair = QueuePairBackend::Simulated(simulated::create_qp(pd, cq, sizes, access));
+                let queue_pair = QueuePairBackend::Simulated(simulated::create_qp(
+                    pd,
+                    cq,
+                    (sizes.send_depth, sizes.recv_depth),
+                    access.flags(),
+                ));
                 return Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes });
             }
             _ => {

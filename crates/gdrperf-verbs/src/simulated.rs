@@ -36,9 +36,10 @@ use std::time::{Duration, Instant};
 use rdma_mummy_sys::ibv_wc_opcode as opcode;
 use rdma_mummy_sys::ibv_wc_status as status;
 
-use crate::memory::{LocalSlice, RemoteAccess};
-use crate::queue_pair::{Operation, QueuePairSizes, SendRequest};
-use crate::{Result, VerbsError, WorkCompletion};
+use sideway::ibverbs::AccessFlags;
+
+use crate::work_request::{LocalSlice, Operation, SendRequest, WorkCompletion};
+use crate::{Result, VerbsError};
 
 /// The simulated device's name: what `-d` takes and what every row's `device` column says.
 pub const DEVICE_NAME: &str = "simulated0";
@@ -133,7 +134,8 @@ struct Region {
     protection_domain: u32,
     address: u64,
     len: usize,
-    access: RemoteAccess,
+    /// The rights it was registered with (`RemoteAccess::flags`).
+    access: AccessFlags,
     /// `None`: host memory at `address`; otherwise reached through its copies.
     copied: Option<Arc<dyn CopiedMemory>>,
 }
@@ -197,8 +199,10 @@ struct Pending {
 struct QueuePair {
     protection_domain: u32,
     completions: CompletionRing,
-    access: RemoteAccess,
-    sizes: QueuePairSizes,
+    /// What the peer's requests may do here (`RemoteAccess::flags`).
+    access: AccessFlags,
+    send_depth: u32,
+    recv_depth: u32,
     peer: Option<u32>,
     state: QpState,
     receives: VecDeque<(u64, LocalSlice)>,
@@ -319,7 +323,7 @@ pub(crate) fn register(
     pd: &ProtectionDomain,
     address: u64,
     len: usize,
-    access: RemoteAccess,
+    access: AccessFlags,
     copied: Option<Arc<dyn CopiedMemory>>,
 ) -> RegisteredRegion {
     let mut nic = lock();
@@ -385,8 +389,8 @@ impl Drop for QueuePairHandle {
 pub(crate) fn create_qp(
     pd: &ProtectionDomain,
     cq: &CompletionQueue,
-    sizes: QueuePairSizes,
-    access: RemoteAccess,
+    (send_depth, recv_depth): (u32, u32),
+    access: AccessFlags,
 ) -> QueuePairHandle {
     let mut nic = lock();
     let number = nic.number();
@@ -396,7 +400,8 @@ pub(crate) fn create_qp(
             protection_domain: pd.id,
             completions: Arc::clone(&cq.ring),
             access,
-            sizes,
+            send_depth,
+            recv_depth,
             peer: None,
             state: QpState::Init,
             receives: VecDeque::new(),
@@ -456,7 +461,7 @@ impl QueuePairHandle {
         let taken = queue_pair.occupied.load(Ordering::Acquire);
         // A QP in error takes every request (each is flushed), as a real one does.
         if queue_pair.state != QpState::Error
-            && taken as usize + requests.len() > queue_pair.sizes.send_depth as usize
+            && taken as usize + requests.len() > queue_pair.send_depth as usize
         {
             return Err(full(libc::ENOMEM));
         }
@@ -484,7 +489,7 @@ impl QueuePairHandle {
             .queue_pairs
             .get_mut(&self.number)
             .ok_or(VerbsError::PostRecv { source: std::io::Error::from_raw_os_error(libc::EINVAL) })?;
-        if queue_pair.receives.len() >= queue_pair.sizes.recv_depth as usize {
+        if queue_pair.receives.len() >= queue_pair.recv_depth as usize {
             return Err(VerbsError::PostRecv { source: std::io::Error::from_raw_os_error(libc::ENOMEM) });
         }
         if queue_pair.state == QpState::Error {
@@ -665,13 +670,13 @@ fn remote_region(
     rkey: u32,
     address: u64,
     len: usize,
-    wanted: RemoteAccess,
+    wanted: AccessFlags,
 ) -> Option<u32> {
     let region = nic.regions.get(&rkey)?;
     (region.protection_domain == peer.protection_domain
         && region.covers(address, len)
-        && region.access == wanted
-        && peer.access == wanted)
+        && region.access.contains(wanted)
+        && peer.access.contains(wanted))
         .then_some(rkey)
 }
 
@@ -724,7 +729,7 @@ fn perform(nic: &mut Nic, number: u32, request: &SendRequest) -> Outcome {
             if immediate.is_some() && peer.receives.is_empty() {
                 return Outcome::ReceiverNotReady;
             }
-            let Some(target) = remote_region(nic, peer, rkey, remote_address, len, RemoteAccess::Write)
+            let Some(target) = remote_region(nic, peer, rkey, remote_address, len, AccessFlags::RemoteWrite)
             else {
                 return remote_access_error;
             };
@@ -754,7 +759,8 @@ fn perform(nic: &mut Nic, number: u32, request: &SendRequest) -> Outcome {
             Outcome::Done { byte_len: len as u32 }
         }
         Operation::Read { remote_address, rkey } => {
-            let Some(source) = remote_region(nic, peer, rkey, remote_address, len, RemoteAccess::Read) else {
+            let Some(source) = remote_region(nic, peer, rkey, remote_address, len, AccessFlags::RemoteRead)
+            else {
                 return remote_access_error;
             };
             let mut bytes = vec![0u8; len];
@@ -819,7 +825,8 @@ fn perform(nic: &mut Nic, number: u32, request: &SendRequest) -> Outcome {
             if remote_address % 8 != 0 || len < 8 {
                 return remote_access_error;
             }
-            let Some(target) = remote_region(nic, peer, rkey, remote_address, 8, RemoteAccess::Atomic) else {
+            let Some(target) = remote_region(nic, peer, rkey, remote_address, 8, AccessFlags::RemoteAtomic)
+            else {
                 return remote_access_error;
             };
             let mut old = [0u8; 8];
