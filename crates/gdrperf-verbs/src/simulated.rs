@@ -677,7 +677,7 @@ fn remote_region(
         && region.covers(address, len)
         && region.access.contains(wanted)
         && peer.access.contains(wanted))
-        .then_some(rkey)
+    .then_some(rkey)
 }
 
 /// Executes one request of QP `number` (in the ready-to-send state): the copy, the peer's

@@ -82,7 +82,7 @@ pub struct SendRequest {
 }
 
 /// Whether a send carries its payload inside the work request. Copying it there makes the CPU
-/// read the bytes of the request's `local` slice while [`RcQueuePair::post_send`] runs, so
+/// read the bytes of the request's `local` slice while [`RcQueuePair::post_send`](crate::RcQueuePair::post_send) runs, so
 /// asking for it is `unsafe`: a slice is a copy of an address, and nothing ties its lifetime to
 /// the memory's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
