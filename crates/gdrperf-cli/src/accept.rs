@@ -98,6 +98,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let steps = acceptance::plan(&profile, &node, &args.mem);
     let warnings = acceptance::port_rate_warnings(&profile, &node);
     say!("gdrperf accept: profile {} ({})", profile.name, profile.description);
+    if args.ib_dev.as_deref().is_some_and(gdrperf::verbs::simulated::is_simulated) {
+        say!("gdrperf accept: SIMULATED NIC (-d simulated0): these verdicts test the harness, they are not measurements");
+    }
     for warning in &warnings {
         say!("{warning}");
     }
@@ -278,7 +281,8 @@ fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node
             rate: port.and_then(|port| port["rate"].as_str()).map(str::to_string),
         }
     };
-    if let Some(name) = ib_dev {
+    // The simulated NIC is never in the doctor's list: it runs only where asked for by name.
+    if let Some(name) = ib_dev.filter(|name| !gdrperf::verbs::simulated::is_simulated(name)) {
         if !devices.iter().any(|device| device["name"] == name) {
             let present: Vec<&str> = devices.iter().filter_map(|device| device["name"].as_str()).collect();
             bail!(

@@ -48,7 +48,7 @@ mod staging;
 pub use bandwidth::{staged_throughput, CopyBench, HostMemory, Measurement, MessageFlow, STREAMED_SLOTS};
 pub use driver::{libcuda_present, Cuda, DriverVersion, Gpu, GpuDirectSupport, GpuInfo};
 pub use error::{CopyDirection, CudaError, DriverCode};
-pub use memory::{host_page_size, round_up, DmaBuf, DmaBufMapping, GpuBuffer, PinnedHostBuffer};
+pub use memory::{host_page_size, round_up, DmaBuf, DmaBufMapping, GpuBuffer, GpuCopies, PinnedHostBuffer};
 pub use order::GpuOrder;
 pub use selection::{GpuSelection, PciBusId, SelectionError};
 pub use staging::{

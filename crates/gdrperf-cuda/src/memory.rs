@@ -182,29 +182,25 @@ impl GpuBuffer {
 
     /// Copies `data` to the buffer at `offset` and waits (`cuMemcpyHtoD`).
     pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), CudaError> {
-        let range = offset..offset.saturating_add(data.len());
-        check_range("GPU buffer", &range, self.len)?;
-        if data.is_empty() {
-            return Ok(());
-        }
-        self.gpu.bind_to_thread()?;
-        // SAFETY: the destination range is inside the buffer (checked); the copy is synchronous.
-        unsafe { result::memcpy_htod_sync(self.start + offset as u64, data) }
-            .map_err(|error| self.copy_error(CopyDirection::HostToDevice, data.len(), error))
+        // SAFETY: the copies are used within this call, while the buffer lives.
+        unsafe { self.copies() }.write(offset, data)
     }
 
     /// Copies `range` of the buffer into `destination` and waits (`cuMemcpyDtoH`).
     pub fn read_into(&self, offset: usize, destination: &mut [u8]) -> Result<(), CudaError> {
-        let range = offset..offset.saturating_add(destination.len());
-        check_range("GPU buffer", &range, self.len)?;
-        if destination.is_empty() {
-            return Ok(());
-        }
-        self.gpu.bind_to_thread()?;
-        let bytes = destination.len();
-        // SAFETY: the source range is inside the buffer (checked); the copy is synchronous.
-        unsafe { result::memcpy_dtoh_sync(destination, self.start + offset as u64) }
-            .map_err(|error| self.copy_error(CopyDirection::DeviceToHost, bytes, error))
+        // SAFETY: as above.
+        unsafe { self.copies() }.read_into(offset, destination)
+    }
+
+    /// The buffer's bytes reached by synchronous copies through a shared handle, for a copy
+    /// engine that does not own the buffer: the simulated NIC of gdrperf-verbs moves a GPU
+    /// region's bytes with these, as a NIC would by DMA.
+    ///
+    /// # Safety
+    /// The handle holds the device address, not the allocation: it must not be used after
+    /// the buffer is dropped.
+    pub unsafe fn copies(&self) -> GpuCopies {
+        GpuCopies { gpu: self.gpu.clone(), start: self.start, len: self.len }
     }
 
     /// `range` of the buffer, copied to a new vector.
@@ -227,7 +223,51 @@ impl GpuBuffer {
     }
 
     pub(crate) fn copy_error(&self, direction: CopyDirection, bytes: usize, error: DriverError) -> CudaError {
-        CudaError::Memcpy { gpu: self.gpu.index(), direction, bytes, code: DriverCode::from(error) }
+        copy_error(&self.gpu, direction, bytes, error)
+    }
+}
+
+fn copy_error(gpu: &Gpu, direction: CopyDirection, bytes: usize, error: DriverError) -> CudaError {
+    CudaError::Memcpy { gpu: gpu.index(), direction, bytes, code: DriverCode::from(error) }
+}
+
+/// Synchronous copies into and out of a [`GpuBuffer`], by a shared handle: see
+/// [`GpuBuffer::copies`].
+#[derive(Debug, Clone)]
+pub struct GpuCopies {
+    gpu: Gpu,
+    start: CUdeviceptr,
+    len: usize,
+}
+
+impl GpuCopies {
+    /// Copies `data` to the buffer at `offset` and waits (`cuMemcpyHtoD`).
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), CudaError> {
+        let range = offset..offset.saturating_add(data.len());
+        check_range("GPU buffer", &range, self.len)?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.gpu.bind_to_thread()?;
+        // SAFETY: the destination range is inside the buffer (checked), which the handle's
+        // maker keeps alive (`GpuBuffer::copies`); the copy is synchronous.
+        unsafe { result::memcpy_htod_sync(self.start + offset as u64, data) }
+            .map_err(|error| copy_error(&self.gpu, CopyDirection::HostToDevice, data.len(), error))
+    }
+
+    /// Copies `destination.len()` bytes at `offset` of the buffer into `destination` and waits
+    /// (`cuMemcpyDtoH`).
+    pub fn read_into(&self, offset: usize, destination: &mut [u8]) -> Result<(), CudaError> {
+        let range = offset..offset.saturating_add(destination.len());
+        check_range("GPU buffer", &range, self.len)?;
+        if destination.is_empty() {
+            return Ok(());
+        }
+        self.gpu.bind_to_thread()?;
+        let bytes = destination.len();
+        // SAFETY: the source range is inside the buffer (checked), kept alive as above.
+        unsafe { result::memcpy_dtoh_sync(destination, self.start + offset as u64) }
+            .map_err(|error| copy_error(&self.gpu, CopyDirection::DeviceToHost, bytes, error))
     }
 }
 

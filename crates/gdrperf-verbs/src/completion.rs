@@ -5,15 +5,15 @@
 //! every provider supports. sideway's own poller allocates a `Vec` per call, which would sit in
 //! the timed loop, so we poll through a work-completion array allocated once.
 
-use std::ffi::CStr;
 use std::io;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
-use rdma_mummy_sys::{ibv_poll_cq, ibv_wc, ibv_wc_status_str};
+use rdma_mummy_sys::{ibv_poll_cq, ibv_wc};
 use sideway::ibverbs::completion::{BasicCompletionQueue, CompletionQueue as _, GenericCompletionQueue};
 
-use crate::{Device, Result, VerbsError};
+pub use crate::work_request::{status_name, WorkCompletion};
+use crate::{simulated, Device, Result, VerbsError};
 
 /// How many completions one poll can return: large enough that a CQ-moderated sweep drains in
 /// one call, small enough to stay in cache.
@@ -28,77 +28,26 @@ pub mod opcode {
     pub const RECV_RDMA_WITH_IMM: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM;
 }
 
-/// One finished work request, copied out of the provider's array.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WorkCompletion {
-    pub wr_id: u64,
-    pub status: u32,
-    pub opcode: u32,
-    pub byte_len: u32,
-    pub vendor_err: u32,
-    /// Immediate data (host byte order) of a RECV or RECV_RDMA_WITH_IMM carrying one.
-    pub immediate: Option<u32>,
-}
-
-impl WorkCompletion {
-    pub fn is_success(&self) -> bool {
-        self.status == rdma_mummy_sys::ibv_wc_status::IBV_WC_SUCCESS
-    }
-
-    /// Turns a failed completion into an error naming the status, the operation and a hint.
-    pub fn error(&self, op: &'static str, bytes: usize) -> VerbsError {
-        use rdma_mummy_sys::ibv_wc_status as status;
-        let hint = match self.status {
-            status::IBV_WC_REM_ACCESS_ERR => {
-                "; the peer's rkey/address did not match its memory region (stale or foreign key?)"
-            }
-            status::IBV_WC_RETRY_EXC_ERR => {
-                "; the peer did not answer: is it alive, and are GID/MTU right (-x, -m)?"
-            }
-            status::IBV_WC_RNR_RETRY_EXC_ERR => "; the peer had no receive posted (raise -r/--rx-depth)",
-            status::IBV_WC_LOC_PROT_ERR | status::IBV_WC_LOC_ACCESS_ERR => {
-                "; local memory registration does not cover the buffer"
-            }
-            status::IBV_WC_WR_FLUSH_ERR => "; the queue pair had already failed: see the first error",
-            status::IBV_WC_LOC_LEN_ERR => "; message larger than the receive buffer",
-            _ => "",
-        };
-        VerbsError::Completion {
-            status_name: status_name(self.status),
-            status: self.status,
-            vendor_err: self.vendor_err,
-            op,
-            bytes,
-            hint,
-        }
-    }
-}
-
-/// libibverbs' name for a completion status ("remote access error", ...).
-pub fn status_name(status: u32) -> String {
-    // SAFETY: ibv_wc_status_str returns a static string for any value ("unknown" otherwise).
-    unsafe {
-        let name = ibv_wc_status_str(status);
-        if name.is_null() {
-            format!("status {status}")
-        } else {
-            CStr::from_ptr(name).to_string_lossy().into_owned()
-        }
-    }
-}
-
 /// A completion queue with its own preallocated poll array.
 pub struct CompletionQueue {
-    queue: Arc<BasicCompletionQueue>,
-    scratch: Box<[ibv_wc]>,
+    backend: Backend,
+}
+
+/// A real device's CQ, or the simulated NIC's.
+enum Backend {
+    Verbs { queue: Arc<BasicCompletionQueue>, scratch: Box<[ibv_wc]> },
+    Simulated(simulated::CompletionQueue),
 }
 
 impl CompletionQueue {
     /// Creates a CQ able to hold `depth` completions (send and receive queues of every QP
     /// attached to it together must not overrun it).
     pub fn new(device: &Device, depth: u32) -> Result<CompletionQueue> {
+        if device.is_simulated() {
+            return Ok(CompletionQueue { backend: Backend::Simulated(simulated::CompletionQueue::new()) });
+        }
         let queue = device
-            .context()
+            .context()?
             .create_cq_builder()
             .setup_cqe(depth)
             .build()
@@ -106,12 +55,23 @@ impl CompletionQueue {
         // SAFETY: ibv_wc is plain old data; all-zero is a valid value.
         let scratch =
             (0..POLL_BATCH).map(|_| unsafe { MaybeUninit::<ibv_wc>::zeroed().assume_init() }).collect();
-        Ok(CompletionQueue { queue, scratch })
+        Ok(CompletionQueue { backend: Backend::Verbs { queue, scratch } })
     }
 
-    /// The handle sideway's queue-pair builder takes.
-    pub(crate) fn handle(&self) -> GenericCompletionQueue {
-        GenericCompletionQueue::from(Arc::clone(&self.queue))
+    /// The handle sideway's queue-pair builder takes (`None` on the simulated NIC).
+    pub(crate) fn handle(&self) -> Option<GenericCompletionQueue> {
+        match &self.backend {
+            Backend::Verbs { queue, .. } => Some(GenericCompletionQueue::from(Arc::clone(queue))),
+            Backend::Simulated(_) => None,
+        }
+    }
+
+    /// The simulated NIC's queue (`None` on a real device).
+    pub(crate) fn simulated(&self) -> Option<&simulated::CompletionQueue> {
+        match &self.backend {
+            Backend::Verbs { .. } => None,
+            Backend::Simulated(queue) => Some(queue),
+        }
     }
 
     /// Polls once and hands each completion to `each`. Returns how many there were.
@@ -123,14 +83,16 @@ impl CompletionQueue {
         &mut self,
         mut each: impl FnMut(WorkCompletion) -> Result<(), E>,
     ) -> Result<usize, E> {
-        // SAFETY: the CQ is alive (we hold it) and scratch has room for POLL_BATCH entries.
-        let found = unsafe {
-            ibv_poll_cq(self.queue.cq().as_ptr(), self.scratch.len() as i32, self.scratch.as_mut_ptr())
+        let (queue, scratch) = match &mut self.backend {
+            Backend::Verbs { queue, scratch } => (queue, scratch),
+            Backend::Simulated(queue) => return queue.poll(each),
         };
+        // SAFETY: the CQ is alive (we hold it) and scratch has room for POLL_BATCH entries.
+        let found = unsafe { ibv_poll_cq(queue.cq().as_ptr(), scratch.len() as i32, scratch.as_mut_ptr()) };
         if found < 0 {
             return Err(VerbsError::PollCq(io::Error::from_raw_os_error(-found)).into());
         }
-        for raw in &self.scratch[..found as usize] {
+        for raw in &scratch[..found as usize] {
             let has_immediate = raw.wc_flags & rdma_mummy_sys::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0;
             each(WorkCompletion {
                 wr_id: raw.wr_id,

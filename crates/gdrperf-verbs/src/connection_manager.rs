@@ -173,7 +173,7 @@ struct DeviceMatch {
 
 impl DeviceMatch {
     fn of(device: &Device, port: u8) -> Result<DeviceMatch> {
-        let attributes = device.context().query_device().map_err(|error| VerbsError::QueryDevice {
+        let attributes = device.context()?.query_device().map_err(|error| VerbsError::QueryDevice {
             device: device.name().to_string(),
             source: std::io::Error::other(error),
         })?;

@@ -10,12 +10,11 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
+use crate::protection_domain::{Backend, ProtectionDomain};
+use crate::{simulated, Result, VerbsError};
 use serde::{Deserialize, Serialize};
 use sideway::ibverbs::device::{DeviceInfo, DeviceList};
 use sideway::ibverbs::device_context::{DeviceContext, LinkLayer as SidewayLinkLayer, PortState};
-use sideway::ibverbs::protection_domain::ProtectionDomain;
-
-use crate::{Result, VerbsError};
 
 /// Fails with [`VerbsError::NoLibibverbs`] when `libibverbs.so.1` cannot be loaded.
 ///
@@ -40,8 +39,19 @@ pub fn ensure_libibverbs() -> Result<()> {
     Err(VerbsError::NoLibibverbs { reason })
 }
 
-/// Names of the RDMA devices present (`mlx5_0`, `rxe0`, ...), in the order libibverbs lists them.
+/// Names of the RDMA devices present (`mlx5_0`, `rxe0`, ...), in the order libibverbs lists them;
+/// the simulated device first where `GDRPERF_SIMULATED_NIC` asks for it (see [`crate::simulated`]).
 pub fn device_names() -> Result<Vec<String>> {
+    if simulated::listed() {
+        let mut names = vec![simulated::DEVICE_NAME.to_string()];
+        names.extend(
+            ensure_libibverbs()
+                .and_then(|()| device_list())
+                .into_iter()
+                .flat_map(|list| list.iter().map(|device| device.name()).collect::<Vec<_>>()),
+        );
+        return Ok(names);
+    }
     ensure_libibverbs()?;
     let list = device_list()?;
     Ok(list.iter().map(|device| device.name()).collect())
@@ -74,7 +84,8 @@ fn device_list() -> Result<DeviceList> {
 #[derive(Clone)]
 pub struct Device {
     name: String,
-    context: Arc<DeviceContext>,
+    /// `None` on the simulated NIC, which has no verbs context.
+    context: Option<Arc<DeviceContext>>,
     port_count: u8,
     firmware: String,
     /// `ibv_device_attr`'s vendor and part ids: what perftest recognises a device by.
@@ -91,8 +102,13 @@ impl fmt::Debug for Device {
 }
 
 impl Device {
-    /// Opens the named device, or the first one when `name` is `None` (perftest's default).
+    /// Opens the named device, or the first one when `name` is `None` (perftest's default). The
+    /// simulated NIC ([`crate::simulated::DEVICE_NAME`]) opens by its name, or as the default
+    /// where `GDRPERF_SIMULATED_NIC` lists it.
     pub fn open(name: Option<&str>) -> Result<Device> {
+        if name.map_or(simulated::listed(), simulated::is_simulated) {
+            return Device::open_simulated();
+        }
         ensure_libibverbs()?;
         let list = device_list()?;
         let device = match name {
@@ -117,13 +133,32 @@ impl Device {
         })?;
         Ok(Device {
             name,
-            context,
+            context: Some(context),
             port_count: attributes.phys_port_cnt(),
             firmware: attributes.firmware_version(),
             vendor_id: attributes.vendor_id(),
             vendor_part_id: attributes.vendor_part_id(),
             max_reads_per_qp: attributes.max_qp_rd_atom().max(0) as u32,
         })
+    }
+
+    /// The simulated NIC: one port, no firmware, vendor ids 0 (perftest knows none of it).
+    fn open_simulated() -> Result<Device> {
+        let settings = simulated::open()?;
+        Ok(Device {
+            name: simulated::DEVICE_NAME.to_string(),
+            context: None,
+            port_count: 1,
+            firmware: settings.describe(),
+            vendor_id: 0,
+            vendor_part_id: 0,
+            max_reads_per_qp: 16,
+        })
+    }
+
+    /// Whether this is the simulated NIC: nothing it shows is a measurement of hardware.
+    pub fn is_simulated(&self) -> bool {
+        self.context.is_none()
     }
 
     /// How many RDMA READs one QP may have outstanding (`max_qp_rd_atom`): the bound of
@@ -137,7 +172,8 @@ impl Device {
         &self.name
     }
 
-    /// Firmware version string (empty for software devices such as rxe).
+    /// Firmware version string (empty for software devices such as rxe; on the simulated NIC,
+    /// the words saying it is one).
     pub fn firmware(&self) -> &str {
         &self.firmware
     }
@@ -157,9 +193,10 @@ impl Device {
         (self.vendor_id, self.vendor_part_id)
     }
 
-    /// The underlying sideway context, for the other verbs wrappers.
-    pub fn context(&self) -> &Arc<DeviceContext> {
-        &self.context
+    /// The underlying sideway context, for the other verbs wrappers; the simulated NIC has none
+    /// (what needs one, rdma_cm, is refused there with this error).
+    pub fn context(&self) -> Result<&Arc<DeviceContext>> {
+        self.context.as_ref().ok_or(VerbsError::NotOnSimulatedNic { what: "rdma_cm (-R)" })
     }
 
     /// Queries `port` and checks that it exists and is ACTIVE: a benchmark on a port that is
@@ -172,7 +209,8 @@ impl Device {
                 port_count: self.port_count,
             });
         }
-        let attributes = self.context.query_port(port).map_err(|error| VerbsError::QueryPort {
+        let Some(context) = &self.context else { return Ok(simulated_port(port)) };
+        let attributes = context.query_port(port).map_err(|error| VerbsError::QueryPort {
             device: self.name.clone(),
             port,
             source: io::Error::other(error),
@@ -227,13 +265,19 @@ impl Device {
 
     fn read_gid(&self, port: u8, index: u32) -> Result<GidChoice> {
         let bad = |reason: String| VerbsError::BadGid { device: self.name.clone(), port, index, reason };
-        let gid = self.context.query_gid(port, index).map_err(|error| bad(error.to_string()))?;
+        let Some(context) = &self.context else {
+            return match index {
+                0 => Ok(GidChoice { index, gid: simulated_gid(), kind: GidKind::RoceV2 }),
+                _ => Err(bad("the simulated NIC has one GID, index 0".to_string())),
+            };
+        };
+        let gid = context.query_gid(port, index).map_err(|error| bad(error.to_string()))?;
         let gid = Gid(gid.raw);
         if gid.is_zero() {
             return Err(bad("the entry is empty".to_string()));
         }
         // ibv_query_gid_type answers 1 for RoCE v2 and 0 for IB or RoCE v1 (sysfs's encoding).
-        let kind = match self.context.query_gid_type(port, index) {
+        let kind = match context.query_gid_type(port, index) {
             Ok(1) => GidKind::RoceV2,
             _ => GidKind::IbOrRoceV1,
         };
@@ -242,8 +286,35 @@ impl Device {
 
     /// Allocates a protection domain: the scope tying queue pairs to the memory they may touch.
     pub fn alloc_pd(&self) -> Result<Arc<ProtectionDomain>> {
-        self.context.alloc_pd().map_err(|error| VerbsError::AllocPd(io::Error::other(error)))
+        let Some(context) = &self.context else {
+            return Ok(ProtectionDomain::new(Backend::Simulated(simulated::alloc_pd())));
+        };
+        let pd = context.alloc_pd().map_err(|error| VerbsError::AllocPd(io::Error::other(error)))?;
+        Ok(ProtectionDomain::new(Backend::Verbs(pd)))
     }
+}
+
+/// The simulated NIC's port: active, RoCE (so the GID paths run), MTU 4096, no rate (the
+/// kernel's rate text would feed path ceilings, and a simulated port has none).
+fn simulated_port(number: u8) -> PortInfo {
+    PortInfo {
+        number,
+        link_layer: LinkLayer::Ethernet,
+        active_mtu: Mtu(4096),
+        max_mtu: Mtu(4096),
+        lid: 0,
+        gid_table_len: 1,
+        rate: None,
+    }
+}
+
+/// The simulated NIC's one GID: `::ffff:127.0.0.1` (the process talks to itself).
+fn simulated_gid() -> Gid {
+    let mut raw = [0u8; 16];
+    raw[10] = 0xff;
+    raw[11] = 0xff;
+    raw[12..].copy_from_slice(&[127, 0, 0, 1]);
+    Gid(raw)
 }
 
 /// Reads the port's active rate as the kernel words it ("100 Gb/sec (4X EDR)"), if available.

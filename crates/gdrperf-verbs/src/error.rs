@@ -119,6 +119,22 @@ pub enum VerbsError {
     #[error("internal error (please report it): an rdma_cm client needs the server's address")]
     NoServerAddress,
 
+    /// The simulated NIC (`simulated0`) was asked for something only a kernel device does.
+    #[error("the simulated NIC (simulated0) does not support {what}: use a real RDMA device or Soft-RoCE (scripts/softroce.sh)")]
+    NotOnSimulatedNic { what: &'static str },
+
+    /// `GDRPERF_SIMULATED_NIC` holds something other than `1` or `key=value` pairs it knows.
+    #[error("invalid configuration: GDRPERF_SIMULATED_NIC={value:?}: {reason} (e.g. GDRPERF_SIMULATED_NIC=rate=25,latency=2)")]
+    SimulatedSettings { value: String, reason: String },
+
+    /// The simulated NIC was asked to connect to a QP number it does not hold: the peer is in
+    /// another process (the simulated NIC connects QPs of one process only) or gone.
+    #[error(
+        "the simulated NIC has no queue pair {queue_pair} in this process: server and client must run in one \
+         process over it (--loopback, or two threads), cross-process runs are not supported"
+    )]
+    SimulatedPeer { queue_pair: u32 },
+
     /// `-R`: rdma_cm delivered a connection request without its cm id: a bug below us,
     /// reported instead of a panic.
     #[error("internal error (please report it): a connection request without its cm id")]

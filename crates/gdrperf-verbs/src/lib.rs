@@ -17,7 +17,10 @@ pub mod connection_manager;
 pub mod device;
 mod error;
 pub mod memory;
+pub mod protection_domain;
 pub mod queue_pair;
+pub mod simulated;
+pub mod work_request;
 
 pub use completion::{CompletionQueue, WorkCompletion};
 pub use device::{
@@ -25,6 +28,6 @@ pub use device::{
 };
 pub use error::{Result, VerbsError};
 pub use memory::{HostBuffer, LocalSlice, MemoryRegion, RemoteAccess, RemoteBuffer};
+/// The protection domain `Device::alloc_pd` returns, for functions that take one.
+pub use protection_domain::ProtectionDomain;
 pub use queue_pair::{Endpoint, Inline, Operation, PathSettings, QueuePairSizes, RcQueuePair, SendRequest};
-/// The protection domain `Device::alloc_pd` returns (sideway's type), for functions that take one.
-pub use sideway::ibverbs::protection_domain::ProtectionDomain;

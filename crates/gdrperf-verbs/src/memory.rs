@@ -11,9 +11,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sideway::ibverbs::memory_region::MemoryRegion as SidewayMemoryRegion;
-use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::AccessFlags;
 
+use crate::protection_domain::{Backend, ProtectionDomain};
+use crate::simulated::{self, CopiedMemory};
+pub use crate::work_request::LocalSlice;
 use crate::{Result, VerbsError};
 
 /// Alignment of host buffers: a page, so that registration pins whole pages of ours alone and
@@ -104,9 +106,15 @@ impl RemoteAccess {
 /// Not `Clone`: a copy would keep the keys (the rkey a peer writes through) while the pages they
 /// cover can be freed by the owner of the original; one owner, borrowed by reference.
 pub struct MemoryRegion {
-    region: Arc<SidewayMemoryRegion>,
+    region: Registration,
     address: u64,
     len: usize,
+}
+
+/// The device's registration: a real one, or the simulated NIC's (see [`crate::simulated`]).
+enum Registration {
+    Verbs(Arc<SidewayMemoryRegion>),
+    Simulated(simulated::RegisteredRegion),
 }
 
 impl MemoryRegion {
@@ -122,6 +130,13 @@ impl MemoryRegion {
         what: &str,
         access: RemoteAccess,
     ) -> Result<MemoryRegion> {
+        let pd = match pd.backend() {
+            Backend::Verbs(pd) => pd,
+            Backend::Simulated(pd) => {
+                let region = simulated::register(pd, address, len, access.flags(), None);
+                return Ok(MemoryRegion { region: Registration::Simulated(region), address, len });
+            }
+        };
         // SAFETY: the caller keeps `address..address + len` valid for the region's life.
         let registered = unsafe { pd.reg_mr(address as usize, len, access.flags()) };
         let region = registered.map_err(|error| VerbsError::RegisterMemory {
@@ -134,7 +149,32 @@ impl MemoryRegion {
                 "; check `ulimit -l` (locked memory) for your user"
             },
         })?;
-        Ok(MemoryRegion { region, address, len })
+        Ok(MemoryRegion { region: Registration::Verbs(region), address, len })
+    }
+
+    /// Registers `len` bytes at `address` that the simulated NIC reaches through `memory`'s
+    /// copies (GPU memory: the CPU cannot dereference a device pointer). Only the simulated NIC
+    /// takes it; a real device registers GPU memory with [`MemoryRegion::register`] (peermem) or
+    /// [`MemoryRegion::register_dmabuf`].
+    pub fn register_copied(
+        pd: &Arc<ProtectionDomain>,
+        address: u64,
+        len: usize,
+        memory: Arc<dyn CopiedMemory>,
+        access: RemoteAccess,
+    ) -> Result<MemoryRegion> {
+        match pd.backend() {
+            Backend::Simulated(pd) => {
+                let region = simulated::register(pd, address, len, access.flags(), Some(memory));
+                Ok(MemoryRegion { region: Registration::Simulated(region), address, len })
+            }
+            Backend::Verbs(_) => Err(VerbsError::RegisterMemory {
+                what: "memory reached by copies".to_string(),
+                len,
+                source: io::Error::from_raw_os_error(libc::EINVAL),
+                hint: "; only the simulated NIC copies; register device memory with peermem or dma-buf",
+            }),
+        }
     }
 
     /// Registers a dma-buf (GPU memory exported by the CUDA driver) at I/O virtual address
@@ -151,6 +191,12 @@ impl MemoryRegion {
         what: &str,
         access: RemoteAccess,
     ) -> Result<MemoryRegion> {
+        let pd = match pd.backend() {
+            Backend::Verbs(pd) => pd,
+            Backend::Simulated(_) => {
+                return Err(VerbsError::NotOnSimulatedNic { what: "dma-buf registration" })
+            }
+        };
         // SAFETY: the caller guarantees `fd` covers `offset..offset + len` and outlives the region.
         let registered = unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, access.flags()) };
         let region = registered.map_err(|error| {
@@ -162,15 +208,21 @@ impl MemoryRegion {
                        support, and NVIDIA's open kernel modules; or try --gdr peermem",
             }
         })?;
-        Ok(MemoryRegion { region, address, len })
+        Ok(MemoryRegion { region: Registration::Verbs(region), address, len })
     }
 
     pub fn lkey(&self) -> u32 {
-        self.region.lkey()
+        match &self.region {
+            Registration::Verbs(region) => region.lkey(),
+            Registration::Simulated(region) => region.key(),
+        }
     }
 
     pub fn rkey(&self) -> u32 {
-        self.region.rkey()
+        match &self.region {
+            Registration::Verbs(region) => region.rkey(),
+            Registration::Simulated(region) => region.key(),
+        }
     }
 
     pub fn address(&self) -> u64 {
@@ -200,7 +252,7 @@ impl MemoryRegion {
             offset.checked_add(len).is_some_and(|end| end <= self.len),
             "slice outside the registered region"
         );
-        LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey() }
+        LocalSlice::new(self.address + offset as u64, len as u32, self.lkey())
     }
 }
 
@@ -222,62 +274,6 @@ pub struct RemoteBuffer {
     pub address: u64,
     pub rkey: u32,
     pub len: u64,
-}
-
-/// A scatter/gather entry: local bytes a work request reads from or lands in.
-///
-/// Its fields are private: a slice is made only by [`MemoryRegion::slice`] (inside the
-/// region), [`LocalSlice::sub`] (inside a slice) or [`LocalSlice::empty`], so it always names
-/// bytes of a registered region (or none). The NIC checks the key: a slice of a region that was
-/// deregistered since fails with a protection error, it never reaches other memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LocalSlice {
-    address: u64,
-    len: u32,
-    lkey: u32,
-}
-
-impl LocalSlice {
-    pub fn address(&self) -> u64 {
-        self.address
-    }
-
-    pub fn len(&self) -> u32 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn lkey(&self) -> u32 {
-        self.lkey
-    }
-
-    /// No bytes: a receive that only signals (write with immediate, a credit), or a zero-byte SEND.
-    pub const fn empty() -> LocalSlice {
-        LocalSlice { address: 0, len: 0, lkey: 0 }
-    }
-
-    /// A slice of made-up memory, for unit tests that play the NIC's part on plain buffers
-    /// (the harness's too, through the `test-support` feature its tests turn on).
-    #[cfg(any(test, feature = "test-support"))]
-    pub fn for_tests(address: u64, len: u32) -> LocalSlice {
-        LocalSlice { address, len, lkey: 7 }
-    }
-
-    /// `len` bytes at `offset` inside this slice (a message's slot of a registered ring).
-    ///
-    /// # Panics
-    /// Where they would reach past the slice: a slice never names bytes outside its region.
-    #[inline]
-    pub fn sub(&self, offset: usize, len: usize) -> LocalSlice {
-        assert!(
-            offset.checked_add(len).is_some_and(|end| end <= self.len as usize),
-            "slice outside the registered region"
-        );
-        LocalSlice { address: self.address + offset as u64, len: len as u32, lkey: self.lkey }
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@ use std::ptr::null_mut;
 use rdma_mummy_sys::{ibv_post_recv, ibv_recv_wr, ibv_sge};
 use serde::{Deserialize, Serialize};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid as SidewayGid};
-use sideway::ibverbs::protection_domain::ProtectionDomain;
 use sideway::ibverbs::queue_pair::{
     ExtendedQueuePair, PostSendGuard, QueuePair, QueuePairAttribute, QueuePairState, SendOperationFlags,
     SetInlineData, SetScatterGatherEntry, WorkRequestFlags,
@@ -20,7 +19,9 @@ use std::sync::Arc;
 
 use crate::device::{Gid, GidChoice, Mtu};
 use crate::memory::{LocalSlice, RemoteAccess};
-use crate::{CompletionQueue, Result, VerbsError};
+use crate::protection_domain::{Backend, ProtectionDomain};
+pub use crate::work_request::{Inline, Operation, SendRequest};
+use crate::{simulated, CompletionQueue, Result, VerbsError};
 
 /// How deep the queues of a new QP are and how much data a send may carry inline.
 #[derive(Debug, Clone, Copy)]
@@ -54,73 +55,6 @@ pub struct PathSettings {
     pub traffic_class: u8,
 }
 
-/// One work request for the send queue.
-#[derive(Debug, Clone, Copy)]
-pub struct SendRequest {
-    pub wr_id: u64,
-    /// Only signaled requests produce a completion: CQ moderation signals one in `cq_mod`.
-    pub signaled: bool,
-    pub local: LocalSlice,
-    pub operation: Operation,
-    /// Copy the payload into the work request itself (small messages, lower latency).
-    pub inline: Inline,
-}
-
-/// Whether a send carries its payload inside the work request. Copying it there makes the CPU
-/// read the bytes of the request's `local` slice while [`RcQueuePair::post_send`] runs, so
-/// asking for it is `unsafe`: a slice is a copy of an address, and nothing ties its lifetime to
-/// the memory's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Inline(bool);
-
-impl Inline {
-    /// The NIC reads the payload itself (from registered memory, by key).
-    pub const NO: Inline = Inline(false);
-
-    /// The payload is copied into the work request.
-    ///
-    /// # Safety
-    /// The `local` slice of every request posted with it must name host memory that is alive
-    /// and readable (its region registered, its allocation not freed) when `post_send` runs.
-    pub const unsafe fn yes() -> Inline {
-        Inline(true)
-    }
-
-    pub fn is_inline(self) -> bool {
-        self.0
-    }
-}
-
-/// The operation a [`SendRequest`] performs. Immediate values are in host byte order: the
-/// wire (and `ibv_send_wr`) carries them big-endian, so they are converted when posted, as
-/// [`crate::WorkCompletion::immediate`] converts them back. The atomics work on the 8
-/// bytes at `remote_address` (fetch-and-add adds `add`; compare-and-swap writes `swap` where they
-/// hold `compare`), and their old value lands in the request's local slice.
-#[derive(Debug, Clone, Copy)]
-pub enum Operation {
-    Write { remote_address: u64, rkey: u32 },
-    WriteWithImmediate { remote_address: u64, rkey: u32, immediate: u32 },
-    Read { remote_address: u64, rkey: u32 },
-    Send,
-    SendWithImmediate { immediate: u32 },
-    FetchAndAdd { remote_address: u64, rkey: u32, add: u64 },
-    CompareAndSwap { remote_address: u64, rkey: u32, compare: u64, swap: u64 },
-}
-
-impl Operation {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Operation::Write { .. } => "RDMA WRITE",
-            Operation::WriteWithImmediate { .. } => "RDMA WRITE with immediate",
-            Operation::Read { .. } => "RDMA READ",
-            Operation::Send => "SEND",
-            Operation::SendWithImmediate { .. } => "SEND with immediate",
-            Operation::FetchAndAdd { .. } => "atomic FETCH_AND_ADD",
-            Operation::CompareAndSwap { .. } => "atomic CMP_AND_SWAP",
-        }
-    }
-}
-
 /// The receiver's RNR NAK timer (IB encoding 12: 0.64 ms), with rdma_cm as without it.
 pub(crate) const MIN_RNR_TIMER: u8 = 12;
 
@@ -129,9 +63,15 @@ pub(crate) const ACK_TIMEOUT: u8 = 14;
 
 /// A reliable-connected queue pair.
 pub struct RcQueuePair {
-    queue_pair: ExtendedQueuePair,
+    queue_pair: QueuePairBackend,
     psn: u32,
     sizes: QueuePairSizes,
+}
+
+/// A real device's QP, or the simulated NIC's.
+enum QueuePairBackend {
+    Verbs(ExtendedQueuePair),
+    Simulated(simulated::QueuePairHandle),
 }
 
 impl RcQueuePair {
@@ -144,6 +84,25 @@ impl RcQueuePair {
         port: u8,
         access: RemoteAccess,
     ) -> Result<RcQueuePair> {
+        let (pd, handle) = match (pd.backend(), cq.handle(), cq.simulated()) {
+            (Backend::Verbs(pd), Some(handle), _) => (pd, handle),
+            (Backend::Simulated(pd), _, Some(cq)) => {
+                let queue_pair = QueuePairBackend::Simulated(simulated::create_qp(
+                    pd,
+                    cq,
+                    (sizes.send_depth, sizes.recv_depth),
+                    access.flags(),
+                ));
+                return Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes });
+            }
+            _ => {
+                return Err(VerbsError::CreateQp {
+                    send_depth: sizes.send_depth,
+                    recv_depth: sizes.recv_depth,
+                    source: io::Error::other("the protection domain and the CQ are of different devices"),
+                })
+            }
+        };
         let mut builder = pd.create_qp_builder();
         if access == RemoteAccess::Atomic {
             // sideway's extended QP offers SEND, WRITE and READ only unless told; the atomics
@@ -159,8 +118,8 @@ impl RcQueuePair {
             );
         }
         let mut queue_pair = builder
-            .setup_send_cq(cq.handle())
-            .setup_recv_cq(cq.handle())
+            .setup_send_cq(handle.clone())
+            .setup_recv_cq(handle)
             .setup_max_send_wr(sizes.send_depth)
             .setup_max_recv_wr(sizes.recv_depth)
             .setup_max_inline_data(sizes.max_inline)
@@ -177,13 +136,17 @@ impl RcQueuePair {
             .setup_port(port)
             .setup_access_flags(access.flags());
         queue_pair.modify(&attributes).map_err(|error| modify_error("INIT", error))?;
-        Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes })
+        Ok(RcQueuePair { queue_pair: QueuePairBackend::Verbs(queue_pair), psn: random_psn(), sizes })
     }
 
     /// The service level and the GRH's traffic class the QP's address holds, read back with
     /// `ibv_query_qp` after [`RcQueuePair::connect`]: what `-S` and `-T` really reached (the run
     /// header prints them; the VM test 10-write-bw checks them on rxe). `None` if the query fails.
     pub fn address_quality_of_service(&self) -> Option<(u8, u8)> {
+        let queue_pair = match &self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair,
+            QueuePairBackend::Simulated(queue_pair) => return queue_pair.quality_of_service(),
+        };
         let mut attributes = std::mem::MaybeUninit::<rdma_mummy_sys::ibv_qp_attr>::zeroed();
         let mut init = std::mem::MaybeUninit::<rdma_mummy_sys::ibv_qp_init_attr>::zeroed();
         let mask = rdma_mummy_sys::ibv_qp_attr_mask::IBV_QP_AV.0 as i32;
@@ -191,7 +154,7 @@ impl RcQueuePair {
         // ibv_query_qp fills, and it keeps no pointer to them.
         let status = unsafe {
             rdma_mummy_sys::ibv_query_qp(
-                self.queue_pair.qp().as_ptr(),
+                queue_pair.qp().as_ptr(),
                 attributes.as_mut_ptr(),
                 mask,
                 init.as_mut_ptr(),
@@ -206,7 +169,10 @@ impl RcQueuePair {
     }
 
     pub fn qp_number(&self) -> u32 {
-        self.queue_pair.qp_number()
+        match &self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair.qp_number(),
+            QueuePairBackend::Simulated(queue_pair) => queue_pair.number(),
+        }
     }
 
     pub fn sizes(&self) -> QueuePairSizes {
@@ -220,6 +186,12 @@ impl RcQueuePair {
 
     /// INIT -> RTR -> RTS towards `remote`.
     pub fn connect(&mut self, remote: &Endpoint, path: &PathSettings) -> Result<()> {
+        let queue_pair = match &mut self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair,
+            QueuePairBackend::Simulated(queue_pair) => {
+                return queue_pair.connect(remote.qp_number, (path.service_level, path.traffic_class))
+            }
+        };
         let mut address = AddressHandleAttribute::new();
         address.setup_dest_lid(remote.lid).setup_port(path.port).setup_service_level(path.service_level);
         if let (Some(remote_gid), Some(local_gid)) = (remote.gid, path.local_gid) {
@@ -235,7 +207,7 @@ impl RcQueuePair {
             .setup_max_dest_read_atomic(path.read_depth)
             .setup_min_rnr_timer(MIN_RNR_TIMER)
             .setup_address_vector(&address);
-        self.queue_pair.modify(&ready_to_receive).map_err(|error| modify_error("RTR", error))?;
+        queue_pair.modify(&ready_to_receive).map_err(|error| modify_error("RTR", error))?;
 
         let mut ready_to_send = QueuePairAttribute::new();
         ready_to_send
@@ -245,18 +217,27 @@ impl RcQueuePair {
             .setup_retry_cnt(7)
             .setup_rnr_retry(7)
             .setup_max_read_atomic(path.read_depth);
-        self.queue_pair.modify(&ready_to_send).map_err(|error| modify_error("RTS", error))
+        queue_pair.modify(&ready_to_send).map_err(|error| modify_error("RTS", error))
     }
 
     /// Applies a transition whose attributes came from elsewhere (rdma_cm's, see
     /// [`crate::connection_manager`]); `state` names it in the error.
     pub(crate) fn modify(&mut self, attributes: &QueuePairAttribute, state: &'static str) -> Result<()> {
-        self.queue_pair.modify(attributes).map_err(|error| modify_error(state, error))
+        match &mut self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => {
+                queue_pair.modify(attributes).map_err(|error| modify_error(state, error))
+            }
+            QueuePairBackend::Simulated(_) => Err(VerbsError::NotOnSimulatedNic { what: "rdma_cm (-R)" }),
+        }
     }
 
     /// Posts `requests` to the send queue with one doorbell.
     pub fn post_send(&mut self, requests: impl IntoIterator<Item = SendRequest>) -> Result<()> {
-        let mut guard = self.queue_pair.start_post_send();
+        let queue_pair = match &mut self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair,
+            QueuePairBackend::Simulated(queue_pair) => return queue_pair.post_send(requests),
+        };
+        let mut guard = queue_pair.start_post_send();
         let mut last_operation = "send";
         for request in requests {
             last_operation = request.operation.name();
@@ -298,11 +279,15 @@ impl RcQueuePair {
     /// Posts one receive for `local`. Goes straight to `ibv_post_recv` with a request on the
     /// stack: sideway's receive guard allocates two `Vec`s per call.
     pub fn post_receive(&mut self, wr_id: u64, local: LocalSlice) -> Result<()> {
+        let queue_pair = match &self.queue_pair {
+            QueuePairBackend::Verbs(queue_pair) => queue_pair,
+            QueuePairBackend::Simulated(queue_pair) => return queue_pair.post_receive(wr_id, local),
+        };
         let mut scatter = ibv_sge { addr: local.address(), length: local.len(), lkey: local.lkey() };
         let mut request = ibv_recv_wr { wr_id, next: null_mut(), sg_list: &mut scatter, num_sge: 1 };
         let mut bad_request: *mut ibv_recv_wr = null_mut();
         // SAFETY: the QP is alive; request and scatter entry live across the call.
-        let status = unsafe { ibv_post_recv(self.queue_pair.qp().as_ptr(), &mut request, &mut bad_request) };
+        let status = unsafe { ibv_post_recv(queue_pair.qp().as_ptr(), &mut request, &mut bad_request) };
         if status == 0 {
             Ok(())
         } else {

@@ -41,6 +41,9 @@ impl LocalResources {
             other => other.map(str::to_string),
         };
         let device = Device::open(device_name.as_deref())?;
+        if config.rdma_cm && device.is_simulated() {
+            return Err(crate::verbs::VerbsError::NotOnSimulatedNic { what: "rdma_cm (-R)" }.into());
+        }
         // Pinned before anything is allocated: first touch puts the buffers on this node.
         let cpu =
             cpu_placement::place_current_thread(&config.cpu, device.name()).map_err(Error::CpuPlacement)?;

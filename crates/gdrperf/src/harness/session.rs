@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use sideway::ibverbs::protection_domain::ProtectionDomain;
+use crate::verbs::ProtectionDomain;
 
 use crate::error::Result;
 use crate::exchange::{Control, Hello};

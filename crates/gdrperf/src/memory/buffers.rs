@@ -9,8 +9,8 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::verbs::ProtectionDomain;
 use gdrperf_cuda::{DmaBuf, Gpu, GpuBuffer};
-use sideway::ibverbs::protection_domain::ProtectionDomain;
 
 use crate::error::Result;
 use crate::memory::check_failure::CheckFailure;
@@ -152,6 +152,9 @@ pub enum RegisteredPath {
     DmaBuf,
     /// `ibv_reg_mr` on the device pointer, resolved by the nvidia-peermem kernel module.
     PeerMem,
+    /// The simulated NIC (gdrperf-verbs' `simulated`): it moves the bytes with CUDA copies, no
+    /// NIC touches the GPU.
+    SimulatedCopies,
 }
 
 impl RegisteredPath {
@@ -159,6 +162,7 @@ impl RegisteredPath {
         match self {
             RegisteredPath::DmaBuf => "dma-buf",
             RegisteredPath::PeerMem => "nvidia-peermem",
+            RegisteredPath::SimulatedCopies => "CUDA copies of the simulated NIC",
         }
     }
 }
@@ -171,6 +175,19 @@ impl Storage {
             Storage::Gpu { .. } => MemoryKind::Cuda,
             Storage::Staged { kind, .. } => *kind,
         }
+    }
+}
+
+/// GPU memory as the simulated NIC reaches it: by synchronous CUDA copies.
+struct SimulatedGpuMemory(gdrperf_cuda::GpuCopies);
+
+impl crate::verbs::simulated::CopiedMemory for SimulatedGpuMemory {
+    fn read(&self, offset: usize, into: &mut [u8]) -> std::result::Result<(), String> {
+        self.0.read_into(offset, into).map_err(|error| error.to_string())
+    }
+
+    fn write(&self, offset: usize, bytes: &[u8]) -> std::result::Result<(), String> {
+        self.0.write(offset, bytes).map_err(|error| error.to_string())
     }
 }
 
@@ -214,6 +231,18 @@ impl BenchBuffer {
         access: RemoteAccess,
     ) -> Result<BenchBuffer> {
         let memory = gpu.alloc(len)?;
+        if pd.is_simulated() {
+            // SAFETY: the handle goes into the region, which is dropped before the memory
+            // (`BenchBuffer`'s field order) and deregistered under the NIC's lock.
+            let copies = Arc::new(SimulatedGpuMemory(unsafe { memory.copies() }));
+            let region =
+                MemoryRegion::register_copied(pd, memory.device_ptr(), memory.len(), copies, access)?;
+            return Ok(BenchBuffer {
+                storage: Storage::Gpu { memory, path: RegisteredPath::SimulatedCopies, _dmabuf: None },
+                region,
+                check: MessageCheck::default(),
+            });
+        }
         let what = format!("GPU {} memory", gpu.index());
         let use_dmabuf = match path {
             GdrPath::Dmabuf => true,

@@ -1,0 +1,274 @@
+//! Every bench binary over the simulated NIC (`-d simulated0`, gdrperf-verbs' `simulated`
+//! module): the whole harness (roles, sweep, lanes, staged copies, validation, Ctrl-C, error
+//! completions) in seconds, without an RDMA device.
+//!
+//! Each case runs a real binary in loopback (server and client are two threads of one process,
+//! as the simulated NIC needs) and asserts decisions only: the exit status, the message, the rows
+//! kept and each row's data check; never a figure, which the simulated NIC makes up from its
+//! configured rate. The results go to a folder of the system's temporary directory, removed at
+//! the end.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gdrperf::bench::{Measures, BENCHES};
+
+/// Sizes of `-a`: 2 bytes to 8 MiB.
+const SWEEP_SIZES: usize = 23;
+
+/// A folder of its own for one case's files, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let folder = std::env::temp_dir().join(format!("gdrperf-simulated-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&folder).expect("a temporary folder");
+        Scratch(folder)
+    }
+
+    fn file(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The bench binary `name` ("gdr-write-bw"), built by cargo next to this test's `deps/` folder.
+fn binary(name: &str) -> PathBuf {
+    let test = std::env::current_exe().expect("the test knows its path");
+    let folder = test.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
+    folder.join(name)
+}
+
+/// A command of `binary` over the simulated NIC (its settings `settings`), no token.
+fn command(binary_name: &str, arguments: &[&str], settings: &str) -> Command {
+    let mut command = Command::new(binary(binary_name));
+    command
+        .args(arguments)
+        .env("RUST_BACKTRACE", "1")
+        .env("GDRPERF_SIMULATED_NIC", settings)
+        .env_remove("GDRPERF_TOKEN");
+    command
+}
+
+/// Runs it to the end: exit code and stderr (a panic fails at once).
+fn run(binary_name: &str, arguments: &[&str], settings: &str) -> (i32, String) {
+    let output = command(binary_name, arguments, settings).output().expect("the binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(!stderr.contains("panicked"), "{binary_name} {arguments:?} panicked: {stderr}");
+    (output.status.code().unwrap_or(-1), format!("{stdout}{stderr}"))
+}
+
+/// The data rows of a result CSV, each as (column name -> cell).
+fn rows(path: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    let body: String =
+        text.lines().filter(|line| !line.starts_with('#')).map(|line| format!("{line}\n")).collect();
+    let mut reader = csv::Reader::from_reader(body.as_bytes());
+    let header = reader.headers().expect("a header line").clone();
+    reader
+        .records()
+        .map(|record| {
+            let record = record.expect("every row whole (as many fields as the header)");
+            header
+                .iter()
+                .zip(record.iter())
+                .map(|(name, cell)| (name.to_string(), cell.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Every row says it was made on the simulated NIC and passed its data check.
+fn assert_simulated_and_checked(what: &str, rows: &[std::collections::HashMap<String, String>]) {
+    for row in rows {
+        assert_eq!(row.get("device").map(String::as_str), Some("simulated0"), "{what}: {row:?}");
+        let check = row.get("validation").or_else(|| row.get("check")).map(String::as_str);
+        assert_eq!(check, Some("pass"), "{what}: {row:?}");
+    }
+}
+
+#[test]
+fn every_bench_over_host_and_host_staged_memory_checks_every_size() {
+    let scratch = Scratch::new("sweeps");
+    for bench in BENCHES {
+        // An atomic is 8 bytes, the one size gdr-atomic-lat runs. gdr-send-bw checks every
+        // message as it arrives, which in a debug build costs about 0.1 s per MiB: one size of
+        // 1 MiB keeps it in seconds (its sweep runs in the VM suite's release build).
+        let (sizes, count) = match bench.name {
+            "atomic_lat" => (&["-s", "8"][..], 1),
+            "send_bw" => (&["-s", "1M"][..], 1),
+            _ => (&["-a"][..], SWEEP_SIZES),
+        };
+        for memory in ["host", "host-staged"] {
+            let csv = scratch.file(&format!("{}-{memory}.csv", bench.name));
+            let mut arguments =
+                vec!["--loopback", "-d", "simulated0", "--mem", memory, "-n", "20", "--validate"];
+            arguments.extend_from_slice(sizes);
+            arguments.extend(["--csv", &csv]);
+            let started = Instant::now();
+            let (code, output) = run(bench.binary, &arguments, "rate=100");
+            eprintln!("{} --mem {memory}: {:.1} s", bench.binary, started.elapsed().as_secs_f64());
+            let what = format!("{} --mem {memory}", bench.binary);
+            assert_eq!(code, 0, "{what}: {output}");
+            // The run header says what this is; the rows say it in their device column.
+            assert!(output.contains("SIMULATED NIC, not a measurement"), "{what}: {output}");
+            let rows = rows(&csv);
+            assert_eq!(rows.len(), count, "{what}: {output}");
+            assert_simulated_and_checked(&what, &rows);
+        }
+    }
+}
+
+#[test]
+fn every_bandwidth_bench_runs_two_lanes_and_checks_each() {
+    let scratch = Scratch::new("lanes");
+    // Lanes (--concurrent) are the bandwidth benches' alone.
+    for bench in BENCHES.iter().filter(|bench| bench.measures == Measures::Bandwidth) {
+        let csv = scratch.file(&format!("{}.csv", bench.name));
+        let arguments = [
+            "--loopback",
+            "--concurrent",
+            "-d",
+            "simulated0,simulated0",
+            "-s",
+            "65536",
+            "-n",
+            "50",
+            "--validate",
+            "--csv",
+            &csv,
+        ];
+        let (code, output) = run(bench.binary, &arguments, "rate=100");
+        assert_eq!(code, 0, "{} --concurrent: {output}", bench.binary);
+        let rows = rows(&csv);
+        let lanes: Vec<&str> = rows.iter().filter_map(|row| row.get("lane").map(String::as_str)).collect();
+        assert_eq!(lanes, ["0", "1", "all"], "{}: {output}", bench.binary);
+        assert_simulated_and_checked(bench.binary, &rows);
+    }
+}
+
+#[test]
+fn an_error_completion_mid_sweep_names_the_size_and_keeps_the_finished_rows() {
+    let scratch = Scratch::new("error-completion");
+    for binary_name in ["gdr-write-bw", "gdr-read-bw", "gdr-send-bw"] {
+        let csv = scratch.file(&format!("{binary_name}.csv"));
+        // The 1000th request fails as towards a vanished peer: in the sweep's ninth size or so
+        // (116 requests a size), never in the first.
+        let arguments = ["--loopback", "-a", "-n", "100", "--validate", "--csv", &csv];
+        let (code, output) = run(binary_name, &arguments, "fail_after=1000");
+        assert_eq!(code, 2, "{binary_name}: {output}");
+        assert!(
+            output.contains("work completion error: transport retry counter exceeded"),
+            "{binary_name}: {output}"
+        );
+        let at = output.split("error: at ").nth(1).and_then(|rest| rest.split(' ').next());
+        let failed_size: usize = at.and_then(|size| size.parse().ok()).expect("the error names the size");
+        let rows = rows(&csv);
+        assert!(!rows.is_empty() && rows.len() < SWEEP_SIZES, "{binary_name}: {} rows: {output}", rows.len());
+        // The rows kept are exactly the sizes finished before the failing one.
+        let last: usize = rows.last().and_then(|row| row["bytes"].parse().ok()).expect("a size");
+        assert_eq!(last * 2, failed_size, "{binary_name}: {output}");
+        assert_simulated_and_checked(binary_name, &rows);
+    }
+}
+
+#[test]
+fn ctrl_c_in_loopback_exits_130_and_keeps_exactly_the_finished_sizes() {
+    let scratch = Scratch::new("sigint");
+    let (csv, json) = (scratch.file("sigint.csv"), scratch.file("sigint.json"));
+    // Slow enough that the sweep is still running when the signal comes (1 Gb/s, 20000 messages).
+    let arguments = ["--loopback", "-a", "-n", "20000", "--csv", &csv, "--json", &json];
+    let mut child = command("gdr-write-bw", &arguments, "rate=1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while rows(&csv).len() < 3 {
+        assert!(Instant::now() < deadline, "three sizes did not finish in 120 s");
+        assert!(child.try_wait().expect("the child").is_none(), "the sweep ended before the signal");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill with the id of our own child, which has not been reaped (try_wait saw it running).
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let output = child.wait_with_output().expect("the child ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let finished: usize = stderr
+        .split(" sizes finished")
+        .next()
+        .and_then(|before| before.rsplit(", ").next())
+        .and_then(|count| count.split(" of ").next())
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("the message says how many sizes finished: {stderr}"));
+    assert!(stderr.contains("stopped by SIGINT at"), "{stderr}");
+    assert_eq!(rows(&csv).len(), finished, "{stderr}");
+    let json = std::fs::read_to_string(&json).expect("the JSON file");
+    assert_eq!(json.matches("\"bw_avg_mib_s\"").count(), finished, "{json}");
+    assert!(json.contains("\"status\": \"interrupted\""), "{json}");
+}
+
+#[test]
+fn a_send_queue_deeper_than_the_receives_waits_for_them_and_checks_its_data() {
+    // Fewer receives than the sender keeps in flight: the receiver-not-ready path (the simulated
+    // NIC holds the SEND until a receive is posted, as rnr_retry 7 does), data still checked.
+    let scratch = Scratch::new("receives");
+    let csv = scratch.file("send.csv");
+    let arguments =
+        ["--loopback", "-s", "4096", "-n", "500", "-t", "64", "-r", "8", "--validate", "--csv", &csv];
+    let (code, output) = run("gdr-send-bw", &arguments, "1");
+    assert_eq!(code, 0, "{output}");
+    let rows = rows(&csv);
+    assert_eq!(rows.len(), 1, "{output}");
+    assert_simulated_and_checked("gdr-send-bw -r 8", &rows);
+}
+
+#[test]
+fn rdma_cm_is_refused_on_the_simulated_nic() {
+    let (code, output) = run("gdr-write-bw", &["--loopback", "-d", "simulated0", "-R", "-n", "5"], "1");
+    assert_ne!(code, 0, "{output}");
+    assert!(output.contains("the simulated NIC (simulated0) does not support rdma_cm (-R)"), "{output}");
+}
+
+#[test]
+fn bad_simulated_nic_settings_are_a_configuration_error() {
+    let (code, output) = run("gdr-write-bw", &["--loopback", "-n", "5"], "rate=fast");
+    assert_eq!(code, 2, "{output}");
+    assert!(output.contains("GDRPERF_SIMULATED_NIC=\"rate=fast\""), "{output}");
+}
+
+#[test]
+fn placements_one_after_another_reconnect_and_check_each() {
+    // --mem LIST: one round per placement on one control connection, the QPs and buffers made
+    // anew for each (an RC QP connects once).
+    let scratch = Scratch::new("rounds");
+    for binary_name in ["gdr-write-bw", "gdr-read-lat"] {
+        let csv = scratch.file(&format!("{binary_name}.csv"));
+        let arguments = [
+            "--loopback",
+            "--mem",
+            "host,host-staged",
+            "-s",
+            "4096",
+            "-n",
+            "40",
+            "--validate",
+            "--csv",
+            &csv,
+        ];
+        let (code, output) = run(binary_name, &arguments, "1");
+        assert_eq!(code, 0, "{binary_name}: {output}");
+        let rows = rows(&csv);
+        let memories: Vec<&str> =
+            rows.iter().filter_map(|row| row.get("mem_local").map(String::as_str)).collect();
+        assert_eq!(memories, ["host", "host-staged"], "{binary_name}: {output}");
+        assert_simulated_and_checked(binary_name, &rows);
+    }
+}

@@ -1,0 +1,215 @@
+//! The simulated NIC through this crate's public API alone: what it must honour as a NIC does
+//! (keys, access, bounds, receive-not-ready, queue depth, a vanished peer) and the completions it
+//! gives, the same statuses `gdrperf`'s `completion_errors` test expects of a real device.
+
+use std::time::{Duration, Instant};
+
+use gdrperf_verbs::{
+    CompletionQueue, Device, HostBuffer, Inline, MemoryRegion, Operation, PathSettings, QueuePairSizes,
+    RcQueuePair, RemoteAccess, SendRequest, VerbsError, WorkCompletion,
+};
+
+/// Two connected QPs of the simulated NIC, their regions and CQs (dropped in reverse order).
+struct Pair {
+    sender: RcQueuePair,
+    receiver: RcQueuePair,
+    sender_completions: CompletionQueue,
+    receiver_completions: CompletionQueue,
+    source_region: MemoryRegion,
+    target_region: MemoryRegion,
+    source: HostBuffer,
+    target: HostBuffer,
+}
+
+/// A pair whose target region and QP grant `access`, send depth `send_depth`.
+fn pair(access: RemoteAccess, send_depth: u32) -> Pair {
+    let device = Device::open(Some("simulated0")).expect("the simulated NIC opens without hardware");
+    assert!(device.is_simulated());
+    let port = device.active_port(1).unwrap();
+    let protection_domain = device.alloc_pd().unwrap();
+    let (mut source, target) = (HostBuffer::new(4096).unwrap(), HostBuffer::new(4096).unwrap());
+    source.as_mut_slice().iter_mut().enumerate().for_each(|(index, byte)| *byte = index as u8);
+    // SAFETY: both buffers live in the returned Pair, dropped after their regions.
+    let source_region = unsafe {
+        MemoryRegion::register(
+            &protection_domain,
+            source.address(),
+            source.len(),
+            "source",
+            RemoteAccess::None,
+        )
+    }
+    .unwrap();
+    let target_region = unsafe {
+        MemoryRegion::register(&protection_domain, target.address(), target.len(), "target", access)
+    }
+    .unwrap();
+    let sizes = QueuePairSizes { send_depth, recv_depth: 4, max_inline: 0 };
+    let sender_completions = CompletionQueue::new(&device, 16).unwrap();
+    let receiver_completions = CompletionQueue::new(&device, 16).unwrap();
+    let mut sender = RcQueuePair::new(&protection_domain, &sender_completions, sizes, 1, access).unwrap();
+    let mut receiver = RcQueuePair::new(&protection_domain, &receiver_completions, sizes, 1, access).unwrap();
+    let gid = device.choose_gid(&port, None).unwrap();
+    let path = PathSettings {
+        port: 1,
+        mtu: port.active_mtu,
+        local_gid: gid,
+        read_depth: 1,
+        service_level: 0,
+        traffic_class: 0,
+    };
+    let (sender_end, receiver_end) = (sender.endpoint(port.lid, gid), receiver.endpoint(port.lid, gid));
+    sender.connect(&receiver_end, &path).unwrap();
+    receiver.connect(&sender_end, &path).unwrap();
+    Pair {
+        sender,
+        receiver,
+        sender_completions,
+        receiver_completions,
+        source_region,
+        target_region,
+        source,
+        target,
+    }
+}
+
+fn request(wr_id: u64, local: gdrperf_verbs::LocalSlice, operation: Operation) -> SendRequest {
+    SendRequest { wr_id, signaled: true, local, operation, inline: Inline::NO }
+}
+
+/// The next completion of `queue`, waited for (at most 10 s: a condition, not a fixed sleep).
+fn next(queue: &mut CompletionQueue) -> WorkCompletion {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut found = None;
+        queue
+            .poll(|completion| -> Result<(), VerbsError> {
+                found.get_or_insert(completion);
+                Ok(())
+            })
+            .unwrap();
+        if let Some(completion) = found {
+            return completion;
+        }
+        assert!(Instant::now() < deadline, "no completion within 10 s");
+        std::thread::yield_now();
+    }
+}
+
+fn message(completion: &WorkCompletion, operation: &'static str, bytes: usize) -> String {
+    if completion.is_success() {
+        "success".to_string()
+    } else {
+        completion.error(operation, bytes).to_string()
+    }
+}
+
+#[test]
+fn a_write_with_the_right_key_lands_and_a_foreign_key_is_a_remote_access_error() {
+    let mut pair = pair(RemoteAccess::Write, 4);
+    let remote = pair.target_region.remote();
+    let write = Operation::Write { remote_address: remote.address + 64, rkey: remote.rkey };
+    pair.sender.post_send([request(1, pair.source_region.slice(0, 100), write)]).unwrap();
+    assert_eq!(message(&next(&mut pair.sender_completions), "RDMA WRITE", 100), "success");
+    assert_eq!(&pair.target.as_slice()[64..164], &pair.source.as_slice()[..100]);
+
+    let foreign = Operation::Write { remote_address: remote.address, rkey: remote.rkey ^ 0x00ff_ff00 };
+    pair.sender.post_send([request(2, pair.source_region.slice(0, 64), foreign)]).unwrap();
+    let failed = message(&next(&mut pair.sender_completions), "RDMA WRITE", 64);
+    assert!(
+        failed.contains("remote access error") && failed.contains("rkey/address did not match"),
+        "{failed}"
+    );
+    // The QP is in error: what follows is flushed, as on a real device.
+    pair.sender.post_send([request(3, pair.source_region.slice(0, 64), write)]).unwrap();
+    let flushed = message(&next(&mut pair.sender_completions), "RDMA WRITE", 64);
+    assert!(flushed.to_lowercase().contains("flush"), "{flushed}");
+}
+
+#[test]
+fn a_read_past_the_region_and_a_write_into_read_only_memory_are_refused() {
+    let mut pair = pair(RemoteAccess::Read, 4);
+    let remote = pair.target_region.remote();
+    let past = Operation::Read { remote_address: remote.address + 4096 - 256, rkey: remote.rkey };
+    pair.sender.post_send([request(1, pair.source_region.slice(0, 512), past)]).unwrap();
+    let failed = message(&next(&mut pair.sender_completions), "RDMA READ", 512);
+    assert!(failed.contains("remote access error"), "{failed}");
+
+    let mut pair = self::pair(RemoteAccess::Read, 4);
+    let remote = pair.target_region.remote();
+    let write = Operation::Write { remote_address: remote.address, rkey: remote.rkey };
+    pair.sender.post_send([request(1, pair.source_region.slice(0, 64), write)]).unwrap();
+    let failed = message(&next(&mut pair.sender_completions), "RDMA WRITE", 64);
+    assert!(failed.contains("remote access error"), "{failed}");
+    // The control: the READ this memory is opened for succeeds.
+    let mut pair = self::pair(RemoteAccess::Read, 4);
+    let remote = pair.target_region.remote();
+    let read = Operation::Read { remote_address: remote.address, rkey: remote.rkey };
+    pair.sender.post_send([request(1, pair.source_region.slice(0, 64), read)]).unwrap();
+    assert_eq!(message(&next(&mut pair.sender_completions), "RDMA READ", 64), "success");
+}
+
+#[test]
+fn a_send_without_a_receive_waits_for_one_and_carries_its_immediate() {
+    let mut pair = pair(RemoteAccess::None, 4);
+    let send = Operation::SendWithImmediate { immediate: 0xabcd };
+    pair.sender.post_send([request(1, pair.source_region.slice(0, 32), send)]).unwrap();
+    // Receiver not ready: nothing completes while no receive is posted (the NIC retries). An
+    // absence has no condition to wait for: 5 ms of looking can miss a wrong completion on a
+    // loaded host, never fail a right NIC.
+    std::thread::sleep(Duration::from_millis(5));
+    let early = pair.sender_completions.poll(|_| -> Result<(), VerbsError> { Ok(()) }).unwrap();
+    assert_eq!(early, 0, "a SEND completed with no receive posted");
+    pair.receiver.post_receive(9, pair.target_region.slice(0, 64)).unwrap();
+    assert_eq!(message(&next(&mut pair.sender_completions), "SEND", 32), "success");
+    let received = next(&mut pair.receiver_completions);
+    assert_eq!((received.wr_id, received.byte_len, received.immediate), (9, 32, Some(0xabcd)));
+    assert_eq!(&pair.target.as_slice()[..32], &pair.source.as_slice()[..32]);
+}
+
+#[test]
+fn a_post_beyond_the_send_depth_fails_until_a_completion_is_polled() {
+    let mut pair = pair(RemoteAccess::Write, 2);
+    let remote = pair.target_region.remote();
+    let write = Operation::Write { remote_address: remote.address, rkey: remote.rkey };
+    let unsignaled =
+        |wr_id| SendRequest { signaled: false, ..request(wr_id, pair.source_region.slice(0, 8), write) };
+    pair.sender.post_send([unsignaled(1), request(2, pair.source_region.slice(0, 8), write)]).unwrap();
+    let full = pair.sender.post_send([request(3, pair.source_region.slice(0, 8), write)]);
+    assert!(
+        full.is_err_and(|error| error.to_string().contains("ibv_post_send")),
+        "a third request fit a depth of 2"
+    );
+    // The signalled completion frees both slots (its own and the unsignalled one before it).
+    assert_eq!(next(&mut pair.sender_completions).wr_id, 2);
+    pair.sender.post_send([unsignaled(4), request(5, pair.source_region.slice(0, 8), write)]).unwrap();
+    assert_eq!(next(&mut pair.sender_completions).wr_id, 5);
+}
+
+#[test]
+fn a_vanished_peer_is_a_retry_exceeded_error() {
+    let Pair { mut sender, receiver, mut sender_completions, source_region, target_region, .. } =
+        pair(RemoteAccess::Write, 4);
+    drop(receiver);
+    let remote = target_region.remote();
+    let write = Operation::Write { remote_address: remote.address, rkey: remote.rkey };
+    sender.post_send([request(1, source_region.slice(0, 8), write)]).unwrap();
+    let failed = message(&next(&mut sender_completions), "RDMA WRITE", 8);
+    assert!(failed.contains("retry counter exceeded") && failed.contains("is it alive"), "{failed}");
+}
+
+#[test]
+fn atomics_fetch_and_add_and_compare_and_swap_on_eight_bytes() {
+    let mut pair = pair(RemoteAccess::Atomic, 4);
+    let remote = pair.target_region.remote();
+    let add = Operation::FetchAndAdd { remote_address: remote.address, rkey: remote.rkey, add: 5 };
+    pair.sender.post_send([request(1, pair.source_region.slice(0, 8), add)]).unwrap();
+    assert_eq!(message(&next(&mut pair.sender_completions), "atomic FETCH_AND_ADD", 8), "success");
+    assert_eq!(u64::from_ne_bytes(pair.source.as_slice()[..8].try_into().unwrap()), 0);
+    let swap =
+        Operation::CompareAndSwap { remote_address: remote.address, rkey: remote.rkey, compare: 5, swap: 42 };
+    pair.sender.post_send([request(2, pair.source_region.slice(0, 8), swap)]).unwrap();
+    assert_eq!(message(&next(&mut pair.sender_completions), "atomic CMP_AND_SWAP", 8), "success");
+    assert_eq!(u64::from_ne_bytes(pair.source.as_slice()[..8].try_into().unwrap()), 5);
+    assert_eq!(u64::from_ne_bytes(pair.target.as_slice()[..8].try_into().unwrap()), 42);
+}
