@@ -35,10 +35,11 @@ summary.csv, summary.json, inventory.json (what it ran on), report.html (one
 self-contained page to read and sign) and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
 (no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
 
-Exit codes:
+Exit codes of gdrperf accept (--dry-run: as the real run would end before measuring):
   0  every row passed (or was skipped)
   1  at least one row missed its threshold, or a soak lane was unstable
-  2  at least one row could not be measured, or the profile or doctor failed";
+  2  at least one row could not be measured, or the profile or doctor failed; with --serve,
+     a server that could not be started or ended with an error";
 
 /// Flags of `gdrperf accept`.
 #[derive(Debug, clap::Args)]

@@ -75,7 +75,8 @@ fn across(args: &[String], side: &Side, port: u16, accept_timeout_s: u64) -> Vec
 
 /// Runs the server of every run of the plan in order (`runs`: the rows' and the soak
 /// intervals' runs, already placed), each writing its log to `out`. Exit 0 when every server
-/// ended well, 1 when one did not (its log says why), 2 when one could not be started.
+/// ended well, 2 when one could not be started or ended with an error (its log says why): the
+/// server judges nothing, so a run it could not serve is one that could not run, never a miss.
 pub fn serve(
     binary_of: &dyn Fn(&str) -> Option<std::path::PathBuf>,
     runs: &[PlannedRun],
@@ -111,7 +112,7 @@ pub fn serve(
         }
     }
     say!("served {} runs, {failed} ended with an error", runs.len());
-    Ok(ExitCode::from(if failed == 0 { 0 } else { 1 }))
+    Ok(ExitCode::from(if failed == 0 { 0 } else { 2 }))
 }
 
 #[cfg(test)]
