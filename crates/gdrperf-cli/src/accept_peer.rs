@@ -153,6 +153,12 @@ mod tests {
             bidirectional: false,
             statistic: Default::default(),
             max_nic_errors: 0,
+            duration_s: None,
+            iterations: None,
+            run_source: "test".into(),
+            deviation: String::new(),
+            together: None,
+            warn_band_percent: None,
         };
         let ports = Ports::new(65534);
         let first = ports.place(&run, &Side::Server, 60).unwrap();

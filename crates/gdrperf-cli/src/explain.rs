@@ -47,7 +47,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let profile = args.profile.as_deref().map(Profile::load).transpose()?;
-    let from_profile = profile.as_ref().and_then(|profile| profile.bandwidth.as_ref()?.shortfall_percent());
+    let from_profile = profile.as_ref().and_then(Profile::shortfall_percent);
     let shortfall = args.shortfall.or(from_profile).unwrap_or(gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT);
     if !(0.0..100.0).contains(&shortfall) {
         bail!("--shortfall {shortfall} is not a percentage below 100");
@@ -129,7 +129,8 @@ fn explain_row(
         measured_gbps: measured,
         nic_errors_moved: (nic_errors > 0).then(|| row["nic_counters"].as_str().unwrap_or("")),
     };
-    let threshold_failed = match profile.and_then(|profile| profile.bandwidth.as_ref()) {
+    let check = profile.and_then(|profile| profile.bandwidth.iter().find(|check| check.test == test));
+    let threshold_failed = match check {
         Some(check) => match check.min_bw.get(row["mem_local"].as_str().unwrap_or("host")) {
             Some(minimum) => {
                 let threshold = BandwidthThreshold::parse(&minimum.value)?;

@@ -28,6 +28,7 @@ macro_rules! say_raw {
 
 mod accept;
 mod accept_peer;
+mod accept_plan;
 mod compare;
 mod compare_folders;
 mod copy_bw;
