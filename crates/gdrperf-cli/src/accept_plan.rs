@@ -44,12 +44,13 @@ impl Plan<'_> {
         let mut out = String::new();
         let runs: Vec<&PlannedRun> = self.runs().collect();
         let decided = self.steps.len() - runs.len();
-        let where_ = match self.side {
+        let placement = match self.side {
             Side::Loopback => "in loopback on this node".to_string(),
             Side::Client(host) => format!("across the link: this node is the client of {host}"),
             Side::Server => "across the link: this node serves the client's runs".to_string(),
         };
-        let _ = writeln!(out, "plan: profile {} ({}), {where_}", self.profile.name, self.profile.description);
+        let _ =
+            writeln!(out, "plan: profile {} ({}), {placement}", self.profile.name, self.profile.description);
         let _ = writeln!(
             out,
             "{} run(s), {decided} row(s) decided without running; every command below runs as shown, \
@@ -211,7 +212,7 @@ impl Plan<'_> {
                 let interval = interval_run(soak, lane, index);
                 if index == 0 {
                     let _ = writeln!(out, "    interval 000:");
-                    self.render_commands(out, &interval, client_ports, server_ports).map(|_| ())?;
+                    self.render_commands(out, &interval, client_ports, server_ports)?;
                 } else if self.side != &Side::Loopback {
                     // Keep both numberings in step with the real run's.
                     client_ports.place(&interval, &Side::Client(String::new()), self.run_timeout)?;
