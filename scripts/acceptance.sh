@@ -2,10 +2,10 @@
 # Does this node pass? Runs `gdrperf accept` from this checkout, results in the repository's
 # layout (results/<machine-label>/acceptance-<date>/):
 #
-#   scripts/acceptance.sh --profile ndr-400g              # built-in: ndr-400g, hdr-200g, softroce-smoke
+#   scripts/acceptance.sh --profile ndr-400g              # built-in: gdrperf accept --help lists them
 #   scripts/acceptance.sh --profile ./my-cluster.toml --mem host,cuda
 #   MACHINE_LABEL=dgx-07 scripts/acceptance.sh --profile ndr-400g
-#   scripts/acceptance.sh --profile hdr-200g --dry-run    # print every bench command only
+#   scripts/acceptance.sh --profile hdr-200g --dry-run    # print the plan only
 #
 # For every GPU and the NIC `gdrperf doctor` pairs it with: loopback write bandwidth and read
 # latency in host, cuda and cuda-staged memory, held against the profile's thresholds (each

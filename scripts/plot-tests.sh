@@ -32,12 +32,14 @@ png() {
     fi
 }
 
-# refuses NAME TEXT CMD...: CMD exits non-zero, says TEXT, shows no Python traceback.
+# refuses NAME TEXT CMD...: CMD exits 2 (could not run or bad input, as every gdrperf tool),
+# says TEXT in one line, shows no Python traceback.
 refuses() {
     local name=$1 text=$2; shift 2
     "$@" >"$OUT/$name.log" 2>&1
     local status=$?
-    if [ $status != 0 ] && grep -qF -- "$text" "$OUT/$name.log" && ! grep -q Traceback "$OUT/$name.log"; then
+    if [ $status = 2 ] && grep -qF -- "$text" "$OUT/$name.log" && ! grep -q Traceback "$OUT/$name.log" \
+        && [ "$(wc -l <"$OUT/$name.log")" -le 2 ]; then
         PASSED=$((PASSED + 1)); echo "ok   - $name: refused ($text)"
     else
         FAILED=$((FAILED + 1)); echo "FAIL - $name: exit $status, wanted a message with '$text'"; tail -5 "$OUT/$name.log" | sed 's/^/       /'
@@ -54,6 +56,8 @@ png plot_bw_peak_mib "$OUT/peak.png" \
     "$PY" scripts/plot_bw.py "$EXAMPLES/write_bw-run1.csv" --metric bw_peak_mib_s -o "$OUT/peak.png"
 png plot_lat_overlaid "$OUT/lat.png" \
     "$PY" scripts/plot_lat.py "$EXAMPLES"/read_lat-hdr/*.hgrm --log-y -o "$OUT/lat.png"
+png plot_lat_auto_axis "$OUT/lat-auto.png" \
+    "$PY" scripts/plot_lat.py "$EXAMPLES"/read_lat-hdr/*.hgrm -o "$OUT/lat-auto.png"
 png plot_compare_runs "$OUT/ratio.png" \
     "$PY" scripts/plot_compare.py "$EXAMPLES/write_bw-run1.json" "$EXAMPLES/write_bw-run2.json" -o "$OUT/ratio.png"
 png plot_compare_latency_runs "$OUT/lat-ratio.png" \
@@ -75,6 +79,39 @@ refuses plot_matrix_not_a_matrix "no column 'client_node'" \
     "$PY" scripts/plot_matrix.py "$EXAMPLES/write_bw-run1.csv" -o "$OUT/x.png"
 refuses plot_matrix_findings_not_a_verdict "no 'findings' list" \
     "$PY" scripts/plot_matrix.py "$FLEET/matrix.csv" --findings "$FLEET/plan.json" -o "$OUT/x.png"
+
+refuses plot_bw_missing_input "results/none.json: No such file or directory" \
+    "$PY" scripts/plot_bw.py results/none.json -o "$OUT/x.png"
+refuses plot_lat_missing_input "none.hgrm: No such file or directory" \
+    "$PY" scripts/plot_lat.py "$OUT/none.hgrm" -o "$OUT/x.png"
+refuses plot_compare_missing_input "none.json: No such file or directory" \
+    "$PY" scripts/plot_compare.py "$EXAMPLES/write_bw-run1.json" "$OUT/none.json" -o "$OUT/x.png"
+refuses plot_matrix_missing_input "none.csv: No such file or directory" \
+    "$PY" scripts/plot_matrix.py "$OUT/none.csv" -o "$OUT/x.png"
+echo '{"something": 1}' >"$OUT/other.json"
+refuses plot_compare_not_a_result "no 'results' list" \
+    "$PY" scripts/plot_compare.py "$OUT/other.json" "$EXAMPLES/write_bw-run1.json" -o "$OUT/x.png"
+echo '{"results": [' >"$OUT/cut.json"
+refuses plot_bw_cut_json "cannot read the input: JSONDecodeError" \
+    "$PY" scripts/plot_bw.py "$OUT/cut.json" -o "$OUT/x.png"
+refuses plot_wrapper_unknown_kind "usage: scripts/plot bw|lat|compare|matrix" scripts/plot pie x.json -o "$OUT/x.png"
+
+# decides NAME PYTHON: a decision of a plot script, asserted in Python (the scripts' folder on
+# the path).
+decides() {
+    local name=$1 code=$2
+    if (cd scripts && "../$PY" -c "$code") >"$OUT/$name.log" 2>&1; then
+        PASSED=$((PASSED + 1)); echo "ok   - $name"
+    else
+        FAILED=$((FAILED + 1)); echo "FAIL - $name"; tail -5 "$OUT/$name.log" | sed 's/^/       /'
+    fi
+}
+decides plot_lat_axis_is_log_where_the_spread_needs_it "
+from plot_lat import y_scale
+assert y_scale('auto', [1.9, 2.0, 2.1, 35.0]) == 'log'
+assert y_scale('auto', [1.9, 2.0, 2.1, 3.5]) == 'linear'
+assert y_scale('linear', [1.0, 100.0]) == 'linear' and y_scale('log', [1.0, 1.1]) == 'log'
+assert y_scale('auto', []) == 'linear'"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

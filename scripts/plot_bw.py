@@ -7,7 +7,8 @@ message size on a log2 scale, y the average bandwidth.
     scripts/plot_bw.py results/node1/write_bw-host.json results/node1/write_bw-cuda.json -o bw.png
     scripts/plot_bw.py run.csv --metric bw_peak_mib_s -o peak.png
 
-plot_compare.py imports read_results() and size_axis() from here.
+plot_compare.py, plot_lat.py and plot_matrix.py import read_results(), size_axis(), fail() and
+run_main() from here: every plot script ends on bad input with one line and exit 2.
 """
 import argparse
 import csv
@@ -15,11 +16,30 @@ import json
 import os
 import sys
 
+
+
+def fail(message):
+    """Ends a plot script as every gdrperf tool ends on bad input: one line on stderr, exit 2."""
+    print(f"{os.path.basename(sys.argv[0])}: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run_main(main):
+    """Runs a plot script's main(): a missing or unreadable input, or a file that is not what the
+    script reads, ends with one line naming it and exit 2, never a Python traceback."""
+    try:
+        main()
+    except OSError as error:
+        fail(f"{error.filename or 'output'}: {error.strerror or error}")
+    except (ValueError, KeyError, IndexError, TypeError, csv.Error) as error:
+        fail(f"cannot read the input: {type(error).__name__}: {error}")
+
+
 try:
     import matplotlib
 except ImportError:
-    sys.exit(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed for {sys.executable}: run it as "
-             "scripts/plot KIND ... (which makes .cache/plot-venv with matplotlib), or pip install matplotlib")
+    fail(f"matplotlib is not installed for {sys.executable}: run it as "
+         "scripts/plot KIND ... (which makes .cache/plot-venv with matplotlib), or pip install matplotlib")
 
 matplotlib.use("Agg")  # files only: no display needed (CI, ssh sessions)
 import matplotlib.pyplot as plt  # noqa: E402  (after use())
@@ -67,6 +87,8 @@ def read_results(path):
         document = json.loads(text)
         if isinstance(document, list):
             return {}, document
+        if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+            fail(f"{path}: no 'results' list: is this a gdrperf result file?")
         return document.get("metadata") or {}, document["results"]
     lines = text.splitlines()
     metadata = {}
@@ -122,7 +144,7 @@ def main():
         run = label if labels[label] == 1 else f"{label} #{labels[label]}"
         rows = [row for row in rows if isinstance(row.get(args.metric), (int, float))]
         if not rows:
-            sys.exit(f"plot_bw.py: {path} has no numeric {args.metric!r} column")
+            fail(f"{path} has no numeric {args.metric!r} column")
         tests = {row.get("test") for row in rows}
         lines = {}
         for row in rows:
@@ -144,4 +166,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

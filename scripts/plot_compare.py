@@ -13,9 +13,8 @@ baseline mode (for latency, baseline time / mode time), so > 1 is faster either 
 """
 import argparse
 import os
-import sys
 
-from plot_bw import axis_name, mode_label, plt, read_results, run_label, size_axis
+from plot_bw import NAMES, fail, mode_label, plt, read_results, run_label, run_main, size_axis
 
 
 def metric_of(rows, wanted):
@@ -31,7 +30,7 @@ def keyed(paths, metric):
         for row in read_results(path)[1]:
             key = (row.get("test", ""), mode_label(row).split(" ")[0], row.get("gpu_local") or "", row["bytes"])
             if key in table:
-                sys.exit(f"plot_compare.py: {path}: a second row for {key}; one run per file, please")
+                fail(f"{path}: a second row for {key}; one run per file, please")
             if isinstance(row.get(metric), (int, float)):
                 table[key] = row[metric]
     return table
@@ -56,7 +55,7 @@ def main():
         modes = sorted({key[1] for key in table})
         baseline = args.baseline or next((m for m in ("cuda-staged", "host") if m in modes), modes[0])
         if baseline not in modes or len(modes) < 2:
-            sys.exit(f"plot_compare.py: --by mem needs the baseline {baseline!r} and another mode; found {modes}")
+            fail(f"--by mem needs the baseline {baseline!r} and another mode; found {modes}")
         gpus = sorted({key[2] for key in table if key[2]}) or [""]
         for (test, mode, gpu, size), value in table.items():
             # Host rows have no GPU: they are held against each GPU's baseline (as gdrperf
@@ -67,25 +66,25 @@ def main():
                     speedup = reference / value if lower_is_better else value / reference
                     lines.setdefault(f"{test} {mode} {group}".strip(), []).append((size, speedup))
         metadata = read_results(args.files[0])[0]
-        ylabel = f"speed-up over {baseline} ({axis_name(metric)})"
+        ylabel = f"speed-up over {baseline}: ratio of {NAMES.get(metric, metric)} (no unit)"
         title = f"memory modes vs {baseline}: {run_label(metadata, os.path.basename(args.files[0]))}"
     else:
         if len(args.files) != 2:
-            sys.exit(f"plot_compare.py: give BASE and NEW (got {len(args.files)} files), or add --by mem")
+            fail(f"give BASE and NEW (got {len(args.files)} files), or add --by mem")
         base, new = keyed(args.files[:1], metric), keyed(args.files[1:], metric)
         for key in sorted(base.keys() & new.keys()):
             if base[key]:
                 test, mode, gpu, size = key
                 lines.setdefault(f"{test} {mode} {gpu}".strip(), []).append((size, new[key] / base[key]))
         better = "lower" if lower_is_better else "higher"
-        ylabel = f"{axis_name(metric)}: new / base ({better} is better)"
+        ylabel = f"ratio new / base of {NAMES.get(metric, metric)} (no unit; {better} is better)"
         # The runs by host, date and commit (their metadata); file names only when they have none.
         base_metadata, new_metadata = read_results(args.files[0])[0], read_results(args.files[1])[0]
         test = new_metadata.get("test") or first_rows[0].get("test", "")
         title = (f"{test}: {run_label(new_metadata, os.path.basename(args.files[1]))}"
                  f" vs {run_label(base_metadata, os.path.basename(args.files[0]))}")
     if not lines:
-        sys.exit("plot_compare.py: no size is present in both inputs with a nonzero value")
+        fail(f"no size is present in both inputs with a nonzero value")
 
     figure, axes = plt.subplots(figsize=(9, 5.5))
     for label, points in sorted(lines.items()):
@@ -105,4 +104,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

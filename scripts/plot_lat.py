@@ -16,18 +16,10 @@ with the memory kinds and the run's host and date when --run names the run's JSO
 import argparse
 import math
 import os
-import sys
 
-try:
-    import matplotlib
-except ImportError:
-    sys.exit(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed for {sys.executable}: run it as "
-             "scripts/plot KIND ... (which makes .cache/plot-venv with matplotlib), or pip install matplotlib")
-
-matplotlib.use("Agg")  # files only: no display needed (CI, ssh sessions)
-import matplotlib.pyplot as plt  # noqa: E402  (after use())
-
-from plot_bw import mode_label, read_results, run_label, run_title  # noqa: E402
+# plot_bw checks for matplotlib (one line and exit 2 without it) and selects the file backend.
+import matplotlib  # noqa: E402
+from plot_bw import fail, mode_label, plt, read_results, run_label, run_main, run_title  # noqa: E402
 
 
 def read_hgrm(path):
@@ -65,6 +57,19 @@ def nines(x, _position=None):
     return f"{100 * (1 - 1 / x):.{digits}f}%"
 
 
+# The spread (largest / smallest plotted latency) above which "auto" picks a log axis: past
+# it, a linear axis scaled to the tail puts every median in the bottom tenth of the plot.
+LOG_SPREAD = 10.0
+
+
+def y_scale(asked, values):
+    """"log" or "linear": as asked, or for "auto" log when the values span more than LOG_SPREAD."""
+    if asked != "auto":
+        return asked
+    positive = [value for value in values if value > 0]
+    return "log" if positive and max(positive) / min(positive) > LOG_SPREAD else "linear"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", help=".hgrm percentile distributions")
@@ -74,23 +79,27 @@ def main():
     parser.add_argument("--run", action="append", default=[],
                         help="the run's JSON result file (one for all .hgrm files, or one per file): "
                              "memory kinds, host and date for the legend and title")
-    parser.add_argument("--log-y", action="store_true", help="log latency axis (for long tails)")
+    parser.add_argument("--y-scale", choices=["auto", "linear", "log"], default="auto",
+                        help="latency axis: log, linear, or auto (default): log when the plotted latencies "
+                             f"span more than {LOG_SPREAD:g}x, where a linear axis would flatten the medians")
+    parser.add_argument("--log-y", action="store_const", const="log", dest="y_scale", help="same as --y-scale log")
     parser.add_argument("--title", help="plot title (default: from --run, else the tests' names)")
     args = parser.parse_args()
     if args.run and len(args.run) not in (1, len(args.files)):
-        sys.exit(f"plot_lat.py: {len(args.run)} --run for {len(args.files)} files: give one, or one per file")
+        fail(f"{len(args.run)} --run for {len(args.files)} files: give one, or one per file")
     runs = [read_results(path) for path in args.run]
     if args.label and len(args.label) != len(args.files):
-        sys.exit(f"plot_lat.py: {len(args.label)} --label for {len(args.files)} files: give one per file or none")
+        fail(f"{len(args.label)} --label for {len(args.files)} files: give one per file or none")
 
     figure, axes = plt.subplots(figsize=(9, 5.5))
     top = 10.0
+    plotted = []
     for index, path in enumerate(args.files):
         points, maximum = read_hgrm(path)
         # Percentile 1.0 has no finite place on this axis; its value is the footer's Max.
         finite = [(1 / (1 - p), value) for value, p in points if p < 1.0]
         if not finite:
-            sys.exit(f"plot_lat.py: {path} has no percentile rows (is it an .hgrm file?)")
+            fail(f"{path} has no percentile rows (is it an .hgrm file?)")
         top = max(top, finite[-1][0])
         name = args.label[index] if args.label else hgrm_label(path)
         if runs and not args.label:
@@ -100,18 +109,20 @@ def main():
         if maximum is not None:
             name += f" (max {maximum:g} us)"
         axes.plot([x for x, _ in finite], [v for _, v in finite], drawstyle="steps-post", label=name)
+        plotted += [v for _, v in finite]
 
     axes.set_xscale("log")
     axes.set_xlim(1, 10 ** math.ceil(math.log10(top)))
     axes.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, numticks=12))
     axes.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(nines))
     axes.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    if args.log_y:
+    if y_scale(args.y_scale, plotted) == "log":
         axes.set_yscale("log")
+        axes.set_ylabel("latency [us], log scale")
     else:
         axes.set_ylim(bottom=0)
+        axes.set_ylabel("latency [us]")
     axes.set_xlabel("percentile")
-    axes.set_ylabel("latency [us]")
     title = args.title or (run_title(*runs[0]) if runs else "latency by percentile: "
                            + ", ".join(sorted({hgrm_label(path).split(" ")[0] for path in args.files})))
     axes.set_title(title)
@@ -123,4 +134,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

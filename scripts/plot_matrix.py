@@ -17,9 +17,8 @@ import json
 import math
 import os
 import re
-import sys
 
-from plot_bw import plt
+from plot_bw import fail, plt, run_main
 
 NEEDED = ("client_node", "server_node", "bw_avg_gbit_s")
 # Kinds of `gdrperf fleet judge` findings (crates/gdrperf-fleet/src/judge.rs, PartKind).
@@ -30,11 +29,8 @@ KIND_WORDS = {"node": "node", "node-without-rows": "node without rows", "nic-por
               "gpu": "GPU", "nic-port-or-gpu": "NIC port or its GPU", "link": "link",
               "class-below-ceiling": "class below its ceiling"}
 MARK = "#d62728"
+NO_ROWS = "(no rows)"
 LISTED = 12
-
-
-def fail(message):
-    sys.exit(f"plot_matrix.py: {message}")
 
 
 def natural(text):
@@ -129,6 +125,12 @@ def main():
         for node, device in ((client, client_device), (server, server_device)):
             if device:
                 device_of[(node, lane)] = device
+    measured = {cell[0] for cell in cells} | {cell[1] for cell in cells}
+    without_rows = [node for node in nodes if node not in measured]
+
+    def tick_label(node):
+        return node if node in measured else f"{node} {NO_ROWS}"
+
     values = [cell[3] for cell in cells]
     low, high = min(values), max(values)
 
@@ -138,7 +140,7 @@ def main():
     side = min(6.0, max(3.2, 0.22 * count))
     listed = findings[:LISTED]
     notes = len(listed) + (1 if len(findings) > LISTED else 0)
-    notes_height = 0.3 + 0.16 * notes if notes else 0.3
+    notes_height = 0.46 + 0.16 * notes
     figure = plt.figure(figsize=(side * columns + 1.4, side * rows + 1.0 + notes_height), layout="constrained")
     top, bottom = figure.subfigures(2, 1, height_ratios=[side * rows + 1.0, notes_height])
     axes_grid = top.subplots(rows, columns, squeeze=False)
@@ -150,9 +152,11 @@ def main():
         axes = axes_grid[number // columns][number % columns]
         image = axes.imshow(grids[lane], cmap=colours, vmin=low, vmax=high, interpolation="nearest")
         axes.set_title(f"lane {lane}" if lane else "all pairs", fontsize=10)
-        ticks = list(range(0, count, step))
-        axes.set_xticks(ticks, [nodes[tick] for tick in ticks], rotation=90, fontsize=6)
-        axes.set_yticks(ticks, [nodes[tick] for tick in ticks], fontsize=6)
+        # Every node without a row is labelled, whatever the label step, so that none hides.
+        ticks = sorted(set(range(0, count, step)) | {index[node] for node in without_rows})
+        labels = [tick_label(nodes[tick]) for tick in ticks]
+        axes.set_xticks(ticks, labels, rotation=90, fontsize=6)
+        axes.set_yticks(ticks, labels, fontsize=6)
         axes.set_xlabel("server node", fontsize=8)
         axes.set_ylabel("client node", fontsize=8)
         marked = set()
@@ -176,21 +180,24 @@ def main():
                                                      linewidth=2))
                     marked.update((node, finding["peer_node"]))
         for label in axes.get_xticklabels() + axes.get_yticklabels():
-            if label.get_text() in marked:
+            if label.get_text().removesuffix(f" {NO_ROWS}") in marked:
                 label.set_color(MARK)
     for number in range(panels, rows * columns):
         axes_grid[number // columns][number % columns].axis("off")
     top.colorbar(image, ax=axes_grid.ravel().tolist(), label="bandwidth of the largest size [Gb/s]", shrink=0.8)
     title = args.title or os.path.basename(os.path.dirname(os.path.abspath(args.matrix))) or args.matrix
     top.suptitle(f"{title}: {count} nodes, {len(cells)} node pairs x lanes measured", fontsize=11)
+    legend = (f"grey cell: a pair not run, or run without a bandwidth row; '{NO_ROWS}' after a node: it has no row "
+              f"at all ({len(without_rows)} node{'s' if len(without_rows) != 1 else ''})")
+    bottom.text(0.01, 0.995 if findings else 0.98, legend, fontsize=7, va="top")
     if findings:
         lines = [finding_text(finding) for finding in listed]
         if len(findings) > LISTED:
             lines.append(f"... and {len(findings) - LISTED} more (see the findings file)")
-        bottom.text(0.01, 0.98, "named (framed in red):\n" + "\n".join(lines), fontsize=7, va="top",
+        bottom.text(0.01, 0.98, "\nnamed (framed in red):\n" + "\n".join(lines), fontsize=7, va="top",
                     family="monospace")
     elif args.findings:
-        bottom.text(0.01, 0.98, "named: none", fontsize=7, va="top")
+        bottom.text(0.01, 0.98, "\nnamed: none", fontsize=7, va="top")
     output = args.output or os.path.splitext(args.matrix)[0] + ".png"
     try:
         figure.savefig(output, dpi=130)
@@ -200,4 +207,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

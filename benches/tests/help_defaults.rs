@@ -27,6 +27,14 @@ fn every_option_of_every_bench_shows_its_default() {
             }
         }
         assert!(help.contains("[possible values: auto, dmabuf, peermem]"), "{binary}: --gdr's values");
+        // The exit-code contract every gdrperf tool keeps ends each bench's help.
+        let contract = help.rfind("Exit codes (the same for every gdrperf tool and script):");
+        assert!(
+            contract
+                .is_some_and(|at| help[at..].contains("  1  a measured miss")
+                    && help[at..].contains("  2  could not run")),
+            "{binary}: no exit-code contract at the end of:\n{help}"
+        );
     }
     assert!(missing.is_empty(), "options whose --help hides the default:\n{}", missing.join("\n"));
 }

@@ -61,7 +61,7 @@ if run ceiling_finding 0 env GDRPERF_PATH_SYSFS_ROOT="$fixtures/x8" gdr-write-bw
         fail "ceiling_finding: the header's Finding line names the x8 link" "$(grep -F Finding "$OUT/ceiling_finding.log")"
     fi
 fi
-run ceiling_doctor 1 gdrperf doctor --no-cuda --sysfs-root "$fixtures/x8" \
+run ceiling_doctor 1 gdrperf doctor --strict --no-cuda --sysfs-root "$fixtures/x8" \
     && expect_in ceiling_doctor "WARN  pcie-link: $x8_link"
 run ceiling_explain 1 gdrperf explain "$OUT/ceiling_client.json" \
     && expect_in ceiling_explain "(server NIC PCIe 32 GT/s x8): SHORT"

@@ -1,7 +1,8 @@
 //! `gdrperf accept`: does this node pass? For every GPU and the NIC `gdrperf doctor` pairs it
-//! with, loopback write bandwidth and read latency in host, cuda and cuda-staged memory, held
-//! against the thresholds of an acceptance profile; one summary (table, CSV, JSON) with a
-//! PASS/FAIL per row and overall.
+//! with, the profile's bandwidth and latency tests in host, cuda and cuda-staged memory (in
+//! loopback, or across the link with `--peer`), held against the thresholds of an acceptance
+//! profile; one summary (table, CSV, JSON) with a PASS/FAIL per row and overall. The dry run's
+//! plan is `accept_plan`'s.
 //!
 //! The plan and the verdicts are in `gdrperf_report::acceptance` (pure, tested there); this
 //! module asks the doctor about the node, runs the bench binaries one at a time with a
@@ -23,27 +24,36 @@ Examples:
   gdrperf accept --profile ndr-400g --soak r3     (then each lane for 15 minutes, in intervals:
                                                    bandwidth or latency, NIC errors, PCIe AER and
                                                    links re-read; judged on stability, soak.json)
-  gdrperf accept --profile hdr-200g --dry-run     (print every bench command, run nothing;
-                                                   exit 2 if a row cannot run, as for a real run)
-  gdrperf accept --profile P --soak r2 --serve    (on node B, then on node A:)
-  gdrperf accept --profile P --soak r2 --peer B   (every run across the link A -> B, not in loopback)
+  gdrperf accept --profile hdr-200g --dry-run     (print the plan, run nothing: every command,
+                                                   threshold and source, a time estimate; exit 2
+                                                   if a row cannot run, as for a real run)
+  gdrperf accept --profile ngc-ndr-400g --serve   (on node B, then on node A:)
+  gdrperf accept --profile ngc-ndr-400g --peer B  (every run across the link A -> B, not in loopback)
+  gdrperf accept --profile azure-h100             (8 MiB GPUDirect writes on every NIC at once)
 
-Built-in profiles: ndr-400g, hdr-200g, softroce-smoke (profiles/*.toml in the repository;
-each value names its source). Results go to ./acceptance-HOST-DATE/ unless --out says where:
+Built-in profiles (profiles/*.toml in the repository; each value names its source):
+  ngc-ndr-400g, ngc-hdr-200g  NVIDIA ngc_multinode_perf's shape: write/read/send bandwidth
+                              bidirectional and 2-byte latency, between two nodes (--peer);
+                              run in loopback, every row says so (its deviation)
+  azure-h100, azure-h200      Azure's GPUDirect health check: 8 MiB writes, every NIC at once,
+                              380 / 360 Gb/s per NIC, a warning within 5 % above
+  ndr-400g, hdr-200g          write bandwidth and read latency in loopback, one NIC at a time
+  softroce-smoke              a smoke test of gdrperf itself on Soft-RoCE (no standard) Results go to ./acceptance-HOST-DATE/ unless --out says where:
 summary.csv, summary.json, inventory.json (what it ran on), report.html (one
 self-contained page to read and sign) and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
 (no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
 
-Exit codes:
+Exit codes of gdrperf accept (--dry-run: as the real run would end before measuring):
   0  every row passed (or was skipped)
   1  at least one row missed its threshold, or a soak lane was unstable
-  2  at least one row could not be measured, or the profile or doctor failed";
+  2  at least one row could not be measured, or the profile or doctor failed; with --serve,
+     a server that could not be started or ended with an error";
 
 /// Flags of `gdrperf accept`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Acceptance profile (required): a built-in name (ndr-400g, hdr-200g, softroce-smoke) or a TOML file.
+    /// Acceptance profile (required): a built-in name (see below) or a TOML file.
     #[arg(long, value_name = "NAME|PATH")]
     profile: String,
     /// Folder for the summary and each bench's result files [default: acceptance-HOST-DATE].
@@ -62,7 +72,9 @@ pub struct Args {
     /// Longest a single bench run may take before it is stopped and counted an error.
     #[arg(long, default_value_t = 600, value_name = "SECONDS", value_parser = timeout_seconds())]
     run_timeout: u64,
-    /// Print the plan (every bench command) and exit without running anything.
+    /// Print the plan and exit without running anything: every run with the command of each node
+    /// (--peer/--serve), the soak's intervals (--soak), each row's threshold, source and deviation
+    /// from it, and an estimate of the wall time.
     #[arg(long)]
     dry_run: bool,
     /// Examine this sysfs root instead of / (passed to gdrperf doctor; for --dry-run on fixtures).
@@ -95,7 +107,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let soak = args.soak.as_deref().map(|asked| crate::soak_run::resolve(&profile, asked)).transpose()?;
     let doctor = ask_doctor(&args.sysfs_root)?;
     let node = node_from_doctor(&doctor, args.ib_dev.as_deref())?;
-    let steps = acceptance::plan(&profile, &node, &args.mem);
+    let side = match (&args.peer, args.serve) {
+        (Some(host), _) => crate::accept_peer::Side::Client(host.clone()),
+        (None, true) => crate::accept_peer::Side::Server,
+        (None, false) => crate::accept_peer::Side::Loopback,
+    };
+    if side != crate::accept_peer::Side::Loopback {
+        if let Some(check) = profile.bandwidth.iter().find(|check| check.all_nics_at_once) {
+            bail!(
+                "profile {}: its {} runs start on every NIC at once, in loopback as its source runs them; \
+                 --peer and --serve run one at a time, so they cannot give that shape (run it without them)",
+                profile.name,
+                check.test
+            );
+        }
+    }
+    let mut steps = acceptance::plan(&profile, &node, &args.mem);
+    if side == crate::accept_peer::Side::Loopback {
+        acceptance::note_loopback(&profile, &mut steps);
+    }
     let warnings = acceptance::port_rate_warnings(&profile, &node);
     say!("gdrperf accept: profile {} ({})", profile.name, profile.description);
     if args.ib_dev.as_deref().is_some_and(gdrperf::verbs::simulated::is_simulated) {
@@ -105,34 +135,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         say!("{warning}");
     }
 
-    let side = match (&args.peer, args.serve) {
-        (Some(host), _) => crate::accept_peer::Side::Client(host.clone()),
-        (None, true) => crate::accept_peer::Side::Server,
-        (None, false) => crate::accept_peer::Side::Loopback,
-    };
     let token = std::env::var("GDRPERF_TOKEN").ok();
     if let Some(warning) = crate::accept_peer::token_warning(&side, token.as_deref()) {
         eprintln!("{warning}");
     }
     let ports = crate::accept_peer::Ports::new(args.peer_port);
-    if args.serve && !args.dry_run {
-        return serve(&args, &steps, soak.as_ref(), &ports, &side);
-    }
-
     if args.dry_run {
+        let host = hostname();
+        let plan = crate::accept_plan::Plan {
+            profile: &profile,
+            steps: &steps,
+            side: &side,
+            first_port: args.peer_port,
+            soak: soak.as_ref(),
+            run_timeout: args.run_timeout,
+            host: &host,
+        };
+        say_raw!("{}", plan.render()?);
         // The exit code says whether the plan itself can be carried out: 2 when a row is
         // already an ERROR (no NIC), as the real run would end.
-        let mut decided = Vec::new();
-        for step in &steps {
-            match step {
-                Step::Run(run) => say!("run   {} {}", run.binary, run.args.join(" ")),
-                Step::Decided(row) => {
-                    say!("{:<5} {} {}: {}", row.verdict, row.test, row.mem, row.detail);
-                    decided.push(row.verdict);
-                }
-            }
-        }
-        return Ok(ExitCode::from(Verdict::overall(decided.into_iter().chain([Verdict::Pass])).exit_code()));
+        let decided = steps.iter().filter_map(|step| match step {
+            Step::Decided(row, _) => Some(row.verdict),
+            Step::Run(_) => None,
+        });
+        return Ok(ExitCode::from(Verdict::overall(decided.chain([Verdict::Pass])).exit_code()));
+    }
+    if args.serve {
+        return serve(&args, &steps, soak.as_ref(), &ports, &side);
     }
 
     let host = hostname();
@@ -149,33 +178,69 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let total = soak_lanes.len();
     let mut rows = Vec::new();
     let mut done = 0;
-    for step in steps {
-        let row = match step {
-            Step::Decided(row) => row,
-            Step::Run(run) => {
-                done += 1;
-                let place = run
-                    .gpu
-                    .as_ref()
-                    .map(|gpu| format!("{} on {}", gpu.label, run.nic.device))
-                    .unwrap_or_else(|| run.nic.device.clone());
-                say!("[{done}/{total}] {} --mem {} ({place}) ...", run.binary, run.mode);
-                let started = Instant::now();
-                let shortfall = profile.bandwidth.as_ref().and_then(|check| check.shortfall_percent());
-                let row = match ports.place(&run, &side, args.run_timeout) {
-                    Ok(placed) => execute(&args, &placed, &out, shortfall),
-                    Err(error) => run.error(format!("{error:#}")),
-                };
-                say!(
-                    "      {} in {:.0} s{}",
-                    row.verdict,
-                    started.elapsed().as_secs_f64(),
-                    if row.detail.is_empty() { String::new() } else { format!(": {}", row.detail) }
-                );
-                row
+    let mut steps = steps.into_iter().peekable();
+    while let Some(step) = steps.next() {
+        let run = match step {
+            Step::Decided(row, _) => {
+                rows.push(row);
+                continue;
             }
+            Step::Run(run) => run,
         };
-        rows.push(row);
+        // The runs that start together with this one (a section with all_nics_at_once).
+        let mut batch = vec![run];
+        while let Some(Step::Run(next)) = steps.peek() {
+            if batch[0].together.is_none() || next.together != batch[0].together {
+                break;
+            }
+            let Some(Step::Run(next)) = steps.next() else { unreachable!("peeked a run") };
+            batch.push(next);
+        }
+        let first = done + 1;
+        done += batch.len();
+        let places: Vec<String> = batch.iter().map(place_of).collect();
+        let counter = if batch.len() == 1 { format!("{done}") } else { format!("{first}-{done}") };
+        say!("[{counter}/{total}] {} --mem {} ({}) ...", batch[0].binary, batch[0].mode, places.join(", "));
+        let started = Instant::now();
+        let shortfall = |run: &PlannedRun| {
+            profile
+                .bandwidth
+                .iter()
+                .find(|check| check.test == run.test)
+                .and_then(|check| check.shortfall_percent())
+        };
+        let placed: Vec<anyhow::Result<PlannedRun>> =
+            batch.iter().map(|run| ports.place(run, &side, args.run_timeout)).collect();
+        let judged: Vec<AcceptanceRow> = std::thread::scope(|scope| {
+            let handles: Vec<_> = batch
+                .iter()
+                .zip(&placed)
+                .map(|(run, placed)| {
+                    let (args, out, shortfall) = (&args, &out, shortfall(run));
+                    scope.spawn(move || match placed {
+                        Ok(placed) => execute(args, placed, out, shortfall),
+                        Err(error) => run.error(format!("{error:#}")),
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .zip(&batch)
+                .map(|(handle, run)| {
+                    handle.join().unwrap_or_else(|_| run.error("the run's thread panicked".into()))
+                })
+                .collect()
+        });
+        for (row, place) in judged.iter().zip(&places) {
+            say!(
+                "      {}{} in {:.0} s{}",
+                row.verdict,
+                if judged.len() > 1 { format!(" ({place})") } else { String::new() },
+                started.elapsed().as_secs_f64(),
+                if row.detail.is_empty() { String::new() } else { format!(": {}", row.detail) }
+            );
+        }
+        rows.extend(judged);
     }
 
     say!("\n{}", acceptance::render(&rows));
@@ -213,13 +278,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict)).exit_code()))
 }
 
+/// Where a run goes, in words: "GPU0 on mlx5_0", or the NIC alone for host memory.
+fn place_of(run: &PlannedRun) -> String {
+    run.gpu
+        .as_ref()
+        .map(|gpu| format!("{} on {}", gpu.label, run.nic.device))
+        .unwrap_or_else(|| run.nic.device.clone())
+}
+
 /// The runs the plan makes (its steps less the rows decided without running).
 fn planned_runs(steps: &[Step]) -> Vec<PlannedRun> {
     steps
         .iter()
         .filter_map(|step| match step {
             Step::Run(run) => Some(run.clone()),
-            Step::Decided(_) => None,
+            Step::Decided(..) => None,
         })
         .collect()
 }

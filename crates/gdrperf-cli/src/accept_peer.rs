@@ -95,7 +95,8 @@ fn across(args: &[String], side: &Side, port: u16, accept_timeout_s: u64) -> Vec
 
 /// Runs the server of every run of the plan in order (`runs`: the rows' and the soak
 /// intervals' runs, already placed), each writing its log to `out`. Exit 0 when every server
-/// ended well, 1 when one did not (its log says why), 2 when one could not be started.
+/// ended well, 2 when one could not be started or ended with an error (its log says why): the
+/// server judges nothing, so a run it could not serve is one that could not run, never a miss.
 pub fn serve(
     binary_of: &dyn Fn(&str) -> Option<std::path::PathBuf>,
     runs: &[PlannedRun],
@@ -132,7 +133,7 @@ pub fn serve(
         }
     }
     say!("served {} runs, {failed} ended with an error", runs.len());
-    Ok(ExitCode::from(if failed == 0 { 0 } else { 1 }))
+    Ok(ExitCode::from(if failed == 0 { 0 } else { 2 }))
 }
 
 #[cfg(test)]
@@ -187,6 +188,12 @@ mod tests {
             bidirectional: false,
             statistic: Default::default(),
             max_nic_errors: 0,
+            duration_s: None,
+            iterations: None,
+            run_source: "test".into(),
+            deviation: String::new(),
+            together: None,
+            warn_band_percent: None,
         };
         let ports = Ports::new(65534);
         let first = ports.place(&run, &Side::Server, 60).unwrap();

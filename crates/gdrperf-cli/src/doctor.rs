@@ -11,16 +11,16 @@ use anyhow::Context;
 use gdrperf_doctor::{CudaFacts, CudaGpu};
 
 const EXIT_CODES: &str = "\
-Exit codes:
-  0  every verdict is OK: GPUDirect RDMA can work here at full speed
-  1  at least one WARN, no FAIL: it can work, but something costs speed or could not be
-     confirmed (GPU and NIC not under one PCIe switch, IOMMU translating, CUDA not
-     available to confirm GPU support, or a PCIe finding: a link or bridge trained below
-     its ends, Max Payload Size differing along a path, Max Read Request below 4096 B,
-     relaxed ordering off, ACS redirect, AER counts; see docs/findings.md)
-  2  at least one FAIL (no GPU, no hardware RDMA NIC, no active port, no NVIDIA driver,
-     GPU without GPUDirect support, no way to register GPU memory, a fatal AER count),
-     or the doctor itself could not run (bad --sysfs-root)";
+Exit codes of gdrperf doctor:
+  0  no FAIL: GPUDirect RDMA can work here; WARN lines (if any) say what costs speed or could
+     not be confirmed (GPU and NIC not under one PCIe switch, IOMMU translating, CUDA not
+     available to confirm GPU support, or a PCIe finding: a link or bridge trained below its
+     ends, Max Payload Size differing along a path, Max Read Request below 4096 B, relaxed
+     ordering off, ACS redirect, AER counts; see docs/findings.md)
+  1  at least one FAIL (no GPU, no hardware RDMA NIC, no active port, no NVIDIA driver, GPU
+     without GPUDirect support, no way to register GPU memory, a fatal AER count); with
+     --strict, a WARN too
+  2  the doctor could not examine the node (a --sysfs-root without sys/, say)";
 
 /// Flags of `gdrperf doctor`.
 #[derive(Debug, clap::Args)]
@@ -36,11 +36,17 @@ pub struct Args {
     /// Do not load libcuda: GPU facts from sysfs alone.
     #[arg(long)]
     no_cuda: bool,
+    /// Count a WARN as a miss (exit 1), for a gate that accepts only a node without findings.
+    #[arg(long)]
+    strict: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cuda = cuda_facts(&args);
-    let report = gdrperf_doctor::diagnose(&args.sysfs_root, cuda)?;
+    let mut report = gdrperf_doctor::diagnose(&args.sysfs_root, cuda)?;
+    if args.strict {
+        report.exit_code = report.worst_level().strict_exit_code();
+    }
     if args.json {
         let json = serde_json::to_string_pretty(&report).context("serializing the report")?;
         println!("{json}");

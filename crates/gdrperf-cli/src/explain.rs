@@ -21,12 +21,15 @@ Examples:
 For each bandwidth row: the path's ceiling (the least of the wire, both NICs' PCIe links and,
 with GPU memory, the GPUs' links; docs/methodology.md, \"Path ceilings\"), the limit that binds,
 the row's share of it, and for a row short by more than --shortfall percent, or below the
-profile's min_bw for its memory mode, the causes found in both ends' facts, most likely first.
+profile's min_bw for its memory mode, why it is short and the causes found in both ends'
+facts, most likely first. A latency row has no path ceiling: it is shown, and with --profile held
+against the profile's max_lat for its test and memory mode (SLOW when over it).
 
-Exit codes:
-  0  no row is short
-  1  at least one row is short
-  2  the file could not be read, or holds no path facts (written before gdrperf had them)";
+Exit codes of gdrperf explain:
+  0  no row is short or slow
+  1  at least one row is short (bandwidth) or slow (latency, with --profile)
+  2  the file could not be read, holds no rows, or holds no path facts (written before gdrperf
+     had them)";
 
 /// Flags of `gdrperf explain`.
 #[derive(Debug, clap::Args)]
@@ -47,19 +50,85 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let profile = args.profile.as_deref().map(Profile::load).transpose()?;
-    let from_profile = profile.as_ref().and_then(|profile| profile.bandwidth.as_ref()?.shortfall_percent());
+    let from_profile = profile.as_ref().and_then(Profile::shortfall_percent);
     let shortfall = args.shortfall.or(from_profile).unwrap_or(gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT);
     if !(0.0..100.0).contains(&shortfall) {
         bail!("--shortfall {shortfall} is not a percentage below 100");
     }
     let stored = StoredResult::read(&args.file)?;
+    if stored.rows().is_empty() {
+        bail!("{} holds no result rows", args.file.display());
+    }
     let mut short_rows = 0;
     for row in stored.rows() {
+        if row["bw_avg_gbit_s"].as_f64().is_none() {
+            // A latency row: a path ceiling bounds bandwidth only, so it is held against the
+            // profile's max_lat when there is one, and otherwise only shown.
+            let slow = latency_line(row, profile.as_ref())?;
+            short_rows += usize::from(slow.1);
+            print!("{}", slow.0);
+            continue;
+        }
         let Some(judged) = stored.judge(row, profile.as_ref(), shortfall, false)? else { continue };
         short_rows += usize::from(judged.short);
-        print!("{}", describe(row, &judged));
+        let threshold = min_bw_of(row, profile.as_ref(), stored.local.port_rate.as_deref())?;
+        print!("{}", describe(row, &judged, shortfall, threshold.as_ref()));
     }
     Ok(if short_rows > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// The profile's min_bw for a bandwidth row's test and memory mode, resolved on this end's port
+/// rate: (the limit in Gb/s, its words), if the profile has one.
+fn min_bw_of(
+    row: &Value,
+    profile: Option<&Profile>,
+    port_rate: Option<&str>,
+) -> anyhow::Result<Option<(f64, String)>> {
+    let test = row["test"].as_str().unwrap_or("");
+    let mode = row["mem_local"].as_str().unwrap_or("host");
+    let Some(minimum) = profile
+        .and_then(|profile| profile.bandwidth.iter().find(|check| check.test == test))
+        .and_then(|check| check.min_bw.get(mode))
+    else {
+        return Ok(None);
+    };
+    let limit = BandwidthThreshold::parse(&minimum.value)?
+        .resolve(port_rate, row["bidirectional"].as_bool().unwrap_or(false))?;
+    Ok(Some((limit.gbit_s, limit.to_string())))
+}
+
+/// A latency row in words, and whether it is over the profile's max_lat for its test and mode
+/// (on the statistic the profile names). Latency has no path ceiling.
+fn latency_line(row: &Value, profile: Option<&Profile>) -> anyhow::Result<(String, bool)> {
+    let bytes = row["bytes"].as_u64().unwrap_or(0);
+    let mode = row["mem_local"].as_str().unwrap_or("host");
+    let test = row["test"].as_str().unwrap_or("?");
+    let figure = |column: &str| row[column].as_f64().map(|value| format!("{value:.2} us"));
+    let shown = [("median", "t_typical_us"), ("average", "t_avg_us"), ("99th percentile", "p99_us")]
+        .iter()
+        .filter_map(|(name, column)| figure(column).map(|value| format!("{name} {value}")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut text =
+        format!("{bytes} B {mode} {test}: {shown}; no path ceiling: a ceiling bounds bandwidth, not latency");
+    let check = profile.and_then(|profile| profile.latency.iter().find(|check| check.test == test));
+    let Some((check, maximum)) = check.and_then(|check| Some((check, check.max_lat.get(mode)?))) else {
+        return Ok((text + "\n", false));
+    };
+    let statistic = check.statistic();
+    let limit = gdrperf_report::threshold::LatencyThreshold::parse(&maximum.value)?.on(statistic);
+    let Some(value) = row[statistic.column()].as_f64() else {
+        return Ok((text + &format!("; no {} column to hold against {limit}\n", statistic.column()), false));
+    };
+    let slow = value > limit.max_us;
+    if slow {
+        text += &format!(
+            ": SLOW: {} {value:.2} us is over the profile's {limit} ({})",
+            statistic.label(),
+            maximum.source
+        );
+    }
+    Ok((text + "\n", slow))
 }
 
 /// A bench's JSON result with both ends' path facts.
@@ -129,21 +198,15 @@ fn explain_row(
         measured_gbps: measured,
         nic_errors_moved: (nic_errors > 0).then(|| row["nic_counters"].as_str().unwrap_or("")),
     };
-    let threshold_failed = match profile.and_then(|profile| profile.bandwidth.as_ref()) {
-        Some(check) => match check.min_bw.get(row["mem_local"].as_str().unwrap_or("host")) {
-            Some(minimum) => {
-                let threshold = BandwidthThreshold::parse(&minimum.value)?;
-                let limit = threshold.resolve(ends.local.port_rate.as_deref(), figures.bidirectional)?;
-                measured < limit.gbit_s
-            }
-            None => false,
-        },
-        None => false,
-    };
+    let threshold_failed =
+        min_bw_of(row, profile, ends.local.port_rate.as_deref())?.is_some_and(|(gbps, _)| measured < gbps);
     Ok(Some(judge_row(ends, figures, shortfall, threshold_failed || failed)))
 }
 
-fn describe(row: &Value, judged: &Judgement) -> String {
+/// One bandwidth row in words: its share of the ceiling and, for a short row, why it is short
+/// (below the profile's min_bw, further below its ceiling than the shortfall level, or both)
+/// and the causes found.
+fn describe(row: &Value, judged: &Judgement, shortfall: f64, min_bw: Option<&(f64, String)>) -> String {
     let bytes = row["bytes"].as_u64().unwrap_or(0);
     let measured = row["bw_avg_gbit_s"].as_f64().unwrap_or(0.0);
     let mem = row["mem_local"].as_str().unwrap_or("?");
@@ -154,7 +217,27 @@ fn describe(row: &Value, judged: &Judgement) -> String {
         ),
         _ => format!("{bytes} B {mem}: {measured:.2} Gb/s, {}", judged.ceiling_limited_by),
     };
-    text.push_str(if judged.short { ": SHORT\n" } else { "\n" });
+    if judged.short {
+        let mut reasons = Vec::new();
+        if let Some((gbps, words)) = min_bw.filter(|(gbps, _)| measured < *gbps) {
+            reasons.push(format!(
+                "below the profile's min_bw {words} ({:.1}% short of it)",
+                100.0 * (1.0 - measured / gbps)
+            ));
+        }
+        if let Some(pct) = judged.pct_of_ceiling.filter(|pct| *pct < 100.0 - shortfall) {
+            reasons.push(format!(
+                "{:.1}% below the ceiling, more than the shortfall level of {shortfall}%",
+                100.0 - pct
+            ));
+        }
+        if reasons.is_empty() {
+            reasons.push("judged short by the run that wrote it".into());
+        }
+        text.push_str(&format!(": SHORT: {}\n", reasons.join("; ")));
+    } else {
+        text.push('\n');
+    }
     for cause in &judged.causes {
         text.push_str(&format!("    cause: {}\n", cause.line()));
     }

@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// `println!` for the subcommands that run benches and write results (accept, slurm, copy-bw,
 /// selftest): a closed stdout (`gdrperf accept ... | head`) must not end a run whose files are
@@ -28,6 +28,7 @@ macro_rules! say_raw {
 
 mod accept;
 mod accept_peer;
+mod accept_plan;
 mod compare;
 mod compare_folders;
 mod copy_bw;
@@ -84,7 +85,7 @@ fn main() -> ExitCode {
     if gdrperf_command_line::secret_on_command_line(&gdrperf_command_line::arguments()) {
         eprintln!("gdrperf: {}", gdrperf_command_line::SECRET_ON_COMMAND_LINE);
     }
-    let cli = Cli::parse();
+    let cli = parse();
     if !cli.command.runs_benches() {
         end_quietly_on_a_closed_pipe();
     }
@@ -107,6 +108,22 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The command line, with the exit-code contract at the end of every `--help`.
+fn parse() -> Cli {
+    let matches = with_exit_codes(Cli::command()).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+}
+
+/// `command` and each of its subcommands, at any depth, with
+/// [`gdrperf_command_line::EXIT_CODES`] after their own help text.
+fn with_exit_codes(command: clap::Command) -> clap::Command {
+    let names: Vec<String> = command.get_subcommands().map(|sub| sub.get_name().to_string()).collect();
+    let command = names.iter().fold(command, |command, name| command.mut_subcommand(name, with_exit_codes));
+    let own = command.get_after_help().map(ToString::to_string);
+    let text = gdrperf_command_line::help_with_exit_codes(own.as_deref());
+    command.after_help(text)
 }
 
 impl Command {

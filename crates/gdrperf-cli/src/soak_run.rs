@@ -53,7 +53,7 @@ pub fn resolve(profile: &Profile, asked: &str) -> anyhow::Result<SoakPlan> {
     let Some(soak) = &profile.soak else {
         bail!("--soak {asked}: profile {} has no [soak] section (levels and interval)", profile.name);
     };
-    if profile.bandwidth.is_none() && profile.latency.is_none() {
+    if profile.bandwidth.is_empty() && profile.latency.is_empty() {
         bail!("--soak {asked}: profile {} has no [bandwidth] or [latency] section to repeat", profile.name);
     }
     let (seconds, why) = soak.resolve(asked).map_err(anyhow::Error::msg)?;
@@ -356,6 +356,12 @@ mod tests {
             bidirectional: false,
             statistic: Default::default(),
             max_nic_errors: 0,
+            duration_s: None,
+            iterations: None,
+            run_source: "test".into(),
+            deviation: String::new(),
+            together: None,
+            warn_band_percent: None,
         };
         let measured = |kind, value: f64, unit: &str| {
             let mut row = planned(kind).error(String::new());

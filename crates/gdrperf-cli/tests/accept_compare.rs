@@ -85,9 +85,13 @@ fn dry_run_plans_every_gpu_with_its_nic() {
     );
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(0), "{printed}");
-    assert!(printed.contains("run   gdr-write-bw --loopback -d mlx5_3 -i 1 -s 65536 -D 30 -q 4 --report-gbits --mem cuda --gpu-bus-id 0000:61:00.0"), "{printed}");
-    assert!(printed.contains("run   gdr-read-lat --loopback -d mlx5_7 -i 1 -s 2 -n 10000 --mem cuda-staged --gpu-bus-id 0000:df:00.0"), "{printed}");
-    assert_eq!(printed.matches("run   gdr-").count(), 8 * 3 * 2, "8 GPUs x 3 modes x 2 tests:\n{printed}");
+    assert!(printed.contains("this node:  gdr-write-bw --loopback -d mlx5_3 -i 1 -s 65536 -D 30 -q 4 --report-gbits --mem cuda --gpu-bus-id 0000:61:00.0"), "{printed}");
+    assert!(printed.contains("this node:  gdr-read-lat --loopback -d mlx5_7 -i 1 -s 2 -n 10000 --mem cuda-staged --gpu-bus-id 0000:df:00.0"), "{printed}");
+    assert_eq!(
+        printed.matches("this node:  gdr-").count(),
+        8 * 3 * 2,
+        "8 GPUs x 3 modes x 2 tests:\n{printed}"
+    );
 }
 
 #[test]
@@ -99,8 +103,23 @@ fn dry_run_exits_2_when_a_row_cannot_run() {
     );
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(2), "{printed}");
-    assert!(printed.contains("ERROR write_bw cuda: no RDMA device to pair with this GPU"), "{printed}");
-    assert!(printed.contains("ERROR read_lat host: no RDMA device with an active port"), "{printed}");
+    assert!(
+        printed.contains(
+            "write_bw cuda GPU0, 65536 B: ERROR (180Gb/s), not run: no RDMA device to pair with this GPU"
+        ),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("read_lat host, 2 B: ERROR (4.5us), not run: no RDMA device with an active port"),
+        "{printed}"
+    );
+    // The command each row stands for, its missing device a placeholder.
+    assert!(printed.contains("would run:  gdr-write-bw --loopback -d <RDMA device> -i 1 -s 65536 -D 30 -q 4 --report-gbits --mem cuda --gpu-bus-id "), "{printed}");
+    assert!(
+        printed
+            .contains("would run:  gdr-read-lat --loopback -d <RDMA device> -i 1 -s 2 -n 10000 --mem host"),
+        "{printed}"
+    );
 }
 
 #[test]
@@ -193,7 +212,7 @@ fn a_failed_bandwidth_row_shows_its_ceiling_and_the_causes_from_the_results_path
             .lines()
             .find(|line| !line.starts_with('#'))
             .unwrap()
-            .ends_with(",ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes"),
+            .ends_with(",ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,deviation"),
         "{summary}"
     );
 }
@@ -219,7 +238,7 @@ fn a_bad_profile_or_mode_is_a_clear_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(
         text(&output).contains(
-            "no profile named \"edr-100g\": built-in profiles are ndr-400g, hdr-200g, softroce-smoke"
+            "no profile named \"edr-100g\": built-in profiles are ndr-400g, hdr-200g, ngc-ndr-400g, ngc-hdr-200g, azure-h100, azure-h200, softroce-smoke"
         ),
         "{}",
         text(&output)

@@ -31,3 +31,41 @@ fn every_option_of_every_subcommand_shows_its_default() {
     assert!(seen > 20, "too few options parsed ({seen})");
     assert!(missing.is_empty(), "options whose --help hides the default:\n{}", missing.join("\n"));
 }
+
+/// Every subcommand's help, at any depth, ends with the exit-code contract every gdrperf tool
+/// keeps; a subcommand with codes of its own (doctor, accept) states them before it.
+#[test]
+fn every_subcommand_states_the_exit_code_contract() {
+    let help = |words: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_gdrperf")).args(words).arg("--help").output().unwrap();
+        assert!(output.status.success(), "gdrperf {words:?} --help failed");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let top = help(&[]);
+    // The subcommands as `gdrperf --help` lists them (two-space indent, then the name).
+    let commands_at = top.find("Commands:").expect("a Commands: section");
+    let names: Vec<String> = top[commands_at..]
+        .lines()
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next().map(str::to_string))
+        .filter(|name| name != "help")
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    let mut pages = vec![(vec![], top.clone())];
+    for name in &names {
+        pages.push((vec![name.as_str()], help(&[name])));
+    }
+    pages.push((vec!["fleet", "judge"], help(&["fleet", "judge"])));
+    for (words, text) in &pages {
+        let tail =
+            text.rfind("Exit codes (the same for every gdrperf tool and script):").map(|at| &text[at..]);
+        assert!(
+            tail.is_some_and(|tail| tail.contains("  0  pass")
+                && tail.contains("  1  a measured miss")
+                && tail.contains("  2  could not run")
+                && tail.contains("\"undecided\"")),
+            "gdrperf {words:?} --help lacks the contract at its end:\n{text}"
+        );
+    }
+}

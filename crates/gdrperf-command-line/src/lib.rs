@@ -13,6 +13,26 @@ mod size;
 
 pub use size::{parse_nonzero_size, parse_size};
 
+/// The exit-code contract every gdrperf tool and script keeps, shown at the end of each
+/// `--help` (the benches', `gdrperf`'s and its subcommands') so that a script or CI job reads
+/// one meaning per code whichever tool it ran.
+pub const EXIT_CODES: &str = "\
+Exit codes (the same for every gdrperf tool and script):
+  0  pass: every judged row met its threshold, or there was nothing to judge
+  1  a measured miss: a row missed its threshold, a check failed, or a comparison found a regression
+  2  could not run: bad flags or input, a missing device, file or binary, or a run that ended in an error
+  130, 143  stopped by SIGINT or SIGTERM (rows finished before are kept)
+A comparison that cannot tell a change from noise calls it \"undecided\" in its table and
+--json; how that reaches the exit code is in gdrperf compare --help.";
+
+/// A tool's own text after its help (`own`, if any) followed by [`EXIT_CODES`].
+pub fn help_with_exit_codes(own: Option<&str>) -> String {
+    match own {
+        Some(own) => format!("{own}\n\n{EXIT_CODES}"),
+        None => EXIT_CODES.to_string(),
+    }
+}
+
 /// What a secret's value is replaced with.
 pub const REDACTED: &str = "<redacted>";
 

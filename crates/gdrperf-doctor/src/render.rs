@@ -9,6 +9,7 @@ use crate::pci::PcieLink;
 use crate::rdma::{Backing, PortMtu};
 use crate::report::Report;
 use crate::topology::Relation;
+use crate::verdict_line::Level;
 
 impl fmt::Display for Report {
     fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -33,10 +34,11 @@ impl fmt::Display for Report {
                 writeln!(out, "        source: {source}")?;
             }
         }
-        let meaning = match self.exit_code {
-            0 => "GPUDirect RDMA can work here",
-            1 => "GPUDirect RDMA can work, with warnings",
-            _ => "GPUDirect RDMA cannot work as found",
+        let meaning = match self.worst_level() {
+            Level::Ok => "GPUDirect RDMA can work here",
+            Level::Warn if self.exit_code == 0 => "GPUDirect RDMA can work, with warnings",
+            Level::Warn => "GPUDirect RDMA can work, with warnings (counted as a miss by --strict)",
+            Level::Fail => "GPUDirect RDMA cannot work as found",
         };
         writeln!(out, "exit code {}: {meaning}", self.exit_code)
     }

@@ -22,12 +22,22 @@ impl Level {
         }
     }
 
-    /// The process exit code for a report whose worst verdict is this.
+    /// The process exit code for a report whose worst verdict is this, by the contract every
+    /// gdrperf tool keeps (0 pass, 1 a miss, 2 could not run): a WARN still passes (GPUDirect
+    /// RDMA can work, at some cost), a FAIL is the node's miss. A doctor that could not examine
+    /// the node at all never gets here: it exits 2 with its error.
     pub fn exit_code(self) -> u8 {
         match self {
+            Level::Ok | Level::Warn => 0,
+            Level::Fail => 1,
+        }
+    }
+
+    /// [`Level::exit_code`] under `gdrperf doctor --strict`, where a WARN is a miss too.
+    pub fn strict_exit_code(self) -> u8 {
+        match self {
             Level::Ok => 0,
-            Level::Warn => 1,
-            Level::Fail => 2,
+            Level::Warn | Level::Fail => 1,
         }
     }
 }

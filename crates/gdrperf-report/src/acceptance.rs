@@ -77,6 +77,19 @@ pub struct PlannedRun {
     /// The profile's limit on the judged size's `nic_errors` (a row without the column, from an
     /// older gdrperf, is judged on its figure alone).
     pub max_nic_errors: u64,
+    /// The run's length as the profile gives it (one of the two, or neither: the bench's default).
+    pub duration_s: Option<f64>,
+    pub iterations: Option<u64>,
+    /// Where the run's parameters come from (the profile section's `source`).
+    pub run_source: String,
+    /// How this run differs from that source, in words ("" when it does not): carried into
+    /// the row's `deviation` column.
+    pub deviation: String,
+    /// Runs with the same key start together (a section with `all_nics_at_once`): its test and
+    /// memory mode. `None`: one run at a time.
+    pub together: Option<String>,
+    /// A PASS less than this many percent above the threshold is marked as a warning.
+    pub warn_band_percent: Option<f64>,
 }
 
 /// How one profile section runs: what `plan` needs of a [`crate::BandwidthCheck`] or
@@ -92,14 +105,23 @@ struct Shape<'a> {
     bidirectional: bool,
     statistic: LatencyStatistic,
     max_nic_errors: u64,
+    source: &'a str,
+    deviation: Option<&'a str>,
+    all_nics_at_once: bool,
+    warn_band_percent: Option<f64>,
 }
 
-/// A step of the plan: a run, or a row that is decided without running (SKIP, ERROR).
+/// A step of the plan: a run, or a row that is decided without running (SKIP, ERROR) with the
+/// run it stands for (its NIC or GPU a placeholder, `<RDMA device>`, `<GPU bus id>`), so that a
+/// dry run on a host that cannot run the row still shows its command.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     Run(PlannedRun),
-    Decided(AcceptanceRow),
+    Decided(AcceptanceRow, Box<PlannedRun>),
 }
+
+/// The NIC a run that cannot be placed stands on in a dry run.
+const NO_NIC: &str = "<RDMA device>";
 
 /// One line of the summary: the CSV columns of `summary.csv`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -133,43 +155,54 @@ pub struct AcceptanceRow {
     pub pct_of_ceiling: Option<f64>,
     #[serde(default)]
     pub ceiling_causes: String,
+    /// How the run differed from the source its threshold comes from ("" when it did not):
+    /// loopback where the source runs between two nodes, another pairing of GPU and NIC.
+    #[serde(default)]
+    pub deviation: String,
 }
 
 /// Every step for `profile` on `node`, restricted to `modes` (the profile's own when empty).
 pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
     let mut steps = Vec::new();
     let wanted = |mode: &str| modes.is_empty() || modes.iter().any(|wanted| wanted == mode);
-    let checks = [
-        profile.bandwidth.as_ref().map(|check| {
-            let shape = Shape {
-                kind: CheckKind::Bandwidth,
-                test: &check.test,
-                size: check.size,
-                duration_s: check.duration_s,
-                iterations: check.iterations,
-                qps: Some(check.qps),
-                bidirectional: check.bidirectional,
-                statistic: LatencyStatistic::default(),
-                max_nic_errors: profile.max_nic_errors,
-            };
-            (shape, &check.min_bw)
-        }),
-        profile.latency.as_ref().map(|check| {
-            let shape = Shape {
-                kind: CheckKind::Latency,
-                test: &check.test,
-                size: check.size,
-                duration_s: check.duration_s,
-                iterations: check.iterations,
-                qps: None,
-                bidirectional: false,
-                statistic: check.statistic(),
-                max_nic_errors: profile.max_nic_errors,
-            };
-            (shape, &check.max_lat)
-        }),
-    ];
-    for (shape, thresholds) in checks.into_iter().flatten() {
+    let bandwidth = profile.bandwidth.iter().map(|check| {
+        let shape = Shape {
+            kind: CheckKind::Bandwidth,
+            test: &check.test,
+            size: check.size,
+            duration_s: check.duration_s,
+            iterations: check.iterations,
+            qps: Some(check.qps),
+            bidirectional: check.bidirectional,
+            statistic: LatencyStatistic::default(),
+            max_nic_errors: profile.max_nic_errors,
+            source: &check.source,
+            deviation: check.deviation.as_deref(),
+            all_nics_at_once: check.all_nics_at_once,
+            warn_band_percent: check.warn_band_percent(),
+        };
+        (shape, &check.min_bw)
+    });
+    let latency = profile.latency.iter().map(|check| {
+        let shape = Shape {
+            kind: CheckKind::Latency,
+            test: &check.test,
+            size: check.size,
+            duration_s: check.duration_s,
+            iterations: check.iterations,
+            qps: None,
+            bidirectional: false,
+            statistic: check.statistic(),
+            max_nic_errors: profile.max_nic_errors,
+            source: &check.source,
+            deviation: check.deviation.as_deref(),
+            all_nics_at_once: false,
+            warn_band_percent: None,
+        };
+        (shape, &check.max_lat)
+    });
+    let checks: Vec<_> = bandwidth.chain(latency).collect();
+    for (shape, thresholds) in checks {
         for (mode, threshold) in thresholds.iter().filter(|(mode, _)| wanted(mode)) {
             let skeleton = |detail: String, verdict: Verdict| AcceptanceRow {
                 nic: String::new(),
@@ -191,13 +224,21 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
                 ceiling_limited_by: String::new(),
                 pct_of_ceiling: None,
                 ceiling_causes: String::new(),
+                deviation: shape.deviation.unwrap_or_default().to_string(),
             };
+            let no_nic = Nic { device: NO_NIC.into(), port: 1, rate: None };
+            let no_gpu = Gpu { label: "<GPU>".into(), bus_id: "<GPU bus id>".into() };
+            let standing_for =
+                |nic: &Nic, gpu: Option<&Gpu>| Box::new(planned(&shape, mode, nic, gpu, threshold));
             if mode == "host" {
                 if node.nics.is_empty() {
-                    steps.push(Step::Decided(skeleton(
-                        "no RDMA device with an active port (see gdrperf doctor)".into(),
-                        Verdict::Error,
-                    )));
+                    steps.push(Step::Decided(
+                        skeleton(
+                            "no RDMA device with an active port (see gdrperf doctor)".into(),
+                            Verdict::Error,
+                        ),
+                        standing_for(&no_nic, None),
+                    ));
                 }
                 for nic in &node.nics {
                     steps.push(Step::Run(planned(&shape, mode, nic, None, threshold)));
@@ -205,22 +246,26 @@ pub fn plan(profile: &Profile, node: &Node, modes: &[String]) -> Vec<Step> {
                 continue;
             }
             if node.gpus.is_empty() {
-                steps.push(Step::Decided(skeleton(
-                    "no NVIDIA GPU found by gdrperf doctor".into(),
-                    Verdict::Skip,
-                )));
+                let nic = node.nics.first().unwrap_or(&no_nic);
+                steps.push(Step::Decided(
+                    skeleton("no NVIDIA GPU found by gdrperf doctor".into(), Verdict::Skip),
+                    standing_for(nic, Some(&no_gpu)),
+                ));
             }
             for (gpu, nic) in &node.gpus {
                 match nic {
                     Some(nic) => steps.push(Step::Run(planned(&shape, mode, nic, Some(gpu), threshold))),
-                    None => steps.push(Step::Decided(AcceptanceRow {
-                        gpu: gpu.label.clone(),
-                        gpu_bus_id: gpu.bus_id.clone(),
-                        ..skeleton(
-                            "no RDMA device to pair with this GPU (see gdrperf doctor)".into(),
-                            Verdict::Error,
-                        )
-                    })),
+                    None => steps.push(Step::Decided(
+                        AcceptanceRow {
+                            gpu: gpu.label.clone(),
+                            gpu_bus_id: gpu.bus_id.clone(),
+                            ..skeleton(
+                                "no RDMA device to pair with this GPU (see gdrperf doctor)".into(),
+                                Verdict::Error,
+                            )
+                        },
+                        standing_for(&no_nic, Some(gpu)),
+                    )),
                 }
             }
         }
@@ -264,6 +309,41 @@ fn planned(shape: &Shape, mode: &str, nic: &Nic, gpu: Option<&Gpu>, threshold: &
         bidirectional: shape.bidirectional,
         statistic: shape.statistic,
         max_nic_errors: shape.max_nic_errors,
+        duration_s: shape.duration_s,
+        iterations: shape.iterations,
+        run_source: shape.source.to_string(),
+        deviation: shape.deviation.unwrap_or_default().to_string(),
+        together: shape.all_nics_at_once.then(|| format!("{test} {mode}")),
+        warn_band_percent: shape.warn_band_percent,
+    }
+}
+
+/// What a run in loopback on one node gives up against a source that runs between two.
+pub const LOOPBACK_DEVIATION: &str =
+    "loopback on one node where the source runs between two nodes (run with --peer HOST to match it)";
+
+/// Marks every step of a profile whose source runs between two nodes (`two_nodes`) with
+/// [`LOOPBACK_DEVIATION`]: called for a plan that runs in loopback (no `--peer`), so that the
+/// summary and the report say on every row that the figure is not measured as its source's.
+pub fn note_loopback(profile: &Profile, steps: &mut [Step]) {
+    if !profile.two_nodes {
+        return;
+    }
+    let add = |deviation: &mut String| {
+        *deviation = if deviation.is_empty() {
+            LOOPBACK_DEVIATION.to_string()
+        } else {
+            format!("{LOOPBACK_DEVIATION}; {deviation}")
+        };
+    };
+    for step in steps {
+        match step {
+            Step::Run(run) => add(&mut run.deviation),
+            Step::Decided(row, run) => {
+                add(&mut row.deviation);
+                add(&mut run.deviation);
+            }
+        }
     }
 }
 
@@ -290,6 +370,7 @@ impl PlannedRun {
             ceiling_limited_by: String::new(),
             pct_of_ceiling: None,
             ceiling_causes: String::new(),
+            deviation: self.deviation.clone(),
         }
     }
 
@@ -352,6 +433,15 @@ impl PlannedRun {
         let failure = evaluate_bandwidth(row.bytes, value, &limit);
         row.verdict = if failure.is_some() { Verdict::Fail } else { Verdict::Pass };
         row.detail = failure.map(|failure| failure.to_string()).unwrap_or_default();
+        if let Some(band) = self.warn_band_percent.filter(|_| row.verdict == Verdict::Pass) {
+            if value < limit.gbit_s * (1.0 + band / 100.0) {
+                row.detail = format!(
+                    "WARN: {} Gb/s passes, but less than {}% above the threshold {limit}: near a failure",
+                    number(value),
+                    number(band)
+                );
+            }
+        }
         Ok(())
     }
 
@@ -395,6 +485,19 @@ pub fn port_rate_warnings(profile: &Profile, node: &Node) -> Vec<String> {
         .collect()
 }
 
+/// Each distinct non-empty deviation of `rows`, in first-seen order, with how many rows have it:
+/// what the screen summary and the report say beside the verdict.
+pub fn deviations<'a>(rows: impl IntoIterator<Item = &'a str>) -> Vec<(&'a str, usize)> {
+    let mut distinct: Vec<(&str, usize)> = Vec::new();
+    for deviation in rows.into_iter().filter(|text| !text.is_empty()) {
+        match distinct.iter_mut().find(|(known, _)| *known == deviation) {
+            Some((_, count)) => *count += 1,
+            None => distinct.push((deviation, 1)),
+        }
+    }
+    distinct
+}
+
 /// The summary table printed on screen.
 pub fn render(rows: &[AcceptanceRow]) -> String {
     let lines: Vec<Vec<String>> = rows
@@ -417,6 +520,9 @@ pub fn render(rows: &[AcceptanceRow]) -> String {
         .collect();
     let mut out =
         table(&["nic", "gpu", "test", "mem", "bytes", "measured", "threshold", "verdict", "detail"], &lines);
+    for (deviation, count) in deviations(rows.iter().map(|row| row.deviation.as_str())) {
+        let _ = writeln!(out, "deviation ({count} of {} rows): {deviation}", rows.len());
+    }
     let overall = Verdict::overall(rows.iter().map(|row| row.verdict));
     let count = |verdict: Verdict| rows.iter().filter(|row| row.verdict == verdict).count();
     let _ = writeln!(

@@ -28,6 +28,15 @@
 //! ```
 //!
 //! A memory mode absent from `min_bw`/`max_lat` is not run for that test.
+//!
+//! A profile may run several tests: `[[bandwidth]]` and `[[latency]]` (arrays of tables) in
+//! place of the single tables, one per test, each with its own values and sources. A source
+//! that runs between two nodes says so with `two_nodes = true` (then a run without `--peer` marks
+//! every row with the deviation); a section that differs from its source in another way says how
+//! in `deviation`, which every row of that section carries into the summary and the report.
+//! `all_nics_at_once = true` starts a bandwidth section's runs on every NIC together (as a health
+//! check that loads the whole node does), and `warn_band = { value = "5%", ... }` marks a PASS
+//! less than that far above its threshold as a warning.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -43,9 +52,13 @@ pub const MEMORY_MODES: [&str; 3] = ["host", "cuda", "cuda-staged"];
 
 /// The profiles shipped with gdrperf: (name, TOML text), every file of profiles/ (a test checks
 /// that none is left out), so that `--profile NAME` works wherever the binary is.
-const BUILTIN: [(&str, &str); 3] = [
+const BUILTIN: [(&str, &str); 7] = [
     ("ndr-400g", include_str!("../../../profiles/ndr-400g.toml")),
     ("hdr-200g", include_str!("../../../profiles/hdr-200g.toml")),
+    ("ngc-ndr-400g", include_str!("../../../profiles/ngc-ndr-400g.toml")),
+    ("ngc-hdr-200g", include_str!("../../../profiles/ngc-hdr-200g.toml")),
+    ("azure-h100", include_str!("../../../profiles/azure-h100.toml")),
+    ("azure-h200", include_str!("../../../profiles/azure-h200.toml")),
     ("softroce-smoke", include_str!("../../../profiles/softroce-smoke.toml")),
 ];
 
@@ -70,12 +83,28 @@ pub struct BandwidthCheck {
     /// the causes (`ceiling_causes`); absent: gdrperf's level, 10 %.
     #[serde(default)]
     pub shortfall: Option<SourcedValue>,
+    /// Start the runs of this section on every NIC at the same time (each GPU with its NIC), so
+    /// that the node is loaded as a whole; default: one run at a time.
+    #[serde(default)]
+    pub all_nics_at_once: bool,
+    /// A PASS less than this far above its threshold ("N%") is marked as a warning in the row's
+    /// detail: it passes, but is near a failure.
+    #[serde(default)]
+    pub warn_band: Option<SourcedValue>,
+    /// How this section's runs differ from the source its values come from (shown in every row).
+    #[serde(default)]
+    pub deviation: Option<String>,
 }
 
 impl BandwidthCheck {
     /// The shortfall level in percent, if the profile sets one (checked when it was parsed).
     pub fn shortfall_percent(&self) -> Option<f64> {
         self.shortfall.as_ref().and_then(|sourced| parse_percent(&sourced.value).ok())
+    }
+
+    /// The warning band in percent above the threshold, if the profile sets one.
+    pub fn warn_band_percent(&self) -> Option<f64> {
+        self.warn_band.as_ref().and_then(|sourced| parse_percent(&sourced.value).ok())
     }
 }
 
@@ -84,7 +113,7 @@ fn parse_percent(value: &str) -> Result<f64, String> {
     let number = value.trim().trim_end_matches('%').trim();
     match number.parse::<f64>() {
         Ok(percent) if (0.0..100.0).contains(&percent) => Ok(percent),
-        _ => Err(format!("shortfall {value:?} is not a percentage from 0% to below 100%")),
+        _ => Err(format!("{value:?} is not a percentage from 0% to below 100%")),
     }
 }
 
@@ -102,6 +131,9 @@ pub struct LatencyCheck {
     pub statistic: String,
     pub source: String,
     pub max_lat: BTreeMap<String, SourcedValue>,
+    /// How this section's runs differ from the source its values come from (shown in every row).
+    #[serde(default)]
+    pub deviation: Option<String>,
 }
 
 fn one() -> u32 {
@@ -120,8 +152,16 @@ pub struct Profile {
     pub description: String,
     /// The port rate this profile is meant for, as sysfs words it; `accept` warns on another.
     pub port_rate: Option<String>,
-    pub bandwidth: Option<BandwidthCheck>,
-    pub latency: Option<LatencyCheck>,
+    /// The bandwidth tests: `[bandwidth]` for one, `[[bandwidth]]` for several.
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub bandwidth: Vec<BandwidthCheck>,
+    /// The latency tests: `[latency]` for one, `[[latency]]` for several.
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub latency: Vec<LatencyCheck>,
+    /// The source runs its tests between two nodes: run without `--peer`, every row says that
+    /// it ran in loopback on one node instead.
+    #[serde(default)]
+    pub two_nodes: bool,
     /// How many NIC error counter increments (the row's `nic_errors`) a judged size may have;
     /// default 0: a link that passes on bandwidth but retransmits fails.
     #[serde(default)]
@@ -131,7 +171,41 @@ pub struct Profile {
     pub soak: Option<crate::soak::SoakCheck>,
 }
 
+/// A section given once (`[bandwidth]`) or as an array of tables (`[[bandwidth]]`). Read by
+/// shape rather than by trying both (serde's untagged enums), so that a section's own error
+/// ("unknown field `sizes`") reaches the user instead of "did not match any variant".
+fn one_or_many<'de, D, T>(deserializer: D) -> std::result::Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+
+    struct Sections<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Sections<T> {
+        type Value = Vec<T>;
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+            formatter.write_str("a table or an array of tables")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> std::result::Result<Vec<T>, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(map)).map(|section| vec![section])
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> std::result::Result<Vec<T>, A::Error> {
+            Vec::<T>::deserialize(SeqAccessDeserializer::new(seq))
+        }
+    }
+    deserializer.deserialize_any(Sections(std::marker::PhantomData))
+}
+
 impl Profile {
+    /// The first bandwidth section's shortfall level, if it sets one: `gdrperf explain`'s.
+    pub fn shortfall_percent(&self) -> Option<f64> {
+        self.bandwidth.iter().find_map(BandwidthCheck::shortfall_percent)
+    }
+
     /// The built-in profiles' names.
     pub fn builtin_names() -> Vec<&'static str> {
         BUILTIN.iter().map(|(name, _)| *name).collect()
@@ -161,14 +235,15 @@ impl Profile {
         let fail = |reason: String| ReportError::Profile { name: origin.to_string(), reason };
         let profile: Profile =
             toml::from_str(text).map_err(|error| fail(error.to_string().trim().to_string()))?;
-        if profile.bandwidth.is_none() && profile.latency.is_none() {
+        if profile.bandwidth.is_empty() && profile.latency.is_empty() {
             return Err(fail(
                 "it has neither a [bandwidth] nor a [latency] section: nothing to check".into(),
             ));
         }
-        if let Some(check) = &profile.bandwidth {
+        for check in &profile.bandwidth {
+            let section = format!("[bandwidth] {}", check.test);
             check_run(
-                "[bandwidth]",
+                &section,
                 &check.test,
                 "_bw",
                 check.size,
@@ -181,18 +256,21 @@ impl Profile {
                 BandwidthThreshold::parse(value).map(|_| ()).map_err(Into::into)
             })
             .map_err(&fail)?;
-            if let Some(shortfall) = &check.shortfall {
-                parse_percent(&shortfall.value).map_err(|error| fail(format!("[bandwidth] {error}")))?;
-                if shortfall.source.trim().is_empty() {
-                    return Err(fail(
-                        "[bandwidth] shortfall: source is empty: say where the level comes from".into(),
-                    ));
+            for (key, level) in [("shortfall", &check.shortfall), ("warn_band", &check.warn_band)] {
+                if let Some(level) = level {
+                    parse_percent(&level.value).map_err(|error| fail(format!("{section} {key} {error}")))?;
+                    if level.source.trim().is_empty() {
+                        return Err(fail(format!(
+                            "{section} {key}: source is empty: say where the level comes from"
+                        )));
+                    }
                 }
             }
         }
-        if let Some(check) = &profile.latency {
+        for check in &profile.latency {
+            let section = format!("[latency] {}", check.test);
             check_run(
-                "[latency]",
+                &section,
                 &check.test,
                 "_lat",
                 check.size,
@@ -202,7 +280,7 @@ impl Profile {
             )
             .map_err(&fail)?;
             LatencyStatistic::parse(&check.statistic)
-                .map_err(|error| fail(format!("[latency] statistic: {error}")))?;
+                .map_err(|error| fail(format!("{section} statistic: {error}")))?;
             check_values("max_lat", &check.max_lat, |value| {
                 LatencyThreshold::parse(value).map(|_| ()).map_err(Into::into)
             })
@@ -291,35 +369,85 @@ mod tests {
         for name in Profile::builtin_names() {
             let profile = Profile::load(name).unwrap_or_else(|error| panic!("{error}"));
             assert_eq!(profile.name, name);
-            let bandwidth = profile.bandwidth.as_ref().expect("a bandwidth section");
-            let latency = profile.latency.as_ref().expect("a latency section");
-            // The smoke profile runs where no GPU exists (Soft-RoCE): host memory only.
-            let modes: &[&str] = if name == "softroce-smoke" { &["host"] } else { &MEMORY_MODES };
-            for &mode in modes {
-                assert!(
-                    bandwidth.min_bw.contains_key(mode) && latency.max_lat.contains_key(mode),
-                    "{name} lacks {mode}"
-                );
-            }
-            let sources = bandwidth.min_bw.values().chain(latency.max_lat.values());
+            assert!(!profile.bandwidth.is_empty(), "{name}: no bandwidth section");
+            let sources: Vec<&SourcedValue> = profile
+                .bandwidth
+                .iter()
+                .flat_map(|check| check.min_bw.values().chain(&check.warn_band))
+                .chain(profile.latency.iter().flat_map(|check| check.max_lat.values()))
+                .collect();
             assert!(
-                sources.clone().all(|value| value.source.len() > 20),
+                sources.iter().all(|value| value.source.len() > 20),
                 "{name}: a source too short to say anything"
             );
+            // A profile named after a source's shape runs GPU memory; the smoke profile runs
+            // where no GPU exists (Soft-RoCE): host memory only.
+            let modes: Vec<&String> =
+                profile.bandwidth.iter().flat_map(|check| check.min_bw.keys()).collect();
+            let wanted = if name == "softroce-smoke" { "host" } else { "cuda" };
+            assert!(modes.iter().any(|mode| *mode == wanted), "{name} lacks {wanted}: {modes:?}");
+        }
+    }
+
+    #[test]
+    fn the_ngc_profiles_run_what_ngc_multinode_perf_runs() {
+        for (name, bidirectional_gbps) in [("ngc-ndr-400g", "720Gb/s"), ("ngc-hdr-200g", "360Gb/s")] {
+            let profile = Profile::load(name).unwrap();
+            assert!(profile.two_nodes, "{name}: ngc_multinode_perf runs between two nodes");
+            let tests: Vec<&str> = profile.bandwidth.iter().map(|check| check.test.as_str()).collect();
+            assert_eq!(tests, ["write_bw", "read_bw", "send_bw"], "{name}");
+            for check in &profile.bandwidth {
+                assert_eq!((check.size, check.qps, check.bidirectional), (65536, 4, true), "{name}");
+                assert_eq!(check.min_bw["cuda"].value, bidirectional_gbps, "{name}");
+                assert!(check.min_bw["cuda"].source.contains("7d0808520fb1"), "{name}: cite the commit");
+            }
+            let limits: Vec<(&str, &str)> = profile
+                .latency
+                .iter()
+                .map(|check| (check.test.as_str(), check.max_lat["host"].value.as_str()))
+                .collect();
+            assert_eq!(
+                limits,
+                [("write_lat", "2.5us"), ("send_lat", "2.5us"), ("read_lat", "4.5us")],
+                "{name}"
+            );
+            assert!(profile.latency.iter().all(|check| check.size == 2 && check.statistic == "average"));
+        }
+    }
+
+    #[test]
+    fn the_azure_profiles_load_every_nic_at_once_against_the_per_model_figure() {
+        for (name, gbps) in [("azure-h100", "380Gb/s"), ("azure-h200", "360Gb/s")] {
+            let profile = Profile::load(name).unwrap();
+            let [check] = profile.bandwidth.as_slice() else { panic!("{name}: one bandwidth section") };
+            assert!(check.all_nics_at_once && !check.bidirectional, "{name}");
+            assert_eq!((check.test.as_str(), check.size), ("write_bw", 8 * 1024 * 1024), "{name}");
+            assert_eq!(check.min_bw.keys().collect::<Vec<_>>(), ["cuda"], "{name}: GPUDirect only");
+            assert_eq!(check.min_bw["cuda"].value, gbps, "{name}");
+            assert!(check.min_bw["cuda"].source.contains("0e0a1ac26a64"), "{name}: cite the commit");
+            assert_eq!(check.warn_band_percent(), Some(5.0), "{name}");
+            assert!(profile.latency.is_empty(), "{name}: the source has no latency check");
         }
     }
 
     #[test]
     fn a_custom_profile_is_a_file_away() {
         let profile = Profile::parse("custom.toml", CUSTOM).unwrap();
-        let bandwidth = profile.bandwidth.unwrap();
+        let bandwidth = &profile.bandwidth[0];
         assert_eq!((bandwidth.qps, bandwidth.bidirectional, bandwidth.size), (1, false, 4096));
-        assert!(profile.latency.is_none());
+        assert!(profile.latency.is_empty() && !profile.two_nodes);
         assert_eq!(bandwidth.shortfall_percent(), None, "no level: gdrperf's default");
         let with_level =
             CUSTOM.replace("[bandwidth]", "[bandwidth]\nshortfall = { value = \"25%\", source = \"test\" }");
-        let bandwidth = Profile::parse("custom.toml", &with_level).unwrap().bandwidth.unwrap();
-        assert_eq!(bandwidth.shortfall_percent(), Some(25.0));
+        let profile = Profile::parse("custom.toml", &with_level).unwrap();
+        assert_eq!(profile.bandwidth[0].shortfall_percent(), Some(25.0));
+        assert_eq!(profile.shortfall_percent(), Some(25.0));
+        // Several tests: an array of tables, each section judged on its own.
+        let (head, body) = CUSTOM.split_once("[bandwidth]").unwrap();
+        let two = format!("{head}[[bandwidth]]{body}[[bandwidth]]{}", body.replace("write_bw", "read_bw"));
+        let profile = Profile::parse("custom.toml", &two).unwrap();
+        let tests: Vec<&str> = profile.bandwidth.iter().map(|check| check.test.as_str()).collect();
+        assert_eq!(tests, ["write_bw", "read_bw"]);
     }
 
     #[test]
@@ -338,7 +466,7 @@ mod tests {
             (
                 CUSTOM
                     .replace("[bandwidth]", "[bandwidth]\nshortfall = { value = \"150%\", source = \"t\" }"),
-                "[bandwidth] shortfall \"150%\" is not a percentage",
+                "[bandwidth] write_bw shortfall \"150%\" is not a percentage",
             ),
             (
                 CUSTOM.replace("[bandwidth]", "[bandwidth]\nshortfall = { value = \"5%\", source = \" \" }"),
@@ -350,7 +478,16 @@ mod tests {
             assert!(message.contains(expected), "{message:?} lacks {expected:?}");
         }
         let unknown = Profile::load("edr-100g").unwrap_err().to_string();
-        assert!(unknown.contains("ndr-400g, hdr-200g, softroce-smoke"), "{unknown}");
+        assert!(unknown.contains("ndr-400g, hdr-200g, ngc-ndr-400g"), "{unknown}");
+        let section_error = Profile::parse(
+            "custom.toml",
+            &CUSTOM
+                .replace("[bandwidth]", "[[bandwidth]]")
+                .replace("size = 4096", "size = 4096\nsizes = [1]"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(section_error.contains("unknown field `sizes`"), "{section_error}");
         assert!(Profile::load("/nonexistent/p.toml")
             .unwrap_err()
             .to_string()

@@ -154,6 +154,16 @@ fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
         count("ERROR"),
         rows.len()
     ));
+    // Rows measured otherwise than the source of their threshold: said beside the verdict, so
+    // that nobody reads a loopback figure as the two-node one.
+    let deviations = crate::acceptance::deviations(rows.iter().filter_map(|row| row["deviation"].as_str()));
+    if !deviations.is_empty() {
+        html.push_str("<p>Measured otherwise than the sources of the thresholds:</p>\n<ul>\n");
+        for (deviation, count) in deviations {
+            html.push_str(&format!("<li>{count} of {} rows: {}</li>\n", rows.len(), escape(deviation)));
+        }
+        html.push_str("</ul>\n");
+    }
     if let Some(warnings) = metadata["warnings"].as_array().filter(|warnings| !warnings.is_empty()) {
         html.push_str("<ul>\n");
         for warning in warnings {
@@ -279,7 +289,7 @@ fn ceiling_lines(row: &Value) -> String {
 
 fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
     let mut html = format!(
-        "<h2 id=\"thresholds\">Thresholds and their sources</h2>\n<p>Profile {} (given as {}).</p>\n<table>\n<tr><th>test</th><th>mem</th><th>threshold</th><th>source</th></tr>\n",
+        "<h2 id=\"thresholds\">Thresholds and their sources</h2>\n<p>Profile {} (given as {}).</p>\n<table>\n<tr><th>test</th><th>mem</th><th>threshold</th><th>source</th><th>deviation from the source</th></tr>\n",
         cell(&metadata["profile"]),
         cell(&metadata["profile_source"])
     );
@@ -294,11 +304,12 @@ fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
             continue;
         }
         html.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             escape(&key.0),
             escape(&key.1),
             escape(&key.2),
-            cell(&row["threshold_source"])
+            cell(&row["threshold_source"]),
+            cell(&row["deviation"])
         ));
         seen.push(key);
     }

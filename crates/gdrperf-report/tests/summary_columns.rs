@@ -27,6 +27,7 @@ fn every_summary_column_has_a_reference_entry_and_keeps_its_published_place() {
         ceiling_limited_by: String::new(),
         pct_of_ceiling: None,
         ceiling_causes: String::new(),
+        deviation: String::new(),
     };
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.serialize(&row).unwrap();

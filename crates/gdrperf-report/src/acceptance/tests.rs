@@ -79,7 +79,7 @@ fn a_node_without_gpus_skips_the_gpu_modes() {
     let decided: Vec<(&str, Verdict, &str)> = steps
         .iter()
         .filter_map(|step| {
-            if let Step::Decided(row) = step {
+            if let Step::Decided(row, _) = step {
                 Some((row.mem.as_str(), row.verdict, row.detail.as_str()))
             } else {
                 None
@@ -104,7 +104,7 @@ fn missing_nics_are_errors_and_modes_filter() {
     let verdicts: Vec<(String, Verdict)> = steps
         .iter()
         .map(|step| match step {
-            Step::Decided(row) => (format!("{} {} {}", row.test, row.mem, row.gpu), row.verdict),
+            Step::Decided(row, _) => (format!("{} {} {}", row.test, row.mem, row.gpu), row.verdict),
             Step::Run(run) => (run.stem.clone(), Verdict::Pass),
         })
         .collect();
@@ -183,7 +183,7 @@ fn summaries_are_written_as_csv_and_json() {
     let steps = plan(&profile, &Node { nics: vec![nic("rxe0")], gpus: vec![] }, &["cuda".to_string()]);
     let rows: Vec<AcceptanceRow> = steps
         .into_iter()
-        .filter_map(|step| if let Step::Decided(row) = step { Some(row) } else { None })
+        .filter_map(|step| if let Step::Decided(row, _) = step { Some(row) } else { None })
         .collect();
     let metadata =
         serde_json::json!({"profile": "test", "command": "gdrperf accept", "git_commit": "1a2b3c4d"});

@@ -1,6 +1,6 @@
 //! One descriptor per bench: the one list from which a bench's names, title, defaults and
 //! perftest equivalent are taken everywhere else (the binary's `--help`, the run header, the
-//! result files' `test` column, the bad-input tests, the profiles' known tests, the README's
+//! result files' `test` column, the bad-input tests, the profiles' known tests, docs/benchmarks.md's
 //! bench table, checked by tests where a file cannot derive from code).
 //!
 //! A new bench is its file under `benches/src/bin/`, one entry in [`BENCHES`] and its VM test.
@@ -158,13 +158,14 @@ mod tests {
         assert!(Bench::named("read").is_none());
     }
 
-    /// The README's bench table lists every bench with its summary and perftest equivalent.
+    /// The bench table of docs/benchmarks.md lists every bench with its summary and perftest
+    /// equivalent.
     #[test]
-    fn the_readme_table_lists_every_bench() {
-        let readme = include_str!("../../../../README.md");
+    fn the_benchmarks_page_lists_every_bench() {
+        let page = include_str!("../../../../docs/benchmarks.md");
         for bench in BENCHES {
             let row = format!("| `{}` | {} | `{}` |", bench.binary, bench.summary, bench.perftest);
-            assert!(readme.contains(&row), "README.md lacks the row {row}");
+            assert!(page.contains(&row), "docs/benchmarks.md lacks the row {row}");
         }
     }
 

@@ -43,13 +43,21 @@ pub fn parse_bench<C: CommandFactory + FromArgMatches>(bench: &Bench) -> C {
 /// latency tests (perftest's have none; a library caller's `-q` other than 1 is still refused
 /// by `LatencyConfig`).
 pub fn bench_command(command: Command, bench: &Bench) -> Command {
-    let command = with_test_defaults(command, bench.defaults);
+    let command = with_exit_codes(with_test_defaults(command, bench.defaults));
     if bench.measures == Measures::Latency
         && command.get_arguments().any(|argument| argument.get_id() == "qps")
     {
         return command.mut_arg("qps", |argument| argument.hide(true));
     }
     command
+}
+
+/// `command` with the exit-code contract every gdrperf tool keeps at the end of its help (after
+/// any text of its own).
+pub fn with_exit_codes(command: Command) -> Command {
+    let own = command.get_after_help().map(ToString::to_string);
+    let text = gdrperf_command_line::help_with_exit_codes(own.as_deref());
+    command.after_help(text)
 }
 
 /// `command` with "[default: N]" appended to the help of the options `defaults` fills.

@@ -250,6 +250,7 @@ const ACCEPT_SUMMARY_ORDER: &[&str] = &[
     "ceiling_limited_by",
     "pct_of_ceiling",
     "ceiling_causes",
+    "deviation",
 ];
 
 mod column;

@@ -92,4 +92,5 @@ pub const COLUMNS: &[Column] = &[
     column("detail", "text", "The FAIL line, the SKIP reason or the error.", ACCEPT),
     column("threshold_source", "text", "Where the threshold comes from (the profile's `source`, a port rate times a fraction).", ACCEPT),
     column("result_file", "path", "The bench's JSON result file, relative to `summary.csv`.", ACCEPT),
+    column("deviation", "text", "How the run differed from the source its threshold comes from (loopback on one node where the source runs between two, another GPU-to-NIC pairing); empty when it did not.", "the profile (`deviation`, `two_nodes`) and whether `--peer` was given"),
 ];
