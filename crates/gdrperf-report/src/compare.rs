@@ -36,7 +36,7 @@ use crate::error::{ReportError, Result};
 use crate::format::{percent_change, table, table_number};
 use crate::results::{Better, ResultFile, ResultRow, RowKey};
 use crate::run_anomalies;
-use crate::sweep_decision::{decide, GroupTest, Level, SweepLogs};
+use crate::sweep_decision::{decide, GroupTest, Level, SweepLogs, FALSE_ALARM_BUDGET};
 
 /// A row's verdict, spelled in `--json` as the exit-code contract spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -188,7 +188,7 @@ impl Comparison {
             ),
             (Decision::Pass, true) => format!(
                 "verdict: pass: no regression beyond {tolerance}% in {rows} rows, {base_runs} vs {new_runs} runs \
-                 ({tests} tests of sweeps, bands and sizes sharing one {ALPHA} false-alarm budget)\n"
+                 ({tests} tests of sweeps, bands and sizes sharing one {FALSE_ALARM_BUDGET} false-alarm budget)\n"
             ),
             (Decision::Undecided, true) => format!(
                 "verdict: undecided: no regression found, but {} moved worse than {tolerance}% within the runs' noise \
@@ -197,7 +197,7 @@ impl Comparison {
             ),
             (Decision::Regression, true) => format!(
                 "verdict: regression: {} of {rows} rows regressed, found by {}; tests of sweeps, bands and sizes share \
-                 one {ALPHA} false-alarm budget, each change beyond {tolerance}%, {base_runs} vs {new_runs} runs\n",
+                 one {FALSE_ALARM_BUDGET} false-alarm budget, each change beyond {tolerance}%, {base_runs} vs {new_runs} runs\n",
                 self.regressions(),
                 self.tests
                     .iter()
@@ -366,7 +366,7 @@ fn worse_than(higher_is_better: bool, tolerance: f64) -> f64 {
 }
 
 /// A sweep's label: the row's identity without its size.
-fn sweep_label(row: &ComparedRow) -> String {
+pub(crate) fn sweep_label(row: &ComparedRow) -> String {
     let mut label = format!("{} {}", row.test, row.memory);
     if !row.gpu.is_empty() {
         label.push_str(&format!(" {}", row.gpu));

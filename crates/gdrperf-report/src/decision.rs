@@ -78,9 +78,25 @@ pub fn log_t_test(base: &[f64], new: &[f64]) -> Option<LogComparison> {
         let t = difference / standard_error;
         (distribution.cdf(t), 1.0 - distribution.cdf(t))
     };
-    let half_width = distribution.inverse_cdf(0.975) * standard_error;
+    let half_width = t_quantile_975(&distribution, degrees_of_freedom) * standard_error;
     let interval = ((difference - half_width).exp(), (difference + half_width).exp());
     Some(LogComparison { ratio, spread, degrees_of_freedom, p_lower, p_higher, interval })
+}
+
+/// The 97.5% quantile of the t distribution, remembered per degrees of freedom: the inverse
+/// CDF is a numerical search, and one comparison asks for it once per test and row.
+fn t_quantile_975(distribution: &StudentsT, degrees_of_freedom: f64) -> f64 {
+    thread_local! {
+        static KNOWN: std::cell::RefCell<Vec<(f64, f64)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    KNOWN.with(|known| {
+        if let Some((_, quantile)) = known.borrow().iter().find(|(df, _)| *df == degrees_of_freedom) {
+            return *quantile;
+        }
+        let quantile = distribution.inverse_cdf(0.975);
+        known.borrow_mut().push((degrees_of_freedom, quantile));
+        quantile
+    })
 }
 
 /// Weighted Holm: which of the hypotheses with these one-sided `p_values` are rejected so that

@@ -44,6 +44,7 @@ pub mod evaluate;
 pub mod format;
 mod html_text;
 pub mod inventory_diff;
+pub mod junit;
 pub mod manifest;
 pub mod modes;
 pub mod profile;

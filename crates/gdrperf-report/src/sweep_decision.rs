@@ -2,9 +2,9 @@
 //! sweeps (memory modes, lanes, GPUs, the GPUDirect-over-staged ratio); testing each size on
 //! its own at 5% fails CI for nothing one night in three. Here every sweep is tested as a
 //! whole, in bands of [`BAND`] neighbouring sizes, and size by size, and the tests share one
-//! 5% budget by the weighted Holm procedure ([`crate::decision::weighted_holm`]): the chance
-//! that any of them calls identical sweeps a regression stays at most 5%, whatever the
-//! dependence between the tests.
+//! budget of [`FALSE_ALARM_BUDGET`] (4%) by the weighted Holm procedure
+//! ([`crate::decision::weighted_holm`]): the chance that any of them calls identical sweeps a
+//! regression stays within it, whatever the dependence between the tests.
 //!
 //! Each test takes the run as its unit: a run's figure for a group of sizes is the median,
 //! over the group's sizes, of the run's log value less that size's centre (the median of all
@@ -19,8 +19,13 @@
 
 use serde::Serialize;
 
-use crate::decision::{log_t_test, weighted_holm, ALPHA};
+use crate::decision::{log_t_test, weighted_holm};
 use crate::significance::median;
+
+/// The chance, at most, that identical sweeps end in a regression verdict, over every test
+/// of one comparison. Below the 5% it is meant to keep: the t-tests are exact for normal logs,
+/// and the margin is for the heavy tails real runs have (measured in results/compare/power.md).
+pub const FALSE_ALARM_BUDGET: f64 = 0.04;
 
 /// Sizes in a band: a regression confined to a few neighbouring sizes (a protocol switch, an
 /// MTU boundary) is stronger evidence over the band than at any one size.
@@ -78,7 +83,7 @@ pub struct GroupTest {
     pub regression: bool,
 }
 
-/// Tests every sweep whole, in bands and size by size, under one budget of [`ALPHA`].
+/// Tests every sweep whole, in bands and size by size, under one budget of [`FALSE_ALARM_BUDGET`].
 pub fn decide(sweeps: &[SweepLogs]) -> Vec<GroupTest> {
     let mut tests = Vec::new();
     let mut weights = Vec::new();
@@ -119,14 +124,14 @@ pub fn decide(sweeps: &[SweepLogs]) -> Vec<GroupTest> {
                 ratio: result.map_or(estimate, |result| result.ratio),
                 interval: result.map_or((f64::NAN, f64::NAN), |result| result.interval),
                 p_worse: result.map(|result| result.p_lower),
-                alpha: ALPHA * sweep_weight * share,
+                alpha: FALSE_ALARM_BUDGET * sweep_weight * share,
                 significant: false,
                 regression: false,
             });
         }
     }
     let p_values: Vec<f64> = tests.iter().map(|test| test.p_worse.unwrap_or(f64::NAN)).collect();
-    for (test, rejected) in tests.iter_mut().zip(weighted_holm(&p_values, &weights, ALPHA)) {
+    for (test, rejected) in tests.iter_mut().zip(weighted_holm(&p_values, &weights, FALSE_ALARM_BUDGET)) {
         test.significant = rejected;
         test.regression = rejected && test.ratio.ln() < sweeps[test.sweep].worse_than;
     }
@@ -231,8 +236,8 @@ mod tests {
         let one = sweep(&[0.0, 0.01], &[0.0, 0.01], 23, |_| 0.0);
         let tests = decide(&[one.clone(), one]);
         let total: f64 = tests.iter().map(|test| test.alpha).sum();
-        assert!((total - ALPHA).abs() < 1e-12, "{total}");
+        assert!((total - FALSE_ALARM_BUDGET).abs() < 1e-12, "{total}");
         let sweep_test = &tests[0];
-        assert_eq!((sweep_test.level, sweep_test.alpha), (Level::Sweep, ALPHA * 0.25));
+        assert_eq!((sweep_test.level, sweep_test.alpha), (Level::Sweep, FALSE_ALARM_BUDGET * 0.25));
     }
 }
