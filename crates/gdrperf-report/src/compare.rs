@@ -398,6 +398,19 @@ pub fn compare_repeated(
     metric: Option<&str>,
     tolerance: f64,
 ) -> Result<Comparison> {
+    compare_sharing(base, new, metric, tolerance, 1)
+}
+
+/// [`compare_repeated`] as one of `comparisons` comparisons that make one decision (the bench
+/// files of two acceptance folders): each gets an equal share of the false-alarm budget, so the
+/// decision over all of them keeps it.
+pub fn compare_sharing(
+    base: &[ResultFile],
+    new: &[ResultFile],
+    metric: Option<&str>,
+    tolerance: f64,
+    comparisons: usize,
+) -> Result<Comparison> {
     let base_rows = base.iter().map(|file| index_rows([file])).collect::<Result<Vec<_>>>()?;
     let new_rows = new.iter().map(|file| index_rows([file])).collect::<Result<Vec<_>>>()?;
     let keys = |side: &[BTreeMap<RowKey, &ResultRow>]| {
@@ -479,7 +492,7 @@ pub fn compare_repeated(
             worse_than: worse_than(sweep.higher_is_better, tolerance),
         })
         .collect();
-    let tests = decide(&logs);
+    let tests = decide(&logs, FALSE_ALARM_BUDGET / comparisons.max(1) as f64);
     let row_count: usize = sweeps.values().map(|sweep| sweep.rows.len()).sum();
     let mut rows = Vec::new();
     for (index, (label, sweep)) in sweeps.into_iter().enumerate() {

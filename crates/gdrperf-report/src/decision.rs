@@ -12,9 +12,9 @@
 //! fall to 2).
 //!
 //! The exact Mann-Whitney test this replaces cannot decide with 3 runs a side: its smallest
-//! one-sided p is 1 / C(6, 3) = 0.05, never below it. The t-test's power, simulated by
-//! `the_rule_flags_a_tenth_at_three_percent_spread_with_three_runs_a_side` and tabled in
-//! docs/methodology.md ("Judging a change"), is what a user can expect of it.
+//! one-sided p is 1 / C(6, 3) = 0.05, never below it. This is the test of one group of sizes;
+//! [`crate::sweep_decision`] runs it over sweeps, bands and sizes under one budget, and
+//! results/compare/power.md measures what the whole decision finds.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -121,20 +121,6 @@ pub fn weighted_holm(p_values: &[f64], weights: &[f64], alpha: f64) -> Vec<bool>
             None => return rejected,
         }
     }
-}
-
-/// Runs a side that would tell a change of `ratio` at this `spread` nine times in ten (one-sided
-/// level [`ALPHA`]): the normal approximation `2 (z_0.95 + z_0.90)^2 s^2 / ln(ratio)^2`, plus one
-/// for the t distribution's heavier tails, at least 3. `None` for no change or no spread.
-pub fn runs_needed(ratio: f64, spread: f64) -> Option<usize> {
-    let effect = ratio.ln().abs();
-    if effect == 0.0 || spread <= 0.0 || !effect.is_finite() || !spread.is_finite() {
-        return None;
-    }
-    // z quantiles: 1.6449 (one-sided 5%), 1.2816 (90% power).
-    let z = 1.6449 + 1.2816;
-    let runs = 2.0 * z * z * spread * spread / (effect * effect) + 1.0;
-    Some((runs.ceil() as usize).max(3))
 }
 
 fn mean(values: &[f64]) -> f64 {

@@ -83,8 +83,9 @@ pub struct GroupTest {
     pub regression: bool,
 }
 
-/// Tests every sweep whole, in bands and size by size, under one budget of [`FALSE_ALARM_BUDGET`].
-pub fn decide(sweeps: &[SweepLogs]) -> Vec<GroupTest> {
+/// Tests every sweep whole, in bands and size by size, under one false-alarm `budget`
+/// ([`FALSE_ALARM_BUDGET`] for a comparison on its own).
+pub fn decide(sweeps: &[SweepLogs], budget: f64) -> Vec<GroupTest> {
     let mut tests = Vec::new();
     let mut weights = Vec::new();
     let sweep_weight = 1.0 / sweeps.len().max(1) as f64;
@@ -124,14 +125,14 @@ pub fn decide(sweeps: &[SweepLogs]) -> Vec<GroupTest> {
                 ratio: result.map_or(estimate, |result| result.ratio),
                 interval: result.map_or((f64::NAN, f64::NAN), |result| result.interval),
                 p_worse: result.map(|result| result.p_lower),
-                alpha: FALSE_ALARM_BUDGET * sweep_weight * share,
+                alpha: budget * sweep_weight * share,
                 significant: false,
                 regression: false,
             });
         }
     }
     let p_values: Vec<f64> = tests.iter().map(|test| test.p_worse.unwrap_or(f64::NAN)).collect();
-    for (test, rejected) in tests.iter_mut().zip(weighted_holm(&p_values, &weights, FALSE_ALARM_BUDGET)) {
+    for (test, rejected) in tests.iter_mut().zip(weighted_holm(&p_values, &weights, budget)) {
         test.significant = rejected;
         test.regression = rejected && test.ratio.ln() < sweeps[test.sweep].worse_than;
     }
@@ -190,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_drop_across_the_sweep_is_found_by_the_sweep_test() {
-        let tests = decide(&[sweep(&[0.0, 0.02, -0.02], &[0.0, 0.02, -0.02], 23, |_| -0.1)]);
+        let tests = decide(&[sweep(&[0.0, 0.02, -0.02], &[0.0, 0.02, -0.02], 23, |_| -0.1)], FALSE_ALARM_BUDGET);
         let sweep_test = tests.iter().find(|test| test.level == Level::Sweep).unwrap();
         assert!(sweep_test.regression, "{sweep_test:?}");
         assert!((sweep_test.ratio - (-0.1f64).exp()).abs() < 0.01, "{sweep_test:?}");
@@ -205,7 +206,7 @@ mod tests {
                 } else {
                     0.0
                 }
-            })]);
+            })], FALSE_ALARM_BUDGET);
         let found: Vec<(Level, usize)> =
             tests.iter().filter(|test| test.regression).map(|test| (test.level, test.first)).collect();
         assert!(found.contains(&(Level::Band, 10)), "{found:?}");
@@ -216,7 +217,7 @@ mod tests {
     fn a_run_slower_at_every_size_is_one_run_not_twenty_three() {
         // Base runs 0, +5%, -5%; new runs the same but one 7% slower everywhere: noise a
         // per-size test would count 23 times.
-        let tests = decide(&[sweep(&[0.0, 0.05, -0.05], &[0.0, 0.05, -0.12], 23, |_| 0.0)]);
+        let tests = decide(&[sweep(&[0.0, 0.05, -0.05], &[0.0, 0.05, -0.12], 23, |_| 0.0)], FALSE_ALARM_BUDGET);
         assert!(!tests.iter().any(|test| test.regression), "{tests:?}");
     }
 
@@ -227,14 +228,14 @@ mod tests {
             stalled.new[2][at] = stalled.new[2][at].map(|value| value + 0.5f64.ln());
         }
         stalled.new[1].truncate(17);
-        let tests = decide(&[stalled]);
+        let tests = decide(&[stalled], FALSE_ALARM_BUDGET);
         assert!(!tests.iter().any(|test| test.regression), "{tests:?}");
     }
 
     #[test]
     fn the_budget_is_shared_across_sweeps_and_levels() {
         let one = sweep(&[0.0, 0.01], &[0.0, 0.01], 23, |_| 0.0);
-        let tests = decide(&[one.clone(), one]);
+        let tests = decide(&[one.clone(), one], FALSE_ALARM_BUDGET);
         let total: f64 = tests.iter().map(|test| test.alpha).sum();
         assert!((total - FALSE_ALARM_BUDGET).abs() < 1e-12, "{total}");
         let sweep_test = &tests[0];
