@@ -374,7 +374,7 @@ pub(crate) fn sweep_label(row: &ComparedRow) -> String {
     if !row.lane.is_empty() {
         label.push_str(&format!(" lane {}", row.lane));
     }
-    if row.metric != "bw_avg_gbit_s" && row.metric != "t_typical_us" {
+    if !["bw_avg_gbit_s", "t_typical_us", "speedup"].contains(&row.metric.as_str()) {
         label.push_str(&format!(" {}", row.metric));
     }
     label
@@ -847,5 +847,60 @@ mod tests {
         assert_eq!(relative_change(0.0, 0.0), 0.0);
         assert_eq!(relative_change(0.0, 1.0), f64::INFINITY);
         assert_eq!(relative_change(2.0, 1.0), -0.5);
+    }
+
+    /// Runs whose files hold GPUDirect and staged rows: GPUDirect 8% slower at every size of a
+    /// 6-size sweep while staged copies hold is found on the cuda rows and on the speed-up
+    /// (2.0x -> 1.84x), in one decision.
+    #[test]
+    fn a_gpudirect_slowdown_is_judged_on_its_speedup_over_staged_copies_too() {
+        let run = |name: &str, cuda: f64, wiggle: f64| {
+            let mut text = String::from("test,bytes,bw_avg_gbit_s,mem_local,gpu_local\n");
+            for at in 0..6u32 {
+                let bytes = 4096u64 << at;
+                let shake = 1.0 + wiggle * if at % 2 == 0 { 1.0 } else { -1.0 };
+                text.push_str(&format!("write_bw,{bytes},{},cuda,GPU0\n", cuda * shake));
+                text.push_str(&format!("write_bw,{bytes},{},cuda-staged,GPU0\n", 45.0 * shake));
+            }
+            file(name, &text)
+        };
+        let base = [run("a1.csv", 90.0, 0.0), run("a2.csv", 90.0, 0.01), run("a3.csv", 90.0, -0.01)];
+        let new = [run("b1.csv", 82.8, 0.0), run("b2.csv", 82.8, 0.01), run("b3.csv", 82.8, -0.01)];
+        let comparison = compare_repeated(&base, &new, None, 0.05).unwrap();
+        assert_eq!(comparison.sweeps, ["write_bw cuda GPU0", "write_bw cuda vs cuda-staged GPU0", "write_bw cuda-staged GPU0"]);
+        let verdict = |memory: &str| -> Vec<Change> {
+            comparison.rows.iter().filter(|row| row.memory == memory).map(|row| row.verdict).collect()
+        };
+        assert_eq!(verdict("cuda"), [Change::Regression; 6], "{}", comparison.render());
+        assert_eq!(verdict("cuda vs cuda-staged"), [Change::Regression; 6], "{}", comparison.render());
+        assert_eq!(verdict("cuda-staged"), [Change::Pass; 6], "{}", comparison.render());
+        assert_eq!(comparison.verdict, Decision::Regression);
+        let speedup = comparison.rows.iter().find(|row| row.memory == "cuda vs cuda-staged").unwrap();
+        assert!((speedup.base - 2.0).abs() < 1e-9 && (speedup.new - 1.84).abs() < 1e-9, "{speedup:?}");
+    }
+
+    /// A zero, a missing size and runs of another commit on one side: each said, no alarm.
+    #[test]
+    fn zeros_gaps_and_mixed_runs_are_said_and_raise_no_alarm() {
+        let run = |name: &str, commit: &str, values: &[f64]| {
+            let mut text = format!("# git_commit: {commit}\ntest,bytes,bw_avg_gbit_s\n");
+            for (at, value) in values.iter().enumerate() {
+                text.push_str(&format!("write_bw,{},{value}\n", 2u64 << at));
+            }
+            file(name, &text)
+        };
+        let steady = [10.0, 20.0, 40.0, 80.0, 90.0, 91.0];
+        let scaled = |factor: f64| steady.iter().map(|value| value * factor).collect::<Vec<f64>>();
+        let base = [run("a1.csv", "abc", &scaled(1.0)), run("a2.csv", "abc", &scaled(1.01)), run("a3.csv", "def", &scaled(0.99))];
+        let mut zero = scaled(1.0);
+        zero[2] = 0.0;
+        let new = [run("b1.csv", "123", &zero), run("b2.csv", "123", &scaled(1.01)[..4]), run("b3.csv", "123", &scaled(0.99))];
+        let comparison = compare_repeated(&base, &new, None, 0.05).unwrap();
+        assert_eq!(comparison.verdict, Decision::Pass, "{}", comparison.render());
+        let text = comparison.render();
+        assert!(text.contains("warning: the base runs differ in git_commit (a1.csv abc; a2.csv abc; a3.csv def)"), "{text}");
+        assert!(text.contains("b1.csv: write_bw host 8 bytes has bw_avg_gbit_s = 0: no logarithm, left out of the tests"), "{text}");
+        assert!(text.contains("b2.csv (new) has no usable value at 2 of 6 sizes of write_bw host"), "{text}");
+        assert_eq!(comparison.rows[2].new_runs, 2);
     }
 }
