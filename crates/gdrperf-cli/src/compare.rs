@@ -26,7 +26,7 @@ column. Rows found in only one side are listed, never dropped.
 One decision per comparison (--base/--new, 2 or more runs a side; 3 is the recipe): each sweep
 (a test, memory mode, GPU and lane over its sizes; and a file's GPUDirect-over-staged and
 GPUDirect-over-host speed-ups) is tested whole, in bands of 4 neighbouring sizes and size by
-size, each a t-test over runs on the logs, all sharing one 4% false-alarm budget (weighted
+size, each a t-test over runs on the logs, all sharing one 3.5% false-alarm budget (weighted
 Holm). A size is a REGRESSION when a test covering it found the new runs worse and both that
 group's change and the size's own are worse than --tolerance. Simulated through this code
 (results/compare/power.md, 23 sizes, heavy-tailed noise, per whole comparison): identical

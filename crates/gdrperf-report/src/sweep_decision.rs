@@ -2,7 +2,7 @@
 //! sweeps (memory modes, lanes, GPUs, the GPUDirect-over-staged ratio); testing each size on
 //! its own at 5% fails CI for nothing one night in three. Here every sweep is tested as a
 //! whole, in bands of [`BAND`] neighbouring sizes, and size by size, and the tests share one
-//! budget of [`FALSE_ALARM_BUDGET`] (4%) by the weighted Holm procedure
+//! budget of [`FALSE_ALARM_BUDGET`] (3.5%) by the weighted Holm procedure
 //! ([`crate::decision::weighted_holm`]): the chance that any of them calls identical sweeps a
 //! regression stays within it, whatever the dependence between the tests.
 //!
@@ -25,7 +25,7 @@ use crate::significance::median;
 /// The chance, at most, that identical sweeps end in a regression verdict, over every test
 /// of one comparison. Below the 5% it is meant to keep: the t-tests are exact for normal logs,
 /// and the margin is for the heavy tails real runs have (measured in results/compare/power.md).
-pub const FALSE_ALARM_BUDGET: f64 = 0.04;
+pub const FALSE_ALARM_BUDGET: f64 = 0.035;
 
 /// Sizes in a band: a regression confined to a few neighbouring sizes (a protocol switch, an
 /// MTU boundary) is stronger evidence over the band than at any one size.
