@@ -60,7 +60,10 @@ pub fn run(
         }
     }
     let read = |folders: &[std::path::PathBuf], name: &str| -> anyhow::Result<Vec<ResultFile>> {
-        Ok(folders.iter().map(|folder| ResultFile::read(&folder.join(name))).collect::<Result<Vec<_>, _>>()?)
+        Ok(folders
+            .iter()
+            .map(|folder| ResultFile::read(&folder.join(name)))
+            .collect::<Result<Vec<_>, _>>()?)
     };
     let mut verdicts = Vec::new();
     for name in &common {

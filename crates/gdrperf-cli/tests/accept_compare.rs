@@ -249,15 +249,24 @@ fn compare_exits_1_on_a_regression_of_repeated_runs_and_never_on_single_runs() {
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(
         text(&output).contains("-12.5%  REGRESSION")
-            && text(&output)
-                .contains("verdict: regression: 1 of 2 rows regressed"),
+            && text(&output).contains("verdict: regression: 1 of 2 rows regressed"),
         "{}",
         text(&output)
     );
     // The verdict in JSON and JUnit XML, for CI.
     let (json, junit) = (scratch.0.join("compare.json"), scratch.0.join("compare.xml"));
     let output = gdrperf(
-        &["compare", "--base", &base_list, "--new", &new_list, "--json", json.to_str().unwrap(), "--junit", junit.to_str().unwrap()],
+        &[
+            "compare",
+            "--base",
+            &base_list,
+            "--new",
+            &new_list,
+            "--json",
+            json.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
         &[],
     );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
@@ -310,7 +319,8 @@ fn compare_of_two_acceptance_folders_names_what_changed_in_the_node_and_the_numb
     assert!(printed.contains("inventory: kernel: 6.1.0-18-amd64 -> 6.1.0-25-amd64\n"), "{printed}");
     assert!(
         printed.contains("write_bw-host-rxe0.json")
-            && printed.contains("-20.0%  UNDECIDED: beyond the tolerance, single run: cannot tell from noise")
+            && printed
+                .contains("-20.0%  UNDECIDED: beyond the tolerance, single run: cannot tell from noise")
             && printed.contains("folders: undecided"),
         "{printed}"
     );
@@ -331,7 +341,8 @@ fn compare_of_repeated_acceptance_folders_exits_1_on_a_regression() {
     };
     let base = [run("folders-a1", "12.5"), run("folders-a2", "12.6"), run("folders-a3", "12.4")];
     let new = [run("folders-b1", "10.1"), run("folders-b2", "10.2"), run("folders-b3", "10.05")];
-    let list = |runs: &[(Scratch, String)]| runs.iter().map(|(_, out)| out.as_str()).collect::<Vec<_>>().join(",");
+    let list =
+        |runs: &[(Scratch, String)]| runs.iter().map(|(_, out)| out.as_str()).collect::<Vec<_>>().join(",");
     let output = gdrperf(&["compare", "--base", &list(&base), "--new", &list(&new)], &[]);
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(1), "{printed}");

@@ -30,8 +30,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-pub use crate::decision::ALPHA;
 use crate::decision::log_t_test;
+pub use crate::decision::ALPHA;
 use crate::error::{ReportError, Result};
 use crate::format::{percent_change, table, table_number};
 use crate::results::{Better, ResultFile, ResultRow, RowKey};
@@ -238,9 +238,11 @@ impl Comparison {
     }
 
     fn tolerance_log(&self, sweep: usize) -> f64 {
-        let higher = self.rows.iter().find(|row| sweep_label(row) == self.sweeps[sweep]).map(|row| {
-            row.metric == "speedup" || Better::for_column(&row.metric) == Better::Higher
-        });
+        let higher = self
+            .rows
+            .iter()
+            .find(|row| sweep_label(row) == self.sweeps[sweep])
+            .map(|row| row.metric == "speedup" || Better::for_column(&row.metric) == Better::Higher);
         worse_than(higher.unwrap_or(true), self.tolerance)
     }
 }
@@ -279,7 +281,9 @@ impl ComparedRow {
             .unwrap_or_default();
         let spread = self.spread.map(|spread| format!(", spread {:.1}%", spread * 100.0)).unwrap_or_default();
         match (self.verdict, self.p_value) {
-            (Change::Undecided, None) => "UNDECIDED: beyond the tolerance, single run: cannot tell from noise".into(),
+            (Change::Undecided, None) => {
+                "UNDECIDED: beyond the tolerance, single run: cannot tell from noise".into()
+            }
             (Change::Regression, _) => format!(
                 "REGRESSION{interval} ({} vs {} runs{spread}; found by {})",
                 self.base_runs,
@@ -288,7 +292,10 @@ impl ComparedRow {
             ),
             (Change::Improvement, Some(p)) => format!("improved{interval} p={p:.4}"),
             (Change::Undecided, Some(p)) => {
-                format!("UNDECIDED{interval}: within the noise, p={p:.2} ({} vs {} runs{spread})", self.base_runs, self.new_runs)
+                format!(
+                    "UNDECIDED{interval}: within the noise, p={p:.2} ({} vs {} runs{spread})",
+                    self.base_runs, self.new_runs
+                )
             }
             _ => String::new(),
         }
@@ -380,6 +387,10 @@ pub(crate) fn sweep_label(row: &ComparedRow) -> String {
     label
 }
 
+/// A row's column and each run's oriented log on the base and the new side (`None` where the
+/// run lacks it).
+type RowLogs = (String, Vec<Option<f64>>, Vec<Option<f64>>);
+
 /// One sweep being assembled: its rows (one per size, in size order) and each run's oriented
 /// log per size.
 struct SweepRows {
@@ -422,31 +433,32 @@ pub fn compare_sharing(
     let mut notes = Vec::new();
     // Each run's oriented log per key, `None` where it lacks the row or the value has no log.
     let mut sweeps: BTreeMap<String, SweepRows> = BTreeMap::new();
-    let mut logs_by_key: BTreeMap<RowKey, (String, Vec<Option<f64>>, Vec<Option<f64>>)> = BTreeMap::new();
+    let mut logs_by_key: BTreeMap<RowKey, RowLogs> = BTreeMap::new();
     for key in base_keys.intersection(&new_keys) {
         let first = base_rows.iter().find_map(|rows| rows.get(key).copied()).expect("key on the base side");
         let column = metric_of(first, metric)?;
         let higher_is_better = Better::for_column(&column) == Better::Higher;
-        let side_logs = |side: &[BTreeMap<RowKey, &ResultRow>], files: &[ResultFile], notes: &mut Vec<String>| {
-            side.iter()
-                .zip(files)
-                .map(|(rows, file)| match rows.get(key) {
-                    None => Ok(None),
-                    Some(row) => {
-                        let value = value_of(row, &column)?;
-                        if value > 0.0 && value.is_finite() {
-                            Ok(Some(if higher_is_better { value.ln() } else { -value.ln() }))
-                        } else {
-                            notes.push(format!(
-                                "{}: {key} has {column} = {value}: no logarithm, left out of the tests",
-                                file.name
-                            ));
-                            Ok(None)
+        let side_logs =
+            |side: &[BTreeMap<RowKey, &ResultRow>], files: &[ResultFile], notes: &mut Vec<String>| {
+                side.iter()
+                    .zip(files)
+                    .map(|(rows, file)| match rows.get(key) {
+                        None => Ok(None),
+                        Some(row) => {
+                            let value = value_of(row, &column)?;
+                            if value > 0.0 && value.is_finite() {
+                                Ok(Some(if higher_is_better { value.ln() } else { -value.ln() }))
+                            } else {
+                                notes.push(format!(
+                                    "{}: {key} has {column} = {value}: no logarithm, left out of the tests",
+                                    file.name
+                                ));
+                                Ok(None)
+                            }
                         }
-                    }
-                })
-                .collect::<Result<Vec<Option<f64>>>>()
-        };
+                    })
+                    .collect::<Result<Vec<Option<f64>>>>()
+            };
         let base_logs = side_logs(&base_rows, base, &mut notes)?;
         let new_logs = side_logs(&new_rows, new, &mut notes)?;
         let row = compared_row(key, &column, higher_is_better, &base_logs, &new_logs);
@@ -524,7 +536,9 @@ pub fn compare_sharing(
     let undecided_sweep = tests.iter().any(|test| sweep_is_worse(test, logs[test.sweep].worse_than));
     let verdict = if regression {
         Decision::Regression
-    } else if (repeated && undecided_sweep) || (!repeated && rows.iter().any(|row| row.verdict == Change::Undecided)) {
+    } else if (repeated && undecided_sweep)
+        || (!repeated && rows.iter().any(|row| row.verdict == Change::Undecided))
+    {
         Decision::Undecided
     } else {
         Decision::Pass
@@ -602,11 +616,7 @@ fn compared_row(
 /// The speed-up sweeps of files that hold GPUDirect (`cuda`) rows beside staged-copy or host
 /// rows of the same test, lane and size: per run, the log of the GPUDirect figure over the
 /// other's (both oriented, so a latency's speed-up is the other's time over GPUDirect's).
-fn speedup_sweeps(
-    logs: &BTreeMap<RowKey, (String, Vec<Option<f64>>, Vec<Option<f64>>)>,
-    base_runs: usize,
-    new_runs: usize,
-) -> Vec<SweepRows> {
+fn speedup_sweeps(logs: &BTreeMap<RowKey, RowLogs>, base_runs: usize, new_runs: usize) -> Vec<SweepRows> {
     let mut sweeps: BTreeMap<(String, String, String, String, String), SweepRows> = BTreeMap::new();
     for (key, (column, base, new)) in logs.iter().filter(|(key, _)| key.memory == "cuda") {
         for reference in ["cuda-staged", "host"] {
@@ -808,7 +818,11 @@ mod tests {
         // Worse than the tolerance but within the noise: undecided, never a pass or a regression.
         assert_eq!(comparison.verdict, Decision::Undecided);
         assert_eq!(comparison.exit_code(), 0);
-        assert!(text.contains("UNDECIDED [-15.0%, +6.2%]: within the noise, p=0.16") && text.contains("verdict: undecided"), "{text}");
+        assert!(
+            text.contains("UNDECIDED [-15.0%, +6.2%]: within the noise, p=0.16")
+                && text.contains("verdict: undecided"),
+            "{text}"
+        );
         // A real 20% drop: the new runs' geometric mean 0.7959 against 0.9976.
         let dropped = runs(&[0.80, 0.72, 0.78, 0.76, 0.84, 0.83, 0.85]);
         let comparison = compare_repeated(&base, &dropped, None, 0.05).unwrap();
@@ -825,7 +839,9 @@ mod tests {
         let comparison = compare_runs(&runs(&[1.0])[0], &runs(&[0.97])[0], None, 0.05).unwrap();
         let text = comparison.render();
         assert!(
-            text.contains("verdict: pass: no change beyond 5% in 1 compared rows (single runs: no test of the noise)"),
+            text.contains(
+                "verdict: pass: no change beyond 5% in 1 compared rows (single runs: no test of the noise)"
+            ),
             "{text}"
         );
         let comparison = compare_runs(&runs(&[1.0])[0], &runs(&[0.5])[0], None, 0.05).unwrap();
@@ -867,7 +883,10 @@ mod tests {
         let base = [run("a1.csv", 90.0, 0.0), run("a2.csv", 90.0, 0.01), run("a3.csv", 90.0, -0.01)];
         let new = [run("b1.csv", 82.8, 0.0), run("b2.csv", 82.8, 0.01), run("b3.csv", 82.8, -0.01)];
         let comparison = compare_repeated(&base, &new, None, 0.05).unwrap();
-        assert_eq!(comparison.sweeps, ["write_bw cuda GPU0", "write_bw cuda vs cuda-staged GPU0", "write_bw cuda-staged GPU0"]);
+        assert_eq!(
+            comparison.sweeps,
+            ["write_bw cuda GPU0", "write_bw cuda vs cuda-staged GPU0", "write_bw cuda-staged GPU0"]
+        );
         let verdict = |memory: &str| -> Vec<Change> {
             comparison.rows.iter().filter(|row| row.memory == memory).map(|row| row.verdict).collect()
         };
@@ -891,15 +910,31 @@ mod tests {
         };
         let steady = [10.0, 20.0, 40.0, 80.0, 90.0, 91.0];
         let scaled = |factor: f64| steady.iter().map(|value| value * factor).collect::<Vec<f64>>();
-        let base = [run("a1.csv", "abc", &scaled(1.0)), run("a2.csv", "abc", &scaled(1.01)), run("a3.csv", "def", &scaled(0.99))];
+        let base = [
+            run("a1.csv", "abc", &scaled(1.0)),
+            run("a2.csv", "abc", &scaled(1.01)),
+            run("a3.csv", "def", &scaled(0.99)),
+        ];
         let mut zero = scaled(1.0);
         zero[2] = 0.0;
-        let new = [run("b1.csv", "123", &zero), run("b2.csv", "123", &scaled(1.01)[..4]), run("b3.csv", "123", &scaled(0.99))];
+        let new = [
+            run("b1.csv", "123", &zero),
+            run("b2.csv", "123", &scaled(1.01)[..4]),
+            run("b3.csv", "123", &scaled(0.99)),
+        ];
         let comparison = compare_repeated(&base, &new, None, 0.05).unwrap();
         assert_eq!(comparison.verdict, Decision::Pass, "{}", comparison.render());
         let text = comparison.render();
-        assert!(text.contains("warning: the base runs differ in git_commit (a1.csv abc; a2.csv abc; a3.csv def)"), "{text}");
-        assert!(text.contains("b1.csv: write_bw host 8 bytes has bw_avg_gbit_s = 0: no logarithm, left out of the tests"), "{text}");
+        assert!(
+            text.contains("warning: the base runs differ in git_commit (a1.csv abc; a2.csv abc; a3.csv def)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "b1.csv: write_bw host 8 bytes has bw_avg_gbit_s = 0: no logarithm, left out of the tests"
+            ),
+            "{text}"
+        );
         assert!(text.contains("b2.csv (new) has no usable value at 2 of 6 sizes of write_bw host"), "{text}");
         assert_eq!(comparison.rows[2].new_runs, 2);
     }

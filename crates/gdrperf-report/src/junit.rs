@@ -45,7 +45,8 @@ pub fn junit_xml(comparison: &Comparison) -> String {
         }
     );
     let tests: usize = suites.iter().map(|(_, tests, _, _)| tests).sum::<usize>() + 1;
-    let failures: usize = suites.iter().map(|(_, _, failures, _)| failures).sum::<usize>() + usize::from(decision_failed);
+    let failures: usize =
+        suites.iter().map(|(_, _, failures, _)| failures).sum::<usize>() + usize::from(decision_failed);
     let mut out = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gdrperf compare\" tests=\"{tests}\" \
          failures=\"{failures}\" errors=\"0\">\n"
@@ -65,7 +66,9 @@ fn rows_count(comparison: &Comparison, label: &str) -> usize {
 fn test_case(label: &str, row: &ComparedRow) -> String {
     let interval = row
         .interval
-        .map(|(low, high)| format!(", 95% interval [{}, {}]", percent_change(low - 1.0), percent_change(high - 1.0)))
+        .map(|(low, high)| {
+            format!(", 95% interval [{}, {}]", percent_change(low - 1.0), percent_change(high - 1.0))
+        })
         .unwrap_or_default();
     let p = row.p_value.map(|p| format!(", p={p:.4} at this size")).unwrap_or_default();
     let what = format!(
@@ -128,16 +131,21 @@ mod tests {
     /// regression a failure naming ratio, interval and p.
     #[test]
     fn a_regression_is_a_failure_a_consumer_reads_back() {
-        let comparison =
-            compare_repeated(&runs("a", &[80.0, 80.8, 79.2], 95.0), &runs("b", &[70.0, 70.7, 69.3], 95.0), None, 0.05)
-                .unwrap();
+        let comparison = compare_repeated(
+            &runs("a", &[80.0, 80.8, 79.2], 95.0),
+            &runs("b", &[70.0, 70.7, 69.3], 95.0),
+            None,
+            0.05,
+        )
+        .unwrap();
         let xml = junit_xml(&comparison);
         let document = roxmltree::Document::parse(&xml).unwrap();
         let root = document.root_element();
         assert_eq!(root.tag_name().name(), "testsuites");
         assert_eq!(root.attribute("tests"), Some("3"));
         assert_eq!(root.attribute("failures"), Some("2"), "{xml}");
-        let cases: Vec<roxmltree::Node> = document.descendants().filter(|node| node.has_tag_name("testcase")).collect();
+        let cases: Vec<roxmltree::Node> =
+            document.descendants().filter(|node| node.has_tag_name("testcase")).collect();
         assert_eq!(cases.len(), 3);
         let failed: Vec<&str> = cases
             .iter()
@@ -145,9 +153,17 @@ mod tests {
             .filter_map(|failure| failure.attribute("message"))
             .collect();
         assert_eq!(failed.len(), 2, "{xml}");
-        assert!(failed[1].contains("-12.5%") && failed[1].contains("95% interval [") && failed[1].contains("p="), "{xml}");
-        let passed = compare_repeated(&runs("a", &[80.0, 80.8, 79.2], 95.0), &runs("b", &[80.0, 80.8, 79.2], 95.0), None, 0.05)
-            .unwrap();
+        assert!(
+            failed[1].contains("-12.5%") && failed[1].contains("95% interval [") && failed[1].contains("p="),
+            "{xml}"
+        );
+        let passed = compare_repeated(
+            &runs("a", &[80.0, 80.8, 79.2], 95.0),
+            &runs("b", &[80.0, 80.8, 79.2], 95.0),
+            None,
+            0.05,
+        )
+        .unwrap();
         let xml = junit_xml(&passed);
         let document = roxmltree::Document::parse(&xml).unwrap();
         assert_eq!(document.root_element().attribute("failures"), Some("0"));

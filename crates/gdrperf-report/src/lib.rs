@@ -61,7 +61,9 @@ pub mod sweep_decision;
 /// Threshold parsing and resolving, shared with the benches: `gdrperf-threshold`'s.
 pub use gdrperf_threshold::limit as threshold;
 
-pub use compare::{compare_repeated, compare_runs, compare_sharing, Change, ComparedRow, Comparison, Decision};
+pub use compare::{
+    compare_repeated, compare_runs, compare_sharing, Change, ComparedRow, Comparison, Decision,
+};
 pub use error::{ReportError, Result};
 pub use evaluate::{evaluate_bandwidth, evaluate_latency, Failure, Measured, Thresholds, Verdict};
 pub use modes::{compare_memory_modes, ModeComparison, ModeGroup};

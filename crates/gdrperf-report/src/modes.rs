@@ -90,10 +90,12 @@ impl ModeComparison {
                 row.extend(
                     group.values.iter().map(|value| value.map(table_number).unwrap_or_else(|| "-".into())),
                 );
-                row.extend(others.iter().map(|&index| match (group.speedups[index], group.intervals[index]) {
-                    (Some(speedup), Some((low, high))) => format!("{speedup:.2}x [{low:.2}, {high:.2}]"),
-                    (Some(speedup), None) => format!("{speedup:.2}x"),
-                    _ => "-".into(),
+                row.extend(others.iter().map(|&index| {
+                    match (group.speedups[index], group.intervals[index]) {
+                        (Some(speedup), Some((low, high))) => format!("{speedup:.2}x [{low:.2}, {high:.2}]"),
+                        (Some(speedup), None) => format!("{speedup:.2}x"),
+                        _ => "-".into(),
+                    }
                 }));
                 row
             })
@@ -158,8 +160,16 @@ pub fn compare_memory_modes(
                 row.number(&column).ok_or_else(|| ReportError::MissingColumn {
                     source_name: row.source().to_string(),
                     row: row.describe(),
-                    column: if column.is_empty() { "bw_avg_gbit_s or t_typical_us".into() } else { column.clone() },
-                    hint: if metric.is_none() { "; name the column with --metric".into() } else { String::new() },
+                    column: if column.is_empty() {
+                        "bw_avg_gbit_s or t_typical_us".into()
+                    } else {
+                        column.clone()
+                    },
+                    hint: if metric.is_none() {
+                        "; name the column with --metric".into()
+                    } else {
+                        String::new()
+                    },
                 })
             })
             .collect::<Result<Vec<f64>>>()?;
@@ -193,12 +203,17 @@ pub fn compare_memory_modes(
         .into_iter()
         .map(|((test, gpu, bytes), by_mode)| {
             let metric = by_mode.values().next().map(|(_, column)| column.clone()).unwrap_or_default();
-            let runs: Vec<&[f64]> =
-                modes.iter().map(|mode| by_mode.get(mode).map_or(&[][..], |(values, _)| values.as_slice())).collect();
+            let runs: Vec<&[f64]> = modes
+                .iter()
+                .map(|mode| by_mode.get(mode).map_or(&[][..], |(values, _)| values.as_slice()))
+                .collect();
             let values: Vec<Option<f64>> = runs.iter().map(|values| geometric_mean(values)).collect();
             let sign = if Better::for_column(&metric) == Better::Higher { 1.0 } else { -1.0 };
             let oriented = |values: &[f64]| -> Option<Vec<f64>> {
-                values.iter().map(|value| (*value > 0.0 && value.is_finite()).then(|| sign * value.ln())).collect()
+                values
+                    .iter()
+                    .map(|value| (*value > 0.0 && value.is_finite()).then(|| sign * value.ln()))
+                    .collect()
             };
             let reference = oriented(runs[baseline_index]).filter(|logs| !logs.is_empty());
             let (speedups, intervals) = runs
@@ -217,7 +232,16 @@ pub fn compare_memory_modes(
                     _ => (None, None),
                 })
                 .unzip();
-            ModeGroup { test, gpu, bytes, metric, values, runs: runs.iter().map(|values| values.len()).collect(), speedups, intervals }
+            ModeGroup {
+                test,
+                gpu,
+                bytes,
+                metric,
+                values,
+                runs: runs.iter().map(|values| values.len()).collect(),
+                speedups,
+                intervals,
+            }
         })
         .collect();
     Ok(ModeComparison { modes, baseline, groups })
@@ -331,8 +355,9 @@ mod tests {
             )
             .unwrap()
         };
-        let modes = compare_memory_modes(&[run("r1.csv", 1.0), run("r2.csv", 1.01), run("r3.csv", 0.99)], None, None)
-            .unwrap();
+        let modes =
+            compare_memory_modes(&[run("r1.csv", 1.0), run("r2.csv", 1.01), run("r3.csv", 0.99)], None, None)
+                .unwrap();
         let group = &modes.groups[0];
         assert_eq!(group.runs, [3, 3, 3]);
         assert!((group.speedups[2].unwrap() - 2.0).abs() < 1e-3, "{group:?}");

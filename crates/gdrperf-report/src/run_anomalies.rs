@@ -37,7 +37,8 @@ pub fn describe(sweep: &str, side: &str, names: &[String], runs: &[Vec<Option<f6
         .iter()
         .flat_map(|run| run.iter().enumerate().filter_map(|(at, value)| Some((*value)? - centres[at]?)))
         .collect();
-    let spread = 1.4826 * median(&deviations.iter().map(|value| value.abs()).collect::<Vec<_>>()).unwrap_or(0.0);
+    let spread =
+        1.4826 * median(&deviations.iter().map(|value| value.abs()).collect::<Vec<_>>()).unwrap_or(0.0);
     let limit = STALL_LOG.max(STALL_SPREADS * spread);
     for (run, name) in runs.iter().zip(names) {
         let drops: Vec<f64> = run
@@ -77,7 +78,10 @@ mod tests {
         let notes = describe("write_bw host", "new", &names, &[steady(0.01), interrupted, stalled]);
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(notes[0].starts_with("b2.csv (new) has no usable value at 3 of 10 sizes"), "{notes:?}");
-        assert!(notes[1].starts_with("b3.csv (new) is 49-49% worse than the other new runs at 1 of 10"), "{notes:?}");
+        assert!(
+            notes[1].starts_with("b3.csv (new) is 49-49% worse than the other new runs at 1 of 10"),
+            "{notes:?}"
+        );
         assert!(describe("x", "new", &names, &[steady(0.0), steady(0.01), steady(-0.01)]).is_empty());
     }
 }

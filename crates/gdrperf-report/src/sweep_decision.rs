@@ -102,7 +102,8 @@ pub fn decide(sweeps: &[SweepLogs], budget: f64) -> Vec<GroupTest> {
             let bands = if sizes >= FEWEST_SIZES_FOR_BANDS { sizes - BAND + 1 } else { 0 };
             let [whole, band, size] = if bands == 0 { [0.5, 0.0, 0.5] } else { SHARES };
             groups.push((Level::Sweep, 0, sizes - 1, whole));
-            groups.extend((0..bands).map(|first| (Level::Band, first, first + BAND - 1, band / bands as f64)));
+            groups
+                .extend((0..bands).map(|first| (Level::Band, first, first + BAND - 1, band / bands as f64)));
             groups.extend((0..sizes).map(|at| (Level::Size, at, at, size / sizes as f64)));
         }
         for (level, first, last, share) in groups {
@@ -191,7 +192,8 @@ mod tests {
 
     #[test]
     fn a_drop_across_the_sweep_is_found_by_the_sweep_test() {
-        let tests = decide(&[sweep(&[0.0, 0.02, -0.02], &[0.0, 0.02, -0.02], 23, |_| -0.1)], FALSE_ALARM_BUDGET);
+        let tests =
+            decide(&[sweep(&[0.0, 0.02, -0.02], &[0.0, 0.02, -0.02], 23, |_| -0.1)], FALSE_ALARM_BUDGET);
         let sweep_test = tests.iter().find(|test| test.level == Level::Sweep).unwrap();
         assert!(sweep_test.regression, "{sweep_test:?}");
         assert!((sweep_test.ratio - (-0.1f64).exp()).abs() < 0.01, "{sweep_test:?}");
@@ -199,14 +201,16 @@ mod tests {
 
     #[test]
     fn a_drop_in_four_neighbouring_sizes_is_found_by_a_band() {
-        let tests =
-            decide(&[sweep(&[0.0, 0.01, -0.01, 0.005, -0.005], &[0.0, 0.01, -0.01, 0.005, -0.005], 23, |at| {
+        let tests = decide(
+            &[sweep(&[0.0, 0.01, -0.01, 0.005, -0.005], &[0.0, 0.01, -0.01, 0.005, -0.005], 23, |at| {
                 if (10..14).contains(&at) {
                     -0.1
                 } else {
                     0.0
                 }
-            })], FALSE_ALARM_BUDGET);
+            })],
+            FALSE_ALARM_BUDGET,
+        );
         let found: Vec<(Level, usize)> =
             tests.iter().filter(|test| test.regression).map(|test| (test.level, test.first)).collect();
         assert!(found.contains(&(Level::Band, 10)), "{found:?}");
@@ -217,7 +221,8 @@ mod tests {
     fn a_run_slower_at_every_size_is_one_run_not_twenty_three() {
         // Base runs 0, +5%, -5%; new runs the same but one 7% slower everywhere: noise a
         // per-size test would count 23 times.
-        let tests = decide(&[sweep(&[0.0, 0.05, -0.05], &[0.0, 0.05, -0.12], 23, |_| 0.0)], FALSE_ALARM_BUDGET);
+        let tests =
+            decide(&[sweep(&[0.0, 0.05, -0.05], &[0.0, 0.05, -0.12], 23, |_| 0.0)], FALSE_ALARM_BUDGET);
         assert!(!tests.iter().any(|test| test.regression), "{tests:?}");
     }
 

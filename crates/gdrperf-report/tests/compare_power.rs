@@ -45,7 +45,14 @@ fn normal(rng: &mut XorShiftRng) -> f64 {
 
 /// One run's CSV: a bandwidth sweep whose shape follows results/softroce/demo-sweep.csv
 /// (rising with the size, flat past 64 KiB), with the run's noise and the drop applied.
-fn run_csv(rng: &mut XorShiftRng, name: &str, spread: f64, noise: Noise, drop: Drop, band_at: usize) -> String {
+fn run_csv(
+    rng: &mut XorShiftRng,
+    name: &str,
+    spread: f64,
+    noise: Noise,
+    drop: Drop,
+    band_at: usize,
+) -> String {
     let shared = normal(rng);
     let stalled = noise == Noise::Stalls && rng.random::<f64>() < 0.05;
     let (stall_from, stall_len, stall_factor) =
@@ -172,4 +179,3 @@ fn power_table() {
         }
     }
 }
-
