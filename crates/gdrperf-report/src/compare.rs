@@ -36,6 +36,7 @@ use crate::error::{ReportError, Result};
 use crate::format::{percent_change, table, table_number};
 use crate::results::{Better, ResultFile, ResultRow, RowKey};
 use crate::run_anomalies;
+use crate::significance::median;
 use crate::sweep_decision::{decide, GroupTest, Level, SweepLogs, FALSE_ALARM_BUDGET};
 
 /// A row's verdict, spelled in `--json` as the exit-code contract spells it.
@@ -514,11 +515,25 @@ pub fn compare_sharing(
             let sign = if sweep.higher_is_better { 1.0 } else { -1.0 };
             let own = if row.base > 0.0 && row.new > 0.0 { sign * (row.new / row.base).ln() } else { 0.0 };
             let repeated = row.base_runs > 1 && row.new_runs > 1;
+            // Marked inside a group only where the size's typical run moved too: with 3 or more
+            // runs a side, the difference of the sides' medians, so that one stalled run does
+            // not mark its sizes inside a group that regressed elsewhere.
+            let column =
+                |runs: &[Vec<Option<f64>>]| runs.iter().filter_map(|run| run[at]).collect::<Vec<f64>>();
+            let (base_column, new_column) = (column(&logs[index].base), column(&logs[index].new));
+            let typical = match (
+                base_column.len() >= 3 && new_column.len() >= 3,
+                median(&base_column),
+                median(&new_column),
+            ) {
+                (true, Some(base), Some(new)) => new - base,
+                _ => own,
+            };
             let found = tests
                 .iter()
                 .filter(|test| test.sweep == index && test.regression && test.first <= at && at <= test.last)
                 .min_by(|a, b| a.p_worse.unwrap_or(1.0).total_cmp(&b.p_worse.unwrap_or(1.0)));
-            row.verdict = if own < limit && found.is_some() {
+            row.verdict = if own < limit && typical < limit && found.is_some() {
                 row.found_by = found.map(|test| describe_test(&label, &sizes, test));
                 Change::Regression
             } else if repeated && own > -limit && row.p_value.is_some_and(|p| p < ALPHA / row_count as f64) {
