@@ -9,7 +9,8 @@
 //! block of 3-8 neighbouring sizes 30-70% slower) or interrupted (its last 3-10 sizes missing).
 //!
 //! `goals_hold_on_fixed_seeds` asserts the goals of issue 40 on fixed seeds (a decision, never
-//! a p-value); the table in results/compare/power.md is
+//! a p-value) with the trials an unoptimised `cargo test` affords; the table in
+//! results/compare/power.md, which also holds every identical cell to 5%, is
 //! `cargo test --release -p gdrperf-report --test compare_power -- --ignored --nocapture power_table`.
 
 use gdrperf_report::{compare_repeated, Decision, ResultFile};
@@ -128,25 +129,37 @@ fn share(count: usize, trials: usize) -> f64 {
     count as f64 / trials as f64
 }
 
-/// Trials a cell, here and in the table (the same seeds: the test checks the table's cells).
+/// Trials a cell in the table (results/compare/power.md).
 const TRIALS: usize = 1000;
 
-/// The goals of issue 40 on the table's seeds: identical sweeps flagged in at most 5% of
-/// comparisons (3 runs a side, where the tests have the fewest degrees of freedom); a 10%
-/// whole-sweep drop found in at least 95% at 3% spread with 3 runs a side and 80% at 10% with
-/// 5; a 10% drop at 4 neighbouring sizes in at least 80% at 3% with 5 (independent noise).
+/// Trials a cell in `cargo test`, where the code runs unoptimised.
+const QUICK_TRIALS: usize = 200;
+
+/// The goals of issue 40 as `cargo test` can afford them, on fixed seeds: a 10% whole-sweep
+/// drop found in at least 95% of comparisons at 3% spread with 3 runs a side and 80% at 10%
+/// with 5; a 10% drop at 4 neighbouring sizes in 80% at 3% with 5 (independent noise);
+/// identical sweeps (3 runs a side, every noise and spread) flagged in at most 5% of the 1800
+/// comparisons together and 10% in any one cell of 200. `power_table` holds every identical
+/// cell to 5% at 1000 trials.
 #[test]
 fn goals_hold_on_fixed_seeds() {
-    let trials = TRIALS;
+    let trials = QUICK_TRIALS;
+    let mut false_alarms = 0;
     for noise in [Noise::Independent, Noise::Correlated, Noise::Stalls] {
         for spread in [0.03, 0.10, 0.25] {
-            let (false_alarms, _) = cell(spread, noise, Drop::None, 3, trials);
+            let (flagged, _) = cell(spread, noise, Drop::None, 3, trials);
             assert!(
-                share(false_alarms, trials) <= 0.05,
-                "{noise:?} {spread}: identical sweeps flagged {false_alarms} times in {trials}"
+                share(flagged, trials) <= 0.10,
+                "{noise:?} {spread}: identical sweeps flagged {flagged} times in {trials}"
             );
+            false_alarms += flagged;
         }
     }
+    assert!(
+        share(false_alarms, 9 * trials) <= 0.05,
+        "identical sweeps flagged {false_alarms} times in {}",
+        9 * trials
+    );
     let found = |spread, noise, drop, runs| share(cell(spread, noise, drop, runs, trials).0, trials);
     assert!(found(0.03, Noise::Independent, Drop::Sweep(0.10), 3) >= 0.95);
     assert!(found(0.10, Noise::Independent, Drop::Sweep(0.10), 5) >= 0.80);
@@ -165,6 +178,10 @@ fn power_table() {
             for spread in [0.03, 0.10, 0.25] {
                 let percent = |count: usize| format!("{:.1}%", share(count, trials) * 100.0);
                 let (false_alarms, undecided) = cell(spread, noise, Drop::None, runs, trials);
+                assert!(
+                    share(false_alarms, trials) <= 0.05,
+                    "{noise:?} {runs} {spread}: {false_alarms} false alarms"
+                );
                 let found = |drop| percent(cell(spread, noise, drop, runs, trials).0);
                 println!(
                     "| {noise:?} | {runs} | {:.0}% | {} | {} | {} | {} | {} |",
