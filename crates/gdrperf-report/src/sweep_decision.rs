@@ -13,9 +13,8 @@
 //! slow run, not 23 pieces of evidence; a run stalled at a few sizes barely moves its median.
 //!
 //! A group counts as a regression when its test rejects *and* its change is worse than the
-//! tolerance; a size is then marked a regression when its own change is worse than the
-//! tolerance too. The mean of a complete group's per-size changes is its change, so a group
-//! beyond the tolerance holds at least one size beyond it (and otherwise says so).
+//! tolerance; `crate::compare` then marks a size a regression when its own change is worse
+//! than the tolerance too, and the comparison's verdict follows the marked sizes.
 
 use serde::Serialize;
 
