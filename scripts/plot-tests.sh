@@ -113,5 +113,42 @@ assert y_scale('auto', [1.9, 2.0, 2.1, 3.5]) == 'linear'
 assert y_scale('linear', [1.0, 100.0]) == 'linear' and y_scale('log', [1.0, 1.1]) == 'log'
 assert y_scale('auto', []) == 'linear'"
 
+# gdrperf compare --junit read back by junitparser, the JUnit reader of Python CI tooling:
+# three runs a side, the new 4 KiB runs 12.5% lower; a failure per regressed case naming the
+# change, its interval and p, and exit 1.
+GDRPERF=${GDRPERF:-}
+for candidate in target/release/gdrperf target/debug/gdrperf; do
+    [ -z "$GDRPERF" ] && [ -x "$candidate" ] && GDRPERF=$candidate
+done
+if [ -z "$GDRPERF" ]; then
+    cargo build -q -p gdrperf-cli --bin gdrperf && GDRPERF=target/debug/gdrperf
+fi
+"$PY" -c 'import junitparser' 2>/dev/null || "$VENV/bin/pip" install -q junitparser >/dev/null 2>&1
+for run in 1 2 3; do
+    factor=$(( 99 + run ))
+    printf 'test,bytes,bw_avg_gbit_s\nwrite_bw,4096,%s\nwrite_bw,65536,%s\n' "0.$((80 * factor))" "0.$((95 * factor))" >"$OUT/a$run.csv"
+    printf 'test,bytes,bw_avg_gbit_s\nwrite_bw,4096,%s\nwrite_bw,65536,%s\n' "0.$((70 * factor))" "0.$((95 * factor))" >"$OUT/b$run.csv"
+done
+"$GDRPERF" compare --base "$OUT/a1.csv,$OUT/a2.csv,$OUT/a3.csv" --new "$OUT/b1.csv,$OUT/b2.csv,$OUT/b3.csv" \
+    --junit "$OUT/compare.xml" >"$OUT/compare.log" 2>&1
+status=$?
+if [ $status = 1 ] && "$PY" - "$OUT/compare.xml" >"$OUT/junit.log" 2>&1 <<'PYTHON'
+import sys
+from junitparser import Failure, JUnitXml
+xml = JUnitXml.fromfile(sys.argv[1])
+cases = [case for suite in xml for case in suite]
+failures = [result for case in cases for result in case.result if isinstance(result, Failure)]
+assert len(cases) == 3, [case.name for case in cases]
+assert len(failures) == 2, [failure.message for failure in failures]
+message = next(failure.message for failure in failures if "4096" in failure.message)
+assert "-12.5%" in message and "interval" in message and "p=" in message, message
+PYTHON
+then
+    PASSED=$((PASSED + 1)); echo "ok   - compare_junit_read_by_junitparser"
+else
+    FAILED=$((FAILED + 1)); echo "FAIL - compare_junit_read_by_junitparser: compare exit $status"
+    tail -5 "$OUT/compare.log" "$OUT/junit.log" 2>/dev/null | sed 's/^/       /'
+fi
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

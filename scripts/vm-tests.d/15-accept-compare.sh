@@ -43,5 +43,5 @@ expect_in compare_join "only in base (22)"
 # Single runs carry no measure of the noise: a change beyond the tolerance is named, never judged.
 run compare_fewer 0 gdrperf compare "$OUT/accept-fail/write_bw-host-rxe0.json" "$OUT/sweep.json" --metric iterations &&
     pass "compare of single runs names a change but no regression (--metric iterations: 200 then 20)"
-expect_in compare_fewer "-90.0%  beyond the tolerance: single run, cannot tell from noise"
+expect_in compare_fewer "-90.0%  UNDECIDED: beyond the tolerance, single run: cannot tell from noise"
 run compare_missing 2 gdrperf compare "$OUT/sweep.json" "$OUT/nonexistent.json" && expect_in compare_missing "cannot read"

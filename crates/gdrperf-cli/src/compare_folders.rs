@@ -1,8 +1,9 @@
-//! `gdrperf compare BASE_DIR NEW_DIR` on two acceptance folders: first what changed in the node
-//! (`inventory.json`, diffed by `gdrperf_report::inventory_diff`: a NIC swapped, firmware
-//! moved, a link retrained narrower), then the numbers, bench file by bench file, as
-//! `gdrperf compare` judges two result files. Kept apart from `compare.rs`, which only hands
-//! two folders over.
+//! `gdrperf compare BASE_DIR NEW_DIR` on two acceptance folders (or `--base DIR,DIR,DIR --new
+//! DIR,DIR,DIR` on repeated ones): first what changed in the node (`inventory.json`, diffed by
+//! `gdrperf_report::inventory_diff`: a NIC swapped, firmware moved, a link retrained narrower),
+//! then the numbers, bench file by bench file, as `gdrperf compare` judges result files, the
+//! files sharing one false-alarm budget (`compare_sharing`) so that the folder's exit code is
+//! one calibrated decision. Kept apart from `compare.rs`, which only hands folders over.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -10,13 +11,20 @@ use std::process::ExitCode;
 use anyhow::Context;
 use gdrperf_report::inventory_diff;
 use gdrperf_report::report_inventory::FILE_NAME as INVENTORY;
-use gdrperf_report::{compare_runs, parse_tolerance, ResultFile};
+use gdrperf_report::{compare_sharing, parse_tolerance, Decision, ResultFile};
 use serde_json::Value;
 
-/// Compares two acceptance folders; exit 1 when a number regressed beyond `tolerance`.
-/// Inventory changes are printed, not judged: a firmware update is not a failure by itself.
-pub fn run(base: &Path, new: &Path, metric: Option<&str>, tolerance: &str) -> anyhow::Result<ExitCode> {
+/// Compares acceptance folders (one or more runs a side); exit 1 when the decision over every
+/// bench file is a regression. Inventory changes (of the first folder of each side) are
+/// printed, not judged: a firmware update is not a failure by itself.
+pub fn run(
+    base_folders: &[std::path::PathBuf],
+    new_folders: &[std::path::PathBuf],
+    metric: Option<&str>,
+    tolerance: &str,
+) -> anyhow::Result<ExitCode> {
     let tolerance = parse_tolerance(tolerance)?;
+    let (base, new) = (base_folders[0].as_path(), new_folders[0].as_path());
     let inventory = |folder: &Path| -> anyhow::Result<Option<Value>> {
         let path = folder.join(INVENTORY);
         if !path.exists() {
@@ -42,22 +50,42 @@ pub fn run(base: &Path, new: &Path, metric: Option<&str>, tolerance: &str) -> an
             ))
         );
     }
-    let (base_files, new_files) = (bench_files(base)?, bench_files(new)?);
-    for name in base_files.iter().filter(|name| !new_files.contains(name)) {
-        println!("only in {}: {name}", base.display());
+    let folders: Vec<&Path> = base_folders.iter().chain(new_folders).map(|folder| folder.as_path()).collect();
+    let listed = folders.iter().map(|folder| bench_files(folder)).collect::<anyhow::Result<Vec<_>>>()?;
+    let common: Vec<&String> =
+        listed[0].iter().filter(|name| listed.iter().all(|files| files.contains(name))).collect();
+    for (folder, files) in folders.iter().zip(&listed) {
+        for name in files.iter().filter(|name| !common.contains(name)) {
+            println!("only in {}: {name}", folder.display());
+        }
     }
-    for name in new_files.iter().filter(|name| !base_files.contains(name)) {
-        println!("only in {}: {name}", new.display());
-    }
-    let mut regressions = 0;
-    for name in base_files.iter().filter(|name| new_files.contains(name)) {
-        let (base_file, new_file) = (ResultFile::read(&base.join(name))?, ResultFile::read(&new.join(name))?);
-        let comparison = compare_runs(&base_file, &new_file, metric, tolerance)?;
+    let read = |folders: &[std::path::PathBuf], name: &str| -> anyhow::Result<Vec<ResultFile>> {
+        Ok(folders
+            .iter()
+            .map(|folder| ResultFile::read(&folder.join(name)))
+            .collect::<Result<Vec<_>, _>>()?)
+    };
+    let mut verdicts = Vec::new();
+    for name in &common {
+        let (base_runs, new_runs) = (read(base_folders, name)?, read(new_folders, name)?);
+        let comparison = compare_sharing(&base_runs, &new_runs, metric, tolerance, common.len())?;
         println!("\n{name}");
         print!("{}", comparison.render());
-        regressions += comparison.regressions();
+        verdicts.push(comparison.verdict);
     }
-    Ok(if regressions > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    let verdict = if verdicts.contains(&Decision::Regression) {
+        Decision::Regression
+    } else if verdicts.contains(&Decision::Undecided) {
+        Decision::Undecided
+    } else {
+        Decision::Pass
+    };
+    println!(
+        "\nfolders: {} (the {} bench files share one false-alarm budget)",
+        serde_json::to_value(verdict)?.as_str().unwrap_or("?"),
+        common.len()
+    );
+    Ok(ExitCode::from(u8::from(verdict == Decision::Regression)))
 }
 
 /// The bench result files an acceptance folder's summary names (its `result_file` column).

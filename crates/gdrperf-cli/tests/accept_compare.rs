@@ -268,13 +268,36 @@ fn compare_exits_1_on_a_regression_of_repeated_runs_and_never_on_single_runs() {
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(
         text(&output).contains("-12.5%  REGRESSION")
-            && text(&output)
-                .contains("1 of 2 rows regressed: t-test on the logs p < 0.05 and beyond 5%, 3 vs 3 runs"),
+            && text(&output).contains("verdict: regression: 1 of 2 rows regressed"),
         "{}",
         text(&output)
     );
+    // The verdict in JSON and JUnit XML, for CI.
+    let (json, junit) = (scratch.0.join("compare.json"), scratch.0.join("compare.xml"));
+    let output = gdrperf(
+        &[
+            "compare",
+            "--base",
+            &base_list,
+            "--new",
+            &new_list,
+            "--json",
+            json.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(written["verdict"], "regression");
+    assert_eq!(written["rows"][0]["verdict"], "regression");
+    assert_eq!(written["rows"][1]["verdict"], "pass");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<testcase classname=\"gdrperf.compare.write_bw host\" name=\"4096 bytes\"><failure type=\"regression\""), "{xml}");
     let output = gdrperf(&["compare", "--base", &base_list, "--new", &new_list, "--tolerance", "15%"], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("verdict: pass"), "{}", text(&output));
     // A JSON run against a CSV run: single runs, so a change is named and never judged.
     let single = scratch.write(
         "new.json",
@@ -285,7 +308,8 @@ fn compare_exits_1_on_a_regression_of_repeated_runs_and_never_on_single_runs() {
     let output = gdrperf(&["compare", &base[0], &single], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(
-        text(&output).contains("-12.5%  beyond the tolerance: single run, cannot tell from noise")
+        text(&output).contains("-12.5%  UNDECIDED: beyond the tolerance, single run: cannot tell from noise")
+            && text(&output).contains("verdict: undecided")
             && !text(&output).contains("REGRESSION"),
         "{}",
         text(&output)
@@ -314,12 +338,37 @@ fn compare_of_two_acceptance_folders_names_what_changed_in_the_node_and_the_numb
     assert!(printed.contains("inventory: kernel: 6.1.0-18-amd64 -> 6.1.0-25-amd64\n"), "{printed}");
     assert!(
         printed.contains("write_bw-host-rxe0.json")
-            && printed.contains("-20.0%  beyond the tolerance: single run, cannot tell from noise"),
+            && printed
+                .contains("-20.0%  UNDECIDED: beyond the tolerance, single run: cannot tell from noise")
+            && printed.contains("folders: undecided"),
         "{printed}"
     );
     let output = gdrperf(&["compare", base_out.to_str().unwrap(), base_out.to_str().unwrap()], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(text(&output).contains("inventory: unchanged"), "{}", text(&output));
+}
+
+#[test]
+fn compare_of_repeated_acceptance_folders_exits_1_on_a_regression() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let run = |name: &str, bandwidth: &str| {
+        let scratch = Scratch::new(name);
+        let (output, _) = accept(fixture.path(), &scratch, &[("FAKE_BW", bandwidth), ("FAKE_LAT", "3.1")]);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+        let out = scratch.0.join("out").to_str().unwrap().to_string();
+        (scratch, out)
+    };
+    let base = [run("folders-a1", "12.5"), run("folders-a2", "12.6"), run("folders-a3", "12.4")];
+    let new = [run("folders-b1", "10.1"), run("folders-b2", "10.2"), run("folders-b3", "10.05")];
+    let list =
+        |runs: &[(Scratch, String)]| runs.iter().map(|(_, out)| out.as_str()).collect::<Vec<_>>().join(",");
+    let output = gdrperf(&["compare", "--base", &list(&base), "--new", &list(&new)], &[]);
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    assert!(printed.contains("REGRESSION") && printed.contains("folders: regression"), "{printed}");
+    let output = gdrperf(&["compare", "--base", &list(&base), "--new", &list(&base)], &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("folders: pass"), "{}", text(&output));
 }
 
 #[test]

@@ -1,15 +1,16 @@
-//! Did this change regress? Two runs (or two sets of repeated runs) joined row by row on (test,
-//! memory modes, GPU, size), each pair's change judged against the noise.
+//! Did this change regress? Two sets of repeated runs joined row by row on (test, memory
+//! modes, GPU, lane, size), and one decision for the whole comparison.
 //!
-//! A verdict needs evidence beyond the noise (two identical back-to-back sweeps under load
-//! differ by 5-40% per size). With two or more runs on each side a row regresses when the
-//! one-sided t-test on the logs of its runs ([`crate::decision`]) finds the new runs worse
-//! (p < 0.05) *and* the ratio of the sides' geometric means is worse by more than the tolerance;
-//! 3 runs a side flag a 10% drop at 3% run-to-run spread nine times in ten. Where the runs
-//! cannot decide, the row says how many runs a side would. With one run per side nothing
-//! measures the noise: a change beyond the tolerance is reported as "cannot tell from noise",
-//! never as a regression. Runs whose parameters differ (iterations, TX depth, QPs, ...) are
-//! compared but marked, each difference named.
+//! The rows of one (test, memory modes, GPU, lane, metric) form a sweep over sizes; a file
+//! holding GPUDirect rows beside staged-copy or host rows adds the sweep of its speed-up
+//! ("cuda vs cuda-staged"), so a change that slows GPUDirect but not staged copies is judged
+//! too. Every sweep is tested whole, in bands of neighbouring sizes and size by size, under one
+//! 5% budget for the whole comparison ([`crate::sweep_decision`]). A size is a REGRESSION when a
+//! test covering it found the new runs worse and both that group's change and the size's own
+//! are worse than the tolerance; the comparison's verdict is "regression" exactly when a row is.
+//! Where the runs cannot decide (a sweep worse than the tolerance but not beyond its noise, or
+//! single runs) the verdict is "undecided". Stalled, interrupted and zero values are said;
+//! runs of one side that differ in commit, host or command are warned about by name.
 //!
 //! ```
 //! use gdrperf_report::{compare_repeated, ResultFile};
@@ -21,100 +22,102 @@
 //! let new = [run("b1.csv", 70.0)?, run("b2.csv", 71.0)?, run("b3.csv", 69.5)?];
 //! let comparison = compare_repeated(&base, &new, None, 0.05)?;
 //! assert_eq!(comparison.regressions(), 1); // -12%, p < 0.001 with 3 runs a side
+//! assert_eq!(comparison.exit_code(), 1);
 //! # Ok::<(), gdrperf_report::ReportError>(())
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::decision::log_t_test;
 pub use crate::decision::ALPHA;
-use crate::decision::{compare_logs, runs_needed};
 use crate::error::{ReportError, Result};
 use crate::format::{percent_change, table, table_number};
 use crate::results::{Better, ResultFile, ResultRow, RowKey};
+use crate::run_anomalies;
 use crate::significance::median;
+use crate::sweep_decision::{decide, GroupTest, Level, SweepLogs, FALSE_ALARM_BUDGET};
 
-/// How a value moved between the runs, judged against the tolerance.
+/// A row's verdict, spelled in `--json` as the exit-code contract spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Change {
-    /// Worse by more than the tolerance.
+    /// Within the tolerance, or better than it without a clear test.
+    Pass,
+    /// Worse than the tolerance inside a group the whole comparison's test found worse.
     Regression,
-    /// Better by more than the tolerance.
+    /// Better than the tolerance beyond the noise (this size's own test, its share of 5%).
     Improvement,
-    /// Within the tolerance, or not beyond the noise of repeated runs.
-    Same,
-    /// Beyond the tolerance with one run a side: nothing measures the noise, so no verdict.
-    Untested,
+    /// Worse than the tolerance, but the runs cannot tell it from their noise (or single runs).
+    Undecided,
 }
 
-/// One row present in both runs.
+/// The comparison's one decision; the exit code is 1 for `Regression`, else 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Pass,
+    Regression,
+    /// No regression found, but a sweep moved worse than the tolerance within its noise, or
+    /// single runs moved beyond it: more runs a side would decide.
+    Undecided,
+}
+
+/// One row present on both sides (or one size of a speed-up sweep).
 #[derive(Debug, Clone, Serialize)]
 pub struct ComparedRow {
     pub test: String,
+    /// The memory modes, or "cuda vs cuda-staged" for a speed-up row.
     pub memory: String,
     pub gpu: String,
     /// The lane of a `--concurrent` run ("0", "all"); empty otherwise.
     pub lane: String,
     pub bytes: u64,
-    /// The column compared ("bw_avg_gbit_s").
+    /// The column compared ("bw_avg_gbit_s"), or "speedup".
     pub metric: String,
-    /// The value, or the geometric mean of the repeated runs' values.
+    /// The geometric mean of the runs' values (the value itself for one run).
     pub base: f64,
     pub new: f64,
     /// (new - base) / base.
     pub change: f64,
+    /// Two or more runs a side: the two-sided 95% interval of new / base.
+    pub interval: Option<(f64, f64)>,
     pub verdict: Change,
-    /// Runs with this row on each side.
+    /// Runs with a usable value of this row on each side.
     pub base_runs: usize,
     pub new_runs: usize,
-    /// Repeated runs: the one-sided p-value that the new runs are worse (better, for an
-    /// improvement); `None` for single runs.
+    /// This size's own one-sided p-value (worse for a worse change, better for a better one);
+    /// `None` with fewer than two runs a side.
     pub p_value: Option<f64>,
-    /// Repeated runs: the run-to-run spread (pooled standard deviation of the logs, 0.03 for
-    /// about 3%); `None` for single runs.
+    /// The run-to-run spread (pooled standard deviation of the logs, 0.03 for about 3%).
     pub spread: Option<f64>,
-    /// Repeated runs whose change is beyond the tolerance but not the noise: the runs a side
-    /// that would tell a change this large at this spread.
-    pub runs_needed: Option<usize>,
+    /// A regression: the test that found it ("sweep of 23 sizes -10.1% [-12.0%, -8.3%] p=0.0001").
+    pub found_by: Option<String>,
 }
 
-impl ComparedRow {
-    /// The verdict column: the verdict with its evidence.
-    fn evidence(&self, tolerance: f64) -> String {
-        let beyond = self.change.abs() > tolerance;
-        let spread = self.spread.map(|spread| format!("spread {:.1}%", spread * 100.0)).unwrap_or_default();
-        match (self.verdict, self.p_value) {
-            (Change::Untested, _) => "beyond the tolerance: single run, cannot tell from noise".into(),
-            (Change::Regression, Some(p)) => {
-                format!("REGRESSION p={p:.3} ({} vs {} runs, {spread})", self.base_runs, self.new_runs)
-            }
-            (Change::Improvement, Some(p)) => format!("improved p={p:.3}"),
-            (Change::Same, Some(p)) if beyond => match self.runs_needed {
-                Some(runs) => {
-                    format!("not significant, p={p:.2} ({spread}: about {runs} runs a side would tell)")
-                }
-                None => format!("not significant, p={p:.2}"),
-            },
-            _ => String::new(),
-        }
-    }
-}
-
-/// Two runs compared.
+/// Two sets of runs compared.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
     pub base: String,
     pub new: String,
     pub tolerance: f64,
-    /// Files on each side (more than one: repeated runs, tested for significance).
+    /// The decision over every row: the exit code's.
+    pub verdict: Decision,
+    /// Files on each side.
     pub base_runs: usize,
     pub new_runs: usize,
-    /// Run parameters that differ between the sides ("tx_depth: base 128, new 1"): the change
-    /// of a row may be theirs, not the code's.
+    /// Run parameters that differ between the sides ("tx_depth: base 128, new 1").
     pub parameter_differences: Vec<String>,
+    /// Runs of one side that differ in commit, host or command, by name.
+    pub warnings: Vec<String>,
+    /// Values left out or discounted: zeros, missing sizes, stalled runs.
+    pub notes: Vec<String>,
     pub rows: Vec<ComparedRow>,
+    /// The sweeps tested, by label, in the order `tests` refers to them.
+    pub sweeps: Vec<String>,
+    /// Every test of the decision (sweep, band, size), with its share of the 5% and its outcome.
+    pub tests: Vec<GroupTest>,
     /// Rows of BASE that NEW lacks (a size that crashed, a test not run): listed, never dropped.
     pub only_in_base: Vec<String>,
     pub only_in_new: Vec<String>,
@@ -125,7 +128,12 @@ impl Comparison {
         self.rows.iter().filter(|row| row.verdict == Change::Regression).count()
     }
 
-    /// The table `gdrperf compare` prints, then what only one run has.
+    /// 1 for a regression, 0 otherwise (pass and undecided: see [`Decision`]).
+    pub fn exit_code(&self) -> u8 {
+        u8::from(self.verdict == Decision::Regression)
+    }
+
+    /// The table `gdrperf compare` prints, then what only one side has, then the decision.
     pub fn render(&self) -> String {
         let rows: Vec<Vec<String>> = self
             .rows
@@ -141,11 +149,14 @@ impl Comparison {
                     table_number(row.base),
                     table_number(row.new),
                     percent_change(row.change),
-                    row.evidence(self.tolerance),
+                    row.evidence(),
                 ]
             })
             .collect();
         let mut out = String::new();
+        for warning in &self.warnings {
+            out.push_str(&format!("warning: {warning}\n"));
+        }
         for difference in &self.parameter_differences {
             out.push_str(&format!("parameters differ: {difference}\n"));
         }
@@ -158,37 +169,137 @@ impl Comparison {
                 out.push_str(&format!("{label} ({}): {}\n", keys.len(), keys.join("; ")));
             }
         }
+        for note in &self.notes {
+            out.push_str(&format!("note: {note}\n"));
+        }
         let tolerance = self.tolerance * 100.0;
         let rows = self.rows.len();
         let (base_runs, new_runs) = (self.base_runs, self.new_runs);
-        let untested = self.rows.iter().filter(|row| row.verdict == Change::Untested).count();
-        out.push_str(&match (self.regressions(), base_runs.min(new_runs) > 1) {
-            (_, false) if untested == 0 => format!(
-                "no change beyond {tolerance}% in {rows} compared rows (single runs: no test of the noise)\n"
+        let repeated = base_runs.min(new_runs) > 1;
+        let undecided = self.rows.iter().filter(|row| row.verdict == Change::Undecided).count();
+        let tests = self.tests.len();
+        out.push_str(&match (self.verdict, repeated) {
+            (Decision::Pass, false) => format!(
+                "verdict: pass: no change beyond {tolerance}% in {rows} compared rows (single runs: no test of the noise)\n"
             ),
             (_, false) => format!(
-                "{untested} of {rows} rows moved beyond {tolerance}%, but single runs cannot tell a change from \
-                 run-to-run noise (two identical sweeps under load differ by 5-40% a size): no verdict. Run each \
-                 side 3 times and give --base a1,a2,a3 --new b1,b2,b3\n"
+                "verdict: undecided: {undecided} of {rows} rows moved beyond {tolerance}%, but single runs cannot tell a \
+                 change from run-to-run noise (two identical sweeps under load differ by 5-40% a size). Run each side \
+                 3 times and give --base a1,a2,a3 --new b1,b2,b3\n"
             ),
-            (0, true) => format!(
-                "no significant regression (t-test on the logs p < {ALPHA} and beyond {tolerance}%) in {rows} rows, \
-                 {base_runs} vs {new_runs} runs\n"
+            (Decision::Pass, true) => format!(
+                "verdict: pass: no regression beyond {tolerance}% in {rows} rows, {base_runs} vs {new_runs} runs \
+                 ({tests} tests of sweeps, bands and sizes sharing one {FALSE_ALARM_BUDGET} false-alarm budget)\n"
             ),
-            (n, true) => format!(
-                "{n} of {rows} rows regressed: t-test on the logs p < {ALPHA} and beyond {tolerance}%, \
-                 {base_runs} vs {new_runs} runs\n"
+            (Decision::Undecided, true) => format!(
+                "verdict: undecided: no regression found, but {} moved worse than {tolerance}% within the runs' noise \
+                 ({base_runs} vs {new_runs} runs): more runs a side would decide\n",
+                self.undecided_sweeps().join(", ")
+            ),
+            (Decision::Regression, true) => format!(
+                "verdict: regression: {} of {rows} rows regressed, found by {}; tests of sweeps, bands and sizes share \
+                 one {FALSE_ALARM_BUDGET} false-alarm budget, each change beyond {tolerance}%, {base_runs} vs {new_runs} runs\n",
+                self.regressions(),
+                self.tests
+                    .iter()
+                    .filter(|test| test.regression)
+                    .map(|test| self.describe_test(test))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             ),
         });
-        if let Some(runs) = self.rows.iter().filter_map(|row| row.runs_needed).max() {
+        if undecided > 0 && repeated {
             out.push_str(&format!(
-                "some rows moved beyond {tolerance}% within their noise: about {runs} runs a side would decide them\n"
+                "{undecided} rows moved beyond {tolerance}% within their noise (undecided): the power table in \
+                 docs/methodology.md says what more runs a side would tell\n"
             ));
         }
         if !self.parameter_differences.is_empty() {
             out.push_str("the runs' parameters differ (above): a change may be theirs, not the code's\n");
         }
         out
+    }
+
+    /// "write_bw host sweep of 23 sizes -10.1% [-12.0%, -8.3%] p=0.0001".
+    pub fn describe_test(&self, test: &GroupTest) -> String {
+        describe_test(&self.sweeps[test.sweep], &self.sizes_of(test.sweep), test)
+    }
+
+    fn sizes_of(&self, sweep: usize) -> Vec<u64> {
+        let label = &self.sweeps[sweep];
+        self.rows.iter().filter(|row| &sweep_label(row) == label).map(|row| row.bytes).collect()
+    }
+
+    fn undecided_sweeps(&self) -> Vec<String> {
+        self.tests
+            .iter()
+            .filter(|test| !test.regression && sweep_is_worse(test, self.tolerance_log(test.sweep)))
+            .map(|test| self.describe_test(test))
+            .collect()
+    }
+
+    fn tolerance_log(&self, sweep: usize) -> f64 {
+        let higher = self
+            .rows
+            .iter()
+            .find(|row| sweep_label(row) == self.sweeps[sweep])
+            .map(|row| row.metric == "speedup" || Better::for_column(&row.metric) == Better::Higher);
+        worse_than(higher.unwrap_or(true), self.tolerance)
+    }
+}
+
+/// Whether a whole-sweep test moved worse than the tolerance.
+fn sweep_is_worse(test: &GroupTest, worse_than: f64) -> bool {
+    test.level == Level::Sweep && test.ratio.ln() < worse_than
+}
+
+fn describe_test(label: &str, sizes: &[u64], test: &GroupTest) -> String {
+    let group = match test.level {
+        Level::Sweep if sizes.len() == 1 => format!("{} bytes", sizes[0]),
+        Level::Sweep => format!("sweep of {} sizes", sizes.len()),
+        Level::Band => format!(
+            "band {}-{} bytes",
+            sizes.get(test.first).copied().unwrap_or(0),
+            sizes.get(test.last).copied().unwrap_or(0)
+        ),
+        Level::Size => format!("{} bytes alone", sizes.get(test.first).copied().unwrap_or(0)),
+    };
+    let p = test.p_worse.map(|p| format!(" p={p:.4}")).unwrap_or_default();
+    let interval = if test.interval.0.is_finite() {
+        format!(" [{}, {}]", percent_change(test.interval.0 - 1.0), percent_change(test.interval.1 - 1.0))
+    } else {
+        String::new()
+    };
+    format!("{label} {group} {}{interval}{p}", percent_change(test.ratio - 1.0))
+}
+
+impl ComparedRow {
+    /// The verdict column: the verdict with its evidence.
+    fn evidence(&self) -> String {
+        let interval = self
+            .interval
+            .map(|(low, high)| format!(" [{}, {}]", percent_change(low - 1.0), percent_change(high - 1.0)))
+            .unwrap_or_default();
+        let spread = self.spread.map(|spread| format!(", spread {:.1}%", spread * 100.0)).unwrap_or_default();
+        match (self.verdict, self.p_value) {
+            (Change::Undecided, None) => {
+                "UNDECIDED: beyond the tolerance, single run: cannot tell from noise".into()
+            }
+            (Change::Regression, _) => format!(
+                "REGRESSION{interval} ({} vs {} runs{spread}; found by {})",
+                self.base_runs,
+                self.new_runs,
+                self.found_by.as_deref().unwrap_or("-")
+            ),
+            (Change::Improvement, Some(p)) => format!("improved{interval} p={p:.4}"),
+            (Change::Undecided, Some(p)) => {
+                format!(
+                    "UNDECIDED{interval}: within the noise, p={p:.2} ({} vs {} runs{spread})",
+                    self.base_runs, self.new_runs
+                )
+            }
+            _ => String::new(),
+        }
     }
 }
 
@@ -252,81 +363,123 @@ pub fn compare_runs(
     compare_repeated(std::slice::from_ref(base), std::slice::from_ref(new), metric, tolerance)
 }
 
-/// Joins the runs of `base` and of `new` row by row and judges each row: with two or more runs
-/// a side, by the t-test on the logs and the ratio of geometric means ([`crate::decision`]);
-/// with one, no verdict beyond "within the tolerance" or "cannot tell".
+/// The oriented log change below which a change is worse than `tolerance`: ln(1 - tolerance)
+/// where higher is better, -ln(1 + tolerance) where lower is (a latency up by more than it).
+fn worse_than(higher_is_better: bool, tolerance: f64) -> f64 {
+    if higher_is_better {
+        (1.0 - tolerance).max(f64::MIN_POSITIVE).ln()
+    } else {
+        -(1.0 + tolerance).ln()
+    }
+}
+
+/// A sweep's label: the row's identity without its size.
+pub(crate) fn sweep_label(row: &ComparedRow) -> String {
+    let mut label = format!("{} {}", row.test, row.memory);
+    if !row.gpu.is_empty() {
+        label.push_str(&format!(" {}", row.gpu));
+    }
+    if !row.lane.is_empty() {
+        label.push_str(&format!(" lane {}", row.lane));
+    }
+    if !["bw_avg_gbit_s", "t_typical_us", "speedup"].contains(&row.metric.as_str()) {
+        label.push_str(&format!(" {}", row.metric));
+    }
+    label
+}
+
+/// A row's column and each run's oriented log on the base and the new side (`None` where the
+/// run lacks it).
+type RowLogs = (String, Vec<Option<f64>>, Vec<Option<f64>>);
+
+/// One sweep being assembled: its rows (one per size, in size order) and each run's oriented
+/// log per size.
+struct SweepRows {
+    rows: Vec<ComparedRow>,
+    higher_is_better: bool,
+    base: Vec<Vec<Option<f64>>>,
+    new: Vec<Vec<Option<f64>>>,
+}
+
+/// Joins the runs of `base` and of `new` row by row and decides the whole comparison
+/// ([`crate::sweep_decision`]); with one run a side, no verdict beyond "pass" (within the
+/// tolerance) or "undecided".
 pub fn compare_repeated(
     base: &[ResultFile],
     new: &[ResultFile],
     metric: Option<&str>,
     tolerance: f64,
 ) -> Result<Comparison> {
+    compare_sharing(base, new, metric, tolerance, 1)
+}
+
+/// [`compare_repeated`] as one of `comparisons` comparisons that make one decision (the bench
+/// files of two acceptance folders): each gets an equal share of the false-alarm budget, so the
+/// decision over all of them keeps it.
+pub fn compare_sharing(
+    base: &[ResultFile],
+    new: &[ResultFile],
+    metric: Option<&str>,
+    tolerance: f64,
+    comparisons: usize,
+) -> Result<Comparison> {
     let base_rows = base.iter().map(|file| index_rows([file])).collect::<Result<Vec<_>>>()?;
     let new_rows = new.iter().map(|file| index_rows([file])).collect::<Result<Vec<_>>>()?;
     let keys = |side: &[BTreeMap<RowKey, &ResultRow>]| {
-        side.iter().flat_map(|rows| rows.keys().cloned()).collect::<std::collections::BTreeSet<RowKey>>()
+        side.iter().flat_map(|rows| rows.keys().cloned()).collect::<BTreeSet<RowKey>>()
     };
     let (base_keys, new_keys) = (keys(&base_rows), keys(&new_rows));
-    let mut rows = Vec::new();
-    for key in base_keys.intersection(&new_keys) {
-        let base_side: Vec<&ResultRow> = base_rows.iter().filter_map(|rows| rows.get(key).copied()).collect();
-        let new_side: Vec<&ResultRow> = new_rows.iter().filter_map(|rows| rows.get(key).copied()).collect();
-        let column = metric_of(base_side[0], metric)?;
-        let values =
-            |side: &[&ResultRow]| side.iter().map(|row| value_of(row, &column)).collect::<Result<Vec<f64>>>();
-        let (base_values, new_values) = (values(&base_side)?, values(&new_side)?);
-        let higher_is_better = Better::for_column(&column) == Better::Higher;
-        let logs = compare_logs(&base_values, &new_values);
-        // Repeated runs: the geometric means (the t-test's centre); single runs (or values with no
-        // logarithm): the medians.
-        let (base_value, new_value) = match logs {
-            Some(_) => (geometric_mean(&base_values), geometric_mean(&new_values)),
-            None => (median(&base_values).unwrap_or(0.0), median(&new_values).unwrap_or(0.0)),
-        };
-        let change = relative_change(base_value, new_value);
-        let worse = if higher_is_better { -change } else { change };
-        let repeated = base_values.len() > 1 && new_values.len() > 1;
-        let (p_worse, p_better) = match logs {
-            Some(logs) if higher_is_better => (Some(logs.p_lower), Some(logs.p_higher)),
-            Some(logs) => (Some(logs.p_higher), Some(logs.p_lower)),
-            None => (None, None),
-        };
-        let significant = |p: Option<f64>| p.is_some_and(|p| p < ALPHA);
-        let (verdict, p_value) = if !repeated || logs.is_none() {
-            (if worse.abs() > tolerance { Change::Untested } else { Change::Same }, None)
-        } else if worse > tolerance && significant(p_worse) {
-            (Change::Regression, p_worse)
-        } else if -worse > tolerance && significant(p_better) {
-            (Change::Improvement, p_better)
-        } else {
-            (Change::Same, if worse >= 0.0 { p_worse } else { p_better })
-        };
-        let spread = logs.map(|logs| logs.spread);
-        let runs_needed = match (verdict, logs) {
-            (Change::Same, Some(logs)) if worse.abs() > tolerance => runs_needed(logs.ratio, logs.spread),
-            _ => None,
-        };
-        rows.push(ComparedRow {
-            test: key.test.clone(),
-            memory: key.memory.clone(),
-            gpu: key.gpu.clone(),
-            lane: key.lane.clone(),
-            bytes: key.bytes,
-            metric: column,
-            base: base_value,
-            new: new_value,
-            change,
-            verdict,
-            base_runs: base_values.len(),
-            new_runs: new_values.len(),
-            p_value,
-            spread,
-            runs_needed,
-        });
-    }
     let names =
         |side: &[ResultFile]| side.iter().map(|file| file.name.as_str()).collect::<Vec<_>>().join(", ");
-    if rows.is_empty() {
+    let mut notes = Vec::new();
+    // Each run's oriented log per key, `None` where it lacks the row or the value has no log.
+    let mut sweeps: BTreeMap<String, SweepRows> = BTreeMap::new();
+    let mut logs_by_key: BTreeMap<RowKey, RowLogs> = BTreeMap::new();
+    for key in base_keys.intersection(&new_keys) {
+        let first = base_rows.iter().find_map(|rows| rows.get(key).copied()).expect("key on the base side");
+        let column = metric_of(first, metric)?;
+        let higher_is_better = Better::for_column(&column) == Better::Higher;
+        let side_logs =
+            |side: &[BTreeMap<RowKey, &ResultRow>], files: &[ResultFile], notes: &mut Vec<String>| {
+                side.iter()
+                    .zip(files)
+                    .map(|(rows, file)| match rows.get(key) {
+                        None => Ok(None),
+                        Some(row) => {
+                            let value = value_of(row, &column)?;
+                            if value > 0.0 && value.is_finite() {
+                                Ok(Some(if higher_is_better { value.ln() } else { -value.ln() }))
+                            } else {
+                                notes.push(format!(
+                                    "{}: {key} has {column} = {value}: no logarithm, left out of the tests",
+                                    file.name
+                                ));
+                                Ok(None)
+                            }
+                        }
+                    })
+                    .collect::<Result<Vec<Option<f64>>>>()
+            };
+        let base_logs = side_logs(&base_rows, base, &mut notes)?;
+        let new_logs = side_logs(&new_rows, new, &mut notes)?;
+        let row = compared_row(key, &column, higher_is_better, &base_logs, &new_logs);
+        let label = sweep_label(&row);
+        logs_by_key.insert(key.clone(), (column.clone(), base_logs.clone(), new_logs.clone()));
+        let sweep = sweeps.entry(label).or_insert_with(|| SweepRows {
+            rows: Vec::new(),
+            higher_is_better,
+            base: vec![Vec::new(); base.len()],
+            new: vec![Vec::new(); new.len()],
+        });
+        sweep.rows.push(row);
+        for (run, value) in sweep.base.iter_mut().zip(&base_logs) {
+            run.push(*value);
+        }
+        for (run, value) in sweep.new.iter_mut().zip(&new_logs) {
+            run.push(*value);
+        }
+    }
+    if sweeps.is_empty() {
         return Err(ReportError::NothingToCompare(format!(
             "{} and {} have no row in common (joined on test, memory modes, GPU and size): {} rows vs {} rows",
             names(base),
@@ -335,22 +488,184 @@ pub fn compare_repeated(
             new.iter().map(|file| file.rows.len()).sum::<usize>()
         )));
     }
+    for speedup in speedup_sweeps(&logs_by_key, base.len(), new.len()) {
+        sweeps.insert(sweep_label(&speedup.rows[0]), speedup);
+    }
+    let labels: Vec<String> = sweeps.keys().cloned().collect();
+    let side_names = |files: &[ResultFile]| files.iter().map(|file| file.name.clone()).collect::<Vec<_>>();
+    for (label, sweep) in &sweeps {
+        notes.extend(run_anomalies::describe(label, "base", &side_names(base), &sweep.base));
+        notes.extend(run_anomalies::describe(label, "new", &side_names(new), &sweep.new));
+    }
+    let logs: Vec<SweepLogs> = sweeps
+        .values()
+        .map(|sweep| SweepLogs {
+            base: sweep.base.clone(),
+            new: sweep.new.clone(),
+            worse_than: worse_than(sweep.higher_is_better, tolerance),
+        })
+        .collect();
+    let tests = decide(&logs, FALSE_ALARM_BUDGET / comparisons.max(1) as f64);
+    let row_count: usize = sweeps.values().map(|sweep| sweep.rows.len()).sum();
+    let mut rows = Vec::new();
+    for (index, (label, sweep)) in sweeps.into_iter().enumerate() {
+        let sizes: Vec<u64> = sweep.rows.iter().map(|row| row.bytes).collect();
+        let limit = logs[index].worse_than;
+        for (at, mut row) in sweep.rows.into_iter().enumerate() {
+            let sign = if sweep.higher_is_better { 1.0 } else { -1.0 };
+            let own = if row.base > 0.0 && row.new > 0.0 { sign * (row.new / row.base).ln() } else { 0.0 };
+            let repeated = row.base_runs > 1 && row.new_runs > 1;
+            // Marked inside a group only where the size's typical run moved too: with 3 or more
+            // runs a side, the difference of the sides' medians, so that one stalled run does
+            // not mark its sizes inside a group that regressed elsewhere.
+            let column =
+                |runs: &[Vec<Option<f64>>]| runs.iter().filter_map(|run| run[at]).collect::<Vec<f64>>();
+            let (base_column, new_column) = (column(&logs[index].base), column(&logs[index].new));
+            let typical = match (
+                base_column.len() >= 3 && new_column.len() >= 3,
+                median(&base_column),
+                median(&new_column),
+            ) {
+                (true, Some(base), Some(new)) => new - base,
+                _ => own,
+            };
+            let found = tests
+                .iter()
+                .filter(|test| test.sweep == index && test.regression && test.first <= at && at <= test.last)
+                .min_by(|a, b| a.p_worse.unwrap_or(1.0).total_cmp(&b.p_worse.unwrap_or(1.0)));
+            row.verdict = if own < limit && typical < limit && found.is_some() {
+                row.found_by = found.map(|test| describe_test(&label, &sizes, test));
+                Change::Regression
+            } else if repeated && own > -limit && row.p_value.is_some_and(|p| p < ALPHA / row_count as f64) {
+                Change::Improvement
+            } else if own < limit || (!repeated && own.abs() > -limit) {
+                Change::Undecided
+            } else {
+                Change::Pass
+            };
+            rows.push(row);
+        }
+    }
+    let regression = rows.iter().any(|row| row.verdict == Change::Regression);
+    let repeated = base.len().min(new.len()) > 1;
+    let undecided_sweep = tests.iter().any(|test| sweep_is_worse(test, logs[test.sweep].worse_than));
+    let verdict = if regression {
+        Decision::Regression
+    } else if (repeated && undecided_sweep)
+        || (!repeated && rows.iter().any(|row| row.verdict == Change::Undecided))
+    {
+        Decision::Undecided
+    } else {
+        Decision::Pass
+    };
+    let mut warnings = crate::compare_parameters::mixed_runs("base", base);
+    warnings.extend(crate::compare_parameters::mixed_runs("new", new));
     Ok(Comparison {
         base: names(base),
         new: names(new),
         tolerance,
+        verdict,
         base_runs: base.len(),
         new_runs: new.len(),
         parameter_differences: crate::compare_parameters::differences(base, new),
+        warnings,
+        notes,
+        rows,
+        sweeps: labels,
+        tests,
         only_in_base: base_keys.difference(&new_keys).map(RowKey::to_string).collect(),
         only_in_new: new_keys.difference(&base_keys).map(RowKey::to_string).collect(),
-        rows,
     })
 }
 
-/// The geometric mean of values above zero.
-fn geometric_mean(values: &[f64]) -> f64 {
-    (values.iter().map(|value| value.ln()).sum::<f64>() / values.len() as f64).exp()
+/// A row of the table from each run's oriented logs (missing runs left out), its verdict still
+/// to be decided.
+fn compared_row(
+    key: &RowKey,
+    metric: &str,
+    higher_is_better: bool,
+    base_logs: &[Option<f64>],
+    new_logs: &[Option<f64>],
+) -> ComparedRow {
+    let present = |logs: &[Option<f64>]| logs.iter().flatten().copied().collect::<Vec<f64>>();
+    let (base_present, new_present) = (present(base_logs), present(new_logs));
+    let sign = if higher_is_better { 1.0 } else { -1.0 };
+    let level = |logs: &[f64]| {
+        if logs.is_empty() {
+            0.0
+        } else {
+            (sign * logs.iter().sum::<f64>() / logs.len() as f64).exp()
+        }
+    };
+    let (base_value, new_value) = (level(&base_present), level(&new_present));
+    let test = log_t_test(&base_present, &new_present);
+    let p_value = test.map(|test| if test.ratio < 1.0 { test.p_lower } else { test.p_higher });
+    let interval = test.map(|test| {
+        let (low, high) = test.interval;
+        if higher_is_better {
+            (low, high)
+        } else {
+            (1.0 / high, 1.0 / low)
+        }
+    });
+    ComparedRow {
+        test: key.test.clone(),
+        memory: key.memory.clone(),
+        gpu: key.gpu.clone(),
+        lane: key.lane.clone(),
+        bytes: key.bytes,
+        metric: metric.to_string(),
+        base: base_value,
+        new: new_value,
+        change: relative_change(base_value, new_value),
+        interval,
+        verdict: Change::Pass,
+        base_runs: base_present.len(),
+        new_runs: new_present.len(),
+        p_value,
+        spread: test.map(|test| test.spread),
+        found_by: None,
+    }
+}
+
+/// The speed-up sweeps of files that hold GPUDirect (`cuda`) rows beside staged-copy or host
+/// rows of the same test, lane and size: per run, the log of the GPUDirect figure over the
+/// other's (both oriented, so a latency's speed-up is the other's time over GPUDirect's).
+fn speedup_sweeps(logs: &BTreeMap<RowKey, RowLogs>, base_runs: usize, new_runs: usize) -> Vec<SweepRows> {
+    let mut sweeps: BTreeMap<(String, String, String, String, String), SweepRows> = BTreeMap::new();
+    for (key, (column, base, new)) in logs.iter().filter(|(key, _)| key.memory == "cuda") {
+        for reference in ["cuda-staged", "host"] {
+            let gpu = if reference == "host" { String::new() } else { key.gpu.clone() };
+            let other = RowKey { memory: reference.to_string(), gpu, ..key.clone() };
+            let Some((other_column, other_base, other_new)) = logs.get(&other) else { continue };
+            if other_column != column {
+                continue;
+            }
+            let difference = |a: &[Option<f64>], b: &[Option<f64>]| -> Vec<Option<f64>> {
+                a.iter().zip(b).map(|(a, b)| Some((*a)? - (*b)?)).collect()
+            };
+            let (base_speedup, new_speedup) = (difference(base, other_base), difference(new, other_new));
+            let memory = format!("cuda vs {reference}");
+            let row_key = RowKey { memory: memory.clone(), ..key.clone() };
+            let row = compared_row(&row_key, "speedup", true, &base_speedup, &new_speedup);
+            let sweep = sweeps
+                .entry((key.test.clone(), memory, key.gpu.clone(), key.lane.clone(), column.clone()))
+                .or_insert_with(|| SweepRows {
+                    rows: Vec::new(),
+                    higher_is_better: true,
+                    base: vec![Vec::new(); base_runs],
+                    new: vec![Vec::new(); new_runs],
+                });
+            sweep.rows.push(row);
+            for (run, value) in sweep.base.iter_mut().zip(base_speedup) {
+                run.push(value);
+            }
+            for (run, value) in sweep.new.iter_mut().zip(new_speedup) {
+                run.push(value);
+            }
+        }
+    }
+    sweeps.into_values().collect()
 }
 
 /// (new - base) / base, with 0 -> 0 as no change and 0 -> x as an infinite one.
@@ -404,15 +719,13 @@ mod tests {
         let new = three_runs("test,bytes,bw_avg_gbit_s,mem_local,mem_remote\nwrite_bw,2,0.96,host,host\nwrite_bw,4,1.8,host,host\nwrite_bw,8,4.4,host,host\n", &[2]);
         let comparison = compare_repeated(&base, &new, None, 0.05).unwrap();
         let verdicts: Vec<Change> = comparison.rows.iter().map(|row| row.verdict).collect();
-        assert_eq!(verdicts, [Change::Same, Change::Regression, Change::Improvement]);
+        assert_eq!(verdicts, [Change::Pass, Change::Regression, Change::Improvement]);
         assert_eq!(comparison.regressions(), 1);
         let text = comparison.render();
         assert!(
             text.contains("-10.0%")
-                && text.contains("REGRESSION p=0.000 (3 vs 3 runs, spread 1.0%)")
-                && text.contains(
-                    "1 of 3 rows regressed: t-test on the logs p < 0.05 and beyond 5%, 3 vs 3 runs"
-                ),
+                && text.contains("REGRESSION [-12.0%, -7.9%] (3 vs 3 runs, spread 1.0%; found by write_bw host 4 bytes alone")
+                && text.contains("verdict: regression: 1 of 3 rows regressed"),
             "{text}"
         );
     }
@@ -517,13 +830,12 @@ mod tests {
         let comparison = compare_repeated(&base, &noisy, None, 0.05).unwrap();
         assert_eq!(comparison.regressions(), 0, "{}", comparison.render());
         let text = comparison.render();
+        // Worse than the tolerance but within the noise: undecided, never a pass or a regression.
+        assert_eq!(comparison.verdict, Decision::Undecided);
+        assert_eq!(comparison.exit_code(), 0);
         assert!(
-            text.contains("not significant, p=0.16") && text.contains("no significant regression"),
-            "{text}"
-        );
-        // Where the runs cannot decide, the row and the summary say how many would.
-        assert!(
-            text.contains("runs a side would tell") && text.contains("runs a side would decide them"),
+            text.contains("UNDECIDED [-15.0%, +6.2%]: within the noise, p=0.16")
+                && text.contains("verdict: undecided"),
             "{text}"
         );
         // A real 20% drop: the new runs' geometric mean 0.7959 against 0.9976.
@@ -532,8 +844,9 @@ mod tests {
         assert_eq!(comparison.regressions(), 1);
         assert!((comparison.rows[0].change + 0.2021).abs() < 1e-3, "{:?}", comparison.rows[0]);
         let text = comparison.render();
-        assert!(text.contains("REGRESSION p=0.000 (5 vs 7 runs"), "{text}");
-        assert!(text.contains("1 of 1 rows regressed: t-test on the logs p < 0.05"), "{text}");
+        assert!(text.contains("REGRESSION [-27.0%, -12.8%] (5 vs 7 runs"), "{text}");
+        assert!(text.contains("verdict: regression: 1 of 1 rows regressed"), "{text}");
+        assert_eq!(comparison.exit_code(), 1);
     }
 
     #[test]
@@ -541,16 +854,19 @@ mod tests {
         let comparison = compare_runs(&runs(&[1.0])[0], &runs(&[0.97])[0], None, 0.05).unwrap();
         let text = comparison.render();
         assert!(
-            text.contains("no change beyond 5% in 1 compared rows (single runs: no test of the noise)"),
+            text.contains(
+                "verdict: pass: no change beyond 5% in 1 compared rows (single runs: no test of the noise)"
+            ),
             "{text}"
         );
         let comparison = compare_runs(&runs(&[1.0])[0], &runs(&[0.5])[0], None, 0.05).unwrap();
-        assert_eq!(comparison.rows[0].verdict, Change::Untested);
+        assert_eq!(comparison.rows[0].verdict, Change::Undecided);
         assert_eq!(comparison.regressions(), 0);
+        assert_eq!((comparison.verdict, comparison.exit_code()), (Decision::Undecided, 0));
         let text = comparison.render();
         assert!(!text.contains("REGRESSION"), "{text}");
         assert!(
-            text.contains("beyond the tolerance: single run, cannot tell from noise")
+            text.contains("UNDECIDED: beyond the tolerance, single run: cannot tell from noise")
                 && text.contains("single runs cannot tell a change from run-to-run noise")
                 && text.contains("Run each side 3 times"),
             "{text}"
@@ -562,5 +878,79 @@ mod tests {
         assert_eq!(relative_change(0.0, 0.0), 0.0);
         assert_eq!(relative_change(0.0, 1.0), f64::INFINITY);
         assert_eq!(relative_change(2.0, 1.0), -0.5);
+    }
+
+    /// Runs whose files hold GPUDirect and staged rows: GPUDirect 8% slower at every size of a
+    /// 6-size sweep while staged copies hold is found on the cuda rows and on the speed-up
+    /// (2.0x -> 1.84x), in one decision.
+    #[test]
+    fn a_gpudirect_slowdown_is_judged_on_its_speedup_over_staged_copies_too() {
+        let run = |name: &str, cuda: f64, wiggle: f64| {
+            let mut text = String::from("test,bytes,bw_avg_gbit_s,mem_local,gpu_local\n");
+            for at in 0..6u32 {
+                let bytes = 4096u64 << at;
+                let shake = 1.0 + wiggle * if at % 2 == 0 { 1.0 } else { -1.0 };
+                text.push_str(&format!("write_bw,{bytes},{},cuda,GPU0\n", cuda * shake));
+                text.push_str(&format!("write_bw,{bytes},{},cuda-staged,GPU0\n", 45.0 * shake));
+            }
+            file(name, &text)
+        };
+        let base = [run("a1.csv", 90.0, 0.0), run("a2.csv", 90.0, 0.01), run("a3.csv", 90.0, -0.01)];
+        let new = [run("b1.csv", 82.8, 0.0), run("b2.csv", 82.8, 0.01), run("b3.csv", 82.8, -0.01)];
+        let comparison = compare_repeated(&base, &new, None, 0.05).unwrap();
+        assert_eq!(
+            comparison.sweeps,
+            ["write_bw cuda GPU0", "write_bw cuda vs cuda-staged GPU0", "write_bw cuda-staged GPU0"]
+        );
+        let verdict = |memory: &str| -> Vec<Change> {
+            comparison.rows.iter().filter(|row| row.memory == memory).map(|row| row.verdict).collect()
+        };
+        assert_eq!(verdict("cuda"), [Change::Regression; 6], "{}", comparison.render());
+        assert_eq!(verdict("cuda vs cuda-staged"), [Change::Regression; 6], "{}", comparison.render());
+        assert_eq!(verdict("cuda-staged"), [Change::Pass; 6], "{}", comparison.render());
+        assert_eq!(comparison.verdict, Decision::Regression);
+        let speedup = comparison.rows.iter().find(|row| row.memory == "cuda vs cuda-staged").unwrap();
+        assert!((speedup.base - 2.0).abs() < 1e-9 && (speedup.new - 1.84).abs() < 1e-9, "{speedup:?}");
+    }
+
+    /// A zero, a missing size and runs of another commit on one side: each said, no alarm.
+    #[test]
+    fn zeros_gaps_and_mixed_runs_are_said_and_raise_no_alarm() {
+        let run = |name: &str, commit: &str, values: &[f64]| {
+            let mut text = format!("# git_commit: {commit}\ntest,bytes,bw_avg_gbit_s\n");
+            for (at, value) in values.iter().enumerate() {
+                text.push_str(&format!("write_bw,{},{value}\n", 2u64 << at));
+            }
+            file(name, &text)
+        };
+        let steady = [10.0, 20.0, 40.0, 80.0, 90.0, 91.0];
+        let scaled = |factor: f64| steady.iter().map(|value| value * factor).collect::<Vec<f64>>();
+        let base = [
+            run("a1.csv", "abc", &scaled(1.0)),
+            run("a2.csv", "abc", &scaled(1.01)),
+            run("a3.csv", "def", &scaled(0.99)),
+        ];
+        let mut zero = scaled(1.0);
+        zero[2] = 0.0;
+        let new = [
+            run("b1.csv", "123", &zero),
+            run("b2.csv", "123", &scaled(1.01)[..4]),
+            run("b3.csv", "123", &scaled(0.99)),
+        ];
+        let comparison = compare_repeated(&base, &new, None, 0.05).unwrap();
+        assert_eq!(comparison.verdict, Decision::Pass, "{}", comparison.render());
+        let text = comparison.render();
+        assert!(
+            text.contains("warning: the base runs differ in git_commit (a1.csv abc; a2.csv abc; a3.csv def)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "b1.csv: write_bw host 8 bytes has bw_avg_gbit_s = 0: no logarithm, left out of the tests"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("b2.csv (new) has no usable value at 2 of 6 sizes of write_bw host"), "{text}");
+        assert_eq!(comparison.rows[2].new_runs, 2);
     }
 }

@@ -56,6 +56,51 @@ pub fn differences(base: &[ResultFile], new: &[ResultFile]) -> Vec<String> {
     differences
 }
 
+/// Metadata (the `#` header lines of a CSV, a JSON file's `metadata`) that one side's runs
+/// should share: runs of different commits, hosts or commands on one side are not repeated runs
+/// of one thing.
+const SHARED_WITHIN_A_SIDE: [&str; 3] = ["git_commit", "host", "command"];
+
+/// Warnings naming the runs of one side (`label`: "base", "new") that differ in commit, host or
+/// command (output paths aside), each file with its value.
+pub fn mixed_runs(label: &str, side: &[ResultFile]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for key in SHARED_WITHIN_A_SIDE {
+        let values: Vec<(String, String)> = side
+            .iter()
+            .map(|file| (file.name.clone(), file.metadata_text(key)))
+            .filter(|(_, value)| !value.is_empty())
+            .map(|(name, value)| (name, if key == "command" { without_output_paths(&value) } else { value }))
+            .collect();
+        let distinct: BTreeSet<&String> = values.iter().map(|(_, value)| value).collect();
+        if distinct.len() > 1 {
+            let named: Vec<String> = values.iter().map(|(name, value)| format!("{name} {value}")).collect();
+            warnings.push(format!(
+                "the {label} runs differ in {key} ({}): they are not repeats of one run",
+                named.join("; ")
+            ));
+        }
+    }
+    warnings
+}
+
+/// A bench command without the paths it wrote to, which differ between repeats by design.
+fn without_output_paths(command: &str) -> String {
+    const OUTPUTS: [&str; 4] = ["--csv", "--json", "--hdr-dir", "--output"];
+    let mut kept = Vec::new();
+    let mut skip = false;
+    for word in command.split_whitespace() {
+        if skip {
+            skip = false;
+        } else if OUTPUTS.contains(&word) {
+            skip = true;
+        } else if !OUTPUTS.iter().any(|flag| word.starts_with(&format!("{flag}="))) {
+            kept.push(word);
+        }
+    }
+    kept.join(" ")
+}
+
 fn line(name: &str, base: BTreeSet<String>, new: BTreeSet<String>) -> Option<String> {
     let join = |values: BTreeSet<String>| values.into_iter().collect::<Vec<_>>().join(" / ");
     (base != new).then(|| format!("{name}: base {}, new {}", join(base), join(new)))
@@ -86,6 +131,25 @@ mod tests {
             differences(&[base], &[new]),
             [r#"stop: base {"iterations":500}, new {"iterations":200}"#, "tx_depth: base 128, new 1"]
         );
+    }
+
+    #[test]
+    fn runs_of_one_side_with_other_commits_hosts_or_settings_are_named() {
+        let run = |name: &str, commit: &str, host: &str, depth: u32| {
+            let text = format!(
+                "# git_commit: {commit}\n# host: {host}\n# command: gdr-write-bw -a -t {depth} --csv {name}\n\
+                 test,bytes,bw_avg_gbit_s\nwrite_bw,2,1\n"
+            );
+            ResultFile::parse_csv(name, &text).unwrap()
+        };
+        let same = [run("a1.csv", "abc", "node1", 64), run("a2.csv", "abc", "node1", 64)];
+        assert!(mixed_runs("base", &same).is_empty(), "output paths differ by design");
+        let mixed = [run("a1.csv", "abc", "node1", 64), run("a2.csv", "def", "node2", 128)];
+        let warnings = mixed_runs("base", &mixed);
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings[0].contains("git_commit (a1.csv abc; a2.csv def)"), "{warnings:?}");
+        assert!(warnings[1].contains("host (a1.csv node1; a2.csv node2)"), "{warnings:?}");
+        assert!(warnings[2].contains("a2.csv gdr-write-bw -a -t 128"), "{warnings:?}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub mod evaluate;
 pub mod format;
 mod html_text;
 pub mod inventory_diff;
+pub mod junit;
 pub mod manifest;
 pub mod modes;
 pub mod profile;
@@ -51,14 +52,18 @@ pub mod report_html;
 pub mod report_inventory;
 pub mod report_soak;
 pub mod results;
+mod run_anomalies;
 pub mod significance;
 pub mod soak;
 mod sourced_value;
 pub mod svg_chart;
+pub mod sweep_decision;
 /// Threshold parsing and resolving, shared with the benches: `gdrperf-threshold`'s.
 pub use gdrperf_threshold::limit as threshold;
 
-pub use compare::{compare_repeated, compare_runs, Change, ComparedRow, Comparison};
+pub use compare::{
+    compare_repeated, compare_runs, compare_sharing, Change, ComparedRow, Comparison, Decision,
+};
 pub use error::{ReportError, Result};
 pub use evaluate::{evaluate_bandwidth, evaluate_latency, Failure, Measured, Thresholds, Verdict};
 pub use modes::{compare_memory_modes, ModeComparison, ModeGroup};

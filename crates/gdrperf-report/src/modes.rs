@@ -5,6 +5,11 @@
 //! Host-memory rows carry no GPU, so they are set beside every GPU's rows of the same test and
 //! size: host is the reference the GPU modes are measured against.
 //!
+//! Repeated runs are welcome: a row found in several files is one run per file (the k-th file
+//! holding it is run k), each mode's value is the geometric mean of its runs, and with two or
+//! more runs of both modes each speed-up carries the 95% interval of the t-test on the logs
+//! ([`crate::decision::log_t_test`]).
+//!
 //! ```
 //! use gdrperf_report::{compare_memory_modes, ResultFile};
 //!
@@ -21,9 +26,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::compare::index_rows;
+use crate::decision::log_t_test;
 use crate::error::{ReportError, Result};
 use crate::format::{table, table_number};
-use crate::results::{Better, ResultFile};
+use crate::results::{Better, ResultFile, ResultRow, RowKey};
 
 /// (test, place, size): one line of the table; the place is the GPU, with the lane of a
 /// `--concurrent` run where there is one.
@@ -39,10 +45,15 @@ pub struct ModeGroup {
     pub gpu: String,
     pub bytes: u64,
     pub metric: String,
-    /// One per [`ModeComparison::modes`]; `None` where that mode has no row.
+    /// One per [`ModeComparison::modes`]: the value (geometric mean of the runs); `None`
+    /// where that mode has no row.
     pub values: Vec<Option<f64>>,
+    /// Runs of each mode.
+    pub runs: Vec<usize>,
     /// Each mode's speed-up over the baseline (> 1: faster), `None` where either is missing.
     pub speedups: Vec<Option<f64>>,
+    /// The 95% interval of each speed-up, where both modes have two or more runs.
+    pub intervals: Vec<Option<(f64, f64)>>,
 }
 
 /// The modes of one run compared.
@@ -80,7 +91,11 @@ impl ModeComparison {
                     group.values.iter().map(|value| value.map(table_number).unwrap_or_else(|| "-".into())),
                 );
                 row.extend(others.iter().map(|&index| {
-                    group.speedups[index].map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into())
+                    match (group.speedups[index], group.intervals[index]) {
+                        (Some(speedup), Some((low, high))) => format!("{speedup:.2}x [{low:.2}, {high:.2}]"),
+                        (Some(speedup), None) => format!("{speedup:.2}x"),
+                        _ => "-".into(),
+                    }
                 }));
                 row
             })
@@ -88,7 +103,8 @@ impl ModeComparison {
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         let mut out = table(&header, &rows);
         out.push_str(&format!(
-            "speed-up: how many times faster than {} (bandwidth ratio; for latency, {}'s time over the mode's)\n",
+            "speed-up: how many times faster than {} (bandwidth ratio; for latency, {}'s time over the mode's); \
+             [low, high]: its 95% interval over repeated runs (one run a mode: none)\n",
             self.baseline, self.baseline
         ));
         out
@@ -103,7 +119,7 @@ pub fn compare_memory_modes(
     metric: Option<&str>,
     baseline: Option<&str>,
 ) -> Result<ModeComparison> {
-    let rows = index_rows(files)?;
+    let rows = runs_by_key(files)?;
     let present: BTreeSet<&str> = rows.keys().map(|key| key.memory.as_str()).collect();
     let mut modes: Vec<String> =
         MODE_ORDER.iter().filter(|mode| present.contains(*mode)).map(|mode| mode.to_string()).collect();
@@ -130,19 +146,33 @@ pub fn compare_memory_modes(
             .unwrap_or_else(|| modes[0].clone()),
     };
 
-    // (test, gpu, bytes) -> mode -> value. Host rows (no GPU) join every GPU of their test and size.
-    let mut groups: BTreeMap<GroupKey, BTreeMap<String, (f64, String)>> = BTreeMap::new();
-    for (key, row) in &rows {
+    // (test, gpu, bytes) -> mode -> runs' values. Host rows (no GPU) join every GPU of their test and size.
+    let mut groups: BTreeMap<GroupKey, BTreeMap<String, (Vec<f64>, String)>> = BTreeMap::new();
+    for (key, key_rows) in &rows {
+        let row = key_rows[0];
         let column = match metric {
             Some(column) => column.to_string(),
             None => row.kind().default_metric().map(|(column, _)| column.to_string()).unwrap_or_default(),
         };
-        let value = row.number(&column).ok_or_else(|| ReportError::MissingColumn {
-            source_name: row.source().to_string(),
-            row: row.describe(),
-            column: if column.is_empty() { "bw_avg_gbit_s or t_typical_us".into() } else { column.clone() },
-            hint: if metric.is_none() { "; name the column with --metric".into() } else { String::new() },
-        })?;
+        let values = key_rows
+            .iter()
+            .map(|row| {
+                row.number(&column).ok_or_else(|| ReportError::MissingColumn {
+                    source_name: row.source().to_string(),
+                    row: row.describe(),
+                    column: if column.is_empty() {
+                        "bw_avg_gbit_s or t_typical_us".into()
+                    } else {
+                        column.clone()
+                    },
+                    hint: if metric.is_none() {
+                        "; name the column with --metric".into()
+                    } else {
+                        String::new()
+                    },
+                })
+            })
+            .collect::<Result<Vec<f64>>>()?;
         // A lane of a --concurrent run is a place of its own ("GPU0 (lane 0)", "(lane all)"), so
         // the lanes' rows never overwrite each other.
         let place = match key.lane.as_str() {
@@ -152,7 +182,7 @@ pub fn compare_memory_modes(
         groups
             .entry((key.test.clone(), place, key.bytes))
             .or_default()
-            .insert(key.memory.clone(), (value, column));
+            .insert(key.memory.clone(), (values, column));
     }
     let gpu_groups: Vec<(String, String, u64)> =
         groups.keys().filter(|(_, gpu, _)| !gpu.is_empty()).cloned().collect();
@@ -173,23 +203,71 @@ pub fn compare_memory_modes(
         .into_iter()
         .map(|((test, gpu, bytes), by_mode)| {
             let metric = by_mode.values().next().map(|(_, column)| column.clone()).unwrap_or_default();
-            let values: Vec<Option<f64>> =
-                modes.iter().map(|mode| by_mode.get(mode).map(|(value, _)| *value)).collect();
-            let better = Better::for_column(&metric);
-            let speedups = values
+            let runs: Vec<&[f64]> = modes
                 .iter()
-                .map(|value| match (value, values[baseline_index]) {
-                    (Some(value), Some(reference)) if *value > 0.0 && reference > 0.0 => Some(match better {
-                        Better::Higher => value / reference,
-                        Better::Lower => reference / value,
-                    }),
-                    _ => None,
-                })
+                .map(|mode| by_mode.get(mode).map_or(&[][..], |(values, _)| values.as_slice()))
                 .collect();
-            ModeGroup { test, gpu, bytes, metric, values, speedups }
+            let values: Vec<Option<f64>> = runs.iter().map(|values| geometric_mean(values)).collect();
+            let sign = if Better::for_column(&metric) == Better::Higher { 1.0 } else { -1.0 };
+            let oriented = |values: &[f64]| -> Option<Vec<f64>> {
+                values
+                    .iter()
+                    .map(|value| (*value > 0.0 && value.is_finite()).then(|| sign * value.ln()))
+                    .collect()
+            };
+            let reference = oriented(runs[baseline_index]).filter(|logs| !logs.is_empty());
+            let (speedups, intervals) = runs
+                .iter()
+                .zip(&values)
+                .enumerate()
+                .map(|(index, (runs, value))| match (value, values[baseline_index], &reference) {
+                    (Some(value), Some(base), Some(reference)) if *value > 0.0 && base > 0.0 => {
+                        let speedup = if sign > 0.0 { value / base } else { base / value };
+                        let interval = oriented(runs)
+                            .filter(|_| index != baseline_index)
+                            .and_then(|logs| log_t_test(reference, &logs))
+                            .map(|test| test.interval);
+                        (Some(speedup), interval)
+                    }
+                    _ => (None, None),
+                })
+                .unzip();
+            ModeGroup {
+                test,
+                gpu,
+                bytes,
+                metric,
+                values,
+                runs: runs.iter().map(|values| values.len()).collect(),
+                speedups,
+                intervals,
+            }
         })
         .collect();
     Ok(ModeComparison { modes, baseline, groups })
+}
+
+/// Each key's rows, one per file that holds it, in file order: the k-th is run k. A file with
+/// two rows of one key is refused (as `compare` refuses it).
+fn runs_by_key(files: &[ResultFile]) -> Result<BTreeMap<RowKey, Vec<&ResultRow>>> {
+    let mut rows: BTreeMap<RowKey, Vec<&ResultRow>> = BTreeMap::new();
+    for file in files {
+        for (key, row) in index_rows([file])? {
+            rows.entry(key).or_default().push(row);
+        }
+    }
+    Ok(rows)
+}
+
+fn geometric_mean(values: &[f64]) -> Option<f64> {
+    match values {
+        [] => None,
+        [value] => Some(*value),
+        _ if values.iter().all(|value| *value > 0.0) => {
+            Some((values.iter().map(|value| value.ln()).sum::<f64>() / values.len() as f64).exp())
+        }
+        _ => crate::significance::median(values),
+    }
 }
 
 #[cfg(test)]
@@ -260,5 +338,32 @@ mod tests {
         let modes = compare_memory_modes(&[host, cuda], None, None).unwrap();
         assert_eq!(modes.baseline, "host");
         assert_eq!(modes.groups[0].speedups[1], Some(3.0));
+    }
+
+    #[test]
+    fn repeated_runs_give_each_speedup_an_interval() {
+        // Three runs, each file all three modes: staged 45 +-1%, GPUDirect 90 +-1%.
+        let run = |name: &str, factor: f64| {
+            ResultFile::parse_csv(
+                name,
+                &format!(
+                    "test,bytes,bw_avg_gbit_s,mem_local,gpu_local\nwrite_bw,65536,95,host,\n\
+                     write_bw,65536,{},cuda,GPU0\nwrite_bw,65536,{},cuda-staged,GPU0\n",
+                    90.0 * factor,
+                    45.0 / factor
+                ),
+            )
+            .unwrap()
+        };
+        let modes =
+            compare_memory_modes(&[run("r1.csv", 1.0), run("r2.csv", 1.01), run("r3.csv", 0.99)], None, None)
+                .unwrap();
+        let group = &modes.groups[0];
+        assert_eq!(group.runs, [3, 3, 3]);
+        assert!((group.speedups[2].unwrap() - 2.0).abs() < 1e-3, "{group:?}");
+        let (low, high) = group.intervals[2].unwrap();
+        assert!(low < 2.0 && high > 2.0 && high - low < 0.2, "{group:?}");
+        assert_eq!(group.intervals[1], None, "the baseline against itself");
+        assert!(modes.render().contains("2.00x ["), "{}", modes.render());
     }
 }
