@@ -16,7 +16,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
 use gdrperf_cuda::{Cuda, GpuSelection};
-use gdrperf_verbs::{CompletionQueue, Device, Endpoint, MemoryRegion, Operation, PathSettings};
+use gdrperf_verbs::{
+    CompletionQueue, Device, Endpoint, MemoryRegion, Operation, PathSettings, RelaxedOrdering,
+};
 use gdrperf_verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
 
 const MESSAGE: &[u8] = b"GPU to GPU, no host memory on the way";
@@ -71,6 +73,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 LEN,
                 "GPU memory via dma-buf",
                 RemoteAccess::Write,
+                RelaxedOrdering::Asked,
             )?
         },
         Err(error) => {
@@ -82,6 +85,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                     LEN,
                     "GPU memory via nvidia-peermem",
                     RemoteAccess::Write,
+                    RelaxedOrdering::Asked,
                 )?
             }
         }

@@ -100,6 +100,59 @@ impl RemoteAccess {
     }
 }
 
+/// PCIe relaxed ordering on a registration (`IBV_ACCESS_RELAXED_ORDERING`): asked for by
+/// default, as perftest does (`setup_mr_flags` in perftest_resources.c, unless
+/// `--disable_pcie_relaxed`), so that a gdrperf figure and a perftest figure describe the same
+/// configuration. rdma-core defines the flag as an optional one (`IBV_ACCESS_OPTIONAL_FIRST`,
+/// bit 20): a kernel or device that cannot honour it ignores it. Whether the NIC then sets the
+/// attribute on its PCIe writes (mlx5 does only where the device reports the capability and
+/// the function's Device Control allows it) is not visible from user space, so "asked" is the
+/// most a run can say of a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelaxedOrdering {
+    /// Not asked for (`--disable_pcie_relaxed`).
+    Off,
+    /// Asked for, and the registration took the flag.
+    Asked,
+    /// Asked for, but the registration failed with the flag and succeeded without it: an
+    /// rdma-core or kernel that predates optional access flags (rdma-core older than v28 passes
+    /// the bit to a kernel that refuses unknown bits).
+    Refused,
+}
+
+impl RelaxedOrdering {
+    /// The word the run header, the CSV and the JSON use.
+    pub fn word(self) -> &'static str {
+        match self {
+            RelaxedOrdering::Off => "off",
+            RelaxedOrdering::Asked => "asked",
+            RelaxedOrdering::Refused => "refused",
+        }
+    }
+}
+
+/// Registers with `flags` plus relaxed ordering when `ordering` asks for it; where that fails
+/// with EINVAL or EOPNOTSUPP (the answer of a stack that does not know the optional flag),
+/// registers once more without it and says so.
+fn register_with_ordering<T, E>(
+    flags: AccessFlags,
+    ordering: RelaxedOrdering,
+    register: impl Fn(AccessFlags) -> std::result::Result<T, E>,
+    errno: impl Fn(&E) -> Option<i32>,
+) -> std::result::Result<(T, RelaxedOrdering), E> {
+    if ordering == RelaxedOrdering::Off {
+        return register(flags).map(|region| (region, RelaxedOrdering::Off));
+    }
+    match register(flags | AccessFlags::RelaxedOrdering) {
+        Ok(region) => Ok((region, RelaxedOrdering::Asked)),
+        Err(error) if matches!(errno(&error), Some(libc::EINVAL | libc::EOPNOTSUPP)) => {
+            register(flags).map(|region| (region, RelaxedOrdering::Refused))
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// A registered region: keys plus the address range they cover.
 /// Not `Clone`: a copy would keep the keys (the rkey a peer writes through) while the pages they
 /// cover can be freed by the owner of the original; one owner, borrowed by reference.
@@ -107,11 +160,13 @@ pub struct MemoryRegion {
     region: Arc<SidewayMemoryRegion>,
     address: u64,
     len: usize,
+    relaxed_ordering: RelaxedOrdering,
 }
 
 impl MemoryRegion {
     /// Registers `len` bytes at virtual address `address` (host memory, or GPU memory when the
-    /// nvidia-peermem module lets the NIC driver resolve device pointers).
+    /// nvidia-peermem module lets the NIC driver resolve device pointers), with relaxed ordering
+    /// as `ordering` asks ([`RelaxedOrdering::Asked`] or [`RelaxedOrdering::Off`]).
     ///
     /// # Safety
     /// The range must stay valid (not freed, not moved) for as long as the region lives.
@@ -121,10 +176,16 @@ impl MemoryRegion {
         len: usize,
         what: &str,
         access: RemoteAccess,
+        ordering: RelaxedOrdering,
     ) -> Result<MemoryRegion> {
         // SAFETY: the caller keeps `address..address + len` valid for the region's life.
-        let registered = unsafe { pd.reg_mr(address as usize, len, access.flags()) };
-        let region = registered.map_err(|error| VerbsError::RegisterMemory {
+        let registered = register_with_ordering(
+            access.flags(),
+            ordering,
+            |flags| unsafe { pd.reg_mr(address as usize, len, flags) },
+            |error| source_of(error).raw_os_error(),
+        );
+        let (region, relaxed_ordering) = registered.map_err(|error| VerbsError::RegisterMemory {
             what: what.to_string(),
             len,
             source: source_of(&error),
@@ -134,11 +195,12 @@ impl MemoryRegion {
                 "; check `ulimit -l` (locked memory) for your user"
             },
         })?;
-        Ok(MemoryRegion { region, address, len })
+        Ok(MemoryRegion { region, address, len, relaxed_ordering })
     }
 
     /// Registers a dma-buf (GPU memory exported by the CUDA driver) at I/O virtual address
-    /// `address`, so that remote peers can use the same address they would with peermem.
+    /// `address`, so that remote peers can use the same address they would with peermem;
+    /// relaxed ordering as `ordering` asks.
     ///
     /// # Safety
     /// `fd` must be a dma-buf covering `offset..offset + len` that outlives the region.
@@ -150,10 +212,16 @@ impl MemoryRegion {
         len: usize,
         what: &str,
         access: RemoteAccess,
+        ordering: RelaxedOrdering,
     ) -> Result<MemoryRegion> {
         // SAFETY: the caller guarantees `fd` covers `offset..offset + len` and outlives the region.
-        let registered = unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, access.flags()) };
-        let region = registered.map_err(|error| {
+        let registered = register_with_ordering(
+            access.flags(),
+            ordering,
+            |flags| unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, flags) },
+            |error| source_of(error).raw_os_error(),
+        );
+        let (region, relaxed_ordering) = registered.map_err(|error| {
             VerbsError::RegisterMemory {
                 what: what.to_string(),
                 len,
@@ -162,7 +230,12 @@ impl MemoryRegion {
                        support, and NVIDIA's open kernel modules; or try --gdr peermem",
             }
         })?;
-        Ok(MemoryRegion { region, address, len })
+        Ok(MemoryRegion { region, address, len, relaxed_ordering })
+    }
+
+    /// Whether relaxed ordering was asked for and taken by the registration.
+    pub fn relaxed_ordering(&self) -> RelaxedOrdering {
+        self.relaxed_ordering
     }
 
     pub fn lkey(&self) -> u32 {
@@ -292,5 +365,62 @@ mod tests {
         buffer.as_mut_slice()[9_999] = 7;
         assert_eq!(buffer.as_slice()[9_999], 7);
         assert_eq!(buffer.len(), 10_000);
+    }
+
+    /// A stand-in for ibv_reg_mr: refuses the flags in `refused` with `errno`, and records
+    /// the flags of every call.
+    fn registration(
+        refused: Option<(AccessFlags, i32)>,
+        calls: &std::cell::RefCell<Vec<AccessFlags>>,
+    ) -> impl Fn(AccessFlags) -> std::result::Result<(), i32> + '_ {
+        move |flags| {
+            calls.borrow_mut().push(flags);
+            match refused {
+                Some((bad, errno)) if flags == bad => Err(errno),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    #[test]
+    fn relaxed_ordering_is_asked_for_unless_off() {
+        let calls = std::cell::RefCell::new(Vec::new());
+        let base = RemoteAccess::Write.flags();
+        let asked =
+            register_with_ordering(base, RelaxedOrdering::Asked, registration(None, &calls), |e| Some(*e));
+        assert_eq!(asked, Ok(((), RelaxedOrdering::Asked)));
+        assert_eq!(calls.borrow().as_slice(), &[base | AccessFlags::RelaxedOrdering]);
+        calls.borrow_mut().clear();
+        let off =
+            register_with_ordering(base, RelaxedOrdering::Off, registration(None, &calls), |e| Some(*e));
+        assert_eq!(off, Ok(((), RelaxedOrdering::Off)));
+        assert_eq!(calls.borrow().as_slice(), &[base]);
+    }
+
+    #[test]
+    fn a_stack_that_refuses_the_flag_gets_a_plain_registration_and_says_so() {
+        let base = RemoteAccess::Read.flags();
+        let with = base | AccessFlags::RelaxedOrdering;
+        for errno in [libc::EINVAL, libc::EOPNOTSUPP] {
+            let calls = std::cell::RefCell::new(Vec::new());
+            let outcome = register_with_ordering(
+                base,
+                RelaxedOrdering::Asked,
+                registration(Some((with, errno)), &calls),
+                |e| Some(*e),
+            );
+            assert_eq!(outcome, Ok(((), RelaxedOrdering::Refused)));
+            assert_eq!(calls.borrow().as_slice(), &[with, base]);
+        }
+        // Any other failure (locked memory, a bad address) is the registration's own: no retry.
+        let calls = std::cell::RefCell::new(Vec::new());
+        let outcome = register_with_ordering(
+            base,
+            RelaxedOrdering::Asked,
+            registration(Some((with, 12)), &calls),
+            |e| Some(*e),
+        );
+        assert_eq!(outcome, Err(12));
+        assert_eq!(calls.borrow().len(), 1);
     }
 }

@@ -52,6 +52,7 @@ impl LocalResources {
         let completion_queue = CompletionQueue::new(&device, depth)?;
         let mut queue_pairs = Vec::new();
         let mut buffers = Vec::new();
+        let ordering = config.memory.relaxed_ordering;
         for _ in 0..config.qps {
             queue_pairs.push(RcQueuePair::new(
                 &protection_domain,
@@ -61,22 +62,29 @@ impl LocalResources {
                 access,
             )?);
             buffers.push(match (placement.kind, &gpu) {
-                (MemoryKind::Cuda, Some(gpu)) => {
-                    BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr, access)?
-                }
+                (MemoryKind::Cuda, Some(gpu)) => BenchBuffer::gpu(
+                    &protection_domain,
+                    gpu,
+                    buffer_len,
+                    config.memory.gdr,
+                    access,
+                    ordering,
+                )?,
                 (MemoryKind::CudaStaged, Some(gpu)) => BenchBuffer::staged(
                     &protection_domain,
                     Box::new(CudaStager::new(gpu, staged_len(buffer_len, sizes.send_depth), buffer_len)?),
                     MemoryKind::CudaStaged,
                     access,
+                    ordering,
                 )?,
                 (MemoryKind::HostStaged, _) => BenchBuffer::staged(
                     &protection_domain,
                     Box::new(HostStager::new(staged_len(buffer_len, sizes.send_depth))?),
                     MemoryKind::HostStaged,
                     access,
+                    ordering,
                 )?,
-                _ => BenchBuffer::host(&protection_domain, buffer_len, access)?,
+                _ => BenchBuffer::host(&protection_domain, buffer_len, access, ordering)?,
             });
         }
         let mut path = crate::node::pcie::path_facts(&device, &port, &buffers, &cpu);

@@ -36,6 +36,7 @@ pub(crate) fn row_context(test: &str, config: &BenchConfig, session: &Session) -
         gpu_local_uuid: crate::node::pcie::gpu_uuid(&session.local.buffers).unwrap_or_default(),
         traffic_class: config.traffic_class.map(u32::from),
         service_level: config.service_level.map(u32::from),
+        relaxed_ordering: crate::memory::buffers::relaxed_ordering(&session.local.buffers).word().into(),
         nic: Default::default(),
         path: Some(RowPath::new(
             session.side.is_client(),
@@ -154,6 +155,7 @@ pub(crate) fn metadata(
             },
         ),
         HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),
+        HeaderLine::per_placement("PCIe relax order", relaxed_ordering_line(&local.buffers)),
         HeaderLine::new("Clock", clock_line),
         // What made this output, so a saved console log is a complete result by itself.
         HeaderLine::new("Command", gdrperf_provenance::command_line(&config.argv)),
@@ -225,8 +227,26 @@ pub(crate) fn metadata(
         "qp_connection": qp_connection,
         "traffic_class": config.traffic_class,
         "service_level": config.service_level,
+        "relaxed_ordering": crate::memory::buffers::relaxed_ordering(&local.buffers),
     });
     RunStart { header, metadata }
+}
+
+/// The header's "PCIe relax order" line: perftest's ON/OFF (its header's words) and what the
+/// registrations did with the request; whether the NIC uses it is not knowable from here.
+fn relaxed_ordering_line(buffers: &[crate::memory::buffers::BenchBuffer]) -> String {
+    use crate::verbs::RelaxedOrdering;
+    match crate::memory::buffers::relaxed_ordering(buffers) {
+        RelaxedOrdering::Asked => {
+            "ON (asked for on every registration, as perftest; whether the NIC uses it depends on \
+                                   its Device Control bit and the device, see gdrperf doctor)"
+                .into()
+        }
+        RelaxedOrdering::Off => "OFF (--disable_pcie_relaxed)".into(),
+        RelaxedOrdering::Refused => {
+            "OFF (asked for, refused by this rdma-core or kernel: registered without it)".into()
+        }
+    }
 }
 
 /// The header's "QoS" line: `-T` and `-S` as given, and as the first QP's address holds them

@@ -18,7 +18,7 @@ use crate::memory::pattern::{fill_pattern, Mismatch};
 pub use crate::memory::pattern::{find_mismatch, pattern_seed};
 use crate::memory_kind::MemoryKind;
 use crate::options::args::GdrPath;
-use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RemoteAccess};
+use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RelaxedOrdering, RemoteAccess};
 use gdrperf_stats::{busy_nanos, CopyInterval};
 
 /// An outstanding copy, as handed out by a [`Stager`]: copies are numbered in the order they
@@ -158,6 +158,16 @@ impl Storage {
     }
 }
 
+/// The relaxed ordering of a side's buffers, all registered with the same request: refused if
+/// any registration refused it, else the first's (off for none).
+pub fn relaxed_ordering(buffers: &[BenchBuffer]) -> RelaxedOrdering {
+    let mut each = buffers.iter().map(BenchBuffer::relaxed_ordering);
+    match each.clone().find(|ordering| *ordering == RelaxedOrdering::Refused) {
+        Some(refused) => refused,
+        None => each.next().unwrap_or(RelaxedOrdering::Off),
+    }
+}
+
 /// A registered buffer of one QP.
 pub struct BenchBuffer {
     /// Declared before the memory it registers, so that it is deregistered before that memory
@@ -179,12 +189,18 @@ pub struct MessageCheck {
 
 impl BenchBuffer {
     /// Allocates `len` bytes of host memory and registers them on `pd`, open to the peer for
-    /// `access` (the test's need).
-    pub fn host(pd: &Arc<ProtectionDomain>, len: usize, access: RemoteAccess) -> Result<BenchBuffer> {
+    /// `access` (the test's need), with relaxed ordering as `ordering` asks.
+    pub fn host(
+        pd: &Arc<ProtectionDomain>,
+        len: usize,
+        access: RemoteAccess,
+        ordering: RelaxedOrdering,
+    ) -> Result<BenchBuffer> {
         let memory = HostBuffer::new(len)?;
         // SAFETY: the HostBuffer moves into `storage` below and lives as long as the region.
-        let region =
-            unsafe { MemoryRegion::register(pd, memory.address(), memory.len(), "host buffer", access)? };
+        let region = unsafe {
+            MemoryRegion::register(pd, memory.address(), memory.len(), "host buffer", access, ordering)?
+        };
         Ok(BenchBuffer { storage: Storage::Host(memory), region, check: MessageCheck::default() })
     }
 
@@ -196,6 +212,7 @@ impl BenchBuffer {
         len: usize,
         path: GdrPath,
         access: RemoteAccess,
+        ordering: RelaxedOrdering,
     ) -> Result<BenchBuffer> {
         let memory = gpu.alloc(len)?;
         let what = format!("GPU {} memory", gpu.index());
@@ -216,6 +233,7 @@ impl BenchBuffer {
                     dmabuf.len(),
                     &format!("{what} via dma-buf"),
                     access,
+                    ordering,
                 )?
             };
             return Ok(BenchBuffer {
@@ -232,6 +250,7 @@ impl BenchBuffer {
                 memory.len(),
                 &format!("{what} via nvidia-peermem"),
                 access,
+                ordering,
             )?
         };
         Ok(BenchBuffer {
@@ -247,16 +266,23 @@ impl BenchBuffer {
         stager: Box<dyn Stager>,
         kind: MemoryKind,
         access: RemoteAccess,
+        ordering: RelaxedOrdering,
     ) -> Result<BenchBuffer> {
         let (address, len) = stager.bounce();
         // SAFETY: the bounce buffer belongs to `stager`, which moves into `storage` with the region.
         // It is what the peer reaches (the payload behind it only by copies): the test's access.
-        let region = unsafe { MemoryRegion::register(pd, address, len, "staging bounce buffer", access)? };
+        let region =
+            unsafe { MemoryRegion::register(pd, address, len, "staging bounce buffer", access, ordering)? };
         Ok(BenchBuffer { storage: Storage::Staged { stager, kind }, region, check: MessageCheck::default() })
     }
 
     pub fn kind(&self) -> MemoryKind {
         self.storage.kind()
+    }
+
+    /// Whether the registration asked for PCIe relaxed ordering and took it.
+    pub fn relaxed_ordering(&self) -> RelaxedOrdering {
+        self.region.relaxed_ordering()
     }
 
     /// The copy engine of a staged buffer (`None` for memory the NIC reaches directly). Only

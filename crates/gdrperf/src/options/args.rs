@@ -161,6 +161,12 @@ pub struct CommonArgs {
     #[arg(long = "gdr", value_enum, default_value_t = GdrPath::Auto, value_name = "MODE")]
     pub gdr: GdrPath,
 
+    /// Register every buffer without PCIe relaxed ordering (perftest's flag). By default each
+    /// registration asks for it (IBV_ACCESS_RELAXED_ORDERING), as perftest does; the header,
+    /// CSV and JSON say whether it was asked for and taken.
+    #[arg(long = "disable_pcie_relaxed", visible_alias = "disable-pcie-relaxed")]
+    pub disable_pcie_relaxed: bool,
+
     /// Seconds to wait for the peer (connect, exchange) or for completion progress before giving up.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     pub timeout: u64,

@@ -385,6 +385,8 @@ pub struct MemoryConfig {
     /// The GPUs for the cuda kinds (parsed, checked against the machine when CUDA is loaded).
     pub gpu: GpuSelection,
     pub gdr: GdrPath,
+    /// Whether registrations ask for PCIe relaxed ordering (`--disable_pcie_relaxed` says no).
+    pub relaxed_ordering: crate::verbs::RelaxedOrdering,
 }
 
 impl MemoryConfig {
@@ -416,7 +418,12 @@ impl MemoryConfig {
                 "does not apply to cuda-staged: the NIC only touches pinned host memory there",
             ));
         }
-        Ok(MemoryConfig { kinds, gpu, gdr: args.gdr })
+        let relaxed_ordering = if args.disable_pcie_relaxed {
+            crate::verbs::RelaxedOrdering::Off
+        } else {
+            crate::verbs::RelaxedOrdering::Asked
+        };
+        Ok(MemoryConfig { kinds, gpu, gdr: args.gdr, relaxed_ordering })
     }
 }
 

@@ -179,6 +179,8 @@ columns! {
         columns qos: QosColumns,
         /// The NIC's and the GPU's identities (appended last: readers by position keep working).
         columns identity: IdentityColumns,
+        /// PCIe relaxed ordering on this side's registrations (appended after the identities).
+        column relaxed_ordering: String,
     }
 }
 
@@ -217,6 +219,7 @@ impl LatencyRow {
             refused_samples: figures.refused_samples,
             qos: QosColumns::of(context),
             identity: IdentityColumns::of(context),
+            relaxed_ordering: context.relaxed_ordering.clone(),
         }
     }
 }
@@ -561,7 +564,7 @@ mod tests {
             text.lines()
                 .next()
                 .unwrap()
-                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,latency_span,refused_samples,traffic_class,service_level,nic_node_guid,gpu_local_uuid"),
+                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,latency_span,refused_samples,traffic_class,service_level,nic_node_guid,gpu_local_uuid,relaxed_ordering"),
             "{text}"
         );
 

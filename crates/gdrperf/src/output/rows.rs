@@ -12,7 +12,9 @@ use crate::options::config::BandwidthUnit;
 use crate::output::ceiling_columns::CeilingColumns;
 use crate::output::context::RowContext;
 use crate::output::exporter::Row;
-use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
+use crate::output::row_columns::{
+    columns, join_distinct, IdentityColumns, MachineColumns, PlaceColumns, QosColumns,
+};
 
 columns! {
     /// One size of a bandwidth test.
@@ -64,6 +66,8 @@ columns! {
         column peak_note: String,
         /// The NIC's and the GPU's identities (appended last: readers by position keep working).
         columns identity: IdentityColumns,
+        /// PCIe relaxed ordering on this side's registrations (appended after the identities).
+        column relaxed_ordering: String,
     }
 }
 
@@ -159,6 +163,7 @@ impl BandwidthRow {
             peak_events_not_stored: reports.iter().map(|report| report.events_not_stored).sum(),
             qos: QosColumns::of(context),
             identity: IdentityColumns::of(context),
+            relaxed_ordering: context.relaxed_ordering.clone(),
         }
     }
 
@@ -201,6 +206,7 @@ impl BandwidthRow {
             peak_events_not_stored: lanes.iter().map(|row| row.peak_events_not_stored).sum(),
             peak_note: PEAK_NOT_SUMMED.into(),
             identity: IdentityColumns::aggregate(lanes.iter().map(|row| &row.identity)),
+            relaxed_ordering: join_distinct(lanes.iter().map(|row| row.relaxed_ordering.as_str())),
             ..first.clone()
         })
     }
@@ -363,11 +369,11 @@ mod tests {
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let mut lines = text.lines();
         assert!(
-            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid"),
+            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid,relaxed_ordering"),
             "{text}"
         );
         assert!(
-            lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0,,,,,"),
+            lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0,,,,,,"),
             "{text}"
         );
         let mut second = row.clone();

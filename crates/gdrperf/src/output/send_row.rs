@@ -296,9 +296,9 @@ mod tests {
         // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
         // placement (cpu, numa_node), the NIC counters, the peak's span and the ceiling end both.
         let shared =
-            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid");
+            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid,relaxed_ordering");
         assert!(header.starts_with(shared), "{header}");
-        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid"));
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid,relaxed_ordering"));
         // Both ends' stores count, the receiver's too.
         let short = |figures: BandwidthFigures| Some(BandwidthFigures { events_not_stored: 3, ..figures });
         let both = row_of(

@@ -352,7 +352,13 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
     flag(None, "data_enc_key_app_path", true, "data encryption key program", NO_CRYPTO),
     flag(None, "log_dci_streams", true, "DCI streams (DC)", RC_ONLY),
     flag(None, "log_active_dci_streams", true, "active DCI streams (DC)", RC_ONLY),
-    flag(None, "disable_pcie_relaxed", false, "no PCIe relaxed ordering", NO_EXTRA),
+    flag(
+        None,
+        "disable_pcie_relaxed",
+        false,
+        "register without IBV_ACCESS_RELAXED_ORDERING (set by default in setup_mr_flags where rdma-core has it)",
+        Same,
+    ),
     flag(None, "use_ooo", false, "out-of-order data placement", NO_EXTRA),
     flag(None, "congest_type", true, "congestion control type", NO_EXTRA),
     flag(

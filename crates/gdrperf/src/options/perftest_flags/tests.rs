@@ -137,6 +137,20 @@ fn a_perftest_command_line_runs_or_is_refused_flag_by_flag() {
     let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
     assert_eq!((cli.common.traffic_class, cli.common.service_level), (Some(106), Some(0)));
 
+    // Relaxed ordering: asked for unless --disable_pcie_relaxed, as perftest's setup_mr_flags.
+    let ordering = |line: &str| {
+        let (arguments, _) = run(write_bw, false, line).unwrap();
+        let cli =
+            WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+        let config = crate::options::BenchConfig::from_args(
+            &cli.common,
+            crate::options::perftest_defaults::WRITE_BW_DEFAULTS,
+        );
+        config.unwrap().memory.relaxed_ordering
+    };
+    assert_eq!(ordering("node2"), crate::verbs::RelaxedOrdering::Asked);
+    assert_eq!(ordering("--disable_pcie_relaxed node2"), crate::verbs::RelaxedOrdering::Off);
+
     let refused = |line: &str| run(write_bw, false, line).unwrap_err().0;
     assert!(refused("-a --run_infinitely").contains("-D SECONDS"));
     assert!(refused("-l 4").contains("perftest's -l, --post_list (requests per post call) is not supported"));
