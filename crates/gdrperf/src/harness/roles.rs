@@ -34,9 +34,9 @@ use crate::harness::sweep::{
     self, agree_on_count, create_local, finish_outputs, greeting, lead_size, progress_bar, run_start,
     write_and_judge, RunOutcome,
 };
-use crate::options::config::{BenchConfig, Role};
+use crate::options::config::{BenchConfig, Role, StopRule};
 use crate::options::placement::{self, placement_for, Placement};
-use crate::output::{Console, HeaderLine, Outputs};
+use crate::output::{Console, ConsoleStyle, HeaderLine, Outputs};
 
 /// Runs `benchmark` as its configuration says. The only entry point a bench binary calls.
 pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
@@ -172,7 +172,10 @@ fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<RowOf<B>
     Outputs::create(
         config.csv.as_deref(),
         config.json.as_deref(),
-        Some(Console::new(B::BENCH.title, config.unit)),
+        Some(Console::new(
+            B::BENCH.title,
+            ConsoleStyle { unit: config.unit, timed: matches!(config.stop, StopRule::Duration(_)) },
+        )),
     )
 }
 

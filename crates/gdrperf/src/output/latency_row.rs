@@ -24,9 +24,10 @@ use gdrperf_stats::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::options::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
+use crate::options::config::{LatencyFilePaths, LatencySpan};
 use crate::output::context::RowContext;
-use crate::output::exporter::Row;
+use crate::output::exporter::{ConsoleStyle, Row};
+use crate::output::perftest_table;
 use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
 
 /// What the measuring side found for one size, in integer nanoseconds (mean and deviation in
@@ -225,38 +226,46 @@ impl LatencyRow {
 }
 
 impl Row for LatencyRow {
-    fn console_header(_unit: BandwidthUnit) -> String {
-        format!(
-            " {:<8} {:<12} {:>12} {:>12} {:>16} {:>12} {:>14} {:>12} {:>14} {:>15}  {}",
-            "#bytes",
-            "#iterations",
-            "t_min[usec]",
-            "t_max[usec]",
-            "t_typical[usec]",
-            "t_avg[usec]",
-            "t_stdev[usec]",
-            "99%[usec]",
-            "99.9%[usec]",
-            "99.99%[usec]",
-            "check"
-        )
+    fn console_header(style: ConsoleStyle) -> String {
+        if style.timed { perftest_table::LATENCY_DURATION_HEADER } else { perftest_table::LATENCY_HEADER }
+            .into()
     }
 
-    fn console_line(&self, _unit: BandwidthUnit) -> String {
-        format!(
-            " {:<8} {:<12} {:>12.3} {:>12.3} {:>16.3} {:>12.3} {:>14.3} {:>12.3} {:>14.3} {:>15.3}  {}",
-            self.bytes,
-            self.iterations,
-            self.t_min_us,
-            self.t_max_us,
-            self.t_typical_us,
-            self.t_avg_us,
-            self.t_stdev_us,
-            self.p99_us,
-            self.p99_9_us,
-            self.p99_99_us,
-            self.validation
-        )
+    /// perftest's row: its nine figures, or under `-D` the average and the transactions per
+    /// second (`print_report_lat_duration`: iterations over the measured time).
+    fn console_line(&self, style: ConsoleStyle) -> String {
+        if style.timed {
+            let rate = if self.elapsed_s > 0.0 { self.iterations as f64 / self.elapsed_s } else { 0.0 };
+            return perftest_table::latency_duration_line(self.bytes, self.iterations, self.t_avg_us, rate);
+        }
+        perftest_table::latency_line(&perftest_table::LatencyFields {
+            bytes: self.bytes,
+            iterations: self.iterations,
+            t_min: self.t_min_us,
+            t_max: self.t_max_us,
+            t_typical: self.t_typical_us,
+            t_avg: self.t_avg_us,
+            t_stdev: self.t_stdev_us,
+            p99: self.p99_us,
+            p99_9: self.p99_9_us,
+        })
+    }
+
+    /// The 99.99th percentile (not in perftest's row), the distribution of a `-D` run (its row
+    /// has the average only), and the data check.
+    fn console_notes(&self, style: ConsoleStyle) -> Vec<String> {
+        let mut first = Vec::new();
+        if style.timed {
+            first.push(format!(
+                "t_min {:.2}, t_typical {:.2}, t_max {:.2}, t_stdev {:.2}, 99% {:.2}, 99.9% {:.2} usec",
+                self.t_min_us, self.t_typical_us, self.t_max_us, self.t_stdev_us, self.p99_us, self.p99_9_us
+            ));
+        }
+        first.push(format!("99.99% {:.2} usec", self.p99_99_us));
+        if self.validation != "off" {
+            first.push(format!("check {}", self.validation));
+        }
+        crate::output::rows::notes_of(self.bytes, &first, "")
     }
 }
 

@@ -16,6 +16,7 @@ mod exporter;
 mod files;
 pub mod latency_row;
 mod measured;
+pub mod perftest_table;
 pub mod row_columns;
 pub mod rows;
 pub mod send_row;
@@ -24,7 +25,7 @@ use std::path::Path;
 
 pub use console::Console;
 pub use context::RowContext;
-pub use exporter::{Exporter, HeaderLine, Row, RunStart};
+pub use exporter::{ConsoleStyle, Exporter, HeaderLine, Row, RunStart};
 pub use files::{CsvFile, JsonFile};
 pub use rows::BandwidthRow;
 

@@ -14,11 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::options::config::BandwidthUnit;
 use crate::output::context::RowContext;
-use crate::output::exporter::Row;
+use crate::output::exporter::{ConsoleStyle, Row};
 use crate::output::row_columns::{columns, serialize_cells, Cell, Columns};
-use crate::output::rows::{
-    lane_note, optional_figure, peak_console_note, BandwidthFigures, BandwidthRow, BandwidthSettings,
-};
+use crate::output::rows::{BandwidthFigures, BandwidthRow, BandwidthSettings};
 
 /// What one side of a SEND stream measured for one size.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -175,46 +173,29 @@ impl Row for SendBandwidthRow {
         SendBandwidthRow::aggregate(lanes)
     }
 
-    fn console_header(unit: BandwidthUnit) -> String {
-        let unit = match unit {
-            BandwidthUnit::MebibytesPerSecond => "MiB/sec",
-            BandwidthUnit::GigabitsPerSecond => "Gb/sec",
-        };
-        format!(
-            " {:<10} {:<13} {:<20} {:<22} {:<14} {:<22} {}",
-            "#bytes",
-            "#iterations",
-            format!("BW peak[{unit}]"),
-            format!("BW average[{unit}]"),
-            "MsgRate[Mpps]",
-            format!("RX BW average[{unit}]"),
-            "check"
-        )
+    /// perftest's table (ib_send_bw prints the same five fields as ib_write_bw).
+    fn console_header(style: ConsoleStyle) -> String {
+        <BandwidthRow as Row>::console_header(style)
     }
 
-    fn console_line(&self, unit: BandwidthUnit) -> String {
-        let (sender, send) = (&self.sender, &self.send);
-        let (peak, average, received) = match unit {
-            BandwidthUnit::MebibytesPerSecond => {
-                (sender.bw_peak_mib_s, sender.bw_avg_mib_s, send.rx_bw_avg_mib_s)
-            }
-            BandwidthUnit::GigabitsPerSecond => {
-                (sender.bw_peak_gbit_s, sender.bw_avg_gbit_s, send.rx_bw_avg_gbit_s)
-            }
+    fn console_line(&self, style: ConsoleStyle) -> String {
+        self.sender.console_line(style)
+    }
+
+    /// The sender's notes, and the receiver's average (perftest's receiver prints its own row).
+    fn console_notes(&self, style: ConsoleStyle) -> Vec<String> {
+        let (unit, received) = match style.unit {
+            BandwidthUnit::MebibytesPerSecond => ("MiB/sec", self.send.rx_bw_avg_mib_s),
+            BandwidthUnit::GigabitsPerSecond => ("Gb/sec", self.send.rx_bw_avg_gbit_s),
         };
         let received = received.map(|value| format!("{value:.2}")).unwrap_or_else(|| "n/a".into());
-        format!(
-            " {:<10} {:<13} {:<20} {:<22.2} {:<14.6} {:<22} {}{}",
-            sender.bytes,
-            sender.iterations,
-            optional_figure(peak),
-            average,
-            sender.msg_rate_mpps,
-            received,
-            sender.validation,
-            lane_note(&sender.lane, &sender.place, &sender.machine.gpu_local_bus_id)
-        ) + &sender.ceiling.console_note()
-            + &peak_console_note(&sender.peak_note)
+        let mut notes = self.sender.console_notes(style);
+        let line = format!("RX BW average[{unit}] {received}");
+        match notes.first_mut() {
+            Some(first) => first.push_str(&format!("; {line}")),
+            None => notes.push(format!("{} B: {line}", self.sender.bytes)),
+        }
+        notes
     }
 }
 
@@ -326,9 +307,14 @@ mod tests {
             (all.sender.lane.as_str(), all.sender.place.device.as_str(), all.sender.validation.as_str()),
             ("all", "rxe0+rxe1", "pass")
         );
-        let console = all.console_line(BandwidthUnit::MebibytesPerSecond);
-        assert!(console.lines().next().unwrap().ends_with("all lanes"), "{console}");
-        assert!(console.ends_with("\n     no peak: the lanes' peaks are over different spans and do not add"));
+        let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed: false };
+        // The table row holds perftest's five fields; the lane and the empty peak are notes.
+        let console = all.console_line(style);
+        assert_eq!(console.split_whitespace().count(), 5, "{console}");
+        assert_eq!(console.split_whitespace().nth(2), Some("-"), "{console}");
+        let notes = all.console_notes(style);
+        assert!(notes[0].starts_with("65536 B: check pass; all lanes; RX BW average[MiB/sec] "), "{notes:?}");
+        assert_eq!(notes[1], "  no peak: the lanes' peaks are over different spans and do not add");
         // The receivers too are all bytes over the longest interval, not a sum of rates. Lane 0's
         // receiver takes 5000 × 64 KiB at 100 MiB/s (3.125 s), lane 1's at 50 MiB/s (6.25 s):
         // 10000 × 64 KiB = 625 MiB in 6.25 s is 100 MiB/s (the sum of the rates would be 150),
@@ -366,6 +352,6 @@ mod tests {
             SendBandwidthRow::new(&context, BANDWIDTH, SendSettings { inline_size: 0 }, &[client], "off")
                 .unwrap();
         assert_eq!(lonely.send.rx_bw_avg_mib_s, None);
-        assert!(lonely.console_line(BandwidthUnit::MebibytesPerSecond).contains("n/a"));
+        assert!(lonely.console_notes(style)[0].ends_with("RX BW average[MiB/sec] n/a"));
     }
 }
