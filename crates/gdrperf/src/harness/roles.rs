@@ -169,13 +169,12 @@ fn run_loopback<B: Benchmark>(
 }
 
 fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<RowOf<B>>> {
+    let style = ConsoleStyle { unit: config.unit, timed: matches!(config.stop, StopRule::Duration(_)) };
     Outputs::create(
         config.csv.as_deref(),
         config.json.as_deref(),
-        Some(Console::new(
-            B::BENCH.title,
-            ConsoleStyle { unit: config.unit, timed: matches!(config.stop, StopRule::Duration(_)) },
-        )),
+        config.perftest_json.as_deref().map(|path| (path, style)),
+        Some(Console::new(B::BENCH.title, style)),
     )
 }
 

@@ -228,8 +228,48 @@ pub(crate) fn metadata(
         "traffic_class": config.traffic_class,
         "service_level": config.service_level,
         "relaxed_ordering": crate::memory::buffers::relaxed_ordering(&local.buffers),
+        "perftest_test_info": perftest_test_info(config, test, session),
     });
     RunStart { header, metadata }
+}
+
+/// What perftest's `--out_json` writes under `test_info` (`write_test_info_to_file`), in its
+/// key names, and the verb its test name starts with; the rows complete the name.
+fn perftest_test_info(config: &BenchConfig, test: &str, session: &Session) -> serde_json::Value {
+    let local = &session.local;
+    let verb = match test.split('_').next().unwrap_or_default() {
+        "write" => "RDMA_Write".to_string(),
+        "read" => "RDMA_Read".to_string(),
+        "send" => "Send".to_string(),
+        // -A's value, as perftest spells it (FETCH_AND_ADD by default).
+        _ if config.argv.iter().any(|word| word.contains("CMP_AND_SWAP")) => "Atomic_CMP_AND_SWAP".into(),
+        _ => "Atomic_FETCH_AND_ADD".into(),
+    };
+    let on_off = |on: bool| if on { "ON" } else { "OFF" };
+    let relaxed =
+        crate::memory::buffers::relaxed_ordering(&local.buffers) == crate::verbs::RelaxedOrdering::Asked;
+    let link_type = match local.port.link_layer.to_string().as_str() {
+        "Ethernet" => "Ethernet",
+        _ => "IB",
+    };
+    serde_json::json!({
+        "verb": verb,
+        "test_info": {
+            "Dual_port": "OFF",
+            "Device": local.device.name(),
+            "Number_of_qps": config.qps,
+            "Transport_type": "IB",
+            "Connection_type": "RC",
+            "Using_SRQ": "OFF",
+            "PCIe_relax_order": on_off(relaxed),
+            "ibv_wr_API": "ON",
+            "TX_depth": config.tx_depth,
+            "Mtu": session.mtu.bytes(),
+            "Link_type": link_type,
+            "rdma_cm_QPs": on_off(config.rdma_cm),
+            "Data_ex_method": if config.rdma_cm { "rdma_cm" } else { "Ethernet" },
+        },
+    })
 }
 
 /// The header's "PCIe relax order" line: perftest's ON/OFF (its header's words) and what the

@@ -113,6 +113,17 @@ pub struct CommonArgs {
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
 
+    /// Write perftest's JSON report (perftest's `--out_json`: `test_info` and `results` with
+    /// perftest's key names, `jq .results.BW_average`), beside --json; to perftest_out.json
+    /// unless --out_json_file names another file. Keeps every size of a sweep in `all_results`.
+    #[arg(long = "out_json")]
+    pub out_json: bool,
+
+    /// The file of --out_json (default perftest_out.json). As in perftest, it only names the
+    /// file: without --out_json nothing is written.
+    #[arg(long = "out_json_file", value_name = "PATH")]
+    pub out_json_file: Option<PathBuf>,
+
     /// Acceptance: fail any size whose average bandwidth is below this (90Gb/s, 11000MiB/s, or
     /// 80% of the port's rate; default: none, no limit).
     #[arg(long = "min-bw", value_name = "RATE", value_parser = parse_bandwidth_threshold)]

@@ -60,6 +60,8 @@ pub struct BenchConfig {
     pub validate: bool,
     pub csv: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    /// perftest's `--out_json` report: its file (`--out_json_file`, else perftest_out.json).
+    pub perftest_json: Option<PathBuf>,
     pub timeout: Duration,
     /// Server: how long to wait for a client that passes the challenge (`None`: for ever).
     pub accept_timeout: Option<Duration>,
@@ -271,6 +273,11 @@ impl BenchConfig {
             validate: args.validate,
             csv: args.csv.clone(),
             json: args.json.clone(),
+            perftest_json: args.out_json.then(|| {
+                args.out_json_file
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(crate::output::perftest_json::DEFAULT_FILE))
+            }),
             timeout: Duration::from_secs(args.timeout),
             accept_timeout,
             cpu,

@@ -33,6 +33,12 @@ pub trait Row: Serialize + gdrperf_threshold::Measured + Clone {
     fn console_notes(&self, _style: ConsoleStyle) -> Vec<String> {
         Vec::new()
     }
+    /// The row as perftest's `--out_json` writes its `results`: perftest's key names, its units
+    /// (the bandwidth unit of the console) and its decimals.
+    fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value>;
+    /// The end of perftest's test name after the verb: "BW_Test", "Bidirectional_BW_Test",
+    /// "Latency_Test" (`write_test_info_to_file`).
+    fn perftest_test_kind(&self) -> &'static str;
     /// The aggregate row of one size of a `--concurrent` run from its lanes' rows (`None`: the
     /// test has none).
     fn aggregate(_lanes: &[Self]) -> Option<Self>

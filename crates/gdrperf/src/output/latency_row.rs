@@ -225,6 +225,17 @@ impl LatencyRow {
     }
 }
 
+impl LatencyRow {
+    /// Iterations over the measured time: perftest's `tps` (`print_report_lat_duration`).
+    fn transactions_per_second(&self) -> f64 {
+        if self.elapsed_s > 0.0 {
+            self.iterations as f64 / self.elapsed_s
+        } else {
+            0.0
+        }
+    }
+}
+
 impl Row for LatencyRow {
     fn console_header(style: ConsoleStyle) -> String {
         if style.timed { perftest_table::LATENCY_DURATION_HEADER } else { perftest_table::LATENCY_HEADER }
@@ -235,7 +246,7 @@ impl Row for LatencyRow {
     /// second (`print_report_lat_duration`: iterations over the measured time).
     fn console_line(&self, style: ConsoleStyle) -> String {
         if style.timed {
-            let rate = if self.elapsed_s > 0.0 { self.iterations as f64 / self.elapsed_s } else { 0.0 };
+            let rate = self.transactions_per_second();
             return perftest_table::latency_duration_line(self.bytes, self.iterations, self.t_avg_us, rate);
         }
         perftest_table::latency_line(&perftest_table::LatencyFields {
@@ -249,6 +260,35 @@ impl Row for LatencyRow {
             p99: self.p99_us,
             p99_9: self.p99_9_us,
         })
+    }
+
+    /// `REPORT_FMT_LAT_JSON`, or under `-D` `REPORT_FMT_LAT_DUR_JSON`, two decimals.
+    fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value> {
+        let figure = |value: f64| crate::output::perftest_json::rounded(value, 2);
+        let mut results = serde_json::Map::new();
+        results.insert("MsgSize".into(), self.bytes.into());
+        results.insert("n_iterations".into(), self.iterations.into());
+        if style.timed {
+            results.insert("t_avg".into(), figure(self.t_avg_us));
+            results.insert("tps_average".into(), figure(self.transactions_per_second()));
+            return results;
+        }
+        for (key, value) in [
+            ("t_min", self.t_min_us),
+            ("t_max", self.t_max_us),
+            ("t_typical", self.t_typical_us),
+            ("t_avg", self.t_avg_us),
+            ("t_stdev", self.t_stdev_us),
+            ("percentile_99", self.p99_us),
+            ("percentile_99.9", self.p99_9_us),
+        ] {
+            results.insert(key.into(), figure(value));
+        }
+        results
+    }
+
+    fn perftest_test_kind(&self) -> &'static str {
+        "Latency_Test"
     }
 
     /// The 99.99th percentile (not in perftest's row), the distribution of a `-D` run (its row

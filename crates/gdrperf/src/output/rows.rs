@@ -12,10 +12,10 @@ use crate::options::config::BandwidthUnit;
 use crate::output::ceiling_columns::CeilingColumns;
 use crate::output::context::RowContext;
 use crate::output::exporter::{ConsoleStyle, Row};
-use crate::output::perftest_table;
 use crate::output::row_columns::{
     columns, join_distinct, IdentityColumns, MachineColumns, PlaceColumns, QosColumns,
 };
+use crate::output::{perftest_json, perftest_table};
 
 columns! {
     /// One size of a bandwidth test.
@@ -295,6 +295,29 @@ impl Row for BandwidthRow {
             self.msg_rate_mpps,
             style.unit,
         )
+    }
+
+    /// `REPORT_FMT_JSON` (`REPORT_FMT_EXT_JSON`'s six decimals below 0.1 Gb/s): with `-b` the
+    /// sum of both directions, `n_iterations` this side's count, as perftest's.
+    fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value> {
+        let (peak, average) = self.figures_in(style.unit);
+        let decimals = if style.unit == BandwidthUnit::GigabitsPerSecond && average < 0.1 { 6 } else { 2 };
+        let figure = |value: f64| perftest_json::rounded(value, decimals);
+        let mut results = serde_json::Map::new();
+        results.insert("MsgSize".into(), self.bytes.into());
+        results.insert("n_iterations".into(), self.local_iterations.into());
+        results.insert("BW_peak".into(), peak.map(figure).unwrap_or(serde_json::Value::Null));
+        results.insert("BW_average".into(), figure(average));
+        results.insert("MsgRate".into(), perftest_json::rounded(self.msg_rate_mpps, 6));
+        results
+    }
+
+    fn perftest_test_kind(&self) -> &'static str {
+        if self.bidirectional {
+            "Bidirectional_BW_Test"
+        } else {
+            "BW_Test"
+        }
     }
 
     fn console_notes(&self, _style: ConsoleStyle) -> Vec<String> {

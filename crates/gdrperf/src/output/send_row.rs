@@ -182,6 +182,14 @@ impl Row for SendBandwidthRow {
         self.sender.console_line(style)
     }
 
+    fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value> {
+        self.sender.perftest_results(style)
+    }
+
+    fn perftest_test_kind(&self) -> &'static str {
+        self.sender.perftest_test_kind()
+    }
+
     /// The sender's notes, and the receiver's average (perftest's receiver prints its own row).
     fn console_notes(&self, style: ConsoleStyle) -> Vec<String> {
         let (unit, received) = match style.unit {

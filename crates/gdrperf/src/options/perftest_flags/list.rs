@@ -235,10 +235,18 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         None,
         "out_json",
         false,
-        "write results as JSON (perftest_out.json)",
-        AliasOf { gdrperf: &["--json", "perftest_out.json"] },
+        "write the report as JSON: test_info and results (BW_average, t_avg, ...) of the last size, the file truncated at each size",
+        Differs {
+            how: "perftest's file and keys; every size of a sweep is kept as well, in all_results (results is the last size, as perftest's); gdrperf's own schema is --json PATH",
+        },
     ),
-    flag(None, "out_json_file", true, "the JSON file of --out_json", AliasOf { gdrperf: &["--json", "{}"] }),
+    flag(
+        None,
+        "out_json_file",
+        true,
+        "names the file of --out_json (default perftest_out.json); alone it writes nothing",
+        Same,
+    ),
     flag(None, "latency_gap", true, "delay between latency iterations", NO_EXTRA),
     flag(None, "flow_label", true, "GRH flow labels", NO_EXTRA),
     flag(

@@ -170,7 +170,26 @@ fn aliases_and_per_binary_options_follow_the_list() {
     let words =
         |command: &Command, latency: bool, line: &str| run(command, latency, line).unwrap().0.join(" ");
     assert_eq!(words(send_bw, false, "--inline_size=64 -r 64"), "--inline-size 64 -r 64");
-    assert_eq!(words(send_lat, *latency, "-I 64 --out_json_file x.json"), "--inline-size 64 --json x.json");
+    assert_eq!(
+        words(send_lat, *latency, "-I 64 --out_json --out_json_file=x.json"),
+        "--inline-size 64 --out_json --out_json_file=x.json"
+    );
+    // perftest's file rules: --out_json alone writes perftest_out.json, --out_json_file only
+    // names the file, and both together are one request (no "used multiple times").
+    let file_of = |line: &str| {
+        let (arguments, _) = run(&commands[0].0, false, line).unwrap();
+        let cli =
+            WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+        let config = crate::options::BenchConfig::from_args(
+            &cli.common,
+            crate::options::perftest_defaults::WRITE_BW_DEFAULTS,
+        );
+        config.unwrap().perftest_json.map(|path| path.display().to_string())
+    };
+    assert_eq!(file_of("--out_json node2"), Some("perftest_out.json".into()));
+    assert_eq!(file_of("--out_json --out_json_file=F.json node2"), Some("F.json".into()));
+    assert_eq!(file_of("--out_json_file F.json --out_json node2"), Some("F.json".into()));
+    assert_eq!(file_of("--out_json_file F.json node2"), None);
     let (arguments, notes) = run(send_lat, *latency, "-r 16 -n 5").unwrap();
     assert_eq!((arguments.join(" "), notes.len()), ("-n 5".to_string(), 1), "-r is ignored by send_lat");
     assert!(run(send_bw, false, "-H").unwrap_err().0.contains("not supported by gdr-send-bw"));
