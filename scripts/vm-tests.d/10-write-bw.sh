@@ -97,5 +97,9 @@ run no_cuda 2 gdr-write-bw --loopback --mem cuda -n 5 && expect_in no_cuda "libc
 # --- acceptance thresholds: one failing size fails the run (exit 1) with a FAIL line -----------
 run threshold_fail 1 gdr-write-bw --loopback -s 4096 -n 50 --min-bw 100000Gb/s && expect_in threshold_fail "FAIL: 4096 bytes: BW average"
 run threshold_pass 0 gdr-write-bw --loopback -s 1M -n 20 -t 16 --min-bw 1MiB/s && pass "threshold_pass: 1 MiB/s passes at 1 MiB"
+# perftest's -w (BW average floor, in the table's unit) and -y (message rate floor): exit 1 below.
+run limit_bw_fail 1 gdr-write-bw --loopback -s 4096 -n 50 -w 1000000 && expect_in limit_bw_fail "FAIL: 4096 bytes: BW average"
+run limit_msgrate_fail 1 gdr-write-bw --loopback -s 4096 -n 50 -y 1000 && expect_in limit_msgrate_fail "FAIL: 4096 bytes: MsgRate"
+run limit_bw_pass 0 gdr-write-bw --loopback -s 4096 -n 50 -w 0.001 -y 0.000001 && pass "limit_bw_pass: floors below the figures pass"
 run threshold_percent 0 gdr-write-bw --loopback -s 65536 -n 50 --min-bw 1% && pass "threshold_percent: 1% of the rxe port rate passes"
 run threshold_wrong_kind 2 gdr-write-bw --loopback -s 4096 -n 5 --max-lat 5us && expect_in threshold_wrong_kind "--max-lat applies to latency results"

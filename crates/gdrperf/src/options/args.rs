@@ -129,6 +129,16 @@ pub struct CommonArgs {
     #[arg(long = "min-bw", value_name = "RATE", value_parser = parse_bandwidth_threshold)]
     pub min_bw: Option<gdrperf_threshold::BandwidthThreshold>,
 
+    /// perftest's -w/--limit_bw: --min-bw in the table's unit (MiB/s, Gb/s with --report-gbits):
+    /// the run exits with status 1 when a size's average is below it.
+    #[arg(short = 'w', long = "limit_bw", value_name = "BW", conflicts_with = "min_bw")]
+    pub limit_bw: Option<f64>,
+
+    /// Acceptance: fail any size whose message rate is below this many Mpps (perftest's
+    /// -y/--limit_msgrate; default: none).
+    #[arg(short = 'y', long = "min-msg-rate", visible_alias = "limit_msgrate", value_name = "MPPS")]
+    pub min_msg_rate: Option<f64>,
+
     /// Acceptance: fail any size whose latency (the statistic of --lat-pct) is above this (5us; default: none).
     #[arg(long = "max-lat", value_name = "TIME", value_parser = parse_latency_threshold)]
     pub max_lat: Option<gdrperf_threshold::LatencyThreshold>,

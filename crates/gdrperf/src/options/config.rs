@@ -285,9 +285,18 @@ impl BenchConfig {
             bind,
             token,
             acceptance: Acceptance {
-                min_bw: args.min_bw,
+                min_bw: match args.limit_bw {
+                    Some(limit) => Some(limit_bw(limit, args.report_gbits)?),
+                    None => args.min_bw.clone(),
+                },
                 max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)),
                 max_nic_errors: args.max_nic_errors,
+                min_msg_rate_mpps: match args.min_msg_rate {
+                    Some(rate) if !(rate.is_finite() && rate >= 0.0) => {
+                        return Err(malformed("-y/--min-msg-rate", &rate.to_string(), "not a rate in Mpps"))
+                    }
+                    rate => rate,
+                },
             },
             argv: gdrperf_command_line::redact_command_line(gdrperf_command_line::arguments()),
             latency_span: None,
@@ -357,6 +366,8 @@ pub struct Acceptance {
     pub min_bw: Option<gdrperf_threshold::BandwidthThreshold>,
     pub max_lat: Option<gdrperf_threshold::LatencyLimit>,
     pub max_nic_errors: Option<u64>,
+    /// `--min-msg-rate` / perftest's `-y`, Mpps.
+    pub min_msg_rate_mpps: Option<f64>,
 }
 
 impl Acceptance {
@@ -379,6 +390,7 @@ impl Acceptance {
             min_bw,
             max_lat: self.max_lat,
             max_nic_errors: self.max_nic_errors,
+            min_msg_rate_mpps: self.min_msg_rate_mpps,
         })
     }
 }
@@ -481,6 +493,18 @@ use gdrperf_command_line::MAX_TIMEOUT_SECONDS;
 const MAX_TIMEOUT_TEXT: &str = "at most 2592000 seconds (30 days)";
 
 /// [`ConfigError::conflict`] as this module returns it.
+/// perftest's `-w`: a floor in the unit of the table (perftest compares it with `bw_avg` in its
+/// report unit), made a `--min-bw` threshold.
+fn limit_bw(limit: f64, report_gbits: bool) -> Result<gdrperf_threshold::BandwidthThreshold> {
+    let unit = if report_gbits { "Gb/s" } else { "MiB/s" };
+    let text = format!("{limit}{unit}");
+    if !(limit.is_finite() && limit >= 0.0) {
+        return Err(malformed("-w/--limit_bw", &text, "not a bandwidth"));
+    }
+    gdrperf_threshold::BandwidthThreshold::parse(&text)
+        .map_err(|error| malformed("-w/--limit_bw", &text, error))
+}
+
 fn conflict(flag: &'static str, reason: impl Into<String>) -> Error {
     ConfigError::conflict(flag, reason).into()
 }

@@ -151,8 +151,22 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
     flag(Some('K'), "dest_port", true, "destination UDP port (raw Ethernet)", RAW_ETHERNET),
     flag(Some('k'), "source_port", true, "source UDP port (raw Ethernet)", RAW_ETHERNET),
     flag(Some('Y'), "ethertype", true, "ethertype (raw Ethernet)", RAW_ETHERNET),
-    flag(Some('w'), "limit_bw", true, "bandwidth limit", NO_RATE_LIMIT),
-    flag(Some('y'), "limit_msgrate", true, "message rate limit", NO_RATE_LIMIT),
+    flag(
+        Some('w'),
+        "limit_bw",
+        true,
+        "pass/fail floor on BW average in the report unit: below it the run fails (exit 1); checked only in the bandwidth tests, passed if any size passes",
+        Differs {
+            how: "the same floor (--min-bw in the table's unit: MiB/s, Gb/s with --report-gbits), exit 1; every size must pass, not one",
+        },
+    ),
+    flag(
+        Some('y'),
+        "limit_msgrate",
+        true,
+        "pass/fail floor on MsgRate in Mpps (write_bw checks it only when -w is given too)",
+        Differs { how: "alias of --min-msg-rate, checked on its own; every size must pass; exit 1" },
+    ),
     flag(
         Some('Z'),
         "server",

@@ -151,6 +151,29 @@ fn a_perftest_command_line_runs_or_is_refused_flag_by_flag() {
     assert_eq!(ordering("node2"), crate::verbs::RelaxedOrdering::Asked);
     assert_eq!(ordering("--disable_pcie_relaxed node2"), crate::verbs::RelaxedOrdering::Off);
 
+    // -w is --min-bw in the table's unit, -y a message-rate floor; both fail the run (exit 1).
+    let acceptance = |line: &str| {
+        let (arguments, _) = run(write_bw, false, line).unwrap();
+        let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments))
+            .map_err(|error| error.kind())?;
+        let config = crate::options::BenchConfig::from_args(
+            &cli.common,
+            crate::options::perftest_defaults::WRITE_BW_DEFAULTS,
+        );
+        Ok::<_, clap::error::ErrorKind>(config.unwrap().acceptance.resolve(None, false).unwrap())
+    };
+    let floor = acceptance("-w 1000 node2").unwrap().min_bw.unwrap();
+    assert_eq!((floor.gbit_s * 1e9 / 8.0 / 1_048_576.0).round(), 1000.0, "MiB/s by default");
+    let floor = acceptance("--report_gbits -w 90 node2").unwrap().min_bw.unwrap();
+    assert_eq!(floor.gbit_s, 90.0, "Gb/s with --report_gbits");
+    assert_eq!(acceptance("-y 0.5 node2").unwrap().min_msg_rate_mpps, Some(0.5));
+    assert_eq!(acceptance("--limit_msgrate=2 node2").unwrap().min_msg_rate_mpps, Some(2.0));
+    assert_eq!(
+        acceptance("-w 1 --min-bw 2Gb/s node2").unwrap_err(),
+        clap::error::ErrorKind::ArgumentConflict,
+        "one floor, not two"
+    );
+
     let refused = |line: &str| run(write_bw, false, line).unwrap_err().0;
     assert!(refused("-a --run_infinitely").contains("-D SECONDS"));
     assert!(refused("-l 4").contains("perftest's -l, --post_list (requests per post call) is not supported"));
