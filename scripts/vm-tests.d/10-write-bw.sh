@@ -101,5 +101,13 @@ run threshold_pass 0 gdr-write-bw --loopback -s 1M -n 20 -t 16 --min-bw 1MiB/s &
 run limit_bw_fail 1 gdr-write-bw --loopback -s 4096 -n 50 -w 1000000 && expect_in limit_bw_fail "FAIL: 4096 bytes: BW average"
 run limit_msgrate_fail 1 gdr-write-bw --loopback -s 4096 -n 50 -y 1000 && expect_in limit_msgrate_fail "FAIL: 4096 bytes: MsgRate"
 run limit_bw_pass 0 gdr-write-bw --loopback -s 4096 -n 50 -w 0.001 -y 0.000001 && pass "limit_bw_pass: floors below the figures pass"
+# perftest's --output: one number per size on stdout and nothing else (VAR=$(...) scripts).
+figure=$(gdr-write-bw --loopback -s 4096 -n 50 --output bandwidth 2>/dev/null)
+if echo "$figure" | awk 'NR == 1 && NF == 1 && $1 ~ /^[0-9]+\.[0-9]{6}$/ && $1 > 0 { ok = 1 } END { exit !(ok && NR == 1) }'; then
+    pass "output_bandwidth: stdout is one number ($figure)"
+else
+    fail "output_bandwidth: stdout is one number" "$figure"
+fi
+run output_wrong 2 gdr-write-bw --loopback -s 4096 -n 50 --output latency && expect_in output_wrong "a bandwidth test prints"
 run threshold_percent 0 gdr-write-bw --loopback -s 65536 -n 50 --min-bw 1% && pass "threshold_percent: 1% of the rxe port rate passes"
 run threshold_wrong_kind 2 gdr-write-bw --loopback -s 4096 -n 5 --max-lat 5us && expect_in threshold_wrong_kind "--max-lat applies to latency results"

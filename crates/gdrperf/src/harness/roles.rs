@@ -36,6 +36,7 @@ use crate::harness::sweep::{
 };
 use crate::options::config::{BenchConfig, Role, StopRule};
 use crate::options::placement::{self, placement_for, Placement};
+use crate::options::values::OutputFigure;
 use crate::output::{Console, ConsoleStyle, HeaderLine, Outputs};
 
 /// Runs `benchmark` as its configuration says. The only entry point a bench binary calls.
@@ -169,7 +170,22 @@ fn run_loopback<B: Benchmark>(
 }
 
 fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<RowOf<B>>> {
-    let style = ConsoleStyle { unit: config.unit, timed: matches!(config.stop, StopRule::Duration(_)) };
+    let latency = B::BENCH.measures == crate::options::bench::Measures::Latency;
+    if let Some(figure) = config.output {
+        if latency != (figure == OutputFigure::Latency) {
+            let reason = if latency {
+                "a latency test prints `latency` (as perftest's)"
+            } else {
+                "a bandwidth test prints `bandwidth` or `message_rate` (as perftest's)"
+            };
+            return Err(crate::error::ConfigError::conflict("--output", reason).into());
+        }
+    }
+    let style = ConsoleStyle {
+        unit: config.unit,
+        timed: matches!(config.stop, StopRule::Duration(_)),
+        figure: config.output,
+    };
     Outputs::create(
         config.csv.as_deref(),
         config.json.as_deref(),

@@ -124,6 +124,11 @@ pub struct CommonArgs {
     #[arg(long = "out_json_file", value_name = "PATH")]
     pub out_json_file: Option<PathBuf>,
 
+    /// Print one figure per size on stdout and nothing else, as perftest's --output: bandwidth
+    /// or message_rate (bandwidth tests), latency (latency tests: the average, µs).
+    #[arg(long = "output", value_enum, value_name = "FIGURE")]
+    pub output: Option<crate::options::values::OutputFigure>,
+
     /// Acceptance: fail any size whose average bandwidth is below this (90Gb/s, 11000MiB/s, or
     /// 80% of the port's rate; default: none, no limit).
     #[arg(long = "min-bw", value_name = "RATE", value_parser = parse_bandwidth_threshold)]

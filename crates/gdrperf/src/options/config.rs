@@ -62,6 +62,8 @@ pub struct BenchConfig {
     pub json: Option<PathBuf>,
     /// perftest's `--out_json` report: its file (`--out_json_file`, else perftest_out.json).
     pub perftest_json: Option<PathBuf>,
+    /// perftest's `--output`: one figure per size on stdout.
+    pub output: Option<crate::options::values::OutputFigure>,
     pub timeout: Duration,
     /// Server: how long to wait for a client that passes the challenge (`None`: for ever).
     pub accept_timeout: Option<Duration>,
@@ -273,6 +275,7 @@ impl BenchConfig {
             validate: args.validate,
             csv: args.csv.clone(),
             json: args.json.clone(),
+            output: args.output,
             perftest_json: args.out_json.then(|| {
                 args.out_json_file
                     .clone()

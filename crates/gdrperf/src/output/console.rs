@@ -28,6 +28,9 @@ impl Console {
 
 impl<R: Row> Exporter<R> for Console {
     fn start(&mut self, run: &RunStart) -> Result<()> {
+        if self.style.figure.is_some() {
+            return Ok(());
+        }
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{RULE}\n{:^87}", self.title);
         for HeaderLine { name, value, .. } in &run.header {
@@ -41,6 +44,9 @@ impl<R: Row> Exporter<R> for Console {
     /// A short header for the next placement: only what changed (memory, GPU, device). Its
     /// rule closes the table before it, as perftest's closing line does.
     fn section(&mut self, run: &RunStart) -> Result<()> {
+        if self.style.figure.is_some() {
+            return Ok(());
+        }
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{RULE}");
         for HeaderLine { name, value, .. } in run.header.iter().filter(|line| line.per_placement) {
@@ -63,7 +69,12 @@ impl<R: Row> Exporter<R> for Console {
 
     fn write_row(&mut self, row: &R) -> Result<()> {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", row.console_line(self.style));
+        let line = match self.style.figure {
+            // perftest's "%lf\n"; a figure the row lacks was refused before the run.
+            Some(figure) => format!("{:.6}", row.perftest_figure(figure, self.style).unwrap_or(f64::NAN)),
+            None => row.console_line(self.style),
+        };
+        let _ = writeln!(out, "{line}");
         let _ = out.flush();
         drop(out);
         let notes = row.console_notes(self.style);

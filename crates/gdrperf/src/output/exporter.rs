@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::options::config::BandwidthUnit;
+use crate::options::values::OutputFigure;
 
 /// How the console table is laid out: the bandwidth unit (`--report-gbits`) and whether the
 /// run is timed (`-D`), where perftest's latency tests print an average and a rate only.
@@ -14,6 +15,8 @@ use crate::options::config::BandwidthUnit;
 pub struct ConsoleStyle {
     pub unit: BandwidthUnit,
     pub timed: bool,
+    /// perftest's `--output`: only this figure, one line per size.
+    pub figure: Option<OutputFigure>,
 }
 
 /// A result row: serialisable for files, printable as a line of the console table, and held
@@ -36,6 +39,8 @@ pub trait Row: Serialize + gdrperf_threshold::Measured + Clone {
     /// The row as perftest's `--out_json` writes its `results`: perftest's key names, its units
     /// (the bandwidth unit of the console) and its decimals.
     fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value>;
+    /// The figure perftest's `--output` prints for this row (`None`: the row has none).
+    fn perftest_figure(&self, figure: OutputFigure, style: ConsoleStyle) -> Option<f64>;
     /// The end of perftest's test name after the verb: "BW_Test", "Bidirectional_BW_Test",
     /// "Latency_Test" (`write_test_info_to_file`).
     fn perftest_test_kind(&self) -> &'static str;

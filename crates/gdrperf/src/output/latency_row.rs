@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::options::config::{LatencyFilePaths, LatencySpan};
+use crate::options::values::OutputFigure;
 use crate::output::context::RowContext;
 use crate::output::exporter::{ConsoleStyle, Row};
 use crate::output::perftest_table;
@@ -289,6 +290,10 @@ impl Row for LatencyRow {
 
     fn perftest_test_kind(&self) -> &'static str {
         "Latency_Test"
+    }
+
+    fn perftest_figure(&self, figure: OutputFigure, _style: ConsoleStyle) -> Option<f64> {
+        (figure == OutputFigure::Latency).then_some(self.t_avg_us)
     }
 
     /// The 99.99th percentile (not in perftest's row), the distribution of a `-D` run (its row

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
+use crate::options::values::OutputFigure;
 use crate::output::exporter::{ConsoleStyle, Exporter, Row, RunStart};
 use crate::output::files::{check_result_path, replace_document};
 
@@ -71,7 +72,20 @@ impl<R: Row> Exporter<R> for PerftestJsonFile {
 
     fn write_row(&mut self, row: &R) -> Result<()> {
         self.test = Some(format!("{}_{}", self.verb, row.perftest_test_kind()));
-        self.results.push(serde_json::Value::Object(row.perftest_results(self.style)));
+        // perftest's --output writes its one figure under its own key ("%lf": six decimals).
+        let results = match self.style.figure {
+            Some(figure) => {
+                let key = match figure {
+                    OutputFigure::Bandwidth => "bw_avg",
+                    OutputFigure::MessageRate => "msgRate_avg",
+                    OutputFigure::Latency => "avg_lat",
+                };
+                let value = row.perftest_figure(figure, self.style).map(|value| rounded(value, 6));
+                serde_json::json!({ key: value })
+            }
+            None => serde_json::Value::Object(row.perftest_results(self.style)),
+        };
+        self.results.push(results);
         self.rewrite()
     }
 }

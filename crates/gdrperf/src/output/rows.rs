@@ -9,6 +9,7 @@ use gdrperf_stats::{aggregate_rate, BandwidthReport, LaneSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::options::config::BandwidthUnit;
+use crate::options::values::OutputFigure;
 use crate::output::ceiling_columns::CeilingColumns;
 use crate::output::context::RowContext;
 use crate::output::exporter::{ConsoleStyle, Row};
@@ -312,6 +313,14 @@ impl Row for BandwidthRow {
         results
     }
 
+    fn perftest_figure(&self, figure: OutputFigure, style: ConsoleStyle) -> Option<f64> {
+        match figure {
+            OutputFigure::Bandwidth => Some(self.figures_in(style.unit).1),
+            OutputFigure::MessageRate => Some(self.msg_rate_mpps),
+            OutputFigure::Latency => None,
+        }
+    }
+
     fn perftest_test_kind(&self) -> &'static str {
         if self.bidirectional {
             "Bidirectional_BW_Test"
@@ -398,7 +407,7 @@ mod tests {
         let row =
             BandwidthRow::new(&RowContext::default(), settings, &[direction(300), direction(200)], "pass");
         assert_eq!(row.iterations, 500);
-        let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed: false };
+        let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed: false, figure: None };
         let fields: Vec<String> = row.console_line(style).split_whitespace().map(String::from).collect();
         assert_eq!(fields, ["4096", "300", "4.00", "2.00", "0.000512"]);
         assert_eq!(row.console_notes(style), ["4096 B: check pass; both directions: 500 messages"]);

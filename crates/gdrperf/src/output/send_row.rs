@@ -13,6 +13,7 @@ use gdrperf_stats::{aggregate_rate, LaneSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::options::config::BandwidthUnit;
+use crate::options::values::OutputFigure;
 use crate::output::context::RowContext;
 use crate::output::exporter::{ConsoleStyle, Row};
 use crate::output::row_columns::{columns, serialize_cells, Cell, Columns};
@@ -190,6 +191,10 @@ impl Row for SendBandwidthRow {
         self.sender.perftest_test_kind()
     }
 
+    fn perftest_figure(&self, figure: OutputFigure, style: ConsoleStyle) -> Option<f64> {
+        self.sender.perftest_figure(figure, style)
+    }
+
     /// The sender's notes, and the receiver's average (perftest's receiver prints its own row).
     fn console_notes(&self, style: ConsoleStyle) -> Vec<String> {
         let (unit, received) = match style.unit {
@@ -315,7 +320,7 @@ mod tests {
             (all.sender.lane.as_str(), all.sender.place.device.as_str(), all.sender.validation.as_str()),
             ("all", "rxe0+rxe1", "pass")
         );
-        let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed: false };
+        let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed: false, figure: None };
         // The table row holds perftest's five fields; the lane and the empty peak are notes.
         let console = all.console_line(style);
         assert_eq!(console.split_whitespace().count(), 5, "{console}");

@@ -241,8 +241,8 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         None,
         "output",
         true,
-        "print one figure only",
-        Refused { how: "--csv PATH or --json PATH hold every figure by name" },
+        "print one figure per size and nothing else (\"%lf\"): bandwidth or message_rate (BW tests), latency (LAT tests: the average); --out_json then holds bw_avg, msgRate_avg or avg_lat",
+        Same,
     ),
     flag(None, "cpu_util", false, "report CPU utilisation", NO_EXTRA),
     flag(

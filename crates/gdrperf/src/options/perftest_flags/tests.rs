@@ -167,6 +167,9 @@ fn a_perftest_command_line_runs_or_is_refused_flag_by_flag() {
     let floor = acceptance("--report_gbits -w 90 node2").unwrap().min_bw.unwrap();
     assert_eq!(floor.gbit_s, 90.0, "Gb/s with --report_gbits");
     assert_eq!(acceptance("-y 0.5 node2").unwrap().min_msg_rate_mpps, Some(0.5));
+    let (arguments, _) = run(write_bw, false, "--output=message_rate node2").unwrap();
+    let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+    assert_eq!(cli.common.output, Some(crate::options::values::OutputFigure::MessageRate));
     assert_eq!(acceptance("--limit_msgrate=2 node2").unwrap().min_msg_rate_mpps, Some(2.0));
     assert_eq!(
         acceptance("-w 1 --min-bw 2Gb/s node2").unwrap_err(),

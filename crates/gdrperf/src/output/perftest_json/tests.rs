@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::options::config::BandwidthUnit;
+use crate::options::values::OutputFigure;
 use crate::output::latency_row::{LatencyFigures, LatencyRow, LatencySettings};
 use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 use crate::output::{BandwidthRow, RowContext};
@@ -49,7 +50,7 @@ fn read(path: &Path) -> serde_json::Value {
 #[test]
 fn a_sweep_reads_as_perftests_file_and_keeps_every_size() {
     let path = scratch("sweep");
-    let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed: false };
+    let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed: false, figure: None };
     let mut file = PerftestJsonFile::create(&path, style).unwrap();
     assert_eq!(read(&path)["results"], serde_json::json!({}), "valid JSON before the first size");
     Exporter::<BandwidthRow>::start(&mut file, &run_start()).unwrap();
@@ -78,9 +79,27 @@ fn a_sweep_reads_as_perftests_file_and_keeps_every_size() {
 }
 
 #[test]
+fn under_output_the_file_holds_perftests_one_figure() {
+    let path = scratch("output");
+    let style = ConsoleStyle {
+        unit: BandwidthUnit::MebibytesPerSecond,
+        timed: false,
+        figure: Some(OutputFigure::MessageRate),
+    };
+    let mut file = PerftestJsonFile::create(&path, style).unwrap();
+    Exporter::<BandwidthRow>::start(&mut file, &run_start()).unwrap();
+    let row = bandwidth(65536, 1000.0, false);
+    Exporter::write_row(&mut file, &row).unwrap();
+    assert_eq!(read(&path)["results"], serde_json::json!({ "msgRate_avg": 0.001 }));
+    assert_eq!(row.perftest_figure(OutputFigure::Bandwidth, style), Some(1000.0));
+    assert_eq!(row.perftest_figure(OutputFigure::Latency, style), None, "refused before the run");
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
+#[test]
 fn a_bidirectional_run_sums_both_directions_and_names_itself() {
     let path = scratch("bidir");
-    let style = ConsoleStyle { unit: BandwidthUnit::GigabitsPerSecond, timed: false };
+    let style = ConsoleStyle { unit: BandwidthUnit::GigabitsPerSecond, timed: false, figure: None };
     let mut file = PerftestJsonFile::create(&path, style).unwrap();
     Exporter::<BandwidthRow>::start(&mut file, &run_start()).unwrap();
     Exporter::write_row(&mut file, &bandwidth(65536, 1000.0, true)).unwrap();
@@ -134,7 +153,7 @@ fn a_latency_run_has_perftests_latency_keys_and_a_timed_one_its_rate() {
         (true, &["MsgSize", "n_iterations", "t_avg", "tps_average"][..], "RDMA_Write_Latency_Test"),
     ] {
         let path = scratch(if timed { "timed" } else { "latency" });
-        let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed };
+        let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed, figure: None };
         let mut file = PerftestJsonFile::create(&path, style).unwrap();
         Exporter::<LatencyRow>::start(&mut file, &run_start()).unwrap();
         Exporter::write_row(&mut file, &row).unwrap();
