@@ -33,6 +33,24 @@ wait $server; status=$?
 if [ $status = 0 ]; then pass "write_bw server exits 0"; else fail "write_bw server exits 0" "exit $status" "$(tail -5 "$OUT/server.log")"; fi
 check_bw_csv write_bw_client "$OUT/client.csv" 1 pass
 expect_in write_bw_client "BW average[Gb/sec]"
+# -b: the server reports too, as perftest's servers do: its own table with one perftest row
+# (five fields, both directions' sum, its own iteration count), its CSV and perftest's JSON.
+next_port
+gdr-write-bw -p $PORT -s 65536 -n 50 -b --csv "$OUT/server_reports.csv" --out_json \
+    --out_json_file "$OUT/server_reports.json" >"$OUT/server_reports_server.log" 2>"$OUT/server_reports_server.err" &
+server=$!
+wait_for_log "$OUT/server_reports_server.err" "waiting for a client on"
+run server_reports 0 gdr-write-bw -p $PORT -s 65536 -n 50 -b --out_json --out_json_file "$OUT/server_reports_client.json" 127.0.0.1
+wait $server; status=$?
+rows=$(awk '$1 == 65536 && NF == 5 && $2 == 50' "$OUT/server_reports_server.log" | wc -l)
+csv_rows=$(csv_awk "$OUT/server_reports.csv" '$col["bytes"] == 65536 && $col["bidirectional"] == "true" { n++ } END { print n + 0 }')
+if [ $status = 0 ] && [ "$rows" = 1 ] && [ "$csv_rows" = 1 ] && tail -1 "$OUT/server_reports_server.log" | grep -q '^-----' \
+    && grep -q '"test": "RDMA_Write_Bidirectional_BW_Test"' "$OUT/server_reports.json" "$OUT/server_reports_client.json"; then
+    pass "server_reports: the -b server prints its perftest row and closing rule, writes its CSV and --out_json"
+else
+    fail "server_reports: the -b server prints its perftest row and closing rule, writes its CSV and --out_json" \
+        "exit $status, $rows table rows, $csv_rows CSV rows" "$(tail -4 "$OUT/server_reports_server.log")"
+fi
 
 # --- duration mode ------------------------------------------------------------------------------
 # -D 3 -f 1 (perftest's -f): measured from 1 s to 2 s, so elapsed_s is the 1 s window; nothing

@@ -48,6 +48,8 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
     let placements = placement::plan(config)?;
     match &config.role {
         Role::Server => {
+            // The server reports as perftest's do: its table, --csv, --json and --out_json.
+            let outputs = create_outputs::<B>(config)?;
             let local = create_local(config, benchmark, &placements[0])?;
             let address = config.listen_address();
             let listener = Control::listen(address)?;
@@ -75,7 +77,7 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
             let session =
                 Session::connect(config, local, Some(&listener), &greeting(benchmark, &placements, 0))?;
             install_signal_handlers(&stop)?;
-            serve_connected(config, benchmark, &placements, listener, session, &stop)
+            serve_connected(config, benchmark, &placements, listener, session, outputs, &stop)
         }
         Role::Client { .. } => {
             let outputs = create_outputs::<B>(config)?;
@@ -96,6 +98,7 @@ fn serve_connected<B: Benchmark>(
     placements: &[Placement],
     listener: TcpListener,
     mut session: Session,
+    outputs: Outputs<RowOf<B>>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
     if concurrent(benchmark) {
@@ -104,7 +107,7 @@ fn serve_connected<B: Benchmark>(
     // One client per run: whoever knocks from now on is told the server is busy.
     let _turn_away = TurnAway::start(listener, session.control.peer());
     session.control.set_stop_flag(stop.clone());
-    sweep::serve(config, benchmark, placements, session)
+    sweep::serve(config, benchmark, placements, session, outputs)
 }
 
 /// The client: connects for the first placement, then leads the rounds (or the lanes).
@@ -147,7 +150,17 @@ fn run_loopback<B: Benchmark>(
                 &greeting(benchmark, placements, 0),
             )?;
             let listener = listener.try_clone().map_err(|source| Error::Loopback { source })?;
-            serve_connected(&server_config, benchmark, placements, listener, session, &StopFlag::default())
+            // The client's table and files are the run's: the loopback server writes none.
+            let quiet = Outputs::create(None, None, None, None)?;
+            serve_connected(
+                &server_config,
+                benchmark,
+                placements,
+                listener,
+                session,
+                quiet,
+                &StopFlag::default(),
+            )
         });
         let client = lead(&client_config, benchmark, placements, outputs, stop);
         if client.is_err() && !server.is_finished() {
@@ -226,7 +239,9 @@ fn serve_lanes<B: Benchmark>(
             .map(|session| {
                 scope.spawn(move || {
                     pin_lane(&session)?;
-                    sweep::serve(config, benchmark, placements, session)
+                    // The lanes' rows are the client's to join: a lane's server writes none.
+                    let quiet = Outputs::create(None, None, None, None)?;
+                    sweep::serve(config, benchmark, placements, session, quiet)
                 })
             })
             .collect();
