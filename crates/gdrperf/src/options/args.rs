@@ -30,6 +30,11 @@ pub struct CommonArgs {
     #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
     pub gid_index: Option<u32>,
 
+    /// Without -x on RoCE: address the port by a RoCE v2 GID that holds an IPv6 address, not the
+    /// IPv4-mapped one (perftest's --ipv6).
+    #[arg(long = "ipv6", conflicts_with = "gid_index")]
+    pub ipv6: bool,
+
     /// Connect the queue pairs through rdma_cm, as perftest's -R: the server's IP address is
     /// resolved to a device, port, GID and route by the RDMA connection manager, which swaps QP
     /// numbers (the TCP channel still carries parameters, keys and results). Both sides give it.

@@ -40,6 +40,8 @@ pub struct BenchConfig {
     pub devices: Vec<String>,
     pub ib_port: u8,
     pub gid_index: Option<u32>,
+    /// `--ipv6`: without `-x`, an IPv6 GID rather than the IPv4-mapped one.
+    pub ipv6_gid: bool,
     /// `-R`: the QPs are connected through rdma_cm (`verbs::connection_manager`), not from the hellos.
     pub rdma_cm: bool,
     pub tcp_port: u16,
@@ -256,6 +258,7 @@ impl BenchConfig {
             devices,
             ib_port: args.ib_port,
             gid_index: args.gid_index,
+            ipv6_gid: args.ipv6,
             rdma_cm: args.rdma_cm,
             tcp_port: args.port,
             traffic_class,
@@ -333,7 +336,8 @@ impl BenchConfig {
             "warmup": self.warmup,
             "qps": self.qps,
             "tx_depth": self.tx_depth,
-            "mtu": self.mtu.map(Mtu::bytes),
+            // Not -m: as perftest's check_mtu, each side's -m is negotiated to the smaller
+            // (the hello's active MTU carries it, `LocalResources::hello`), never a mismatch.
             "validate": self.validate,
             // Both sides connect the same way, or neither finds the other: checked with the terms.
             "rdma_cm": self.rdma_cm,
