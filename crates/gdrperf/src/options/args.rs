@@ -130,7 +130,8 @@ pub struct CommonArgs {
     pub out_json_file: Option<PathBuf>,
 
     /// Print one figure per size on stdout and nothing else, as perftest's --output: bandwidth
-    /// or message_rate (bandwidth tests), latency (latency tests: the average, µs).
+    /// or message_rate (bandwidth tests), latency (latency tests: the average, µs) (default:
+    /// none, the table).
     #[arg(long = "output", value_enum, value_name = "FIGURE")]
     pub output: Option<crate::options::values::OutputFigure>,
 
@@ -140,7 +141,7 @@ pub struct CommonArgs {
     pub min_bw: Option<gdrperf_threshold::BandwidthThreshold>,
 
     /// perftest's -w/--limit_bw: --min-bw in the table's unit (MiB/s, Gb/s with --report-gbits):
-    /// the run exits with status 1 when a size's average is below it.
+    /// the run exits with status 1 when a size's average is below it (default: none).
     #[arg(short = 'w', long = "limit_bw", value_name = "BW", conflicts_with = "min_bw")]
     pub limit_bw: Option<f64>,
 
