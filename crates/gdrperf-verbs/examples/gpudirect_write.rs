@@ -19,7 +19,9 @@ use gdrperf_cuda::{Cuda, GpuSelection};
 use gdrperf_verbs::{
     CompletionQueue, Device, Endpoint, MemoryRegion, Operation, PathSettings, RelaxedOrdering,
 };
-use gdrperf_verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
+use gdrperf_verbs::{
+    DmaBufRange, Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest,
+};
 
 const MESSAGE: &[u8] = b"GPU to GPU, no host memory on the way";
 const LEN: usize = 1 << 16;
@@ -67,10 +69,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         Ok(dmabuf) => unsafe {
             MemoryRegion::register_dmabuf(
                 &protection_domain,
-                dmabuf.raw_fd(),
-                dmabuf.offset(),
-                dmabuf.iova(),
-                LEN,
+                DmaBufRange {
+                    fd: dmabuf.raw_fd(),
+                    offset: dmabuf.offset(),
+                    address: dmabuf.iova(),
+                    len: LEN,
+                },
                 "GPU memory via dma-buf",
                 RemoteAccess::Write,
                 RelaxedOrdering::Asked,

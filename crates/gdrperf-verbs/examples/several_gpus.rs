@@ -19,7 +19,9 @@ use gdrperf_cuda::{Cuda, Gpu, GpuBuffer, GpuSelection};
 use gdrperf_verbs::{
     CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, ProtectionDomain,
 };
-use gdrperf_verbs::{Inline, QueuePairSizes, RcQueuePair, RelaxedOrdering, RemoteAccess, SendRequest};
+use gdrperf_verbs::{
+    DmaBufRange, Inline, QueuePairSizes, RcQueuePair, RelaxedOrdering, RemoteAccess, SendRequest,
+};
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -205,10 +207,12 @@ fn register(protection_domain: &Arc<ProtectionDomain>, buffer: &Buffer) -> Resul
             Ok(dmabuf) => unsafe {
                 MemoryRegion::register_dmabuf(
                     protection_domain,
-                    dmabuf.raw_fd(),
-                    dmabuf.offset(),
-                    dmabuf.iova(),
-                    LEN,
+                    DmaBufRange {
+                        fd: dmabuf.raw_fd(),
+                        offset: dmabuf.offset(),
+                        address: dmabuf.iova(),
+                        len: LEN,
+                    },
                     "GPU memory via dma-buf",
                     RemoteAccess::Write,
                     RelaxedOrdering::Asked,

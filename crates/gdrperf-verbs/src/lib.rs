@@ -24,7 +24,9 @@ pub use device::{
     device_names, ensure_libibverbs, Device, Gid, GidChoice, GidKind, LinkLayer, Mtu, PortInfo,
 };
 pub use error::{Result, VerbsError};
-pub use memory::{HostBuffer, LocalSlice, MemoryRegion, RelaxedOrdering, RemoteAccess, RemoteBuffer};
+pub use memory::{
+    DmaBufRange, HostBuffer, LocalSlice, MemoryRegion, RelaxedOrdering, RemoteAccess, RemoteBuffer,
+};
 pub use queue_pair::{Endpoint, Inline, Operation, PathSettings, QueuePairSizes, RcQueuePair, SendRequest};
 /// The protection domain `Device::alloc_pd` returns (sideway's type), for functions that take one.
 pub use sideway::ibverbs::protection_domain::ProtectionDomain;

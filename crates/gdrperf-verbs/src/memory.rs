@@ -153,6 +153,16 @@ fn register_with_ordering<T, E>(
     }
 }
 
+/// The bytes of a dma-buf to register: `len` bytes from `offset` of the buffer `fd`, given the
+/// I/O virtual address `address`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DmaBufRange {
+    pub fd: RawFd,
+    pub offset: u64,
+    pub address: u64,
+    pub len: usize,
+}
+
 /// A registered region: keys plus the address range they cover.
 /// Not `Clone`: a copy would keep the keys (the rkey a peer writes through) while the pages they
 /// cover can be freed by the owner of the original; one owner, borrowed by reference.
@@ -199,21 +209,20 @@ impl MemoryRegion {
     }
 
     /// Registers a dma-buf (GPU memory exported by the CUDA driver) at I/O virtual address
-    /// `address`, so that remote peers can use the same address they would with peermem;
+    /// `range.address`, so that remote peers can use the same address they would with peermem;
     /// relaxed ordering as `ordering` asks.
     ///
     /// # Safety
-    /// `fd` must be a dma-buf covering `offset..offset + len` that outlives the region.
+    /// `range.fd` must be a dma-buf covering `range.offset..range.offset + range.len` that
+    /// outlives the region.
     pub unsafe fn register_dmabuf(
         pd: &Arc<ProtectionDomain>,
-        fd: RawFd,
-        offset: u64,
-        address: u64,
-        len: usize,
+        range: DmaBufRange,
         what: &str,
         access: RemoteAccess,
         ordering: RelaxedOrdering,
     ) -> Result<MemoryRegion> {
+        let DmaBufRange { fd, offset, address, len } = range;
         // SAFETY: the caller guarantees `fd` covers `offset..offset + len` and outlives the region.
         let registered = register_with_ordering(
             access.flags(),

@@ -18,7 +18,7 @@ use crate::memory::pattern::{fill_pattern, Mismatch};
 pub use crate::memory::pattern::{find_mismatch, pattern_seed};
 use crate::memory_kind::MemoryKind;
 use crate::options::args::GdrPath;
-use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RelaxedOrdering, RemoteAccess};
+use crate::verbs::{DmaBufRange, HostBuffer, LocalSlice, MemoryRegion, RelaxedOrdering, RemoteAccess};
 use gdrperf_stats::{busy_nanos, CopyInterval};
 
 /// An outstanding copy, as handed out by a [`Stager`]: copies are numbered in the order they
@@ -227,10 +227,12 @@ impl BenchBuffer {
             let region = unsafe {
                 MemoryRegion::register_dmabuf(
                     pd,
-                    dmabuf.raw_fd(),
-                    dmabuf.offset(),
-                    dmabuf.iova(),
-                    dmabuf.len(),
+                    DmaBufRange {
+                        fd: dmabuf.raw_fd(),
+                        offset: dmabuf.offset(),
+                        address: dmabuf.iova(),
+                        len: dmabuf.len(),
+                    },
                     &format!("{what} via dma-buf"),
                     access,
                     ordering,

@@ -282,7 +282,7 @@ impl BenchConfig {
             perftest_json: args.out_json.then(|| {
                 args.out_json_file
                     .clone()
-                    .unwrap_or_else(|| PathBuf::from(crate::output::perftest_json::DEFAULT_FILE))
+                    .unwrap_or_else(|| PathBuf::from(crate::options::values::PERFTEST_JSON_DEFAULT_FILE))
             }),
             timeout: Duration::from_secs(args.timeout),
             accept_timeout,
@@ -293,7 +293,7 @@ impl BenchConfig {
             acceptance: Acceptance {
                 min_bw: match args.limit_bw {
                     Some(limit) => Some(limit_bw(limit, args.report_gbits)?),
-                    None => args.min_bw.clone(),
+                    None => args.min_bw,
                 },
                 max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)),
                 max_nic_errors: args.max_nic_errors,

@@ -19,6 +19,9 @@ pub enum Role {
     Loopback,
 }
 
+/// perftest's default `--out_json` file (`DEFAULT_JSON_FILE_NAME`), in the working directory.
+pub const PERFTEST_JSON_DEFAULT_FILE: &str = "perftest_out.json";
+
 /// perftest's `--output`: one figure per size on stdout and nothing else, for `VAR=$(...)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFigure {

@@ -87,3 +87,21 @@ impl<R: Row> Exporter<R> for Console {
         Ok(())
     }
 }
+
+/// A row's console notes: "`bytes` B: " and the short notes joined on one line, then each line
+/// of `extra` (a ceiling's "  52.3% of ...", its "     cause: ..." lines, a peak's note), trimmed.
+pub(crate) fn notes_of(bytes: u64, first: &[String], extra: &str) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    if !first.is_empty() {
+        lines.push(first.join("; "));
+    }
+    lines.extend(extra.lines().map(str::trim).filter(|line| !line.is_empty()).map(str::to_string));
+    match lines.split_first() {
+        None => Vec::new(),
+        Some((head, rest)) => {
+            let mut notes = vec![format!("{bytes} B: {head}")];
+            notes.extend(rest.iter().map(|line| format!("  {line}")));
+            notes
+        }
+    }
+}

@@ -265,7 +265,7 @@ impl Row for LatencyRow {
 
     /// `REPORT_FMT_LAT_JSON`, or under `-D` `REPORT_FMT_LAT_DUR_JSON`, two decimals.
     fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value> {
-        let figure = |value: f64| crate::output::perftest_json::rounded(value, 2);
+        let figure = |value: f64| perftest_table::rounded(value, 2);
         let mut results = serde_json::Map::new();
         results.insert("MsgSize".into(), self.bytes.into());
         results.insert("n_iterations".into(), self.iterations.into());
@@ -310,7 +310,7 @@ impl Row for LatencyRow {
         if self.validation != "off" {
             first.push(format!("check {}", self.validation));
         }
-        crate::output::rows::notes_of(self.bytes, &first, "")
+        crate::output::console::notes_of(self.bytes, &first, "")
     }
 }
 

@@ -15,9 +15,7 @@ use crate::error::Result;
 use crate::options::values::OutputFigure;
 use crate::output::exporter::{ConsoleStyle, Exporter, Row, RunStart};
 use crate::output::files::{check_result_path, replace_document};
-
-/// perftest's default file name (`DEFAULT_JSON_FILE_NAME`), in the working directory.
-pub const DEFAULT_FILE: &str = "perftest_out.json";
+use crate::output::perftest_table::rounded;
 
 /// The `--out_json` file of a run.
 pub struct PerftestJsonFile {
@@ -88,12 +86,6 @@ impl<R: Row> Exporter<R> for PerftestJsonFile {
         self.results.push(results);
         self.rewrite()
     }
-}
-
-/// A figure with `decimals` decimals, as perftest's `%.2f` prints it into the file.
-pub fn rounded(value: f64, decimals: i32) -> serde_json::Value {
-    let scale = 10f64.powi(decimals);
-    serde_json::json!((value * scale).round() / scale)
 }
 
 #[cfg(test)]

@@ -79,5 +79,11 @@ pub fn latency_duration_line(
     format!(" {bytes:<7}       {iterations}            {t_avg:<7.2}        {transactions_per_second:<7.2}")
 }
 
+/// A figure with `decimals` decimals, as perftest's `%.2f` prints it into its `--out_json` file.
+pub fn rounded(value: f64, decimals: i32) -> serde_json::Value {
+    let scale = 10f64.powi(decimals);
+    serde_json::json!((value * scale).round() / scale)
+}
+
 #[cfg(test)]
 mod tests;

@@ -13,10 +13,10 @@ use crate::options::values::OutputFigure;
 use crate::output::ceiling_columns::CeilingColumns;
 use crate::output::context::RowContext;
 use crate::output::exporter::{ConsoleStyle, Row};
+use crate::output::perftest_table;
 use crate::output::row_columns::{
     columns, join_distinct, IdentityColumns, MachineColumns, PlaceColumns, QosColumns,
 };
-use crate::output::{perftest_json, perftest_table};
 
 columns! {
     /// One size of a bandwidth test.
@@ -303,13 +303,13 @@ impl Row for BandwidthRow {
     fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value> {
         let (peak, average) = self.figures_in(style.unit);
         let decimals = if style.unit == BandwidthUnit::GigabitsPerSecond && average < 0.1 { 6 } else { 2 };
-        let figure = |value: f64| perftest_json::rounded(value, decimals);
+        let figure = |value: f64| perftest_table::rounded(value, decimals);
         let mut results = serde_json::Map::new();
         results.insert("MsgSize".into(), self.bytes.into());
         results.insert("n_iterations".into(), self.local_iterations.into());
         results.insert("BW_peak".into(), peak.map(figure).unwrap_or(serde_json::Value::Null));
         results.insert("BW_average".into(), figure(average));
-        results.insert("MsgRate".into(), perftest_json::rounded(self.msg_rate_mpps, 6));
+        results.insert("MsgRate".into(), perftest_table::rounded(self.msg_rate_mpps, 6));
         results
     }
 
@@ -340,7 +340,7 @@ impl Row for BandwidthRow {
         let lane = lane_note(&self.lane, &self.place, &self.machine.gpu_local_bus_id);
         first.extend(Some(lane.trim().to_string()).filter(|lane| !lane.is_empty()));
         let extra = self.ceiling.console_note() + &peak_console_note(&self.peak_note);
-        notes_of(self.bytes, &first, &extra)
+        crate::output::console::notes_of(self.bytes, &first, &extra)
     }
 }
 
@@ -350,24 +350,6 @@ impl BandwidthRow {
         match unit {
             BandwidthUnit::MebibytesPerSecond => (self.bw_peak_mib_s, self.bw_avg_mib_s),
             BandwidthUnit::GigabitsPerSecond => (self.bw_peak_gbit_s, self.bw_avg_gbit_s),
-        }
-    }
-}
-
-/// A row's console notes: "`bytes` B: " and the short notes joined on one line, then each line
-/// of `extra` (a ceiling's "  52.3% of ...", its "     cause: ..." lines, a peak's note), trimmed.
-pub(crate) fn notes_of(bytes: u64, first: &[String], extra: &str) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    if !first.is_empty() {
-        lines.push(first.join("; "));
-    }
-    lines.extend(extra.lines().map(str::trim).filter(|line| !line.is_empty()).map(str::to_string));
-    match lines.split_first() {
-        None => Vec::new(),
-        Some((head, rest)) => {
-            let mut notes = vec![format!("{bytes} B: {head}")];
-            notes.extend(rest.iter().map(|line| format!("  {line}")));
-            notes
         }
     }
 }
