@@ -38,6 +38,8 @@ cargo test --release -p gdrperf --test completion_errors --no-run --quiet 2>&1
 cargo test --release -p gdrperf-report --test result_provenance --no-run --quiet 2>&1
 echo "== plot scripts on the committed example results (matplotlib from PyPI into .cache/plot-venv)"
 scripts/plot-tests.sh
+echo "== perftest's parsers (awk, jq) over both tools' committed logs and --out_json files"
+scripts/perftest-dropin-tests.sh
 
 if [ "${GDRPERF_SKIP_VM:-0}" = 1 ]; then
     echo "== VM tests skipped (GDRPERF_SKIP_VM=1)"

@@ -79,8 +79,14 @@ pub fn ping_pong_row(
     peer: Option<LatencyFigures>,
     validation: &str,
 ) -> Option<LatencyRow> {
-    let settings = LatencySettings { arrival, inline_size: ours.as_ref()?.inline_size };
-    let mut row = LatencyRow::new(context, settings, &ours?, validation);
+    // The side that timed: a server that took no samples (under -D only the client counts the
+    // window) prints the client's figures, as perftest's server prints a row of its own.
+    let (ours, peer) = match (ours, peer) {
+        (Some(ours), Some(peer)) if ours.samples == 0 && peer.samples > 0 => (peer, Some(ours)),
+        (ours, peer) => (ours?, peer),
+    };
+    let settings = LatencySettings { arrival, inline_size: ours.inline_size };
+    let mut row = LatencyRow::new(context, settings, &ours, validation);
     row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
     Some(row)
 }
