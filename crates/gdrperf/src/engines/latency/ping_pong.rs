@@ -170,3 +170,61 @@ impl Engine for PingPongLatency {
         ping_pong_row(context, transport.arrival(), ours, peer, validation)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(samples: u64, t_avg_nanos: f64) -> LatencyFigures {
+        LatencyFigures {
+            bytes: 64,
+            samples,
+            t_min_nanos: 1000,
+            t_max_nanos: 9000,
+            t_typical_nanos: 4000,
+            t_avg_nanos,
+            t_stdev_nanos: 10.0,
+            p99_nanos: 8000,
+            p99_9_nanos: 9000,
+            p99_99_nanos: 9000,
+            elapsed_nanos: 1_000_000,
+            saturated: 0,
+            exact_percentiles: true,
+            copy_seconds: 0.0,
+            span: None,
+            refused_samples: 0,
+            inline_size: 0,
+        }
+    }
+
+    /// A -D server takes no samples: its row is the client's, as perftest's server prints one.
+    #[test]
+    fn a_side_that_timed_nothing_prints_the_peers_figures() {
+        let context = RowContext::default();
+        let server = ping_pong_row(
+            &context,
+            "completion",
+            Some(figures(0, 0.0)),
+            Some(figures(215, 4_659_720.0)),
+            "off",
+        );
+        assert_eq!(server.map(|row| (row.iterations, row.t_avg_us)), Some((215, 4659.72)));
+        let client = ping_pong_row(
+            &context,
+            "completion",
+            Some(figures(215, 4_659_720.0)),
+            Some(figures(0, 0.0)),
+            "off",
+        );
+        assert_eq!(client.map(|row| row.iterations), Some(215));
+        let both = ping_pong_row(
+            &context,
+            "completion",
+            Some(figures(10, 1000.0)),
+            Some(figures(20, 2000.0)),
+            "off",
+        );
+        assert_eq!(both.map(|row| row.iterations), Some(10), "a side that timed keeps its own");
+        assert!(ping_pong_row(&context, "completion", None, Some(figures(20, 2000.0)), "off").is_none());
+    }
+}
