@@ -40,6 +40,8 @@ echo "== plot scripts on the committed example results (matplotlib from PyPI int
 scripts/plot-tests.sh
 echo "== the README's recipes on the committed example files"
 scripts/readme-recipes.sh target/release
+echo "== perftest's parsers (awk, jq) over both tools' committed logs and --out_json files"
+scripts/perftest-dropin-tests.sh
 
 if [ "${GDRPERF_SKIP_VM:-0}" = 1 ]; then
     echo "== VM tests skipped (GDRPERF_SKIP_VM=1)"

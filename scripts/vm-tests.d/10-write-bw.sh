@@ -33,6 +33,24 @@ wait $server; status=$?
 if [ $status = 0 ]; then pass "write_bw server exits 0"; else fail "write_bw server exits 0" "exit $status" "$(tail -5 "$OUT/server.log")"; fi
 check_bw_csv write_bw_client "$OUT/client.csv" 1 pass
 expect_in write_bw_client "BW average[Gb/sec]"
+# -b: the server reports too, as perftest's servers do: its own table with one perftest row
+# (five fields, both directions' sum, its own iteration count), its CSV and perftest's JSON.
+next_port
+gdr-write-bw -p $PORT -s 65536 -n 50 -b --csv "$OUT/server_reports.csv" --out_json \
+    --out_json_file "$OUT/server_reports.json" >"$OUT/server_reports_server.log" 2>"$OUT/server_reports_server.err" &
+server=$!
+wait_for_log "$OUT/server_reports_server.err" "waiting for a client on"
+run server_reports 0 gdr-write-bw -p $PORT -s 65536 -n 50 -b --out_json --out_json_file "$OUT/server_reports_client.json" 127.0.0.1
+wait $server; status=$?
+rows=$(awk '$1 == 65536 && NF == 5 && $2 == 50' "$OUT/server_reports_server.log" | wc -l)
+csv_rows=$(csv_awk "$OUT/server_reports.csv" '$col["bytes"] == 65536 && $col["bidirectional"] == "true" { n++ } END { print n + 0 }')
+if [ $status = 0 ] && [ "$rows" = 1 ] && [ "$csv_rows" = 1 ] && tail -1 "$OUT/server_reports_server.log" | grep -q '^-----' \
+    && grep -q '"test": "RDMA_Write_Bidirectional_BW_Test"' "$OUT/server_reports.json" "$OUT/server_reports_client.json"; then
+    pass "server_reports: the -b server prints its perftest row and closing rule, writes its CSV and --out_json"
+else
+    fail "server_reports: the -b server prints its perftest row and closing rule, writes its CSV and --out_json" \
+        "exit $status, $rows table rows, $csv_rows CSV rows" "$(tail -4 "$OUT/server_reports_server.log")"
+fi
 
 # --- duration mode ------------------------------------------------------------------------------
 # -D 3 -f 1 (perftest's -f): measured from 1 s to 2 s, so elapsed_s is the 1 s window; nothing
@@ -97,5 +115,17 @@ run no_cuda 2 gdr-write-bw --loopback --mem cuda -n 5 && expect_in no_cuda "libc
 # --- acceptance thresholds: one failing size fails the run (exit 1) with a FAIL line -----------
 run threshold_fail 1 gdr-write-bw --loopback -s 4096 -n 50 --min-bw 100000Gb/s && expect_in threshold_fail "FAIL: 4096 bytes: BW average"
 run threshold_pass 0 gdr-write-bw --loopback -s 1M -n 20 -t 16 --min-bw 1MiB/s && pass "threshold_pass: 1 MiB/s passes at 1 MiB"
+# perftest's -w (BW average floor, in the table's unit) and -y (message rate floor): exit 1 below.
+run limit_bw_fail 1 gdr-write-bw --loopback -s 4096 -n 50 -w 1000000 && expect_in limit_bw_fail "FAIL: 4096 bytes: BW average"
+run limit_msgrate_fail 1 gdr-write-bw --loopback -s 4096 -n 50 -y 1000 && expect_in limit_msgrate_fail "FAIL: 4096 bytes: MsgRate"
+run limit_bw_pass 0 gdr-write-bw --loopback -s 4096 -n 50 -w 0.001 -y 0.000001 && pass "limit_bw_pass: floors below the figures pass"
+# perftest's --output: one number per size on stdout and nothing else (VAR=$(...) scripts).
+figure=$(gdr-write-bw --loopback -s 4096 -n 50 --output bandwidth 2>/dev/null)
+if echo "$figure" | awk 'NR == 1 && NF == 1 && $1 ~ /^[0-9]+\.[0-9]{6}$/ && $1 > 0 { ok = 1 } END { exit !(ok && NR == 1) }'; then
+    pass "output_bandwidth: stdout is one number ($figure)"
+else
+    fail "output_bandwidth: stdout is one number" "$figure"
+fi
+run output_wrong 2 gdr-write-bw --loopback -s 4096 -n 50 --output latency && expect_in output_wrong "a bandwidth test prints"
 run threshold_percent 0 gdr-write-bw --loopback -s 65536 -n 50 --min-bw 1% && pass "threshold_percent: 1% of the rxe port rate passes"
 run threshold_wrong_kind 2 gdr-write-bw --loopback -s 4096 -n 5 --max-lat 5us && expect_in threshold_wrong_kind "--max-lat applies to latency results"

@@ -202,7 +202,26 @@ fn end_causes(end: End, add: &mut Add) {
         );
     }
     // The findings, in the doctor's words (`gdrperf-findings`, through [`EndFacts::findings`]).
-    for finding in facts.findings() {
+    let findings = facts.findings();
+    let device_control_off = findings.iter().any(|finding| finding.check == Check::RelaxedOrdering);
+    if facts.relaxed_ordering_asked == Some(false) && !device_control_off {
+        add(
+            7,
+            Bearing::Uncounted,
+            Check::RelaxedOrdering.name(),
+            format!("{}'s memory was registered without relaxed ordering (--disable_pcie_relaxed); perftest asks for it by default", facts.nic),
+            "drop --disable_pcie_relaxed, unless the CPU's root ports mishandle relaxed ordering (perftest warns on Intel Haswell-EP and Broadwell-EP root ports)".into(),
+            Check::RelaxedOrdering.source().into(),
+        );
+    }
+    for mut finding in findings {
+        if finding.check == Check::RelaxedOrdering {
+            finding.evidence.push_str(match facts.relaxed_ordering_asked {
+                Some(true) => ": the registrations asked for relaxed ordering, the NIC cannot use it",
+                Some(false) => ", and the registrations did not ask for it (--disable_pcie_relaxed)",
+                None => "",
+            });
+        }
         let (rank, bearing) = match (finding.check, finding.role) {
             (Check::PcieLink, Role::Gpu) => (1, Bearing::SetsRate(PathPart::GpuLink { role: role() })),
             (Check::PcieLink, _) => (1, Bearing::SetsRate(PathPart::NicLink { role: role() })),
@@ -273,6 +292,7 @@ mod tests {
             nic_numa_node: None,
             thread_numa_node: None,
             staged_copy: None,
+            relaxed_ordering_asked: None,
         }
     }
 
@@ -295,6 +315,45 @@ mod tests {
         );
         assert!(found[1].evidence.ends_with("rnr_nak_retry_err=3"));
         assert!(found[3].evidence.contains("client 4096, server 2048"), "{:?}", found[3]);
+    }
+
+    #[test]
+    fn relaxed_ordering_not_asked_for_is_a_cause_and_a_device_control_finding_says_what_was_asked() {
+        let mut client = bare(MemoryPath::GpuDirect);
+        client.relaxed_ordering_asked = Some(false);
+        let mut server = bare(MemoryPath::GpuDirect);
+        server.relaxed_ordering_asked = Some(true);
+        let found = causes(
+            &no_figure(),
+            End { role: "client", facts: &client, copy_gbps: None },
+            Some(End { role: "server", facts: &server, copy_gbps: None }),
+            &RowEvidence::default(),
+        );
+        let checks: Vec<(&str, &str)> = found.iter().map(|c| (c.check.as_str(), c.side.as_str())).collect();
+        assert_eq!(checks, [("relaxed-ordering", "client")]);
+        assert!(found[0].evidence.contains("--disable_pcie_relaxed"), "{:?}", found[0]);
+        // With Device Control's bit off, the doctor's finding is the cause, saying what the run asked.
+        let nic_off = |asked| {
+            let mut end = bare(MemoryPath::Host);
+            end.relaxed_ordering_asked = asked;
+            end.nic_pcie = Some(PcieFacts { relaxed_ordering: Some(false), ..link(32.0, 16, 16) });
+            end
+        };
+        for (asked, says) in [
+            (Some(true), "the registrations asked for relaxed ordering, the NIC cannot use it"),
+            (Some(false), "the registrations did not ask for it"),
+        ] {
+            let end = nic_off(asked);
+            let found = causes(
+                &no_figure(),
+                End { role: "client", facts: &end, copy_gbps: None },
+                None,
+                &RowEvidence::default(),
+            );
+            let relaxed: Vec<&Cause> = found.iter().filter(|c| c.check == "relaxed-ordering").collect();
+            assert_eq!(relaxed.len(), 1, "{found:?}");
+            assert!(relaxed[0].evidence.contains(says), "{:?}", relaxed[0]);
+        }
     }
 
     #[test]

@@ -165,6 +165,11 @@ pub struct EndFacts {
     /// stored results, and where nothing is staged).
     #[serde(default)]
     pub staged_copy: Option<CopyRates>,
+    /// Whether this end's registrations asked for PCIe relaxed ordering (perftest's default;
+    /// `false` under `--disable_pcie_relaxed`); `None` where unknown (an older peer, the doctor,
+    /// which registers nothing).
+    #[serde(default)]
+    pub relaxed_ordering_asked: Option<bool>,
 }
 
 /// What the harness knows that sysfs does not: which device and port, where memory lives, the
@@ -203,6 +208,7 @@ impl EndFacts {
             nic_numa_node: None,
             thread_numa_node: query.thread_numa_node,
             staged_copy: None,
+            relaxed_ordering_asked: None,
         };
         let Ok(sys) = SysRoot::open(root) else { return facts };
         let device = rdma::scan(&sys).into_iter().find(|device| device.name == query.nic);

@@ -38,7 +38,7 @@ pub fn device_findings(device: &Device) -> Vec<Finding> {
                 Level::Warn,
                 device,
                 format!("{label} has relaxed ordering off in Device Control"),
-                format!("enable it (as root: setpci -s {} CAP_EXP+0x8.w with bit 4 set; for ConnectX, mlxconfig PCI_WR_ORDERING=1)", device.address),
+                format!("enable it (as root: setpci -s {} CAP_EXP+0x8.w with bit 4 set; for ConnectX, mlxconfig PCI_WR_ORDERING=1): perftest and gdrperf ask for relaxed ordering on every registration by default, which this bit off turns into nothing", device.address),
             ));
         }
         if let Some(bytes) =

@@ -106,6 +106,7 @@ mod tests {
             min_bw: Some(BandwidthThreshold::parse("1Gb/s").unwrap().resolve(None, false).unwrap()),
             max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::P99)),
             max_nic_errors: None,
+            min_msg_rate_mpps: None,
         };
         assert_eq!(
             wrong_kind.evaluate(&row).unwrap_err().to_string(),

@@ -26,6 +26,7 @@
 //!     min_bw: Some(BandwidthThreshold::parse("90Gb/s")?.resolve(None, false)?),
 //!     max_lat: None,
 //!     max_nic_errors: None,
+//!     min_msg_rate_mpps: None,
 //! };
 //! let failures: Vec<String> = run.rows.iter()
 //!     .map(|row| thresholds.evaluate(row))

@@ -35,6 +35,11 @@ pub trait Measured {
     fn nic_errors(&self) -> Option<u64> {
         None
     }
+    /// The message rate in millions of messages per second (`msg_rate_mpps`); `None` for a row
+    /// without one.
+    fn message_rate_mpps(&self) -> Option<f64> {
+        None
+    }
     /// Where the row comes from and which row it is ("run.csv", "write_bw 2048 bytes"), for
     /// the error when a figure is missing.
     fn describe(&self) -> (String, String);
@@ -121,6 +126,23 @@ impl Failure {
     }
 }
 
+/// `Some(failure)` when a size's message rate (Mpps) is below `limit` (a NaN fails too).
+pub fn evaluate_message_rate(bytes: u64, mpps: f64, limit: f64) -> Option<Failure> {
+    if mpps >= limit {
+        return None;
+    }
+    Some(Failure {
+        bytes,
+        what: "MsgRate".to_string(),
+        measured: mpps,
+        limit,
+        unit: "Mpps".to_string(),
+        relation: "<",
+        relative: (mpps - limit) / limit,
+        basis: None,
+    })
+}
+
 /// `Some(failure)` when a size's average bandwidth (Gb/s, the row's `bw_avg_gbit_s`) is below
 /// the limit. The FAIL line uses the unit the threshold was written in.
 pub fn evaluate_bandwidth(bytes: u64, avg_gbit_s: f64, limit: &BandwidthLimit) -> Option<Failure> {
@@ -180,11 +202,16 @@ pub struct Thresholds {
     pub max_lat: Option<LatencyLimit>,
     /// `--max-nic-errors`: how many NIC error counter increments a size may have.
     pub max_nic_errors: Option<u64>,
+    /// `--min-msg-rate` (perftest's `-y/--limit_msgrate`): the least message rate, Mpps.
+    pub min_msg_rate_mpps: Option<f64>,
 }
 
 impl Thresholds {
     pub fn is_empty(&self) -> bool {
-        self.min_bw.is_none() && self.max_lat.is_none() && self.max_nic_errors.is_none()
+        self.min_bw.is_none()
+            && self.max_lat.is_none()
+            && self.max_nic_errors.is_none()
+            && self.min_msg_rate_mpps.is_none()
     }
 
     /// Every threshold the row misses. A threshold whose figure the row lacks is an error, not a
@@ -213,6 +240,17 @@ impl Thresholds {
                 )
             })?;
             failures.extend(evaluate_nic_errors(row.bytes(), value, limit));
+        }
+        if let Some(limit) = self.min_msg_rate_mpps {
+            let value = row.message_rate_mpps().ok_or_else(|| {
+                missing(
+                    row,
+                    "--min-msg-rate",
+                    "msg_rate_mpps",
+                    " (--min-msg-rate applies to bandwidth results)",
+                )
+            })?;
+            failures.extend(evaluate_message_rate(row.bytes(), value, limit));
         }
         Ok(failures)
     }
@@ -314,11 +352,23 @@ mod tests {
     }
 
     #[test]
+    fn a_message_rate_below_its_floor_fails_and_a_row_without_one_is_an_error() {
+        let failure = evaluate_message_rate(64, 1.5, 2.0).unwrap();
+        assert_eq!(failure.to_string(), "64 bytes: MsgRate 1.5 Mpps < 2 Mpps (-25.0%)");
+        assert!(evaluate_message_rate(64, 2.0, 2.0).is_none(), "at the floor passes");
+        assert!(evaluate_message_rate(64, f64::NAN, 2.0).is_some(), "nothing measured fails");
+        let floor = Thresholds { min_msg_rate_mpps: Some(2.0), ..Thresholds::default() };
+        let error = floor.evaluate(&LatencyRow).unwrap_err().to_string();
+        assert!(error.contains("\"msg_rate_mpps\""), "{error}");
+    }
+
+    #[test]
     fn rows_are_held_against_their_figures() {
         let thresholds = Thresholds {
             min_bw: None,
             max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::P99)),
             max_nic_errors: None,
+            min_msg_rate_mpps: None,
         };
         let failures = thresholds.evaluate(&LatencyRow).unwrap();
         assert_eq!(failures.len(), 1);
@@ -328,6 +378,7 @@ mod tests {
             min_bw: None,
             max_lat: Some(LatencyThreshold::parse("5us").unwrap().on(LatencyStatistic::Typical)),
             max_nic_errors: None,
+            min_msg_rate_mpps: None,
         };
         assert!(typical.evaluate(&LatencyRow).unwrap().is_empty());
 
@@ -335,6 +386,7 @@ mod tests {
             min_bw: Some(BandwidthThreshold::parse("1Gb/s").unwrap().resolve(None, false).unwrap()),
             max_lat: None,
             max_nic_errors: None,
+            min_msg_rate_mpps: None,
         };
         let error = wrong_kind.evaluate(&LatencyRow).unwrap_err().to_string();
         assert_eq!(

@@ -24,6 +24,7 @@
 //!     min_bw: Some(BandwidthThreshold::parse("90Gb/s")?.resolve(None, false)?),
 //!     max_lat: None,
 //!     max_nic_errors: None,
+//!     min_msg_rate_mpps: None,
 //! };
 //! let failures = thresholds.evaluate(&Row { bytes: 2048, gbit_s: 41.2 })?;
 //! assert_eq!(failures[0].to_string(), "2048 bytes: BW average 41.2 Gb/s < 90 Gb/s (-54.2%)");
@@ -37,7 +38,8 @@ pub mod limit;
 
 pub use error::ThresholdError;
 pub use evaluate::{
-    evaluate_bandwidth, evaluate_latency, evaluate_nic_errors, Failure, Measured, Thresholds,
+    evaluate_bandwidth, evaluate_latency, evaluate_message_rate, evaluate_nic_errors, Failure, Measured,
+    Thresholds,
 };
 pub use limit::{
     parse_port_rate, parse_tolerance, BandwidthLimit, BandwidthThreshold, BandwidthUnit, LatencyLimit,

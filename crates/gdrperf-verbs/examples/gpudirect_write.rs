@@ -16,8 +16,12 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
 use gdrperf_cuda::{Cuda, GpuSelection};
-use gdrperf_verbs::{CompletionQueue, Device, Endpoint, MemoryRegion, Operation, PathSettings};
-use gdrperf_verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
+use gdrperf_verbs::{
+    CompletionQueue, Device, Endpoint, MemoryRegion, Operation, PathSettings, RelaxedOrdering,
+};
+use gdrperf_verbs::{
+    DmaBufRange, Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest,
+};
 
 const MESSAGE: &[u8] = b"GPU to GPU, no host memory on the way";
 const LEN: usize = 1 << 16;
@@ -65,12 +69,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         Ok(dmabuf) => unsafe {
             MemoryRegion::register_dmabuf(
                 &protection_domain,
-                dmabuf.raw_fd(),
-                dmabuf.offset(),
-                dmabuf.iova(),
-                LEN,
+                DmaBufRange {
+                    fd: dmabuf.raw_fd(),
+                    offset: dmabuf.offset(),
+                    address: dmabuf.iova(),
+                    len: LEN,
+                },
                 "GPU memory via dma-buf",
                 RemoteAccess::Write,
+                RelaxedOrdering::Asked,
             )?
         },
         Err(error) => {
@@ -82,6 +89,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                     LEN,
                     "GPU memory via nvidia-peermem",
                     RemoteAccess::Write,
+                    RelaxedOrdering::Asked,
                 )?
             }
         }

@@ -10,7 +10,9 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 
-use gdrperf_verbs::{CompletionQueue, Device, Endpoint, HostBuffer, MemoryRegion, Operation, PathSettings};
+use gdrperf_verbs::{
+    CompletionQueue, Device, Endpoint, HostBuffer, MemoryRegion, Operation, PathSettings, RelaxedOrdering,
+};
 use gdrperf_verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, RemoteBuffer, SendRequest};
 
 const MESSAGE: &[u8] = b"written by the client's NIC, no server CPU involved";
@@ -57,6 +59,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             buffer.len(),
             "example buffer",
             RemoteAccess::Write,
+            RelaxedOrdering::Asked,
         )?
     };
 

@@ -19,7 +19,9 @@ use gdrperf_cuda::{Cuda, Gpu, GpuBuffer, GpuSelection};
 use gdrperf_verbs::{
     CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, ProtectionDomain,
 };
-use gdrperf_verbs::{Inline, QueuePairSizes, RcQueuePair, RemoteAccess, SendRequest};
+use gdrperf_verbs::{
+    DmaBufRange, Inline, QueuePairSizes, RcQueuePair, RelaxedOrdering, RemoteAccess, SendRequest,
+};
 
 type AnyError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -198,18 +200,22 @@ fn register(protection_domain: &Arc<ProtectionDomain>, buffer: &Buffer) -> Resul
                 host.len(),
                 "host buffer",
                 RemoteAccess::Write,
+                RelaxedOrdering::Asked,
             )?
         },
         Buffer::Gpu(gpu) => match gpu.export_dmabuf() {
             Ok(dmabuf) => unsafe {
                 MemoryRegion::register_dmabuf(
                     protection_domain,
-                    dmabuf.raw_fd(),
-                    dmabuf.offset(),
-                    dmabuf.iova(),
-                    LEN,
+                    DmaBufRange {
+                        fd: dmabuf.raw_fd(),
+                        offset: dmabuf.offset(),
+                        address: dmabuf.iova(),
+                        len: LEN,
+                    },
                     "GPU memory via dma-buf",
                     RemoteAccess::Write,
+                    RelaxedOrdering::Asked,
                 )?
             },
             Err(_) => unsafe {
@@ -219,6 +225,7 @@ fn register(protection_domain: &Arc<ProtectionDomain>, buffer: &Buffer) -> Resul
                     LEN,
                     "GPU memory via nvidia-peermem",
                     RemoteAccess::Write,
+                    RelaxedOrdering::Asked,
                 )?
             },
         },

@@ -246,6 +246,17 @@ impl Device {
     /// RoCE v2 GID holding an IPv4-mapped address (what perftest users pass with `-x` by hand),
     /// then any RoCE v2 GID, then any non-zero GID; on InfiniBand no GID at all: the LID routes.
     pub fn choose_gid(&self, port: &PortInfo, requested: Option<u32>) -> Result<Option<GidChoice>> {
+        self.choose_gid_of(port, requested, false)
+    }
+
+    /// [`Device::choose_gid`], with `ipv6` preferring a RoCE v2 GID that holds an IPv6 address
+    /// (not IPv4-mapped), as perftest's `--ipv6` does in `get_best_gid_index`.
+    pub fn choose_gid_of(
+        &self,
+        port: &PortInfo,
+        requested: Option<u32>,
+        ipv6: bool,
+    ) -> Result<Option<GidChoice>> {
         if let Some(index) = requested {
             return self.read_gid(port.number, index).map(Some);
         }
@@ -254,13 +265,9 @@ impl Device {
         }
         let candidates: Vec<GidChoice> =
             (0..port.gid_table_len).filter_map(|index| self.read_gid(port.number, index).ok()).collect();
-        let best = candidates
-            .iter()
-            .find(|choice| choice.kind == GidKind::RoceV2 && choice.gid.is_ipv4_mapped())
-            .or_else(|| candidates.iter().find(|choice| choice.kind == GidKind::RoceV2))
-            .or_else(|| candidates.first())
-            .copied();
-        best.map(Some).ok_or_else(|| VerbsError::NoGid { device: self.name.clone(), port: port.number })
+        best_gid(&candidates, ipv6)
+            .map(Some)
+            .ok_or_else(|| VerbsError::NoGid { device: self.name.clone(), port: port.number })
     }
 
     fn read_gid(&self, port: u8, index: u32) -> Result<GidChoice> {
@@ -429,6 +436,24 @@ pub enum GidKind {
     RoceV2,
 }
 
+/// The GID a RoCE port is addressed by, of `candidates` (its non-empty entries): a RoCE v2 GID
+/// of the family asked for (IPv4-mapped, or with `ipv6` an IPv6 one, a global address before a
+/// link-local one), then any RoCE v2 GID, then the first.
+fn best_gid(candidates: &[GidChoice], ipv6: bool) -> Option<GidChoice> {
+    let v2 = |choice: &&GidChoice| choice.kind == GidKind::RoceV2;
+    let link_local = |choice: &GidChoice| choice.gid.0[0] == 0xfe && choice.gid.0[1] & 0xc0 == 0x80;
+    let family: Vec<&GidChoice> =
+        candidates.iter().filter(v2).filter(|choice| choice.gid.is_ipv4_mapped() != ipv6).collect();
+    family
+        .iter()
+        .find(|choice| !link_local(choice))
+        .or_else(|| family.first())
+        .copied()
+        .or_else(|| candidates.iter().find(v2))
+        .or_else(|| candidates.first())
+        .copied()
+}
+
 /// A GID table entry chosen for a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GidChoice {
@@ -463,6 +488,34 @@ mod tests {
         let link_local = Gid(std::net::Ipv6Addr::new(0xfe80, 0, 0, 0, 1, 2, 3, 4).octets());
         assert!(!link_local.is_ipv4_mapped());
         assert_eq!(link_local.to_string(), "fe80::1:2:3:4");
+    }
+
+    #[test]
+    fn ipv6_prefers_an_ipv6_gid_and_the_default_an_ipv4_mapped_one() {
+        let entry = |index: u32, address: std::net::Ipv6Addr, kind: GidKind| GidChoice {
+            index,
+            gid: Gid(address.octets()),
+            kind,
+        };
+        let v4 = std::net::Ipv4Addr::new(192, 0, 2, 10).to_ipv6_mapped();
+        let link_local = std::net::Ipv6Addr::new(0xfe80, 0, 0, 0, 1, 2, 3, 4);
+        let global = std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1);
+        let table = [
+            entry(0, link_local, GidKind::IbOrRoceV1),
+            entry(1, link_local, GidKind::RoceV2),
+            entry(2, v4, GidKind::IbOrRoceV1),
+            entry(3, v4, GidKind::RoceV2),
+            entry(5, global, GidKind::RoceV2),
+        ];
+        assert_eq!(best_gid(&table, false).map(|choice| choice.index), Some(3));
+        assert_eq!(best_gid(&table, true).map(|choice| choice.index), Some(5), "global before link-local");
+        assert_eq!(best_gid(&table[..4], true).map(|choice| choice.index), Some(1), "a link-local IPv6 GID");
+        assert_eq!(
+            best_gid(&table[..1], true).map(|choice| choice.index),
+            Some(0),
+            "nothing of either: the first"
+        );
+        assert_eq!(best_gid(&[], false), None);
     }
 
     #[test]

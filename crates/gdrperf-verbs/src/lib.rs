@@ -27,7 +27,9 @@ pub use device::{
     device_names, ensure_libibverbs, Device, Gid, GidChoice, GidKind, LinkLayer, Mtu, PortInfo,
 };
 pub use error::{Result, VerbsError};
-pub use memory::{HostBuffer, LocalSlice, MemoryRegion, RemoteAccess, RemoteBuffer};
+pub use memory::{
+    DmaBufRange, HostBuffer, LocalSlice, MemoryRegion, RelaxedOrdering, RemoteAccess, RemoteBuffer,
+};
 /// The protection domain `Device::alloc_pd` returns, for functions that take one.
 pub use protection_domain::ProtectionDomain;
 pub use queue_pair::{Endpoint, Inline, Operation, PathSettings, QueuePairSizes, RcQueuePair, SendRequest};

@@ -102,6 +102,69 @@ impl RemoteAccess {
     }
 }
 
+/// PCIe relaxed ordering on a registration (`IBV_ACCESS_RELAXED_ORDERING`): asked for by
+/// default, as perftest does (`setup_mr_flags` in perftest_resources.c, unless
+/// `--disable_pcie_relaxed`), so that a gdrperf figure and a perftest figure describe the same
+/// configuration. rdma-core defines the flag as an optional one (`IBV_ACCESS_OPTIONAL_FIRST`,
+/// bit 20): a kernel or device that cannot honour it ignores it. Whether the NIC then sets the
+/// attribute on its PCIe writes (mlx5 does only where the device reports the capability and
+/// the function's Device Control allows it) is not visible from user space, so "asked" is the
+/// most a run can say of a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelaxedOrdering {
+    /// Not asked for (`--disable_pcie_relaxed`).
+    Off,
+    /// Asked for, and the registration took the flag.
+    Asked,
+    /// Asked for, but the registration failed with the flag and succeeded without it: an
+    /// rdma-core or kernel that predates optional access flags (rdma-core older than v28 passes
+    /// the bit to a kernel that refuses unknown bits).
+    Refused,
+}
+
+impl RelaxedOrdering {
+    /// The word the run header, the CSV and the JSON use.
+    pub fn word(self) -> &'static str {
+        match self {
+            RelaxedOrdering::Off => "off",
+            RelaxedOrdering::Asked => "asked",
+            RelaxedOrdering::Refused => "refused",
+        }
+    }
+}
+
+/// Registers with `flags` plus relaxed ordering when `ordering` asks for it; where that fails
+/// with EINVAL or EOPNOTSUPP (the answer of a stack that does not know the optional flag),
+/// registers once more without it and says so.
+fn register_with_ordering<T, E>(
+    flags: AccessFlags,
+    ordering: RelaxedOrdering,
+    register: impl Fn(AccessFlags) -> std::result::Result<T, E>,
+    errno: impl Fn(&E) -> Option<i32>,
+) -> std::result::Result<(T, RelaxedOrdering), E> {
+    if ordering == RelaxedOrdering::Off {
+        return register(flags).map(|region| (region, RelaxedOrdering::Off));
+    }
+    match register(flags | AccessFlags::RelaxedOrdering) {
+        Ok(region) => Ok((region, RelaxedOrdering::Asked)),
+        Err(error) if matches!(errno(&error), Some(libc::EINVAL | libc::EOPNOTSUPP)) => {
+            register(flags).map(|region| (region, RelaxedOrdering::Refused))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The bytes of a dma-buf to register: `len` bytes from `offset` of the buffer `fd`, given the
+/// I/O virtual address `address`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DmaBufRange {
+    pub fd: RawFd,
+    pub offset: u64,
+    pub address: u64,
+    pub len: usize,
+}
+
 /// A registered region: keys plus the address range they cover.
 /// Not `Clone`: a copy would keep the keys (the rkey a peer writes through) while the pages they
 /// cover can be freed by the owner of the original; one owner, borrowed by reference.
@@ -109,6 +172,7 @@ pub struct MemoryRegion {
     region: Registration,
     address: u64,
     len: usize,
+    relaxed_ordering: RelaxedOrdering,
 }
 
 /// The device's registration: a real one, or the simulated NIC's (see [`crate::simulated`]).
@@ -119,7 +183,8 @@ enum Registration {
 
 impl MemoryRegion {
     /// Registers `len` bytes at virtual address `address` (host memory, or GPU memory when the
-    /// nvidia-peermem module lets the NIC driver resolve device pointers).
+    /// nvidia-peermem module lets the NIC driver resolve device pointers), with relaxed ordering
+    /// as `ordering` asks ([`RelaxedOrdering::Asked`] or [`RelaxedOrdering::Off`]).
     ///
     /// # Safety
     /// The range must stay valid (not freed, not moved) for as long as the region lives.
@@ -129,17 +194,28 @@ impl MemoryRegion {
         len: usize,
         what: &str,
         access: RemoteAccess,
+        ordering: RelaxedOrdering,
     ) -> Result<MemoryRegion> {
         let pd = match pd.backend() {
             Backend::Verbs(pd) => pd,
             Backend::Simulated(pd) => {
                 let region = simulated::register(pd, address, len, access.flags(), None);
-                return Ok(MemoryRegion { region: Registration::Simulated(region), address, len });
+                return Ok(MemoryRegion {
+                    region: Registration::Simulated(region),
+                    address,
+                    len,
+                    relaxed_ordering: ordering,
+                });
             }
         };
         // SAFETY: the caller keeps `address..address + len` valid for the region's life.
-        let registered = unsafe { pd.reg_mr(address as usize, len, access.flags()) };
-        let region = registered.map_err(|error| VerbsError::RegisterMemory {
+        let registered = register_with_ordering(
+            access.flags(),
+            ordering,
+            |flags| unsafe { pd.reg_mr(address as usize, len, flags) },
+            |error| source_of(error).raw_os_error(),
+        );
+        let (region, relaxed_ordering) = registered.map_err(|error| VerbsError::RegisterMemory {
             what: what.to_string(),
             len,
             source: source_of(&error),
@@ -149,24 +225,31 @@ impl MemoryRegion {
                 "; check `ulimit -l` (locked memory) for your user"
             },
         })?;
-        Ok(MemoryRegion { region: Registration::Verbs(region), address, len })
+        Ok(MemoryRegion { region: Registration::Verbs(region), address, len, relaxed_ordering })
     }
 
     /// Registers `len` bytes at `address` that the simulated NIC reaches through `memory`'s
     /// copies (GPU memory: the CPU cannot dereference a device pointer). Only the simulated NIC
     /// takes it; a real device registers GPU memory with [`MemoryRegion::register`] (peermem) or
-    /// [`MemoryRegion::register_dmabuf`].
+    /// [`MemoryRegion::register_dmabuf`]. The simulated NIC has no PCIe: `ordering` is only
+    /// recorded, as asked.
     pub fn register_copied(
         pd: &Arc<ProtectionDomain>,
         address: u64,
         len: usize,
         memory: Arc<dyn CopiedMemory>,
         access: RemoteAccess,
+        ordering: RelaxedOrdering,
     ) -> Result<MemoryRegion> {
         match pd.backend() {
             Backend::Simulated(pd) => {
                 let region = simulated::register(pd, address, len, access.flags(), Some(memory));
-                Ok(MemoryRegion { region: Registration::Simulated(region), address, len })
+                Ok(MemoryRegion {
+                    region: Registration::Simulated(region),
+                    address,
+                    len,
+                    relaxed_ordering: ordering,
+                })
             }
             Backend::Verbs(_) => Err(VerbsError::RegisterMemory {
                 what: "memory reached by copies".to_string(),
@@ -178,18 +261,18 @@ impl MemoryRegion {
     }
 
     /// Registers a dma-buf (GPU memory exported by the CUDA driver) at I/O virtual address
-    /// `address`, so that remote peers can use the same address they would with peermem.
+    /// `range.address`, so that remote peers can use the same address they would with peermem;
+    /// relaxed ordering as `ordering` asks.
     ///
     /// # Safety
-    /// `fd` must be a dma-buf covering `offset..offset + len` that outlives the region.
+    /// `range.fd` must be a dma-buf covering `range.offset..range.offset + range.len` that
+    /// outlives the region.
     pub unsafe fn register_dmabuf(
         pd: &Arc<ProtectionDomain>,
-        fd: RawFd,
-        offset: u64,
-        address: u64,
-        len: usize,
+        range: DmaBufRange,
         what: &str,
         access: RemoteAccess,
+        ordering: RelaxedOrdering,
     ) -> Result<MemoryRegion> {
         let pd = match pd.backend() {
             Backend::Verbs(pd) => pd,
@@ -197,9 +280,15 @@ impl MemoryRegion {
                 return Err(VerbsError::NotOnSimulatedNic { what: "dma-buf registration" })
             }
         };
+        let DmaBufRange { fd, offset, address, len } = range;
         // SAFETY: the caller guarantees `fd` covers `offset..offset + len` and outlives the region.
-        let registered = unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, access.flags()) };
-        let region = registered.map_err(|error| {
+        let registered = register_with_ordering(
+            access.flags(),
+            ordering,
+            |flags| unsafe { pd.reg_dmabuf_mr(offset, len, address, fd, flags) },
+            |error| source_of(error).raw_os_error(),
+        );
+        let (region, relaxed_ordering) = registered.map_err(|error| {
             VerbsError::RegisterMemory {
                 what: what.to_string(),
                 len,
@@ -208,7 +297,12 @@ impl MemoryRegion {
                        support, and NVIDIA's open kernel modules; or try --gdr peermem",
             }
         })?;
-        Ok(MemoryRegion { region: Registration::Verbs(region), address, len })
+        Ok(MemoryRegion { region: Registration::Verbs(region), address, len, relaxed_ordering })
+    }
+
+    /// Whether relaxed ordering was asked for and taken by the registration.
+    pub fn relaxed_ordering(&self) -> RelaxedOrdering {
+        self.relaxed_ordering
     }
 
     pub fn lkey(&self) -> u32 {
@@ -288,5 +382,62 @@ mod tests {
         buffer.as_mut_slice()[9_999] = 7;
         assert_eq!(buffer.as_slice()[9_999], 7);
         assert_eq!(buffer.len(), 10_000);
+    }
+
+    /// A stand-in for ibv_reg_mr: refuses the flags in `refused` with `errno`, and records
+    /// the flags of every call.
+    fn registration(
+        refused: Option<(AccessFlags, i32)>,
+        calls: &std::cell::RefCell<Vec<AccessFlags>>,
+    ) -> impl Fn(AccessFlags) -> std::result::Result<(), i32> + '_ {
+        move |flags| {
+            calls.borrow_mut().push(flags);
+            match refused {
+                Some((bad, errno)) if flags == bad => Err(errno),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    #[test]
+    fn relaxed_ordering_is_asked_for_unless_off() {
+        let calls = std::cell::RefCell::new(Vec::new());
+        let base = RemoteAccess::Write.flags();
+        let asked =
+            register_with_ordering(base, RelaxedOrdering::Asked, registration(None, &calls), |e| Some(*e));
+        assert_eq!(asked, Ok(((), RelaxedOrdering::Asked)));
+        assert_eq!(calls.borrow().as_slice(), &[base | AccessFlags::RelaxedOrdering]);
+        calls.borrow_mut().clear();
+        let off =
+            register_with_ordering(base, RelaxedOrdering::Off, registration(None, &calls), |e| Some(*e));
+        assert_eq!(off, Ok(((), RelaxedOrdering::Off)));
+        assert_eq!(calls.borrow().as_slice(), &[base]);
+    }
+
+    #[test]
+    fn a_stack_that_refuses_the_flag_gets_a_plain_registration_and_says_so() {
+        let base = RemoteAccess::Read.flags();
+        let with = base | AccessFlags::RelaxedOrdering;
+        for errno in [libc::EINVAL, libc::EOPNOTSUPP] {
+            let calls = std::cell::RefCell::new(Vec::new());
+            let outcome = register_with_ordering(
+                base,
+                RelaxedOrdering::Asked,
+                registration(Some((with, errno)), &calls),
+                |e| Some(*e),
+            );
+            assert_eq!(outcome, Ok(((), RelaxedOrdering::Refused)));
+            assert_eq!(calls.borrow().as_slice(), &[with, base]);
+        }
+        // Any other failure (locked memory, a bad address) is the registration's own: no retry.
+        let calls = std::cell::RefCell::new(Vec::new());
+        let outcome = register_with_ordering(
+            base,
+            RelaxedOrdering::Asked,
+            registration(Some((with, 12)), &calls),
+            |e| Some(*e),
+        );
+        assert_eq!(outcome, Err(12));
+        assert_eq!(calls.borrow().len(), 1);
     }
 }

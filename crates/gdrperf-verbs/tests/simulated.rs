@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use gdrperf_verbs::{
     CompletionQueue, Device, HostBuffer, Inline, MemoryRegion, Operation, PathSettings, QueuePairSizes,
-    RcQueuePair, RemoteAccess, SendRequest, VerbsError, WorkCompletion,
+    RcQueuePair, RelaxedOrdering, RemoteAccess, SendRequest, VerbsError, WorkCompletion,
 };
 
 /// Two connected QPs of the simulated NIC, their regions and CQs (dropped in reverse order).
@@ -37,11 +37,19 @@ fn pair(access: RemoteAccess, send_depth: u32) -> Pair {
             source.len(),
             "source",
             RemoteAccess::None,
+            RelaxedOrdering::Asked,
         )
     }
     .unwrap();
     let target_region = unsafe {
-        MemoryRegion::register(&protection_domain, target.address(), target.len(), "target", access)
+        MemoryRegion::register(
+            &protection_domain,
+            target.address(),
+            target.len(),
+            "target",
+            access,
+            RelaxedOrdering::Asked,
+        )
     }
     .unwrap();
     let sizes = QueuePairSizes { send_depth, recv_depth: 4, max_inline: 0 };

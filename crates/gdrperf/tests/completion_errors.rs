@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use gdrperf::verbs::{
     CompletionQueue, Device, HostBuffer, MemoryRegion, Operation, PathSettings, QueuePairSizes,
 };
-use gdrperf::verbs::{Inline, RcQueuePair, RemoteAccess, SendRequest, VerbsError};
+use gdrperf::verbs::{Inline, RcQueuePair, RelaxedOrdering, RemoteAccess, SendRequest, VerbsError};
 
 fn have_device() -> bool {
     let present = std::path::Path::new("/sys/class/infiniband").exists();
@@ -43,11 +43,25 @@ fn request_into(
     let (source, target) = (HostBuffer::new(4096).unwrap(), HostBuffer::new(4096).unwrap());
     // SAFETY: both buffers outlive their registrations (dropped in reverse order at the end).
     let source_region = unsafe {
-        MemoryRegion::register(&protection_domain, source.address(), source.len(), "source", region_access)
+        MemoryRegion::register(
+            &protection_domain,
+            source.address(),
+            source.len(),
+            "source",
+            region_access,
+            RelaxedOrdering::Asked,
+        )
     }
     .unwrap();
     let target_region = unsafe {
-        MemoryRegion::register(&protection_domain, target.address(), target.len(), "target", region_access)
+        MemoryRegion::register(
+            &protection_domain,
+            target.address(),
+            target.len(),
+            "target",
+            region_access,
+            RelaxedOrdering::Asked,
+        )
     }
     .unwrap();
     let mut completions = CompletionQueue::new(&device, 16).unwrap();

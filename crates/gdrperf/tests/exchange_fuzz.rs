@@ -158,6 +158,7 @@ fn path_facts() -> impl Strategy<Value = Option<gdrperf_ceiling::EndFacts>> {
                     nic_numa_node: None,
                     thread_numa_node: None,
                     staged_copy: None,
+                    relaxed_ordering_asked: None,
                 }
             }),
     )

@@ -35,6 +35,7 @@ fn ndr_end(nic_link: PcieFacts) -> EndFacts {
         nic_numa_node: Some(0),
         thread_numa_node: Some(0),
         staged_copy: None,
+        relaxed_ordering_asked: None,
     }
 }
 

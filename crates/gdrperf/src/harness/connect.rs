@@ -48,13 +48,14 @@ impl LocalResources {
         let cpu =
             cpu_placement::place_current_thread(&config.cpu, device.name()).map_err(Error::CpuPlacement)?;
         let port = device.active_port(config.ib_port)?;
-        let gid = device.choose_gid(&port, config.gid_index)?;
+        let gid = device.choose_gid_of(&port, config.gid_index, config.ipv6_gid)?;
         let protection_domain = device.alloc_pd()?;
         // Room for every signaled send and every posted receive of every QP at once.
         let depth = config.qps * (sizes.send_depth + sizes.recv_depth) + 16;
         let completion_queue = CompletionQueue::new(&device, depth)?;
         let mut queue_pairs = Vec::new();
         let mut buffers = Vec::new();
+        let ordering = config.memory.relaxed_ordering;
         for _ in 0..config.qps {
             queue_pairs.push(RcQueuePair::new(
                 &protection_domain,
@@ -64,22 +65,29 @@ impl LocalResources {
                 access,
             )?);
             buffers.push(match (placement.kind, &gpu) {
-                (MemoryKind::Cuda, Some(gpu)) => {
-                    BenchBuffer::gpu(&protection_domain, gpu, buffer_len, config.memory.gdr, access)?
-                }
+                (MemoryKind::Cuda, Some(gpu)) => BenchBuffer::gpu(
+                    &protection_domain,
+                    gpu,
+                    buffer_len,
+                    config.memory.gdr,
+                    access,
+                    ordering,
+                )?,
                 (MemoryKind::CudaStaged, Some(gpu)) => BenchBuffer::staged(
                     &protection_domain,
                     Box::new(CudaStager::new(gpu, staged_len(buffer_len, sizes.send_depth), buffer_len)?),
                     MemoryKind::CudaStaged,
                     access,
+                    ordering,
                 )?,
                 (MemoryKind::HostStaged, _) => BenchBuffer::staged(
                     &protection_domain,
                     Box::new(HostStager::new(staged_len(buffer_len, sizes.send_depth))?),
                     MemoryKind::HostStaged,
                     access,
+                    ordering,
                 )?,
-                _ => BenchBuffer::host(&protection_domain, buffer_len, access)?,
+                _ => BenchBuffer::host(&protection_domain, buffer_len, access, ordering)?,
             });
         }
         let mut path = crate::node::pcie::path_facts(&device, &port, &buffers, &cpu);
@@ -124,7 +132,13 @@ impl LocalResources {
             side: SideInfo {
                 device: self.device.name().to_string(),
                 port: self.port.number,
-                active_mtu: self.port.active_mtu.bytes(),
+                // The most this side takes: its port's active MTU, lowered to its -m. The peer
+                // takes the smaller of both, so two different -m meet at the smaller, as
+                // perftest's check_mtu has the sides agree.
+                active_mtu: config
+                    .mtu
+                    .map_or(self.port.active_mtu, |asked| asked.min(self.port.active_mtu))
+                    .bytes(),
                 memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host),
                 gpu: self.buffers.first().and_then(BenchBuffer::gpu_description),
                 path: Some(self.path.clone()),
@@ -424,6 +438,19 @@ mod tests {
 
     fn mtu(bytes: u32) -> Mtu {
         Mtu::from_bytes(bytes).expect("a valid MTU")
+    }
+
+    #[test]
+    fn two_different_m_meet_at_the_smaller() {
+        // Each side's hello carries its port's MTU lowered to its -m; each takes the smaller of
+        // its own and the peer's: client -m 1024, server -m 2048, both ports 4096 -> 1024 on both.
+        let (client_asked, server_asked, port) = (mtu(1024), mtu(2048), mtu(4096));
+        let client_says = client_asked.min(port);
+        let server_says = server_asked.min(port);
+        assert_eq!(effective_mtu(Some(client_asked), port, server_says), mtu(1024));
+        assert_eq!(effective_mtu(Some(server_asked), port, client_says), mtu(1024));
+        // -m on one side only: the other side takes it too.
+        assert_eq!(effective_mtu(None, port, client_says), mtu(1024));
     }
 
     #[test]

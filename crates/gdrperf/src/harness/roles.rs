@@ -34,9 +34,10 @@ use crate::harness::sweep::{
     self, agree_on_count, create_local, finish_outputs, greeting, lead_size, progress_bar, run_start,
     write_and_judge, RunOutcome,
 };
-use crate::options::config::{BenchConfig, Role};
+use crate::options::config::{BenchConfig, Role, StopRule};
 use crate::options::placement::{self, placement_for, Placement};
-use crate::output::{Console, HeaderLine, Outputs};
+use crate::options::values::OutputFigure;
+use crate::output::{Console, ConsoleStyle, HeaderLine, Outputs};
 
 /// Runs `benchmark` as its configuration says. The only entry point a bench binary calls.
 pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
@@ -47,6 +48,8 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
     let placements = placement::plan(config)?;
     match &config.role {
         Role::Server => {
+            // The server reports as perftest's do: its table, --csv, --json and --out_json.
+            let outputs = create_outputs::<B>(config)?;
             let local = create_local(config, benchmark, &placements[0])?;
             let address = config.listen_address();
             let listener = Control::listen(address)?;
@@ -74,7 +77,7 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
             let session =
                 Session::connect(config, local, Some(&listener), &greeting(benchmark, &placements, 0))?;
             install_signal_handlers(&stop)?;
-            serve_connected(config, benchmark, &placements, listener, session, &stop)
+            serve_connected(config, benchmark, &placements, listener, session, outputs, &stop)
         }
         Role::Client { .. } => {
             let outputs = create_outputs::<B>(config)?;
@@ -95,6 +98,7 @@ fn serve_connected<B: Benchmark>(
     placements: &[Placement],
     listener: TcpListener,
     mut session: Session,
+    outputs: Outputs<RowOf<B>>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
     if concurrent(benchmark) {
@@ -103,7 +107,7 @@ fn serve_connected<B: Benchmark>(
     // One client per run: whoever knocks from now on is told the server is busy.
     let _turn_away = TurnAway::start(listener, session.control.peer());
     session.control.set_stop_flag(stop.clone());
-    sweep::serve(config, benchmark, placements, session)
+    sweep::serve(config, benchmark, placements, session, outputs)
 }
 
 /// The client: connects for the first placement, then leads the rounds (or the lanes).
@@ -146,7 +150,17 @@ fn run_loopback<B: Benchmark>(
                 &greeting(benchmark, placements, 0),
             )?;
             let listener = listener.try_clone().map_err(|source| Error::Loopback { source })?;
-            serve_connected(&server_config, benchmark, placements, listener, session, &StopFlag::default())
+            // The client's table and files are the run's: the loopback server writes none.
+            let quiet = Outputs::create(None, None, None, None)?;
+            serve_connected(
+                &server_config,
+                benchmark,
+                placements,
+                listener,
+                session,
+                quiet,
+                &StopFlag::default(),
+            )
         });
         let client = lead(&client_config, benchmark, placements, outputs, stop);
         if client.is_err() && !server.is_finished() {
@@ -169,10 +183,27 @@ fn run_loopback<B: Benchmark>(
 }
 
 fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<RowOf<B>>> {
+    let latency = B::BENCH.measures == crate::options::bench::Measures::Latency;
+    if let Some(figure) = config.output {
+        if latency != (figure == OutputFigure::Latency) {
+            let reason = if latency {
+                "a latency test prints `latency` (as perftest's)"
+            } else {
+                "a bandwidth test prints `bandwidth` or `message_rate` (as perftest's)"
+            };
+            return Err(crate::error::ConfigError::conflict("--output", reason).into());
+        }
+    }
+    let style = ConsoleStyle {
+        unit: config.unit,
+        timed: matches!(config.stop, StopRule::Duration(_)),
+        figure: config.output,
+    };
     Outputs::create(
         config.csv.as_deref(),
         config.json.as_deref(),
-        Some(Console::new(B::BENCH.title, config.unit)),
+        config.perftest_json.as_deref().map(|path| (path, style)),
+        Some(Console::new(B::BENCH.title, style)),
     )
 }
 
@@ -208,7 +239,9 @@ fn serve_lanes<B: Benchmark>(
             .map(|session| {
                 scope.spawn(move || {
                     pin_lane(&session)?;
-                    sweep::serve(config, benchmark, placements, session)
+                    // The lanes' rows are the client's to join: a lane's server writes none.
+                    let quiet = Outputs::create(None, None, None, None)?;
+                    sweep::serve(config, benchmark, placements, session, quiet)
                 })
             })
             .collect();

@@ -36,6 +36,7 @@ pub(crate) fn row_context(test: &str, config: &BenchConfig, session: &Session) -
         gpu_local_uuid: crate::node::pcie::gpu_uuid(&session.local.buffers).unwrap_or_default(),
         traffic_class: config.traffic_class.map(u32::from),
         service_level: config.service_level.map(u32::from),
+        relaxed_ordering: crate::memory::buffers::relaxed_ordering(&session.local.buffers).word().into(),
         nic: Default::default(),
         path: Some(RowPath::new(
             session.side.is_client(),
@@ -154,6 +155,7 @@ pub(crate) fn metadata(
             },
         ),
         HeaderLine::new("Data check", if config.validate { "on".into() } else { "off".into() }),
+        HeaderLine::per_placement("PCIe relax order", relaxed_ordering_line(&local.buffers)),
         HeaderLine::new("Clock", clock_line),
         // What made this output, so a saved console log is a complete result by itself.
         HeaderLine::new("Command", gdrperf_provenance::command_line(&config.argv)),
@@ -225,8 +227,66 @@ pub(crate) fn metadata(
         "qp_connection": qp_connection,
         "traffic_class": config.traffic_class,
         "service_level": config.service_level,
+        "relaxed_ordering": crate::memory::buffers::relaxed_ordering(&local.buffers),
+        "perftest_test_info": perftest_test_info(config, test, session),
     });
     RunStart { header, metadata }
+}
+
+/// What perftest's `--out_json` writes under `test_info` (`write_test_info_to_file`), in its
+/// key names, and the verb its test name starts with; the rows complete the name.
+fn perftest_test_info(config: &BenchConfig, test: &str, session: &Session) -> serde_json::Value {
+    let local = &session.local;
+    let verb = match test.split('_').next().unwrap_or_default() {
+        "write" => "RDMA_Write".to_string(),
+        "read" => "RDMA_Read".to_string(),
+        "send" => "Send".to_string(),
+        // -A's value, as perftest spells it (FETCH_AND_ADD by default).
+        _ if config.argv.iter().any(|word| word.contains("CMP_AND_SWAP")) => "Atomic_CMP_AND_SWAP".into(),
+        _ => "Atomic_FETCH_AND_ADD".into(),
+    };
+    let on_off = |on: bool| if on { "ON" } else { "OFF" };
+    let relaxed =
+        crate::memory::buffers::relaxed_ordering(&local.buffers) == crate::verbs::RelaxedOrdering::Asked;
+    let link_type = match local.port.link_layer.to_string().as_str() {
+        "Ethernet" => "Ethernet",
+        _ => "IB",
+    };
+    serde_json::json!({
+        "verb": verb,
+        "test_info": {
+            "Dual_port": "OFF",
+            "Device": local.device.name(),
+            "Number_of_qps": config.qps,
+            "Transport_type": "IB",
+            "Connection_type": "RC",
+            "Using_SRQ": "OFF",
+            "PCIe_relax_order": on_off(relaxed),
+            "ibv_wr_API": "ON",
+            "TX_depth": config.tx_depth,
+            "Mtu": session.mtu.bytes(),
+            "Link_type": link_type,
+            "rdma_cm_QPs": on_off(config.rdma_cm),
+            "Data_ex_method": if config.rdma_cm { "rdma_cm" } else { "Ethernet" },
+        },
+    })
+}
+
+/// The header's "PCIe relax order" line: perftest's ON/OFF (its header's words) and what the
+/// registrations did with the request; whether the NIC uses it is not knowable from here.
+fn relaxed_ordering_line(buffers: &[crate::memory::buffers::BenchBuffer]) -> String {
+    use crate::verbs::RelaxedOrdering;
+    match crate::memory::buffers::relaxed_ordering(buffers) {
+        RelaxedOrdering::Asked => {
+            "ON (asked for on every registration, as perftest; whether the NIC uses it depends on \
+                                   its Device Control bit and the device, see gdrperf doctor)"
+                .into()
+        }
+        RelaxedOrdering::Off => "OFF (--disable_pcie_relaxed)".into(),
+        RelaxedOrdering::Refused => {
+            "OFF (asked for, refused by this rdma-core or kernel: registered without it)".into()
+        }
+    }
 }
 
 /// The header's "QoS" line: `-T` and `-S` as given, and as the first QP's address holds them

@@ -134,16 +134,21 @@ fn next_round<B: Benchmark>(
     Ok(())
 }
 
-/// The server's loop: follow the client's steps until it says goodbye.
+/// The server's loop: follow the client's steps until it says goodbye. Like perftest's servers
+/// it reports too: each size's row (made from both sides' reports, which the client sends with
+/// its `SizeDone`) goes to `outputs`, its own console table and files.
 pub(crate) fn serve<B: Benchmark>(
     config: &BenchConfig,
     benchmark: &B,
     placements: &[Placement],
     mut session: Session,
+    mut outputs: Outputs<RowOf<B>>,
 ) -> Result<RunOutcome> {
     let rounds = if concurrent(benchmark) { 1 } else { agree_on_count(&mut session, placements)? };
     let mut position = SweepPosition::new(config.sizes.len() * rounds);
     let mut round = 0;
+    outputs.start(&run_start(config, benchmark, &session, placements, rounds))?;
+    let mut context = row_context(B::BENCH.name, config, &session);
     let result = (|| -> Result<()> {
         loop {
             session.control.set_timeout(config.timeout.max(Duration::from_secs(60)));
@@ -154,6 +159,8 @@ pub(crate) fn serve<B: Benchmark>(
                 {
                     round = next as usize;
                     next_round(config, benchmark, placements, &mut session, round)?;
+                    outputs.section(&run_start(config, benchmark, &session, placements, rounds))?;
+                    context = row_context(B::BENCH.name, config, &session);
                     continue;
                 }
                 Message::Goodbye => return Ok(()),
@@ -167,25 +174,41 @@ pub(crate) fn serve<B: Benchmark>(
             session.control.send(&Message::Ready, "telling the client we are ready")?;
             let ours = benchmark.engine().measure(&mut session, size)?;
             session.control.set_timeout(measurement_wait(config));
-            match session.control.receive("waiting for the client to finish the size")? {
-                Message::SizeDone { .. } => {}
+            let peer_report = match session.control.receive("waiting for the client to finish the size")? {
+                Message::SizeDone { report, .. } => report,
                 other => return Err(unexpected(&session, "SizeDone", &other)),
-            }
+            };
             // The wire carries the failure's text: the client reports it as the server's.
             let validation_error =
                 benchmark.engine().check(&mut session, size)?.map(|failure| failure.to_string());
             let report = ours.map(serde_json::to_value).transpose().map_err(|error| {
                 Error::Internal(crate::error::InternalError::EncodeReport { source: error })
             })?;
+            let validation = match (config.validate, &validation_error) {
+                (false, _) => "off",
+                (true, None) => "pass",
+                (true, Some(_)) => "fail",
+            };
+            // Our report back from its JSON (it has gone to the client), the client's as it came.
+            let decode = |value: Option<&serde_json::Value>| {
+                value.map(|value| serde_json::from_value::<ReportOf<B>>(value.clone())).transpose()
+            };
+            let row = match (decode(report.as_ref()), decode(peer_report.as_ref())) {
+                (Ok(ours), Ok(peer)) => benchmark.engine().row(&context, ours, peer, validation),
+                (_, Err(source)) | (Err(source), _) => return Err(Error::PeerReport { size, source }),
+            };
             session.control.send(
                 &Message::SizeResult { size: size as u64, validation_error, report },
                 "sending our result",
             )?;
+            if let Some(row) = row {
+                outputs.write_row(&row)?;
+            }
             position.finish();
         }
     })();
-    let interrupted = conclude(&mut session, result, &position, "server")?;
-    Ok(RunOutcome { interrupted, ..RunOutcome::default() })
+    let concluded = conclude(&mut session, result, &position, "server");
+    finish_outputs(&mut outputs, RunOutcome::default(), concluded)
 }
 
 /// One size as the client leads it, and what came of it.
@@ -221,9 +244,13 @@ pub(crate) fn lead_size<B: Benchmark>(
     })?;
     window.before_measure();
     let ours = benchmark.engine().measure(session, size)?;
-    session
-        .control
-        .send(&Message::SizeDone { size: size as u64, report: None }, "reporting the size done")?;
+    // Our figures go with it, so that the server can print the row as perftest's servers do.
+    let report = ours
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|error| Error::Internal(crate::error::InternalError::EncodeReport { source: error }))?;
+    session.control.send(&Message::SizeDone { size: size as u64, report }, "reporting the size done")?;
     session.control.set_timeout(measurement_wait(config));
     let (peer_error, peer_report) =
         session.control.expect("SizeResult", "waiting for the server's result", |message| match message {

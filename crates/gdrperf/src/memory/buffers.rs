@@ -18,7 +18,7 @@ use crate::memory::pattern::{fill_pattern, Mismatch};
 pub use crate::memory::pattern::{find_mismatch, pattern_seed};
 use crate::memory_kind::MemoryKind;
 use crate::options::args::GdrPath;
-use crate::verbs::{HostBuffer, LocalSlice, MemoryRegion, RemoteAccess};
+use crate::verbs::{DmaBufRange, HostBuffer, LocalSlice, MemoryRegion, RelaxedOrdering, RemoteAccess};
 use gdrperf_stats::{busy_nanos, CopyInterval};
 
 /// An outstanding copy, as handed out by a [`Stager`]: copies are numbered in the order they
@@ -191,6 +191,16 @@ impl crate::verbs::simulated::CopiedMemory for SimulatedGpuMemory {
     }
 }
 
+/// The relaxed ordering of a side's buffers, all registered with the same request: refused if
+/// any registration refused it, else the first's (off for none).
+pub fn relaxed_ordering(buffers: &[BenchBuffer]) -> RelaxedOrdering {
+    let mut each = buffers.iter().map(BenchBuffer::relaxed_ordering);
+    match each.clone().find(|ordering| *ordering == RelaxedOrdering::Refused) {
+        Some(refused) => refused,
+        None => each.next().unwrap_or(RelaxedOrdering::Off),
+    }
+}
+
 /// A registered buffer of one QP.
 pub struct BenchBuffer {
     /// Declared before the memory it registers, so that it is deregistered before that memory
@@ -212,12 +222,18 @@ pub struct MessageCheck {
 
 impl BenchBuffer {
     /// Allocates `len` bytes of host memory and registers them on `pd`, open to the peer for
-    /// `access` (the test's need).
-    pub fn host(pd: &Arc<ProtectionDomain>, len: usize, access: RemoteAccess) -> Result<BenchBuffer> {
+    /// `access` (the test's need), with relaxed ordering as `ordering` asks.
+    pub fn host(
+        pd: &Arc<ProtectionDomain>,
+        len: usize,
+        access: RemoteAccess,
+        ordering: RelaxedOrdering,
+    ) -> Result<BenchBuffer> {
         let memory = HostBuffer::new(len)?;
         // SAFETY: the HostBuffer moves into `storage` below and lives as long as the region.
-        let region =
-            unsafe { MemoryRegion::register(pd, memory.address(), memory.len(), "host buffer", access)? };
+        let region = unsafe {
+            MemoryRegion::register(pd, memory.address(), memory.len(), "host buffer", access, ordering)?
+        };
         Ok(BenchBuffer { storage: Storage::Host(memory), region, check: MessageCheck::default() })
     }
 
@@ -229,14 +245,21 @@ impl BenchBuffer {
         len: usize,
         path: GdrPath,
         access: RemoteAccess,
+        ordering: RelaxedOrdering,
     ) -> Result<BenchBuffer> {
         let memory = gpu.alloc(len)?;
         if pd.is_simulated() {
             // SAFETY: the handle goes into the region, which is dropped before the memory
             // (`BenchBuffer`'s field order) and deregistered under the NIC's lock.
             let copies = Arc::new(SimulatedGpuMemory(unsafe { memory.copies() }));
-            let region =
-                MemoryRegion::register_copied(pd, memory.device_ptr(), memory.len(), copies, access)?;
+            let region = MemoryRegion::register_copied(
+                pd,
+                memory.device_ptr(),
+                memory.len(),
+                copies,
+                access,
+                ordering,
+            )?;
             return Ok(BenchBuffer {
                 storage: Storage::Gpu { memory, path: RegisteredPath::SimulatedCopies, _dmabuf: None },
                 region,
@@ -255,12 +278,15 @@ impl BenchBuffer {
             let region = unsafe {
                 MemoryRegion::register_dmabuf(
                     pd,
-                    dmabuf.raw_fd(),
-                    dmabuf.offset(),
-                    dmabuf.iova(),
-                    dmabuf.len(),
+                    DmaBufRange {
+                        fd: dmabuf.raw_fd(),
+                        offset: dmabuf.offset(),
+                        address: dmabuf.iova(),
+                        len: dmabuf.len(),
+                    },
                     &format!("{what} via dma-buf"),
                     access,
+                    ordering,
                 )?
             };
             return Ok(BenchBuffer {
@@ -277,6 +303,7 @@ impl BenchBuffer {
                 memory.len(),
                 &format!("{what} via nvidia-peermem"),
                 access,
+                ordering,
             )?
         };
         Ok(BenchBuffer {
@@ -292,16 +319,23 @@ impl BenchBuffer {
         stager: Box<dyn Stager>,
         kind: MemoryKind,
         access: RemoteAccess,
+        ordering: RelaxedOrdering,
     ) -> Result<BenchBuffer> {
         let (address, len) = stager.bounce();
         // SAFETY: the bounce buffer belongs to `stager`, which moves into `storage` with the region.
         // It is what the peer reaches (the payload behind it only by copies): the test's access.
-        let region = unsafe { MemoryRegion::register(pd, address, len, "staging bounce buffer", access)? };
+        let region =
+            unsafe { MemoryRegion::register(pd, address, len, "staging bounce buffer", access, ordering)? };
         Ok(BenchBuffer { storage: Storage::Staged { stager, kind }, region, check: MessageCheck::default() })
     }
 
     pub fn kind(&self) -> MemoryKind {
         self.storage.kind()
+    }
+
+    /// Whether the registration asked for PCIe relaxed ordering and took it.
+    pub fn relaxed_ordering(&self) -> RelaxedOrdering {
+        self.region.relaxed_ordering()
     }
 
     /// The copy engine of a staged buffer (`None` for memory the NIC reaches directly). Only

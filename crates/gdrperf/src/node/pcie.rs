@@ -14,7 +14,7 @@ use gdrperf_topology::pcie::{run_facts, RunPcieFacts};
 use crate::memory::buffers::BenchBuffer;
 use crate::memory_kind::MemoryKind;
 use crate::node::cpu_placement::CpuPlacement;
-use crate::verbs::{Device, PortInfo};
+use crate::verbs::{Device, PortInfo, RelaxedOrdering};
 
 /// Tests only: read the path facts under this directory instead of `/` (a fixture tree from
 /// gdrperf-doctor-fixtures, as `gdrperf doctor --sysfs-root` reads one), so that a VM run can
@@ -67,5 +67,12 @@ pub fn path_facts(device: &Device, port: &PortInfo, buffers: &[BenchBuffer], cpu
         max_mtu: Some(port.max_mtu.bytes()),
         thread_numa_node: cpu.numa_node,
     };
-    EndFacts::read(&root, &query)
+    let mut facts = EndFacts::read(&root, &query);
+    // Refused (a stack without optional access flags) is neither: the cause of that is the stack's.
+    facts.relaxed_ordering_asked = match crate::memory::buffers::relaxed_ordering(buffers) {
+        RelaxedOrdering::Asked => Some(true),
+        RelaxedOrdering::Off => Some(false),
+        RelaxedOrdering::Refused => None,
+    };
+    facts
 }

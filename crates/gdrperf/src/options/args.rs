@@ -30,6 +30,11 @@ pub struct CommonArgs {
     #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
     pub gid_index: Option<u32>,
 
+    /// Without -x on RoCE: address the port by a RoCE v2 GID that holds an IPv6 address, not the
+    /// IPv4-mapped one (perftest's --ipv6).
+    #[arg(long = "ipv6", conflicts_with = "gid_index")]
+    pub ipv6: bool,
+
     /// Connect the queue pairs through rdma_cm, as perftest's -R: the server's IP address is
     /// resolved to a device, port, GID and route by the RDMA connection manager, which swaps QP
     /// numbers (the TCP channel still carries parameters, keys and results). Both sides give it.
@@ -113,10 +118,37 @@ pub struct CommonArgs {
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
 
+    /// Write perftest's JSON report (perftest's `--out_json`: `test_info` and `results` with
+    /// perftest's key names, `jq .results.BW_average`), beside --json; to perftest_out.json
+    /// unless --out_json_file names another file. Keeps every size of a sweep in `all_results`.
+    #[arg(long = "out_json")]
+    pub out_json: bool,
+
+    /// The file of --out_json (default perftest_out.json). As in perftest, it only names the
+    /// file: without --out_json nothing is written.
+    #[arg(long = "out_json_file", value_name = "PATH")]
+    pub out_json_file: Option<PathBuf>,
+
+    /// Print one figure per size on stdout and nothing else, as perftest's --output: bandwidth
+    /// or message_rate (bandwidth tests), latency (latency tests: the average, µs) (default:
+    /// none, the table).
+    #[arg(long = "output", value_enum, value_name = "FIGURE")]
+    pub output: Option<crate::options::values::OutputFigure>,
+
     /// Acceptance: fail any size whose average bandwidth is below this (90Gb/s, 11000MiB/s, or
     /// 80% of the port's rate; default: none, no limit).
     #[arg(long = "min-bw", value_name = "RATE", value_parser = parse_bandwidth_threshold)]
     pub min_bw: Option<gdrperf_threshold::BandwidthThreshold>,
+
+    /// perftest's -w/--limit_bw: --min-bw in the table's unit (MiB/s, Gb/s with --report-gbits):
+    /// the run exits with status 1 when a size's average is below it (default: none).
+    #[arg(short = 'w', long = "limit_bw", value_name = "BW", conflicts_with = "min_bw")]
+    pub limit_bw: Option<f64>,
+
+    /// Acceptance: fail any size whose message rate is below this many Mpps (perftest's
+    /// -y/--limit_msgrate; default: none).
+    #[arg(short = 'y', long = "min-msg-rate", visible_alias = "limit_msgrate", value_name = "MPPS")]
+    pub min_msg_rate: Option<f64>,
 
     /// Acceptance: fail any size whose latency (the statistic of --lat-pct) is above this (5us; default: none).
     #[arg(long = "max-lat", value_name = "TIME", value_parser = parse_latency_threshold)]
@@ -160,6 +192,12 @@ pub struct CommonArgs {
     /// nvidia-peermem), or auto (dma-buf when the GPU supports it, else peermem).
     #[arg(long = "gdr", value_enum, default_value_t = GdrPath::Auto, value_name = "MODE")]
     pub gdr: GdrPath,
+
+    /// Register every buffer without PCIe relaxed ordering (perftest's flag). By default each
+    /// registration asks for it (IBV_ACCESS_RELAXED_ORDERING), as perftest does; the header,
+    /// CSV and JSON say whether it was asked for and taken.
+    #[arg(long = "disable_pcie_relaxed", visible_alias = "disable-pcie-relaxed")]
+    pub disable_pcie_relaxed: bool,
 
     /// Seconds to wait for the peer (connect, exchange) or for completion progress before giving up.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]

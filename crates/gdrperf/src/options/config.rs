@@ -40,6 +40,8 @@ pub struct BenchConfig {
     pub devices: Vec<String>,
     pub ib_port: u8,
     pub gid_index: Option<u32>,
+    /// `--ipv6`: without `-x`, an IPv6 GID rather than the IPv4-mapped one.
+    pub ipv6_gid: bool,
     /// `-R`: the QPs are connected through rdma_cm (`verbs::connection_manager`), not from the hellos.
     pub rdma_cm: bool,
     pub tcp_port: u16,
@@ -60,6 +62,10 @@ pub struct BenchConfig {
     pub validate: bool,
     pub csv: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    /// perftest's `--out_json` report: its file (`--out_json_file`, else perftest_out.json).
+    pub perftest_json: Option<PathBuf>,
+    /// perftest's `--output`: one figure per size on stdout.
+    pub output: Option<crate::options::values::OutputFigure>,
     pub timeout: Duration,
     /// Server: how long to wait for a client that passes the challenge (`None`: for ever).
     pub accept_timeout: Option<Duration>,
@@ -252,6 +258,7 @@ impl BenchConfig {
             devices,
             ib_port: args.ib_port,
             gid_index: args.gid_index,
+            ipv6_gid: args.ipv6,
             rdma_cm: args.rdma_cm,
             tcp_port: args.port,
             traffic_class,
@@ -271,6 +278,12 @@ impl BenchConfig {
             validate: args.validate,
             csv: args.csv.clone(),
             json: args.json.clone(),
+            output: args.output,
+            perftest_json: args.out_json.then(|| {
+                args.out_json_file
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(crate::options::values::PERFTEST_JSON_DEFAULT_FILE))
+            }),
             timeout: Duration::from_secs(args.timeout),
             accept_timeout,
             cpu,
@@ -278,9 +291,18 @@ impl BenchConfig {
             bind,
             token,
             acceptance: Acceptance {
-                min_bw: args.min_bw,
+                min_bw: match args.limit_bw {
+                    Some(limit) => Some(limit_bw(limit, args.report_gbits)?),
+                    None => args.min_bw,
+                },
                 max_lat: args.max_lat.map(|limit| limit.on(args.lat_pct)),
                 max_nic_errors: args.max_nic_errors,
+                min_msg_rate_mpps: match args.min_msg_rate {
+                    Some(rate) if !(rate.is_finite() && rate >= 0.0) => {
+                        return Err(malformed("-y/--min-msg-rate", &rate.to_string(), "not a rate in Mpps"))
+                    }
+                    rate => rate,
+                },
             },
             argv: gdrperf_command_line::redact_command_line(gdrperf_command_line::arguments()),
             latency_span: None,
@@ -314,7 +336,8 @@ impl BenchConfig {
             "warmup": self.warmup,
             "qps": self.qps,
             "tx_depth": self.tx_depth,
-            "mtu": self.mtu.map(Mtu::bytes),
+            // Not -m: as perftest's check_mtu, each side's -m is negotiated to the smaller
+            // (the hello's active MTU carries it, `LocalResources::hello`), never a mismatch.
             "validate": self.validate,
             // Both sides connect the same way, or neither finds the other: checked with the terms.
             "rdma_cm": self.rdma_cm,
@@ -350,6 +373,8 @@ pub struct Acceptance {
     pub min_bw: Option<gdrperf_threshold::BandwidthThreshold>,
     pub max_lat: Option<gdrperf_threshold::LatencyLimit>,
     pub max_nic_errors: Option<u64>,
+    /// `--min-msg-rate` / perftest's `-y`, Mpps.
+    pub min_msg_rate_mpps: Option<f64>,
 }
 
 impl Acceptance {
@@ -372,6 +397,7 @@ impl Acceptance {
             min_bw,
             max_lat: self.max_lat,
             max_nic_errors: self.max_nic_errors,
+            min_msg_rate_mpps: self.min_msg_rate_mpps,
         })
     }
 }
@@ -385,6 +411,8 @@ pub struct MemoryConfig {
     /// The GPUs for the cuda kinds (parsed, checked against the machine when CUDA is loaded).
     pub gpu: GpuSelection,
     pub gdr: GdrPath,
+    /// Whether registrations ask for PCIe relaxed ordering (`--disable_pcie_relaxed` says no).
+    pub relaxed_ordering: crate::verbs::RelaxedOrdering,
 }
 
 impl MemoryConfig {
@@ -416,7 +444,12 @@ impl MemoryConfig {
                 "does not apply to cuda-staged: the NIC only touches pinned host memory there",
             ));
         }
-        Ok(MemoryConfig { kinds, gpu, gdr: args.gdr })
+        let relaxed_ordering = if args.disable_pcie_relaxed {
+            crate::verbs::RelaxedOrdering::Off
+        } else {
+            crate::verbs::RelaxedOrdering::Asked
+        };
+        Ok(MemoryConfig { kinds, gpu, gdr: args.gdr, relaxed_ordering })
     }
 }
 
@@ -499,6 +532,18 @@ use gdrperf_command_line::MAX_TIMEOUT_SECONDS;
 const MAX_TIMEOUT_TEXT: &str = "at most 2592000 seconds (30 days)";
 
 /// [`ConfigError::conflict`] as this module returns it.
+/// perftest's `-w`: a floor in the unit of the table (perftest compares it with `bw_avg` in its
+/// report unit), made a `--min-bw` threshold.
+fn limit_bw(limit: f64, report_gbits: bool) -> Result<gdrperf_threshold::BandwidthThreshold> {
+    let unit = if report_gbits { "Gb/s" } else { "MiB/s" };
+    let text = format!("{limit}{unit}");
+    if !(limit.is_finite() && limit >= 0.0) {
+        return Err(malformed("-w/--limit_bw", &text, "not a bandwidth"));
+    }
+    gdrperf_threshold::BandwidthThreshold::parse(&text)
+        .map_err(|error| malformed("-w/--limit_bw", &text, error))
+}
+
 fn conflict(flag: &'static str, reason: impl Into<String>) -> Error {
     ConfigError::conflict(flag, reason).into()
 }

@@ -150,7 +150,12 @@ mod tests {
     use gdrperf_cuda::GpuSelection;
 
     fn memory(kinds: &[MemoryKind]) -> MemoryConfig {
-        MemoryConfig { kinds: kinds.to_vec(), gpu: GpuSelection::Indices(vec![0]), gdr: GdrPath::Auto }
+        MemoryConfig {
+            kinds: kinds.to_vec(),
+            gpu: GpuSelection::Indices(vec![0]),
+            gdr: GdrPath::Auto,
+            relaxed_ordering: crate::verbs::RelaxedOrdering::Asked,
+        }
     }
 
     #[test]

@@ -19,6 +19,23 @@ pub enum Role {
     Loopback,
 }
 
+/// perftest's default `--out_json` file (`DEFAULT_JSON_FILE_NAME`), in the working directory.
+pub const PERFTEST_JSON_DEFAULT_FILE: &str = "perftest_out.json";
+
+/// perftest's `--output`: one figure per size on stdout and nothing else, for `VAR=$(...)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFigure {
+    /// The average bandwidth, in the table's unit.
+    #[value(name = "bandwidth")]
+    Bandwidth,
+    /// The message rate, Mpps.
+    #[value(name = "message_rate")]
+    MessageRate,
+    /// The average latency, µs.
+    #[value(name = "latency")]
+    Latency,
+}
+
 /// When a size's measurement ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -124,6 +124,7 @@ const BANDWIDTH_ORDER: &[&str] = &[
     "peak_note",
     "nic_node_guid",
     "gpu_local_uuid",
+    "relaxed_ordering",
 ];
 
 const SEND_BANDWIDTH_ORDER: &[&str] = &[
@@ -182,6 +183,7 @@ const SEND_BANDWIDTH_ORDER: &[&str] = &[
     "peak_note",
     "nic_node_guid",
     "gpu_local_uuid",
+    "relaxed_ordering",
 ];
 
 const LATENCY_ORDER: &[&str] = &[
@@ -228,6 +230,7 @@ const LATENCY_ORDER: &[&str] = &[
     "service_level",
     "nic_node_guid",
     "gpu_local_uuid",
+    "relaxed_ordering",
 ];
 
 const ACCEPT_SUMMARY_ORDER: &[&str] = &[

@@ -43,6 +43,10 @@ pub struct RowContext {
     pub nic_node_guid: String,
     #[serde(default)]
     pub gpu_local_uuid: String,
+    /// PCIe relaxed ordering on this side's registrations: `asked`, `off`
+    /// (`--disable_pcie_relaxed`), `refused` (the stack refused the flag); empty where unknown.
+    #[serde(default)]
+    pub relaxed_ordering: String,
     /// This size's NIC counter deltas (set per size, before the row is made).
     #[serde(skip)]
     pub nic: crate::node::nic_counters::NicColumns,

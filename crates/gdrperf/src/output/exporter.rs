@@ -7,14 +7,43 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::options::config::BandwidthUnit;
+use crate::options::values::OutputFigure;
+
+/// How the console table is laid out: the bandwidth unit (`--report-gbits`) and whether the
+/// run is timed (`-D`), where perftest's latency tests print an average and a rate only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsoleStyle {
+    pub unit: BandwidthUnit,
+    pub timed: bool,
+    /// perftest's `--output`: only this figure, one line per size.
+    pub figure: Option<OutputFigure>,
+}
 
 /// A result row: serialisable for files, printable as a line of the console table, and held
 /// against the acceptance thresholds through its typed figures.
+///
+/// The table is perftest's, field for field (`RESULT_FMT*` and `REPORT_FMT*` in perftest's
+/// `perftest_parameters.h`), so that the scripts written around perftest's stdout (`awk` on
+/// the `#bytes` rows, `$4`, `$NF`, `NF == 5`, `tail -2 | head -1`) read gdrperf's the same way;
+/// what gdrperf says beyond perftest's fields (the data check, the ceiling and its causes, a
+/// lane, the 99.99th percentile) is [`Row::console_notes`], which the console writes on stderr.
 pub trait Row: Serialize + gdrperf_threshold::Measured + Clone {
-    /// Column titles of the console table.
-    fn console_header(unit: BandwidthUnit) -> String;
-    /// This row as a line of the console table.
-    fn console_line(&self, unit: BandwidthUnit) -> String;
+    /// Column titles of the console table: perftest's header line.
+    fn console_header(style: ConsoleStyle) -> String;
+    /// This row as a line of the console table: perftest's fields only.
+    fn console_line(&self, style: ConsoleStyle) -> String;
+    /// What the row says beyond perftest's fields, one line each (none by default).
+    fn console_notes(&self, _style: ConsoleStyle) -> Vec<String> {
+        Vec::new()
+    }
+    /// The row as perftest's `--out_json` writes its `results`: perftest's key names, its units
+    /// (the bandwidth unit of the console) and its decimals.
+    fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value>;
+    /// The figure perftest's `--output` prints for this row (`None`: the row has none).
+    fn perftest_figure(&self, figure: OutputFigure, style: ConsoleStyle) -> Option<f64>;
+    /// The end of perftest's test name after the verb: "BW_Test", "Bidirectional_BW_Test",
+    /// "Latency_Test" (`write_test_info_to_file`).
+    fn perftest_test_kind(&self) -> &'static str;
     /// The aggregate row of one size of a `--concurrent` run from its lanes' rows (`None`: the
     /// test has none).
     fn aggregate(_lanes: &[Self]) -> Option<Self>

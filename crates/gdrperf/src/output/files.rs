@@ -33,7 +33,7 @@ pub use gdrperf_files::text::spreadsheet_safe;
 /// and an earlier result already there is named on stderr, since this run replaces it (a
 /// rerun with the same `--csv` is common; finding out later that a run was lost is not).
 /// Returns whether a file was there.
-fn check_result_path(path: &Path) -> Result<bool> {
+pub(super) fn check_result_path(path: &Path) -> Result<bool> {
     match std::fs::symlink_metadata(path) {
         Ok(metadata) if metadata.file_type().is_symlink() => Err(output_error(
             path,
@@ -132,15 +132,20 @@ impl JsonFile {
 
     fn rewrite(&self) -> Result<()> {
         let document = serde_json::json!({ "metadata": self.metadata, "results": self.results, "outcome": self.outcome });
-        let temporary = partial_name(&self.path);
-        let text = serde_json::to_string_pretty(&document)
-            .map_err(|error| output_error(&self.path, error.into()))?;
-        let mut file = create_new(&temporary).map_err(|source| output_error(&temporary, source))?;
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.write_all(b"\n"))
-            .map_err(|source| output_error(&temporary, source))?;
-        std::fs::rename(&temporary, &self.path).map_err(|source| output_error(&self.path, source))
+        replace_document(&self.path, &document)
     }
+}
+
+/// Replaces the file at `path` with `document`, pretty-printed, through a temporary file and a
+/// rename, so that a reader never sees half a document.
+pub(super) fn replace_document(path: &Path, document: &serde_json::Value) -> Result<()> {
+    let temporary = partial_name(path);
+    let text = serde_json::to_string_pretty(document).map_err(|error| output_error(path, error.into()))?;
+    let mut file = create_new(&temporary).map_err(|source| output_error(&temporary, source))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.write_all(b"\n"))
+        .map_err(|source| output_error(&temporary, source))?;
+    std::fs::rename(&temporary, path).map_err(|source| output_error(path, source))
 }
 
 /// The temporary name `path`'s next contents are written under before the rename:

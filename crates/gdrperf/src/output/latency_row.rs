@@ -24,9 +24,11 @@ use gdrperf_stats::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::options::config::{BandwidthUnit, LatencyFilePaths, LatencySpan};
+use crate::options::config::{LatencyFilePaths, LatencySpan};
+use crate::options::values::OutputFigure;
 use crate::output::context::RowContext;
-use crate::output::exporter::Row;
+use crate::output::exporter::{ConsoleStyle, Row};
+use crate::output::perftest_table;
 use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
 
 /// What the measuring side found for one size, in integer nanoseconds (mean and deviation in
@@ -179,6 +181,8 @@ columns! {
         columns qos: QosColumns,
         /// The NIC's and the GPU's identities (appended last: readers by position keep working).
         columns identity: IdentityColumns,
+        /// PCIe relaxed ordering on this side's registrations (appended after the identities).
+        column relaxed_ordering: String,
     }
 }
 
@@ -217,43 +221,96 @@ impl LatencyRow {
             refused_samples: figures.refused_samples,
             qos: QosColumns::of(context),
             identity: IdentityColumns::of(context),
+            relaxed_ordering: context.relaxed_ordering.clone(),
+        }
+    }
+}
+
+impl LatencyRow {
+    /// Iterations over the measured time: perftest's `tps` (`print_report_lat_duration`).
+    fn transactions_per_second(&self) -> f64 {
+        if self.elapsed_s > 0.0 {
+            self.iterations as f64 / self.elapsed_s
+        } else {
+            0.0
         }
     }
 }
 
 impl Row for LatencyRow {
-    fn console_header(_unit: BandwidthUnit) -> String {
-        format!(
-            " {:<8} {:<12} {:>12} {:>12} {:>16} {:>12} {:>14} {:>12} {:>14} {:>15}  {}",
-            "#bytes",
-            "#iterations",
-            "t_min[usec]",
-            "t_max[usec]",
-            "t_typical[usec]",
-            "t_avg[usec]",
-            "t_stdev[usec]",
-            "99%[usec]",
-            "99.9%[usec]",
-            "99.99%[usec]",
-            "check"
-        )
+    fn console_header(style: ConsoleStyle) -> String {
+        if style.timed { perftest_table::LATENCY_DURATION_HEADER } else { perftest_table::LATENCY_HEADER }
+            .into()
     }
 
-    fn console_line(&self, _unit: BandwidthUnit) -> String {
-        format!(
-            " {:<8} {:<12} {:>12.3} {:>12.3} {:>16.3} {:>12.3} {:>14.3} {:>12.3} {:>14.3} {:>15.3}  {}",
-            self.bytes,
-            self.iterations,
-            self.t_min_us,
-            self.t_max_us,
-            self.t_typical_us,
-            self.t_avg_us,
-            self.t_stdev_us,
-            self.p99_us,
-            self.p99_9_us,
-            self.p99_99_us,
-            self.validation
-        )
+    /// perftest's row: its nine figures, or under `-D` the average and the transactions per
+    /// second (`print_report_lat_duration`: iterations over the measured time).
+    fn console_line(&self, style: ConsoleStyle) -> String {
+        if style.timed {
+            let rate = self.transactions_per_second();
+            return perftest_table::latency_duration_line(self.bytes, self.iterations, self.t_avg_us, rate);
+        }
+        perftest_table::latency_line(&perftest_table::LatencyFields {
+            bytes: self.bytes,
+            iterations: self.iterations,
+            t_min: self.t_min_us,
+            t_max: self.t_max_us,
+            t_typical: self.t_typical_us,
+            t_avg: self.t_avg_us,
+            t_stdev: self.t_stdev_us,
+            p99: self.p99_us,
+            p99_9: self.p99_9_us,
+        })
+    }
+
+    /// `REPORT_FMT_LAT_JSON`, or under `-D` `REPORT_FMT_LAT_DUR_JSON`, two decimals.
+    fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value> {
+        let figure = |value: f64| perftest_table::rounded(value, 2);
+        let mut results = serde_json::Map::new();
+        results.insert("MsgSize".into(), self.bytes.into());
+        results.insert("n_iterations".into(), self.iterations.into());
+        if style.timed {
+            results.insert("t_avg".into(), figure(self.t_avg_us));
+            results.insert("tps_average".into(), figure(self.transactions_per_second()));
+            return results;
+        }
+        for (key, value) in [
+            ("t_min", self.t_min_us),
+            ("t_max", self.t_max_us),
+            ("t_typical", self.t_typical_us),
+            ("t_avg", self.t_avg_us),
+            ("t_stdev", self.t_stdev_us),
+            ("percentile_99", self.p99_us),
+            ("percentile_99.9", self.p99_9_us),
+        ] {
+            results.insert(key.into(), figure(value));
+        }
+        results
+    }
+
+    fn perftest_test_kind(&self) -> &'static str {
+        "Latency_Test"
+    }
+
+    fn perftest_figure(&self, figure: OutputFigure, _style: ConsoleStyle) -> Option<f64> {
+        (figure == OutputFigure::Latency).then_some(self.t_avg_us)
+    }
+
+    /// The 99.99th percentile (not in perftest's row), the distribution of a `-D` run (its row
+    /// has the average only), and the data check.
+    fn console_notes(&self, style: ConsoleStyle) -> Vec<String> {
+        let mut first = Vec::new();
+        if style.timed {
+            first.push(format!(
+                "t_min {:.2}, t_typical {:.2}, t_max {:.2}, t_stdev {:.2}, 99% {:.2}, 99.9% {:.2} usec",
+                self.t_min_us, self.t_typical_us, self.t_max_us, self.t_stdev_us, self.p99_us, self.p99_9_us
+            ));
+        }
+        first.push(format!("99.99% {:.2} usec", self.p99_99_us));
+        if self.validation != "off" {
+            first.push(format!("check {}", self.validation));
+        }
+        crate::output::console::notes_of(self.bytes, &first, "")
     }
 }
 
@@ -569,7 +626,7 @@ mod tests {
             text.lines()
                 .next()
                 .unwrap()
-                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,latency_span,refused_samples,traffic_class,service_level,nic_node_guid,gpu_local_uuid"),
+                .ends_with(",percentile_source,saturated_samples,copy_time_s,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,latency_span,refused_samples,traffic_class,service_level,nic_node_guid,gpu_local_uuid,relaxed_ordering"),
             "{text}"
         );
 

@@ -37,6 +37,10 @@ impl Measured for BandwidthRow {
         Some(self.machine.nic.nic_errors)
     }
 
+    fn message_rate_mpps(&self) -> Option<f64> {
+        Some(self.msg_rate_mpps)
+    }
+
     fn describe(&self) -> (String, String) {
         this_run(&self.test, &self.place.mem_local, &self.lane, self.bytes)
     }
@@ -58,6 +62,10 @@ impl Measured for SendBandwidthRow {
 
     fn nic_errors(&self) -> Option<u64> {
         self.sender.nic_errors()
+    }
+
+    fn message_rate_mpps(&self) -> Option<f64> {
+        self.sender.message_rate_mpps()
     }
 
     fn describe(&self) -> (String, String) {

@@ -16,6 +16,8 @@ mod exporter;
 mod files;
 pub mod latency_row;
 mod measured;
+pub mod perftest_json;
+pub mod perftest_table;
 pub mod row_columns;
 pub mod rows;
 pub mod send_row;
@@ -24,8 +26,9 @@ use std::path::Path;
 
 pub use console::Console;
 pub use context::RowContext;
-pub use exporter::{Exporter, HeaderLine, Row, RunStart};
+pub use exporter::{ConsoleStyle, Exporter, HeaderLine, Row, RunStart};
 pub use files::{CsvFile, JsonFile};
+pub use perftest_json::PerftestJsonFile;
 pub use rows::BandwidthRow;
 
 use crate::error::Result;
@@ -36,9 +39,18 @@ pub struct Outputs<R: Row> {
 }
 
 impl<R: Row + 'static> Outputs<R> {
-    /// Creates the files now (so a bad path fails before measuring) and the console table.
-    pub fn create(csv: Option<&Path>, json: Option<&Path>, console: Option<Console>) -> Result<Outputs<R>> {
+    /// Creates the files now (so a bad path fails before measuring) and the console table;
+    /// `perftest_json` is perftest's `--out_json` file, its figures in `style`'s unit.
+    pub fn create(
+        csv: Option<&Path>,
+        json: Option<&Path>,
+        perftest_json: Option<(&Path, ConsoleStyle)>,
+        console: Option<Console>,
+    ) -> Result<Outputs<R>> {
         let mut exporters: Vec<Box<dyn Exporter<R>>> = Vec::new();
+        if let Some((path, style)) = perftest_json {
+            exporters.push(Box::new(PerftestJsonFile::create(path, style)?));
+        }
         if let Some(console) = console {
             exporters.push(Box::new(console));
         }

@@ -9,10 +9,14 @@ use gdrperf_stats::{aggregate_rate, BandwidthReport, LaneSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::options::config::BandwidthUnit;
+use crate::options::values::OutputFigure;
 use crate::output::ceiling_columns::CeilingColumns;
 use crate::output::context::RowContext;
-use crate::output::exporter::Row;
-use crate::output::row_columns::{columns, IdentityColumns, MachineColumns, PlaceColumns, QosColumns};
+use crate::output::exporter::{ConsoleStyle, Row};
+use crate::output::perftest_table;
+use crate::output::row_columns::{
+    columns, join_distinct, IdentityColumns, MachineColumns, PlaceColumns, QosColumns,
+};
 
 columns! {
     /// One size of a bandwidth test.
@@ -64,6 +68,11 @@ columns! {
         column peak_note: String,
         /// The NIC's and the GPU's identities (appended last: readers by position keep working).
         columns identity: IdentityColumns,
+        /// PCIe relaxed ordering on this side's registrations (appended after the identities).
+        column relaxed_ordering: String,
+        /// This side's messages (with `-b`, `iterations` counts both directions): the console's
+        /// `#iterations`, as perftest prints its own count.
+        hidden local_iterations: u64,
     }
 }
 
@@ -134,6 +143,7 @@ impl BandwidthRow {
             test: context.test.clone(),
             bytes,
             iterations: reports.iter().map(|report| report.messages).sum(),
+            local_iterations: reports.first().map_or(0, |report| report.messages),
             bw_peak_mib_s: peak.map(|peak| peak / BYTES_PER_MIB),
             bw_avg_mib_s: sum(|report| report.average_bytes_per_second) / BYTES_PER_MIB,
             bw_peak_gbit_s,
@@ -159,6 +169,7 @@ impl BandwidthRow {
             peak_events_not_stored: reports.iter().map(|report| report.events_not_stored).sum(),
             qos: QosColumns::of(context),
             identity: IdentityColumns::of(context),
+            relaxed_ordering: context.relaxed_ordering.clone(),
         }
     }
 
@@ -183,6 +194,7 @@ impl BandwidthRow {
         let bw_avg_gbit_s = bytes_per_second * 8.0 / BITS_PER_GBIT;
         Some(BandwidthRow {
             iterations: lanes.iter().map(|row| row.iterations).sum(),
+            local_iterations: lanes.iter().map(|row| row.local_iterations).sum(),
             bw_peak_mib_s: None,
             bw_avg_mib_s: bytes_per_second / BYTES_PER_MIB,
             bw_peak_gbit_s: None,
@@ -201,6 +213,7 @@ impl BandwidthRow {
             peak_events_not_stored: lanes.iter().map(|row| row.peak_events_not_stored).sum(),
             peak_note: PEAK_NOT_SUMMED.into(),
             identity: IdentityColumns::aggregate(lanes.iter().map(|row| &row.identity)),
+            relaxed_ordering: join_distinct(lanes.iter().map(|row| row.relaxed_ordering.as_str())),
             ..first.clone()
         })
     }
@@ -248,11 +261,6 @@ pub(crate) fn peak_console_note(note: &str) -> String {
     }
 }
 
-/// A figure with two decimals, or "-" where it is undefined (the row's `peak_note` says why).
-pub(crate) fn optional_figure(value: Option<f64>) -> String {
-    value.map_or_else(|| "-".to_string(), |value| format!("{value:.2}"))
-}
-
 /// The console's note after a lane's line: "lane 1: rxe0, cuda:1 (0000:19:00.0)", "all lanes".
 pub(crate) fn lane_note(lane: &str, place: &PlaceColumns, bus_id: &str) -> String {
     let (device, mem, gpu) = (&place.device, &place.mem_local, &place.gpu_local);
@@ -274,38 +282,75 @@ impl Row for BandwidthRow {
         BandwidthRow::aggregate(lanes)
     }
 
-    fn console_header(unit: BandwidthUnit) -> String {
-        let unit = match unit {
-            BandwidthUnit::MebibytesPerSecond => "MiB/sec",
-            BandwidthUnit::GigabitsPerSecond => "Gb/sec",
-        };
-        format!(
-            " {:<10} {:<13} {:<20} {:<22} {:<14} {}",
-            "#bytes",
-            "#iterations",
-            format!("BW peak[{unit}]"),
-            format!("BW average[{unit}]"),
-            "MsgRate[Mpps]",
-            "check"
+    fn console_header(style: ConsoleStyle) -> String {
+        perftest_table::bandwidth_header(style.unit)
+    }
+
+    fn console_line(&self, style: ConsoleStyle) -> String {
+        let (peak, average) = self.figures_in(style.unit);
+        perftest_table::bandwidth_line(
+            self.bytes,
+            self.local_iterations,
+            peak,
+            average,
+            self.msg_rate_mpps,
+            style.unit,
         )
     }
 
-    fn console_line(&self, unit: BandwidthUnit) -> String {
-        let (peak, average) = match unit {
+    /// `REPORT_FMT_JSON` (`REPORT_FMT_EXT_JSON`'s six decimals below 0.1 Gb/s): with `-b` the
+    /// sum of both directions, `n_iterations` this side's count, as perftest's.
+    fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value> {
+        let (peak, average) = self.figures_in(style.unit);
+        let decimals = if style.unit == BandwidthUnit::GigabitsPerSecond && average < 0.1 { 6 } else { 2 };
+        let figure = |value: f64| perftest_table::rounded(value, decimals);
+        let mut results = serde_json::Map::new();
+        results.insert("MsgSize".into(), self.bytes.into());
+        results.insert("n_iterations".into(), self.local_iterations.into());
+        results.insert("BW_peak".into(), peak.map(figure).unwrap_or(serde_json::Value::Null));
+        results.insert("BW_average".into(), figure(average));
+        results.insert("MsgRate".into(), perftest_table::rounded(self.msg_rate_mpps, 6));
+        results
+    }
+
+    fn perftest_figure(&self, figure: OutputFigure, style: ConsoleStyle) -> Option<f64> {
+        match figure {
+            OutputFigure::Bandwidth => Some(self.figures_in(style.unit).1),
+            OutputFigure::MessageRate => Some(self.msg_rate_mpps),
+            OutputFigure::Latency => None,
+        }
+    }
+
+    fn perftest_test_kind(&self) -> &'static str {
+        if self.bidirectional {
+            "Bidirectional_BW_Test"
+        } else {
+            "BW_Test"
+        }
+    }
+
+    fn console_notes(&self, _style: ConsoleStyle) -> Vec<String> {
+        let mut first = Vec::new();
+        if self.validation != "off" {
+            first.push(format!("check {}", self.validation));
+        }
+        if self.bidirectional {
+            first.push(format!("both directions: {} messages", self.iterations));
+        }
+        let lane = lane_note(&self.lane, &self.place, &self.machine.gpu_local_bus_id);
+        first.extend(Some(lane.trim().to_string()).filter(|lane| !lane.is_empty()));
+        let extra = self.ceiling.console_note() + &peak_console_note(&self.peak_note);
+        crate::output::console::notes_of(self.bytes, &first, &extra)
+    }
+}
+
+impl BandwidthRow {
+    /// The peak and the average in `unit`.
+    pub(crate) fn figures_in(&self, unit: BandwidthUnit) -> (Option<f64>, f64) {
+        match unit {
             BandwidthUnit::MebibytesPerSecond => (self.bw_peak_mib_s, self.bw_avg_mib_s),
             BandwidthUnit::GigabitsPerSecond => (self.bw_peak_gbit_s, self.bw_avg_gbit_s),
-        };
-        format!(
-            " {:<10} {:<13} {:<20} {:<22.2} {:<14.6} {}{}",
-            self.bytes,
-            self.iterations,
-            optional_figure(peak),
-            average,
-            self.msg_rate_mpps,
-            self.validation,
-            lane_note(&self.lane, &self.place, &self.machine.gpu_local_bus_id)
-        ) + &self.ceiling.console_note()
-            + &peak_console_note(&self.peak_note)
+        }
     }
 }
 
@@ -323,6 +368,38 @@ mod tests {
         assert_eq!(peak_console_note(""), "");
         assert!(peak_console_note(PEAK_ABOVE_CEILING).contains("above the path's ceiling"));
         assert_eq!(peak_console_note(PEAK_NOT_SUMMED), format!("\n     {PEAK_NOT_SUMMED}"));
+    }
+
+    /// Under `-b` the table's `#iterations` is this side's count, as perftest prints it; the
+    /// sum of both directions (the files' `iterations`) and the check are notes.
+    #[test]
+    fn a_bidirectional_row_prints_the_local_count_and_says_the_rest_in_notes() {
+        let settings = BandwidthSettings { tx_depth: 128, cq_mod: 100, bidirectional: true };
+        let direction = |messages: u64| BandwidthFigures {
+            message_size_bytes: 4096,
+            messages,
+            elapsed_nanos: 1_000_000_000,
+            peak_bytes_per_second: Some(2.0 * BYTES_PER_MIB),
+            average_bytes_per_second: BYTES_PER_MIB,
+            messages_per_second: 256.0,
+            copy_seconds: 0.0,
+            peak_span: Some((10, 1000)),
+            events_not_stored: 0,
+        };
+        let row =
+            BandwidthRow::new(&RowContext::default(), settings, &[direction(300), direction(200)], "pass");
+        assert_eq!(row.iterations, 500);
+        let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed: false, figure: None };
+        let fields: Vec<String> = row.console_line(style).split_whitespace().map(String::from).collect();
+        assert_eq!(fields, ["4096", "300", "4.00", "2.00", "0.000512"]);
+        assert_eq!(row.console_notes(style), ["4096 B: check pass; both directions: 500 messages"]);
+        let quiet = BandwidthRow::new(
+            &RowContext::default(),
+            BandwidthSettings { bidirectional: false, ..settings },
+            &[direction(300)],
+            "off",
+        );
+        assert_eq!(quiet.console_notes(style), Vec::<String>::new(), "nothing beyond perftest's fields");
     }
 
     #[test]
@@ -363,11 +440,11 @@ mod tests {
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         let mut lines = text.lines();
         assert!(
-            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid"),
+            lines.next().unwrap().ends_with(",copy_time_s,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid,relaxed_ordering"),
             "{text}"
         );
         assert!(
-            lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0,,,,,"),
+            lines.next().unwrap().ends_with(",0-15,0,0000:19:00.0,0,0,0,0,0,0,,10,1e-6,,,,,0,,,,,,"),
             "{text}"
         );
         let mut second = row.clone();

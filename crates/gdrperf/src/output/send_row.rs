@@ -13,12 +13,11 @@ use gdrperf_stats::{aggregate_rate, LaneSpan};
 use serde::{Deserialize, Serialize};
 
 use crate::options::config::BandwidthUnit;
+use crate::options::values::OutputFigure;
 use crate::output::context::RowContext;
-use crate::output::exporter::Row;
+use crate::output::exporter::{ConsoleStyle, Row};
 use crate::output::row_columns::{columns, serialize_cells, Cell, Columns};
-use crate::output::rows::{
-    lane_note, optional_figure, peak_console_note, BandwidthFigures, BandwidthRow, BandwidthSettings,
-};
+use crate::output::rows::{BandwidthFigures, BandwidthRow, BandwidthSettings};
 
 /// What one side of a SEND stream measured for one size.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -175,46 +174,41 @@ impl Row for SendBandwidthRow {
         SendBandwidthRow::aggregate(lanes)
     }
 
-    fn console_header(unit: BandwidthUnit) -> String {
-        let unit = match unit {
-            BandwidthUnit::MebibytesPerSecond => "MiB/sec",
-            BandwidthUnit::GigabitsPerSecond => "Gb/sec",
-        };
-        format!(
-            " {:<10} {:<13} {:<20} {:<22} {:<14} {:<22} {}",
-            "#bytes",
-            "#iterations",
-            format!("BW peak[{unit}]"),
-            format!("BW average[{unit}]"),
-            "MsgRate[Mpps]",
-            format!("RX BW average[{unit}]"),
-            "check"
-        )
+    /// perftest's table (ib_send_bw prints the same five fields as ib_write_bw).
+    fn console_header(style: ConsoleStyle) -> String {
+        <BandwidthRow as Row>::console_header(style)
     }
 
-    fn console_line(&self, unit: BandwidthUnit) -> String {
-        let (sender, send) = (&self.sender, &self.send);
-        let (peak, average, received) = match unit {
-            BandwidthUnit::MebibytesPerSecond => {
-                (sender.bw_peak_mib_s, sender.bw_avg_mib_s, send.rx_bw_avg_mib_s)
-            }
-            BandwidthUnit::GigabitsPerSecond => {
-                (sender.bw_peak_gbit_s, sender.bw_avg_gbit_s, send.rx_bw_avg_gbit_s)
-            }
+    fn console_line(&self, style: ConsoleStyle) -> String {
+        self.sender.console_line(style)
+    }
+
+    fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value> {
+        self.sender.perftest_results(style)
+    }
+
+    fn perftest_test_kind(&self) -> &'static str {
+        self.sender.perftest_test_kind()
+    }
+
+    fn perftest_figure(&self, figure: OutputFigure, style: ConsoleStyle) -> Option<f64> {
+        self.sender.perftest_figure(figure, style)
+    }
+
+    /// The sender's notes, and the receiver's average (perftest's receiver prints its own row).
+    fn console_notes(&self, style: ConsoleStyle) -> Vec<String> {
+        let (unit, received) = match style.unit {
+            BandwidthUnit::MebibytesPerSecond => ("MiB/sec", self.send.rx_bw_avg_mib_s),
+            BandwidthUnit::GigabitsPerSecond => ("Gb/sec", self.send.rx_bw_avg_gbit_s),
         };
         let received = received.map(|value| format!("{value:.2}")).unwrap_or_else(|| "n/a".into());
-        format!(
-            " {:<10} {:<13} {:<20} {:<22.2} {:<14.6} {:<22} {}{}",
-            sender.bytes,
-            sender.iterations,
-            optional_figure(peak),
-            average,
-            sender.msg_rate_mpps,
-            received,
-            sender.validation,
-            lane_note(&sender.lane, &sender.place, &sender.machine.gpu_local_bus_id)
-        ) + &sender.ceiling.console_note()
-            + &peak_console_note(&sender.peak_note)
+        let mut notes = self.sender.console_notes(style);
+        let line = format!("RX BW average[{unit}] {received}");
+        match notes.first_mut() {
+            Some(first) => first.push_str(&format!("; {line}")),
+            None => notes.push(format!("{} B: {line}", self.sender.bytes)),
+        }
+        notes
     }
 }
 
@@ -296,9 +290,9 @@ mod tests {
         // BandwidthRow's columns through copy_time_s, then the receiver's; `lane` and the CPU
         // placement (cpu, numa_node), the NIC counters, the peak's span and the ceiling end both.
         let shared =
-            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid");
+            reference.lines().next().unwrap().trim_end_matches(",lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid,relaxed_ordering");
         assert!(header.starts_with(shared), "{header}");
-        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid"));
+        assert!(header.ends_with(",copy_time_s,rx_depth,inline_size,rx_iterations,rx_bw_peak_mib_s,rx_bw_avg_mib_s,rx_bw_peak_gbit_s,rx_bw_avg_gbit_s,rx_msg_rate_mpps,lane,cpu,numa_node,gpu_local_bus_id,nic_retransmissions,nic_seq_errors,nic_rnr_naks,nic_out_of_buffer,nic_link_downed,nic_errors,nic_counters,peak_messages,peak_span_s,ceiling_gbps,ceiling_limited_by,pct_of_ceiling,ceiling_causes,peak_events_not_stored,traffic_class,service_level,peak_note,nic_node_guid,gpu_local_uuid,relaxed_ordering"));
         // Both ends' stores count, the receiver's too.
         let short = |figures: BandwidthFigures| Some(BandwidthFigures { events_not_stored: 3, ..figures });
         let both = row_of(
@@ -326,9 +320,14 @@ mod tests {
             (all.sender.lane.as_str(), all.sender.place.device.as_str(), all.sender.validation.as_str()),
             ("all", "rxe0+rxe1", "pass")
         );
-        let console = all.console_line(BandwidthUnit::MebibytesPerSecond);
-        assert!(console.lines().next().unwrap().ends_with("all lanes"), "{console}");
-        assert!(console.ends_with("\n     no peak: the lanes' peaks are over different spans and do not add"));
+        let style = ConsoleStyle { unit: BandwidthUnit::MebibytesPerSecond, timed: false, figure: None };
+        // The table row holds perftest's five fields; the lane and the empty peak are notes.
+        let console = all.console_line(style);
+        assert_eq!(console.split_whitespace().count(), 5, "{console}");
+        assert_eq!(console.split_whitespace().nth(2), Some("-"), "{console}");
+        let notes = all.console_notes(style);
+        assert!(notes[0].starts_with("65536 B: check pass; all lanes; RX BW average[MiB/sec] "), "{notes:?}");
+        assert_eq!(notes[1], "  no peak: the lanes' peaks are over different spans and do not add");
         // The receivers too are all bytes over the longest interval, not a sum of rates. Lane 0's
         // receiver takes 5000 × 64 KiB at 100 MiB/s (3.125 s), lane 1's at 50 MiB/s (6.25 s):
         // 10000 × 64 KiB = 625 MiB in 6.25 s is 100 MiB/s (the sum of the rates would be 150),
@@ -366,6 +365,6 @@ mod tests {
             SendBandwidthRow::new(&context, BANDWIDTH, SendSettings { inline_size: 0 }, &[client], "off")
                 .unwrap();
         assert_eq!(lonely.send.rx_bw_avg_mib_s, None);
-        assert!(lonely.console_line(BandwidthUnit::MebibytesPerSecond).contains("n/a"));
+        assert!(lonely.console_notes(style)[0].ends_with("RX BW average[MiB/sec] n/a"));
     }
 }

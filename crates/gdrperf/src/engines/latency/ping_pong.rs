@@ -79,8 +79,14 @@ pub fn ping_pong_row(
     peer: Option<LatencyFigures>,
     validation: &str,
 ) -> Option<LatencyRow> {
-    let settings = LatencySettings { arrival, inline_size: ours.as_ref()?.inline_size };
-    let mut row = LatencyRow::new(context, settings, &ours?, validation);
+    // The side that timed: a server that took no samples (under -D only the client counts the
+    // window) prints the client's figures, as perftest's server prints a row of its own.
+    let (ours, peer) = match (ours, peer) {
+        (Some(ours), Some(peer)) if ours.samples == 0 && peer.samples > 0 => (peer, Some(ours)),
+        (ours, peer) => (ours?, peer),
+    };
+    let settings = LatencySettings { arrival, inline_size: ours.inline_size };
+    let mut row = LatencyRow::new(context, settings, &ours, validation);
     row.copy_time_s += peer.map_or(0.0, |peer| peer.copy_seconds);
     Some(row)
 }
@@ -162,5 +168,63 @@ impl Engine for PingPongLatency {
             PingPongOperation::Send => PingPong::Send,
         };
         ping_pong_row(context, transport.arrival(), ours, peer, validation)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(samples: u64, t_avg_nanos: f64) -> LatencyFigures {
+        LatencyFigures {
+            bytes: 64,
+            samples,
+            t_min_nanos: 1000,
+            t_max_nanos: 9000,
+            t_typical_nanos: 4000,
+            t_avg_nanos,
+            t_stdev_nanos: 10.0,
+            p99_nanos: 8000,
+            p99_9_nanos: 9000,
+            p99_99_nanos: 9000,
+            elapsed_nanos: 1_000_000,
+            saturated: 0,
+            exact_percentiles: true,
+            copy_seconds: 0.0,
+            span: None,
+            refused_samples: 0,
+            inline_size: 0,
+        }
+    }
+
+    /// A -D server takes no samples: its row is the client's, as perftest's server prints one.
+    #[test]
+    fn a_side_that_timed_nothing_prints_the_peers_figures() {
+        let context = RowContext::default();
+        let server = ping_pong_row(
+            &context,
+            "completion",
+            Some(figures(0, 0.0)),
+            Some(figures(215, 4_659_720.0)),
+            "off",
+        );
+        assert_eq!(server.map(|row| (row.iterations, row.t_avg_us)), Some((215, 4659.72)));
+        let client = ping_pong_row(
+            &context,
+            "completion",
+            Some(figures(215, 4_659_720.0)),
+            Some(figures(0, 0.0)),
+            "off",
+        );
+        assert_eq!(client.map(|row| row.iterations), Some(215));
+        let both = ping_pong_row(
+            &context,
+            "completion",
+            Some(figures(10, 1000.0)),
+            Some(figures(20, 2000.0)),
+            "off",
+        );
+        assert_eq!(both.map(|row| row.iterations), Some(10), "a side that timed keeps its own");
+        assert!(ping_pong_row(&context, "completion", None, Some(figures(20, 2000.0)), "off").is_none());
     }
 }

@@ -16,8 +16,8 @@ use crate::memory::queue_memory::{QueueMemory, Ring};
 use crate::options::config::StopRule;
 use crate::verbs::completion::opcode;
 use crate::verbs::{
-    HostBuffer, Inline, LocalSlice, MemoryRegion, Operation, RcQueuePair, RemoteAccess, SendRequest,
-    WorkCompletion,
+    HostBuffer, Inline, LocalSlice, MemoryRegion, Operation, RcQueuePair, RelaxedOrdering, RemoteAccess,
+    SendRequest, WorkCompletion,
 };
 
 use super::plan::{
@@ -105,6 +105,12 @@ impl ReceiveQueues {
                         "receive validation ring",
                         // Never advertised: only our own receives land in it.
                         RemoteAccess::None,
+                        // As the benchmark buffer asked (the ring is read after completions,
+                        // whose visibility relaxed ordering does not change).
+                        match buffer.region().relaxed_ordering() {
+                            RelaxedOrdering::Off => RelaxedOrdering::Off,
+                            RelaxedOrdering::Asked | RelaxedOrdering::Refused => RelaxedOrdering::Asked,
+                        },
                     )?
                 };
                 (Some(ValidationRing { region, memory, stride: max_size }), slots as u32)

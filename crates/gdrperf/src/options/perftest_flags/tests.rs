@@ -137,6 +137,46 @@ fn a_perftest_command_line_runs_or_is_refused_flag_by_flag() {
     let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
     assert_eq!((cli.common.traffic_class, cli.common.service_level), (Some(106), Some(0)));
 
+    // Relaxed ordering: asked for unless --disable_pcie_relaxed, as perftest's setup_mr_flags.
+    let ordering = |line: &str| {
+        let (arguments, _) = run(write_bw, false, line).unwrap();
+        let cli =
+            WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+        let config = crate::options::BenchConfig::from_args(
+            &cli.common,
+            crate::options::perftest_defaults::WRITE_BW_DEFAULTS,
+        );
+        config.unwrap().memory.relaxed_ordering
+    };
+    assert_eq!(ordering("node2"), crate::verbs::RelaxedOrdering::Asked);
+    assert_eq!(ordering("--disable_pcie_relaxed node2"), crate::verbs::RelaxedOrdering::Off);
+
+    // -w is --min-bw in the table's unit, -y a message-rate floor; both fail the run (exit 1).
+    let acceptance = |line: &str| {
+        let (arguments, _) = run(write_bw, false, line).unwrap();
+        let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments))
+            .map_err(|error| error.kind())?;
+        let config = crate::options::BenchConfig::from_args(
+            &cli.common,
+            crate::options::perftest_defaults::WRITE_BW_DEFAULTS,
+        );
+        Ok::<_, clap::error::ErrorKind>(config.unwrap().acceptance.resolve(None, false).unwrap())
+    };
+    let floor = acceptance("-w 1000 node2").unwrap().min_bw.unwrap();
+    assert_eq!((floor.gbit_s * 1e9 / 8.0 / 1_048_576.0).round(), 1000.0, "MiB/s by default");
+    let floor = acceptance("--report_gbits -w 90 node2").unwrap().min_bw.unwrap();
+    assert_eq!(floor.gbit_s, 90.0, "Gb/s with --report_gbits");
+    assert_eq!(acceptance("-y 0.5 node2").unwrap().min_msg_rate_mpps, Some(0.5));
+    let (arguments, _) = run(write_bw, false, "--output=message_rate node2").unwrap();
+    let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+    assert_eq!(cli.common.output, Some(crate::options::values::OutputFigure::MessageRate));
+    assert_eq!(acceptance("--limit_msgrate=2 node2").unwrap().min_msg_rate_mpps, Some(2.0));
+    assert_eq!(
+        acceptance("-w 1 --min-bw 2Gb/s node2").unwrap_err(),
+        clap::error::ErrorKind::ArgumentConflict,
+        "one floor, not two"
+    );
+
     let refused = |line: &str| run(write_bw, false, line).unwrap_err().0;
     assert!(refused("-a --run_infinitely").contains("-D SECONDS"));
     assert!(refused("-l 4").contains("perftest's -l, --post_list (requests per post call) is not supported"));
@@ -156,7 +196,26 @@ fn aliases_and_per_binary_options_follow_the_list() {
     let words =
         |command: &Command, latency: bool, line: &str| run(command, latency, line).unwrap().0.join(" ");
     assert_eq!(words(send_bw, false, "--inline_size=64 -r 64"), "--inline-size 64 -r 64");
-    assert_eq!(words(send_lat, *latency, "-I 64 --out_json_file x.json"), "--inline-size 64 --json x.json");
+    assert_eq!(
+        words(send_lat, *latency, "-I 64 --out_json --out_json_file=x.json"),
+        "--inline-size 64 --out_json --out_json_file=x.json"
+    );
+    // perftest's file rules: --out_json alone writes perftest_out.json, --out_json_file only
+    // names the file, and both together are one request (no "used multiple times").
+    let file_of = |line: &str| {
+        let (arguments, _) = run(&commands[0].0, false, line).unwrap();
+        let cli =
+            WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+        let config = crate::options::BenchConfig::from_args(
+            &cli.common,
+            crate::options::perftest_defaults::WRITE_BW_DEFAULTS,
+        );
+        config.unwrap().perftest_json.map(|path| path.display().to_string())
+    };
+    assert_eq!(file_of("--out_json node2"), Some("perftest_out.json".into()));
+    assert_eq!(file_of("--out_json --out_json_file=F.json node2"), Some("F.json".into()));
+    assert_eq!(file_of("--out_json_file F.json --out_json node2"), Some("F.json".into()));
+    assert_eq!(file_of("--out_json_file F.json node2"), None);
     let (arguments, notes) = run(send_lat, *latency, "-r 16 -n 5").unwrap();
     assert_eq!((arguments.join(" "), notes.len()), ("-n 5".to_string(), 1), "-r is ignored by send_lat");
     assert!(run(send_bw, false, "-H").unwrap_err().0.contains("not supported by gdr-send-bw"));

@@ -38,6 +38,7 @@ fn context(test: &str) -> RowContext {
         gpu_local_uuid: "GPU-5e1c2c3a-0000-4000-8000-00000000001b".into(),
         traffic_class: Some(106),
         service_level: Some(3),
+        relaxed_ordering: "asked".into(),
         nic: NicColumns {
             nic_retransmissions: 1,
             nic_seq_errors: 2,

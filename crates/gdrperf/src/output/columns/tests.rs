@@ -60,7 +60,7 @@ fn a_column_without_an_entry_or_out_of_place_is_named() {
     header.push("mystery_s".into());
     let problems = header_problems(Table::Latency, &header);
     assert!(
-        problems[0].starts_with("column `mystery_s` (Latency row, position 44) has no entry"),
+        problems[0].starts_with("column `mystery_s` (Latency row, position 45) has no entry"),
         "{problems:?}"
     );
     assert!(problems[1].contains("new column `mystery_s` at the end"), "{problems:?}");
