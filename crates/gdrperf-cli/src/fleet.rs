@@ -47,6 +47,10 @@ struct Thresholds {
     /// Family-wise probability of naming a healthy part, per class (Bonferroni).
     #[arg(long, default_value_t = 0.001)]
     alpha: f64,
+    /// A part surely this many percent below its class, but less than --min-deficit, is listed
+    /// to watch (not named; the exit code does not change).
+    #[arg(long, default_value_t = 5.0, value_name = "PERCENT")]
+    watch_deficit: f64,
     /// A class level this many percent below its median path ceiling is a finding.
     #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
     ceiling_shortfall: f64,
@@ -63,8 +67,16 @@ impl Thresholds {
         if !(self.alpha > 0.0 && self.alpha < 1.0) {
             bail!("--alpha {}: give a probability above 0 and below 1", self.alpha);
         }
+        if self.watch_deficit >= self.min_deficit {
+            bail!(
+                "--watch-deficit {} is not under --min-deficit {}: the watch bar is the lower one",
+                self.watch_deficit,
+                self.min_deficit
+            );
+        }
         Ok(JudgeConfig {
             min_deficit: percent(self.min_deficit, "min-deficit")?,
+            watch_deficit: percent(self.watch_deficit, "watch-deficit")?,
             alpha: self.alpha,
             ceiling_shortfall: percent(self.ceiling_shortfall, "ceiling-shortfall")?,
         })
@@ -122,8 +134,19 @@ pub struct SimulateArgs {
     /// SD of log bandwidth per row (0.03: about 3 %).
     #[arg(long, default_value_t = 0.03)]
     noise: f64,
+    /// Student-t noise of this many degrees of freedom (3 or more; heavy tails), scaled to
+    /// --noise's SD (default: normal noise).
+    #[arg(long, value_name = "DEGREES")]
+    tails: Option<f64>,
+    /// The share of pair runs dipped to 50-70 % on every lane at once, at random (0.02: 2 %).
+    #[arg(long, default_value_t = 0.0, value_name = "SHARE")]
+    dips: f64,
+    /// Do not run again the pairs the judge lists to retest (by default they run again, as many
+    /// times as it takes, up to 16, as a job would before it finishes).
+    #[arg(long)]
+    no_retest: bool,
     /// Faults to plant, each on its own node: slow-port, bad-link, gpu-x8, dead-node,
-    /// slow-sending (comma-separated; default all five).
+    /// slow-sending, slow-rail, near-miss, intermittent (comma-separated; default the first five).
     #[arg(long, value_delimiter = ',', default_value = "slow-port,bad-link,gpu-x8,dead-node,slow-sending")]
     fault: Vec<String>,
     /// How many seeds (fleets), from --first-seed on.
@@ -205,6 +228,12 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     if args.write.is_some() && args.seeds != 1 {
         bail!("--write with --seeds {}: one seed's fleet is written; give --seeds 1", args.seeds);
     }
+    if !(0.0..1.0).contains(&args.dips) {
+        bail!("--dips {}: give a share of pair runs, 0 to below 1 (0.02 is 2 %)", args.dips);
+    }
+    if args.tails.is_some_and(|freedom| !(freedom >= 3.0 && freedom <= 1000.0)) {
+        bail!("--tails {:?}: give 3 to 1000 degrees of freedom (4: heavy tails)", args.tails);
+    }
     if !(0.0..1.0).contains(&args.noise) {
         bail!("--noise {}: give the SD of log bandwidth, 0 to below 1 (0.03 is about 3 %)", args.noise);
     }
@@ -214,7 +243,8 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         .filter(|name| !name.is_empty())
         .map(|name| {
             Fault::parse(name).with_context(|| {
-                format!("--fault {name}: one of slow-port, bad-link, gpu-x8, dead-node, slow-sending")
+                let names: Vec<&str> = Fault::ALL.iter().map(|fault| fault.name()).collect();
+                format!("--fault {name}: one of {}", names.join(", "))
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -230,17 +260,24 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     let all_pairs = args.nodes * (args.nodes - 1) / 2;
     println!(
-        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {}, faults {}, seeds {}-{}",
+        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {} ({}), dips {}, retest {}, faults {}, seeds {}-{}",
         args.nodes,
         args.lanes,
         args.schedule,
         args.noise,
+        args.tails.map_or("normal".to_string(), |freedom| format!("Student-t, {freedom} degrees of freedom")),
+        args.dips,
+        if args.no_retest { "no" } else { "yes" },
         args.fault.join(","),
         args.first_seed,
         args.first_seed + args.seeds - 1
     );
-    println!("seed,all_named,false_named,rounds,pair_runs,rows,judge_s,findings,judge_cpu_s,sweeps");
-    let (mut all_named, mut false_named) = (0u64, 0u64);
+    println!(
+        "seed,all_named,false_named,rounds,pair_runs,rows,judge_s,findings,judge_cpu_s,sweeps,\
+         retest_runs,false_watched,transient_rows,watch,retest,missed"
+    );
+    let (mut all_named, mut false_named, mut false_watched) = (0u64, 0u64, 0u64);
+    let mut missed: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
     let mut runs = Vec::new();
     let mut rounds = Vec::new();
     let mut judge_seconds: Vec<f64> = Vec::new();
@@ -249,37 +286,53 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             Plan::Fixed(Schedule::Random { rounds, .. }) => Plan::Fixed(Schedule::Random { rounds, seed }),
             other => other,
         };
-        let sim = SimConfig {
-            nodes: args.nodes,
-            lanes: args.lanes,
-            plan,
-            noise: args.noise,
-            faults: faults.clone(),
-            seed,
-        };
-        let fleet = simulate::run(&sim);
+        let mut sim = SimConfig::new(args.nodes, args.lanes, plan, args.noise, faults.clone(), seed);
+        sim.tails = args.tails;
+        sim.dips = args.dips;
+        let mut fleet = simulate::run(&sim);
+        if !args.no_retest {
+            simulate::retest(&mut fleet, &config);
+        }
+        // The last judgement (of every row, retests included) timed on its own.
         let start = Instant::now();
         let cpu_start = thread_cpu_seconds();
         let verdict = judge(&fleet, &config);
         let cpu_seconds = thread_cpu_seconds() - cpu_start;
         let seconds = start.elapsed().as_secs_f64();
-        let score = simulate::score(&verdict.findings, &fleet.planted);
+        let score = simulate::score(&verdict, &fleet.planted);
         all_named += u64::from(score.all_named);
         false_named += u64::from(score.false_named);
+        false_watched += u64::from(score.false_watched);
+        for fault in &score.missed {
+            *missed.entry(fault.name()).or_default() += 1;
+        }
         let rows = verdict.classes.iter().map(|class| class.rows).sum::<u64>();
+        let missed_names: Vec<&str> = score.missed.iter().map(|fault| fault.name()).collect();
         println!(
-            "{seed},{},{},{},{},{rows},{seconds:.3},{},{cpu_seconds:.3},{}",
+            "{seed},{},{},{},{},{rows},{seconds:.3},{},{cpu_seconds:.3},{},{},{},{},{},{},{}",
             score.all_named,
             score.false_named,
             fleet.rounds,
             fleet.pair_runs(),
             verdict.findings.len(),
-            verdict.sweeps
+            verdict.sweeps,
+            fleet.retest_runs,
+            score.false_watched,
+            verdict.transient_rows,
+            verdict.watch.len(),
+            verdict.retest.len(),
+            missed_names.join("+")
         );
-        if args.verbose || !score.all_named || score.false_named {
+        if args.verbose || !score.all_named || score.false_named || score.false_watched {
             println!("#   planted: {:?}", fleet.planted);
             for finding in &verdict.findings {
                 println!("#   {}", report::finding_line(finding));
+            }
+            for finding in &verdict.watch {
+                println!("#   watch: {}", report::finding_line(finding));
+            }
+            for finding in verdict.retest.iter().take(5) {
+                println!("#   retest: {}", report::finding_line(finding));
             }
         }
         if let Some(dir) = &args.write {
@@ -294,10 +347,15 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     judge_seconds.sort_by(f64::total_cmp);
     let seeds = args.seeds as f64;
     println!(
-        "# every planted part named: {:.1} % of seeds; anything else named: {:.1} % of seeds",
+        "# every planted part named: {:.1} % of seeds; anything else named: {:.1} % of seeds; anything else watched: {:.1} % of seeds",
         100.0 * all_named as f64 / seeds,
-        100.0 * false_named as f64 / seeds
+        100.0 * false_named as f64 / seeds,
+        100.0 * false_watched as f64 / seeds
     );
+    for fault in &faults {
+        let count = missed.get(fault.name()).copied().unwrap_or(0);
+        println!("# {}: named as its kind in {:.1} % of seeds", fault.name(), 100.0 * (seeds - count as f64) / seeds);
+    }
     println!(
         "# rounds: mean {:.1}, max {}; pair runs: mean {:.0}, max {} ({:.2} % of all-pairs' {all_pairs})",
         rounds.iter().sum::<usize>() as f64 / seeds,

@@ -41,5 +41,7 @@ pub mod normal;
 pub mod observation;
 pub mod read;
 pub mod report;
+pub mod shared;
 pub mod simulate;
 pub mod simulate_files;
+pub mod transient;

@@ -83,3 +83,24 @@ mod tests {
         assert!((quantile(1e-9) + 5.997_807).abs() < 1e-4);
     }
 }
+
+/// An upper bound on P(X >= k) for X ~ Binomial(n, p): the Chernoff bound
+/// exp(-n KL(k/n || p)), exact when k = n (p^n) and 1 when k <= n p. Conservative (never below the
+/// true tail), so a decision that passes with it passes with the exact tail; a single expression
+/// where the exact sum over thousands of rows would cost a loop a port.
+pub fn binomial_upper_tail(k: u64, n: u64, p: f64) -> f64 {
+    if n == 0 || k == 0 {
+        return 1.0;
+    }
+    let p = p.clamp(1e-12, 1.0 - 1e-12);
+    let share = k as f64 / n as f64;
+    if share <= p {
+        return 1.0;
+    }
+    let divergence = if k == n {
+        -p.ln()
+    } else {
+        share * (share / p).ln() + (1.0 - share) * ((1.0 - share) / (1.0 - p)).ln()
+    };
+    (-(n as f64) * divergence).exp()
+}
