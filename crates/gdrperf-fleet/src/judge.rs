@@ -209,6 +209,12 @@ pub struct Verdict {
     pub sweeps: usize,
 }
 
+/// A port is listed to watch from this many rows on: with fewer (a sparse schedule, locate's two
+/// to eight a port) the noise estimate, part of which each port's few rows absorb, made healthy
+/// ports 5-8 % low look sure in simulation (results/fleet/README.md), as it did 10 % ones for
+/// the 15 % bar.
+pub const WATCH_ROWS: u32 = 20;
+
 /// A port that passed a test, before kinds across classes are settled.
 struct Named {
     class: u32,
@@ -258,7 +264,7 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
     for entry in &named {
         is_named[fit.keys.get(entry.class, entry.port).unwrap_or(0)] = true;
     }
-    let peers = peers_of(source, &fit, &is_named);
+    let peers = peers_of(source, &fit, &named, floor, &shift);
     let mut findings = Vec::new();
     let single = settle_ports(catalog, &fit, &named, &peers, &mut findings);
     // Single-peer ports are judged with their pair, as links: not explained.
@@ -375,7 +381,7 @@ fn test_ports(
         } else if low(effect.combined, effect.rows) {
             (PartKind::NicPort, effect.combined, effect.rows)
         } else {
-            if effect.combined < watch_floor && sure(effect.combined, effect.rows) {
+            if effect.rows >= WATCH_ROWS && effect.combined < watch_floor && sure(effect.combined, effect.rows) {
                 let z = z_of(effect.combined, effect.rows);
                 let info = &catalog.ports[port as usize];
                 let mut finding =
@@ -470,15 +476,31 @@ fn intermittent_ports(
     (watch, rates)
 }
 
-/// Distinct peer ports of each named port (one pass, only when a port is named).
-fn peers_of(source: &dyn Source, fit: &Fit, is_named: &[bool]) -> Peers {
+/// Distinct peer ports of each named port's low rows (one pass, only when a port is named): a
+/// port is named from a deficit seen with two peers or more, not from rows with two peers of
+/// which one pair holds every low row (a bad link run again, a retest, makes exactly that).
+/// An intermittent port counts every peer.
+fn peers_of(source: &dyn Source, fit: &Fit, named: &[Named], floor: f64, shift: &[f64]) -> Peers {
     let mut peers: Peers = HashMap::new();
-    if !is_named.iter().any(|&named| named) {
+    if named.is_empty() {
         return peers;
     }
+    // Per key: 0 not named, 1 named by its median, 2 intermittent.
+    let mut wanted = vec![0u8; fit.effects.len()];
+    for entry in named {
+        let key = fit.keys.get(entry.class, entry.port).unwrap_or(0);
+        wanted[key] = if entry.kind == PartKind::NicPortIntermittent { 2 } else { 1 };
+    }
     source.visit(&mut |row| {
-        for (port, peer) in [(row.sender, row.receiver), (row.receiver, row.sender)] {
-            if fit.keys.get(row.class, port).is_some_and(|key| is_named[key]) {
+        let residual = fit.residual(row);
+        for (port, peer, sending) in [(row.sender, row.receiver, true), (row.receiver, row.sender, false)] {
+            let Some(key) = fit.keys.get(row.class, port) else { continue };
+            if wanted[key] == 0 {
+                continue;
+            }
+            let effect = &fit.effects[key];
+            let own = if row.directed { effect.in_role(sending) } else { effect.combined };
+            if wanted[key] == 2 || residual + own - shift[key] < floor {
                 peers.entry((row.class, port)).or_default().insert(peer);
             }
         }

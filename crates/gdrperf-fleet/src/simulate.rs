@@ -452,7 +452,7 @@ mod tests {
     use super::*;
 
     fn simulate(plan: Plan, seed: u64, faults: &[Fault], dips: f64) -> (SimFleet, Score) {
-        let mut config = SimConfig::new(64, 2, plan, 0.03, faults.to_vec(), seed);
+        let mut config = SimConfig::new(64, 4, plan, 0.03, faults.to_vec(), seed);
         config.dips = dips;
         config.tails = (dips > 0.0).then_some(4.0);
         let mut fleet = run(&config);
