@@ -105,6 +105,7 @@ pub struct JudgeArgs {
 struct JudgeOutput<'a> {
     #[serde(flatten)]
     verdict: &'a gdrperf_fleet::judge::Verdict,
+    input: &'a gdrperf_fleet::read::InputCount,
     #[serde(skip_serializing_if = "Option::is_none")]
     base: Option<&'a BaseComparison>,
 }
@@ -191,7 +192,11 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     let config = args.thresholds.config()?;
     let rows = read_gathered(&args.files)?;
     if rows.rows.is_empty() {
-        bail!("no bandwidth rows in {}: fleet judge compares bandwidth rows", args.files.len());
+        bail!(
+            "no bandwidth rows to judge in {} file(s): fleet judge compares bandwidth rows ({})",
+            args.files.len(),
+            report::input_text(&rows.input).trim_end()
+        );
     }
     let base = if args.base.is_empty() {
         None
@@ -203,12 +208,13 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         Some(compare(&earlier, &rows, &config))
     };
     let verdict = judge(&rows, &config);
+    print!("{}", report::input_text(&rows.input));
     print!("{}", report::text(&verdict));
     if let Some(base) = &base {
         print!("{}", report::base_text(base));
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&JudgeOutput { verdict: &verdict, base: base.as_ref() })?;
+        let text = serde_json::to_string_pretty(&JudgeOutput { verdict: &verdict, input: &rows.input, base: base.as_ref() })?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     let moved = base.as_ref().is_some_and(|base| !base.movements.is_empty());

@@ -119,6 +119,8 @@ pub trait Source {
 pub struct Stored {
     pub catalog: Catalog,
     pub rows: Vec<Observation>,
+    /// What reading the files counted (rows kept and dropped; empty when built by hand).
+    pub input: crate::read::InputCount,
 }
 
 impl Source for Stored {

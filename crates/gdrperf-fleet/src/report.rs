@@ -4,6 +4,52 @@ use std::fmt::Write;
 
 use crate::base::{BaseComparison, MoveKind, Movement};
 use crate::judge::{Finding, PartKind, Verdict};
+use crate::read::InputCount;
+
+/// What was read, in one line: files, rows read and kept, and every reason a row was left out
+/// (only those that occurred).
+pub fn input_text(input: &InputCount) -> String {
+    let mut text = format!(
+        "INPUT: {} file(s), {} rows read, {} kept",
+        input.files, input.rows_read, input.rows_kept
+    );
+    let reasons = [
+        (input.lane_all, "lane `all` (a sum of lanes, not a port)"),
+        (input.no_bandwidth, "without a bandwidth (latency rows, a failed size)"),
+    ];
+    let dropped = [
+        (input.duplicates, "duplicate rows"),
+        (input.not_a_number, "bandwidth not a number"),
+        (input.not_finite, "bandwidth not finite"),
+        (input.not_positive, "bandwidth zero or negative"),
+        (input.above_ceiling, "above their own ceiling by more than 10 %"),
+        (input.implausible, "over 10 times their class's median"),
+        (input.short_rows, "with fewer fields than the header"),
+        (input.truncated_last_lines, "last lines cut (no newline at the end of the file)"),
+    ];
+    let listed = |items: &[(u64, &str)]| -> Vec<String> {
+        items.iter().filter(|(count, _)| *count > 0).map(|(count, what)| format!("{count} {what}")).collect()
+    };
+    let skipped = listed(&reasons);
+    if !skipped.is_empty() {
+        let _ = write!(text, "; not port bandwidth rows: {}", skipped.join(", "));
+    }
+    let wrong = listed(&dropped);
+    let _ = write!(
+        text,
+        "; dropped: {}",
+        if wrong.is_empty() { "none".to_string() } else { wrong.join(", ") }
+    );
+    if !input.files_repeated.is_empty() {
+        let _ = write!(
+            text,
+            "; files identical to one before, skipped: {}",
+            input.files_repeated.join(", ")
+        );
+    }
+    text.push('\n');
+    text
+}
 
 /// One line naming a part: what, where, how far below, from what, how sure.
 pub fn finding_line(finding: &Finding) -> String {
