@@ -33,10 +33,16 @@ nic_node_guid or gpu_local_uuid (files from before those columns, or a GPU witho
 port by node, device and GPU bus id only: a card swapped in the same slot then reads as its
 speed change, if any.
 
+The report: INPUT (every row read: kept, or dropped and why), each class, NAMED (the exit code),
+WATCH (surely slower than the class by --watch-deficit but under --min-deficit: not named),
+TRANSIENT (rows that dipped in no named part: counted, not named) and RETEST (pairs whose rows
+are mostly low but too few to name a link: run them again; the JSON lists them all). A link is
+named only from agreeing low rows, against the class's transient rate.
+
 Exit codes:
-  0  nothing named (and, with --base, nothing moved)
+  0  nothing named (and, with --base, nothing moved); parts to watch or retest do not count
   1  at least one part (or a class below its ceiling) named, or with --base a part moved
-  2  an input could not be read";
+  2  an input could not be read, or was refused (mixed column sets, over the limits)";
 
 /// Flags shared by judge and simulate: the judge's thresholds.
 #[derive(Debug, clap::Args)]
