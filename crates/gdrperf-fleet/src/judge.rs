@@ -37,7 +37,7 @@ use serde::Serialize;
 use crate::fit::{fit, Fit};
 use crate::normal;
 use crate::observation::{Catalog, Source};
-use crate::shared::{find_rails, Rail};
+use crate::shared::{find_groups, find_rails, Rail};
 use crate::transient::{count_dips, judge_pairs, rate, INTERMITTENT_SHARE};
 
 /// The judge's thresholds.
@@ -65,6 +65,7 @@ impl Default for JudgeConfig {
 #[serde(rename_all = "kebab-case")]
 pub enum PartKind {
     Node,
+    Group,
     NodeWithoutRows,
     PortWithoutRows,
     Rail,
@@ -82,6 +83,7 @@ impl PartKind {
     pub fn name(self) -> &'static str {
         match self {
             PartKind::Node => "node",
+            PartKind::Group => "group of nodes, slow towards the rest",
             PartKind::NodeWithoutRows => "node without rows",
             PartKind::PortWithoutRows => "NIC port without rows",
             PartKind::Rail => "rail",
@@ -267,6 +269,7 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
     let peers = peers_of(source, &fit, &named, floor, &shift);
     let mut findings = Vec::new();
     let single = settle_ports(catalog, &fit, &named, &peers, &mut findings);
+    name_groups(source, &fit, floor, &mut findings);
     // Single-peer ports are judged with their pair, as links: not explained.
     let mut explained = is_named.clone();
     for &(class, a, b) in &single {
@@ -474,6 +477,62 @@ fn intermittent_ports(
         }
     }
     (watch, rates)
+}
+
+/// Named nodes and ports that are slow only towards the rest ([`find_groups`]): their findings
+/// become one, the group, with its member nodes.
+fn name_groups(source: &dyn Source, fit: &Fit, floor: f64, findings: &mut Vec<Finding>) {
+    let catalog = source.catalog();
+    let slow = |kind: PartKind| matches!(kind, PartKind::Node | PartKind::NicPort | PartKind::NicPortOrGpu | PartKind::Gpu);
+    let class_of: HashMap<&str, u32> =
+        catalog.classes.iter().enumerate().map(|(index, info)| (info.label.as_str(), index as u32)).collect();
+    let mut suspects: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    for &(class, port) in &fit.keys.pairs {
+        let info = &catalog.ports[port as usize];
+        let node = &catalog.nodes[info.node as usize];
+        let label = &catalog.classes[class as usize].label;
+        let hit = findings.iter().any(|finding| {
+            slow(finding.kind)
+                && &finding.class == label
+                && &finding.node == node
+                && (finding.kind == PartKind::Node || finding.device.as_deref() == Some(info.device.as_str()))
+        });
+        if hit {
+            suspects.entry(class).or_default().insert(port);
+        }
+    }
+    for group in find_groups(source, fit, &suspects, floor) {
+        let label = catalog.classes[group.class as usize].label.clone();
+        let nodes: BTreeSet<&str> = group.ports.iter().map(|&port| catalog.node_of(port)).collect();
+        let ports: BTreeSet<(&str, &str)> = group
+            .ports
+            .iter()
+            .map(|&port| (catalog.node_of(port), catalog.ports[port as usize].device.as_str()))
+            .collect();
+        let mut members: Vec<Finding> = Vec::new();
+        findings.retain(|finding| {
+            let inside = slow(finding.kind)
+                && class_of.get(finding.class.as_str()) == Some(&group.class)
+                && match finding.kind {
+                    PartKind::Node => nodes.contains(finding.node.as_str()),
+                    _ => ports.contains(&(finding.node.as_str(), finding.device.as_deref().unwrap_or(""))),
+                };
+            if inside {
+                members.push(finding.clone());
+            }
+            !inside
+        });
+        let mut below: Vec<f64> = members.iter().map(|finding| finding.below_pct).collect();
+        below.sort_by(f64::total_cmp);
+        let mut finding = Finding::new(PartKind::Group, "group", &label);
+        finding.below_pct = below.get(below.len() / 2).copied().unwrap_or(0.0);
+        finding.pairs = members.iter().map(|finding| finding.pairs).sum();
+        finding.peers = group.inside_rows;
+        finding.z = members.iter().filter_map(|finding| finding.z).reduce(f64::min);
+        finding.p_adjusted = members.iter().filter_map(|finding| finding.p_adjusted).reduce(f64::min);
+        finding.members = nodes.into_iter().map(str::to_string).collect();
+        findings.push(finding);
+    }
 }
 
 /// Distinct peer ports of each named port's low rows (one pass, only when a port is named): a

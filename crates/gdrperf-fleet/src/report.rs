@@ -63,7 +63,7 @@ pub fn finding_line(finding: &Finding) -> String {
     if let (Some(peer), Some(device)) = (&finding.peer_node, &finding.peer_device) {
         let _ = write!(line, " <-> {peer} {device}");
     }
-    if finding.kind == PartKind::Rail {
+    if matches!(finding.kind, PartKind::Rail | PartKind::Group) {
         let shown: Vec<&str> = finding.members.iter().take(8).map(String::as_str).collect();
         let more = finding.members.len().saturating_sub(shown.len());
         let _ = write!(line, " on {} nodes ({}{})", finding.members.len(), shown.join(" "), if more > 0 { format!(" and {more} more") } else { String::new() });
@@ -95,6 +95,13 @@ pub fn finding_line(finding: &Finding) -> String {
         }
         PartKind::Rail => {
             let _ = write!(line, " the class, {} rows", finding.pairs);
+        }
+        PartKind::Group => {
+            let _ = write!(
+                line,
+                " the class towards the rest (median of its members), {} rows; {} rows among its members at the class",
+                finding.pairs, finding.peers
+            );
         }
         _ => {
             let _ = write!(line, " the class, {} rows with {} peers", finding.pairs, finding.peers);

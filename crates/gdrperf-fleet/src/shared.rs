@@ -12,14 +12,20 @@
 //! Ports on a rail named or watched are judged against the rail (their effect less its effect),
 //! so the rail's ports are not each named or watched again.
 //!
-//! Not done: a group of nodes slow only towards the rest (a leaf switch's uplinks); a switch map
-//! is not read. Such a group shows as its nodes, each named, or nothing (see docs/methodology.md).
+//! A **group** of nodes slow only towards the rest (a leaf switch's uplinks, a spine port) makes
+//! each of its nodes look slow (most of its rows go outside the group), while the rows among
+//! them are at the class level. Inferred from the pair matrix ([`find_groups`]): among the nodes
+//! named slow in a class, two are joined when their rows with each other are within the bar of
+//! the level; a joined set of two or more is named once, as a group with its members, instead of
+//! its nodes. It needs rows among the group's nodes (all-pairs has them; locate rarely pairs two
+//! suspects) and a group that is a minority (behind half the fleet, the medians are the group's).
+//! No switch map is read.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::fit::Fit;
 use crate::normal;
-use crate::observation::Catalog;
+use crate::observation::{Catalog, Source};
 
 /// A rail that stands out.
 #[derive(Debug, Clone)]
@@ -77,4 +83,86 @@ pub fn find_rails(catalog: &Catalog, fit: &Fit, floor: f64, watch_floor: f64, al
         }
     }
     rails
+}
+
+/// A group of nodes slow only towards the rest (a leaf switch's uplinks, a spine port): its
+/// ports named as slow, yet the rows among them at the class level.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub class: u32,
+    /// The ports joined, sorted; two nodes or more among them.
+    pub ports: Vec<u32>,
+    /// Rows among the group's ports.
+    pub inside_rows: u64,
+}
+
+/// Groups among `suspects` (per class, the ports named slow, or every port of a node named):
+/// two suspects are joined when the rows between them are, at the median, within `floor` of the
+/// class level (two slow parts meet each other lower still: not joined; ports of different
+/// lanes do not meet at all), and so are the suspect ports of one node; the joined sets spanning
+/// two nodes or more are groups. One pass
+/// over the rows, keeping only rows between suspects of their class.
+pub fn find_groups(source: &dyn Source, fit: &Fit, suspects: &BTreeMap<u32, BTreeSet<u32>>, floor: f64) -> Vec<Group> {
+    if suspects.values().all(|ports| ports.len() < 2) {
+        return Vec::new();
+    }
+    let catalog = source.catalog();
+    let mut between: HashMap<(u32, u32, u32), Vec<f32>> = HashMap::new();
+    source.visit(&mut |row| {
+        let Some(ports) = suspects.get(&row.class) else { return };
+        let (a, b) = (row.sender, row.receiver);
+        if ports.contains(&a) && ports.contains(&b) {
+            let value = f64::from(row.log_gbps) - fit.level[row.class as usize];
+            between.entry((row.class, a.min(b), a.max(b))).or_default().push(value as f32);
+        }
+    });
+    fn root(parent: &mut [usize], mut at: usize) -> usize {
+        while parent[at] != at {
+            parent[at] = parent[parent[at]];
+            at = parent[at];
+        }
+        at
+    }
+    let mut keys: Vec<(u32, u32, u32)> = between.keys().copied().collect();
+    keys.sort_unstable();
+    let mut groups = Vec::new();
+    for (&class, ports) in suspects {
+        let list: Vec<u32> = ports.iter().copied().collect();
+        let position: HashMap<u32, usize> = list.iter().enumerate().map(|(index, &port)| (port, index)).collect();
+        let mut parent: Vec<usize> = (0..list.len()).collect();
+        let mut rows_of: Vec<u64> = vec![0; list.len()];
+        for key in keys.iter().filter(|key| key.0 == class) {
+            let values = between.get_mut(key).map(std::mem::take).unwrap_or_default();
+            let mut values = values;
+            values.sort_by(f32::total_cmp);
+            if values.is_empty() || f64::from(values[values.len() / 2]) <= floor {
+                continue;
+            }
+            let (i, j) = (position[&key.1], position[&key.2]);
+            let (x, y) = (root(&mut parent, i), root(&mut parent, j));
+            parent[x] = y;
+            rows_of[i] += values.len() as u64;
+        }
+        // Ports of one node are of one group (a leaf holds whole nodes).
+        let mut first_of_node: HashMap<u32, usize> = HashMap::new();
+        for (i, &port) in list.iter().enumerate() {
+            let first = *first_of_node.entry(catalog.ports[port as usize].node).or_insert(i);
+            let (x, y) = (root(&mut parent, i), root(&mut parent, first));
+            parent[x] = y;
+        }
+        let mut members: BTreeMap<usize, (Vec<u32>, u64)> = BTreeMap::new();
+        for (i, &port) in list.iter().enumerate() {
+            let top = root(&mut parent, i);
+            let entry = members.entry(top).or_default();
+            entry.0.push(port);
+            entry.1 += rows_of[i];
+        }
+        for (ports, inside_rows) in members.into_values() {
+            let nodes: BTreeSet<u32> = ports.iter().map(|&port| catalog.ports[port as usize].node).collect();
+            if nodes.len() >= 2 {
+                groups.push(Group { class, ports, inside_rows });
+            }
+        }
+    }
+    groups
 }

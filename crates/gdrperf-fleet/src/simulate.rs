@@ -17,7 +17,9 @@
 //! - `slow-sending`: one NIC port at 70 % when it sends, full rate when it receives;
 //! - `slow-rail`: every port of one lane at 80 % (a rail switch: each row of the lane at 80 %);
 //! - `near-miss`: one NIC port at 90 %, both directions: under the 15 % bar, to be watched;
-//! - `intermittent`: one NIC port whose rows are at 60 % in 40 % of its pair runs, at random.
+//! - `intermittent`: one NIC port whose rows are at 60 % in 40 % of its pair runs, at random;
+//! - `slow-group`: a leaf of [`group_size`] seeded nodes whose rows with every node outside it
+//!   are at 80 % (every lane), among themselves at full rate.
 //!
 //! The noise: normal (the SD given), or Student-t with `tails` degrees of freedom scaled to the
 //! same SD (heavy tails: 4 gives a row 7.7 SDs below one time in about 1 300); and `dips`, the
@@ -50,10 +52,11 @@ pub enum Fault {
     SlowRail,
     NearMiss,
     Intermittent,
+    SlowGroup,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 8] = [
+    pub const ALL: [Fault; 9] = [
         Fault::SlowPort,
         Fault::BadLink,
         Fault::GpuX8,
@@ -62,6 +65,7 @@ impl Fault {
         Fault::SlowRail,
         Fault::NearMiss,
         Fault::Intermittent,
+        Fault::SlowGroup,
     ];
     /// The five of the first simulation (issue 32).
     pub const FIRST: [Fault; 5] =
@@ -77,6 +81,7 @@ impl Fault {
             Fault::SlowRail => "slow-rail",
             Fault::NearMiss => "near-miss",
             Fault::Intermittent => "intermittent",
+            Fault::SlowGroup => "slow-group",
         }
     }
 
@@ -119,13 +124,20 @@ impl SimConfig {
 }
 
 /// A planted fault and where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Planted {
     pub fault: Fault,
     pub node: usize,
     pub lane: usize,
     /// The other node of a bad link.
     pub peer: Option<usize>,
+    /// The nodes of a slow group (empty for the other faults).
+    pub members: Vec<usize>,
+}
+
+/// The nodes of a simulated leaf: a sixteenth of the fleet, 3 to 16.
+pub fn group_size(nodes: usize) -> usize {
+    (nodes / 16).clamp(3, 16)
 }
 
 const LEVEL_GBPS: f64 = 100.0;
@@ -221,6 +233,9 @@ impl SimFleet {
                 Fault::Intermittent if bad_moment && (touches(pair.server) || touches(pair.client)) => {
                     factor *= 0.6
                 }
+                Fault::SlowGroup if planted.members.contains(&pair.server) != planted.members.contains(&pair.client) => {
+                    factor *= 0.8
+                }
                 Fault::BadLink
                     if planted.lane == lane
                         && [Some(pair.server), Some(pair.client)].contains(&Some(planted.node))
@@ -288,7 +303,16 @@ fn plant(config: &SimConfig, first_round: &[Pair]) -> Vec<Planted> {
     for &fault in &config.faults {
         let lane = generator.below(config.lanes);
         if fault == Fault::SlowRail {
-            planted.push(Planted { fault, node: usize::MAX, lane, peer: None });
+            planted.push(Planted { fault, node: usize::MAX, lane, peer: None, members: Vec::new() });
+            continue;
+        }
+        if fault == Fault::SlowGroup {
+            let mut members: Vec<usize> = next.by_ref().filter(|&node| !taken[node]).take(group_size(config.nodes)).collect();
+            members.sort_unstable();
+            for &node in &members {
+                taken[node] = true;
+            }
+            planted.push(Planted { fault, node: members[0], lane, peer: None, members });
             continue;
         }
         if fault == Fault::BadLink {
@@ -297,13 +321,13 @@ fn plant(config: &SimConfig, first_round: &[Pair]) -> Vec<Planted> {
             if let Some(pair) = free.get(generator.below(free.len().max(1))).copied() {
                 taken[pair.server] = true;
                 taken[pair.client] = true;
-                planted.push(Planted { fault, node: pair.server, lane, peer: Some(pair.client) });
+                planted.push(Planted { fault, node: pair.server, lane, peer: Some(pair.client), members: Vec::new() });
             }
             continue;
         }
         if let Some(node) = next.by_ref().find(|&node| !taken[node]) {
             taken[node] = true;
-            planted.push(Planted { fault, node, lane, peer: None });
+            planted.push(Planted { fault, node, lane, peer: None, members: Vec::new() });
         }
     }
     planted
@@ -414,6 +438,10 @@ fn names(finding: &Finding, planted: &Planted) -> bool {
         // Named only in the watch list (see `score`).
         Fault::NearMiss => at_port && finding.kind == PartKind::NicPort,
         Fault::Intermittent => at_port && finding.kind == PartKind::NicPortIntermittent,
+        Fault::SlowGroup => {
+            finding.kind == PartKind::Group
+                && finding.members.iter().map(String::as_str).eq(planted.members.iter().map(|&node| node_name(node)).collect::<Vec<_>>().iter().map(String::as_str))
+        }
         Fault::DeadNode => {
             finding.kind == PartKind::NodeWithoutRows && finding.node == node_name(planted.node)
         }
@@ -483,7 +511,7 @@ mod tests {
         // 2 % of pair runs dipped and Student-t noise: each dipped row is transient or a retest,
         // never a link; the rail, the near miss and the intermittent port are named as such.
         let (fleet, score) = simulate(Plan::Fixed(Schedule::AllPairs), 3, &Fault::ALL, 0.02);
-        assert_eq!(fleet.planted.len(), 8);
+        assert_eq!(fleet.planted.len(), 9);
         assert_eq!(score, Score { all_named: true, false_named: false, false_watched: false, missed: vec![] });
     }
 

@@ -275,3 +275,24 @@ fn a_port_of_a_node_without_rows_is_named() {
         [(PartKind::PortWithoutRows, "n3".to_string(), Some("mlx5_1".to_string()), None)]
     );
 }
+
+#[test]
+fn a_leaf_slow_towards_the_rest_is_one_group_with_its_members() {
+    // 12 nodes x 2 lanes; n0-n2 behind one leaf: their rows with the 9 others at 80 %, among
+    // themselves at full rate. Each of their ports has 18 of 22 rows low (median 20 % below:
+    // named, every port: the node), the others 6 of 22 (median untouched). The old judge named
+    // three nodes; the rows among them are at the class, so they are one group.
+    let leaf = |a: usize, b: usize, _: usize, _: &str| Some(if (a < 3) != (b < 3) { 80.0 } else { 100.0 });
+    let verdict = judge(&fleet(12, 2, &["host"], leaf), &JudgeConfig::default());
+    assert_eq!(named(&verdict), [(PartKind::Group, "group".to_string(), None, None)]);
+    assert_eq!(verdict.findings[0].members, ["n0", "n1", "n2"]);
+    // Two slow nodes that meet each other lower still are two nodes, not a group.
+    let two = |a: usize, b: usize, _: usize, _: &str| {
+        Some(if a == 1 || b == 1 { 70.0 } else { 100.0 } * if a == 7 || b == 7 { 0.7 } else { 1.0 })
+    };
+    let verdict = judge(&fleet(12, 2, &["host"], two), &JudgeConfig::default());
+    assert_eq!(
+        named(&verdict),
+        [(PartKind::Node, "n1".to_string(), None, None), (PartKind::Node, "n7".to_string(), None, None)]
+    );
+}
