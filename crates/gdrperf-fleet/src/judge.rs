@@ -67,6 +67,7 @@ pub enum PartKind {
     Node,
     Group,
     NodeWithoutRows,
+    NodeRowsStop,
     PortWithoutRows,
     Rail,
     NicPort,
@@ -85,6 +86,7 @@ impl PartKind {
             PartKind::Node => "node",
             PartKind::Group => "group of nodes, slow towards the rest",
             PartKind::NodeWithoutRows => "node without rows",
+            PartKind::NodeRowsStop => "node whose rows stop",
             PartKind::PortWithoutRows => "NIC port without rows",
             PartKind::Rail => "rail",
             PartKind::NicPort => "NIC port",
@@ -577,6 +579,13 @@ fn missing_evidence(catalog: &Catalog, fit: &Fit, findings: &mut Vec<Finding>) {
             finding.below_pct = 100.0;
             findings.push(finding);
         }
+    }
+    for (node, last, job_last) in &catalog.stopped {
+        let mut finding = Finding::new(PartKind::NodeRowsStop, node, "all");
+        finding.below_pct = 100.0;
+        finding.pairs = *last;
+        finding.peers = *job_last;
+        findings.push(finding);
     }
     // Devices per node with rows; a device on more than half the nodes is expected on each.
     let mut devices_of: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();

@@ -57,6 +57,9 @@ pub struct Catalog {
     pub nodes: Vec<String>,
     /// Nodes the job was to measure (from its plan), so that a node with no rows is named.
     pub expected_nodes: Vec<String>,
+    /// Nodes of a fixed schedule whose rows stop before the job's last round: (node, its last
+    /// round, the job's last round).
+    pub stopped: Vec<(String, u64, u64)>,
     class_index: HashMap<String, u32>,
     node_index: HashMap<String, u32>,
     port_index: HashMap<(u32, String), u32>,
@@ -121,6 +124,8 @@ pub struct Stored {
     pub rows: Vec<Observation>,
     /// What reading the files counted (rows kept and dropped; empty when built by hand).
     pub input: crate::read::InputCount,
+    /// Per node (by index), the last round it has rows in, where rows carry a round.
+    pub last_round: Vec<Option<u64>>,
 }
 
 impl Source for Stored {

@@ -138,6 +138,7 @@ pub fn read_gathered(paths: &[PathBuf]) -> Result<Stored, ReadError> {
     let mut files_seen: HashSet<u64> = HashSet::new();
     let mut rows_seen: HashSet<u64> = HashSet::new();
     let mut first_columns: Option<(PathBuf, Vec<String>)> = None;
+    let mut fixed_schedule = false;
     for path in paths {
         stored.input.files += 1;
         if !files_seen.insert(file_hash(path)?) {
@@ -148,16 +149,29 @@ pub fn read_gathered(paths: &[PathBuf]) -> Result<Stored, ReadError> {
         read_one(path, &mut stored, &mut ceilings, reading)?;
         let plan = path.with_file_name("plan.json");
         if plan.exists() {
-            for node in plan_nodes(&plan)? {
+            let (nodes, schedule) = plan_nodes(&plan)?;
+            for node in nodes {
+                let node = clean(&node).into_owned();
                 if !stored.catalog.expected_nodes.contains(&node) {
                     stored.catalog.expected_nodes.push(node);
                 }
             }
+            // Every node of a fixed schedule runs in every round (one idle a round at most);
+            // locate re-pairs only suspects, so its healthy nodes stop after the first pass.
+            fixed_schedule |= schedule.is_some_and(|schedule| schedule != "locate");
         }
     }
     fill_ceilings(ceilings, &mut stored);
     drop_implausible(&mut stored);
     stored.input.rows_kept = stored.rows.len() as u64;
+    if fixed_schedule {
+        let last = stored.last_round.iter().flatten().copied().max().unwrap_or(0);
+        for (node, round) in stored.last_round.iter().enumerate() {
+            if let Some(round) = round.filter(|&round| round + 1 < last) {
+                stored.catalog.stopped.push((stored.catalog.nodes[node].clone(), round, last));
+            }
+        }
+    }
     Ok(stored)
 }
 
@@ -207,16 +221,19 @@ fn drop_implausible(stored: &mut Stored) {
     stored.input.implausible += (before - stored.rows.len()) as u64;
 }
 
-fn plan_nodes(path: &Path) -> Result<Vec<String>, ReadError> {
+/// The node list and the schedule of a plan.json.
+fn plan_nodes(path: &Path) -> Result<(Vec<String>, Option<String>), ReadError> {
     let text = std::fs::read_to_string(path)
         .map_err(|source| ReadError::Plan { path: path.to_path_buf(), source })?;
     let plan: serde_json::Value = serde_json::from_str(&text)
         .map_err(|source| ReadError::PlanJson { path: path.to_path_buf(), source })?;
-    Ok(plan
+    let nodes = plan
         .get("nodes")
         .and_then(|nodes| nodes.as_array())
         .map(|nodes| nodes.iter().filter_map(|node| node.as_str().map(str::to_string)).collect())
-        .unwrap_or_default())
+        .unwrap_or_default();
+    let schedule = plan.get("schedule").and_then(|schedule| schedule.as_str()).map(str::to_string);
+    Ok((nodes, schedule))
 }
 
 fn reader(path: &Path) -> Result<csv::Reader<std::fs::File>, ReadError> {
@@ -232,6 +249,7 @@ struct Columns {
     needed: [usize; NEEDED.len()],
     qps: Option<usize>,
     lane: Option<usize>,
+    round: Option<usize>,
     bus_id: Option<usize>,
     ceiling: Option<usize>,
     nic_guid: Option<usize>,
@@ -248,6 +266,7 @@ fn columns(path: &Path, header: &csv::StringRecord) -> Result<Columns, ReadError
         needed,
         qps: find("qps"),
         lane: find("lane"),
+        round: find("round"),
         bus_id: find("gpu_local_bus_id"),
         ceiling: find("ceiling_gbps"),
         nic_guid: find("nic_node_guid"),
@@ -443,6 +462,16 @@ fn take_row(
             }
         }
         stored.rows.push(Observation { class, sender, receiver, directed, log_gbps: gbps.ln() as f32 });
+        if let Some(round) = columns.round.and_then(|index| field(index).parse::<u64>().ok()) {
+            for port in [client, server] {
+                let node = stored.catalog.ports[port as usize].node as usize;
+                if stored.last_round.len() <= node {
+                    stored.last_round.resize(node + 1, None);
+                }
+                let last = &mut stored.last_round[node];
+                *last = Some(last.map_or(round, |before: u64| before.max(round)));
+            }
+        }
     }
 }
 

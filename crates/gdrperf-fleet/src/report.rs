@@ -76,6 +76,15 @@ pub fn finding_line(finding: &Finding) -> String {
         PartKind::NodeWithoutRows => {
             line = format!("{}: {}: no rows at all (dead, or never ran)", finding.kind.name(), finding.node)
         }
+        PartKind::NodeRowsStop => {
+            line = format!(
+                "{}: {}: no rows after round {} of a fixed schedule whose rows go on to round {} (died mid-job?)",
+                finding.kind.name(),
+                finding.node,
+                finding.pairs,
+                finding.peers
+            )
+        }
         PartKind::PortWithoutRows => {
             line = format!(
                 "{}: {} {}: no rows, where most nodes have rows on that device",
@@ -116,7 +125,7 @@ pub fn finding_line(finding: &Finding) -> String {
     if let (Some(z), Some(p)) = (finding.z, finding.p_adjusted) {
         let _ = write!(line, ", z {z:.1}, adjusted p {p:.1e}");
     }
-    if !matches!(finding.kind, PartKind::NodeWithoutRows | PartKind::PortWithoutRows) {
+    if !matches!(finding.kind, PartKind::NodeWithoutRows | PartKind::NodeRowsStop | PartKind::PortWithoutRows) {
         let _ = write!(line, " [{}]", finding.class);
     }
     line

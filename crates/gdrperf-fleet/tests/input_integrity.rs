@@ -154,3 +154,38 @@ fn memory_grows_with_the_class_port_pairs_present_not_classes_times_ports() {
     assert!(matches!(refused, Err(ReadError::TooManyClasses { limit: 4096 })), "{:?}", refused.err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_node_whose_rows_stop_mid_job_is_named_from_a_fixed_schedule_only() {
+    // 6 nodes, all ordered pairs, the round being the larger node index (n5's: the smaller);
+    // n5's rows stop at round 2 (its pairs with n3 and n4 missing, as if it died), the job's go
+    // on to round 4 (pairs with n4). With plan.json saying all-pairs: named. Saying locate (healthy nodes stop after the
+    // first pass there): not.
+    let dir = folder("stop");
+    let mut text = format!("round,{HEADER}\n");
+    for a in 0..6usize {
+        for b in 0..6usize {
+            if a == b || ((a == 5 || b == 5) && a.min(b) >= 3) {
+                continue;
+            }
+            let round = if a == 5 || b == 5 { a.min(b) } else { a.max(b) };
+            text += &format!("{round},{}", row(a, b, &format!("{}.5", 100 + a * 6 + b)));
+        }
+    }
+    let results = write(&dir, "results.csv", &text);
+    let nodes: Vec<String> = (0..6).map(|node| format!("n{node}")).collect();
+    let plan = |schedule: &str| serde_json::json!({ "schedule": schedule, "nodes": nodes }).to_string();
+    write(&dir, "plan.json", &plan("all-pairs"));
+    let verdict = judge(&read_gathered(std::slice::from_ref(&results)).unwrap(), &JudgeConfig::default());
+    let stopped: Vec<&str> = verdict
+        .findings
+        .iter()
+        .filter(|finding| finding.kind == gdrperf_fleet::judge::PartKind::NodeRowsStop)
+        .map(|finding| finding.node.as_str())
+        .collect();
+    assert_eq!(stopped, ["n5"]);
+    write(&dir, "plan.json", &plan("locate"));
+    let verdict = judge(&read_gathered(&[results]).unwrap(), &JudgeConfig::default());
+    assert!(verdict.findings.iter().all(|finding| finding.kind != gdrperf_fleet::judge::PartKind::NodeRowsStop));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
