@@ -220,7 +220,11 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         print!("{}", report::base_text(base));
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&JudgeOutput { verdict: &verdict, input: &rows.input, base: base.as_ref() })?;
+        let text = serde_json::to_string_pretty(&JudgeOutput {
+            verdict: &verdict,
+            input: &rows.input,
+            base: base.as_ref(),
+        })?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     let moved = base.as_ref().is_some_and(|base| !base.movements.is_empty());
@@ -366,7 +370,11 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     );
     for fault in &faults {
         let count = missed.get(fault.name()).copied().unwrap_or(0);
-        println!("# {}: named as its kind in {:.1} % of seeds", fault.name(), 100.0 * (seeds - count as f64) / seeds);
+        println!(
+            "# {}: named as its kind in {:.1} % of seeds",
+            fault.name(),
+            100.0 * (seeds - count as f64) / seeds
+        );
     }
     println!(
         "# rounds: mean {:.1}, max {}; pair runs: mean {:.0}, max {} ({:.2} % of all-pairs' {all_pairs})",

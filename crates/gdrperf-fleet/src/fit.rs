@@ -297,7 +297,8 @@ fn fit_until(source: &dyn Source, settled: f64) -> Fit {
         let current = &fit;
         source.visit(&mut |row| {
             let base = f64::from(row.log_gbps) - current.level[row.class as usize];
-            let (sender, receiver) = (current.key(row.class, row.sender), current.key(row.class, row.receiver));
+            let (sender, receiver) =
+                (current.key(row.class, row.sender), current.key(row.class, row.receiver));
             histograms.add(sender, base - current.effects[receiver].combined);
             histograms.add(receiver, base - current.effects[sender].combined);
         });

@@ -246,7 +246,9 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
         .pairs
         .iter()
         .map(|&(class, port)| {
-            rail_of.get(&(class, catalog.ports[port as usize].device.as_str())).map_or(0.0, |rail| rail.effect)
+            rail_of
+                .get(&(class, catalog.ports[port as usize].device.as_str()))
+                .map_or(0.0, |rail| rail.effect)
         })
         .collect();
     let (watch_intermittent, transient_rates) = intermittent_ports(source, &fit, config, &mut named, &shift);
@@ -285,7 +287,11 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
     let mut retest = Vec::new();
     for pair in pairs {
         let (a, b) = (&catalog.ports[pair.ends.0 as usize], &catalog.ports[pair.ends.1 as usize]);
-        let mut finding = Finding::new(PartKind::Link, &catalog.nodes[a.node as usize], &catalog.classes[pair.class as usize].label);
+        let mut finding = Finding::new(
+            PartKind::Link,
+            &catalog.nodes[a.node as usize],
+            &catalog.classes[pair.class as usize].label,
+        );
         finding.device = Some(a.device.clone());
         finding.peer_node = Some(catalog.nodes[b.node as usize].clone());
         finding.peer_device = Some(b.device.clone());
@@ -373,10 +379,10 @@ fn test_ports(
         };
         let sending = both_roles && low(effect.sending, effect.sending_rows);
         let receiving = both_roles && low(effect.receiving, effect.receiving_rows);
-        let apart_sending = both_roles
-            && apart(effect.sending, effect.sending_rows, effect.receiving, effect.receiving_rows);
-        let apart_receiving = both_roles
-            && apart(effect.receiving, effect.receiving_rows, effect.sending, effect.sending_rows);
+        let apart_sending =
+            both_roles && apart(effect.sending, effect.sending_rows, effect.receiving, effect.receiving_rows);
+        let apart_receiving =
+            both_roles && apart(effect.receiving, effect.receiving_rows, effect.sending, effect.sending_rows);
         let (kind, value, rows) = if sending && apart_sending {
             (PartKind::NicPortSending, effect.sending, effect.sending_rows)
         } else if receiving && apart_receiving {
@@ -386,11 +392,17 @@ fn test_ports(
         } else if low(effect.combined, effect.rows) {
             (PartKind::NicPort, effect.combined, effect.rows)
         } else {
-            if effect.rows >= WATCH_ROWS && effect.combined < watch_floor && sure(effect.combined, effect.rows) {
+            if effect.rows >= WATCH_ROWS
+                && effect.combined < watch_floor
+                && sure(effect.combined, effect.rows)
+            {
                 let z = z_of(effect.combined, effect.rows);
                 let info = &catalog.ports[port as usize];
-                let mut finding =
-                    Finding::new(PartKind::NicPort, &catalog.nodes[info.node as usize], &catalog.classes[class as usize].label);
+                let mut finding = Finding::new(
+                    PartKind::NicPort,
+                    &catalog.nodes[info.node as usize],
+                    &catalog.classes[class as usize].label,
+                );
                 finding.device = Some(info.device.clone());
                 finding.gpu_bus_id = info.gpu_bus_id.clone();
                 finding.below_pct = below_pct(effect.combined);
@@ -402,7 +414,16 @@ fn test_ports(
             continue;
         };
         let z = z_of(value, rows);
-        named.push(Named { class, port, kind, effect: value, rows, z: Some(z), p_adjusted: p_of(z), low_rows: None });
+        named.push(Named {
+            class,
+            port,
+            kind,
+            effect: value,
+            rows,
+            z: Some(z),
+            p_adjusted: p_of(z),
+            low_rows: None,
+        });
     }
     (named, watch)
 }
@@ -485,7 +506,9 @@ fn intermittent_ports(
 /// become one, the group, with its member nodes.
 fn name_groups(source: &dyn Source, fit: &Fit, floor: f64, findings: &mut Vec<Finding>) {
     let catalog = source.catalog();
-    let slow = |kind: PartKind| matches!(kind, PartKind::Node | PartKind::NicPort | PartKind::NicPortOrGpu | PartKind::Gpu);
+    let slow = |kind: PartKind| {
+        matches!(kind, PartKind::Node | PartKind::NicPort | PartKind::NicPortOrGpu | PartKind::Gpu)
+    };
     let class_of: HashMap<&str, u32> =
         catalog.classes.iter().enumerate().map(|(index, info)| (info.label.as_str(), index as u32)).collect();
     let mut suspects: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
@@ -605,7 +628,8 @@ fn missing_evidence(catalog: &Catalog, fit: &Fit, findings: &mut Vec<Finding>) {
     for (&node, devices) in &devices_of {
         for (&device, &count) in &nodes_with {
             if 2 * count > devices_of.len() && !devices.contains(device) {
-                let mut finding = Finding::new(PartKind::PortWithoutRows, &catalog.nodes[node as usize], "all");
+                let mut finding =
+                    Finding::new(PartKind::PortWithoutRows, &catalog.nodes[node as usize], "all");
                 finding.device = Some(device.to_string());
                 finding.below_pct = 100.0;
                 findings.push(finding);
@@ -681,7 +705,11 @@ fn settle_ports(
                 let peer = *set.and_then(|set| set.iter().next()).unwrap_or(&entry.port);
                 single.insert((entry.class, entry.port.min(peer), entry.port.max(peer)));
             }
-            _ => per_node.entry((entry.class, catalog.ports[entry.port as usize].node)).or_default().1.push(entry),
+            _ => per_node
+                .entry((entry.class, catalog.ports[entry.port as usize].node))
+                .or_default()
+                .1
+                .push(entry),
         }
     }
     for ((class, node), (measured, list)) in per_node {
@@ -689,7 +717,8 @@ fn settle_ports(
             continue;
         }
         let class_info = &catalog.classes[class as usize];
-        let by_median: Vec<&&Named> = list.iter().filter(|entry| entry.kind != PartKind::NicPortIntermittent).collect();
+        let by_median: Vec<&&Named> =
+            list.iter().filter(|entry| entry.kind != PartKind::NicPortIntermittent).collect();
         if by_median.len() >= 2 && 2 * by_median.len() > measured {
             let mut effects: Vec<f64> = by_median.iter().map(|entry| entry.effect).collect();
             effects.sort_by(f64::total_cmp);

@@ -178,7 +178,8 @@ pub fn read_gathered(paths: &[PathBuf]) -> Result<Stored, ReadError> {
 /// A hash of a file's bytes (std's SipHash with fixed keys: the same bytes, the same hash), to
 /// tell the same file given twice.
 fn file_hash(path: &Path) -> Result<u64, ReadError> {
-    let csv_error = |source: std::io::Error| ReadError::Csv { path: path.to_path_buf(), source: source.into() };
+    let csv_error =
+        |source: std::io::Error| ReadError::Csv { path: path.to_path_buf(), source: source.into() };
     let mut file = std::fs::File::open(path).map_err(csv_error)?;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     let mut buffer = vec![0u8; 1 << 16];
@@ -329,7 +330,11 @@ fn read_one(
             return Err(ReadError::TooManyRows { limit: MAX_ROWS });
         }
         if current.iter().any(|field| field.len() > MAX_FIELD_BYTES) {
-            return Err(ReadError::FieldTooLong { path: path.to_path_buf(), limit: MAX_FIELD_BYTES, row: row_number });
+            return Err(ReadError::FieldTooLong {
+                path: path.to_path_buf(),
+                limit: MAX_FIELD_BYTES,
+                row: row_number,
+            });
         }
         if !more && cut_at_end {
             stored.input.truncated_last_lines += 1;
@@ -349,7 +354,8 @@ fn read_one(
 /// Whether the file's last byte is not a newline (an empty file: no).
 fn ends_without_newline(path: &Path) -> Result<bool, ReadError> {
     use std::io::{Seek, SeekFrom};
-    let csv_error = |source: std::io::Error| ReadError::Csv { path: path.to_path_buf(), source: source.into() };
+    let csv_error =
+        |source: std::io::Error| ReadError::Csv { path: path.to_path_buf(), source: source.into() };
     let mut file = std::fs::File::open(path).map_err(csv_error)?;
     let length = file.metadata().map_err(csv_error)?.len();
     if length == 0 {
@@ -407,7 +413,9 @@ fn take_row(
             return;
         }
         let ceiling = columns.ceiling.and_then(|index| field(index).parse::<f64>().ok());
-        if ceiling.is_some_and(|ceiling| ceiling > 0.0 && ceiling.is_finite() && gbps > ceiling * (1.0 + CEILING_MARGIN)) {
+        if ceiling.is_some_and(|ceiling| {
+            ceiling > 0.0 && ceiling.is_finite() && gbps > ceiling * (1.0 + CEILING_MARGIN)
+        }) {
             input.above_ceiling += 1;
             return;
         }

@@ -9,10 +9,8 @@ use crate::read::InputCount;
 /// What was read, in one line: files, rows read and kept, and every reason a row was left out
 /// (only those that occurred).
 pub fn input_text(input: &InputCount) -> String {
-    let mut text = format!(
-        "INPUT: {} file(s), {} rows read, {} kept",
-        input.files, input.rows_read, input.rows_kept
-    );
+    let mut text =
+        format!("INPUT: {} file(s), {} rows read, {} kept", input.files, input.rows_read, input.rows_kept);
     let reasons = [
         (input.lane_all, "lane `all` (a sum of lanes, not a port)"),
         (input.no_bandwidth, "without a bandwidth (latency rows, a failed size)"),
@@ -35,17 +33,10 @@ pub fn input_text(input: &InputCount) -> String {
         let _ = write!(text, "; not port bandwidth rows: {}", skipped.join(", "));
     }
     let wrong = listed(&dropped);
-    let _ = write!(
-        text,
-        "; dropped: {}",
-        if wrong.is_empty() { "none".to_string() } else { wrong.join(", ") }
-    );
+    let _ =
+        write!(text, "; dropped: {}", if wrong.is_empty() { "none".to_string() } else { wrong.join(", ") });
     if !input.files_repeated.is_empty() {
-        let _ = write!(
-            text,
-            "; files identical to one before, skipped: {}",
-            input.files_repeated.join(", ")
-        );
+        let _ = write!(text, "; files identical to one before, skipped: {}", input.files_repeated.join(", "));
     }
     text.push('\n');
     text
@@ -66,7 +57,13 @@ pub fn finding_line(finding: &Finding) -> String {
     if matches!(finding.kind, PartKind::Rail | PartKind::Group) {
         let shown: Vec<&str> = finding.members.iter().take(8).map(String::as_str).collect();
         let more = finding.members.len().saturating_sub(shown.len());
-        let _ = write!(line, " on {} nodes ({}{})", finding.members.len(), shown.join(" "), if more > 0 { format!(" and {more} more") } else { String::new() });
+        let _ = write!(
+            line,
+            " on {} nodes ({}{})",
+            finding.members.len(),
+            shown.join(" "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
     }
     let _ = write!(line, ", {:.1} % below", finding.below_pct);
     match finding.kind {
@@ -76,15 +73,13 @@ pub fn finding_line(finding: &Finding) -> String {
         PartKind::NodeWithoutRows => {
             line = format!("{}: {}: no rows at all (dead, or never ran)", finding.kind.name(), finding.node)
         }
-        PartKind::NodeRowsStop => {
-            line = format!(
-                "{}: {}: no rows after round {} of a fixed schedule whose rows go on to round {} (died mid-job?)",
-                finding.kind.name(),
-                finding.node,
-                finding.pairs,
-                finding.peers
-            )
-        }
+        PartKind::NodeRowsStop => line = format!(
+            "{}: {}: no rows after round {} of a fixed schedule whose rows go on to round {} (died mid-job?)",
+            finding.kind.name(),
+            finding.node,
+            finding.pairs,
+            finding.peers
+        ),
         PartKind::PortWithoutRows => {
             line = format!(
                 "{}: {} {}: no rows, where most nodes have rows on that device",
@@ -125,7 +120,8 @@ pub fn finding_line(finding: &Finding) -> String {
     if let (Some(z), Some(p)) = (finding.z, finding.p_adjusted) {
         let _ = write!(line, ", z {z:.1}, adjusted p {p:.1e}");
     }
-    if !matches!(finding.kind, PartKind::NodeWithoutRows | PartKind::NodeRowsStop | PartKind::PortWithoutRows) {
+    if !matches!(finding.kind, PartKind::NodeWithoutRows | PartKind::NodeRowsStop | PartKind::PortWithoutRows)
+    {
         let _ = write!(line, " [{}]", finding.class);
     }
     line
@@ -155,7 +151,12 @@ pub fn text(verdict: &Verdict) -> String {
         }
     }
     listed(&mut text, "NAMED", &verdict.findings, finding_line);
-    listed(&mut text, "WATCH (surely slower, under the bar; exit code unchanged)", &verdict.watch, finding_line);
+    listed(
+        &mut text,
+        "WATCH (surely slower, under the bar; exit code unchanged)",
+        &verdict.watch,
+        finding_line,
+    );
     let _ = writeln!(
         text,
         "TRANSIENT: {} rows more than the bar below what their ends explain, in no named part: counted, not named",

@@ -102,7 +102,12 @@ pub struct Group {
 /// lanes do not meet at all), and so are the suspect ports of one node; the joined sets spanning
 /// two nodes or more are groups. One pass
 /// over the rows, keeping only rows between suspects of their class.
-pub fn find_groups(source: &dyn Source, fit: &Fit, suspects: &BTreeMap<u32, BTreeSet<u32>>, floor: f64) -> Vec<Group> {
+pub fn find_groups(
+    source: &dyn Source,
+    fit: &Fit,
+    suspects: &BTreeMap<u32, BTreeSet<u32>>,
+    floor: f64,
+) -> Vec<Group> {
     if suspects.values().all(|ports| ports.len() < 2) {
         return Vec::new();
     }
@@ -128,7 +133,8 @@ pub fn find_groups(source: &dyn Source, fit: &Fit, suspects: &BTreeMap<u32, BTre
     let mut groups = Vec::new();
     for (&class, ports) in suspects {
         let list: Vec<u32> = ports.iter().copied().collect();
-        let position: HashMap<u32, usize> = list.iter().enumerate().map(|(index, &port)| (port, index)).collect();
+        let position: HashMap<u32, usize> =
+            list.iter().enumerate().map(|(index, &port)| (port, index)).collect();
         let mut parent: Vec<usize> = (0..list.len()).collect();
         let mut rows_of: Vec<u64> = vec![0; list.len()];
         for key in keys.iter().filter(|key| key.0 == class) {

@@ -38,8 +38,8 @@ use gdrperf_cluster::schedule::{Pair, Schedule};
 use std::collections::{BTreeSet, HashMap};
 
 use crate::judge::{judge, Finding, JudgeConfig, PartKind, Verdict};
-use crate::transient::MOST_RETESTS;
 use crate::observation::{Catalog, ClassInfo, Observation, Source};
+use crate::transient::MOST_RETESTS;
 
 /// A fault to plant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +118,14 @@ pub struct SimConfig {
 
 impl SimConfig {
     /// A plain simulation: normal noise, no dips, no retests.
-    pub fn new(nodes: usize, lanes: usize, plan: Plan, noise: f64, faults: Vec<Fault>, seed: u64) -> SimConfig {
+    pub fn new(
+        nodes: usize,
+        lanes: usize,
+        plan: Plan,
+        noise: f64,
+        faults: Vec<Fault>,
+        seed: u64,
+    ) -> SimConfig {
         SimConfig { nodes, lanes, plan, noise, tails: None, dips: 0.0, retest: false, faults, seed }
     }
 }
@@ -233,7 +240,9 @@ impl SimFleet {
                 Fault::Intermittent if bad_moment && (touches(pair.server) || touches(pair.client)) => {
                     factor *= 0.6
                 }
-                Fault::SlowGroup if planted.members.contains(&pair.server) != planted.members.contains(&pair.client) => {
+                Fault::SlowGroup
+                    if planted.members.contains(&pair.server) != planted.members.contains(&pair.client) =>
+                {
                     factor *= 0.8
                 }
                 Fault::BadLink
@@ -307,7 +316,8 @@ fn plant(config: &SimConfig, first_round: &[Pair]) -> Vec<Planted> {
             continue;
         }
         if fault == Fault::SlowGroup {
-            let mut members: Vec<usize> = next.by_ref().filter(|&node| !taken[node]).take(group_size(config.nodes)).collect();
+            let mut members: Vec<usize> =
+                next.by_ref().filter(|&node| !taken[node]).take(group_size(config.nodes)).collect();
             members.sort_unstable();
             for &node in &members {
                 taken[node] = true;
@@ -321,7 +331,13 @@ fn plant(config: &SimConfig, first_round: &[Pair]) -> Vec<Planted> {
             if let Some(pair) = free.get(generator.below(free.len().max(1))).copied() {
                 taken[pair.server] = true;
                 taken[pair.client] = true;
-                planted.push(Planted { fault, node: pair.server, lane, peer: Some(pair.client), members: Vec::new() });
+                planted.push(Planted {
+                    fault,
+                    node: pair.server,
+                    lane,
+                    peer: Some(pair.client),
+                    members: Vec::new(),
+                });
             }
             continue;
         }
@@ -434,13 +450,21 @@ fn names(finding: &Finding, planted: &Planted) -> bool {
         Fault::SlowPort => at_port && matches!(finding.kind, PartKind::NicPort | PartKind::NicPortOrGpu),
         Fault::SlowSending => at_port && finding.kind == PartKind::NicPortSending,
         Fault::GpuX8 => at_port && matches!(finding.kind, PartKind::Gpu | PartKind::NicPortOrGpu),
-        Fault::SlowRail => finding.kind == PartKind::Rail && finding.device.as_deref() == Some(device.as_str()),
+        Fault::SlowRail => {
+            finding.kind == PartKind::Rail && finding.device.as_deref() == Some(device.as_str())
+        }
         // Named only in the watch list (see `score`).
         Fault::NearMiss => at_port && finding.kind == PartKind::NicPort,
         Fault::Intermittent => at_port && finding.kind == PartKind::NicPortIntermittent,
         Fault::SlowGroup => {
             finding.kind == PartKind::Group
-                && finding.members.iter().map(String::as_str).eq(planted.members.iter().map(|&node| node_name(node)).collect::<Vec<_>>().iter().map(String::as_str))
+                && finding.members.iter().map(String::as_str).eq(planted
+                    .members
+                    .iter()
+                    .map(|&node| node_name(node))
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str))
         }
         Fault::DeadNode => {
             finding.kind == PartKind::NodeWithoutRows && finding.node == node_name(planted.node)
@@ -493,7 +517,10 @@ mod tests {
     fn all_pairs_names_every_planted_fault_and_nothing_else() {
         let (fleet, score) = simulate(Plan::Fixed(Schedule::AllPairs), 1, &Fault::FIRST, 0.0);
         assert_eq!(fleet.planted.len(), 5);
-        assert_eq!(score, Score { all_named: true, false_named: false, false_watched: false, missed: vec![] });
+        assert_eq!(
+            score,
+            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
+        );
         // The bad link's one row (a pair run each) asked for one retest.
         assert!(fleet.retest_runs >= 1, "{}", fleet.retest_runs);
         assert!(fleet.pair_runs() - fleet.retest_runs == 64 * 63 / 2);
@@ -502,7 +529,10 @@ mod tests {
     #[test]
     fn locate_names_them_in_a_fraction_of_the_pair_runs() {
         let (fleet, score) = simulate(Plan::Locate, 1, &Fault::FIRST, 0.0);
-        assert_eq!(score, Score { all_named: true, false_named: false, false_watched: false, missed: vec![] });
+        assert_eq!(
+            score,
+            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
+        );
         assert!(fleet.pair_runs() < 64 * 63 / 2 / 4, "{} pair runs", fleet.pair_runs());
     }
 
@@ -512,7 +542,10 @@ mod tests {
         // never a link; the rail, the near miss and the intermittent port are named as such.
         let (fleet, score) = simulate(Plan::Fixed(Schedule::AllPairs), 3, &Fault::ALL, 0.02);
         assert_eq!(fleet.planted.len(), 9);
-        assert_eq!(score, Score { all_named: true, false_named: false, false_watched: false, missed: vec![] });
+        assert_eq!(
+            score,
+            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
+        );
     }
 
     #[test]

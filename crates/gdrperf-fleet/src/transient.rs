@@ -256,7 +256,16 @@ pub fn judge_pairs(
         }
         if majority {
             let retests = (!named).then(|| retests_needed(low, rows, pi, tests, alpha)).flatten();
-            pairs.push(PairEvidence { class: key.0, ends: (key.1, key.2), median, rows, low, p_adjusted, named, retests });
+            pairs.push(PairEvidence {
+                class: key.0,
+                ends: (key.1, key.2),
+                median,
+                rows,
+                low,
+                p_adjusted,
+                named,
+                retests,
+            });
         }
     }
     (pairs, transient)

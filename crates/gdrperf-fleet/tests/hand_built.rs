@@ -268,7 +268,8 @@ fn a_port_that_dips_in_four_of_ten_rows_is_intermittent_without_a_direction() {
 #[test]
 fn a_port_of_a_node_without_rows_is_named() {
     // 8 nodes x 2 lanes; n3's lane 1 never ran (no row at all): a port the others have.
-    let dead = |a: usize, b: usize, lane: usize, _: &str| (!(lane == 1 && (a == 3 || b == 3))).then_some(100.0);
+    let dead =
+        |a: usize, b: usize, lane: usize, _: &str| (!(lane == 1 && (a == 3 || b == 3))).then_some(100.0);
     let verdict = judge(&fleet(8, 2, &["host"], dead), &JudgeConfig::default());
     assert_eq!(
         named(&verdict),

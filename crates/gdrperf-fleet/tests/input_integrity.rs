@@ -137,9 +137,7 @@ fn memory_grows_with_the_class_port_pairs_present_not_classes_times_ports() {
     let dir = folder("crafted");
     let mut text = format!("{HEADER}\n");
     for index in 0..4000 {
-        text += &format!(
-            "write_bw,{index},false,1,host,host,mlx5_0,mlx5_0,100,0,110,s{index},c{index}\n"
-        );
+        text += &format!("write_bw,{index},false,1,host,host,mlx5_0,mlx5_0,100,0,110,s{index},c{index}\n");
     }
     let stored = read_gathered(&[write(&dir, "results.csv", &text)]).unwrap();
     assert_eq!((stored.catalog.classes.len(), stored.catalog.ports.len()), (4000, 8000));
@@ -186,6 +184,9 @@ fn a_node_whose_rows_stop_mid_job_is_named_from_a_fixed_schedule_only() {
     assert_eq!(stopped, ["n5"]);
     write(&dir, "plan.json", &plan("locate"));
     let verdict = judge(&read_gathered(&[results]).unwrap(), &JudgeConfig::default());
-    assert!(verdict.findings.iter().all(|finding| finding.kind != gdrperf_fleet::judge::PartKind::NodeRowsStop));
+    assert!(verdict
+        .findings
+        .iter()
+        .all(|finding| finding.kind != gdrperf_fleet::judge::PartKind::NodeRowsStop));
     std::fs::remove_dir_all(&dir).unwrap();
 }
