@@ -32,13 +32,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::Serialize;
-
+use crate::evidence::{missing_evidence, summarise_classes};
 use crate::fit::{fit, Fit};
 use crate::normal;
 use crate::observation::{Catalog, Source};
-use crate::shared::{find_groups, find_rails, Rail};
+use crate::shared::{find_rails, name_groups, Rail};
 use crate::transient::{count_dips, judge_pairs, rate, INTERMITTENT_SHARE};
+pub use crate::verdict::{ClassSummary, Finding, PartKind, Verdict};
 
 /// The judge's thresholds.
 #[derive(Debug, Clone, Copy)]
@@ -58,159 +58,6 @@ impl Default for JudgeConfig {
     fn default() -> JudgeConfig {
         JudgeConfig { min_deficit: 0.15, watch_deficit: 0.05, alpha: 0.001, ceiling_shortfall: 0.10 }
     }
-}
-
-/// What a finding names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PartKind {
-    Node,
-    Group,
-    NodeWithoutRows,
-    NodeRowsStop,
-    PortWithoutRows,
-    Rail,
-    NicPort,
-    NicPortSending,
-    NicPortReceiving,
-    NicPortIntermittent,
-    Gpu,
-    NicPortOrGpu,
-    Link,
-    ClassBelowCeiling,
-}
-
-impl PartKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            PartKind::Node => "node",
-            PartKind::Group => "group of nodes, slow towards the rest",
-            PartKind::NodeWithoutRows => "node without rows",
-            PartKind::NodeRowsStop => "node whose rows stop",
-            PartKind::PortWithoutRows => "NIC port without rows",
-            PartKind::Rail => "rail",
-            PartKind::NicPort => "NIC port",
-            PartKind::NicPortSending => "NIC port, when sending",
-            PartKind::NicPortReceiving => "NIC port, when receiving",
-            PartKind::NicPortIntermittent => "NIC port, intermittent",
-            PartKind::Gpu => "GPU",
-            PartKind::NicPortOrGpu => "NIC port or its GPU",
-            PartKind::Link => "link",
-            PartKind::ClassBelowCeiling => "class below its ceiling",
-        }
-    }
-}
-
-/// One named part (or one to watch, or a pair to retest).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
-    pub kind: PartKind,
-    pub node: String,
-    pub device: Option<String>,
-    pub gpu_bus_id: Option<String>,
-    /// The other end of a link.
-    pub peer_node: Option<String>,
-    pub peer_device: Option<String>,
-    pub class: String,
-    /// How far below the class (or its ceiling), in percent; for an intermittent port, the mean
-    /// deficit of its low rows.
-    pub below_pct: f64,
-    pub pairs: u64,
-    pub peers: u64,
-    /// z of the deficit (more negative: surer) and the Bonferroni-adjusted p (None where the
-    /// finding is not statistical: a node without rows, a class below its ceiling).
-    pub z: Option<f64>,
-    pub p_adjusted: Option<f64>,
-    /// Rows more than `min_deficit` below what their ends explain (links, intermittent ports,
-    /// retests).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub low_rows: Option<u64>,
-    /// A retest: rows more of the pair, all low, that would name it a link (None: more than
-    /// [`crate::transient::MOST_RETESTS`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub agreeing_rows_needed: Option<u64>,
-    /// A rail's nodes (each with a port of the rail's device).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub members: Vec<String>,
-}
-
-impl Finding {
-    fn new(kind: PartKind, node: &str, class: &str) -> Finding {
-        Finding {
-            kind,
-            node: node.to_string(),
-            device: None,
-            gpu_bus_id: None,
-            peer_node: None,
-            peer_device: None,
-            class: class.to_string(),
-            below_pct: 0.0,
-            pairs: 0,
-            peers: 0,
-            z: None,
-            p_adjusted: None,
-            low_rows: None,
-            agreeing_rows_needed: None,
-            members: Vec::new(),
-        }
-    }
-}
-
-/// A class's level and noise, for the report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ClassSummary {
-    pub class: String,
-    pub rows: u64,
-    pub level_gbps: f64,
-    pub noise_pct: f64,
-    pub ceiling_gbps: Option<f64>,
-    /// Nodes with rows in the class.
-    pub nodes: u64,
-    /// The share of the class's rows (of ports not named) more than `min_deficit` below what their
-    /// ends explain: the transient rate links and intermittent ports are tested against.
-    pub transient_pct: f64,
-    /// What the class's rows cannot tell apart, where their shape rules a part out (two nodes:
-    /// every row has the same two ends); `None` where every kind of part can be named.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cannot_tell: Option<String>,
-}
-
-/// Why a class of `nodes` nodes cannot name a part, if it cannot: a part is named from two or
-/// more peers, and with two nodes each port meets one at most, so a slow node, a slow port and
-/// a slow link between the two give the same rows.
-fn cannot_tell(nodes: u64, ceiling: bool) -> Option<String> {
-    let judged = match ceiling {
-        true => "the class against its ceiling",
-        false => "nothing within the job (the rows carry no ceiling)",
-    };
-    match nodes {
-        0..=2 => Some(format!(
-            "{nodes} node(s): every row joins the same two ends, so a slow node, a slow NIC port and a slow \
-             link between them give the same rows and none can be named (a part needs rows with two or \
-             more peers: three or more nodes); judged here: {judged}, a lane slower than the pair's \
-             other lanes (as a link, with three or more lanes), and against an earlier job (--base) \
-             the class or a port that moved"
-        )),
-        _ => None,
-    }
-}
-
-/// The judgement of a fleet.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
-    pub classes: Vec<ClassSummary>,
-    /// Named parts: any makes the exit code 1.
-    pub findings: Vec<Finding>,
-    /// Parts surely slower than their class but by less than `min_deficit`: not named.
-    pub watch: Vec<Finding>,
-    /// Pairs whose rows are mostly low but too few to name a link: run them again.
-    pub retest: Vec<Finding>,
-    /// Low rows not in a named part: counted as transient (a moment of congestion).
-    pub transient_rows: u64,
-    /// Median-polish sweeps the fit ran before its effects settled: how the judge spent its
-    /// time, for the simulator's table; not a finding, so not in the JSON.
-    #[serde(skip)]
-    pub sweeps: usize,
 }
 
 /// A port is listed to watch from this many rows on: with fewer (a sparse schedule, locate's two
@@ -325,7 +172,8 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
         }
     }
     missing_evidence(catalog, &fit, &mut findings);
-    let class_summaries = summarise_classes(catalog, &fit, config, &transient_rates, &mut findings);
+    let class_summaries =
+        summarise_classes(catalog, &fit, config.ceiling_shortfall, &transient_rates, &mut findings);
     for list in [&mut findings, &mut watch, &mut retest] {
         list.sort_by(|a, b| {
             (a.kind, &a.node, &a.device, &a.peer_node, &a.peer_device, &a.class).cmp(&(
@@ -502,64 +350,6 @@ fn intermittent_ports(
     (watch, rates)
 }
 
-/// Named nodes and ports that are slow only towards the rest ([`find_groups`]): their findings
-/// become one, the group, with its member nodes.
-fn name_groups(source: &dyn Source, fit: &Fit, floor: f64, findings: &mut Vec<Finding>) {
-    let catalog = source.catalog();
-    let slow = |kind: PartKind| {
-        matches!(kind, PartKind::Node | PartKind::NicPort | PartKind::NicPortOrGpu | PartKind::Gpu)
-    };
-    let class_of: HashMap<&str, u32> =
-        catalog.classes.iter().enumerate().map(|(index, info)| (info.label.as_str(), index as u32)).collect();
-    let mut suspects: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
-    for &(class, port) in &fit.keys.pairs {
-        let info = &catalog.ports[port as usize];
-        let node = &catalog.nodes[info.node as usize];
-        let label = &catalog.classes[class as usize].label;
-        let hit = findings.iter().any(|finding| {
-            slow(finding.kind)
-                && &finding.class == label
-                && &finding.node == node
-                && (finding.kind == PartKind::Node || finding.device.as_deref() == Some(info.device.as_str()))
-        });
-        if hit {
-            suspects.entry(class).or_default().insert(port);
-        }
-    }
-    for group in find_groups(source, fit, &suspects, floor) {
-        let label = catalog.classes[group.class as usize].label.clone();
-        let nodes: BTreeSet<&str> = group.ports.iter().map(|&port| catalog.node_of(port)).collect();
-        let ports: BTreeSet<(&str, &str)> = group
-            .ports
-            .iter()
-            .map(|&port| (catalog.node_of(port), catalog.ports[port as usize].device.as_str()))
-            .collect();
-        let mut members: Vec<Finding> = Vec::new();
-        findings.retain(|finding| {
-            let inside = slow(finding.kind)
-                && class_of.get(finding.class.as_str()) == Some(&group.class)
-                && match finding.kind {
-                    PartKind::Node => nodes.contains(finding.node.as_str()),
-                    _ => ports.contains(&(finding.node.as_str(), finding.device.as_deref().unwrap_or(""))),
-                };
-            if inside {
-                members.push(finding.clone());
-            }
-            !inside
-        });
-        let mut below: Vec<f64> = members.iter().map(|finding| finding.below_pct).collect();
-        below.sort_by(f64::total_cmp);
-        let mut finding = Finding::new(PartKind::Group, "group", &label);
-        finding.below_pct = below.get(below.len() / 2).copied().unwrap_or(0.0);
-        finding.pairs = members.iter().map(|finding| finding.pairs).sum();
-        finding.peers = group.inside_rows;
-        finding.z = members.iter().filter_map(|finding| finding.z).reduce(f64::min);
-        finding.p_adjusted = members.iter().filter_map(|finding| finding.p_adjusted).reduce(f64::min);
-        finding.members = nodes.into_iter().map(str::to_string).collect();
-        findings.push(finding);
-    }
-}
-
 /// Distinct peer ports of each named port's low rows (one pass, only when a port is named): a
 /// port is named from a deficit seen with two peers or more, not from rows with two peers of
 /// which one pair holds every low row (a bad link run again, a retest, makes exactly that).
@@ -590,90 +380,6 @@ fn peers_of(source: &dyn Source, fit: &Fit, named: &[Named], floor: f64, shift: 
         }
     });
     peers
-}
-
-/// Ports and nodes the rows show elsewhere but that have none: a port of a device most nodes
-/// (or this node's other classes) have rows on, on a node with rows.
-fn missing_evidence(catalog: &Catalog, fit: &Fit, findings: &mut Vec<Finding>) {
-    let seen: BTreeSet<&str> = fit.keys.pairs.iter().map(|&(_, port)| catalog.node_of(port)).collect();
-    for node in &catalog.expected_nodes {
-        if !seen.contains(node.as_str()) {
-            let mut finding = Finding::new(PartKind::NodeWithoutRows, node, "all");
-            finding.below_pct = 100.0;
-            findings.push(finding);
-        }
-    }
-    for (node, last, job_last) in &catalog.stopped {
-        let mut finding = Finding::new(PartKind::NodeRowsStop, node, "all");
-        finding.below_pct = 100.0;
-        finding.pairs = *last;
-        finding.peers = *job_last;
-        findings.push(finding);
-    }
-    // Devices per node with rows; a device on more than half the nodes is expected on each.
-    let mut devices_of: BTreeMap<u32, BTreeSet<&str>> = BTreeMap::new();
-    for &(_, port) in &fit.keys.pairs {
-        let info = &catalog.ports[port as usize];
-        devices_of.entry(info.node).or_default().insert(info.device.as_str());
-    }
-    let mut nodes_with: BTreeMap<&str, usize> = BTreeMap::new();
-    for devices in devices_of.values() {
-        for device in devices {
-            *nodes_with.entry(device).or_default() += 1;
-        }
-    }
-    if devices_of.len() < 3 {
-        return;
-    }
-    for (&node, devices) in &devices_of {
-        for (&device, &count) in &nodes_with {
-            if 2 * count > devices_of.len() && !devices.contains(device) {
-                let mut finding =
-                    Finding::new(PartKind::PortWithoutRows, &catalog.nodes[node as usize], "all");
-                finding.device = Some(device.to_string());
-                finding.below_pct = 100.0;
-                findings.push(finding);
-            }
-        }
-    }
-}
-
-/// Each class's summary; a class below its ceiling is a finding.
-fn summarise_classes(
-    catalog: &Catalog,
-    fit: &Fit,
-    config: &JudgeConfig,
-    transient_rates: &[f64],
-    findings: &mut Vec<Finding>,
-) -> Vec<ClassSummary> {
-    let mut nodes: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); catalog.classes.len()];
-    for &(class, port) in &fit.keys.pairs {
-        nodes[class as usize].insert(catalog.ports[port as usize].node);
-    }
-    let mut classes = Vec::new();
-    for (class, info) in catalog.classes.iter().enumerate() {
-        let level = fit.level[class].exp();
-        let nodes = nodes[class].len() as u64;
-        if let Some(ceiling) = info.ceiling_gbps {
-            if level < ceiling * (1.0 - config.ceiling_shortfall) {
-                let mut finding = Finding::new(PartKind::ClassBelowCeiling, "all", &info.label);
-                finding.below_pct = 100.0 * (1.0 - level / ceiling);
-                finding.pairs = fit.rows[class];
-                findings.push(finding);
-            }
-        }
-        classes.push(ClassSummary {
-            class: info.label.clone(),
-            rows: fit.rows[class],
-            level_gbps: level,
-            noise_pct: 100.0 * fit.noise[class],
-            ceiling_gbps: info.ceiling_gbps,
-            nodes,
-            transient_pct: 100.0 * transient_rates[class],
-            cannot_tell: cannot_tell(nodes, info.ceiling_gbps.is_some()),
-        });
-    }
-    classes
 }
 
 fn below_pct(effect: f64) -> f64 {

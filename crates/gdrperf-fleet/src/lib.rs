@@ -38,6 +38,7 @@
 //! ```
 
 pub mod base;
+mod evidence;
 pub mod fit;
 pub mod judge;
 pub mod normal;
@@ -48,3 +49,4 @@ pub mod shared;
 pub mod simulate;
 pub mod simulate_files;
 pub mod transient;
+pub mod verdict;

@@ -73,13 +73,15 @@ pub fn finding_line(finding: &Finding) -> String {
         PartKind::NodeWithoutRows => {
             line = format!("{}: {}: no rows at all (dead, or never ran)", finding.kind.name(), finding.node)
         }
-        PartKind::NodeRowsStop => line = format!(
+        PartKind::NodeRowsStop => {
+            line = format!(
             "{}: {}: no rows after round {} of a fixed schedule whose rows go on to round {} (died mid-job?)",
             finding.kind.name(),
             finding.node,
             finding.pairs,
             finding.peers
-        ),
+        )
+        }
         PartKind::PortWithoutRows => {
             line = format!(
                 "{}: {} {}: no rows, where most nodes have rows on that device",

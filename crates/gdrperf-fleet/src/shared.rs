@@ -26,6 +26,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::fit::Fit;
 use crate::normal;
 use crate::observation::{Catalog, Source};
+use crate::verdict::{Finding, PartKind};
 
 /// A rail that stands out.
 #[derive(Debug, Clone)]
@@ -171,4 +172,62 @@ pub fn find_groups(
         }
     }
     groups
+}
+
+/// Named nodes and ports that are slow only towards the rest ([`find_groups`]): their findings
+/// become one, the group, with its member nodes.
+pub(crate) fn name_groups(source: &dyn Source, fit: &Fit, floor: f64, findings: &mut Vec<Finding>) {
+    let catalog = source.catalog();
+    let slow = |kind: PartKind| {
+        matches!(kind, PartKind::Node | PartKind::NicPort | PartKind::NicPortOrGpu | PartKind::Gpu)
+    };
+    let class_of: HashMap<&str, u32> =
+        catalog.classes.iter().enumerate().map(|(index, info)| (info.label.as_str(), index as u32)).collect();
+    let mut suspects: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    for &(class, port) in &fit.keys.pairs {
+        let info = &catalog.ports[port as usize];
+        let node = &catalog.nodes[info.node as usize];
+        let label = &catalog.classes[class as usize].label;
+        let hit = findings.iter().any(|finding| {
+            slow(finding.kind)
+                && &finding.class == label
+                && &finding.node == node
+                && (finding.kind == PartKind::Node || finding.device.as_deref() == Some(info.device.as_str()))
+        });
+        if hit {
+            suspects.entry(class).or_default().insert(port);
+        }
+    }
+    for group in find_groups(source, fit, &suspects, floor) {
+        let label = catalog.classes[group.class as usize].label.clone();
+        let nodes: BTreeSet<&str> = group.ports.iter().map(|&port| catalog.node_of(port)).collect();
+        let ports: BTreeSet<(&str, &str)> = group
+            .ports
+            .iter()
+            .map(|&port| (catalog.node_of(port), catalog.ports[port as usize].device.as_str()))
+            .collect();
+        let mut members: Vec<Finding> = Vec::new();
+        findings.retain(|finding| {
+            let inside = slow(finding.kind)
+                && class_of.get(finding.class.as_str()) == Some(&group.class)
+                && match finding.kind {
+                    PartKind::Node => nodes.contains(finding.node.as_str()),
+                    _ => ports.contains(&(finding.node.as_str(), finding.device.as_deref().unwrap_or(""))),
+                };
+            if inside {
+                members.push(finding.clone());
+            }
+            !inside
+        });
+        let mut below: Vec<f64> = members.iter().map(|finding| finding.below_pct).collect();
+        below.sort_by(f64::total_cmp);
+        let mut finding = Finding::new(PartKind::Group, "group", &label);
+        finding.below_pct = below.get(below.len() / 2).copied().unwrap_or(0.0);
+        finding.pairs = members.iter().map(|finding| finding.pairs).sum();
+        finding.peers = group.inside_rows;
+        finding.z = members.iter().filter_map(|finding| finding.z).reduce(f64::min);
+        finding.p_adjusted = members.iter().filter_map(|finding| finding.p_adjusted).reduce(f64::min);
+        finding.members = nodes.into_iter().map(str::to_string).collect();
+        findings.push(finding);
+    }
 }
