@@ -35,8 +35,7 @@ use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
+pub use crate::observation::InputCount;
 use crate::observation::{ClassInfo, Observation, Stored};
 
 /// The most rows read (all files of one judgement): 16 bytes each kept, 1.6 GB, and a duplicate
@@ -56,41 +55,6 @@ pub const CEILING_MARGIN: f64 = 0.10;
 /// A bandwidth over this many times its class's median is a unit slip or a corrupt value, not a
 /// fast port: dropped.
 pub const IMPLAUSIBLE_FACTOR: f64 = 10.0;
-
-/// What was read and what became of it: every row counted once.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct InputCount {
-    pub files: u64,
-    /// Files identical to one given before them, skipped (their paths).
-    pub files_repeated: Vec<String>,
-    /// Data rows read (comment lines and headers apart), in the files not skipped.
-    pub rows_read: u64,
-    pub rows_kept: u64,
-    pub lane_all: u64,
-    pub no_bandwidth: u64,
-    pub not_a_number: u64,
-    pub not_finite: u64,
-    pub not_positive: u64,
-    pub above_ceiling: u64,
-    pub implausible: u64,
-    pub short_rows: u64,
-    pub truncated_last_lines: u64,
-    pub duplicates: u64,
-}
-
-impl InputCount {
-    /// Rows dropped as wrong (not the rows that are simply not bandwidth rows of a port).
-    pub fn dropped(&self) -> u64 {
-        self.not_a_number
-            + self.not_finite
-            + self.not_positive
-            + self.above_ceiling
-            + self.implausible
-            + self.short_rows
-            + self.truncated_last_lines
-            + self.duplicates
-    }
-}
 
 /// Why a results file could not be judged.
 #[derive(Debug, thiserror::Error)]
