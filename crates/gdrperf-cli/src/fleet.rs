@@ -247,7 +247,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     if !(0.0..1.0).contains(&args.dips) {
         bail!("--dips {}: give a share of pair runs, 0 to below 1 (0.02 is 2 %)", args.dips);
     }
-    if args.tails.is_some_and(|freedom| !(freedom >= 3.0 && freedom <= 1000.0)) {
+    if args.tails.is_some_and(|freedom| !(3.0..=1000.0).contains(&freedom)) {
         bail!("--tails {:?}: give 3 to 1000 degrees of freedom (4: heavy tails)", args.tails);
     }
     if !(0.0..1.0).contains(&args.noise) {
