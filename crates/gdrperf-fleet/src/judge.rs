@@ -332,7 +332,12 @@ fn intermittent_ports(
                 p_adjusted,
                 low_rows: Some(low),
             });
-        } else if !is_named[key] && (low as f64) < INTERMITTENT_SHARE * rows as f64 {
+        } else if !is_named[key]
+            && (low as f64) < INTERMITTENT_SHARE * rows as f64
+            && fit.effects[key].combined - shift[key] >= watch_floor
+        {
+            // (A port whose median is itself below the watch bar is watched by it: its extra low
+            // rows are its deficit, not dips.)
             let info = &catalog.ports[port as usize];
             let mut finding = Finding::new(
                 PartKind::NicPortIntermittent,
