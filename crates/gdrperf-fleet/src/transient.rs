@@ -168,8 +168,10 @@ pub struct PairEvidence {
     pub retests: Option<u64>,
 }
 
-/// Pairs with a low row whose ends are not explained (`explained`, indexed by key): every row of
-/// them gathered (two passes, the second only over candidates' ports), each judged as a link.
+/// Pairs with a low row whose ends are not explained (`explained`, indexed by key), and the pairs
+/// of `extra` (ports named from one peer: their rows against the level, less any explained
+/// end's effect): every row of them gathered (two passes, the second only over candidates'
+/// ports), each judged as a link.
 /// Returns the pairs with most rows low (named, or to retest) and the low rows of the others.
 pub fn judge_pairs(
     source: &dyn Source,
@@ -217,8 +219,24 @@ pub fn judge_pairs(
             let (a, b) = ordered(row.sender, row.receiver);
             let key = (row.class, a, b);
             if let Some(residuals) = candidates.get_mut(&key) {
+                // A single-peer pair's rows against the level, less the effect of an end named
+                // from other peers (a slow port met by a port seen only with it: the slow
+                // port's deficit is not the pair's).
                 let value = match single.contains(&key) {
-                    true => f64::from(row.log_gbps) - fit.level[row.class as usize],
+                    true => {
+                        let known = |key: usize, sending: bool| {
+                            let effect = &fit.effects[key];
+                            match (explained[key], row.directed) {
+                                (false, _) => 0.0,
+                                (true, true) => effect.in_role(sending),
+                                (true, false) => effect.combined,
+                            }
+                        };
+                        f64::from(row.log_gbps)
+                            - fit.level[row.class as usize]
+                            - known(sender, true)
+                            - known(receiver, false)
+                    }
                     false => fit.residual(row),
                 };
                 residuals.push(value as f32);
