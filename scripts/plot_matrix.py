@@ -23,11 +23,13 @@ from plot_bw import fail, plt, run_main
 NEEDED = ("client_node", "server_node", "bw_avg_gbit_s")
 # Kinds of `gdrperf fleet judge` findings (crates/gdrperf-fleet/src/judge.rs, PartKind).
 NODE_KINDS = {"node", "node-without-rows"}
-PORT_KINDS = {"nic-port", "nic-port-sending", "nic-port-receiving", "gpu", "nic-port-or-gpu"}
+PORT_KINDS = {"nic-port", "nic-port-sending", "nic-port-receiving", "nic-port-intermittent", "gpu",
+              "nic-port-or-gpu", "port-without-rows"}
 KIND_WORDS = {"node": "node", "node-without-rows": "node without rows", "nic-port": "NIC port",
               "nic-port-sending": "NIC port, when sending", "nic-port-receiving": "NIC port, when receiving",
               "gpu": "GPU", "nic-port-or-gpu": "NIC port or its GPU", "link": "link",
-              "class-below-ceiling": "class below its ceiling"}
+              "class-below-ceiling": "class below its ceiling", "rail": "rail",
+              "nic-port-intermittent": "NIC port, intermittent", "port-without-rows": "NIC port without rows"}
 MARK = "#d62728"
 NO_ROWS = "(no rows)"
 LISTED = 12

@@ -33,10 +33,16 @@ nic_node_guid or gpu_local_uuid (files from before those columns, or a GPU witho
 port by node, device and GPU bus id only: a card swapped in the same slot then reads as its
 speed change, if any.
 
+The report: INPUT (every row read: kept, or dropped and why), each class, NAMED (the exit code),
+WATCH (surely slower than the class by --watch-deficit but under --min-deficit: not named),
+TRANSIENT (rows that dipped in no named part: counted, not named) and RETEST (pairs whose rows
+are mostly low but too few to name a link: run them again; the JSON lists them all). A link is
+named only from agreeing low rows, against the class's transient rate.
+
 Exit codes:
-  0  nothing named (and, with --base, nothing moved)
+  0  nothing named (and, with --base, nothing moved); parts to watch or retest do not count
   1  at least one part (or a class below its ceiling) named, or with --base a part moved
-  2  an input could not be read";
+  2  an input could not be read, or was refused (mixed column sets, over the limits)";
 
 /// Flags shared by judge and simulate: the judge's thresholds.
 #[derive(Debug, clap::Args)]
@@ -47,6 +53,10 @@ struct Thresholds {
     /// Family-wise probability of naming a healthy part, per class (Bonferroni).
     #[arg(long, default_value_t = 0.001)]
     alpha: f64,
+    /// A part surely this many percent below its class, but less than --min-deficit, is listed
+    /// to watch (not named; the exit code does not change).
+    #[arg(long, default_value_t = 5.0, value_name = "PERCENT")]
+    watch_deficit: f64,
     /// A class level this many percent below its median path ceiling is a finding.
     #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
     ceiling_shortfall: f64,
@@ -63,8 +73,16 @@ impl Thresholds {
         if !(self.alpha > 0.0 && self.alpha < 1.0) {
             bail!("--alpha {}: give a probability above 0 and below 1", self.alpha);
         }
+        if self.watch_deficit >= self.min_deficit {
+            bail!(
+                "--watch-deficit {} is not under --min-deficit {}: the watch bar is the lower one",
+                self.watch_deficit,
+                self.min_deficit
+            );
+        }
         Ok(JudgeConfig {
             min_deficit: percent(self.min_deficit, "min-deficit")?,
+            watch_deficit: percent(self.watch_deficit, "watch-deficit")?,
             alpha: self.alpha,
             ceiling_shortfall: percent(self.ceiling_shortfall, "ceiling-shortfall")?,
         })
@@ -93,6 +111,7 @@ pub struct JudgeArgs {
 struct JudgeOutput<'a> {
     #[serde(flatten)]
     verdict: &'a gdrperf_fleet::judge::Verdict,
+    input: &'a gdrperf_fleet::read::InputCount,
     #[serde(skip_serializing_if = "Option::is_none")]
     base: Option<&'a BaseComparison>,
 }
@@ -122,8 +141,19 @@ pub struct SimulateArgs {
     /// SD of log bandwidth per row (0.03: about 3 %).
     #[arg(long, default_value_t = 0.03)]
     noise: f64,
+    /// Student-t noise of this many degrees of freedom (3 or more; heavy tails), scaled to
+    /// --noise's SD (default: normal noise).
+    #[arg(long, value_name = "DEGREES")]
+    tails: Option<f64>,
+    /// The share of pair runs dipped to 50-70 % on every lane at once, at random (0.02: 2 %).
+    #[arg(long, default_value_t = 0.0, value_name = "SHARE")]
+    dips: f64,
+    /// Do not run again the pairs the judge lists to retest (by default they run again, as many
+    /// times as it takes, up to 16, as a job would before it finishes).
+    #[arg(long)]
+    no_retest: bool,
     /// Faults to plant, each on its own node: slow-port, bad-link, gpu-x8, dead-node,
-    /// slow-sending (comma-separated; default all five).
+    /// slow-sending, slow-rail, near-miss, intermittent (comma-separated; default the first five).
     #[arg(long, value_delimiter = ',', default_value = "slow-port,bad-link,gpu-x8,dead-node,slow-sending")]
     fault: Vec<String>,
     /// How many seeds (fleets), from --first-seed on.
@@ -168,7 +198,11 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     let config = args.thresholds.config()?;
     let rows = read_gathered(&args.files)?;
     if rows.rows.is_empty() {
-        bail!("no bandwidth rows in {}: fleet judge compares bandwidth rows", args.files.len());
+        bail!(
+            "no bandwidth rows to judge in {} file(s): fleet judge compares bandwidth rows ({})",
+            args.files.len(),
+            report::input_text(&rows.input).trim_end()
+        );
     }
     let base = if args.base.is_empty() {
         None
@@ -180,12 +214,17 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         Some(compare(&earlier, &rows, &config))
     };
     let verdict = judge(&rows, &config);
+    print!("{}", report::input_text(&rows.input));
     print!("{}", report::text(&verdict));
     if let Some(base) = &base {
         print!("{}", report::base_text(base));
     }
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&JudgeOutput { verdict: &verdict, base: base.as_ref() })?;
+        let text = serde_json::to_string_pretty(&JudgeOutput {
+            verdict: &verdict,
+            input: &rows.input,
+            base: base.as_ref(),
+        })?;
         gdrperf_files::write_file(path, (text + "\n").as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -206,6 +245,12 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     if args.write.is_some() && args.seeds != 1 {
         bail!("--write with --seeds {}: one seed's fleet is written; give --seeds 1", args.seeds);
     }
+    if !(0.0..1.0).contains(&args.dips) {
+        bail!("--dips {}: give a share of pair runs, 0 to below 1 (0.02 is 2 %)", args.dips);
+    }
+    if args.tails.is_some_and(|freedom| !(3.0..=1000.0).contains(&freedom)) {
+        bail!("--tails {:?}: give 3 to 1000 degrees of freedom (4: heavy tails)", args.tails);
+    }
     if !(0.0..1.0).contains(&args.noise) {
         bail!("--noise {}: give the SD of log bandwidth, 0 to below 1 (0.03 is about 3 %)", args.noise);
     }
@@ -215,7 +260,8 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         .filter(|name| !name.is_empty())
         .map(|name| {
             Fault::parse(name).with_context(|| {
-                format!("--fault {name}: one of slow-port, bad-link, gpu-x8, dead-node, slow-sending")
+                let names: Vec<&str> = Fault::ALL.iter().map(|fault| fault.name()).collect();
+                format!("--fault {name}: one of {}", names.join(", "))
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -231,17 +277,24 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     let all_pairs = args.nodes * (args.nodes - 1) / 2;
     println!(
-        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {}, faults {}, seeds {}-{}",
+        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {} ({}), dips {}, retest {}, faults {}, seeds {}-{}",
         args.nodes,
         args.lanes,
         args.schedule,
         args.noise,
+        args.tails.map_or("normal".to_string(), |freedom| format!("Student-t, {freedom} degrees of freedom")),
+        args.dips,
+        if args.no_retest { "no" } else { "yes" },
         args.fault.join(","),
         args.first_seed,
         args.first_seed + args.seeds - 1
     );
-    println!("seed,all_named,false_named,rounds,pair_runs,rows,judge_s,findings,judge_cpu_s,sweeps");
-    let (mut all_named, mut false_named) = (0u64, 0u64);
+    println!(
+        "seed,all_named,false_named,rounds,pair_runs,rows,judge_s,findings,judge_cpu_s,sweeps,\
+         retest_runs,false_watched,transient_rows,watch,retest,missed"
+    );
+    let (mut all_named, mut false_named, mut false_watched) = (0u64, 0u64, 0u64);
+    let mut missed: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
     let mut runs = Vec::new();
     let mut rounds = Vec::new();
     let mut judge_seconds: Vec<f64> = Vec::new();
@@ -250,37 +303,53 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             Plan::Fixed(Schedule::Random { rounds, .. }) => Plan::Fixed(Schedule::Random { rounds, seed }),
             other => other,
         };
-        let sim = SimConfig {
-            nodes: args.nodes,
-            lanes: args.lanes,
-            plan,
-            noise: args.noise,
-            faults: faults.clone(),
-            seed,
-        };
-        let fleet = simulate::run(&sim);
+        let mut sim = SimConfig::new(args.nodes, args.lanes, plan, args.noise, faults.clone(), seed);
+        sim.tails = args.tails;
+        sim.dips = args.dips;
+        let mut fleet = simulate::run(&sim);
+        if !args.no_retest {
+            simulate::retest(&mut fleet, &config);
+        }
+        // The last judgement (of every row, retests included) timed on its own.
         let start = Instant::now();
         let cpu_start = thread_cpu_seconds();
         let verdict = judge(&fleet, &config);
         let cpu_seconds = thread_cpu_seconds() - cpu_start;
         let seconds = start.elapsed().as_secs_f64();
-        let score = simulate::score(&verdict.findings, &fleet.planted);
+        let score = simulate::score(&verdict, &fleet.planted);
         all_named += u64::from(score.all_named);
         false_named += u64::from(score.false_named);
+        false_watched += u64::from(score.false_watched);
+        for fault in &score.missed {
+            *missed.entry(fault.name()).or_default() += 1;
+        }
         let rows = verdict.classes.iter().map(|class| class.rows).sum::<u64>();
+        let missed_names: Vec<&str> = score.missed.iter().map(|fault| fault.name()).collect();
         println!(
-            "{seed},{},{},{},{},{rows},{seconds:.3},{},{cpu_seconds:.3},{}",
+            "{seed},{},{},{},{},{rows},{seconds:.3},{},{cpu_seconds:.3},{},{},{},{},{},{},{}",
             score.all_named,
             score.false_named,
             fleet.rounds,
             fleet.pair_runs(),
             verdict.findings.len(),
-            verdict.sweeps
+            verdict.sweeps,
+            fleet.retest_runs,
+            score.false_watched,
+            verdict.transient_rows,
+            verdict.watch.len(),
+            verdict.retest.len(),
+            missed_names.join("+")
         );
-        if args.verbose || !score.all_named || score.false_named {
+        if args.verbose || !score.all_named || score.false_named || score.false_watched {
             println!("#   planted: {:?}", fleet.planted);
             for finding in &verdict.findings {
                 println!("#   {}", report::finding_line(finding));
+            }
+            for finding in &verdict.watch {
+                println!("#   watch: {}", report::finding_line(finding));
+            }
+            for finding in verdict.retest.iter().take(5) {
+                println!("#   retest: {}", report::finding_line(finding));
             }
         }
         if let Some(dir) = &args.write {
@@ -295,10 +364,19 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     judge_seconds.sort_by(f64::total_cmp);
     let seeds = args.seeds as f64;
     println!(
-        "# every planted part named: {:.1} % of seeds; anything else named: {:.1} % of seeds",
+        "# every planted part named: {:.1} % of seeds; anything else named: {:.1} % of seeds; anything else watched: {:.1} % of seeds",
         100.0 * all_named as f64 / seeds,
-        100.0 * false_named as f64 / seeds
+        100.0 * false_named as f64 / seeds,
+        100.0 * false_watched as f64 / seeds
     );
+    for fault in &faults {
+        let count = missed.get(fault.name()).copied().unwrap_or(0);
+        println!(
+            "# {}: named as its kind in {:.1} % of seeds",
+            fault.name(),
+            100.0 * (seeds - count as f64) / seeds
+        );
+    }
     println!(
         "# rounds: mean {:.1}, max {}; pair runs: mean {:.0}, max {} ({:.2} % of all-pairs' {all_pairs})",
         rounds.iter().sum::<usize>() as f64 / seeds,

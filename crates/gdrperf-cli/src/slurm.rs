@@ -259,22 +259,26 @@ fn print_summary(summary: &Summary) {
 fn judge_fleet(out: &Path, located: Option<&str>) {
     let results = out.join("results.csv");
     let (text_path, json_path) = (out.join("fleet.txt"), out.join("fleet.json"));
-    let verdict = match read_gathered(std::slice::from_ref(&results)) {
-        Ok(rows) => judge(&rows, &JudgeConfig::default()),
+    let (verdict, input) = match read_gathered(std::slice::from_ref(&results)) {
+        Ok(rows) => (judge(&rows, &JudgeConfig::default()), rows.input),
         Err(error) => {
             say!("gdrperf slurm: no fleet judgement: {error}");
             return;
         }
     };
-    let text = fleet_report::text(&verdict);
+    let text = fleet_report::input_text(&input) + &fleet_report::text(&verdict);
     // A verdict that does not encode (it cannot, today: plain numbers and text) is said like a
     // failed write, never written as an empty fleet.json that a reader would take for a verdict.
     // Through a new temporary file and a rename: the folder is shared, and a link planted at
-    // either name is refused, never followed (issue 44).
+    // either name is refused, never followed.
     let written =
         gdrperf_files::write_file(&text_path, format!("{text}{}", located.unwrap_or("")).as_bytes())
             .and_then(|()| {
-                let json = serde_json::to_string_pretty(&verdict).map_err(std::io::Error::other)?;
+                let mut json = serde_json::to_value(&verdict).map_err(std::io::Error::other)?;
+                if let Some(map) = json.as_object_mut() {
+                    map.insert("input".into(), serde_json::to_value(&input).map_err(std::io::Error::other)?);
+                }
+                let json = serde_json::to_string_pretty(&json).map_err(std::io::Error::other)?;
                 gdrperf_files::write_file(&json_path, (json + "\n").as_bytes())
             });
     say_raw!("{text}");

@@ -19,6 +19,8 @@
 //!    rows) give the noise (1.4826 x the median absolute residual, each residual scaled up for
 //!    what its ends' effects absorbed) and the links.
 
+use std::collections::HashMap;
+
 use crate::observation::{Observation, Source};
 
 const BINS: usize = 512;
@@ -136,6 +138,72 @@ impl Effect {
     }
 }
 
+/// Which (class, port) pairs have rows, each given a key in the order first seen: effects and
+/// histograms are indexed by key, so memory grows with the pairs present, never with classes x
+/// ports (a crafted file of many classes and many ports, each class meeting few of them, once
+/// asked for 37 GB). The index from (class, port) to key is a table while classes x ports fits
+/// [`DENSE_INDEX_ENTRIES`] (4 bytes an entry, the fast path of a real job: one or a few classes),
+/// a hash map beyond.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    ports: usize,
+    dense: Vec<u32>,
+    sparse: HashMap<(u32, u32), u32>,
+    /// Key -> (class, port).
+    pub pairs: Vec<(u32, u32)>,
+}
+
+/// The (class, port) index is a flat table up to this many entries (64 MiB), a hash map beyond.
+pub const DENSE_INDEX_ENTRIES: usize = 16 << 20;
+const NO_KEY: u32 = u32::MAX;
+
+impl Keys {
+    fn new(classes: usize, ports: usize) -> Keys {
+        let dense = match classes.checked_mul(ports) {
+            Some(entries) if entries <= DENSE_INDEX_ENTRIES => vec![NO_KEY; entries],
+            _ => Vec::new(),
+        };
+        Keys { ports, dense, sparse: HashMap::new(), pairs: Vec::new() }
+    }
+
+    /// The key of (class, port), added when new.
+    fn insert(&mut self, class: u32, port: u32) -> usize {
+        let next = self.pairs.len() as u32;
+        let key = if self.dense.is_empty() {
+            *self.sparse.entry((class, port)).or_insert(next)
+        } else {
+            let slot = &mut self.dense[class as usize * self.ports + port as usize];
+            if *slot == NO_KEY {
+                *slot = next;
+            }
+            *slot
+        };
+        if key == next {
+            self.pairs.push((class, port));
+        }
+        key as usize
+    }
+
+    /// The key of (class, port), None where the pair has no rows.
+    pub fn get(&self, class: u32, port: u32) -> Option<usize> {
+        let key = if self.dense.is_empty() {
+            self.sparse.get(&(class, port)).copied().unwrap_or(NO_KEY)
+        } else {
+            self.dense[class as usize * self.ports + port as usize]
+        };
+        (key != NO_KEY).then_some(key as usize)
+    }
+
+    /// How many (class, port) pairs have rows.
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+}
+
 /// The fitted model of every class.
 #[derive(Debug, Clone)]
 pub struct Fit {
@@ -144,21 +212,29 @@ pub struct Fit {
     pub level: Vec<f64>,
     pub noise: Vec<f64>,
     pub rows: Vec<u64>,
-    /// Per class and port (`class * ports + port`).
+    /// The (class, port) pairs with rows.
+    pub keys: Keys,
+    /// Per key of [`Fit::keys`].
     pub effects: Vec<Effect>,
     /// Median-polish sweeps run before the effects settled (at most [`MAX_SWEEPS`]).
     pub sweeps: usize,
 }
 
 impl Fit {
-    pub fn effect(&self, class: u32, port: u32) -> &Effect {
-        &self.effects[class as usize * self.ports + port as usize]
+    /// The effect of `port` in `class` (all zero, no rows, where it has none).
+    pub fn effect(&self, class: u32, port: u32) -> Effect {
+        self.keys.get(class, port).map_or_else(Effect::default, |key| self.effects[key])
+    }
+
+    /// The key of a row's end (every end of a visited row has one).
+    fn key(&self, class: u32, port: u32) -> usize {
+        self.keys.get(class, port).unwrap_or(0)
     }
 
     /// A row's residual: what neither end's effect explains.
     pub fn residual(&self, row: &Observation) -> f64 {
-        let sender = self.effect(row.class, row.sender);
-        let receiver = self.effect(row.class, row.receiver);
+        let sender = &self.effects[self.key(row.class, row.sender)];
+        let receiver = &self.effects[self.key(row.class, row.receiver)];
         let (sender_effect, receiver_effect) = if row.directed {
             (sender.in_role(true), receiver.in_role(false))
         } else {
@@ -178,13 +254,13 @@ fn fit_until(source: &dyn Source, settled: f64) -> Fit {
     let catalog = source.catalog();
     let classes = catalog.classes.len();
     let ports = catalog.ports.len();
-    let keys = classes * ports;
     let mut fit = Fit {
         ports,
         level: vec![0.0; classes],
         noise: vec![NOISE_FLOOR; classes],
         rows: vec![0; classes],
-        effects: vec![Effect::default(); keys],
+        keys: Keys::new(classes, ports),
+        effects: Vec::new(),
         sweeps: 0,
     };
     // The class level: ln(Gb/s) from 0.0009 to 160 000, 0.005 wide.
@@ -192,14 +268,22 @@ fn fit_until(source: &dyn Source, settled: f64) -> Fit {
     source.visit(&mut |row| {
         levels.add(row.class as usize, f64::from(row.log_gbps));
         fit.rows[row.class as usize] += 1;
-        let key = |port: u32| row.class as usize * ports + port as usize;
-        fit.effects[key(row.sender)].rows += 1;
-        fit.effects[key(row.receiver)].rows += 1;
-        if row.directed {
-            fit.effects[key(row.sender)].sending_rows += 1;
-            fit.effects[key(row.receiver)].receiving_rows += 1;
+        for (port, sending) in [(row.sender, true), (row.receiver, false)] {
+            let key = fit.keys.insert(row.class, port);
+            if key == fit.effects.len() {
+                fit.effects.push(Effect::default());
+            }
+            let effect = &mut fit.effects[key];
+            effect.rows += 1;
+            if row.directed {
+                match sending {
+                    true => effect.sending_rows += 1,
+                    false => effect.receiving_rows += 1,
+                }
+            }
         }
     });
+    let keys = fit.keys.len();
     let class_rows = fit.rows.clone();
     for (level, median) in fit.level.iter_mut().zip(levels.medians(|class| class_rows[class])) {
         *level = median.unwrap_or(0.0);
@@ -213,9 +297,10 @@ fn fit_until(source: &dyn Source, settled: f64) -> Fit {
         let current = &fit;
         source.visit(&mut |row| {
             let base = f64::from(row.log_gbps) - current.level[row.class as usize];
-            let key = |port: u32| row.class as usize * ports + port as usize;
-            histograms.add(key(row.sender), base - current.effects[key(row.receiver)].combined);
-            histograms.add(key(row.receiver), base - current.effects[key(row.sender)].combined);
+            let (sender, receiver) =
+                (current.key(row.class, row.sender), current.key(row.class, row.receiver));
+            histograms.add(sender, base - current.effects[receiver].combined);
+            histograms.add(receiver, base - current.effects[sender].combined);
         });
         let medians = histograms.medians(|key| u64::from(current.effects[key].rows));
         // Settled: taking the peers' latest effects off moved no port's median by `settled`.
@@ -236,8 +321,8 @@ fn fit_until(source: &dyn Source, settled: f64) -> Fit {
         // This sweep's medians in the next sweep's terms: recentring moved every effect.
         previous = medians
             .iter()
-            .enumerate()
-            .map(|(key, median)| median.map(|median| median - middles[key / ports]))
+            .zip(&fit.keys.pairs)
+            .map(|(median, &(class, _))| median.map(|median| median - middles[class as usize]))
             .collect();
         fit.sweeps = sweep + 1;
         if settled_now {
@@ -254,12 +339,12 @@ fn fit_until(source: &dyn Source, settled: f64) -> Fit {
             return;
         }
         let base = f64::from(row.log_gbps) - current.level[row.class as usize];
-        let key = |port: u32| row.class as usize * ports + port as usize;
-        histograms.add(key(row.sender), base - current.effects[key(row.receiver)].combined);
-        histograms.add(keys + key(row.receiver), base - current.effects[key(row.sender)].combined);
+        let (sender, receiver) = (current.key(row.class, row.sender), current.key(row.class, row.receiver));
+        histograms.add(sender, base - current.effects[receiver].combined);
+        histograms.add(keys + receiver, base - current.effects[sender].combined);
     });
     let medians = histograms.medians(|index| {
-        let effect = &current.effects[index % keys];
+        let effect = &current.effects[index % keys.max(1)];
         u64::from(if index < keys { effect.sending_rows } else { effect.receiving_rows })
     });
     drop(histograms);
@@ -276,7 +361,7 @@ fn fit_until(source: &dyn Source, settled: f64) -> Fit {
         // of it into its own effect. Scaled back up (at most twice), the noise of a sparse
         // schedule is not underestimated, which would make small deficits look sure.
         let rows_of = |port: u32, sending: bool| {
-            let effect = current.effect(row.class, port);
+            let effect = &current.effects[current.key(row.class, port)];
             let role_rows = if sending { effect.sending_rows } else { effect.receiving_rows };
             if row.directed && role_rows >= ROLE_ROWS {
                 role_rows
@@ -299,25 +384,23 @@ fn fit_until(source: &dyn Source, settled: f64) -> Fit {
 /// Moves the median of each class's port effects into the class level, so that "a port's
 /// effect" means "against the typical port" whatever the sweeps did; returns each class's shift.
 fn recentre(fit: &mut Fit, classes: usize) -> Vec<f64> {
+    let mut values: Vec<Vec<f64>> = vec![Vec::new(); classes];
+    for (effect, &(class, _)) in fit.effects.iter().zip(&fit.keys.pairs) {
+        values[class as usize].push(effect.combined);
+    }
     let mut middles = vec![0.0; classes];
-    for (class, shift) in middles.iter_mut().enumerate() {
-        let range = class * fit.ports..(class + 1) * fit.ports;
-        let mut values: Vec<f64> = fit.effects[range.clone()]
-            .iter()
-            .filter(|effect| effect.rows > 0)
-            .map(|effect| effect.combined)
-            .collect();
-        if values.is_empty() {
+    for (class, list) in values.iter_mut().enumerate() {
+        if list.is_empty() {
             continue;
         }
-        values.sort_by(f64::total_cmp);
-        let middle = values[values.len() / 2];
+        list.sort_by(f64::total_cmp);
+        let middle = list[list.len() / 2];
         // Each row holds two ends: the level moves by twice the shift of one end.
         fit.level[class] += 2.0 * middle;
-        for effect in &mut fit.effects[range] {
-            effect.combined -= middle;
-        }
-        *shift = middle;
+        middles[class] = middle;
+    }
+    for (effect, &(class, _)) in fit.effects.iter_mut().zip(&fit.keys.pairs) {
+        effect.combined -= middles[class as usize];
     }
     middles
 }
@@ -379,7 +462,7 @@ mod tests {
         let early = fit(&fleet);
         let all = fit_until(&fleet, 0.0);
         assert_eq!((early.sweeps, all.sweeps), (2, MAX_SWEEPS));
-        assert!((early.effects[5].combined - 0.7f64.ln()).abs() < 0.02, "{}", early.effects[5].combined);
+        assert!((early.effect(0, 5).combined - 0.7f64.ln()).abs() < 0.02, "{}", early.effect(0, 5).combined);
         // The six sweeps more only wander within the histogram's rounding: a bin at most, where
         // the deficit is 30 bins.
         let bin = (HIGH - LOW) / BINS as f64;

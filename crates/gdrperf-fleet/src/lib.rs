@@ -5,8 +5,11 @@
 //! memory kinds) is fitted as class level + sender's effect + receiver's effect + residual in
 //! log bandwidth, robustly ([`fit`]); ports with low effects, nodes whose ports are mostly low,
 //! and pairs with low residuals are named with their deficit, their evidence and a
-//! Bonferroni-adjusted p ([`judge`]). The same input gives the same verdict: every pass visits
-//! the rows in their order, every list is sorted before it is reported.
+//! Bonferroni-adjusted p ([`judge`]). Rows that dip for a moment (a shared fabric) are counted
+//! and a place is named only when it dips more often than its class ([`transient`]: links from
+//! agreeing rows, intermittent ports, pairs to retest); rails are named once ([`shared`]). The
+//! same input gives the same verdict: every pass visits the rows in their order, every list is
+//! sorted before it is reported. [`read`] accounts for every row of the files.
 //!
 //! [`base`] compares a job with an earlier one, part by part, keyed by the parts' identities.
 //!
@@ -35,11 +38,15 @@
 //! ```
 
 pub mod base;
+mod evidence;
 pub mod fit;
 pub mod judge;
 pub mod normal;
 pub mod observation;
 pub mod read;
 pub mod report;
+pub mod shared;
 pub mod simulate;
 pub mod simulate_files;
+pub mod transient;
+pub mod verdict;

@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+
 /// One pair row, reduced to what the fit needs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Observation {
@@ -57,6 +59,9 @@ pub struct Catalog {
     pub nodes: Vec<String>,
     /// Nodes the job was to measure (from its plan), so that a node with no rows is named.
     pub expected_nodes: Vec<String>,
+    /// Nodes of a fixed schedule whose rows stop before the job's last round: (node, its last
+    /// round, the job's last round).
+    pub stopped: Vec<(String, u64, u64)>,
     class_index: HashMap<String, u32>,
     node_index: HashMap<String, u32>,
     port_index: HashMap<(u32, String), u32>,
@@ -119,6 +124,10 @@ pub trait Source {
 pub struct Stored {
     pub catalog: Catalog,
     pub rows: Vec<Observation>,
+    /// What reading the files counted (rows kept and dropped; empty when built by hand).
+    pub input: InputCount,
+    /// Per node (by index), the last round it has rows in, where rows carry a round.
+    pub last_round: Vec<Option<u64>>,
 }
 
 impl Source for Stored {
@@ -128,5 +137,41 @@ impl Source for Stored {
 
     fn visit(&self, visit: &mut dyn FnMut(&Observation)) {
         self.rows.iter().for_each(visit);
+    }
+}
+
+/// What reading gathered files found and what became of each row: every row counted once
+/// ([`crate::read`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct InputCount {
+    pub files: u64,
+    /// Files identical to one given before them, skipped (their paths).
+    pub files_repeated: Vec<String>,
+    /// Data rows read (comment lines and headers apart), in the files not skipped.
+    pub rows_read: u64,
+    pub rows_kept: u64,
+    pub lane_all: u64,
+    pub no_bandwidth: u64,
+    pub not_a_number: u64,
+    pub not_finite: u64,
+    pub not_positive: u64,
+    pub above_ceiling: u64,
+    pub implausible: u64,
+    pub short_rows: u64,
+    pub truncated_last_lines: u64,
+    pub duplicates: u64,
+}
+
+impl InputCount {
+    /// Rows dropped as wrong (not the rows that are simply not bandwidth rows of a port).
+    pub fn dropped(&self) -> u64 {
+        self.not_a_number
+            + self.not_finite
+            + self.not_positive
+            + self.above_ceiling
+            + self.implausible
+            + self.short_rows
+            + self.truncated_last_lines
+            + self.duplicates
     }
 }

@@ -4,6 +4,43 @@ use std::fmt::Write;
 
 use crate::base::{BaseComparison, MoveKind, Movement};
 use crate::judge::{Finding, PartKind, Verdict};
+use crate::read::InputCount;
+
+/// What was read, in one line: files, rows read and kept, and every reason a row was left out
+/// (only those that occurred).
+pub fn input_text(input: &InputCount) -> String {
+    let mut text =
+        format!("INPUT: {} file(s), {} rows read, {} kept", input.files, input.rows_read, input.rows_kept);
+    let reasons = [
+        (input.lane_all, "lane `all` (a sum of lanes, not a port)"),
+        (input.no_bandwidth, "without a bandwidth (latency rows, a failed size)"),
+    ];
+    let dropped = [
+        (input.duplicates, "duplicate rows"),
+        (input.not_a_number, "bandwidth not a number"),
+        (input.not_finite, "bandwidth not finite"),
+        (input.not_positive, "bandwidth zero or negative"),
+        (input.above_ceiling, "above their own ceiling by more than 10 %"),
+        (input.implausible, "over 10 times their class's median"),
+        (input.short_rows, "with fewer fields than the header"),
+        (input.truncated_last_lines, "last lines cut (no newline at the end of the file)"),
+    ];
+    let listed = |items: &[(u64, &str)]| -> Vec<String> {
+        items.iter().filter(|(count, _)| *count > 0).map(|(count, what)| format!("{count} {what}")).collect()
+    };
+    let skipped = listed(&reasons);
+    if !skipped.is_empty() {
+        let _ = write!(text, "; not port bandwidth rows: {}", skipped.join(", "));
+    }
+    let wrong = listed(&dropped);
+    let _ =
+        write!(text, "; dropped: {}", if wrong.is_empty() { "none".to_string() } else { wrong.join(", ") });
+    if !input.files_repeated.is_empty() {
+        let _ = write!(text, "; files identical to one before, skipped: {}", input.files_repeated.join(", "));
+    }
+    text.push('\n');
+    text
+}
 
 /// One line naming a part: what, where, how far below, from what, how sure.
 pub fn finding_line(finding: &Finding) -> String {
@@ -17,6 +54,17 @@ pub fn finding_line(finding: &Finding) -> String {
     if let (Some(peer), Some(device)) = (&finding.peer_node, &finding.peer_device) {
         let _ = write!(line, " <-> {peer} {device}");
     }
+    if matches!(finding.kind, PartKind::Rail | PartKind::Group) {
+        let shown: Vec<&str> = finding.members.iter().take(8).map(String::as_str).collect();
+        let more = finding.members.len().saturating_sub(shown.len());
+        let _ = write!(
+            line,
+            " on {} nodes ({}{})",
+            finding.members.len(),
+            shown.join(" "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        );
+    }
     let _ = write!(line, ", {:.1} % below", finding.below_pct);
     match finding.kind {
         PartKind::ClassBelowCeiling => {
@@ -25,14 +73,57 @@ pub fn finding_line(finding: &Finding) -> String {
         PartKind::NodeWithoutRows => {
             line = format!("{}: {}: no rows at all (dead, or never ran)", finding.kind.name(), finding.node)
         }
+        PartKind::NodeRowsStop => {
+            line = format!(
+            "{}: {}: no rows after round {} of a fixed schedule whose rows go on to round {} (died mid-job?)",
+            finding.kind.name(),
+            finding.node,
+            finding.pairs,
+            finding.peers
+        )
+        }
+        PartKind::PortWithoutRows => {
+            line = format!(
+                "{}: {} {}: no rows, where most nodes have rows on that device",
+                finding.kind.name(),
+                finding.node,
+                finding.device.as_deref().unwrap_or("")
+            )
+        }
+        PartKind::NicPortIntermittent => {
+            let low = finding.low_rows.unwrap_or(0);
+            let _ = write!(
+                line,
+                " in {low} of its {} rows ({:.0} %), the class's transient rows apart",
+                finding.pairs,
+                100.0 * low as f64 / finding.pairs.max(1) as f64
+            );
+        }
+        PartKind::Rail => {
+            let _ = write!(line, " the class, {} rows", finding.pairs);
+        }
+        PartKind::Group => {
+            let _ = write!(
+                line,
+                " the class towards the rest (median of its members), {} rows; {} rows among its members at the class",
+                finding.pairs, finding.peers
+            );
+        }
         _ => {
             let _ = write!(line, " the class, {} rows with {} peers", finding.pairs, finding.peers);
+            if let (PartKind::Link, Some(low)) = (finding.kind, finding.low_rows) {
+                let _ = write!(line, " ({low} low)");
+            }
         }
+    }
+    if let Some(more) = finding.agreeing_rows_needed {
+        let _ = write!(line, "; {more} agreeing rows more would name it");
     }
     if let (Some(z), Some(p)) = (finding.z, finding.p_adjusted) {
         let _ = write!(line, ", z {z:.1}, adjusted p {p:.1e}");
     }
-    if finding.kind != PartKind::NodeWithoutRows {
+    if !matches!(finding.kind, PartKind::NodeWithoutRows | PartKind::NodeRowsStop | PartKind::PortWithoutRows)
+    {
         let _ = write!(line, " [{}]", finding.class);
     }
     line
@@ -62,8 +153,35 @@ pub fn text(verdict: &Verdict) -> String {
         }
     }
     listed(&mut text, "NAMED", &verdict.findings, finding_line);
+    listed(
+        &mut text,
+        "WATCH (surely slower, under the bar; exit code unchanged)",
+        &verdict.watch,
+        finding_line,
+    );
+    let _ = writeln!(
+        text,
+        "TRANSIENT: {} rows more than the bar below what their ends explain, in no named part: counted, not named",
+        verdict.transient_rows
+    );
+    // A fabric with many dips lists thousands of pairs: the text shows the first, the JSON all.
+    let shown = &verdict.retest[..verdict.retest.len().min(RETESTS_SHOWN)];
+    let _ = writeln!(
+        text,
+        "RETEST (mostly low, too few rows to name a link; run the pair again): {}",
+        if verdict.retest.is_empty() { "none".to_string() } else { verdict.retest.len().to_string() }
+    );
+    for finding in shown {
+        let _ = writeln!(text, "  {}", finding_line(finding));
+    }
+    if verdict.retest.len() > shown.len() {
+        let _ = writeln!(text, "  ... and {} more (all in the JSON)", verdict.retest.len() - shown.len());
+    }
     text
 }
+
+/// Pairs to retest shown in the text; the JSON lists all.
+pub const RETESTS_SHOWN: usize = 40;
 
 /// "HEADING: none", or "HEADING: N" and one indented line per item.
 fn listed<T>(text: &mut String, heading: &str, items: &[T], line: impl Fn(&T) -> String) {

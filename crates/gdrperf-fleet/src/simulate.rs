@@ -14,7 +14,19 @@
 //!   rate of 32 GT/s a lane with 128b/130b encoding); the rows are GPU memory only, so without
 //!   host-memory rows the judge can name "the NIC port or its GPU", not which;
 //! - `dead-node`: a node with no rows;
-//! - `slow-sending`: one NIC port at 70 % when it sends, full rate when it receives.
+//! - `slow-sending`: one NIC port at 70 % when it sends, full rate when it receives;
+//! - `slow-rail`: every port of one lane at 80 % (a rail switch: each row of the lane at 80 %);
+//! - `near-miss`: one NIC port at 90 %, both directions: under the 15 % bar, to be watched;
+//! - `intermittent`: one NIC port whose rows are at 60 % in 40 % of its pair runs, at random;
+//! - `slow-group`: a leaf of [`group_size`] seeded nodes whose rows with every node outside it
+//!   are at 80 % (every lane), among themselves at full rate.
+//!
+//! The noise: normal (the SD given), or Student-t with `tails` degrees of freedom scaled to the
+//! same SD (heavy tails: 4 gives a row 7.7 SDs below one time in about 1 300); and `dips`, the
+//! share of pair runs slowed at random to 50-70 % on every lane at once (a moment of congestion
+//! on a shared fabric). With `retest`, pairs the judge lists to retest are run again, up to
+//! [`crate::transient::MOST_RETESTS`] times, each time judged anew, as a job would before it
+//! finishes (`gdrperf slurm` does not do it live yet: see results/fleet/README.md).
 //!
 //! Rows are kept as one `f32` each (NaN: not measured), their ports derived from the pair list,
 //! so 67 M rows (4096 nodes x 8 lanes, all pairs) take 268 MB.
@@ -23,8 +35,11 @@ use gdrperf_cluster::locate::{first_pass, Locator};
 use gdrperf_cluster::random::SplitMix64;
 use gdrperf_cluster::schedule::{Pair, Schedule};
 
-use crate::judge::{Finding, PartKind};
+use std::collections::{BTreeSet, HashMap};
+
+use crate::judge::{judge, Finding, JudgeConfig, PartKind, Verdict};
 use crate::observation::{Catalog, ClassInfo, Observation, Source};
+use crate::transient::MOST_RETESTS;
 
 /// A fault to plant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,10 +49,26 @@ pub enum Fault {
     GpuX8,
     DeadNode,
     SlowSending,
+    SlowRail,
+    NearMiss,
+    Intermittent,
+    SlowGroup,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 5] =
+    pub const ALL: [Fault; 9] = [
+        Fault::SlowPort,
+        Fault::BadLink,
+        Fault::GpuX8,
+        Fault::DeadNode,
+        Fault::SlowSending,
+        Fault::SlowRail,
+        Fault::NearMiss,
+        Fault::Intermittent,
+        Fault::SlowGroup,
+    ];
+    /// The five of the first simulation (issue 32).
+    pub const FIRST: [Fault; 5] =
         [Fault::SlowPort, Fault::BadLink, Fault::GpuX8, Fault::DeadNode, Fault::SlowSending];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +78,10 @@ impl Fault {
             Fault::GpuX8 => "gpu-x8",
             Fault::DeadNode => "dead-node",
             Fault::SlowSending => "slow-sending",
+            Fault::SlowRail => "slow-rail",
+            Fault::NearMiss => "near-miss",
+            Fault::Intermittent => "intermittent",
+            Fault::SlowGroup => "slow-group",
         }
     }
 
@@ -71,18 +106,45 @@ pub struct SimConfig {
     pub lanes: usize,
     pub plan: Plan,
     pub noise: f64,
+    /// Student-t noise of this many degrees of freedom (more than 2), None for normal.
+    pub tails: Option<f64>,
+    /// The share of pair runs dipped to 50-70 % on every lane.
+    pub dips: f64,
+    /// Run the pairs the judge lists to retest again, until it lists none.
+    pub retest: bool,
     pub faults: Vec<Fault>,
     pub seed: u64,
 }
 
+impl SimConfig {
+    /// A plain simulation: normal noise, no dips, no retests.
+    pub fn new(
+        nodes: usize,
+        lanes: usize,
+        plan: Plan,
+        noise: f64,
+        faults: Vec<Fault>,
+        seed: u64,
+    ) -> SimConfig {
+        SimConfig { nodes, lanes, plan, noise, tails: None, dips: 0.0, retest: false, faults, seed }
+    }
+}
+
 /// A planted fault and where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Planted {
     pub fault: Fault,
     pub node: usize,
     pub lane: usize,
     /// The other node of a bad link.
     pub peer: Option<usize>,
+    /// The nodes of a slow group (empty for the other faults).
+    pub members: Vec<usize>,
+}
+
+/// The nodes of a simulated leaf: a sixteenth of the fleet, 3 to 16.
+pub fn group_size(nodes: usize) -> usize {
+    (nodes / 16).clamp(3, 16)
 }
 
 const LEVEL_GBPS: f64 = 100.0;
@@ -95,8 +157,12 @@ pub struct SimFleet {
     values: Vec<f32>,
     pub planted: Vec<Planted>,
     pub rounds: usize,
+    /// Pair runs of the retests (included in `pair_runs`).
+    pub retest_runs: usize,
     seed: u64,
     noise: f64,
+    tails: Option<f64>,
+    dips: f64,
 }
 
 impl SimFleet {
@@ -121,8 +187,11 @@ impl SimFleet {
             values: Vec::new(),
             planted: Vec::new(),
             rounds: 0,
+            retest_runs: 0,
             seed: config.seed,
             noise: config.noise,
+            tails: config.tails,
+            dips: config.dips,
         }
     }
 
@@ -132,18 +201,32 @@ impl SimFleet {
         for &pair in round {
             let index = self.pairs.len() as u64;
             self.pairs.push(pair);
+            // The pair run's own draws (a dip, an intermittent port's bad moment), then each row's.
+            let mut run = SplitMix64::keyed(self.seed ^ 0xD1B5, index);
+            let dip = if run.next_f64() < self.dips { 0.5 + 0.2 * run.next_f64() } else { 1.0 };
+            let bad_moment = run.next_f64() < 0.4;
             for lane in 0..self.lanes {
                 let mut generator = SplitMix64::keyed(self.seed, index * self.lanes as u64 + lane as u64);
-                let value = self.factor(pair, lane).map_or(f32::NAN, |factor| {
-                    (LEVEL_GBPS.ln() + factor.ln() + self.noise * generator.normal()) as f32
+                let value = self.factor(pair, lane, bad_moment).map_or(f32::NAN, |factor| {
+                    (LEVEL_GBPS.ln() + (factor * dip).ln() + self.noise * self.draw(&mut generator)) as f32
                 });
                 self.values.push(value);
             }
         }
     }
 
-    /// The planted faults' effect on one row; None when a node is dead.
-    fn factor(&self, pair: Pair, lane: usize) -> Option<f64> {
+    /// One row's noise in SDs: normal, or Student-t scaled to an SD of one.
+    fn draw(&self, generator: &mut SplitMix64) -> f64 {
+        let Some(freedom) = self.tails else { return generator.normal() };
+        let whole = freedom.round().max(3.0) as usize;
+        let chi_square: f64 = (0..whole).map(|_| generator.normal().powi(2)).sum();
+        let t = generator.normal() / (chi_square / whole as f64).sqrt();
+        t / (whole as f64 / (whole as f64 - 2.0)).sqrt()
+    }
+
+    /// The planted faults' effect on one row; None when a node is dead. `bad_moment`: whether an
+    /// intermittent port is bad in this pair run.
+    fn factor(&self, pair: Pair, lane: usize, bad_moment: bool) -> Option<f64> {
         let mut factor = 1.0;
         for planted in &self.planted {
             let touches = |node: usize| planted.node == node && planted.lane == lane;
@@ -152,6 +235,16 @@ impl SimFleet {
                 Fault::SlowPort if touches(pair.server) || touches(pair.client) => factor *= 0.7,
                 Fault::GpuX8 if touches(pair.server) || touches(pair.client) => factor *= 0.63,
                 Fault::SlowSending if touches(pair.client) => factor *= 0.7,
+                Fault::SlowRail if planted.lane == lane => factor *= 0.8,
+                Fault::NearMiss if touches(pair.server) || touches(pair.client) => factor *= 0.9,
+                Fault::Intermittent if bad_moment && (touches(pair.server) || touches(pair.client)) => {
+                    factor *= 0.6
+                }
+                Fault::SlowGroup
+                    if planted.members.contains(&pair.server) != planted.members.contains(&pair.client) =>
+                {
+                    factor *= 0.8
+                }
                 Fault::BadLink
                     if planted.lane == lane
                         && [Some(pair.server), Some(pair.client)].contains(&Some(planted.node))
@@ -218,19 +311,39 @@ fn plant(config: &SimConfig, first_round: &[Pair]) -> Vec<Planted> {
     let mut planted = Vec::new();
     for &fault in &config.faults {
         let lane = generator.below(config.lanes);
+        if fault == Fault::SlowRail {
+            planted.push(Planted { fault, node: usize::MAX, lane, peer: None, members: Vec::new() });
+            continue;
+        }
+        if fault == Fault::SlowGroup {
+            let mut members: Vec<usize> =
+                next.by_ref().filter(|&node| !taken[node]).take(group_size(config.nodes)).collect();
+            members.sort_unstable();
+            for &node in &members {
+                taken[node] = true;
+            }
+            planted.push(Planted { fault, node: members[0], lane, peer: None, members });
+            continue;
+        }
         if fault == Fault::BadLink {
             let free: Vec<&Pair> =
                 first_round.iter().filter(|p| !taken[p.server] && !taken[p.client]).collect();
             if let Some(pair) = free.get(generator.below(free.len().max(1))).copied() {
                 taken[pair.server] = true;
                 taken[pair.client] = true;
-                planted.push(Planted { fault, node: pair.server, lane, peer: Some(pair.client) });
+                planted.push(Planted {
+                    fault,
+                    node: pair.server,
+                    lane,
+                    peer: Some(pair.client),
+                    members: Vec::new(),
+                });
             }
             continue;
         }
         if let Some(node) = next.by_ref().find(|&node| !taken[node]) {
             taken[node] = true;
-            planted.push(Planted { fault, node, lane, peer: None });
+            planted.push(Planted { fault, node, lane, peer: None, members: Vec::new() });
         }
     }
     planted
@@ -277,6 +390,32 @@ pub fn run(config: &SimConfig) -> SimFleet {
     fleet
 }
 
+/// Runs the pairs the judge lists to retest again, once a round, until it lists none or
+/// [`MOST_RETESTS`] rounds ran; returns the last verdict (of every row, retests included).
+pub fn retest(fleet: &mut SimFleet, config: &JudgeConfig) -> Verdict {
+    let index: HashMap<String, usize> =
+        fleet.catalog.nodes.iter().enumerate().map(|(index, name)| (name.clone(), index)).collect();
+    let mut verdict = judge(fleet, config);
+    for _ in 0..MOST_RETESTS {
+        let pairs: BTreeSet<(usize, usize)> = verdict
+            .retest
+            .iter()
+            .filter_map(|finding| {
+                let (a, b) = (index.get(&finding.node)?, index.get(finding.peer_node.as_ref()?)?);
+                Some((*a.min(b), *a.max(b)))
+            })
+            .collect();
+        if pairs.is_empty() {
+            break;
+        }
+        let round: Vec<Pair> = pairs.into_iter().map(|(client, server)| Pair { server, client }).collect();
+        fleet.retest_runs += round.len();
+        fleet.run_round(&round);
+        verdict = judge(fleet, config);
+    }
+    verdict
+}
+
 /// The median row of the fleet so far (log Gb/s), what "low" is measured against.
 fn median_level(fleet: &SimFleet) -> f64 {
     let mut values: Vec<f32> = fleet.values.iter().copied().filter(|value| !value.is_nan()).collect();
@@ -289,12 +428,16 @@ fn median_level(fleet: &SimFleet) -> f64 {
 }
 
 /// How one seed's verdict compares with what was planted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Score {
-    /// Every planted part named (with its kind).
+    /// Every planted part named (with its kind; a near miss: listed to watch).
     pub all_named: bool,
     /// Something not planted named.
     pub false_named: bool,
+    /// Something not planted listed to watch.
+    pub false_watched: bool,
+    /// The planted faults not named as their kind.
+    pub missed: Vec<Fault>,
 }
 
 /// Whether `finding` names `planted`.
@@ -307,6 +450,22 @@ fn names(finding: &Finding, planted: &Planted) -> bool {
         Fault::SlowPort => at_port && matches!(finding.kind, PartKind::NicPort | PartKind::NicPortOrGpu),
         Fault::SlowSending => at_port && finding.kind == PartKind::NicPortSending,
         Fault::GpuX8 => at_port && matches!(finding.kind, PartKind::Gpu | PartKind::NicPortOrGpu),
+        Fault::SlowRail => {
+            finding.kind == PartKind::Rail && finding.device.as_deref() == Some(device.as_str())
+        }
+        // Named only in the watch list (see `score`).
+        Fault::NearMiss => at_port && finding.kind == PartKind::NicPort,
+        Fault::Intermittent => at_port && finding.kind == PartKind::NicPortIntermittent,
+        Fault::SlowGroup => {
+            finding.kind == PartKind::Group
+                && finding.members.iter().map(String::as_str).eq(planted
+                    .members
+                    .iter()
+                    .map(|&node| node_name(node))
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(String::as_str))
+        }
         Fault::DeadNode => {
             finding.kind == PartKind::NodeWithoutRows && finding.node == node_name(planted.node)
         }
@@ -321,46 +480,78 @@ fn names(finding: &Finding, planted: &Planted) -> bool {
     }
 }
 
-/// Scores a verdict against the planted faults.
-pub fn score(findings: &[Finding], planted: &[Planted]) -> Score {
+/// Scores a verdict against the planted faults: each named with its kind among the findings, a
+/// near miss among the parts to watch (and named, it is a false naming).
+pub fn score(verdict: &Verdict, planted: &[Planted]) -> Score {
+    let found = |fault: &Planted| match fault.fault {
+        Fault::NearMiss => verdict.watch.iter().any(|finding| names(finding, fault)),
+        _ => verdict.findings.iter().any(|finding| names(finding, fault)),
+    };
+    let missed: Vec<Fault> = planted.iter().filter(|fault| !found(fault)).map(|fault| fault.fault).collect();
+    let stranger = |finding: &Finding, watch: bool| {
+        !planted.iter().any(|fault| (fault.fault == Fault::NearMiss) == watch && names(finding, fault))
+    };
     Score {
-        all_named: planted.iter().all(|fault| findings.iter().any(|finding| names(finding, fault))),
-        false_named: findings.iter().any(|finding| !planted.iter().any(|fault| names(finding, fault))),
+        all_named: missed.is_empty(),
+        false_named: verdict.findings.iter().any(|finding| stranger(finding, false)),
+        false_watched: verdict.watch.iter().any(|finding| stranger(finding, true)),
+        missed,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::{judge, JudgeConfig};
 
-    fn simulate(plan: Plan, seed: u64) -> (SimFleet, Score) {
-        let config = SimConfig { nodes: 64, lanes: 2, plan, noise: 0.03, faults: Fault::ALL.to_vec(), seed };
-        let fleet = run(&config);
-        let verdict = judge(&fleet, &JudgeConfig::default());
-        let score = score(&verdict.findings, &fleet.planted);
+    fn simulate(plan: Plan, seed: u64, faults: &[Fault], dips: f64) -> (SimFleet, Score) {
+        let mut config = SimConfig::new(64, 4, plan, 0.03, faults.to_vec(), seed);
+        config.dips = dips;
+        config.tails = (dips > 0.0).then_some(4.0);
+        let mut fleet = run(&config);
+        let verdict = retest(&mut fleet, &JudgeConfig::default());
+        let score = score(&verdict, &fleet.planted);
         (fleet, score)
     }
 
     #[test]
     fn all_pairs_names_every_planted_fault_and_nothing_else() {
-        let (fleet, score) = simulate(Plan::Fixed(Schedule::AllPairs), 1);
+        let (fleet, score) = simulate(Plan::Fixed(Schedule::AllPairs), 1, &Fault::FIRST, 0.0);
         assert_eq!(fleet.planted.len(), 5);
-        assert_eq!(score, Score { all_named: true, false_named: false });
-        assert_eq!(fleet.pair_runs(), 64 * 63 / 2);
+        assert_eq!(
+            score,
+            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
+        );
+        // The bad link's one row (a pair run each) asked for one retest.
+        assert!(fleet.retest_runs >= 1, "{}", fleet.retest_runs);
+        assert!(fleet.pair_runs() - fleet.retest_runs == 64 * 63 / 2);
     }
 
     #[test]
     fn locate_names_them_in_a_fraction_of_the_pair_runs() {
-        let (fleet, score) = simulate(Plan::Locate, 1);
-        assert_eq!(score, Score { all_named: true, false_named: false });
+        let (fleet, score) = simulate(Plan::Locate, 1, &Fault::FIRST, 0.0);
+        assert_eq!(
+            score,
+            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
+        );
         assert!(fleet.pair_runs() < 64 * 63 / 2 / 4, "{} pair runs", fleet.pair_runs());
     }
 
     #[test]
+    fn dips_and_heavy_tails_name_no_link_and_every_new_kind_is_named_as_itself() {
+        // 2 % of pair runs dipped and Student-t noise: each dipped row is transient or a retest,
+        // never a link; the rail, the near miss and the intermittent port are named as such.
+        let (fleet, score) = simulate(Plan::Fixed(Schedule::AllPairs), 3, &Fault::ALL, 0.02);
+        assert_eq!(fleet.planted.len(), 9);
+        assert_eq!(
+            score,
+            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
+        );
+    }
+
+    #[test]
     fn the_same_seed_plants_and_measures_the_same_fleet() {
-        let (first, _) = simulate(Plan::Locate, 5);
-        let (again, _) = simulate(Plan::Locate, 5);
+        let (first, _) = simulate(Plan::Locate, 5, &Fault::ALL, 0.02);
+        let (again, _) = simulate(Plan::Locate, 5, &Fault::ALL, 0.02);
         assert_eq!(first.planted, again.planted);
         assert_eq!(first.pairs, again.pairs);
         assert!(first.values.iter().zip(&again.values).all(|(a, b)| a.to_bits() == b.to_bits()));

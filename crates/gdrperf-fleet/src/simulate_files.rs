@@ -102,14 +102,7 @@ mod tests {
 
     #[test]
     fn the_written_job_reads_back_as_the_same_rows() {
-        let config = SimConfig {
-            nodes: 6,
-            lanes: 2,
-            plan: Plan::Fixed(Schedule::AllPairs),
-            noise: 0.03,
-            faults: vec![Fault::DeadNode],
-            seed: 7,
-        };
+        let config = SimConfig::new(6, 2, Plan::Fixed(Schedule::AllPairs), 0.03, vec![Fault::DeadNode], 7);
         let fleet = simulate::run(&config);
         let dir = std::env::temp_dir().join(format!("gdrperf-simulate-files-{}", std::process::id()));
         write_job(&fleet, &dir).unwrap();

@@ -176,3 +176,124 @@ fn two_nodes_say_what_they_cannot_tell_and_still_find_one_slow_lane_of_four() {
     let three = judge(&fleet(3, 2, &["host"], |_, _, _, _| Some(100.0)), &JudgeConfig::default());
     assert_eq!((three.classes[0].nodes, three.classes[0].cannot_tell.as_deref()), (3, None));
 }
+
+fn watched(verdict: &Verdict) -> Vec<(PartKind, String, Option<String>)> {
+    verdict.watch.iter().map(|f| (f.kind, f.node.clone(), f.device.clone())).collect()
+}
+
+#[test]
+fn one_dipped_row_is_a_retest_never_a_link_and_is_counted_as_transient() {
+    // 8 nodes, 1 lane, all ordered pairs but n6 -> n2 (55 rows); n2 -> n6 at 55 %, the pair's
+    // one row: the old judge named it a link ("1 rows with 1 peers"). One low row is one
+    // observation: listed to retest, with the one agreeing row more that would name it in this
+    // otherwise quiet job, and counted among the transient rows. Nothing is named. (With the row
+    // back the other way at full rate, the pair is 1 low of 2: transient, not even a retest.)
+    let dip = |a: usize, b: usize, _: usize, _: &str| match (a, b) {
+        (2, 6) => Some(55.0),
+        (6, 2) => None,
+        _ => Some(100.0),
+    };
+    let verdict = judge(&fleet(8, 1, &["host"], dip), &JudgeConfig::default());
+    assert!(verdict.findings.is_empty(), "{:?}", verdict.findings);
+    assert_eq!(verdict.transient_rows, 1);
+    assert_eq!(verdict.retest.len(), 1, "{verdict:?}");
+    let retest = &verdict.retest[0];
+    assert_eq!((retest.node.as_str(), retest.peer_node.as_deref()), ("n2", Some("n6")));
+    assert_eq!((retest.pairs, retest.low_rows, retest.agreeing_rows_needed), (1, Some(1), Some(1)));
+    let both_ways = |a: usize, b: usize, _: usize, _: &str| Some(if (a, b) == (2, 6) { 55.0 } else { 100.0 });
+    let verdict = judge(&fleet(8, 1, &["host"], both_ways), &JudgeConfig::default());
+    assert_eq!((verdict.findings.len(), verdict.retest.len(), verdict.transient_rows), (0, 0, 1));
+}
+
+#[test]
+fn a_slow_rail_is_named_once_with_its_members() {
+    // 8 nodes x 4 lanes; every row of lane 2 at 80 %: each of its ports takes half the deficit
+    // (10.6 %, under the bar: the old judge named nothing). The rail is named, with its 8 nodes,
+    // about 20 % below; no port of it is named or watched.
+    let rail = |_: usize, _: usize, lane: usize, _: &str| Some(if lane == 2 { 80.0 } else { 100.0 });
+    let verdict = judge(&fleet(8, 4, &["host"], rail), &JudgeConfig::default());
+    assert_eq!(named(&verdict), [(PartKind::Rail, "all".to_string(), Some("mlx5_2".to_string()), None)]);
+    assert_eq!(verdict.findings[0].members.len(), 8);
+    assert!((18.0..22.0).contains(&verdict.findings[0].below_pct), "{}", verdict.findings[0].below_pct);
+    assert!(verdict.watch.is_empty(), "{:?}", verdict.watch);
+}
+
+#[test]
+fn a_near_miss_is_watched_not_named() {
+    // 12 nodes, 2 lanes, n4's lane 0 at 90 % with every peer: 44 rows, 10 % below: surely slower,
+    // under the 15 % bar: listed to watch, nothing named (exit 0).
+    let near = |a: usize, b: usize, lane: usize, _: &str| {
+        Some(if lane == 0 && (a == 4 || b == 4) { 90.0 } else { 100.0 })
+    };
+    let verdict = judge(&fleet(12, 2, &["host"], near), &JudgeConfig::default());
+    assert!(verdict.findings.is_empty(), "{:?}", verdict.findings);
+    assert_eq!(watched(&verdict), [(PartKind::NicPort, "n4".to_string(), Some("mlx5_0".to_string()))]);
+}
+
+#[test]
+fn a_port_just_over_the_bar_both_ways_is_no_direction() {
+    // n4 at 83.5 % when sending and 85.5 % when receiving (both near the bar, the same within
+    // 2.4 %): the roles do not separate, so no direction is named; the port is.
+    let near = |a: usize, b: usize, _: usize, _: &str| {
+        Some(if a == 4 {
+            83.5
+        } else if b == 4 {
+            85.5
+        } else {
+            100.0
+        })
+    };
+    let verdict = judge(&fleet(12, 1, &["host"], near), &JudgeConfig::default());
+    assert_eq!(named(&verdict), [(PartKind::NicPort, "n4".to_string(), Some("mlx5_0".to_string()), None)]);
+}
+
+#[test]
+fn a_port_that_dips_in_four_of_ten_rows_is_intermittent_without_a_direction() {
+    // 12 nodes, 1 lane; n5's rows with peers 0-3 and 7 at 60 %, both ways: 5 of its 11 peers,
+    // 10 of its 22 rows (45 %), 5 of 11 in each role: its median stays at the class (the old
+    // judge named nothing, or with fewer rows a direction), and it is named intermittent, with
+    // no direction.
+    let bad = |a: usize, b: usize, _: usize, _: &str| {
+        let other = if a == 5 { b } else { a };
+        Some(if (a == 5 || b == 5) && [0, 1, 2, 3, 7].contains(&other) { 60.0 } else { 100.0 })
+    };
+    let verdict = judge(&fleet(12, 1, &["host"], bad), &JudgeConfig::default());
+    assert_eq!(
+        named(&verdict),
+        [(PartKind::NicPortIntermittent, "n5".to_string(), Some("mlx5_0".to_string()), None)]
+    );
+    assert_eq!(verdict.findings[0].low_rows, Some(10));
+}
+
+#[test]
+fn a_port_of_a_node_without_rows_is_named() {
+    // 8 nodes x 2 lanes; n3's lane 1 never ran (no row at all): a port the others have.
+    let dead =
+        |a: usize, b: usize, lane: usize, _: &str| (!(lane == 1 && (a == 3 || b == 3))).then_some(100.0);
+    let verdict = judge(&fleet(8, 2, &["host"], dead), &JudgeConfig::default());
+    assert_eq!(
+        named(&verdict),
+        [(PartKind::PortWithoutRows, "n3".to_string(), Some("mlx5_1".to_string()), None)]
+    );
+}
+
+#[test]
+fn a_leaf_slow_towards_the_rest_is_one_group_with_its_members() {
+    // 12 nodes x 2 lanes; n0-n2 behind one leaf: their rows with the 9 others at 80 %, among
+    // themselves at full rate. Each of their ports has 18 of 22 rows low (median 20 % below:
+    // named, every port: the node), the others 6 of 22 (median untouched). The old judge named
+    // three nodes; the rows among them are at the class, so they are one group.
+    let leaf = |a: usize, b: usize, _: usize, _: &str| Some(if (a < 3) != (b < 3) { 80.0 } else { 100.0 });
+    let verdict = judge(&fleet(12, 2, &["host"], leaf), &JudgeConfig::default());
+    assert_eq!(named(&verdict), [(PartKind::Group, "group".to_string(), None, None)]);
+    assert_eq!(verdict.findings[0].members, ["n0", "n1", "n2"]);
+    // Two slow nodes that meet each other lower still are two nodes, not a group.
+    let two = |a: usize, b: usize, _: usize, _: &str| {
+        Some(if a == 1 || b == 1 { 70.0 } else { 100.0 } * if a == 7 || b == 7 { 0.7 } else { 1.0 })
+    };
+    let verdict = judge(&fleet(12, 2, &["host"], two), &JudgeConfig::default());
+    assert_eq!(
+        named(&verdict),
+        [(PartKind::Node, "n1".to_string(), None, None), (PartKind::Node, "n7".to_string(), None, None)]
+    );
+}
