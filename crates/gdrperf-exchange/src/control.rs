@@ -118,12 +118,24 @@ impl Control {
     /// that a script may start client and server at the same moment. The first failure says so,
     /// once, on stderr: a mistyped port costs `--timeout`, and the user should know why it waits.
     pub fn connect(host: &str, port: u16, timeout: Duration, test: &str) -> ExchangeResult<Control> {
+        Control::connect_until(host, port, Instant::now() + timeout, timeout, test)
+    }
+
+    /// [`Control::connect`] that stops retrying at `deadline` (a caller's retry loop has spent
+    /// part of the time already) while the channel, once connected, keeps the user's whole
+    /// `timeout` (`--timeout`) for its reads and writes, and messages name that `--timeout`.
+    pub fn connect_until(
+        host: &str,
+        port: u16,
+        deadline: Instant,
+        timeout: Duration,
+        test: &str,
+    ) -> ExchangeResult<Control> {
         let address_text = format!("{host}:{port}");
         let addresses: Vec<SocketAddr> = (host, port)
             .to_socket_addrs()
             .map_err(|source| ExchangeError::Resolve { host: host.to_string(), source })?
             .collect();
-        let deadline = Instant::now() + timeout;
         let mut said = false;
         loop {
             let mut last_error = io::Error::new(io::ErrorKind::NotFound, "no address");

@@ -34,8 +34,8 @@ impl Control {
         let deadline = Instant::now() + timeout;
         let mut said = false;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now()).max(RETRY_FLOOR);
-            let mut control = Control::connect(host, port, left, test)?;
+            let until = deadline.max(Instant::now() + RETRY_FLOOR);
+            let mut control = Control::connect_until(host, port, until, timeout, test)?;
             let hello = control.exchange_hello(ours, token);
             match &hello {
                 Err(error) if is_handshake_busy(error) && Instant::now() < deadline => {

@@ -398,3 +398,26 @@ fn a_peers_path_facts_are_cleaned_and_cut_where_they_are_decoded() {
     assert_eq!(path.software_device.as_deref(), Some("rxe\\u{202e}"));
     assert!(path.path_findings[0].evidence.ends_with("more characters cut)"));
 }
+
+/// The hello's connect retries (busy servers) stop at the user's deadline, but the error and the
+/// connected channel keep the user's whole `--timeout`: a retry loop once handed `connect` the
+/// time left (0.99 s), and the message read "within 0 s" for `--timeout 1`.
+#[test]
+fn the_hello_connect_names_the_users_whole_timeout() {
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let ours = hello();
+    let error = Control::connect_and_exchange_hello(
+        "127.0.0.1",
+        port,
+        Duration::from_secs(1),
+        "gdr-write-bw",
+        &ours,
+        None,
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(error, ExchangeError::Connect { seconds: 1, .. }), "{error}");
+}
