@@ -13,6 +13,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use gdrperf_files::columns as column;
 use gdrperf_report::acceptance::{self, AcceptanceRow, Gpu, Nic, Node, PlannedRun, Step};
 use gdrperf_report::{Profile, ResultFile, Verdict, MEMORY_MODES};
 use serde_json::Value;
@@ -489,7 +490,7 @@ fn add_ceiling(row: &mut AcceptanceRow, json: &Path, shortfall: Option<f64>) {
     let failed = row.verdict == Verdict::Fail;
     let shortfall = shortfall.unwrap_or(gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT);
     let Some(measured) =
-        stored.rows().iter().find(|candidate| candidate["bytes"].as_u64() == Some(row.bytes))
+        stored.rows().iter().find(|candidate| candidate[column::BYTES.name()].as_u64() == Some(row.bytes))
     else {
         return;
     };

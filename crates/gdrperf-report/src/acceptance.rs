@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use gdrperf_files::columns as column;
 use serde::Serialize;
 
 use crate::error::{ReportError, Result};
@@ -394,13 +395,13 @@ impl PlannedRun {
         if let Err(error) = outcome {
             row.verdict = Verdict::Error;
             row.detail = error.to_string();
-        } else if let Err(error) = measured.count("nic_errors") {
+        } else if let Err(error) = measured.count(column::NIC_ERRORS) {
             row.verdict = Verdict::Error;
             row.detail = error;
-        } else if let Ok(Some(errors)) = measured.count("nic_errors") {
+        } else if let Ok(Some(errors)) = measured.count(column::NIC_ERRORS) {
             if let Some(failure) = evaluate_nic_errors(size, errors, self.max_nic_errors) {
                 row.verdict = Verdict::Fail;
-                let counters = measured.text("nic_counters");
+                let counters = measured.text(column::NIC_COUNTERS);
                 let failure = format!("{failure}: {counters}");
                 row.detail =
                     if row.detail.is_empty() { failure } else { format!("{}; {failure}", row.detail) };
@@ -408,7 +409,7 @@ impl PlannedRun {
         }
         // Receiver-not-ready NAKs fail a size whatever the profile tolerates of other errors:
         // the sender waited out RNR timers, so the figure is not the path's.
-        if let Some(naks) = measured.number("nic_rnr_naks").filter(|&naks| naks > 0.0) {
+        if let Some(naks) = measured.number(column::NIC_RNR_NAKS).filter(|&naks| naks > 0.0) {
             if row.verdict != Verdict::Error {
                 row.verdict = Verdict::Fail;
                 let failure = format!("{naks} receiver-not-ready (RNR) NAKs: the figure includes RNR waits");
@@ -422,9 +423,9 @@ impl PlannedRun {
     fn judge_bandwidth(&self, measured: &ResultRow, row: &mut AcceptanceRow) -> Result<()> {
         let limit = BandwidthThreshold::parse(&self.threshold.value)?
             .resolve(self.nic.rate.as_deref(), self.bidirectional)?;
-        row.metric = "bw_avg_gbit_s".into();
+        row.metric = column::BW_AVG_GBIT_S.to_string();
         row.threshold = limit.to_string();
-        let Some(value) = measured.number("bw_avg_gbit_s") else {
+        let Some(value) = measured.number(column::BW_AVG_GBIT_S) else {
             row.detail = format!("{} has no bw_avg_gbit_s column", measured.source());
             return Ok(());
         };
@@ -448,7 +449,7 @@ impl PlannedRun {
     fn judge_latency(&self, measured: &ResultRow, row: &mut AcceptanceRow) -> Result<()> {
         let statistic = self.statistic;
         let limit = LatencyThreshold::parse(&self.threshold.value)?.on(statistic);
-        row.metric = statistic.column().into();
+        row.metric = statistic.column().to_string();
         row.threshold = limit.to_string();
         row.unit = "us".into();
         let Some(value) = measured.number(statistic.column()) else {

@@ -28,6 +28,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use gdrperf_files::columns as column;
 use serde::Serialize;
 
 use crate::decision::log_t_test;
@@ -324,7 +325,7 @@ fn metric_of(row: &ResultRow, metric: Option<&str>) -> Result<String> {
 }
 
 fn value_of(row: &ResultRow, column: &str) -> Result<f64> {
-    row.number(column).ok_or_else(|| ReportError::MissingColumn {
+    row.number_named(column).ok_or_else(|| ReportError::MissingColumn {
         source_name: row.source().to_string(),
         row: row.describe(),
         column: column.to_string(),
@@ -382,7 +383,8 @@ pub(crate) fn sweep_label(row: &ComparedRow) -> String {
     if !row.lane.is_empty() {
         label.push_str(&format!(" lane {}", row.lane));
     }
-    if !["bw_avg_gbit_s", "t_typical_us", "speedup"].contains(&row.metric.as_str()) {
+    if ![column::BW_AVG_GBIT_S.name(), column::T_TYPICAL_US.name(), "speedup"].contains(&row.metric.as_str())
+    {
         label.push_str(&format!(" {}", row.metric));
     }
     label

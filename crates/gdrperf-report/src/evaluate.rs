@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use gdrperf_files::columns as column;
 use serde::Serialize;
 
 pub use gdrperf_threshold::{
@@ -20,7 +21,7 @@ impl Measured for ResultRow {
     }
 
     fn bandwidth_gbit_s(&self) -> Option<f64> {
-        self.number("bw_avg_gbit_s")
+        self.number(column::BW_AVG_GBIT_S)
     }
 
     fn latency_us(&self, statistic: LatencyStatistic) -> Option<f64> {
@@ -29,7 +30,7 @@ impl Measured for ResultRow {
 
     fn nic_errors(&self) -> Option<u64> {
         // A value that is not a count is reported as a missing figure, never read as 0.
-        self.count("nic_errors").ok().flatten()
+        self.count(column::NIC_ERRORS).ok().flatten()
     }
 
     fn describe(&self) -> (String, String) {
