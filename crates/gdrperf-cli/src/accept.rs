@@ -16,7 +16,6 @@ use anyhow::{bail, Context};
 use gdrperf_files::columns as column;
 use gdrperf_report::acceptance::{self, AcceptanceRow, Gpu, Nic, Node, PlannedRun, Step};
 use gdrperf_report::{Profile, ResultFile, Verdict, MEMORY_MODES};
-use serde_json::Value;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -106,7 +105,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let profile = Profile::load(&args.profile)?;
     let soak = args.soak.as_deref().map(|asked| crate::soak_run::resolve(&profile, asked)).transpose()?;
-    let doctor = ask_doctor(&args.sysfs_root)?;
+    let doctor = crate::doctor::examine(&args.sysfs_root, false)?;
     let node = node_from_doctor(&doctor, args.ib_dev.as_deref())?;
     let side = match (&args.peer, args.serve) {
         (Some(host), _) => crate::accept_peer::Side::Client(host.clone()),
@@ -323,62 +322,44 @@ fn serve(
     crate::accept_peer::serve(&|name| find_bench(args.bench_dir.as_deref(), name), &runs, &out)
 }
 
-/// Runs `gdrperf doctor --json` (this executable), so that CUDA is loaded in a process of its
-/// own and the facts are exactly what `gdrperf doctor` shows.
-fn ask_doctor(sysfs_root: &Path) -> anyhow::Result<Value> {
-    let myself = std::env::current_exe().context("finding the gdrperf executable to run `gdrperf doctor`")?;
-    let output = Command::new(&myself)
-        .args(["doctor", "--json", "--sysfs-root"])
-        .arg(sysfs_root)
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("running {} doctor --json", myself.display()))?;
-    // The doctor exits 1 or 2 when it has WARN or FAIL verdicts (no GPU, say): its report is
-    // still the answer. Only a report that is not JSON is an error.
-    serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("`gdrperf doctor --json` gave no report (exit status {})", output.status))
-}
-
-/// The NICs and GPUs to run on, from the doctor's report.
-fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node> {
-    let devices = doctor["rdma_devices"].as_array().cloned().unwrap_or_default();
+/// The NICs and GPUs to run on, from the doctor's report (a WARN or FAIL verdict in it, no GPU
+/// say, does not stop the plan: the rows then say what could not run).
+fn node_from_doctor(doctor: &gdrperf_doctor::Report, ib_dev: Option<&str>) -> anyhow::Result<Node> {
+    let devices = &doctor.rdma_devices;
+    let is_active = |port: &&gdrperf_doctor::rdma::Port| {
+        port.state.as_deref().is_some_and(|state| state.contains("ACTIVE"))
+    };
     let nic = |name: &str| -> Nic {
-        let device = devices.iter().find(|device| device["name"] == name);
-        let ports = device.and_then(|device| device["ports"].as_array().cloned()).unwrap_or_default();
-        let port = ports
-            .iter()
-            .find(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE")))
-            .or(ports.first());
+        let device = devices.iter().find(|device| device.name == name);
+        let ports = device.map(|device| device.ports.as_slice()).unwrap_or_default();
+        let port = ports.iter().find(is_active).or(ports.first());
         Nic {
             device: name.to_string(),
-            port: port.and_then(|port| port["number"].as_u64()).unwrap_or(1) as u32,
-            rate: port.and_then(|port| port["rate"].as_str()).map(str::to_string),
+            port: port.map_or(1, |port| port.number),
+            rate: port.and_then(|port| port.rate.clone()),
         }
     };
     // The simulated NIC is never in the doctor's list: it runs only where asked for by name.
     if let Some(name) = ib_dev.filter(|name| !gdrperf::verbs::simulated::is_simulated(name)) {
-        if !devices.iter().any(|device| device["name"] == name) {
-            let present: Vec<&str> = devices.iter().filter_map(|device| device["name"].as_str()).collect();
+        if !devices.iter().any(|device| device.name == name) {
+            let present: Vec<&str> = devices.iter().map(|device| device.name.as_str()).collect();
             bail!(
                 "-d/--ib-dev {name}: no such RDMA device (devices present: {})",
                 if present.is_empty() { "none".into() } else { present.join(", ") }
             );
         }
     }
-    let recommendations = doctor["recommendations"].as_array().cloned().unwrap_or_default();
-    let gpus: Vec<(Gpu, Option<Nic>)> = doctor["gpus"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
+    let gpus: Vec<(Gpu, Option<Nic>)> = doctor
+        .gpus
         .iter()
         .map(|gpu| {
-            let bus_id = gpu["bus_id"].as_str().unwrap_or_default().to_string();
-            let recommended = recommendations
+            let recommended = doctor
+                .recommendations
                 .iter()
-                .find(|entry| entry["gpu_bus_id"] == bus_id.as_str())
-                .and_then(|entry| entry["nic"].as_str());
+                .find(|entry| entry.gpu_bus_id == gpu.bus_id)
+                .map(|entry| entry.nic.as_str());
             let paired = ib_dev.or(recommended).map(nic);
-            (Gpu { label: gpu["label"].as_str().unwrap_or(&bus_id).to_string(), bus_id }, paired)
+            (Gpu { label: gpu.label.clone(), bus_id: gpu.bus_id.clone() }, paired)
         })
         .collect();
     // Host memory runs on each NIC a GPU uses; on a node without GPUs, on every NIC with an
@@ -391,14 +372,8 @@ fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node
         }
         (None, true) => devices
             .iter()
-            .filter(|device| {
-                device["ports"].as_array().is_some_and(|ports| {
-                    ports
-                        .iter()
-                        .any(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE")))
-                })
-            })
-            .filter_map(|device| device["name"].as_str().map(str::to_string))
+            .filter(|device| device.ports.iter().any(|port| is_active(&port)))
+            .map(|device| device.name.clone())
             .collect(),
     };
     for name in names {

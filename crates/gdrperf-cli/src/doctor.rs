@@ -42,8 +42,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cuda = cuda_facts(&args);
-    let mut report = gdrperf_doctor::diagnose(&args.sysfs_root, cuda)?;
+    let mut report = examine(&args.sysfs_root, args.no_cuda)?;
     if args.strict {
         report.exit_code = report.worst_level().strict_exit_code();
     }
@@ -56,16 +55,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(report.exit_code))
 }
 
+/// The doctor's report on the node under `sysfs_root`: what `gdrperf doctor` prints and what
+/// `gdrperf accept` plans its runs from (the NICs, the GPUs, the NIC recommended for each).
+pub fn examine(sysfs_root: &Path, no_cuda: bool) -> anyhow::Result<gdrperf_doctor::Report> {
+    Ok(gdrperf_doctor::diagnose(sysfs_root, cuda_facts(sysfs_root, no_cuda))?)
+}
+
 /// What CUDA says about this machine's GPUs, or why it was not asked: CUDA
 /// describes the running machine, so a fixture root must not be mixed with it.
-fn cuda_facts(args: &Args) -> CudaFacts {
-    if args.no_cuda {
+fn cuda_facts(sysfs_root: &Path, no_cuda: bool) -> CudaFacts {
+    if no_cuda {
         return CudaFacts::NotQueried { reason: "--no-cuda".to_string() };
     }
-    let is_this_machine = std::fs::canonicalize(&args.sysfs_root).is_ok_and(|root| root == Path::new("/"));
+    let is_this_machine = std::fs::canonicalize(sysfs_root).is_ok_and(|root| root == Path::new("/"));
     if !is_this_machine {
         return CudaFacts::NotQueried {
-            reason: format!("--sysfs-root {} is not this machine's /", args.sysfs_root.display()),
+            reason: format!("--sysfs-root {} is not this machine's /", sysfs_root.display()),
         };
     }
     let cuda = match gdrperf_cuda::Cuda::load() {
