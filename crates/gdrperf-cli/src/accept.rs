@@ -38,16 +38,22 @@ Built-in profiles (profiles/*.toml in the repository; each value names its sourc
   azure-h100, azure-h200      Azure's GPUDirect health check: 8 MiB writes, every NIC at once,
                               380 / 360 Gb/s per NIC, a warning within 5 % above
   ndr-400g, hdr-200g          write bandwidth and read latency in loopback, one NIC at a time
-  softroce-smoke              a smoke test of gdrperf itself on Soft-RoCE (no standard) Results go to ./acceptance-HOST-DATE/ unless --out says where:
-summary.csv, summary.json, inventory.json (what it ran on), report.html (one
-self-contained page to read and sign) and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
-(no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
+  softroce-smoke              a smoke test of gdrperf itself on Soft-RoCE (no standard)
 
-Exit codes of gdrperf accept (--dry-run: as the real run would end before measuring):
-  0  every row passed (or was skipped)
-  1  at least one row missed its threshold, or a soak lane was unstable
-  2  at least one row could not be measured, or the profile or doctor failed; with --serve,
-     a server that could not be started or ended with an error";
+Results go to ./acceptance-HOST-DATE/ unless --out says where: summary.csv, summary.json,
+inventory.json (what it ran on), report.html (one self-contained page to read and sign) and
+each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the
+GPU modes; a GPU mode that cannot run (no CUDA driver, no GPUDirect path) is an ERROR with the
+bench's message.
+
+Exit codes of gdrperf accept (--dry-run: as the real run would end before measuring). The
+screen and summary.csv say PASS, SKIP, FAIL, ERROR; summary.json and soak.json spell every
+verdict as all gdrperf tools' JSON does: pass, undecided, fail, error:
+  0  pass: every row passed; undecided: no row missed, but a row was skipped (summary.json
+     calls it \"undecided\", its reason in \"detail\")
+  1  fail: at least one row missed its threshold, or a soak lane was unstable
+  2  error: at least one row could not be measured, or the profile or doctor failed; with
+     --serve, a server that could not be started or ended with an error";
 
 /// Flags of `gdrperf accept`.
 #[derive(Debug, clap::Args)]

@@ -140,7 +140,7 @@ pub struct AcceptanceRow {
     pub unit: String,
     pub threshold: String,
     pub verdict: Verdict,
-    /// The FAIL line, the SKIP reason or the error.
+    /// The FAIL line, the SKIP reason (the row JSON calls "undecided") or the error.
     pub detail: String,
     pub threshold_source: String,
     /// The bench's JSON result file, relative to the summary.
@@ -527,7 +527,8 @@ pub fn render(rows: &[AcceptanceRow]) -> String {
     let count = |verdict: Verdict| rows.iter().filter(|row| row.verdict == verdict).count();
     let _ = writeln!(
         out,
-        "overall: {overall} ({} pass, {} fail, {} skip, {} error)",
+        "overall: {} ({} pass, {} fail, {} skip, {} error)",
+        overall.contract().word().to_uppercase(),
         count(Verdict::Pass),
         count(Verdict::Fail),
         count(Verdict::Skip),
@@ -538,7 +539,8 @@ pub fn render(rows: &[AcceptanceRow]) -> String {
 
 /// Writes `summary.csv` (`# key: value` lines for the metadata's `command`, `git_commit`,
 /// `host` and `date`, then one line per row, the columns of [`AcceptanceRow`]) and
-/// `summary.json` (`{"metadata": ..., "overall": "PASS", "results": [rows]}`) into `folder`.
+/// `summary.json` (`{"metadata": ..., "overall": "pass", "results": [rows]}`, every verdict in
+/// the exit-code contract's words: pass, undecided, fail, error) into `folder`.
 pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[AcceptanceRow]) -> Result<()> {
     let fail = |path: &Path, error: String| ReportError::WriteFile { path: path.to_path_buf(), error };
     let csv_path = folder.join("summary.csv");
@@ -556,9 +558,19 @@ pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[Accepta
     let serialised = serialised.into_inner().map_err(|error| fail(&csv_path, error.to_string()))?;
     let mut writer = csv::Writer::from_writer(head.into_bytes());
     let mut records = csv::ReaderBuilder::new().has_headers(false).from_reader(serialised.as_slice());
-    for record in records.records() {
+    // The `verdict` column keeps its published upper-case words (PASS, FAIL, SKIP, ERROR:
+    // docs/columns.md); only JSON spells the exit-code contract's.
+    let mut verdict_column = None;
+    for (index, record) in records.records().enumerate() {
         let record = record.map_err(csv_error)?;
-        let cells = record.iter().map(|cell| gdrperf_files::text::spreadsheet_safe(cell).into_owned());
+        if index == 0 {
+            verdict_column = record.iter().position(|name| name == "verdict");
+        }
+        let label = index.checked_sub(1).and_then(|row| rows.get(row)).map(|row| row.verdict.label());
+        let cells = record.iter().enumerate().map(|(column, cell)| match label {
+            Some(label) if Some(column) == verdict_column => label.to_string(),
+            _ => gdrperf_files::text::spreadsheet_safe(cell).into_owned(),
+        });
         writer.write_record(cells).map_err(csv_error)?;
     }
     let csv = writer.into_inner().map_err(|error| fail(&csv_path, error.to_string()))?;
