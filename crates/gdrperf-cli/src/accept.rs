@@ -29,7 +29,9 @@ Examples:
                                                    if a row cannot run, as for a real run)
   gdrperf accept --profile ngc-ndr-400g --serve   (on node B, then on node A:)
   gdrperf accept --profile ngc-ndr-400g --peer B  (every run across the link A -> B, not in loopback)
-  gdrperf accept --profile azure-h100             (8 MiB GPUDirect writes on every NIC at once)
+  gdrperf accept --profile azure-h100             (8 MiB GPUDirect writes on every NIC at once;
+                                                   with --serve/--peer: every NIC pair at once,
+                                                   between the two nodes)
 
 Built-in profiles (profiles/*.toml in the repository; each value names its source):
   ngc-ndr-400g, ngc-hdr-200g  NVIDIA ngc_multinode_perf's shape: write/read/send bandwidth
@@ -118,19 +120,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, true) => crate::accept_peer::Side::Server,
         (None, false) => crate::accept_peer::Side::Loopback,
     };
-    if side != crate::accept_peer::Side::Loopback {
-        if let Some(check) = profile.bandwidth.iter().find(|check| check.all_nics_at_once) {
-            bail!(
-                "profile {}: its {} runs start on every NIC at once, in loopback as its source runs them; \
-                 --peer and --serve run one at a time, so they cannot give that shape (run it without them)",
-                profile.name,
-                check.test
-            );
-        }
-    }
     let mut steps = acceptance::plan(&profile, &node, &args.mem);
     if side == crate::accept_peer::Side::Loopback {
         acceptance::note_loopback(&profile, &mut steps);
+    } else {
+        // A section on every NIC at once runs across the link too: every NIC pair at once, the
+        // other node serving its runs together (accept_peer::serve).
+        acceptance::note_across(&mut steps);
     }
     let warnings = acceptance::port_rate_warnings(&profile, &node);
     say!("gdrperf accept: profile {} ({})", profile.name, profile.description);

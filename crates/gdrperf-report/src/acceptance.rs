@@ -329,20 +329,35 @@ pub fn note_loopback(profile: &Profile, steps: &mut [Step]) {
     if !profile.two_nodes {
         return;
     }
-    let add = |deviation: &mut String| {
-        *deviation = if deviation.is_empty() {
-            LOOPBACK_DEVIATION.to_string()
-        } else {
-            format!("{LOOPBACK_DEVIATION}; {deviation}")
-        };
+    note(steps, |_| true, LOOPBACK_DEVIATION);
+}
+
+/// What a run started on every NIC at once gives up when it runs across two nodes: the sources
+/// of that shape (a node's health check) load one node, each NIC in loopback.
+pub const ACROSS_DEVIATION: &str =
+    "between two nodes (--peer), every NIC pair at once, where the source runs each NIC \
+     in loopback on one node (run without --peer to match it)";
+
+/// Marks the runs started on every NIC at once (a section with `all_nics_at_once`) with
+/// [`ACROSS_DEVIATION`]: called for a plan that runs across two nodes (`--peer`, `--serve`).
+pub fn note_across(steps: &mut [Step]) {
+    note(steps, |run| run.together.is_some(), ACROSS_DEVIATION);
+}
+
+/// Puts `deviation` first in the deviation of every step whose run `applies`.
+fn note(steps: &mut [Step], applies: impl Fn(&PlannedRun) -> bool, deviation: &str) {
+    let add = |existing: &mut String| {
+        *existing =
+            if existing.is_empty() { deviation.to_string() } else { format!("{deviation}; {existing}") };
     };
     for step in steps {
         match step {
-            Step::Run(run) => add(&mut run.deviation),
-            Step::Decided(row, run) => {
+            Step::Run(run) if applies(run) => add(&mut run.deviation),
+            Step::Decided(row, run) if applies(run) => {
                 add(&mut row.deviation);
                 add(&mut run.deviation);
             }
+            _ => {}
         }
     }
 }
