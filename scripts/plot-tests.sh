@@ -115,6 +115,15 @@ decides() {
         FAILED=$((FAILED + 1)); echo "FAIL - $name"; tail -5 "$OUT/$name.log" | sed 's/^/       /'
     fi
 }
+# Each plot script's --help ends with the exit-code contract, as every gdrperf tool's does.
+for kind in bw lat compare matrix; do
+    if "$PY" "scripts/plot_$kind.py" --help 2>&1 | tr '\n' ' ' | grep -q "exit codes, as every gdrperf tool's: 0 the image was written; 2 could not run"; then
+        PASSED=$((PASSED + 1)); echo "ok   - plot_${kind}_help_states_the_exit_codes"
+    else
+        FAILED=$((FAILED + 1)); echo "FAIL - plot_${kind}_help_states_the_exit_codes"
+    fi
+done
+
 decides plot_lat_axis_is_log_where_the_spread_needs_it "
 from plot_lat import y_scale
 assert y_scale('auto', [1.9, 2.0, 2.1, 35.0]) == 'log'

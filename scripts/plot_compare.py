@@ -24,7 +24,7 @@ import json
 import math
 import os
 
-from plot_bw import NAMES, fail, matplotlib, mode_label, plt, read_results, run_label, run_main, size_axis
+from plot_bw import NAMES, EXIT_CODES, fail, matplotlib, mode_label, plt, read_results, run_label, run_main, size_axis
 
 
 def metric_of(rows, wanted):
@@ -167,7 +167,7 @@ def ratio_label(metrics, what):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=EXIT_CODES)
     parser.add_argument("files", nargs="+",
                         help="gdrperf compare's --json file; or BASE NEW result files; or the file(s) of one run with --by mem")
     parser.add_argument("-o", "--output", required=True, help="image to write (.png, .svg, .pdf)")
