@@ -29,7 +29,9 @@ Examples:
                                                    if a row cannot run, as for a real run)
   gdrperf accept --profile ngc-ndr-400g --serve   (on node B, then on node A:)
   gdrperf accept --profile ngc-ndr-400g --peer B  (every run across the link A -> B, not in loopback)
-  gdrperf accept --profile azure-h100             (8 MiB GPUDirect writes on every NIC at once)
+  gdrperf accept --profile azure-h100             (8 MiB GPUDirect writes on every NIC at once;
+                                                   with --serve/--peer: every NIC pair at once,
+                                                   between the two nodes)
 
 Built-in profiles (profiles/*.toml in the repository; each value names its source):
   ngc-ndr-400g, ngc-hdr-200g  NVIDIA ngc_multinode_perf's shape: write/read/send bandwidth
@@ -38,16 +40,22 @@ Built-in profiles (profiles/*.toml in the repository; each value names its sourc
   azure-h100, azure-h200      Azure's GPUDirect health check: 8 MiB writes, every NIC at once,
                               380 / 360 Gb/s per NIC, a warning within 5 % above
   ndr-400g, hdr-200g          write bandwidth and read latency in loopback, one NIC at a time
-  softroce-smoke              a smoke test of gdrperf itself on Soft-RoCE (no standard) Results go to ./acceptance-HOST-DATE/ unless --out says where:
-summary.csv, summary.json, inventory.json (what it ran on), report.html (one
-self-contained page to read and sign) and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
-(no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
+  softroce-smoke              a smoke test of gdrperf itself on Soft-RoCE (no standard)
 
-Exit codes of gdrperf accept (--dry-run: as the real run would end before measuring):
-  0  every row passed (or was skipped)
-  1  at least one row missed its threshold, or a soak lane was unstable
-  2  at least one row could not be measured, or the profile or doctor failed; with --serve,
-     a server that could not be started or ended with an error";
+Results go to ./acceptance-HOST-DATE/ unless --out says where: summary.csv, summary.json,
+inventory.json (what it ran on), report.html (one self-contained page to read and sign) and
+each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the
+GPU modes; a GPU mode that cannot run (no CUDA driver, no GPUDirect path) is an ERROR with the
+bench's message.
+
+Exit codes of gdrperf accept (--dry-run: as the real run would end before measuring). The
+screen and summary.csv say PASS, SKIP, FAIL, ERROR; summary.json and soak.json spell every
+verdict as all gdrperf tools' JSON does: pass, undecided, fail, error:
+  0  pass: every row passed; undecided: no row missed, but a row was skipped (summary.json
+     calls it \"undecided\", its reason in \"detail\")
+  1  fail: at least one row missed its threshold, or a soak lane was unstable
+  2  error: at least one row could not be measured, or the profile or doctor failed; with
+     --serve, a server that could not be started or ended with an error";
 
 /// Flags of `gdrperf accept`.
 #[derive(Debug, clap::Args)]
@@ -112,19 +120,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, true) => crate::accept_peer::Side::Server,
         (None, false) => crate::accept_peer::Side::Loopback,
     };
-    if side != crate::accept_peer::Side::Loopback {
-        if let Some(check) = profile.bandwidth.iter().find(|check| check.all_nics_at_once) {
-            bail!(
-                "profile {}: its {} runs start on every NIC at once, in loopback as its source runs them; \
-                 --peer and --serve run one at a time, so they cannot give that shape (run it without them)",
-                profile.name,
-                check.test
-            );
-        }
-    }
     let mut steps = acceptance::plan(&profile, &node, &args.mem);
     if side == crate::accept_peer::Side::Loopback {
         acceptance::note_loopback(&profile, &mut steps);
+    } else {
+        // A section on every NIC at once runs across the link too: every NIC pair at once, the
+        // other node serving its runs together (accept_peer::serve).
+        acceptance::note_across(&mut steps);
     }
     let warnings = acceptance::port_rate_warnings(&profile, &node);
     say!("gdrperf accept: profile {} ({})", profile.name, profile.description);

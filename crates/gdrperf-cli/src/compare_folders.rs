@@ -81,12 +81,8 @@ pub fn run(
     } else {
         Decision::Pass
     };
-    println!(
-        "\nfolders: {} (the {} bench files share one false-alarm budget)",
-        serde_json::to_value(verdict)?.as_str().unwrap_or("?"),
-        common.len()
-    );
-    Ok(ExitCode::from(u8::from(verdict == Decision::Regression)))
+    println!("\nfolders: {} (the {} bench files share one false-alarm budget)", verdict.word(), common.len());
+    Ok(ExitCode::from(verdict.contract().exit_code()))
 }
 
 /// The bench result files an acceptance folder's summary names (its `result_file` column).

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use gdrperf_command_line::Verdict;
 use gdrperf_doctor::{CudaFacts, CudaGpu};
 
 const EXIT_CODES: &str = "\
@@ -20,7 +21,9 @@ Exit codes of gdrperf doctor:
   1  at least one FAIL (no GPU, no hardware RDMA NIC, no active port, no NVIDIA driver, GPU
      without GPUDirect support, no way to register GPU memory, a fatal AER count); with
      --strict, a WARN too
-  2  the doctor could not examine the node (a --sysfs-root without sys/, say)";
+  2  the doctor could not examine the node (a --sysfs-root without sys/, say): no report
+--json's top-level \"verdict\" spells the code as every gdrperf tool does: \"pass\" (0) or
+\"fail\" (1); each line's \"level\" (OK, WARN, FAIL) is the finer word.";
 
 /// Flags of `gdrperf doctor`.
 #[derive(Debug, clap::Args)]
@@ -47,8 +50,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         report.exit_code = report.worst_level().strict_exit_code();
     }
     if args.json {
-        let json = serde_json::to_string_pretty(&report).context("serializing the report")?;
-        println!("{json}");
+        let mut json = serde_json::to_value(&report).context("serializing the report")?;
+        let verdict = if report.exit_code == 0 { Verdict::Pass } else { Verdict::Fail };
+        if let Some(fields) = json.as_object_mut() {
+            fields
+                .insert("verdict".into(), serde_json::to_value(verdict).context("serializing the verdict")?);
+        }
+        println!("{}", serde_json::to_string_pretty(&json).context("serializing the report")?);
     } else {
         print!("{report}");
     }

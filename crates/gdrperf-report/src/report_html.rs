@@ -41,8 +41,8 @@ h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;border-bottom:1px solid #c
 h3{font-size:15px;margin-bottom:4px}table{border-collapse:collapse;margin:6px 0;font-size:13px}\
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}th{background:#f0f0f0}\
 .verdict{font-size:28px;font-weight:bold;padding:10px 16px;display:inline-block;color:#fff;border-radius:4px}\
-.PASS{background:#1b7f3a}.FAIL{background:#b00020}.ERROR{background:#c25e00}.SKIP{background:#777}\
-td.PASS,td.FAIL,td.ERROR,td.SKIP{color:#fff;font-weight:bold}.note{color:#555;font-size:13px}\
+.PASS{background:#1b7f3a}.FAIL{background:#b00020}.ERROR{background:#c25e00}.SKIP,.UNDECIDED{background:#777}\
+td.PASS,td.FAIL,td.ERROR,td.SKIP,td.UNDECIDED{color:#fff;font-weight:bold}.note{color:#555;font-size:13px}\
 pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap;word-break:break-all}\
 .test{border:1px solid #ddd;padding:8px 12px;margin:12px 0}.FAIL-text{color:#b00020}";
 
@@ -85,7 +85,7 @@ pub fn render(folder: &Path) -> Result<String> {
     let soak = read_json(folder, crate::report_soak::FILE_NAME).ok();
     let metadata = &summary["metadata"];
     let rows = summary["results"].as_array().cloned().unwrap_or_default();
-    let overall = summary["overall"].as_str().unwrap_or("ERROR");
+    let overall = shown_verdict(&summary["overall"]);
     let host = metadata["host"].as_str().unwrap_or("unknown host");
 
     let mut page = format!(
@@ -137,12 +137,23 @@ fn read_json(folder: &Path, relative: &str) -> Result<Value> {
         .map_err(|error| ReportError::JsonFile { path: folder.join(relative), reason: error.to_string() })
 }
 
-fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
-    let count = |verdict: &str| rows.iter().filter(|row| row[column::VERDICT.name()] == verdict).count();
-    let overall_class = match overall {
-        "PASS" | "FAIL" | "ERROR" | "SKIP" => overall,
+/// A verdict of `summary.json` as the page shows it, which is also its style's class: the
+/// exit-code contract's words (pass, undecided, fail, error) upper-cased, and the upper-case
+/// words of folders written before JSON spelled those (PASS, SKIP, FAIL, ERROR) as they were, so
+/// that a signed folder of either age reads back; anything else is shown as an error.
+pub(crate) fn shown_verdict(value: &Value) -> &'static str {
+    match value.as_str().unwrap_or("") {
+        "pass" | "PASS" => "PASS",
+        "undecided" => "UNDECIDED",
+        "SKIP" => "SKIP",
+        "fail" | "FAIL" => "FAIL",
         _ => "ERROR",
-    };
+    }
+}
+
+fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
+    let count =
+        |shown: &[&str]| rows.iter().filter(|row| shown.contains(&shown_verdict(&row[column::VERDICT.name()]))).count();
     let mut html = format!(
         "<h1>gdrperf acceptance of {}</h1>\n<p class=\"note\">profile {} &middot; {} &middot; gdrperf {} (commit {})</p>\n",
         escape(metadata["host"].as_str().unwrap_or("unknown host")),
@@ -152,12 +163,11 @@ fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
         cell(&metadata["git_commit"]),
     );
     html.push_str(&format!(
-        "<div class=\"verdict {overall_class}\">{}</div>\n<p>{} pass, {} fail, {} skip, {} error of {} rows.</p>\n",
-        escape(overall),
-        count("PASS"),
-        count("FAIL"),
-        count("SKIP"),
-        count("ERROR"),
+        "<div class=\"verdict {overall}\">{overall}</div>\n<p>{} pass, {} fail, {} undecided (not run), {} error of {} rows.</p>\n",
+        count(&["PASS"]),
+        count(&["FAIL"]),
+        count(&["UNDECIDED", "SKIP"]),
+        count(&["ERROR"]),
         rows.len()
     ));
     // Rows measured otherwise than the source of their threshold: said beside the verdict, so
@@ -186,8 +196,7 @@ fn results_table(rows: &[Value]) -> String {
         "<table>\n<tr><th>verdict</th><th>test</th><th>mem</th><th>NIC</th><th>GPU</th><th>bytes</th><th>measured</th><th>threshold</th><th>detail</th></tr>\n",
     );
     for row in rows {
-        let verdict = row[column::VERDICT.name()].as_str().unwrap_or("ERROR");
-        let class = if ["PASS", "FAIL", "ERROR", "SKIP"].contains(&verdict) { verdict } else { "ERROR" };
+        let verdict = shown_verdict(&row[column::VERDICT.name()]);
         let measured = row[column::VALUE.name()]
             .as_f64()
             .map(|value| {
@@ -199,7 +208,7 @@ fn results_table(rows: &[Value]) -> String {
             })
             .unwrap_or_else(|| "-".into());
         html.push_str(&format!(
-            "<tr><td class=\"{class}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td class=\"{verdict}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             escape(verdict),
             cell(&row[column::TEST.name()]),
             cell(&row[column::MEM.name()]),
@@ -234,7 +243,7 @@ fn test_section(folder: &Path, row: &Value) -> String {
     let mut html = format!(
         "<div class=\"test\">\n<h3>{} <span class=\"note\">{}</span></h3>\n",
         escape(&title),
-        cell(&row[column::VERDICT.name()])
+        shown_verdict(&row[column::VERDICT.name()])
     );
     let result_file = row[column::RESULT_FILE.name()].as_str().unwrap_or("");
     let result = if result_file.is_empty() { None } else { read_json(folder, result_file).ok() };
