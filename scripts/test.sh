@@ -42,6 +42,8 @@ echo "== the README's recipes on the committed example files"
 scripts/readme-recipes.sh target/release
 echo "== perftest's parsers (awk, jq) over both tools' committed logs and --out_json files"
 scripts/perftest-dropin-tests.sh
+echo "== --prom files (benches and accept over the simulated NIC) through promtool check metrics"
+scripts/prometheus-tests.sh target/release
 
 if [ "${GDRPERF_SKIP_VM:-0}" = 1 ]; then
     echo "== VM tests skipped (GDRPERF_SKIP_VM=1)"

@@ -64,6 +64,8 @@ pub struct BenchConfig {
     pub json: Option<PathBuf>,
     /// perftest's `--out_json` report: its file (`--out_json_file`, else perftest_out.json).
     pub perftest_json: Option<PathBuf>,
+    /// `--prom`: the run's figures as a Prometheus textfile.
+    pub prometheus: Option<PathBuf>,
     /// perftest's `--output`: one figure per size on stdout.
     pub output: Option<crate::options::values::OutputFigure>,
     pub timeout: Duration,
@@ -279,6 +281,7 @@ impl BenchConfig {
             csv: args.csv.clone(),
             json: args.json.clone(),
             output: args.output,
+            prometheus: args.prom.clone(),
             perftest_json: args.out_json.then(|| {
                 args.out_json_file
                     .clone()
