@@ -272,3 +272,25 @@ fn placements_one_after_another_reconnect_and_check_each() {
         assert_simulated_and_checked(binary_name, &rows);
     }
 }
+
+#[test]
+fn outs_is_taken_by_the_read_and_atomic_latency_tests_as_perftest_takes_it() {
+    // perftest offers -o/--outs to its READ and atomic tests (usage: verb == READ || ATOMIC):
+    // the QP's bound on outstanding READs and atomics, named in the run header.
+    for (binary_name, size) in [("gdr-read-lat", "64"), ("gdr-atomic-lat", "8")] {
+        for (spelling, shown) in [(&["-o", "4"][..], "4"), (&["--outs=2"][..], "2")] {
+            let mut arguments = vec!["--loopback", "-d", "simulated0", "-s", size, "-n", "50", "--validate"];
+            arguments.extend_from_slice(spelling);
+            let (code, output) = run(binary_name, &arguments, "1");
+            assert_eq!(code, 0, "{binary_name} {spelling:?}: {output}");
+            let line = output.lines().find(|line| line.contains("Outstanding reads")).unwrap_or_default();
+            assert!(line.trim_end().ends_with(shown), "{binary_name} {spelling:?}: {line:?} in {output}");
+        }
+        let (code, output) = run(binary_name, &["--loopback", "-d", "simulated0", "-o", "0"], "1");
+        assert_eq!(code, 2, "{binary_name} -o 0: {output}");
+        assert!(output.contains("-o/--outs"), "{output}");
+    }
+    // A test without READs or atomics has no -o, as perftest's.
+    let (code, output) = run("gdr-write-lat", &["--loopback", "-d", "simulated0", "-o", "4"], "1");
+    assert_eq!(code, 2, "{output}");
+}

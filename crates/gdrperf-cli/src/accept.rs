@@ -105,6 +105,11 @@ pub struct Args {
     /// both sides.
     #[arg(long, default_value_t = 18515, value_name = "TCP_PORT")]
     peer_port: u16,
+    /// Also write the verdicts and figures as a Prometheus textfile-collector file (name it
+    /// NAME.prom in node_exporter's --collector.textfile.directory): a state set per row, the
+    /// node's verdict and exit code, values in bytes per second and seconds (default: none).
+    #[arg(long, value_name = "PATH")]
+    prom: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -112,6 +117,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--mem {unknown}: not a memory mode (modes: {})", MEMORY_MODES.join(", "));
     }
     let profile = Profile::load(&args.profile)?;
+    if let Some(path) = &args.prom {
+        // Written at the end: a folder that is not there fails now, not after the runs.
+        let folder = path.parent().filter(|folder| !folder.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !folder.is_dir() {
+            bail!("--prom {}: the folder {} does not exist", path.display(), folder.display());
+        }
+    }
     let soak = args.soak.as_deref().map(|asked| crate::soak_run::resolve(&profile, asked)).transpose()?;
     let doctor = crate::doctor::examine(&args.sysfs_root, false)?;
     let node = node_from_doctor(&doctor, args.ib_dev.as_deref())?;
@@ -274,10 +286,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     acceptance::write_summary(&out, metadata, &rows)?;
     say!("summary: {0}/summary.csv, {0}/summary.json", out.display());
+    let overall = Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict));
+    if let Some(path) = &args.prom {
+        let run = gdrperf_report::acceptance_metrics::AcceptRun {
+            profile: &profile.name,
+            host: &host,
+            version: env!("CARGO_PKG_VERSION"),
+            git_commit: gdrperf_provenance::GIT_COMMIT,
+            timestamp_seconds: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |since| since.as_secs_f64()),
+        };
+        gdrperf_report::acceptance_metrics::exposition(&run, &rows, overall)
+            .write(path)
+            .with_context(|| format!("writing the Prometheus file {}", path.display()))?;
+        say!("Prometheus textfile: {}", path.display());
+    }
     let report = gdrperf_report::report_html::write(&out)?;
     say!("{}", report.describe());
     say!("results written to {}/", out.display());
-    Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict)).exit_code()))
+    Ok(ExitCode::from(overall.exit_code()))
 }
 
 /// Where a run goes, in words: "GPU0 on mlx5_0", or the NIC alone for host memory.

@@ -20,7 +20,7 @@ pub use crate::engines::send::SendStream;
 pub use crate::harness::latency_setup::latency_setup;
 pub use crate::harness::{exit, run, Benchmark, Session, Setup};
 pub use crate::options::bandwidth::StagedRules;
-pub use crate::options::config::ReadDepth;
+pub use crate::options::config::{OutsArgs, ReadDepth};
 pub use crate::options::latency::{
     AtomicArgs, AtomicOperation, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
 };

@@ -129,6 +129,13 @@ pub struct CommonArgs {
     #[arg(long = "out_json_file", value_name = "PATH")]
     pub out_json_file: Option<PathBuf>,
 
+    /// Write the run's figures as a Prometheus textfile-collector file (name it NAME.prom in
+    /// node_exporter's --collector.textfile.directory): bytes per second, messages per second,
+    /// seconds; rewritten whole as each size completes (default: none). Metrics:
+    /// docs/perftest-dropin.md.
+    #[arg(long = "prom", value_name = "PATH")]
+    pub prom: Option<PathBuf>,
+
     /// Print one figure per size on stdout and nothing else, as perftest's --output: bandwidth
     /// or message_rate (bandwidth tests), latency (latency tests: the average, µs) (default:
     /// none, the table).

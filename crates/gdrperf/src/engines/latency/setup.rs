@@ -9,7 +9,7 @@ use crate::harness::benchmark::Setup;
 use crate::harness::session::Session;
 use crate::memory::buffers::{check_received_at, pattern_seed};
 use crate::memory::check_failure::CheckFailure;
-use crate::options::config::BenchConfig;
+use crate::options::config::{BenchConfig, OutsArgs};
 use crate::options::perftest_defaults::InlineRequest;
 use crate::verbs::{QueuePairSizes, RemoteAccess};
 
@@ -84,6 +84,11 @@ pub fn one_sided_setup(
     lines: Vec<(String, String)>,
 ) -> Setup {
     let mut header = lines;
+    if matches!(remote_access, RemoteAccess::Read | RemoteAccess::Atomic) {
+        // `-o/--outs`: the QP's bound on outstanding READs and atomics (one is in flight at a
+        // time here, as in perftest's latency tests; the bound is the QP's, as perftest sets it).
+        header.push(("Outstanding reads".into(), OutsArgs::describe(common.read_depth)));
+    }
     header.extend(memory_header(common, None));
     Setup {
         queue_sizes: QueuePairSizes { send_depth: common.tx_depth, recv_depth: 1, max_inline: 0 },

@@ -84,7 +84,13 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         "largest inline message",
         AliasOf { gdrperf: &["--inline-size", "{}"] },
     ),
-    flag(Some('o'), "outs", true, "outstanding READs", Same),
+    flag(
+        Some('o'),
+        "outs",
+        true,
+        "outstanding READs and atomics of a QP, in the READ and atomic tests only (ib_read_bw, ib_read_lat, ib_atomic_bw, ib_atomic_lat; default the device's max_qp_rd_atom, lowered to it: ctx_set_out_reads)",
+        Same,
+    ),
     flag(Some('g'), "mcg", false, "multicast", RC_ONLY),
     flag(
         Some('z'),
