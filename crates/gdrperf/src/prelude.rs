@@ -7,7 +7,7 @@
 //! [`exit`]. Everything else of the crate is the harness's own business.
 
 pub use crate::bench::{self, Bench};
-pub use crate::engines::bandwidth::StreamOperation;
+pub use crate::engines::bandwidth::{StreamOperation, ATOMIC_COUNTER_OFFSET};
 pub use crate::engines::credits::CREDIT_RECEIVES;
 pub use crate::engines::latency::{
     check_ping_pong, measure_size, memory_header, one_sided_setup, ping_pong_initiator, ping_pong_responder,

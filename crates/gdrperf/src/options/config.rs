@@ -82,7 +82,8 @@ pub struct BenchConfig {
     pub argv: Vec<String>,
     /// Latency tests: what a sample spans (set from `--latency-span`); `None` elsewhere.
     pub latency_span: Option<LatencySpan>,
-    /// RDMA READs each QP may have outstanding (set by gdr-read-bw from `-o/--outs`).
+    /// RDMA READs and atomics each QP may have outstanding (set by gdr-read-bw and gdr-atomic-bw
+    /// from `-o/--outs`).
     pub read_depth: ReadDepth,
     /// Test hook, read once here from `GDRPERF_TEST_SHARED_BOUNCE` (never while an engine sets
     /// up): the write stream behaves as gdrperf did before the staged ring (every message into
@@ -124,7 +125,7 @@ impl ReadDepth {
     pub fn from_outs(outs: Option<u32>) -> Result<ReadDepth> {
         match outs {
             None => Ok(ReadDepth::DeviceMax),
-            Some(0) => Err(out_of_range("-o/--outs", 0, "at least 1 outstanding READ")),
+            Some(0) => Err(out_of_range("-o/--outs", 0, "at least 1 outstanding READ or atomic")),
             Some(asked) => Ok(ReadDepth::Asked(asked)),
         }
     }

@@ -84,7 +84,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         "largest inline message",
         AliasOf { gdrperf: &["--inline-size", "{}"] },
     ),
-    flag(Some('o'), "outs", true, "outstanding READs", Same),
+    flag(Some('o'), "outs", true, "outstanding READs and atomics", Same),
     flag(Some('g'), "mcg", false, "multicast", RC_ONLY),
     flag(
         Some('z'),
@@ -129,7 +129,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
     ),
     flag(Some('H'), "report-histogrm", false, "print the sorted samples", Same),
     flag(Some('U'), "report-unsorted", false, "print the samples unsorted", Same),
-    flag(Some('A'), "atomic_type", true, "atomic operation (gdr-atomic-lat)", Same),
+    flag(Some('A'), "atomic_type", true, "atomic operation (gdr-atomic-lat, gdr-atomic-bw)", Same),
     flag(
         Some('O'),
         "dualport",
