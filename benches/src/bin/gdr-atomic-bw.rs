@@ -20,10 +20,8 @@ struct Cli {
     bandwidth: BandwidthArgs,
     #[command(flatten)]
     atomic: AtomicArgs,
-    /// Atomics each QP may have outstanding, at most the device's max_qp_rd_atom (higher is
-    /// lowered to it, as perftest does) [default: the device's max_qp_rd_atom]
-    #[arg(short = 'o', long = "outs", value_name = "N")]
-    outs: Option<u32>,
+    #[command(flatten)]
+    outstanding: OutstandingArgs,
 }
 
 /// The one-sided stream, with atomics.
@@ -39,10 +37,7 @@ impl Benchmark for AtomicBandwidth {
 
     fn setup(&self) -> Setup {
         let OneSidedStream { common, bandwidth, .. } = &self.0;
-        let outs = match common.read_depth {
-            ReadDepth::Asked(outs) => outs.to_string(),
-            _ => "the device's max_qp_rd_atom".into(),
-        };
+        let outs = common.read_depth.describe();
         let mut parameters = bandwidth.parameters();
         parameters["outs"] = outs.clone().into();
         parameters["atomic_type"] = self.1.name().into();
@@ -71,7 +66,7 @@ fn main() -> std::process::ExitCode {
     let cli: Cli = parse_bench(&AtomicBandwidth::BENCH);
     exit(|| {
         let mut common = BenchConfig::from_args(&cli.common, AtomicBandwidth::BENCH.defaults)?;
-        common.read_depth = ReadDepth::from_outs(cli.outs)?;
+        common.read_depth = ReadDepth::from_outs(cli.outstanding.outs)?;
         let bandwidth =
             BandwidthConfig::from_args(&cli.bandwidth, &common, AtomicBandwidth::BENCH.operation)?;
         let atomic = cli.atomic.atomic_type;

@@ -269,6 +269,15 @@ pub struct BandwidthArgs {
     pub concurrent: bool,
 }
 
+/// `-o/--outs` of the benches whose requests wait at the responder (gdr-read-bw, gdr-atomic-bw).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct OutstandingArgs {
+    /// RDMA READs (or atomics) each QP may have outstanding, at most the device's max_qp_rd_atom
+    /// (higher is lowered to it, as perftest does) [default: the device's max_qp_rd_atom]
+    #[arg(short = 'o', long = "outs", value_name = "N")]
+    pub outs: Option<u32>,
+}
+
 fn parse_bandwidth_threshold(text: &str) -> Result<gdrperf_threshold::BandwidthThreshold, String> {
     gdrperf_threshold::BandwidthThreshold::parse(text).map_err(|error| error.to_string())
 }

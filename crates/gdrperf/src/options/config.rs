@@ -121,6 +121,14 @@ impl ReadDepth {
         }
     }
 
+    /// What the run header and the run's parameters say of it.
+    pub fn describe(self) -> String {
+        match self {
+            ReadDepth::Fixed(depth) | ReadDepth::Asked(depth) => depth.to_string(),
+            ReadDepth::DeviceMax => "the device's max_qp_rd_atom".into(),
+        }
+    }
+
     /// `-o/--outs` as given (`None`: the device's maximum).
     pub fn from_outs(outs: Option<u32>) -> Result<ReadDepth> {
         match outs {
