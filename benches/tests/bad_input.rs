@@ -187,6 +187,18 @@ const ATOMIC_LAT: &[Case] = &[
     case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"]),
 ];
 
+/// As gdr-atomic-lat's (ib_atomic_bw exits on any other size too), and `-o` as gdr-read-bw's.
+const ATOMIC_BW: &[Case] = &[
+    case(
+        &["--loopback", "-s", "64"],
+        &["-s/--size 64: an atomic is 8 bytes, the only size gdr-atomic-bw runs (ib_atomic_bw refuses"],
+    ),
+    case(&["--loopback", "-a"], &["-s/--size -a (23 sizes): an atomic is 8 bytes"]),
+    case(&["--loopback", "-A", "XOR"], &["invalid value 'XOR' for '--atomic-type <TYPE>'"]),
+    case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"]),
+    case(&["--loopback", "-o", "0"], &["-o/--outs must be at least 1 outstanding READ or atomic"]),
+];
+
 /// The case lists of bench `bench`: the common ones, its kind's, and its own (by name).
 fn tables(bench: &Bench) -> Vec<&'static [Case]> {
     let kind = match bench.measures {
@@ -201,6 +213,7 @@ fn tables(bench: &Bench) -> Vec<&'static [Case]> {
         "write_lat" => WRITE_LAT,
         "send_lat" => SEND_LAT,
         "atomic_lat" => ATOMIC_LAT,
+        "atomic_bw" => ATOMIC_BW,
         _ => &[],
     };
     vec![COMMON, kind, own]

@@ -98,11 +98,11 @@ fn assert_simulated_and_checked(what: &str, rows: &[std::collections::HashMap<St
 fn every_bench_over_host_and_host_staged_memory_checks_every_size() {
     let scratch = Scratch::new("sweeps");
     for bench in BENCHES {
-        // An atomic is 8 bytes, the one size gdr-atomic-lat runs. gdr-send-bw checks every
+        // An atomic is 8 bytes, the one size the atomic benches run. gdr-send-bw checks every
         // message as it arrives, which in a debug build costs about 0.1 s per MiB: one size of
         // 1 MiB keeps it in seconds (its sweep runs in the VM suite's release build).
         let (sizes, count) = match bench.name {
-            "atomic_lat" => (&["-s", "8"][..], 1),
+            "atomic_lat" | "atomic_bw" => (&["-s", "8"][..], 1),
             "send_bw" => (&["-s", "1M"][..], 1),
             _ => (&["-a"][..], SWEEP_SIZES),
         };
@@ -132,13 +132,14 @@ fn every_bandwidth_bench_runs_two_lanes_and_checks_each() {
     // Lanes (--concurrent) are the bandwidth benches' alone.
     for bench in BENCHES.iter().filter(|bench| bench.measures == Measures::Bandwidth) {
         let csv = scratch.file(&format!("{}.csv", bench.name));
+        let size = if bench.name == "atomic_bw" { "8" } else { "65536" };
         let arguments = [
             "--loopback",
             "--concurrent",
             "-d",
             "simulated0,simulated0",
             "-s",
-            "65536",
+            size,
             "-n",
             "50",
             "--validate",

@@ -35,7 +35,7 @@ impl Benchmark for ReadBandwidth {
 
     fn setup(&self) -> Setup {
         let OneSidedStream { common, bandwidth, .. } = &self.0;
-        let outs = OutsArgs::describe(common.read_depth);
+        let outs = common.read_depth.describe();
         let mut parameters = bandwidth.parameters();
         parameters["outs"] = outs.clone().into();
         let mut header = bandwidth.header();

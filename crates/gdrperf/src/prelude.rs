@@ -7,7 +7,7 @@
 //! [`exit`]. Everything else of the crate is the harness's own business.
 
 pub use crate::bench::{self, Bench};
-pub use crate::engines::bandwidth::StreamOperation;
+pub use crate::engines::bandwidth::{StreamOperation, ATOMIC_COUNTER_OFFSET};
 pub use crate::engines::credits::CREDIT_RECEIVES;
 pub use crate::engines::latency::{
     check_ping_pong, measure_size, memory_header, one_sided_setup, ping_pong_initiator, ping_pong_responder,
@@ -25,7 +25,9 @@ pub use crate::options::latency::{
     AtomicArgs, AtomicOperation, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
 };
 pub use crate::options::send::{SendArgs, SendConfig};
-pub use crate::options::{parse_bench, BandwidthArgs, BandwidthConfig, BenchConfig, CommonArgs};
+pub use crate::options::{
+    parse_bench, BandwidthArgs, BandwidthConfig, BenchConfig, CommonArgs,
+};
 pub use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 pub use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 pub use crate::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};

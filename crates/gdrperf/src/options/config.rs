@@ -84,8 +84,8 @@ pub struct BenchConfig {
     pub argv: Vec<String>,
     /// Latency tests: what a sample spans (set from `--latency-span`); `None` elsewhere.
     pub latency_span: Option<LatencySpan>,
-    /// RDMA READs each QP may have outstanding (set from `-o/--outs` by gdr-read-bw,
-    /// gdr-read-lat and gdr-atomic-lat).
+    /// RDMA READs and atomics each QP may have outstanding (set from `-o/--outs` by gdr-read-bw,
+    /// gdr-atomic-bw, gdr-read-lat and gdr-atomic-lat).
     pub read_depth: ReadDepth,
     /// Test hook, read once here from `GDRPERF_TEST_SHARED_BOUNCE` (never while an engine sets
     /// up): the write stream behaves as gdrperf did before the staged ring (every message into
@@ -94,8 +94,8 @@ pub struct BenchConfig {
     pub shared_bounce_for_tests: bool,
 }
 
-/// `-o/--outs` of the benches that READ or run atomics (gdr-read-bw, gdr-read-lat,
-/// gdr-atomic-lat), as perftest offers it to its READ and atomic tests (`verb == READ ||
+/// `-o/--outs` of the benches that READ or run atomics (gdr-read-bw, gdr-atomic-bw,
+/// gdr-read-lat, gdr-atomic-lat), as perftest offers it to its READ and atomic tests (`verb == READ ||
 /// verb == ATOMIC` in `usage`): the QP's outstanding READs and atomics.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct OutsArgs {
@@ -110,14 +110,6 @@ impl OutsArgs {
     /// The depth asked for, checked ([`ReadDepth::from_outs`]).
     pub fn read_depth(&self) -> Result<ReadDepth> {
         ReadDepth::from_outs(self.outs)
-    }
-
-    /// The header line and the hello's parameter: the number asked, or the device's maximum.
-    pub fn describe(depth: ReadDepth) -> String {
-        match depth {
-            ReadDepth::Asked(outs) => outs.to_string(),
-            _ => "the device's max_qp_rd_atom".into(),
-        }
     }
 }
 
@@ -150,11 +142,19 @@ impl ReadDepth {
         }
     }
 
+    /// What the run header and the run's parameters say of it.
+    pub fn describe(self) -> String {
+        match self {
+            ReadDepth::Fixed(depth) | ReadDepth::Asked(depth) => depth.to_string(),
+            ReadDepth::DeviceMax => "the device's max_qp_rd_atom".into(),
+        }
+    }
+
     /// `-o/--outs` as given (`None`: the device's maximum).
     pub fn from_outs(outs: Option<u32>) -> Result<ReadDepth> {
         match outs {
             None => Ok(ReadDepth::DeviceMax),
-            Some(0) => Err(out_of_range("-o/--outs", 0, "at least 1 outstanding READ")),
+            Some(0) => Err(out_of_range("-o/--outs", 0, "at least 1 outstanding READ or atomic")),
             Some(asked) => Ok(ReadDepth::Asked(asked)),
         }
     }

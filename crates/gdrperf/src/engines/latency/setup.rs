@@ -9,7 +9,7 @@ use crate::harness::benchmark::Setup;
 use crate::harness::session::Session;
 use crate::memory::buffers::{check_received_at, pattern_seed};
 use crate::memory::check_failure::CheckFailure;
-use crate::options::config::{BenchConfig, OutsArgs};
+use crate::options::config::BenchConfig;
 use crate::options::perftest_defaults::InlineRequest;
 use crate::verbs::{QueuePairSizes, RemoteAccess};
 
@@ -87,7 +87,7 @@ pub fn one_sided_setup(
     if matches!(remote_access, RemoteAccess::Read | RemoteAccess::Atomic) {
         // `-o/--outs`: the QP's bound on outstanding READs and atomics (one is in flight at a
         // time here, as in perftest's latency tests; the bound is the QP's, as perftest sets it).
-        header.push(("Outstanding reads".into(), OutsArgs::describe(common.read_depth)));
+        header.push(("Outstanding reads".into(), common.read_depth.describe()));
     }
     header.extend(memory_header(common, None));
     Setup {

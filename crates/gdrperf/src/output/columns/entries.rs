@@ -8,7 +8,7 @@ use super::column::{column, Column, ACCEPT, COUNTERS, FLAGS, MEASURED, RUN};
 /// Every column of every table, alphabetical within its group.
 pub const COLUMNS: &[Column] = &[
     // What ran.
-    column(columns::TEST, "name", "The benchmark: `write_bw`, `read_bw`, `send_bw`, `read_lat`, `write_lat`, `send_lat`, `atomic_lat` (in the acceptance summary, the binary's test the row judged).", "the binary"),
+    column(columns::TEST, "name", "The benchmark: `write_bw`, `read_bw`, `send_bw`, `atomic_bw`, `read_lat`, `write_lat`, `send_lat`, `atomic_lat` (in the acceptance summary, the binary's test the row judged).", "the binary"),
     column(columns::BYTES, "bytes", "Message size of this row.", "`-s`/`-a` (the sweep)"),
     column(columns::QPS, "count", "Queue pairs used (`-q`; the sum of the lanes in an `all` row).", FLAGS),
     column(columns::TX_DEPTH, "count", "Work requests kept posted per QP (`-t`).", FLAGS),
