@@ -28,8 +28,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gdrperf_files::columns as column;
 use gdrperf_command_line::Verdict;
+use gdrperf_files::columns as column;
 use serde::Serialize;
 
 use crate::decision::log_t_test;

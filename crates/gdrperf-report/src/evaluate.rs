@@ -4,8 +4,8 @@
 
 use std::fmt;
 
-use gdrperf_files::columns as column;
 use gdrperf_command_line::Verdict as ContractVerdict;
+use gdrperf_files::columns as column;
 use serde::Serialize;
 
 pub use gdrperf_threshold::{

@@ -152,8 +152,9 @@ pub(crate) fn shown_verdict(value: &Value) -> &'static str {
 }
 
 fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
-    let count =
-        |shown: &[&str]| rows.iter().filter(|row| shown.contains(&shown_verdict(&row[column::VERDICT.name()]))).count();
+    let count = |shown: &[&str]| {
+        rows.iter().filter(|row| shown.contains(&shown_verdict(&row[column::VERDICT.name()]))).count()
+    };
     let mut html = format!(
         "<h1>gdrperf acceptance of {}</h1>\n<p class=\"note\">profile {} &middot; {} &middot; gdrperf {} (commit {})</p>\n",
         escape(metadata["host"].as_str().unwrap_or("unknown host")),

@@ -51,7 +51,8 @@ pub struct CommonArgs {
 
     /// With -R only, as perftest: rdma_cm's type of service for the connections, 0-255
     /// (rdma_set_option RDMA_OPTION_ID_TOS; on RoCE the IP header's DSCP and ECN byte, the
-    /// traffic class). Without -R use --tclass.
+    /// traffic class). Without -R use --tclass. [default: rdma_cm's, from configfs'
+    /// default_roce_tos]
     #[arg(short = 'T', long = "tos", value_name = "0-255")]
     pub type_of_service: Option<u8>,
 
