@@ -1,11 +1,10 @@
-//! Where a side's benchmark buffers live, as one typed value: parsed from `--mem`, carried in
-//! the hello (serde, kebab-case: "host", "cuda", "cuda-staged", "host-staged"), and asked by the
-//! harness, never compared as text.
+//! Where a side's benchmark buffers live, as one typed value: parsed from `--mem` (by the
+//! options, from [`MemoryKind::ALL`] and the labels), carried in the hello (serde, kebab-case:
+//! "host", "cuda", "cuda-staged", "host-staged"), and asked by the harness, never compared as
+//! text.
 
 /// Where a side's benchmark buffers live.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MemoryKind {
     #[default]
@@ -13,12 +12,20 @@ pub enum MemoryKind {
     Cuda,
     CudaStaged,
     /// Host payload staged through a second host buffer: the staged code path without a GPU,
-    /// for tests.
-    #[value(hide = true)]
+    /// for tests (accepted by `--mem`, not listed in its help).
     HostStaged,
 }
 
 impl MemoryKind {
+    /// Every kind, in the order `--mem`'s help lists them.
+    pub const ALL: [MemoryKind; 4] =
+        [MemoryKind::Host, MemoryKind::Cuda, MemoryKind::CudaStaged, MemoryKind::HostStaged];
+
+    /// The kind whose [`label`](Self::label) is `label`.
+    pub fn from_label(label: &str) -> Option<MemoryKind> {
+        MemoryKind::ALL.into_iter().find(|kind| kind.label() == label)
+    }
+
     /// Whether the payload lives in GPU memory (and so takes a GPU from `--gpu`).
     pub fn is_on_gpu(self) -> bool {
         matches!(self, MemoryKind::Cuda | MemoryKind::CudaStaged)
@@ -57,5 +64,9 @@ mod tests {
             assert_eq!(serde_json::from_str::<MemoryKind>(&text).unwrap(), kind);
         }
         assert!(serde_json::from_str::<MemoryKind>("\"gpu-staged\"").is_err());
+        for kind in MemoryKind::ALL {
+            assert_eq!(MemoryKind::from_label(kind.label()), Some(kind));
+        }
+        assert_eq!(MemoryKind::from_label("gpu-staged"), None);
     }
 }

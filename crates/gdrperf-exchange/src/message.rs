@@ -55,9 +55,12 @@ pub struct SideInfo {
     #[serde(default)]
     pub gpu: Option<String>,
     /// This side's path facts (port, PCIe links, GPU-NIC path, ACS, IOMMU, NUMA), so that the
-    /// peer's rows know both ends' ceiling and causes (`gdrperf-ceiling`). Absent from an older peer.
+    /// peer's rows know both ends' ceiling and causes. Carried as the JSON form of
+    /// `gdrperf_ceiling::EndFacts`, which the harness writes and reads (facts that do not read
+    /// back count as unknown): the protocol moves and cleans them without depending on the
+    /// ceiling's types. Absent from an older peer.
     #[serde(default)]
-    pub path: Option<gdrperf_ceiling::EndFacts>,
+    pub path: Option<serde_json::Value>,
 }
 
 /// Everything that travels on the control channel, in the order it does.
@@ -201,7 +204,7 @@ fn clean_peer_text(message: &mut Message) {
             hello.side.gpu.iter_mut().for_each(clean);
             hello.placements.iter_mut().for_each(clean);
             clean_json(&mut hello.parameters, &clean);
-            clean_path_facts(&mut hello.side.path, &clean);
+            hello.side.path.iter_mut().for_each(|path| clean_json(path, &clean));
         }
         Message::Terms { parameters, .. } => clean_json(parameters, &clean),
         Message::SizeDone { report, .. } => report.iter_mut().for_each(|report| clean_json(report, &clean)),
@@ -219,18 +222,6 @@ fn clean_peer_text(message: &mut Message) {
         | Message::NextPlacement { .. }
         | Message::Goodbye => {}
     }
-}
-
-/// The path facts hold free text (software device, port rate, ACS and IOMMU lists, findings'
-/// device, evidence and fix): each string is cleaned through the facts' JSON form, so that a
-/// field added later is covered too. Facts that no longer read back after cleaning (a string
-/// that was an enum's name and held a control character never decoded in the first place) are
-/// dropped: the rows then say the peer's end is unknown.
-fn clean_path_facts(path: &mut Option<gdrperf_ceiling::EndFacts>, clean: &dyn Fn(&mut String)) {
-    let Some(facts) = path.take() else { return };
-    let Ok(mut value) = serde_json::to_value(&facts) else { return };
-    clean_json(&mut value, clean);
-    *path = serde_json::from_value(value).ok();
 }
 
 /// Cleans every string of a JSON value, keys included.

@@ -384,20 +384,20 @@ fn a_peers_path_facts_are_cleaned_and_cut_where_they_are_decoded() {
         "nic_numa_node": 0, "thread_numa_node": 0,
     });
     let mut theirs = hello();
-    theirs.side.path = Some(serde_json::from_value(facts).expect("a fixture the protocol accepts"));
+    theirs.side.path = Some(facts);
     let decoded = match decode_body(&encode(&Message::Hello(Box::new(theirs)))[4..]).unwrap() {
         Message::Hello(hello) => hello,
         other => panic!("decoded {other:?}"),
     };
-    let path = decoded.side.path.expect("clean facts still read back");
+    let path = decoded.side.path.expect("the facts still travel");
     let text = serde_json::to_string(&path).unwrap();
     for bad in ['\u{1b}', '\r', '\n', '\u{7}', '\u{202e}', '\u{2066}', '\u{2069}', '\u{200b}'] {
         assert!(!text.contains(bad), "{bad:?} survived in {text}");
     }
     assert!(text.len() < 20 * PEER_TEXT_CHARS, "{} bytes survived", text.len());
-    assert_eq!(path.port_rate.as_deref(), Some("400 Gb/sec\\r\\nFAIL"));
-    assert_eq!(path.software_device.as_deref(), Some("rxe\\u{202e}"));
-    assert!(path.path_findings[0].evidence.ends_with("more characters cut)"));
+    assert_eq!(path["port_rate"], "400 Gb/sec\\r\\nFAIL");
+    assert_eq!(path["software_device"], "rxe\\u{202e}");
+    assert!(path["path_findings"][0]["evidence"].as_str().unwrap().ends_with("more characters cut)"));
 }
 
 /// The hello's connect retries (busy servers) stop at the user's deadline, but the error and the

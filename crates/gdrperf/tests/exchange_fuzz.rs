@@ -135,7 +135,8 @@ fn report() -> impl Strategy<Value = Option<serde_json::Value>> {
 }
 
 /// A side's path facts with free text where a peer can put any (issue 44: cleaned at decode).
-fn path_facts() -> impl Strategy<Value = Option<gdrperf_ceiling::EndFacts>> {
+/// Carried as the facts' JSON form, as the harness sends them.
+fn path_facts() -> impl Strategy<Value = Option<serde_json::Value>> {
     let texts = || proptest::collection::vec(text(), 0..3);
     proptest::option::of(
         (text(), proptest::option::of(text()), proptest::option::of(text()), texts(), texts(), any::<u8>())
@@ -160,7 +161,8 @@ fn path_facts() -> impl Strategy<Value = Option<gdrperf_ceiling::EndFacts>> {
                     staged_copy: None,
                     relaxed_ordering_asked: None,
                 }
-            }),
+            })
+            .prop_map(|facts| serde_json::to_value(facts).expect("facts have a JSON form")),
     )
 }
 

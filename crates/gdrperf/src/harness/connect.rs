@@ -145,7 +145,8 @@ impl LocalResources {
                     .bytes(),
                 memory: self.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host),
                 gpu: self.buffers.first().and_then(BenchBuffer::gpu_description),
-                path: Some(self.path.clone()),
+                // The protocol carries the facts as plain JSON; Session::peer_path reads them back.
+                path: serde_json::to_value(&self.path).ok(),
             },
             endpoints: self
                 .queue_pairs
@@ -177,6 +178,11 @@ pub struct Greeting {
 }
 
 /// [`refuse_staged`] for this side (`server` or not), its own memory and its peer's hello.
+/// See [`Session::peer_path`].
+fn peer_path_facts(peer: &Hello) -> Option<gdrperf_ceiling::EndFacts> {
+    peer.side.path.clone().and_then(|facts| serde_json::from_value(facts).ok())
+}
+
 fn refuse_pairing(greeting: &Greeting, server: bool, local: &LocalResources, peer: &Hello) -> Result<()> {
     let ours = local.buffers.first().map(BenchBuffer::kind).unwrap_or(MemoryKind::Host);
     let (server_memory, client_memory) =
@@ -230,6 +236,14 @@ pub(crate) fn report_refusal(refusal: &Refusal) {
 }
 
 impl Session {
+    /// The peer's path facts from its hello (see `LocalResources::hello`): `None` from an older
+    /// peer, or where they no longer read as `EndFacts` once the protocol cleaned them (a string
+    /// that was an enum's name and held a control character): the rows then say the peer's end
+    /// is unknown.
+    pub(crate) fn peer_path(&self) -> Option<gdrperf_ceiling::EndFacts> {
+        peer_path_facts(&self.peer)
+    }
+
     /// Waits for the peer (server: on `listener`; client: connects), exchanges hellos, connects
     /// every QP. On failure after the control channel exists, the peer is told why.
     pub fn connect(
@@ -496,7 +510,7 @@ fn client_handshake(
 
 #[cfg(test)]
 mod tests {
-    use super::effective_mtu;
+    use super::{effective_mtu, peer_path_facts};
     use crate::verbs::Mtu;
 
     fn mtu(bytes: u32) -> Mtu {
@@ -524,5 +538,52 @@ mod tests {
         assert_eq!(effective_mtu(Some(mtu(4096)), mtu(2048), mtu(4096)), mtu(2048));
         // -m below the ports: kept.
         assert_eq!(effective_mtu(Some(mtu(512)), mtu(4096), mtu(4096)), mtu(512));
+    }
+
+    /// The peer's path facts travel as JSON the protocol cleans (`gdrperf_exchange`): cleaned
+    /// free text still reads back as the ceiling's facts, and facts that no longer do (an enum's
+    /// name that held a control character) count as unknown rather than failing the run.
+    #[test]
+    fn a_peers_cleaned_path_facts_read_back_or_count_as_unknown() {
+        use gdrperf_exchange::{decode_body, encode, Hello, Message, SideInfo};
+        let facts = serde_json::json!({
+            "nic": "mlx5_0\x1b[31m", "port": 1, "software_device": "rxe\u{202e}",
+            "link_layer": null, "port_rate": "400 Gb/sec\r\nFAIL", "active_mtu": 4096, "max_mtu": 4096,
+            "nic_pcie": null, "gpu_pcie": null, "memory": "host", "gpu_nic_relation": null,
+            "acs_redirecting": [], "path_findings": [], "iommu_translating": [],
+            "nic_numa_node": 0, "thread_numa_node": 0,
+        });
+        let travelled = |facts: serde_json::Value| {
+            let hello = Hello {
+                version: gdrperf_exchange::PROTOCOL_VERSION,
+                gdrperf_version: String::new(),
+                host: String::new(),
+                parameters: serde_json::json!({}),
+                side: SideInfo {
+                    device: String::new(),
+                    port: 1,
+                    active_mtu: 1024,
+                    memory: Default::default(),
+                    gpu: None,
+                    path: Some(facts),
+                },
+                endpoints: Vec::new(),
+                buffers: Vec::new(),
+                placements: Vec::new(),
+                lane: 0,
+                rdma_cm_port: None,
+                rdma_cm_secret: None,
+            };
+            match decode_body(&encode(&Message::Hello(Box::new(hello)))[4..]).expect("a hello decodes") {
+                Message::Hello(hello) => peer_path_facts(&hello),
+                other => panic!("decoded {other:?}"),
+            }
+        };
+        let path = travelled(facts.clone()).expect("cleaned facts read back");
+        assert_eq!(path.nic, "mlx5_0\\u{1b}[31m");
+        assert_eq!(path.port_rate.as_deref(), Some("400 Gb/sec\\r\\nFAIL"));
+        let mut spoiled = facts;
+        spoiled["memory"] = "host\u{7}".into();
+        assert!(travelled(spoiled).is_none(), "an enum's name with a control character reads as unknown");
     }
 }

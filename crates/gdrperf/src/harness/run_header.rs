@@ -39,11 +39,7 @@ pub(crate) fn row_context(test: &str, config: &BenchConfig, session: &Session) -
         service_level: config.service_level.map(u32::from),
         relaxed_ordering: crate::memory::buffers::relaxed_ordering(&session.local.buffers).word().into(),
         nic: Default::default(),
-        path: Some(RowPath::new(
-            session.side.is_client(),
-            session.local.path.clone(),
-            session.peer.side.path.clone(),
-        )),
+        path: Some(RowPath::new(session.side.is_client(), session.local.path.clone(), session.peer_path())),
     }
 }
 
@@ -188,7 +184,7 @@ pub(crate) fn metadata(
             format!("{} {}: {}", finding.level.word(), finding.check.name(), finding.evidence),
         )
     }));
-    let ceiling = ceiling_columns::header(&local.path, session.peer.side.path.as_ref());
+    let ceiling = ceiling_columns::header(&local.path, session.peer_path().as_ref());
     header.push(HeaderLine::per_placement("Ceiling", ceiling));
     header.extend(setup_header.into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
     if let Some(request) = inline {

@@ -184,7 +184,7 @@ pub struct CommonArgs {
     /// (host,cuda,cuda-staged) runs each in turn, on every --gpu, into one table and CSV.
     #[arg(
         long = "mem",
-        value_enum,
+        value_parser = memory_kind_parser(),
         default_value = "host",
         value_name = "KIND[,KIND...]",
         value_delimiter = ','
@@ -282,6 +282,17 @@ pub struct BandwidthArgs {
     /// Both sides give it.
     #[arg(long)]
     pub concurrent: bool,
+}
+
+/// `--mem`'s parser: the kinds by their labels, as clap lists possible values; `host-staged`
+/// (the staged path without a GPU, for tests) is accepted but left out of the help. Here rather
+/// than a clap derive on `MemoryKind`, which is the exchange's plain data.
+fn memory_kind_parser() -> impl clap::builder::TypedValueParser<Value = MemoryKind> {
+    use clap::builder::TypedValueParser as _;
+    let listed = MemoryKind::ALL
+        .map(|kind| clap::builder::PossibleValue::new(kind.label()).hide(kind == MemoryKind::HostStaged));
+    clap::builder::PossibleValuesParser::new(listed)
+        .try_map(|label| MemoryKind::from_label(&label).ok_or_else(|| format!("{label}: not a memory kind")))
 }
 
 fn parse_bandwidth_threshold(text: &str) -> Result<gdrperf_threshold::BandwidthThreshold, String> {
