@@ -1,6 +1,6 @@
 //! Why a row is short of its ceiling: the evidence in both ends' facts, most likely first, each
 //! with what to do about it (the doctor's kind of fix line) and where the judgement comes from.
-//! The PCIe ones are `gdrperf-findings`' findings, the doctor's own words; this module ranks them.
+//! The PCIe ones are `gdrperf_topology::findings`' findings, the doctor's own words; this module ranks them.
 //!
 //! The order is by how much each finding can cost *this row*, in three tiers:
 //! 1. a finding that sets the rate of the part that binds the row's ceiling: a link trained
@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ceiling::{Ceiling, End, PathPart};
 use crate::facts::MemoryPath;
-use gdrperf_findings::{Check, Role};
+use gdrperf_topology::findings::{Check, Role};
 
 /// One piece of evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ pub struct Cause {
     pub evidence: String,
     pub fix: String,
     /// Where the judgement comes from, or that no public source gives its cost (a PCIe
-    /// finding's is `gdrperf-findings`' [`Check::source`]); empty in older stored results.
+    /// finding's is `gdrperf_topology::findings`' [`Check::source`]); empty in older stored results.
     #[serde(default)]
     pub source: String,
 }
@@ -201,7 +201,7 @@ fn end_causes(end: End, add: &mut Add) {
             "measured: the staged copies' rate, timed at set-up".into(),
         );
     }
-    // The findings, in the doctor's words (`gdrperf-findings`, through [`EndFacts::findings`]).
+    // The findings, in the doctor's words (`gdrperf_topology::findings`, through [`EndFacts::findings`]).
     let findings = facts.findings();
     let device_control_off = findings.iter().any(|finding| finding.check == Check::RelaxedOrdering);
     if facts.relaxed_ordering_asked == Some(false) && !device_control_off {

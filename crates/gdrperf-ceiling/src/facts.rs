@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use gdrperf_findings::{read, Device, Finding, Link, Role};
 use gdrperf_topology::aer::AerCounts;
+use gdrperf_topology::findings::{read, Device, Finding, Link, Role};
 use gdrperf_topology::iommu::{Iommu, IommuMode};
 use gdrperf_topology::pci::PciDevice;
 use gdrperf_topology::pcie::{self, DeviceControl, FunctionFacts};
@@ -84,7 +84,7 @@ impl PcieFacts {
         }
     }
 
-    /// The function as `gdrperf-findings` judges it, so that a cause and the doctor say the same.
+    /// The function as `gdrperf_topology::findings` judges it, so that a cause and the doctor say the same.
     pub fn as_device(&self, role: Role) -> Device {
         Device {
             name: self.name.clone(),
@@ -151,7 +151,7 @@ pub struct EndFacts {
     pub gpu_nic_relation: Option<Relation>,
     /// Bridges on the GPU-NIC path whose ACS redirects peer-to-peer traffic to the root complex.
     pub acs_redirecting: Vec<String>,
-    /// `gdrperf-findings`' judgement of the devices between the GPU and the NIC (the ends' own
+    /// `gdrperf_topology::findings`' judgement of the devices between the GPU and the NIC (the ends' own
     /// findings derive from `nic_pcie` and `gpu_pcie`): read where the bridges are, carried to
     /// the peer (absent from older peers).
     #[serde(default)]
@@ -256,12 +256,13 @@ impl EndFacts {
                 .filter(|bridge| bridge.redirects_peer_to_peer)
                 .map(|bridge| bridge.bridge)
                 .collect();
-            facts.path_findings = gdrperf_findings::path_findings(&read::path(&sys, gpu, nic, query.nic));
+            facts.path_findings =
+                gdrperf_topology::findings::path_findings(&read::path(&sys, gpu, nic, query.nic));
         }
         facts
     }
 
-    /// This end's findings in `gdrperf-findings`' words, the doctor's: its NIC's own, its GPU's
+    /// This end's findings in `gdrperf_topology::findings`' words, the doctor's: its NIC's own, its GPU's
     /// when GPU memory is in the path, the path's between them (topology, bridges, ACS) when the
     /// run was GPUDirect, and the IOMMU's. A software device has no PCIe facts: none.
     pub fn findings(&self) -> Vec<Finding> {
@@ -270,15 +271,19 @@ impl EndFacts {
         }
         let mut findings: Vec<Finding> = Vec::new();
         if let Some(nic) = &self.nic_pcie {
-            findings.extend(gdrperf_findings::device_findings(&nic.as_device(Role::Nic)));
+            findings.extend(gdrperf_topology::findings::device_findings(&nic.as_device(Role::Nic)));
         }
         if let Some(gpu) = self.gpu_pcie.as_ref().filter(|_| self.memory != MemoryPath::Host) {
-            findings.extend(gdrperf_findings::device_findings(&gpu.as_device(Role::Gpu)));
+            findings.extend(gdrperf_topology::findings::device_findings(&gpu.as_device(Role::Gpu)));
         }
         if self.uses_gpudirect() {
             findings.extend(self.path_findings.iter().cloned());
         }
-        findings.extend(gdrperf_findings::iommu_finding(IommuMode::Translated, &self.iommu_translating, 0));
+        findings.extend(gdrperf_topology::findings::iommu_finding(
+            IommuMode::Translated,
+            &self.iommu_translating,
+            0,
+        ));
         findings
     }
 

@@ -1,6 +1,6 @@
 //! A short row's causes on each one-fault machine (gdrperf-doctor-fixtures' `Fault::all`: a NIC,
 //! a GPU or a bridge) name the doctor's finding in the doctor's words: the same check, evidence,
-//! fix and source, because both take them from `gdrperf-findings`. The healthy shapes name none.
+//! fix and source, because both take them from `gdrperf_topology::findings`. The healthy shapes name none.
 
 use gdrperf_ceiling::{ceiling, judge, Cause, End, EndFacts, EndQuery, MemoryPath, RowEvidence, Transfer};
 use gdrperf_doctor::{diagnose, CudaFacts};

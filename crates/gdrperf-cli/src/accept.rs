@@ -179,7 +179,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 
     let host = hostname();
-    let date = gdrperf_provenance::utc_timestamp();
+    let date = gdrperf_command_line::provenance::utc_timestamp();
     let out = args
         .out
         .clone()
@@ -263,8 +263,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "profile": profile.name,
         "profile_source": args.profile,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": gdrperf_provenance::GIT_COMMIT,
-        "command": gdrperf_provenance::command_line(&gdrperf_command_line::arguments()),
+        "git_commit": gdrperf_command_line::provenance::GIT_COMMIT,
+        "command": gdrperf_command_line::provenance::command_line(&gdrperf_command_line::arguments()),
         "argv": gdrperf_command_line::redact_command_line(gdrperf_command_line::arguments()),
         "host": host,
         "peer": args.peer,
@@ -292,7 +292,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             profile: &profile.name,
             host: &host,
             version: env!("CARGO_PKG_VERSION"),
-            git_commit: gdrperf_provenance::GIT_COMMIT,
+            git_commit: gdrperf_command_line::provenance::GIT_COMMIT,
             timestamp_seconds: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0.0, |since| since.as_secs_f64()),

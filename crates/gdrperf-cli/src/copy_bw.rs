@@ -278,10 +278,10 @@ impl Outputs {
                     .with_context(|| format!("cannot create CSV file {}", path.display()))?;
                 let argv: Vec<String> = gdrperf_command_line::arguments();
                 let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-                let head = gdrperf_provenance::comment_lines(
+                let head = gdrperf_command_line::provenance::comment_lines(
                     "copy_bw",
                     &argv,
-                    &gdrperf_provenance::utc_timestamp(),
+                    &gdrperf_command_line::provenance::utc_timestamp(),
                     host.trim(),
                 );
                 std::io::Write::write_all(&mut file, head.as_bytes())?;
@@ -331,9 +331,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         let document = serde_json::json!({
             "tool": "gdrperf copy-bw",
-            "command": gdrperf_provenance::command_line(&gdrperf_command_line::arguments()),
-            "git_commit": gdrperf_provenance::GIT_COMMIT,
-            "date": gdrperf_provenance::utc_timestamp(),
+            "command": gdrperf_command_line::provenance::command_line(&gdrperf_command_line::arguments()),
+            "git_commit": gdrperf_command_line::provenance::GIT_COMMIT,
+            "date": gdrperf_command_line::provenance::utc_timestamp(),
             "driver_cuda_version": cuda.driver_version().to_string(),
             "kernel_module_version": cuda.kernel_module_version(),
             "gpus": gpus.iter().map(|gpu| serde_json::json!({

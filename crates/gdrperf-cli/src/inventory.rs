@@ -29,7 +29,7 @@ pub fn write(folder: &Path, sysfs_root: &Path, doctor: &Report) -> anyhow::Resul
         })).collect::<Vec<_>>(),
         "sysfs_root": sysfs_root.display().to_string(),
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": gdrperf_provenance::GIT_COMMIT,
+        "git_commit": gdrperf_command_line::provenance::GIT_COMMIT,
     });
     let path = folder.join(FILE_NAME);
     let text = serde_json::to_string_pretty(&inventory)? + "\n";

@@ -45,7 +45,7 @@ pub struct Fault {
     pub nic: String,
     /// The NUMA node of the pair (a row's thread is pinned there).
     pub numa_node: u32,
-    /// The finding's check (`gdrperf-findings`' `Check::name`) and device as findings name it.
+    /// The finding's check (`gdrperf_topology::findings`' `Check::name`) and device as findings name it.
     pub check: &'static str,
     pub device: String,
     /// Whether the finding fails the node (a fatal AER count) rather than warning.

@@ -16,7 +16,7 @@
 //! 5. [`iommu`]: whether DMA is translated.
 //! 6. [`topology`]: PIX/PXB/PHB/NODE/SYS for each GPU × NIC pair, and the
 //!    recommended NIC per GPU.
-//! 7. `gdrperf_findings`: the PCIe findings on every GPU, NIC and bridge of each recommended
+//! 7. `gdrperf_topology::findings`: the PCIe findings on every GPU, NIC and bridge of each recommended
 //!    pair (the same judgement a short row's causes use), in [`Report::findings`].
 //! 8. [`verdict`]: OK/WARN/FAIL lines ([`verdict_line`]) and the exit code.
 //!

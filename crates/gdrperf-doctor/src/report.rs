@@ -14,7 +14,7 @@ use crate::rdma::{Backing, RdmaDevice};
 use crate::sysfs::SysRoot;
 use crate::topology::{self, AcsFinding, Endpoint, PciePath, Recommendation, Relation};
 use crate::verdict_line::{Level, Verdict};
-use gdrperf_findings::{read as read_findings, Finding, Role};
+use gdrperf_topology::findings::{read as read_findings, Finding, Role};
 use gdrperf_topology::Inventory;
 
 /// Everything `gdrperf doctor` knows about a node; serializes to its `--json`.
@@ -39,7 +39,7 @@ pub struct Report {
     pub acs: AcsSummary,
     /// Link training and Device Control of every GPU and PCI NIC (see [`crate::pcie`]).
     pub pcie: Vec<FunctionFacts>,
-    /// The PCIe findings (`gdrperf-findings`) on every GPU and hardware NIC, and on every
+    /// The PCIe findings (`gdrperf_topology::findings`) on every GPU and hardware NIC, and on every
     /// bridge between each GPU and its recommended NIC; the verdict lists them all.
     pub findings: Vec<Finding>,
     pub verdicts: Vec<Verdict>,
@@ -156,7 +156,7 @@ pub(crate) fn build(sys: &SysRoot, cuda: CudaFacts) -> Report {
         Backing::Software { .. } => None,
     }));
     let mut findings = findings(sys, &gpus, &inventory, &recommendations);
-    findings.extend(gdrperf_findings::iommu_finding(
+    findings.extend(gdrperf_topology::findings::iommu_finding(
         iommu.mode,
         &iommu.translated_devices,
         iommu.group_count,
@@ -193,7 +193,7 @@ fn findings(
     let mut findings: Vec<Finding> = Vec::new();
     let gpu_pcis: Vec<&PciDevice> = gpus.iter().filter_map(|gpu| gpu.pci.as_ref()).collect();
     for pci in &gpu_pcis {
-        findings.extend(gdrperf_findings::device_findings(&read_findings::device(
+        findings.extend(gdrperf_topology::findings::device_findings(&read_findings::device(
             sys,
             "GPU",
             pci,
@@ -211,14 +211,14 @@ fn findings(
     for device in &inventory.rdma_devices {
         if let Some(pci) = nic_pci(&device.name) {
             let nic = read_findings::device(sys, &device.name, pci, Role::Nic);
-            findings.extend(gdrperf_findings::device_findings(&nic));
+            findings.extend(gdrperf_topology::findings::device_findings(&nic));
         }
     }
     for recommendation in recommendations {
         let gpu = gpu_pcis.iter().find(|pci| pci.address == recommendation.gpu_bus_id);
         if let (Some(gpu), Some(nic)) = (gpu, nic_pci(&recommendation.nic)) {
             let path = read_findings::path(sys, gpu, nic, &recommendation.nic);
-            for finding in gdrperf_findings::path_findings(&path) {
+            for finding in gdrperf_topology::findings::path_findings(&path) {
                 let known =
                     findings.iter().any(|seen| seen.check == finding.check && seen.device == finding.device);
                 if !known {

@@ -13,11 +13,11 @@
 //!
 //! The findings on every GPU, NIC and bridge of each recommended pair (links, Max Payload Size
 //! along the path, Max Read Request, relaxed ordering, ACS, AER counters, a pair through the
-//! root complex) and on the IOMMU come from `gdrperf-findings`, the judgement a short row's
+//! root complex) and on the IOMMU come from `gdrperf_topology::findings`, the judgement a short row's
 //! causes use too: a finding's level becomes the verdict's (fail: FAIL, warn: WARN, info: OK),
 //! with its fix and source.
 
-use gdrperf_findings::{Check, Finding, Level as FindingLevel};
+use gdrperf_topology::findings::{Check, Finding, Level as FindingLevel};
 
 use crate::gpu::{format_cuda_version, CudaFacts};
 use crate::gpudirect::GdrPath;
@@ -237,7 +237,7 @@ fn judge_gpudirect_path(report: &Report, verdicts: &mut Vec<Verdict>) {
 }
 
 /// The topology's OK line, then its findings (a pair through the root complex) and ACS's, which
-/// depends on it; both come from `gdrperf-findings`, as a row's causes do.
+/// depends on it; both come from `gdrperf_topology::findings`, as a row's causes do.
 fn judge_topology(report: &Report, verdicts: &mut Vec<Verdict>) {
     let close: Vec<String> = report
         .recommendations

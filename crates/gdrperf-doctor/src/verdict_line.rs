@@ -1,6 +1,5 @@
 //! One verdict line and its level: the types a [`crate::Report`] holds. What each line says is
-//! decided in [`crate::verdict`], which reads the report; this module reads nothing, so the
-//! report and its judgement do not import each other.
+//! decided in [`crate::verdict`], which reads the report; this module only says what a line is.
 
 use serde::Serialize;
 
@@ -51,7 +50,7 @@ pub struct Verdict {
     pub reason: String,
     /// What to do about it; absent for OK.
     pub fix: Option<String>,
-    /// Where the judgement comes from (a PCIe finding's [`gdrperf_findings::Check::source`]).
+    /// Where the judgement comes from (a PCIe finding's [`gdrperf_topology::findings::Check::source`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }

@@ -1,11 +1,11 @@
-//! The doctor's verdict on the PCIe findings (`gdrperf-findings`): every healthy machine shape
+//! The doctor's verdict on the PCIe findings (`gdrperf_topology::findings`): every healthy machine shape
 //! has none, and each one-fault machine (a NIC, a GPU or a bridge) has exactly its fault, named
 //! with its device, and exits 1 (a warning) or 2 (a failure). The same faults' causes on a short
 //! row are checked against these words in gdrperf-ceiling's tests/findings.rs.
 
 use gdrperf_doctor::{diagnose, CudaFacts, CudaGpu, Level, Report};
 use gdrperf_doctor_fixtures::{Fault, FixtureDir, Machine};
-use gdrperf_findings::{Check, Finding};
+use gdrperf_topology::findings::{Check, Finding};
 
 /// CUDA's view of every GPU in `machine`, all capable, so that a healthy node exits 0.
 fn report_with_capable_gpus(machine: &Machine) -> Report {

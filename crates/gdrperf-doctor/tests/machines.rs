@@ -422,7 +422,7 @@ fn a_runs_facts_come_from_the_fixture_tree() {
     assert_eq!(bridges, ["0000:16:00.0", "0000:17:00.0", "0000:17:01.0"]);
     assert!(run.path_acs.iter().all(|bridge| !bridge.redirects_peer_to_peer));
     let header = run.header_lines();
-    // The links' judgement is gdrperf-findings' (the run header's "Finding" lines), not here.
+    // The links' judgement is gdrperf_topology::findings' (the run header's "Finding" lines), not here.
     assert_eq!(header.iter().filter(|(name, _)| name == "PCIe").count(), 2, "{header:#?}");
     assert!(header.iter().any(|(name, text)| name == "ACS on path" && text.contains("0000:17:00.0")));
     // A software NIC and no GPU: nothing to say, and nothing invented.

@@ -538,7 +538,7 @@ mod tests {
         assert!(is_peer_fault(&ExchangeError::Closed { peer: "x".into(), during: "y".into() }));
         assert!(is_peer_fault(&ExchangeError::Authentication { peer: "x".into(), detail: "y".into() }));
         assert!(is_peer_fault(&ExchangeError::Mismatch { peer: "x".into(), differences: "y".into() }));
-        assert!(!is_peer_fault(&ExchangeError::Interrupted(gdrperf_process::StopSignal::Interrupt)));
+        assert!(!is_peer_fault(&ExchangeError::Interrupted(crate::process::StopSignal::Interrupt)));
         assert!(!is_peer_fault(&ExchangeError::NoClient {
             address: "x".into(),
             seconds: 1.0,

@@ -61,7 +61,7 @@ fn turn_away(listener: &TcpListener, serving: &str, stop: &AtomicBool) {
                 let _ = std::io::Write::write_all(&mut stream, &frame);
                 turned_away += 1;
                 if turned_away <= REPORTED {
-                    let program = gdrperf_process::program_name();
+                    let program = crate::process::program_name();
                     eprintln!("{program}: turned away {address}: busy serving {serving}");
                 }
             }

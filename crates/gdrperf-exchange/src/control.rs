@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gdrperf_process::{StopFlag, StopSignal};
+use crate::process::{StopFlag, StopSignal};
 
 use crate::error::{ExchangeError, ExchangeResult};
 use crate::message::{decode_body, encode, frame_length, Message};
@@ -157,7 +157,7 @@ impl Control {
             if !std::mem::replace(&mut said, true) {
                 eprintln!(
                     "{}: {address_text}: {last_error}; retrying for up to {} s (--timeout) in case the server is starting",
-                    gdrperf_process::program_name(),
+                    crate::process::program_name(),
                     timeout.as_secs()
                 );
             }

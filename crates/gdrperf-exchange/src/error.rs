@@ -3,7 +3,7 @@
 
 use std::io;
 
-use gdrperf_process::StopSignal;
+use crate::process::StopSignal;
 
 /// Errors of the exchange, each saying which step failed.
 #[derive(Debug, thiserror::Error)]

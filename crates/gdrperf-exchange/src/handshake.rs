@@ -40,7 +40,7 @@ impl Control {
             match &hello {
                 Err(error) if is_handshake_busy(error) && Instant::now() < deadline => {
                     if !std::mem::replace(&mut said, true) {
-                        eprintln!("{}: {error}; retrying until --timeout", gdrperf_process::program_name());
+                        eprintln!("{}: {error}; retrying until --timeout", crate::process::program_name());
                     }
                     std::thread::sleep(Duration::from_millis(200));
                 }

@@ -13,9 +13,11 @@
 //! a connection that fails the challenge or the parameter check is turned away and the server
 //! keeps waiting (`admit`).
 //!
-//! A floor of its own, below the harness and above the verbs wrappers (whose endpoints and
-//! buffer keys the hello carries): it waits on the peer, never on the benchmark, and learns of
-//! a stop request from [`gdrperf_process`], so nothing here reaches up into the harness.
+//! It waits on the peer, never on the benchmark, and learns of the operator's stop request from
+//! [`process`] (the stop flag the harness's signal handlers set), so a wait on a peer ends on
+//! Ctrl-C without knowing what runs above it. Its messages hold plain data (serde types, the
+//! verbs' endpoints and buffer keys, JSON for the run's parameters, rows and path facts): what a
+//! harness means by them is converted at its own edge.
 
 mod admit;
 mod auth;
@@ -26,6 +28,7 @@ mod handshake;
 pub mod memory_kind;
 mod message;
 mod peer_text;
+pub mod process;
 mod protocol;
 mod terms;
 mod watch;

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use gdrperf_process::{StopFlag, StopSignal};
+use crate::process::{StopFlag, StopSignal};
 
 use crate::error::ExchangeResult;
 

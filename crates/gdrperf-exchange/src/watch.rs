@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{ExchangeError, ExchangeResult};
 use crate::message::{decode_frame, Message};
-use gdrperf_process::{StopFlag, StopSignal};
+use crate::process::{StopFlag, StopSignal};
 
 /// How often a loop may look at the socket: rare enough to cost nothing measurable, often
 /// enough that a dead peer is noticed in a blink.

@@ -1,6 +1,5 @@
-//! The one error of this crate: a sysfs root that cannot be examined at all. Its own module, so
-//! that `sysfs` (which raises it) and the crate root (which returns it from [`crate::recommend_nic`])
-//! both import it from below instead of the root's modules importing the root.
+//! The one error of this crate: a sysfs root that cannot be examined at all, raised by `sysfs`
+//! and returned from [`crate::recommend_nic`].
 
 use std::path::PathBuf;
 

@@ -16,11 +16,14 @@
 //!    the path between each GPU and NIC), which `gdrperf accept` writes as `inventory.json`.
 //! 8. [`pcie_health`]: AER counters and link speed/width of a GPU, a NIC and the bridges above
 //!    them, re-read per soak interval; what moved between two reads.
+//! 9. [`findings`]: one judgement of these facts (a link below its best, Device Control,
+//!    AER counters, ACS, IOMMU), shared by the doctor's verdict and a row's causes.
 
 use std::path::Path;
 
 pub mod aer;
 mod error;
+pub mod findings;
 pub mod identity;
 pub mod iommu;
 pub mod pci;

@@ -247,7 +247,7 @@ pub struct RunPcieFacts {
 
 impl RunPcieFacts {
     /// Lines for a run header: one per function, then ACS on the path. What is wrong with them
-    /// is judged by `gdrperf-findings` (the run header's "Finding" lines), not here.
+    /// is judged by `gdrperf_topology::findings` (the run header's "Finding" lines), not here.
     pub fn header_lines(&self) -> Vec<(String, String)> {
         let mut lines = Vec::new();
         for facts in [&self.gpu, &self.nic].into_iter().flatten() {

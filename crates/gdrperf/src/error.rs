@@ -86,7 +86,7 @@ pub enum Error {
     CpuPlacement(#[from] CpuPlacementError),
 
     #[error(transparent)]
-    Signal(#[from] gdrperf_process::SignalError),
+    Signal(#[from] gdrperf_exchange::process::SignalError),
 
     /// Where in the sweep an error struck, so that a dead peer or a failed completion names
     /// the size and the peer.

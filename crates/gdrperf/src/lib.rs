@@ -1,16 +1,17 @@
 //! gdrperf's core: the benchmark harness, over two layers of their own crates.
 //!
-//! Read it bottom-up like a tutorial; each floor uses only the ones under it, and cargo keeps it
-//! so between crates (a crate cannot name one above it):
+//! Read it bottom-up like a tutorial: each part uses only those scripts/layers.toml puts below
+//! it (scripts/test.sh checks it), and cargo keeps it so between crates (a crate cannot name
+//! one above it):
 //! - [`verbs`] (crate `gdrperf-verbs`): open a device, register memory, create a completion
 //!   queue and a reliable connected queue pair, exchange endpoints, connect, post, poll.
 //! - [`exchange`] (crate `gdrperf-exchange`): the out-of-band TCP channel peers use to find
 //!   each other, agree on the run's terms and report; [`memory_kind`] is its word for where a
 //!   side's buffers live.
-//! - `gdrperf-process`, under both: the operator's stop request (SIGINT, SIGTERM) and the
+//!   Its `process` module holds the operator's stop request (SIGINT, SIGTERM) and the
 //!   program's name.
 //!
-//! The harness itself is in rooms named for the question a reader brings:
+//! The harness itself is in modules named for the question a reader brings:
 //! - [`node`]: facts of this machine (CPUs near a device, NIC counters, PCIe links).
 //! - [`options`]: the command line and the configuration checked from it before connecting.
 //! - [`memory`]: the buffers, staged copies and the hooks the engines call around the wire.

@@ -1,11 +1,11 @@
 //! What a sweep that ends early says: where it was ([`SweepPosition`]), that a signal stopped
 //! it ([`Interruption`]), and how the side that stopped or failed tells its peer
-//! ([`conclude`]). The signals themselves are taken over in [`gdrperf_process::stop`].
+//! ([`conclude`]). The signals themselves are taken over in [`gdrperf_exchange::process::stop`].
 
 use crate::error::{Error, Result};
 use crate::exchange::ExchangeError;
 use crate::harness::session::Session;
-pub use gdrperf_process::{install_signal_handlers, StopFlag, StopSignal};
+pub use gdrperf_exchange::process::{install_signal_handlers, StopFlag, StopSignal};
 
 /// Where a sweep is: the size under way and how many are done. A stop or an error names it.
 #[derive(Debug, Clone)]

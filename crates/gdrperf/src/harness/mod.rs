@@ -59,4 +59,4 @@ pub fn exit(body: impl FnOnce() -> crate::Result<RunOutcome>) -> std::process::E
 }
 
 /// This process's binary name ("gdr-write-bw"), which starts every line it prints on stderr.
-pub use gdrperf_process::program_name;
+pub use gdrperf_exchange::process::program_name;

@@ -155,8 +155,8 @@ pub(crate) fn metadata(
         HeaderLine::per_placement("PCIe relax order", relaxed_ordering_line(&local.buffers)),
         HeaderLine::new("Clock", clock_line),
         // What made this output, so a saved console log is a complete result by itself.
-        HeaderLine::new("Command", gdrperf_provenance::command_line(&config.argv)),
-        HeaderLine::new("Git commit", gdrperf_provenance::GIT_COMMIT.into()),
+        HeaderLine::new("Command", gdrperf_command_line::provenance::command_line(&config.argv)),
+        HeaderLine::new("Git commit", gdrperf_command_line::provenance::GIT_COMMIT.into()),
     ];
     if let Some(span) = config.latency_span {
         header.push(HeaderLine::new("Latency sample", span.description().into()));
@@ -177,7 +177,7 @@ pub(crate) fn metadata(
         header.push(HeaderLine::new("GPU numbering", gpu_order.describe()));
     }
     header.extend(pcie.header_lines().into_iter().map(|(name, value)| HeaderLine::new(&name, value)));
-    // The doctor's findings on this end (gdrperf-findings), the words a short row's causes use.
+    // The doctor's findings on this end (gdrperf_topology::findings), the words a short row's causes use.
     header.extend(local.path.findings().into_iter().map(|finding| {
         HeaderLine::new(
             "Finding",
@@ -194,9 +194,9 @@ pub(crate) fn metadata(
     let metadata = serde_json::json!({
         "test": test,
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
-        "git_commit": gdrperf_provenance::GIT_COMMIT,
+        "git_commit": gdrperf_command_line::provenance::GIT_COMMIT,
         "argv": config.argv,
-        "date": gdrperf_provenance::utc_timestamp(),
+        "date": gdrperf_command_line::provenance::utc_timestamp(),
         "host": hostname(),
         "peer_host": session.peer.host,
         "role": if session.side.is_client() { "client" } else { "server" },

@@ -1,6 +1,6 @@
 //! The PCIe facts of a run's GPU and NIC, for its header and JSON metadata: how their links
 //! trained, Max Payload / Max Read Request and relaxed ordering, and ACS on every bridge between
-//! them (what is wrong with them is judged once, by `gdrperf-findings`: the header's "Finding"
+//! them (what is wrong with them is judged once, by `gdrperf_topology::findings`: the header's "Finding"
 //! lines). The reading is `gdrperf doctor`'s
 //! ([`gdrperf_topology::pcie`]); this side only names the run's GPU and NIC, and the GPU's bus
 //! id for the rows. The same reading gives this end's path facts ([`path_facts`]) for the

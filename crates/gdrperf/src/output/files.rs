@@ -78,7 +78,12 @@ impl<R: Row> Exporter<R> for CsvFile {
             .as_array()
             .map(|words| words.iter().filter_map(|word| word.as_str().map(str::to_string)).collect())
             .unwrap_or_default();
-        let mut lines = gdrperf_provenance::comment_lines(&text("test"), &argv, &text("date"), &text("host"));
+        let mut lines = gdrperf_command_line::provenance::comment_lines(
+            &text("test"),
+            &argv,
+            &text("date"),
+            &text("host"),
+        );
         // The clock the run timed with, as its header names it (TSC or monotonic, pinned or not).
         if let Some(clock) = run.header.iter().find(|line| line.name == "Clock") {
             lines.push_str(&format!("# clock: {}\n", clock.value));
@@ -214,7 +219,7 @@ mod tests {
         Exporter::<BandwidthRow>::start(&mut file, &run).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
-        let expected = gdrperf_provenance::comment_lines(
+        let expected = gdrperf_command_line::provenance::comment_lines(
             "write_bw",
             &["gdr-write-bw".into(), "--mem".into(), "a b".into()],
             "2026-12-03T00:00:00Z",

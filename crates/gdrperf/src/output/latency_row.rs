@@ -377,8 +377,8 @@ impl LatencyFiles {
             // scripts/plot_lat.py skip: what made it (the table itself stays Java's, byte for byte).
             let footer = format!(
                 "#[Command = {}]\n#[Git commit = {}]\n",
-                gdrperf_provenance::command_line(&self.argv),
-                gdrperf_provenance::GIT_COMMIT
+                gdrperf_command_line::provenance::command_line(&self.argv),
+                gdrperf_command_line::provenance::GIT_COMMIT
             );
             file.write_all(footer.as_bytes()).map_err(|source| output_error(&table, source))?;
             file.commit().map_err(|source| output_error(&table, source))?;
@@ -548,8 +548,10 @@ mod tests {
         assert_eq!(names, ["send_lat-4B.hgrm", "send_lat-4B.hdr", "raw-4B.txt"]);
         let table = std::fs::read_to_string(&written[0]).unwrap();
         assert!(table.contains("Total count    =            3"), "{table}");
-        let footer =
-            format!("#[Command = gdr-send-lat -a]\n#[Git commit = {}]\n", gdrperf_provenance::GIT_COMMIT);
+        let footer = format!(
+            "#[Command = gdr-send-lat -a]\n#[Git commit = {}]\n",
+            gdrperf_command_line::provenance::GIT_COMMIT
+        );
         assert!(table.ends_with(&footer), "{table}");
         let raw = std::fs::read_to_string(&written[2]).unwrap();
         assert_eq!(raw, "latency_ns\n1500\n1700\n1600\n");

@@ -1,14 +1,14 @@
-//! The facts [`crate::device_findings`] and [`crate::path_findings`] judge, read from sysfs
+//! The facts [`super::device_findings`] and [`super::path_findings`] judge, read from sysfs
 //! through `gdrperf-topology` (the reading the doctor prints and a run's ends exchange).
 
-use gdrperf_topology::aer::AerCounts;
-use gdrperf_topology::pci::{self, PciDevice, PciLocation};
-use gdrperf_topology::pcie::{DeviceControl, FunctionFacts};
-use gdrperf_topology::topology::{self, Endpoint};
-use gdrperf_topology::SysRoot;
+use crate::aer::AerCounts;
+use crate::pci::{self, PciDevice, PciLocation};
+use crate::pcie::{DeviceControl, FunctionFacts};
+use crate::topology::{self, Endpoint};
+use crate::SysRoot;
 
-use crate::finding::{Device, Finding, Link, PathBridge, PathFacts, Role};
-use crate::judge::{device_findings, path_findings};
+use super::finding::{Device, Finding, Link, PathBridge, PathFacts, Role};
+use super::judge::{device_findings, path_findings};
 
 /// The facts of one function; `name` is how findings call it ("mlx5_0", "GPU").
 pub fn device(sys: &SysRoot, name: &str, pci: &PciDevice, role: Role) -> Device {

@@ -1,10 +1,10 @@
 //! The judgements themselves: pure functions from a device's or a path's facts to findings.
 
-use gdrperf_topology::iommu::IommuMode;
-use gdrperf_topology::pcie::acs_meaning;
-use gdrperf_topology::Relation;
+use crate::iommu::IommuMode;
+use crate::pcie::acs_meaning;
+use crate::Relation;
 
-use crate::finding::{Check, Device, Finding, Level, PathFacts, Role};
+use super::finding::{Check, Device, Finding, Level, PathFacts, Role};
 
 /// The Max Read Request NVIDIA's ConnectX tuning guidance sets (`setpci ... CAP_EXP+8.w=5...`),
 /// the largest PCIe allows.

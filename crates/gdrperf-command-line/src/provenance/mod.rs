@@ -2,7 +2,7 @@
 //! the command line that ran it and the date it ran ([`utc_timestamp`]). Every file a gdrperf
 //! binary writes names them, so a result is complete by construction (brief: "each file names
 //! command, git commit, machine, date"). The benches and `gdrperf`'s subcommands stamp their
-//! files through this one crate, so every file says it the same way.
+//! files through this one module, so every file says it the same way.
 
 mod timestamp;
 
@@ -14,10 +14,10 @@ pub const GIT_COMMIT: &str = env!("GDRPERF_GIT_COMMIT");
 
 /// A command line as one could paste it into a shell: arguments holding a space, a quote or
 /// another character the shell reads are single-quoted, and a `--token`'s value is redacted
-/// ([`gdrperf_command_line::redact_command_line`]): every recorded or printed command line passes
+/// ([`crate::secret::redact_command_line`]): every recorded or printed command line passes
 /// here.
 pub fn command_line(argv: &[String]) -> String {
-    gdrperf_command_line::redact_command_line(argv)
+    crate::secret::redact_command_line(argv)
         .iter()
         .map(|argument| {
             let plain = !argument.is_empty()

@@ -2,10 +2,10 @@
 //! doctor's and the ceiling's tests.
 
 use super::*;
-use gdrperf_topology::aer::{AerCounts, AerFile};
-use gdrperf_topology::iommu::IommuMode;
-use gdrperf_topology::pci::AcsState;
-use gdrperf_topology::Relation;
+use crate::aer::{AerCounts, AerFile};
+use crate::iommu::IommuMode;
+use crate::pci::AcsState;
+use crate::Relation;
 
 fn device(name: &str, address: &str, role: Role) -> Device {
     Device {

@@ -160,9 +160,13 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_secs(30));
             std::process::exit(0); // not reached when the second signal works
         }
+        // The test's own name, from its module path less the crate's name, so that moving the
+        // module does not leave the child running no test (and exiting 0).
+        let path = concat!(module_path!(), "::a_second_signal_ends_the_process_at_once");
+        let name = path.split_once("::").map_or(path, |(_, name)| name);
         let started = std::time::Instant::now();
         let child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "stop::tests::a_second_signal_ends_the_process_at_once", "--test-threads", "1"])
+            .args(["--exact", name, "--test-threads", "1"])
             .env(CHILD, "1")
             .output()
             .unwrap();

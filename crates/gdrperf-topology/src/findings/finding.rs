@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use gdrperf_topology::aer::AerCounts;
-use gdrperf_topology::pci::AcsState;
-use gdrperf_topology::Relation;
+use crate::aer::AerCounts;
+use crate::pci::AcsState;
+use crate::Relation;
 
 /// How bad a finding is; ordered so that `max` is the worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
