@@ -31,8 +31,11 @@ with their cycles and floors.
 
 Exit status: 0 when no cycle exists (between modules or crates), 1 when one does, 2 on bad input.
 The layering rules scripts/test.sh holds the workspace to are options: --strict (an arrow back up
-fails too) and --max-floors CRATE=N (a crate's library deeper than N floors fails); each failure
-is named in a `module-graph: FAIL` line on stderr.
+fails too) and --layers FILE (scripts/layers.toml: the crates, and the top-level folders of the
+crates it lists, in declared layers; an arrow to a sibling or up a layer fails, and so does a
+crate or folder the file does not place). --max-floors CRATE=N (a crate's library deeper than N
+floors fails) counts depth only and is kept for a look, not for the gate. Each failure is named
+in a `module-graph: FAIL` line on stderr.
 Python 3.11 or later, standard library only (scripts/lib/rust_modules.py reads the sources); it
 reads them as text, no cargo, no build: about two seconds for the workspace. Known limits: paths
 made by macros are not seen; a glob re-export (`pub use x::*`) is followed only for items `x`
@@ -202,6 +205,61 @@ def crate_roots(directory, package):
     return roots
 
 
+# --- Declared layers ------------------------------------------------------------------------
+
+
+def read_layers(path, crate_names):
+    """The layers of a --layers file: ({crate: rank}, {crate: {folder: rank}}), rank 0 the
+    highest layer. Raises ValueError naming what is wrong with the file."""
+    try:
+        declared = read_toml(path)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"cannot read {path}: {error}") from error
+
+    def ranks(layers, what):
+        if not isinstance(layers, list) or not all(isinstance(layer, dict) for layer in layers):
+            raise ValueError(f"{path}: {what} is not a list of layers ([[...]] tables)")
+        rank = {}
+        for index, layer in enumerate(layers):
+            members = layer.get("members")
+            if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+                raise ValueError(f"{path}: layer {index + 1} of {what} has no members list")
+            for member in members:
+                if member in rank:
+                    raise ValueError(f"{path}: {member} is in two layers of {what}")
+                rank[member] = index
+        return rank
+
+    crate_rank = ranks(declared.get("crates", []), "crates")
+    unknown = sorted(set(crate_rank) - set(crate_names))
+    missing = sorted(set(crate_names) - set(crate_rank)) if "crates" in declared else []
+    if unknown:
+        raise ValueError(f"{path}: no workspace crate {', '.join(unknown)}")
+    if missing:
+        raise ValueError(f"{path}: the workspace crate(s) {', '.join(missing)} are in no layer")
+    folders = declared.get("folders", {})
+    if not isinstance(folders, dict):
+        raise ValueError(f"{path}: folders is not a table of crates")
+    folder_rank = {}
+    for crate, layers in folders.items():
+        if crate not in crate_names:
+            raise ValueError(f"{path}: folders of {crate}, which is no workspace crate")
+        folder_rank[crate] = ranks(layers, f"folders.{crate}")
+    return crate_rank, folder_rank
+
+
+def folder_of(path):
+    """A module's top-level folder: its first name, `crate` for the root."""
+    return path[0] if path else "crate"
+
+
+def layer_breaks(edges, rank):
+    """The arrows that do not go down a layer ([(a, b)]), and the ends in no layer ([name])."""
+    unplaced = sorted({end for edge in edges for end in edge if end not in rank})
+    breaks = [(a, b) for a, b in edges if a in rank and b in rank and rank[a] >= rank[b]]
+    return sorted(breaks), unplaced
+
+
 # --- Report ----------------------------------------------------------------------------------
 
 
@@ -260,6 +318,11 @@ def main():
     parser.add_argument("--tests", action="store_true", help="count #[cfg(test)] modules as rooms too")
     parser.add_argument("--strict", action="store_true", help="exit 1 on an arrow back up too, not only on a cycle")
     parser.add_argument(
+        "--layers",
+        metavar="FILE",
+        help="exit 1 when a crate or a listed crate's folder uses a sibling or a higher layer (scripts/layers.toml)",
+    )
+    parser.add_argument(
         "--max-floors",
         action="append",
         default=[],
@@ -285,6 +348,14 @@ def main():
         print(f"module-graph: no crate {', '.join(unknown)} in {options.root}", file=sys.stderr)
         return 2
 
+    crate_rank, folder_rank = {}, {}
+    if options.layers:
+        try:
+            crate_rank, folder_rank = read_layers(options.layers, names)
+        except ValueError as error:
+            print(f"module-graph: {error}", file=sys.stderr)
+            return 2
+
     any_cycle = False
     failures = []
     totals = [0, 0, 0, 0]
@@ -305,6 +376,19 @@ def main():
                 failures.append(f"{name} ({label}): {counted(back_up, 'arrow')} back up (--strict)")
             if label == "lib" and name in max_floors and height > max_floors[name]:
                 failures.append(f"{name}: {counted(height, 'floor')}, at most {max_floors[name]} (--max-floors)")
+            if label == "lib" and name in folder_rank:
+                folder_edges = sorted({(folder_of(a), folder_of(b)) for a, b in arrows})
+                folder_edges = [(a, b) for a, b in folder_edges if a != b]
+                for folder in sorted({folder_of(module) for module in modules} - set(folder_rank[name])):
+                    failures.append(f"{name}: the folder {folder} is in no layer (--layers)")
+                breaks, _ = layer_breaks(folder_edges, folder_rank[name])
+                for a, b in breaks:
+                    file, line = next(arrows[arrow][0] for arrow in sorted(arrows) if folder_of(arrow[0]) == a and folder_of(arrow[1]) == b)
+                    failures.append(
+                        f"{name}: {a} -> {b} ({os.path.relpath(file, options.root)}:{line}) does not go down a layer (--layers)"
+                    )
+                layers = len(set(folder_rank[name].values()))
+                lines.append(f"  layers: {len(folder_edges)} arrows between folders, {len(breaks)} not down a layer of {layers}")
             print("\n".join(lines[:1] + ["  " + line for line in lines[1:]]))
             totals[0] += len(modules)
             totals[1] += len(arrows)
@@ -331,6 +415,12 @@ def main():
             any_cycle = True
             print("  cycle: " + " -> ".join(shortest_loop(component, crate_edges)))
         print(f"  modules: {totals[0]} rooms, {totals[1]} arrows")
+        if crate_rank:
+            breaks, _ = layer_breaks(crate_edges, crate_rank)
+            layers = len(set(crate_rank.values()))
+            print(f"  layers: {len(crate_edges)} arrows between crates, {len(breaks)} not down a layer of {layers}")
+            for a, b in breaks:
+                failures.append(f"{a} -> {b}: a crate depends on its own layer or a higher one (--layers)")
     for failure in failures:
         print(f"module-graph: FAIL {failure}", file=sys.stderr)
     return 1 if any_cycle or failures else 0

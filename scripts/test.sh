@@ -4,8 +4,9 @@
 # 1. installs the build's system packages if missing (scripts/lib/build-packages.sh, shared with
 #    demo.sh), 2. checks formatting (`cargo fmt --check`)
 #    and lints (`cargo clippy --all-targets -D warnings`, `cargo doc` with warnings as errors:
-#    broken doc links) and the layering rules (scripts/module-graph.py --strict: no import cycle,
-#    no arrow back up, the core crate on at most 7 floors; after the script's own tests), then
+#    broken doc links) and the layering rules (scripts/module-graph.py --strict --layers
+#    scripts/layers.toml: no import cycle, no arrow back up, each crate and each folder of the
+#    core crate using only lower layers; after the script's own tests), then
 #    runs the unit and integration tests (`cargo test`),
 # 3. builds the release binaries, checks the --prom files with promtool and the Debian package in a
 #    clean Debian root (scripts/package-tests.sh: needs root and, once, the Debian mirror), and
@@ -25,10 +26,10 @@ rustfmt --edition 2021 --config-path rustfmt.toml --check fuzz/fuzz_targets/*.rs
 cargo clippy --workspace --all-targets --quiet -- -D warnings 2>&1
 # The library is read as a tutorial: its doc links must resolve.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet 2>&1
-echo "== layering (scripts/module-graph.py): no import cycle, no arrow back up, the core crate on at most 7 floors"
+echo "== layering (scripts/module-graph.py): no import cycle, no arrow back up, crates and the core crate's folders in the layers scripts/layers.toml declares"
 graph_tests=$(python3 scripts/module-graph-tests.py 2>&1) || { printf '%s\n' "$graph_tests" >&2; exit 1; }
 echo "scripts/module-graph-tests.py: $(printf '%s\n' "$graph_tests" | grep -E '^Ran ') OK"
-layering=$(python3 scripts/module-graph.py --strict --max-floors gdrperf=7 2>&1) ||
+layering=$(python3 scripts/module-graph.py --strict --layers scripts/layers.toml 2>&1) ||
     { printf '%s\n' "$layering" | grep -E 'FAIL|cycle|loop:|back up' >&2; exit 1; }
 echo "== cargo test (unit and integration tests, no device needed)"
 cargo test --workspace --quiet 2>&1

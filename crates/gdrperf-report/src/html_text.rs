@@ -1,5 +1,6 @@
-//! Text made safe for report.html: escaping and a JSON value as a table cell. Below the page and
-//! its sections (inventory, soak, charts), which all use it, so none of them imports the page.
+//! Text made safe for report.html: escaping, a JSON value as a table cell, a verdict as the page
+//! shows it. The page and its sections (inventory, soak, charts) all use these, so none of the
+//! sections needs the page that holds them.
 
 use serde_json::Value;
 
@@ -27,5 +28,19 @@ pub(crate) fn cell(value: &Value) -> String {
         Value::String(text) if text.is_empty() => "-".into(),
         Value::String(text) => escape(text),
         other => escape(&other.to_string()),
+    }
+}
+
+/// A verdict of `summary.json` as the page shows it, which is also its style's class: the
+/// exit-code contract's words (pass, undecided, fail, error) upper-cased, and the upper-case
+/// words of folders written before JSON spelled those (PASS, SKIP, FAIL, ERROR) as they were, so
+/// that a signed folder of either age reads back; anything else is shown as an error.
+pub(crate) fn shown_verdict(value: &Value) -> &'static str {
+    match value.as_str().unwrap_or("") {
+        "pass" | "PASS" => "PASS",
+        "undecided" => "UNDECIDED",
+        "SKIP" => "SKIP",
+        "fail" | "FAIL" => "FAIL",
+        _ => "ERROR",
     }
 }

@@ -16,8 +16,8 @@ use gdrperf_files::columns::{self as column, ColumnName};
 use serde_json::Value;
 
 use crate::error::{ReportError, Result};
-use crate::html_text::cell;
 pub use crate::html_text::escape;
+use crate::html_text::{cell, shown_verdict};
 use crate::manifest::{self, ManifestEntry};
 use crate::report_inventory;
 use crate::svg_chart::{self, Chart};
@@ -135,20 +135,6 @@ fn read_json(folder: &Path, relative: &str) -> Result<Value> {
     let bytes = manifest::read_inside(folder, relative)?;
     serde_json::from_slice(&bytes)
         .map_err(|error| ReportError::JsonFile { path: folder.join(relative), reason: error.to_string() })
-}
-
-/// A verdict of `summary.json` as the page shows it, which is also its style's class: the
-/// exit-code contract's words (pass, undecided, fail, error) upper-cased, and the upper-case
-/// words of folders written before JSON spelled those (PASS, SKIP, FAIL, ERROR) as they were, so
-/// that a signed folder of either age reads back; anything else is shown as an error.
-pub(crate) fn shown_verdict(value: &Value) -> &'static str {
-    match value.as_str().unwrap_or("") {
-        "pass" | "PASS" => "PASS",
-        "undecided" => "UNDECIDED",
-        "SKIP" => "SKIP",
-        "fail" | "FAIL" => "FAIL",
-        _ => "ERROR",
-    }
 }
 
 fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
