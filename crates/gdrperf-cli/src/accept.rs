@@ -13,7 +13,6 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use gdrperf_files::columns as column;
 use gdrperf_report::acceptance::{self, AcceptanceRow, Gpu, Nic, Node, PlannedRun, Step};
 use gdrperf_report::{Profile, ResultFile, Verdict, MEMORY_MODES};
 
@@ -494,9 +493,7 @@ fn add_ceiling(row: &mut AcceptanceRow, json: &Path, shortfall: Option<f64>) {
     let Ok(stored) = crate::explain::StoredResult::read(json) else { return };
     let failed = row.verdict == Verdict::Fail;
     let shortfall = shortfall.unwrap_or(gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT);
-    let Some(measured) =
-        stored.rows().iter().find(|candidate| candidate[column::BYTES.name()].as_u64() == Some(row.bytes))
-    else {
+    let Some(measured) = stored.rows().iter().find(|candidate| candidate.bytes() == row.bytes) else {
         return;
     };
     if let Ok(Some(judged)) = stored.judge(measured, None, shortfall, failed) {

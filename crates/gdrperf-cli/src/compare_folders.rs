@@ -88,19 +88,15 @@ pub fn run(
 /// The bench result files an acceptance folder's summary names (its `result_file` column).
 fn bench_files(folder: &Path) -> anyhow::Result<Vec<String>> {
     let path = folder.join("summary.json");
-    let text =
-        gdrperf_files::read_named_text(&path, gdrperf_files::MAX_RESULT_FILE_BYTES).with_context(|| {
-            format!("cannot read {} (is {} an acceptance folder?)", path.display(), folder.display())
-        })?;
-    let summary: Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-    let mut files: Vec<String> = summary["results"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|row| row[column::RESULT_FILE.name()].as_str())
+    // Through the one reader of result files: summary.json is `{"metadata", "results": [rows]}`.
+    let summary = gdrperf_report::ResultFile::read(&path).with_context(|| {
+        format!("cannot read {} (is {} an acceptance folder?)", path.display(), folder.display())
+    })?;
+    let mut files: Vec<String> = summary
+        .rows
+        .iter()
+        .map(|row| row.text(column::RESULT_FILE))
         .filter(|file| !file.is_empty() && folder.join(file).is_file())
-        .map(str::to_string)
         .collect();
     files.sort();
     files.dedup();

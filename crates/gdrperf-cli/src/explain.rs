@@ -11,8 +11,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use gdrperf_ceiling::{judge_row, EndFacts, Judgement, RowEnds, RowFigures};
 use gdrperf_files::columns::{self as column, ColumnName};
-use gdrperf_report::{BandwidthThreshold, Profile};
-use serde_json::Value;
+use gdrperf_report::{BandwidthThreshold, Profile, ResultFile, ResultRow};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -62,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut short_rows = 0;
     for row in stored.rows() {
-        if row[column::BW_AVG_GBIT_S.name()].as_f64().is_none() {
+        if row.number(column::BW_AVG_GBIT_S).is_none() {
             // A latency row: a path ceiling bounds bandwidth only, so it is held against the
             // profile's max_lat when there is one, and otherwise only shown.
             let slow = latency_line(row, profile.as_ref())?;
@@ -81,30 +80,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// The profile's min_bw for a bandwidth row's test and memory mode, resolved on this end's port
 /// rate: (the limit in Gb/s, its words), if the profile has one.
 fn min_bw_of(
-    row: &Value,
+    row: &ResultRow,
     profile: Option<&Profile>,
     port_rate: Option<&str>,
 ) -> anyhow::Result<Option<(f64, String)>> {
-    let test = row[column::TEST.name()].as_str().unwrap_or("");
-    let mode = row[column::MEM_LOCAL.name()].as_str().unwrap_or("host");
+    let test = row.test();
+    let mode = local_memory(row);
     let Some(minimum) = profile
         .and_then(|profile| profile.bandwidth.iter().find(|check| check.test == test))
-        .and_then(|check| check.min_bw.get(mode))
+        .and_then(|check| check.min_bw.get(&mode))
     else {
         return Ok(None);
     };
-    let limit = BandwidthThreshold::parse(&minimum.value)?
-        .resolve(port_rate, row[column::BIDIRECTIONAL.name()].as_bool().unwrap_or(false))?;
+    let limit =
+        BandwidthThreshold::parse(&minimum.value)?.resolve(port_rate, row.flag(column::BIDIRECTIONAL))?;
     Ok(Some((limit.gbit_s, limit.to_string())))
 }
 
 /// A latency row in words, and whether it is over the profile's max_lat for its test and mode
 /// (on the statistic the profile names). Latency has no path ceiling.
-fn latency_line(row: &Value, profile: Option<&Profile>) -> anyhow::Result<(String, bool)> {
-    let bytes = row[column::BYTES.name()].as_u64().unwrap_or(0);
-    let mode = row[column::MEM_LOCAL.name()].as_str().unwrap_or("host");
-    let test = row[column::TEST.name()].as_str().unwrap_or("?");
-    let figure = |column: &ColumnName| row[column.name()].as_f64().map(|value| format!("{value:.2} us"));
+fn latency_line(row: &ResultRow, profile: Option<&Profile>) -> anyhow::Result<(String, bool)> {
+    let bytes = row.bytes();
+    let mode = local_memory(row);
+    let test = Some(row.test()).filter(|test| !test.is_empty()).unwrap_or_else(|| "?".into());
+    let figure = |column: &ColumnName| row.number(*column).map(|value| format!("{value:.2} us"));
     let shown = [
         ("median", column::T_TYPICAL_US),
         ("average", column::T_AVG_US),
@@ -117,12 +116,12 @@ fn latency_line(row: &Value, profile: Option<&Profile>) -> anyhow::Result<(Strin
     let mut text =
         format!("{bytes} B {mode} {test}: {shown}; no path ceiling: a ceiling bounds bandwidth, not latency");
     let check = profile.and_then(|profile| profile.latency.iter().find(|check| check.test == test));
-    let Some((check, maximum)) = check.and_then(|check| Some((check, check.max_lat.get(mode)?))) else {
+    let Some((check, maximum)) = check.and_then(|check| Some((check, check.max_lat.get(&mode)?))) else {
         return Ok((text + "\n", false));
     };
     let statistic = check.statistic();
     let limit = gdrperf_report::threshold::LatencyThreshold::parse(&maximum.value)?.on(statistic);
-    let Some(value) = row[statistic.column().name()].as_f64() else {
+    let Some(value) = row.number(statistic.column()) else {
         return Ok((text + &format!("; no {} column to hold against {limit}\n", statistic.column()), false));
     };
     let slow = value > limit.max_us;
@@ -136,9 +135,14 @@ fn latency_line(row: &Value, profile: Option<&Profile>) -> anyhow::Result<(Strin
     Ok((text + "\n", slow))
 }
 
+/// This side's memory kind (`mem_local`), "host" when the row does not say.
+fn local_memory(row: &ResultRow) -> String {
+    Some(row.text(column::MEM_LOCAL)).filter(|mode| !mode.is_empty()).unwrap_or_else(|| "host".into())
+}
+
 /// A bench's JSON result with both ends' path facts.
 pub struct StoredResult {
-    document: Value,
+    file: ResultFile,
     local: EndFacts,
     peer: Option<EndFacts>,
     local_is_client: bool,
@@ -146,24 +150,23 @@ pub struct StoredResult {
 
 impl StoredResult {
     pub fn read(path: &Path) -> anyhow::Result<StoredResult> {
-        let text = gdrperf_files::read_named_text(path, gdrperf_files::MAX_RESULT_FILE_BYTES)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let document: Value =
-            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-        let metadata = &document["metadata"];
-        let local: EndFacts = serde_json::from_value(metadata["path_facts"].clone()).with_context(|| {
+        // The one reader of result files (gdrperf_report::ResultFile): rows read by column name.
+        let file = ResultFile::read(path)?;
+        let metadata = &file.metadata;
+        let facts = |key: &str| metadata.get(key).cloned().unwrap_or_default();
+        let local: EndFacts = serde_json::from_value(facts("path_facts")).with_context(|| {
             format!(
                 "{} holds no path facts (metadata.path_facts): written by a gdrperf without ceilings?",
                 path.display()
             )
         })?;
-        let peer: Option<EndFacts> = serde_json::from_value(metadata["peer"]["path"].clone()).ok();
-        let local_is_client = metadata["role"].as_str() != Some("server");
-        Ok(StoredResult { document, local, peer, local_is_client })
+        let peer: Option<EndFacts> = serde_json::from_value(facts("peer")["path"].clone()).ok();
+        let local_is_client = metadata.get("role").and_then(|role| role.as_str()) != Some("server");
+        Ok(StoredResult { file, local, peer, local_is_client })
     }
 
-    pub fn rows(&self) -> &[Value] {
-        self.document["results"].as_array().map(Vec::as_slice).unwrap_or_default()
+    pub fn rows(&self) -> &[ResultRow] {
+        &self.file.rows
     }
 
     /// One row judged again: short below `shortfall` percent of its ceiling, below the
@@ -171,7 +174,7 @@ impl StoredResult {
     /// `None` for a row without a bandwidth figure (latency).
     pub fn judge(
         &self,
-        row: &Value,
+        row: &ResultRow,
         profile: Option<&Profile>,
         shortfall: f64,
         failed: bool,
@@ -184,26 +187,26 @@ impl StoredResult {
 
 /// One bandwidth row judged again; `None` for a row without a bandwidth figure (latency).
 fn explain_row(
-    row: &Value,
+    row: &ResultRow,
     ends: RowEnds,
     profile: Option<&Profile>,
     shortfall: f64,
     failed: bool,
 ) -> anyhow::Result<Option<Judgement>> {
-    let (Some(test), Some(bytes), Some(measured)) = (
-        row[column::TEST.name()].as_str(),
-        row[column::BYTES.name()].as_u64(),
-        row[column::BW_AVG_GBIT_S.name()].as_f64(),
-    ) else {
+    let (test, Some(measured)) = (row.test(), row.number(column::BW_AVG_GBIT_S)) else {
         return Ok(None);
     };
-    let nic_errors = row[column::NIC_ERRORS.name()].as_u64().unwrap_or(0);
+    if test.is_empty() {
+        return Ok(None);
+    }
+    let nic_errors = row.count(column::NIC_ERRORS).ok().flatten().unwrap_or(0);
+    let nic_counters = row.text(column::NIC_COUNTERS);
     let figures = RowFigures {
-        test,
-        message_bytes: bytes,
-        bidirectional: row[column::BIDIRECTIONAL.name()].as_bool().unwrap_or(false),
+        test: &test,
+        message_bytes: row.bytes(),
+        bidirectional: row.flag(column::BIDIRECTIONAL),
         measured_gbps: measured,
-        nic_errors_moved: (nic_errors > 0).then(|| row[column::NIC_COUNTERS.name()].as_str().unwrap_or("")),
+        nic_errors_moved: (nic_errors > 0).then_some(nic_counters.as_str()),
     };
     let threshold_failed =
         min_bw_of(row, profile, ends.local.port_rate.as_deref())?.is_some_and(|(gbps, _)| measured < gbps);
@@ -213,10 +216,10 @@ fn explain_row(
 /// One bandwidth row in words: its share of the ceiling and, for a short row, why it is short
 /// (below the profile's min_bw, further below its ceiling than the shortfall level, or both)
 /// and the causes found.
-fn describe(row: &Value, judged: &Judgement, shortfall: f64, min_bw: Option<&(f64, String)>) -> String {
-    let bytes = row[column::BYTES.name()].as_u64().unwrap_or(0);
-    let measured = row[column::BW_AVG_GBIT_S.name()].as_f64().unwrap_or(0.0);
-    let mem = row[column::MEM_LOCAL.name()].as_str().unwrap_or("?");
+fn describe(row: &ResultRow, judged: &Judgement, shortfall: f64, min_bw: Option<&(f64, String)>) -> String {
+    let bytes = row.bytes();
+    let measured = row.number(column::BW_AVG_GBIT_S).unwrap_or(0.0);
+    let mem = Some(row.text(column::MEM_LOCAL)).filter(|mem| !mem.is_empty()).unwrap_or_else(|| "?".into());
     let mut text = match (judged.ceiling_gbps, judged.pct_of_ceiling) {
         (Some(ceiling), Some(pct)) => format!(
             "{bytes} B {mem}: {measured:.2} Gb/s, {pct:.1}% of {ceiling:.2} Gb/s ({})",

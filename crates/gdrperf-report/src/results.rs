@@ -301,6 +301,16 @@ impl ResultRow {
         }
     }
 
+    /// A yes/no column (`bidirectional`): JSON's `true`, or the `true` a CSV cell holds; `false`
+    /// when absent.
+    pub fn flag(&self, column: ColumnName) -> bool {
+        match self.columns.get(column.name()) {
+            Some(Value::Bool(flag)) => *flag,
+            Some(Value::String(text)) => text.trim() == "true",
+            _ => false,
+        }
+    }
+
     pub fn columns(&self) -> impl Iterator<Item = &str> {
         self.columns.keys().map(String::as_str)
     }
