@@ -67,8 +67,7 @@ fn main() -> std::process::ExitCode {
     exit(|| {
         let mut common = BenchConfig::from_args(&cli.common, AtomicBandwidth::BENCH.defaults)?;
         common.read_depth = cli.outs.read_depth()?;
-        let bandwidth =
-            BandwidthConfig::from_args(&cli.bandwidth, &common, AtomicBandwidth::BENCH.operation)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, AtomicBandwidth::BENCH.verb)?;
         let atomic = cli.atomic.atomic_type;
         let operation = StreamOperation::Atomic(atomic);
         run(&AtomicBandwidth(OneSidedStream { operation, common, bandwidth }, atomic))

@@ -53,7 +53,7 @@ fn main() -> std::process::ExitCode {
     let cli: Cli = parse_bench(&AtomicLatency::BENCH);
     exit(|| {
         let (mut common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, TestOptions::default(), &AtomicLatency::BENCH)?;
+            latency_settings(&cli.common, &cli.latency, TestOptions::default(), &AtomicLatency::BENCH)?;
         common.read_depth = cli.outs.read_depth()?;
         let atomic = cli.atomic.atomic_type;
         run(&AtomicLatency(

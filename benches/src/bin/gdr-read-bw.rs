@@ -68,7 +68,7 @@ fn main() -> std::process::ExitCode {
     exit(|| {
         let mut common = BenchConfig::from_args(&cli.common, ReadBandwidth::BENCH.defaults)?;
         common.read_depth = cli.outs.read_depth()?;
-        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, ReadBandwidth::BENCH.operation)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, ReadBandwidth::BENCH.verb)?;
         run(&ReadBandwidth(OneSidedStream { operation: StreamOperation::Read, common, bandwidth }))
     })
 }

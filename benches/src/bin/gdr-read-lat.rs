@@ -48,7 +48,7 @@ fn main() -> std::process::ExitCode {
     let cli: Cli = parse_bench(&ReadLatency::BENCH);
     exit(|| {
         let (mut common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, TestOptions::default(), &ReadLatency::BENCH)?;
+            latency_settings(&cli.common, &cli.latency, TestOptions::default(), &ReadLatency::BENCH)?;
         common.read_depth = cli.outs.read_depth()?;
         run(&ReadLatency(OneSidedLatency { common, latency, files, request: OneSidedRequest::Read }))
     })

@@ -87,7 +87,7 @@ fn main() -> std::process::ExitCode {
     let defaults = SendBandwidth::BENCH.defaults;
     exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
-        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, SendBandwidth::BENCH.operation)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, SendBandwidth::BENCH.verb)?;
         let send = SendConfig::from_args(&cli.send, &common, &bandwidth)?;
         run(&SendBandwidth(SendStream { common, bandwidth, send }))
     })

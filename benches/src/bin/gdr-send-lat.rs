@@ -51,7 +51,7 @@ fn main() -> std::process::ExitCode {
     let cli: Cli = parse_bench(&SendLatency::BENCH);
     exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, (&cli.inline).into(), &SendLatency::BENCH)?;
+            latency_settings(&cli.common, &cli.latency, (&cli.inline).into(), &SendLatency::BENCH)?;
         let operation = PingPongOperation::Send;
         run(&SendLatency(PingPongLatency { operation, common, latency, files }))
     })

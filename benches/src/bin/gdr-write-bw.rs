@@ -56,7 +56,7 @@ fn main() -> std::process::ExitCode {
     let defaults = WriteBandwidth::BENCH.defaults;
     exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
-        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, WriteBandwidth::BENCH.operation)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, WriteBandwidth::BENCH.verb)?;
         run(&WriteBandwidth(OneSidedStream { operation: StreamOperation::Write, common, bandwidth }))
     })
 }

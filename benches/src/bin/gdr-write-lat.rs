@@ -63,7 +63,7 @@ fn main() -> std::process::ExitCode {
     let cli: Cli = parse_bench(&WriteLatency::BENCH);
     exit(|| {
         let (common, latency, files) =
-            latency_setup(&cli.common, &cli.latency, (&cli.write).into(), &WriteLatency::BENCH)?;
+            latency_settings(&cli.common, &cli.latency, (&cli.write).into(), &WriteLatency::BENCH)?;
         let operation = PingPongOperation::Write;
         run(&WriteLatency(PingPongLatency { operation, common, latency, files }))
     })

@@ -2,18 +2,18 @@
 //! is server and who is client?", "where does the size sweep meet the peer?", "how do
 //! `--concurrent` lanes start together?" or "what happens on Ctrl-C?".
 //!
-//! A bench binary parses its options (the options room, [`crate::options`]), implements
+//! A bench binary parses its options ([`crate::options`]), implements
 //! [`Benchmark`] and calls [`run`]; the roles and the lanes of `--concurrent` (`roles`), the
 //! connected [`Session`] and how it connects (`connect`), the size sweep with peer
 //! synchronisation (`sweep`), the run header and the stop on a signal live here, once. The
-//! per-size work is the bench's [`Engine`] (the engines room, [`crate::engines`]), the buffers
-//! the memory room's ([`crate::memory`]).
+//! per-size work is the bench's [`Engine`] (the measuring loops, [`crate::engines`]); the
+//! buffers and staged copies are [`crate::memory`]'s.
 
 pub(crate) mod barrier;
 pub(crate) mod benchmark;
 pub(crate) mod connect;
 pub(crate) mod interrupt;
-pub(crate) mod latency_setup;
+pub(crate) mod latency_settings;
 pub(crate) mod port_window;
 pub(crate) mod roles;
 pub(crate) mod run_header;

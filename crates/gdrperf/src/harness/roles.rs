@@ -45,7 +45,7 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
     // Signals are taken over only once connected: until then Ctrl-C simply ends the process,
     // and there is nothing measured to save.
     let stop = StopFlag::default();
-    let placements = placement::plan(config)?;
+    let placements = placement::placements(config)?;
     match &config.role {
         Role::Server => {
             // The server reports as perftest's do: its table, --csv, --json, --out_json (and --prom).

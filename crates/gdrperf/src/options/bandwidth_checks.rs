@@ -1,7 +1,7 @@
 //! `-Q`, `-b`, `--concurrent` (and an atomic stream's one size) checked against the common settings: how a
 //! [`BandwidthConfig`] is made. Apart from the type, which the harness reads without the checks.
 
-use crate::bench::Operation;
+use crate::bench::Verb;
 use crate::error::{ConfigError, Result};
 use crate::options::args::BandwidthArgs;
 use crate::options::bandwidth::{refuse_staged, BandwidthConfig, StagedRules};
@@ -10,13 +10,9 @@ use crate::options::latency::check_atomic_size;
 use crate::options::perftest_defaults::cq_moderation;
 
 impl BandwidthConfig {
-    /// `-Q`, `-b` and `--concurrent` of a bench whose stream is `operation`, checked against the
+    /// `-Q`, `-b` and `--concurrent` of a bench whose stream is `verb`, checked against the
     /// common settings; the staged rules derived once, and applied here to a loopback run.
-    pub fn from_args(
-        args: &BandwidthArgs,
-        common: &BenchConfig,
-        operation: Operation,
-    ) -> Result<BandwidthConfig> {
+    pub fn from_args(args: &BandwidthArgs, common: &BenchConfig, verb: Verb) -> Result<BandwidthConfig> {
         let iterations = match common.stop {
             StopRule::Iterations(iterations) => Some(iterations),
             StopRule::Duration(_) => None,
@@ -32,8 +28,7 @@ impl BandwidthConfig {
         // A WRITE stream's staged receiver counts the messages it copies in.
         let staged = StagedRules {
             bidirectional: args.bidirectional,
-            receiver_counts_messages: operation == Operation::Write
-                && matches!(common.stop, StopRule::Duration(_)),
+            receiver_counts_messages: verb == Verb::Write && matches!(common.stop, StopRule::Duration(_)),
         };
         // Two processes refuse these once both memories are known, right after the hellos and
         // on both sides in the same words ([`refuse_staged`]): refused here, a server or client
@@ -51,7 +46,7 @@ impl BandwidthConfig {
             )
             .into());
         }
-        if operation == Operation::Atomic {
+        if verb == Verb::Atomic {
             check_atomic_size(&common.sizes, crate::bench::ATOMIC_BW.binary)?;
         }
         Ok(BandwidthConfig {

@@ -18,9 +18,10 @@ pub enum Measures {
     Latency,
 }
 
-/// The verbs operation a bench times.
+/// The verb a bench times, as perftest names it (its `VerbType`: SEND, WRITE, READ, ATOMIC);
+/// the work request each post carries is the verbs crate's `Operation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
+pub enum Verb {
     Write,
     Read,
     Send,
@@ -36,7 +37,7 @@ pub struct Bench {
     pub binary: &'static str,
     /// The console title, perftest's wording ("RDMA_Write BW Test").
     pub title: &'static str,
-    pub operation: Operation,
+    pub verb: Verb,
     pub measures: Measures,
     /// What it measures, in words (the README's table, `--help`'s first line).
     pub summary: &'static str,
@@ -62,7 +63,7 @@ pub const WRITE_BW: Bench = Bench {
     name: "write_bw",
     binary: "gdr-write-bw",
     title: "RDMA_Write BW Test",
-    operation: Operation::Write,
+    verb: Verb::Write,
     measures: Measures::Bandwidth,
     summary: "RDMA WRITE bandwidth",
     perftest: "ib_write_bw",
@@ -73,7 +74,7 @@ pub const SEND_BW: Bench = Bench {
     name: "send_bw",
     binary: "gdr-send-bw",
     title: "Send BW Test",
-    operation: Operation::Send,
+    verb: Verb::Send,
     measures: Measures::Bandwidth,
     summary: "SEND/RECV bandwidth",
     perftest: "ib_send_bw",
@@ -86,7 +87,7 @@ pub const READ_BW: Bench = Bench {
     name: "read_bw",
     binary: "gdr-read-bw",
     title: "RDMA_Read BW Test",
-    operation: Operation::Read,
+    verb: Verb::Read,
     measures: Measures::Bandwidth,
     summary: "RDMA READ bandwidth",
     perftest: "ib_read_bw",
@@ -97,7 +98,7 @@ pub const ATOMIC_BW: Bench = Bench {
     name: "atomic_bw",
     binary: "gdr-atomic-bw",
     title: "Atomic BW Test",
-    operation: Operation::Atomic,
+    verb: Verb::Atomic,
     measures: Measures::Bandwidth,
     summary: "RDMA atomic bandwidth and message rate, 8-byte fetch-and-add or compare-and-swap",
     perftest: "ib_atomic_bw",
@@ -108,7 +109,7 @@ pub const READ_LAT: Bench = Bench {
     name: "read_lat",
     binary: "gdr-read-lat",
     title: "RDMA_Read Latency Test",
-    operation: Operation::Read,
+    verb: Verb::Read,
     measures: Measures::Latency,
     summary: "RDMA READ latency",
     perftest: "ib_read_lat",
@@ -119,7 +120,7 @@ pub const WRITE_LAT: Bench = Bench {
     name: "write_lat",
     binary: "gdr-write-lat",
     title: "RDMA_Write Latency Test",
-    operation: Operation::Write,
+    verb: Verb::Write,
     measures: Measures::Latency,
     summary: "RDMA WRITE latency, ping-pong",
     perftest: "ib_write_lat",
@@ -130,7 +131,7 @@ pub const SEND_LAT: Bench = Bench {
     name: "send_lat",
     binary: "gdr-send-lat",
     title: "Send Latency Test",
-    operation: Operation::Send,
+    verb: Verb::Send,
     measures: Measures::Latency,
     summary: "SEND/RECV latency, ping-pong",
     perftest: "ib_send_lat",
@@ -141,7 +142,7 @@ pub const ATOMIC_LAT: Bench = Bench {
     name: "atomic_lat",
     binary: "gdr-atomic-lat",
     title: "Atomic Latency Test",
-    operation: Operation::Atomic,
+    verb: Verb::Atomic,
     measures: Measures::Latency,
     summary: "RDMA atomic latency, 8-byte fetch-and-add or compare-and-swap",
     perftest: "ib_atomic_lat",

@@ -109,7 +109,7 @@ pub struct OutsArgs {
 }
 
 impl OutsArgs {
-    /// The depth asked for, checked ([`ReadDepth::from_outs`]).
+    /// The depth asked for, checked (`ReadDepth::from_outs`).
     pub fn read_depth(&self) -> Result<ReadDepth> {
         ReadDepth::from_outs(self.outs)
     }
@@ -450,7 +450,7 @@ impl Acceptance {
 }
 
 /// Where this side's buffers live; each side chooses its own. A list of kinds and GPUs is a
-/// sweep: [`crate::options::placement::plan`] turns it into placements once CUDA is loaded.
+/// sweep: [`crate::options::placement::placements`] turns it into placements once CUDA is loaded.
 #[derive(Debug, Clone)]
 pub struct MemoryConfig {
     /// `--mem`, in the order given.

@@ -52,16 +52,16 @@ pub fn labels(placements: &[Placement]) -> Vec<String> {
 ///
 /// `-d` pairs with the GPUs in order when it lists as many devices as there are GPUs (one NIC
 /// per GPU, as on a DGX-like node); a single device serves every placement.
-pub fn plan(config: &BenchConfig) -> Result<Vec<Placement>> {
+pub fn placements(config: &BenchConfig) -> Result<Vec<Placement>> {
     let gpus = match config.memory.kinds.iter().any(|&kind| kind.is_on_gpu()) {
         true => gdrperf_cuda::Cuda::load()?.resolve(&config.memory.gpu)?,
         false => Vec::new(),
     };
-    plan_with(&config.memory, &config.devices, &gpus)
+    placements_with(&config.memory, &config.devices, &gpus)
 }
 
-/// [`plan`] once the GPU selection is resolved to `gpus` (CUDA device indices).
-pub fn plan_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> Result<Vec<Placement>> {
+/// [`placements`] once the GPU selection is resolved to `gpus` (CUDA device indices).
+pub fn placements_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]) -> Result<Vec<Placement>> {
     let device_for_gpu = |position: usize| -> Result<Option<String>> {
         match devices.len() {
             0 => Ok(None),
@@ -161,18 +161,19 @@ mod tests {
     #[test]
     fn every_kind_meets_every_gpu_and_host_memory_appears_once() {
         let all = memory(&[MemoryKind::Host, MemoryKind::Cuda, MemoryKind::CudaStaged]);
-        let placements = plan_with(&all, &[], &[0, 1]).unwrap();
+        let placements = placements_with(&all, &[], &[0, 1]).unwrap();
         assert_eq!(labels(&placements), ["host", "cuda:0", "cuda:1", "cuda-staged:0", "cuda-staged:1"]);
     }
 
     #[test]
     fn devices_pair_with_gpus_in_order_or_serve_all() {
         let cuda = memory(&[MemoryKind::Cuda]);
-        let paired = plan_with(&cuda, &["mlx5_0".into(), "mlx5_1".into()], &[2, 3]).unwrap();
+        let paired = placements_with(&cuda, &["mlx5_0".into(), "mlx5_1".into()], &[2, 3]).unwrap();
         assert_eq!(labels(&paired), ["cuda:2@mlx5_0", "cuda:3@mlx5_1"]);
-        let one = plan_with(&cuda, &["mlx5_4".into()], &[0, 1]).unwrap();
+        let one = placements_with(&cuda, &["mlx5_4".into()], &[0, 1]).unwrap();
         assert_eq!(labels(&one), ["cuda:0@mlx5_4", "cuda:1@mlx5_4"]);
-        let error = plan_with(&cuda, &["a".into(), "b".into(), "c".into()], &[0, 1]).unwrap_err().to_string();
+        let error =
+            placements_with(&cuda, &["a".into(), "b".into(), "c".into()], &[0, 1]).unwrap_err().to_string();
         assert!(error.contains("3 devices for 2 GPUs"), "{error}");
     }
 
@@ -180,19 +181,20 @@ mod tests {
     fn host_memory_runs_once_per_listed_device_and_refuses_auto() {
         let host = memory(&[MemoryKind::Host]);
         assert_eq!(
-            labels(&plan_with(&host, &["rxe0".into(), "rxe1".into()], &[]).unwrap()),
+            labels(&placements_with(&host, &["rxe0".into(), "rxe1".into()], &[]).unwrap()),
             ["host@rxe0", "host@rxe1"]
         );
         // The configuration refuses -d auto without GPU memory (config::tests); a plan that
         // got one anyway says so instead of guessing a device.
-        let error = plan_with(&host, &["auto".into()], &[]).unwrap_err();
+        let error = placements_with(&host, &["auto".into()], &[]).unwrap_err();
         assert!(
             matches!(error, Error::Internal(crate::error::InternalError::AutoDeviceWithoutGpu { .. })),
             "{error}"
         );
         // Beside GPU kinds, host memory takes the NIC nearest to the first GPU.
         let modes =
-            plan_with(&memory(&[MemoryKind::Host, MemoryKind::Cuda]), &["auto".into()], &[3, 1]).unwrap();
+            placements_with(&memory(&[MemoryKind::Host, MemoryKind::Cuda]), &["auto".into()], &[3, 1])
+                .unwrap();
         assert_eq!(labels(&modes), ["host@auto", "cuda:3@auto", "cuda:1@auto"]);
         let near: Vec<Option<usize>> = modes.iter().map(|placement| placement.near_gpu).collect();
         assert_eq!(near, [Some(3), Some(3), Some(1)]);

@@ -79,7 +79,7 @@ mod tests {
         let cli = SendCli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
             .expect("clap takes the arguments");
         let common = BenchConfig::from_args(&cli.common, SEND_BW.defaults)?;
-        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, SEND_BW.operation)?;
+        let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, SEND_BW.verb)?;
         SendConfig::from_args(&cli.send, &common, &bandwidth)
     }
 

@@ -17,7 +17,7 @@
 
 use gdrperf_files::columns::{self, ColumnName};
 
-use crate::bench::{Bench, Measures, Operation, BENCHES};
+use crate::bench::{Bench, Measures, Verb, BENCHES};
 
 /// A table gdrperf writes: the CSV columns and the keys of each JSON `results` entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,10 +58,10 @@ impl Table {
 
     /// The table a bench's rows are written as.
     pub fn of(bench: &Bench) -> Option<Table> {
-        Some(match (bench.measures, bench.operation) {
+        Some(match (bench.measures, bench.verb) {
             (Measures::Latency, _) => Table::Latency,
-            (Measures::Bandwidth, Operation::Send) => Table::SendBandwidth,
-            (Measures::Bandwidth, Operation::Write | Operation::Read | Operation::Atomic) => Table::Bandwidth,
+            (Measures::Bandwidth, Verb::Send) => Table::SendBandwidth,
+            (Measures::Bandwidth, Verb::Write | Verb::Read | Verb::Atomic) => Table::Bandwidth,
         })
     }
 

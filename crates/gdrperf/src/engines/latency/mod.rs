@@ -56,15 +56,8 @@ mod staged;
 mod transport;
 mod wire;
 
-pub use files::measure_size;
-pub use ping_pong::{
-    measure_ping_pong, ping_pong_initiator, ping_pong_responder, ping_pong_row, PingPongLatency,
-    PingPongOperation,
-};
+pub use ping_pong::{PingPongLatency, PingPongOperation};
 pub use plan::LatencyPlan;
-pub use read::{prepare_read_source, read_latency, OneSidedLatency, OneSidedRequest};
-pub use setup::{
-    check_ping_pong, memory_header, one_sided_setup, ping_pong_setup, prepare_ping_pong,
-    prepare_ping_pong_check,
-};
+pub use read::{OneSidedLatency, OneSidedRequest};
+pub use setup::{one_sided_setup, ping_pong_setup};
 pub use transport::PingPong;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::bench::Operation;
+use crate::bench::Verb;
 use crate::options::args::BandwidthArgs;
 use crate::options::bandwidth::{refuse_staged, StagedRules};
 use clap::Parser;
@@ -32,7 +32,7 @@ fn configure(arguments: &[&str]) -> Result<(BenchConfig, BandwidthConfig)> {
     let cli = Cli::try_parse_from(std::iter::once("test").chain(arguments.iter().copied()))
         .expect("clap takes the arguments");
     let common = BenchConfig::from_args(&cli.common, DEFAULTS)?;
-    let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, Operation::Write)?;
+    let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, Verb::Write)?;
     Ok((common, bandwidth))
 }
 
@@ -237,7 +237,7 @@ fn staged_memory_refuses_both_directions_before_any_device_is_opened() {
     );
     let cli = Cli::try_parse_from(["test", "--loopback", "-D", "2", "--mem", "host-staged"]).unwrap();
     let common = BenchConfig::from_args(&cli.common, DEFAULTS).unwrap();
-    let read = BandwidthConfig::from_args(&cli.bandwidth, &common, Operation::Read).unwrap();
+    let read = BandwidthConfig::from_args(&cli.bandwidth, &common, Verb::Read).unwrap();
     assert!(!read.staged.receiver_counts_messages, "a staged reader copies in what it read, timed");
     // Two processes: the hellos tell each side the other's memory; one rule decides on both.
     let both = StagedRules { bidirectional: true, receiver_counts_messages: false };

@@ -1,8 +1,9 @@
-//! What a latency binary builds from its command line before it runs: the options room's
-//! settings and, when asked for, the output room's HDR files, made in one step. Here, above
-//! both rooms, so that the options know nothing of the files they name.
+//! What a latency binary builds from its command line before it runs: its checked settings and,
+//! when asked for, its HDR files, made in one step, so that every latency binary makes them the
+//! same way. The engine's own set-up of a size (queues, buffers, header lines) is
+//! `engines::latency`'s `one_sided_setup` and `ping_pong_setup`.
 
-use crate::bench::{Bench, Operation};
+use crate::bench::{Bench, Verb};
 use crate::error::{ConfigError, Result};
 use crate::options::args::CommonArgs;
 use crate::options::config::BenchConfig;
@@ -11,7 +12,7 @@ use crate::output::latency_row::LatencyFiles;
 
 /// What every latency binary builds from its command line, in one step: the common settings
 /// (with perftest's latency defaults), the latency settings, and the HDR files when asked for.
-pub fn latency_setup(
+pub fn latency_settings(
     common: &CommonArgs,
     latency: &LatencyArgs,
     options: TestOptions,
@@ -26,11 +27,11 @@ pub fn latency_setup(
         )
         .into());
     }
-    let test = match bench.operation {
-        Operation::Read => LatencyTest::Read,
-        Operation::Write => LatencyTest::Write,
-        Operation::Send => LatencyTest::Send,
-        Operation::Atomic => LatencyTest::Atomic,
+    let test = match bench.verb {
+        Verb::Read => LatencyTest::Read,
+        Verb::Write => LatencyTest::Write,
+        Verb::Send => LatencyTest::Send,
+        Verb::Atomic => LatencyTest::Atomic,
     };
     let name = bench.name;
     let mut common = BenchConfig::from_args(common, bench.defaults)?;
