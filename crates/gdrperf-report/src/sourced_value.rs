@@ -1,6 +1,5 @@
 //! A figure and where it comes from: what a profile's thresholds and a soak's limits are made
-//! of. Its own module, below both the profile and the soak check (a profile holds a soak check),
-//! so neither imports the other for it.
+//! of, both the profile's and the soak check's (a profile holds a soak check).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,6 @@
 //! Safe RAII wrappers over sideway for exactly what the benchmarks need.
 //!
-//! The lowest floor of gdrperf: it knows nothing of the benchmarks, the control channel or the
-//! command line, so a program that only wants to move bytes over RDMA needs nothing else: this
+//! It knows nothing of the benchmarks, the control channel or the command line, so a program that only wants to move bytes over RDMA needs nothing else: this
 //! crate's examples depend on it alone (`rdma_write`, the smallest complete RDMA WRITE between
 //! two processes; `gpudirect_write`, the same into GPU memory, and `several_gpus`, every GPU at
 //! once, add gdrperf-cuda). Every failing call returns a [`VerbsError`] that

@@ -6,8 +6,7 @@
 //! gone), so the message must point at the fix, not at our code.
 //!
 //! The typed parts (bad input, broken promises, the peer out of step, CPU placement) are in this
-//! same file, which names nothing else of the crate: every module can return these errors
-//! without standing above any other, so the error is the crate's ground floor.
+//! same file, which names nothing else of the crate, so every module can return these errors.
 
 use std::io;
 

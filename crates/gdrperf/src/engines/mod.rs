@@ -4,7 +4,7 @@
 //!
 //! An engine runs one size over a connected [`Session`](crate::harness::Session) and gives the
 //! figures its bench turns into a row; it neither parses options nor drives the sweep (the
-//! harness does), and its memory is the memory room's (`QueueMemory`), so one loop serves
+//! harness does), and it reaches its buffers through `memory`'s `QueueMemory`, so one loop serves
 //! host, GPUDirect and staged buffers alike.
 //! - One-sided stream (gdr-write-bw, gdr-read-bw, gdr-atomic-bw): `one_sided` over the streaming
 //!   loop of `bandwidth`, with `staged_receive` on a staged side written to.

@@ -4,9 +4,9 @@
 //! Look here for "how is GPU memory registered?", "what does `cuda-staged` copy, and when?" or
 //! "how is a received message checked?".
 //!
-//! The room knows nothing of the options' parsing or of the loops: an engine is written once,
-//! generic over `QueueMemory`, and this room makes each kind of
-//! memory fit it.
+//! An engine is written once, generic over `QueueMemory`, and this module makes each kind of
+//! memory fit it. Staging's buffers, copy engines and hooks are here; the loops that wait on a
+//! staged copy (`engines::staged_receive`, the latency loops' `staged`) only call them.
 //! - `buffers`: the benchmark buffers (host, GPU, staged) and the copy engine a staged one holds.
 //! - `pattern`: the data pattern of `--validate`, and where a buffer differs from it.
 //! - [`staging`]: the copy engines of staged memory (CUDA, or host for the tests).

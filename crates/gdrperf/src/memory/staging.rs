@@ -11,8 +11,8 @@
 //!
 //! Every stager keeps a [`CopyLog`]: the `[start, end)` of each finished copy, from which the
 //! side's copy time is the busy time (`gdrperf_stats::busy_nanos`, the union of the intervals).
-//! The trait and the log are defined with the buffer that holds a stager (`memory::buffers`),
-//! so that the buffers stand below the copy engines; they are named here too.
+//! The trait and the log are defined with the buffer that holds a stager (`memory::buffers`)
+//! and named here too.
 
 use std::collections::VecDeque;
 use std::ops::Range;

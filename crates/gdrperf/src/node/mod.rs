@@ -3,8 +3,11 @@
 //! the NIC. Look here for "which core does `--cpu auto` pick?", "where do the `nic_*` columns
 //! come from?" or "what does the run header say of the PCIe path?".
 //!
-//! The room stands under the run: it reads sysfs and the topology crate, and names the run's
-//! buffers only to say which GPU they are on.
+//! It reads sysfs and the topology crate, and names the run's buffers only to say which GPU
+//! they are on. Where the measuring thread runs (`--cpu`, `--cpu auto`) is decided in
+//! [`cpu_placement`], from the request `options::cpu_request` parsed; `cpu_choice` is that
+//! decision as data. The latency loops' own short pin against TSC migration (`engines::latency`)
+//! leaves a thread that a placement already holds to one CPU as it is.
 //! - [`cpu_placement`]: CPU pinning near a device; `cpu_choice`: the placement chosen, as data.
 //! - [`nic_counters`]: the port counters read around each size.
 //! - `pcie`: the PCIe facts of the run's GPU and NIC for the header and the JSON metadata.

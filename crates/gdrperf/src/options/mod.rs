@@ -3,8 +3,8 @@
 //!
 //! Look here for "where is `-Q` resolved?", "which flags does gdr-send-bw add?", "what does
 //! `--help` show as the default?" or "where do the buffers of `--mem host,cuda --gpu 0,1` go?".
-//! Nothing here touches a device or the network: the room is plain data and the rules that
-//! check it, so a typo costs nothing and every other room reads one validated [`BenchConfig`].
+//! Nothing here touches a device or the network: it is plain data and the rules that check it,
+//! so a typo costs nothing and the rest of the crate reads one validated [`BenchConfig`].
 //!
 //! - `args`: the options every bench shares ([`CommonArgs`]) and those of the bandwidth
 //!   benches ([`BandwidthArgs`]); `latency` and `send` hold the latency and SEND/RECV

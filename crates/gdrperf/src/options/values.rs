@@ -1,7 +1,7 @@
 //! The plain values a run's settings are made of: its role, when a size stops, what a latency
 //! sample spans, the console's unit, where latency files go. Data without checks (those are
-//! `options::config`'s), named nothing else of the crate, so that the rooms which only read them
-//! (output, engines) stand below the option checks. `options::config` names them too.
+//! `options::config`'s): the rows and the engines read these values and need none of the rules
+//! that made them.
 
 use std::path::PathBuf;
 use std::time::Duration;

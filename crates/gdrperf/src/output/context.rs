@@ -1,6 +1,5 @@
 //! What a result row is made from besides its figures: the facts of the run that every row
-//! repeats ([`RowContext`]) and both ends' path facts ([`RowPath`]). Its own module so that the
-//! row types and their shared column groups read it without importing one another.
+//! repeats ([`RowContext`]) and both ends' path facts ([`RowPath`]), shared by every row type.
 
 use std::sync::Arc;
 

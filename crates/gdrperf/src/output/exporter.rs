@@ -1,7 +1,6 @@
 //! What every destination of results is given: a [`Row`] (any result row type), the run's
 //! header lines and metadata ([`RunStart`]), and the [`Exporter`] trait the console table and
-//! the files implement. Its own module so that the row types and the exporters share these
-//! without importing the room that gathers them.
+//! the files implement: the contract between the rows and the destinations.
 
 use serde::Serialize;
 

@@ -5,9 +5,8 @@
 //! an hour of sweeping) and every row is written the moment its size completes, so a crash at
 //! size 20 keeps sizes 1 to 19.
 //!
-//! What the rows and the exporters share lives in leaf modules, so none of them imports this
-//! one: the traits and the run's header (`exporter.rs`), the facts every row repeats
-//! (`context.rs`). This module gathers the exporters of a run ([`Outputs`]).
+//! The traits and the run's header are in `exporter.rs`, the facts every row repeats in
+//! `context.rs`; this module gathers the exporters of a run ([`Outputs`]).
 
 pub mod ceiling_columns;
 pub mod columns;

@@ -1,7 +1,7 @@
 //! One size of a latency engine measured with its files: the interval log open while the
 //! samples are taken (when `--hlog` asked for one), then the size's histograms and raw samples.
-//! The output room writes the files; the engine decides when, so output never calls back into
-//! the measuring loop.
+//! `output` writes the files; the engine decides when, so writing never reaches into the
+//! measuring loop.
 
 use std::time::Duration;
 

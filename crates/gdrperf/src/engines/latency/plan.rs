@@ -1,7 +1,7 @@
 //! What every latency loop is given and gives back: the plan of one size, the interval log's
-//! sink and the run it measured. Its own module so that the loops, the recorder and the files
-//! share these types without reaching into the room that holds them all; it names none of the
-//! run's options (the plan is made from them in `setup.rs`), so the loops stand low.
+//! sink and the run it measured: the contract between the loops, the recorder and the files.
+//! It names none of the run's options (the plan is made from them in `setup.rs`), so a loop can
+//! be read without them.
 
 use std::time::Duration;
 

@@ -1,7 +1,6 @@
 //! How the two sides of a ping-pong pass the message back and forth ([`PingPong`]), what its
 //! messages carry (markers, immediates, work-request ids) and where they land in a side's
-//! buffer. Shared by the host and staged loops, the wire and the set-up, so it stands apart
-//! from all of them.
+//! buffer: what the host and staged loops, the wire and the set-up agree on.
 
 use crate::memory_kind::MemoryKind;
 use crate::verbs::completion::opcode;

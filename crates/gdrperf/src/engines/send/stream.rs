@@ -1,4 +1,4 @@
-//! The SEND stream's loop over one size (see the room's docs): the memory picked once per size,
+//! The SEND stream's loop over one size (see the module docs of `send`): the memory picked once per size,
 //! then one loop that posts the sender's messages, polls every completion and hands each to the
 //! sender or the receiver, until both halves are done; and what a connection keeps across sizes.
 
