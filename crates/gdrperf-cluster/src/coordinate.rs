@@ -14,12 +14,18 @@
 //! - every other rank polls `locate.json` alone until the round it waits for is there.
 //!
 //! A pair is low when its client recorded no exit 0, wrote no rows, or a lane's bandwidth at the
-//! largest size is more than 15 % below the median of the first pass (the same rule as
-//! `gdrperf fleet simulate`'s). What decides a verdict stays the fleet judge's, over all rows.
+//! largest size is more than 15 % below that lane's median in the first pass (the same rule as
+//! `gdrperf fleet simulate`'s). Per lane, as the judge's rails are: a rail switch that slows
+//! every port of one lane would otherwise make every first-pass pair low. How many healthy peers
+//! must agree about a suspect follows the share of the first pass's lane rows that were low
+//! ([`crate::locate::agreeing_peers`]). What decides a verdict stays the fleet judge's, over all
+//! rows.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::time::Duration;
+
+use gdrperf_files::columns::{self as column, ColumnName};
 
 use crate::error::Result;
 use crate::layout::{for_each_line, read_json_if_present, write_json, Decisions, PairLine, RunPlan};
@@ -44,6 +50,8 @@ pub struct Located {
     pub all_pairs_runs: usize,
     /// Each suspect (node, or `node/rankN`) and what its healthy peers said.
     pub suspects: Vec<(String, Verdicts)>,
+    /// Healthy peers in a row that had to agree in each role.
+    pub agree: usize,
     /// Units given up on as dead.
     pub retired: Vec<String>,
 }
@@ -52,12 +60,13 @@ impl Located {
     /// The lines `gdrperf slurm` prints and appends to fleet.txt.
     pub fn text(&self) -> String {
         let mut text = format!(
-            "locate: {} rounds ({} first pass), {} pair runs ({:.1} % of all-pairs' {})\n",
+            "locate: {} rounds ({} first pass), {} pair runs ({:.1} % of all-pairs' {}), {} agreeing peers a role\n",
             self.rounds,
             self.first_pass_rounds,
             self.pair_runs,
             100.0 * self.pair_runs as f64 / self.all_pairs_runs.max(1) as f64,
-            self.all_pairs_runs
+            self.all_pairs_runs,
+            self.agree
         );
         let said = |list: &[bool]| match list.last() {
             None => "not measured".to_string(),
@@ -72,7 +81,7 @@ impl Located {
                 "  suspect {unit}: sending {}, receiving {}{}",
                 said(&verdicts.sending),
                 said(&verdicts.receiving),
-                if verdicts.settled() { "" } else { " (unsettled)" }
+                if verdicts.settled(self.agree) { "" } else { " (unsettled)" }
             );
         }
         if !self.retired.is_empty() {
@@ -100,8 +109,8 @@ pub(crate) struct Leader {
     first_pass_rounds: usize,
     /// Rounds whose rows the locator has.
     recorded: usize,
-    /// The first pass's median plateau (ln Gb/s), what "low" is measured against.
-    level: Option<f64>,
+    /// The first pass's median plateau per lane (ln Gb/s), what "low" is measured against.
+    levels: Levels,
     dead: BTreeSet<usize>,
     decisions: Decisions,
 }
@@ -119,7 +128,7 @@ impl Rounds {
             locator: Locator::new(options.pair_by.unit_count(step), options.seed),
             first_pass_rounds,
             recorded: 0,
-            level: None,
+            levels: Levels::default(),
             dead: BTreeSet::new(),
             decisions: Decisions { run_id: step.run_id(), ..Decisions::default() },
         }))
@@ -145,6 +154,7 @@ impl Rounds {
             first_pass_rounds: leader.first_pass_rounds,
             pair_runs: leader.locator.pair_runs,
             all_pairs_runs: units * (units - 1) / 2,
+            agree: leader.locator.agree,
             suspects: leader
                 .locator
                 .suspects()
@@ -179,8 +189,25 @@ impl Leader {
         let lines = client_lines(out, &pairs)?;
         let first_pass = self.recorded == 0;
         if first_pass {
-            let mut plateaus: Vec<f64> = lines.values().flat_map(plateaus).collect();
-            self.level = median(&mut plateaus);
+            self.levels = Levels::of(lines.values());
+            let unit = |rank: usize| self.options.pair_by.unit_of(&self.step, rank);
+            let rows: Vec<(Pair, u32, u32)> = pairs
+                .iter()
+                .map(|pair| {
+                    let units = Pair { server: unit(pair.server_rank), client: unit(pair.client_rank) };
+                    match lines.get(&(pair.round, pair.port)).map(plateaus) {
+                        Some(lanes) if !lanes.is_empty() => {
+                            let low =
+                                lanes.iter().filter(|(lane, value)| self.levels.low(lane, *value)).count();
+                            (units, low as u32, lanes.len() as u32)
+                        }
+                        _ => (units, 1, 1),
+                    }
+                })
+                .collect();
+            let units = self.options.pair_by.unit_count(&self.step);
+            let ports = units * self.levels.lanes.len().max(1);
+            self.locator.size_for_noise(&rows, ports);
         }
         let mut unit_pairs: BTreeMap<(usize, usize), bool> = BTreeMap::new();
         for pair in &pairs {
@@ -265,10 +292,39 @@ impl Leader {
         if line.record.exit_code != Some(0) || line.rows.is_empty() {
             return true;
         }
-        let Some(level) = self.level else { return false };
-        let floor = level + LOW_SHARE.ln();
         let lanes = plateaus(line);
-        lanes.is_empty() || lanes.iter().any(|&value| value < floor)
+        lanes.is_empty() || lanes.iter().any(|(lane, value)| self.levels.low(lane, *value))
+    }
+}
+
+/// The first pass's median plateau per lane name, and over all lanes (for a lane the first pass
+/// did not show), ln Gb/s.
+#[derive(Debug, Default)]
+struct Levels {
+    lanes: BTreeMap<String, f64>,
+    all: Option<f64>,
+}
+
+impl Levels {
+    fn of<'a>(lines: impl Iterator<Item = &'a PairLine>) -> Levels {
+        let mut per_lane: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        for line in lines {
+            for (lane, value) in plateaus(line) {
+                per_lane.entry(lane).or_default().push(value);
+            }
+        }
+        let mut every: Vec<f64> = per_lane.values().flatten().copied().collect();
+        let all = median(&mut every);
+        let lanes = per_lane
+            .into_iter()
+            .filter_map(|(lane, mut values)| Some((lane, median(&mut values)?)))
+            .collect();
+        Levels { lanes, all }
+    }
+
+    /// Whether `value` is more than 15 % below its lane's level (no level: not low).
+    fn low(&self, lane: &str, value: f64) -> bool {
+        self.lanes.get(lane).copied().or(self.all).is_some_and(|level| value < level + LOW_SHARE.ln())
     }
 }
 
@@ -331,12 +387,14 @@ fn client_lines(
 }
 
 /// Per lane of a client's rows, ln of the bandwidth at the largest size measured (rows of lane
-/// `all`, a sum over lanes, left out); empty without a `bw_avg_gbit_s` column.
-fn plateaus(line: &PairLine) -> Vec<f64> {
+/// `all`, a sum over lanes, left out), by lane name; empty without a `bw_avg_gbit_s` column.
+fn plateaus(line: &PairLine) -> Vec<(String, f64)> {
     let Some(header) = &line.header else { return Vec::new() };
-    let find = |name: &str| header.iter().position(|column| column == name);
-    let (Some(bw), Some(bytes)) = (find("bw_avg_gbit_s"), find("bytes")) else { return Vec::new() };
-    let lane = find("lane");
+    let find = |name: ColumnName| header.iter().position(|column| column == name.name());
+    let (Some(bw), Some(bytes)) = (find(column::BW_AVG_GBIT_S), find(column::BYTES)) else {
+        return Vec::new();
+    };
+    let lane = find(column::LANE);
     let mut best: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
     for row in &line.rows {
         let field = |index: usize| row.get(index).map(String::as_str).unwrap_or("");
@@ -350,7 +408,7 @@ fn plateaus(line: &PairLine) -> Vec<f64> {
             *entry = (size, value);
         }
     }
-    best.values().map(|&(_, value)| value.ln()).collect()
+    best.into_iter().map(|(lane, (_, value))| (lane.to_string(), value.ln())).collect()
 }
 
 fn median(values: &mut [f64]) -> Option<f64> {

@@ -6,8 +6,15 @@
 //! low with fresh healthy peers, the innocent end does not, and a bad link between the two
 //! clears both ends (the judge then names the link). A fault that shows only in one direction
 //! (a NIC slow when sending) needs peers in both roles, so each suspect is measured as sender
-//! (client) and as receiver (server) by turns, and settles when, in each role, its last two
-//! healthy peers agree.
+//! (client) and as receiver (server) by turns, and settles when, in each role, its last
+//! [`Locator::agree`] healthy peers agree.
+//!
+//! How many must agree follows the noise of the first pass ([`agreeing_peers`]): the fleet judge
+//! names a port only when its low peers are too many for the rows' transient dips to explain
+//! (gdrperf-fleet's judge, Bonferroni over every port), so on a fabric where 2 % of pair runs dip
+//! a slow port needs four or five low peers in a role, not two. Two agreeing peers named a bad
+//! link's end, or a node with two dipped pair runs, in a third of simulated noisy jobs
+//! (results/fleet/noise.md).
 //!
 //! The planner is pure: the caller (rank 0 of a job, or `gdrperf fleet simulate`) runs the
 //! rounds, says per pair whether it was low (a pair with no rows counts as low: a dead node
@@ -29,11 +36,59 @@ pub struct Verdicts {
 }
 
 impl Verdicts {
-    /// Two healthy peers agree in each role: the last two verdicts of each role are equal.
-    pub fn settled(&self) -> bool {
-        let agreed = |list: &[bool]| list.len() >= 2 && list[list.len() - 1] == list[list.len() - 2];
+    /// `agree` healthy peers agree in each role: the last `agree` verdicts of each role are equal.
+    pub fn settled(&self, agree: usize) -> bool {
+        let agree = agree.max(1);
+        let agreed = |list: &[bool]| {
+            list.len() >= agree && list[list.len() - agree..].iter().all(|&low| low == list[list.len() - 1])
+        };
         agreed(&self.sending) && agreed(&self.receiving)
     }
+}
+
+/// The most healthy peers [`agreeing_peers`] asks for in a role.
+pub const MOST_AGREEING: usize = 8;
+
+/// The false-naming probability the agreeing peers are sized for, a tenth of the fleet judge's
+/// default alpha (0.001): margin for a transient rate the first pass under-estimates.
+const SIZED_FOR: f64 = 1e-4;
+
+/// The share of the first pass's lane rows that dipped: `rows` holds per pair its low lane rows
+/// and lane rows (a pair without rows: one of one). Pairs with a unit low in every first-pass
+/// pair it had (two or more: a slow or dead node, port or GPU) are left out: their rows are
+/// that unit's fault, not the fabric's noise, and in a small fleet they would be most of the
+/// low rows. A unit low in one pair only (a port slow in one role, a bad link, a dip) stays in.
+pub fn transient_share(rows: &[(Pair, u32, u32)]) -> f64 {
+    let mut pairs_of: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    for &(pair, low, _) in rows {
+        for unit in [pair.server, pair.client] {
+            let entry = pairs_of.entry(unit).or_default();
+            entry.0 += 1;
+            entry.1 += usize::from(low > 0);
+        }
+    }
+    let faulty = |unit: usize| pairs_of.get(&unit).is_some_and(|&(pairs, low)| pairs >= 2 && low == pairs);
+    let (mut low, mut all) = (0u64, 0u64);
+    for &(pair, low_rows, lane_rows) in rows {
+        if !faulty(pair.server) && !faulty(pair.client) {
+            low += u64::from(low_rows);
+            all += u64::from(lane_rows);
+        }
+    }
+    low as f64 / all.max(1) as f64
+}
+
+/// How many healthy peers in a row must agree about a suspect in each role, from `low_share`,
+/// the share of the first pass's lane rows that dipped ([`transient_share`]), and `ports`, the ports of the fleet
+/// (units x lanes). The judge names a port slow in one role from its low peers in that role
+/// only when 3 x ports x share^peers is below its alpha; this asks for the smallest count, two
+/// or more, at which that holds with `SIZED_FOR` from locate's peers alone (the first pass's
+/// peer may be a dead node, with no rows), at most [`MOST_AGREEING`]. The share is taken as at
+/// least one in a thousand (the judge's floor).
+pub fn agreeing_peers(low_share: f64, ports: usize) -> usize {
+    let share = if low_share.is_finite() { low_share.clamp(0.001, 0.5) } else { 0.5 };
+    let tests = 3.0 * ports.max(1) as f64;
+    (2..=MOST_AGREEING).find(|&agree| tests * share.powi(agree as i32) < SIZED_FOR).unwrap_or(MOST_AGREEING)
 }
 
 /// The state of a `locate` run over `units` units.
@@ -48,6 +103,9 @@ pub struct Locator {
     /// its peer a timeout).
     retired: BTreeSet<usize>,
     generator: SplitMix64,
+    /// Healthy peers in a row that must agree in each role for a suspect to settle (2 unless
+    /// [`Locator::size_for_noise`] says more).
+    pub agree: usize,
     /// A suspect is given up on (left unsettled) after this many locate pairs.
     pub max_pairs_per_suspect: usize,
     pub rounds: usize,
@@ -63,10 +121,19 @@ impl Locator {
             met: HashSet::new(),
             retired: BTreeSet::new(),
             generator: SplitMix64::new(seed ^ 0x10CA7E),
+            agree: 2,
             max_pairs_per_suspect: 8,
             rounds: 0,
             pair_runs: 0,
         }
+    }
+
+    /// Sizes the agreeing peers for the first pass's noise (`rows`: per pair its low lane rows
+    /// and lane rows, [`transient_share`], [`agreeing_peers`]) and gives each suspect room for
+    /// them in both roles, and four verdicts more for a dip among them.
+    pub fn size_for_noise(&mut self, rows: &[(Pair, u32, u32)], ports: usize) {
+        self.agree = agreeing_peers(transient_share(rows), ports);
+        self.max_pairs_per_suspect = 2 * self.agree + 4;
     }
 
     /// Records a finished round: every pair and whether it was low. In the first pass (the
@@ -125,7 +192,7 @@ impl Locator {
         let mut round = Vec::new();
         let mut cursor = 0;
         for (&suspect, verdicts) in &self.suspects {
-            if verdicts.settled()
+            if verdicts.settled(self.agree)
                 || self.retired.contains(&suspect)
                 || verdicts.sending.len() + verdicts.receiving.len() >= self.max_pairs_per_suspect
             {
@@ -188,6 +255,38 @@ mod tests {
     }
 
     #[test]
+    fn more_peers_must_agree_on_a_noisier_first_pass() {
+        // A quiet first pass (the floor of 1e-3): 3 x 2048 x 1e-3^2 = 6.1e-3, ^3 = 6.1e-6 < 1e-4:
+        // three.
+        assert_eq!(agreeing_peers(0.0, 2048), 3);
+        // 2.5 % of lane rows low, 2048 ports: 6144 x 0.025^5 = 6.0e-5 < 1e-4, 0.025^4 not: five.
+        assert_eq!(agreeing_peers(0.025, 2048), 5);
+        // 32768 ports at the same share: 98304 x 0.025^6 = 2.3e-5: six.
+        assert_eq!(agreeing_peers(0.025, 32768), 6);
+        // Nothing is sized beyond the most.
+        assert_eq!(agreeing_peers(0.5, 32768), MOST_AGREEING);
+        assert_eq!(agreeing_peers(f64::NAN, 8), MOST_AGREEING);
+        // A ring of eight: unit 2 low in both its pairs (those left out), a dipped pair of 3
+        // lanes (one low), a missing pair (one of one): 2 low of 5 x 3 + 1 = 16 rows.
+        let pair = |server: usize, client: usize| Pair { server, client };
+        let rows = [
+            (pair(0, 1), 0, 3),
+            (pair(1, 2), 3, 3),
+            (pair(2, 3), 2, 3),
+            (pair(3, 4), 0, 3),
+            (pair(4, 5), 1, 3),
+            (pair(5, 6), 0, 3),
+            (pair(6, 7), 1, 1),
+            (pair(7, 0), 0, 3),
+        ];
+        assert!((transient_share(&rows) - 2.0 / 16.0).abs() < 1e-12, "{}", transient_share(&rows));
+        let verdicts =
+            Verdicts { sending: vec![false, true, true, true], receiving: vec![false, false, false] };
+        assert!(verdicts.settled(3));
+        assert!(!verdicts.settled(4));
+    }
+
+    #[test]
     fn a_sender_only_fault_settles_low_sending_and_fine_receiving() {
         let low = |pair: Pair| pair.client == 3;
         let mut locator = Locator::new(8, 1);
@@ -202,7 +301,7 @@ mod tests {
             assert!(locator.rounds < 20, "locate did not settle");
         }
         let suspects = locator.suspects();
-        assert!(suspects.values().all(Verdicts::settled));
+        assert!(suspects.values().all(|verdicts| verdicts.settled(2)));
         assert_eq!(suspects[&3].sending.last(), Some(&true));
         assert_eq!(suspects[&3].receiving.last(), Some(&false));
         // The innocent end of the low pair is cleared in both roles.

@@ -98,7 +98,8 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
                 .map_or(0.0, |rail| rail.effect)
         })
         .collect();
-    let (watch_intermittent, transient_rates) = intermittent_ports(source, &fit, config, &mut named, &shift);
+    let (watch_intermittent, transient_rates, class_dips) =
+        intermittent_ports(source, &fit, config, &mut named, &shift);
     // A port both watched by its median and intermittent is listed once, as intermittent.
     let intermittent: BTreeSet<(u32, u32)> = named
         .iter()
@@ -119,18 +120,21 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
     }
     let peers = peers_of(source, &fit, &named, floor, &shift);
     let mut findings = Vec::new();
-    let single = settle_ports(catalog, &fit, &named, &peers, &mut findings);
+    let unproven = settle_ports(catalog, &fit, &named, &peers, (&class_dips, config.alpha), &mut findings);
     name_groups(source, &fit, floor, &mut findings);
-    // Single-peer ports are judged with their pair, as links: not explained.
+    // Ports their peers do not prove are judged with each peer they were low with, as links: not
+    // explained (their peers, when named and proven, stay explained).
     let mut explained = is_named.clone();
-    for &(class, a, b) in &single {
-        for port in [a, b] {
-            if let Some(key) = fit.keys.get(class, port) {
-                explained[key] = false;
-            }
+    for &(class, port, _) in &unproven {
+        if let Some(key) = fit.keys.get(class, port) {
+            explained[key] = false;
         }
     }
-    let (pairs, transient_rows) = judge_pairs(source, &fit, floor, config.alpha, &explained, &single);
+    let pairs_of_unproven: BTreeSet<(u32, u32, u32)> =
+        unproven.iter().map(|&(class, port, peer)| (class, port.min(peer), port.max(peer))).collect();
+    let pairs_of_unproven: Vec<(u32, u32, u32)> = pairs_of_unproven.into_iter().collect();
+    let (pairs, transient_rows) =
+        judge_pairs(source, &fit, (floor, config.alpha), &explained, &pairs_of_unproven, &shift);
     let mut retest = Vec::new();
     for pair in pairs {
         let (a, b) = (&catalog.ports[pair.ends.0 as usize], &catalog.ports[pair.ends.1 as usize]);
@@ -279,14 +283,15 @@ fn test_ports(
 /// Ports that dip now and then ([`crate::transient`]): named intermittent (in place of a
 /// median-named kind, which few rows can give such a port by chance), or to watch when they dip
 /// surely more often than their class but in fewer than [`INTERMITTENT_SHARE`] of their rows.
-/// Also returns each class's transient rate.
+/// Also returns each class's transient rate, and its low row ends and row ends (ports not named
+/// by their median).
 fn intermittent_ports(
     source: &dyn Source,
     fit: &Fit,
     config: &JudgeConfig,
     named: &mut Vec<Named>,
     shift: &[f64],
-) -> (Vec<Finding>, Vec<f64>) {
+) -> (Vec<Finding>, Vec<f64>, Vec<(u64, u64)>) {
     let catalog = source.catalog();
     let floor = (1.0 - config.min_deficit).ln();
     let watch_floor = (1.0 - config.watch_deficit).ln();
@@ -352,13 +357,13 @@ fn intermittent_ports(
             watch.push(finding);
         }
     }
-    (watch, rates)
+    let counts = dips.class_low.iter().copied().zip(dips.class_ends.iter().copied()).collect();
+    (watch, rates, counts)
 }
 
-/// Distinct peer ports of each named port's low rows (one pass, only when a port is named): a
-/// port is named from a deficit seen with two peers or more, not from rows with two peers of
-/// which one pair holds every low row (a bad link run again, a retest, makes exactly that).
-/// An intermittent port counts every peer.
+/// Each named port's rows by peer port and role (one pass, only when a port is named): a port
+/// is named from the peers it was low with, one vote a peer, not from its rows (a bad link run
+/// again, a retest, gives one peer many low rows).
 fn peers_of(source: &dyn Source, fit: &Fit, named: &[Named], floor: f64, shift: &[f64]) -> Peers {
     let mut peers: Peers = HashMap::new();
     if named.is_empty() {
@@ -379,12 +384,50 @@ fn peers_of(source: &dyn Source, fit: &Fit, named: &[Named], floor: f64, shift: 
             }
             let effect = &fit.effects[key];
             let own = if row.directed { effect.in_role(sending) } else { effect.combined };
-            if wanted[key] == 2 || residual + own - shift[key] < floor {
-                peers.entry((row.class, port)).or_default().insert(peer);
+            let low = residual + own - shift[key] < floor;
+            let vote = peers.entry((row.class, port)).or_default().entry(peer).or_default();
+            let role = match (row.directed, sending) {
+                (false, _) => None,
+                (true, true) => Some(1),
+                (true, false) => Some(2),
+            };
+            for index in std::iter::once(0).chain(role) {
+                vote.rows[index] += 1;
+                vote.low[index] += u32::from(low);
             }
         }
     });
     peers
+}
+
+/// A port's rows with one peer, all (0), sending (1) and receiving (2), and how many were low.
+#[derive(Debug, Default, Clone, Copy)]
+struct Vote {
+    rows: [u32; 3],
+    low: [u32; 3],
+}
+
+/// A named port's peers in the role it was named in (0 all, 1 sending, 2 receiving): those it
+/// was low with in half their rows or more (a port near the bar, low sending and not quite
+/// receiving, is low with each peer it met both ways), or in any row (`any`: an intermittent
+/// port), and all.
+fn low_peers(votes: Option<&BTreeMap<u32, Vote>>, role: usize, any: bool) -> (Vec<u32>, u64) {
+    let Some(votes) = votes else { return (Vec::new(), 0) };
+    let low = votes
+        .iter()
+        .filter(|(_, vote)| vote.low[role] > 0 && (any || 2 * vote.low[role] >= vote.rows[role]))
+        .map(|(&peer, _)| peer)
+        .collect();
+    (low, votes.values().filter(|vote| vote.rows[role] > 0).count() as u64)
+}
+
+/// The role a kind was named in: 1 sending, 2 receiving, 0 both or either.
+fn role_of(kind: PartKind) -> usize {
+    match kind {
+        PartKind::NicPortSending => 1,
+        PartKind::NicPortReceiving => 2,
+        _ => 0,
+    }
 }
 
 fn below_pct(effect: f64) -> f64 {
@@ -392,35 +435,35 @@ fn below_pct(effect: f64) -> f64 {
 }
 
 /// Turns named port effects into findings: GPU or NIC port across classes, node within a class.
-/// A port with fewer than two distinct peers is not named: its pair is returned, (class, lower
-/// port, higher port), to be judged as a link.
+/// A port its peers do not prove ([`prove`]) is not named: it is returned with each peer it was
+/// low with, (class, port, peer), those pairs to be judged as links.
 fn settle_ports(
     catalog: &Catalog,
     fit: &Fit,
     named: &[Named],
     peers: &Peers,
+    (class_dips, alpha): (&[(u64, u64)], f64),
     findings: &mut Vec<Finding>,
 ) -> Vec<(u32, u32, u32)> {
     let named_keys: BTreeSet<(u32, u32)> = named.iter().map(|entry| (entry.class, entry.port)).collect();
     // Per class and node: ports measured, ports named.
     let mut per_node: BTreeMap<(u32, u32), (usize, Vec<&Named>)> = BTreeMap::new();
+    let mut measured = vec![0usize; fit.level.len()];
     for &(class, port) in &fit.keys.pairs {
         per_node.entry((class, catalog.ports[port as usize].node)).or_default().0 += 1;
+        measured[class as usize] += 1;
     }
-    let mut single = BTreeSet::new();
+    let mut unproven = BTreeSet::new();
+    let mut low_peer_count: HashMap<(u32, u32), usize> = HashMap::new();
     for entry in named {
-        let set = peers.get(&(entry.class, entry.port));
-        match set.map_or(0, BTreeSet::len) {
-            0 => {}
-            1 => {
-                let peer = *set.and_then(|set| set.iter().next()).unwrap_or(&entry.port);
-                single.insert((entry.class, entry.port.min(peer), entry.port.max(peer)));
-            }
-            _ => per_node
-                .entry((entry.class, catalog.ports[entry.port as usize].node))
-                .or_default()
-                .1
-                .push(entry),
+        let tests = (3 * measured[entry.class as usize]).max(1) as f64;
+        let (class_low, class_ends) = class_dips[entry.class as usize];
+        let proof = prove(entry, peers, (class_low, class_ends), tests, alpha);
+        low_peer_count.insert((entry.class, entry.port), proof.low_peers.len());
+        if proof.proven {
+            per_node.entry((entry.class, catalog.ports[entry.port as usize].node)).or_default().1.push(entry);
+        } else {
+            unproven.extend(proof.low_peers.iter().map(|&peer| (entry.class, entry.port, peer)));
         }
     }
     for ((class, node), (measured, list)) in per_node {
@@ -438,7 +481,7 @@ fn settle_ports(
             let p = by_median.iter().map(|entry| entry.p_adjusted).fold(1.0, f64::min);
             let node_peers: BTreeSet<u32> = by_median
                 .iter()
-                .flat_map(|entry| peers.get(&(entry.class, entry.port)).into_iter().flatten())
+                .flat_map(|entry| peers.get(&(entry.class, entry.port)).into_iter().flat_map(BTreeMap::keys))
                 .map(|&peer| catalog.ports[peer as usize].node)
                 .collect();
             let mut finding = Finding::new(PartKind::Node, &catalog.nodes[node as usize], &class_info.label);
@@ -472,15 +515,52 @@ fn settle_ports(
             finding.gpu_bus_id = port.gpu_bus_id.clone();
             finding.below_pct = below_pct(entry.effect);
             finding.pairs = u64::from(entry.rows);
-            finding.peers = peers.get(&(entry.class, entry.port)).map_or(0, BTreeSet::len) as u64;
+            finding.peers = low_peer_count.get(&(entry.class, entry.port)).copied().unwrap_or(0) as u64;
             finding.z = entry.z;
             finding.p_adjusted = Some(entry.p_adjusted);
             finding.low_rows = entry.low_rows;
             findings.push(finding);
         }
     }
-    single.into_iter().collect()
+    unproven.into_iter().collect()
 }
 
-/// Distinct peer ports of each named port, by class and port.
-type Peers = HashMap<(u32, u32), BTreeSet<u32>>;
+/// Each named port's rows by peer port, by class and port.
+type Peers = HashMap<(u32, u32), BTreeMap<u32, Vote>>;
+
+/// What a named port's peers say: whether they prove it (more of them low than the class's
+/// transient rate explains), and which peers it was low with.
+struct Proof {
+    proven: bool,
+    low_peers: Vec<u32>,
+}
+
+/// A port named by its median is proven by its peers ([`low_peers`], in the role it was named
+/// in) when it was low with two or more, with most of those it met in that role, and with more
+/// than the class's transient rate explains ([`crate::transient::rate`] of `class_dips`, the
+/// class's low row ends and row ends; an intermittent port's own rows, both ends, left out):
+/// Binomial(peers, rate) upper tail, Bonferroni over the `tests` of the class. Locate's few
+/// peers a port, with 2 % of pair runs dipped (every lane at once), named a node from two dipped
+/// pair runs and a bad link's end from its retests and one dip (results/fleet/noise.md). An
+/// intermittent port is proven by three peers or more it was low with at least once, beyond the
+/// rate, in any share (a bad link's end whose pair was retested has its low rows with one peer).
+fn prove(entry: &Named, peers: &Peers, class_dips: (u64, u64), tests: f64, alpha: f64) -> Proof {
+    let votes = peers.get(&(entry.class, entry.port));
+    let intermittent = entry.kind == PartKind::NicPortIntermittent;
+    let rate = match (intermittent, votes) {
+        (true, Some(votes)) => {
+            let low: u64 = votes.values().map(|vote| u64::from(vote.low[0])).sum();
+            let rows: u64 = votes.values().map(|vote| u64::from(vote.rows[0])).sum();
+            rate(class_dips.0, class_dips.1, 2 * low, 2 * rows)
+        }
+        _ => rate(class_dips.0, class_dips.1, 0, 0),
+    };
+    let (low_peers, met) = low_peers(votes, role_of(entry.kind), intermittent);
+    let count = low_peers.len() as u64;
+    let unexplained = tests * normal::binomial_upper_tail(count, met, rate) < alpha;
+    let proven = match intermittent {
+        true => count >= 3 && unexplained,
+        false => count >= 2 && 2 * count > met && unexplained,
+    };
+    Proof { proven, low_peers }
+}

@@ -169,17 +169,18 @@ pub struct PairEvidence {
 }
 
 /// Pairs with a low row whose ends are not explained (`explained`, indexed by key), and the pairs
-/// of `extra` (ports named from one peer: their rows against the level, less any explained
-/// end's effect): every row of them gathered (two passes, the second only over candidates'
-/// ports), each judged as a link.
+/// of `extra` (a port its peers did not prove, with each peer it was low with: their rows against
+/// the level, less any explained end's effect and an unexplained end's rail, `shift` by key):
+/// every row of them gathered (two passes, the second only over candidates' ports), each judged
+/// as a link.
 /// Returns the pairs with most rows low (named, or to retest) and the low rows of the others.
 pub fn judge_pairs(
     source: &dyn Source,
     fit: &Fit,
-    floor: f64,
-    alpha: f64,
+    (floor, alpha): (f64, f64),
     explained: &[bool],
     extra: &[(u32, u32, u32)],
+    shift: &[f64],
 ) -> (Vec<PairEvidence>, u64) {
     let ordered = |a: u32, b: u32| (a.min(b), a.max(b));
     let key_of = |class: u32, port: u32| fit.keys.get(class, port).unwrap_or(0);
@@ -227,7 +228,7 @@ pub fn judge_pairs(
                         let known = |key: usize, sending: bool| {
                             let effect = &fit.effects[key];
                             match (explained[key], row.directed) {
-                                (false, _) => 0.0,
+                                (false, _) => shift[key],
                                 (true, true) => effect.in_role(sending),
                                 (true, false) => effect.combined,
                             }

@@ -51,7 +51,8 @@ pub struct CommonArgs {
 
     /// With -R only, as perftest: rdma_cm's type of service for the connections, 0-255
     /// (rdma_set_option RDMA_OPTION_ID_TOS; on RoCE the IP header's DSCP and ECN byte, the
-    /// traffic class). Without -R use --tclass.
+    /// traffic class). Without -R use --tclass. [default: rdma_cm's, from configfs'
+    /// default_roce_tos]
     #[arg(short = 'T', long = "tos", value_name = "0-255")]
     pub type_of_service: Option<u8>,
 
@@ -135,6 +136,13 @@ pub struct CommonArgs {
     /// file: without --out_json nothing is written.
     #[arg(long = "out_json_file", value_name = "PATH")]
     pub out_json_file: Option<PathBuf>,
+
+    /// Write the run's figures as a Prometheus textfile-collector file (name it NAME.prom in
+    /// node_exporter's --collector.textfile.directory): bytes per second, messages per second,
+    /// seconds; rewritten whole as each size completes (default: none). Metrics:
+    /// docs/perftest-dropin.md.
+    #[arg(long = "prom", value_name = "PATH")]
+    pub prom: Option<PathBuf>,
 
     /// Print one figure per size on stdout and nothing else, as perftest's --output: bandwidth
     /// or message_rate (bandwidth tests), latency (latency tests: the average, µs) (default:

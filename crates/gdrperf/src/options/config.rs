@@ -66,6 +66,8 @@ pub struct BenchConfig {
     pub json: Option<PathBuf>,
     /// perftest's `--out_json` report: its file (`--out_json_file`, else perftest_out.json).
     pub perftest_json: Option<PathBuf>,
+    /// `--prom`: the run's figures as a Prometheus textfile.
+    pub prometheus: Option<PathBuf>,
     /// perftest's `--output`: one figure per size on stdout.
     pub output: Option<crate::options::values::OutputFigure>,
     pub timeout: Duration,
@@ -84,13 +86,33 @@ pub struct BenchConfig {
     pub argv: Vec<String>,
     /// Latency tests: what a sample spans (set from `--latency-span`); `None` elsewhere.
     pub latency_span: Option<LatencySpan>,
-    /// RDMA READs each QP may have outstanding (set by gdr-read-bw from `-o/--outs`).
+    /// RDMA READs and atomics each QP may have outstanding (set from `-o/--outs` by gdr-read-bw,
+    /// gdr-atomic-bw, gdr-read-lat and gdr-atomic-lat).
     pub read_depth: ReadDepth,
     /// Test hook, read once here from `GDRPERF_TEST_SHARED_BOUNCE` (never while an engine sets
     /// up): the write stream behaves as gdrperf did before the staged ring (every message into
     /// the same bounce bytes, no credits), so that a VM test can show that `--validate` catches
     /// what that did. Never set it to measure.
     pub shared_bounce_for_tests: bool,
+}
+
+/// `-o/--outs` of the benches that READ or run atomics (gdr-read-bw, gdr-atomic-bw,
+/// gdr-read-lat, gdr-atomic-lat), as perftest offers it to its READ and atomic tests (`verb == READ ||
+/// verb == ATOMIC` in `usage`): the QP's outstanding READs and atomics.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct OutsArgs {
+    /// RDMA READs and atomics each QP may have outstanding (its max_rd_atomic), at most the
+    /// device's max_qp_rd_atom (higher is lowered to it, as perftest does) [default: the
+    /// device's max_qp_rd_atom]
+    #[arg(short = 'o', long = "outs", value_name = "N")]
+    pub outs: Option<u32>,
+}
+
+impl OutsArgs {
+    /// The depth asked for, checked ([`ReadDepth::from_outs`]).
+    pub fn read_depth(&self) -> Result<ReadDepth> {
+        ReadDepth::from_outs(self.outs)
+    }
 }
 
 /// RDMA READs a QP may have outstanding (its `max_rd_atomic` and `max_dest_rd_atomic`).
@@ -122,11 +144,19 @@ impl ReadDepth {
         }
     }
 
+    /// What the run header and the run's parameters say of it.
+    pub fn describe(self) -> String {
+        match self {
+            ReadDepth::Fixed(depth) | ReadDepth::Asked(depth) => depth.to_string(),
+            ReadDepth::DeviceMax => "the device's max_qp_rd_atom".into(),
+        }
+    }
+
     /// `-o/--outs` as given (`None`: the device's maximum).
     pub fn from_outs(outs: Option<u32>) -> Result<ReadDepth> {
         match outs {
             None => Ok(ReadDepth::DeviceMax),
-            Some(0) => Err(out_of_range("-o/--outs", 0, "at least 1 outstanding READ")),
+            Some(0) => Err(out_of_range("-o/--outs", 0, "at least 1 outstanding READ or atomic")),
             Some(asked) => Ok(ReadDepth::Asked(asked)),
         }
     }
@@ -283,6 +313,7 @@ impl BenchConfig {
             csv: args.csv.clone(),
             json: args.json.clone(),
             output: args.output,
+            prometheus: args.prom.clone(),
             perftest_json: args.out_json.then(|| {
                 args.out_json_file
                     .clone()

@@ -90,7 +90,13 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         "largest inline message",
         AliasOf { gdrperf: &["--inline-size", "{}"] },
     ),
-    flag(Some('o'), "outs", true, "outstanding READs", Same),
+    flag(
+        Some('o'),
+        "outs",
+        true,
+        "outstanding READs and atomics of a QP, in the READ and atomic tests only (ib_read_bw, ib_read_lat, ib_atomic_bw, ib_atomic_lat, so gdr-read-bw, gdr-read-lat, gdr-atomic-bw, gdr-atomic-lat; default the device's max_qp_rd_atom, lowered to it: ctx_set_out_reads)",
+        Same,
+    ),
     flag(Some('g'), "mcg", false, "multicast", RC_ONLY),
     flag(
         Some('z'),
@@ -133,7 +139,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
     ),
     flag(Some('H'), "report-histogrm", false, "print the sorted samples", Same),
     flag(Some('U'), "report-unsorted", false, "print the samples unsorted", Same),
-    flag(Some('A'), "atomic_type", true, "atomic operation (gdr-atomic-lat)", Same),
+    flag(Some('A'), "atomic_type", true, "atomic operation (gdr-atomic-lat, gdr-atomic-bw)", Same),
     flag(
         Some('O'),
         "dualport",

@@ -20,9 +20,8 @@ struct ReadBandwidth {
     common: CommonArgs,
     #[command(flatten)]
     bandwidth: BandwidthArgs,
-    /// gdr-read-bw's own (declared in its binary) [default: the device's]
-    #[arg(short = 'o', long = "outs")]
-    outs: Option<u32>,
+    #[command(flatten)]
+    outs: crate::options::config::OutsArgs,
 }
 
 #[derive(Parser)]
