@@ -142,7 +142,9 @@ fn report(args: &Args, comparison: &Comparison) -> anyhow::Result<ExitCode> {
     print!("{}", comparison.render());
     write_json(args, comparison)?;
     if let Some(path) = &args.junit {
-        std::fs::write(path, junit_xml(comparison)).with_context(|| format!("writing {}", path.display()))?;
+        // The one output path (new file, then a rename; a link at the name refused), as --json.
+        gdrperf_files::write_file(path, junit_xml(comparison).as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(ExitCode::from(comparison.exit_code()))
 }

@@ -305,6 +305,19 @@ fn compare_exits_1_on_a_regression_of_repeated_runs_and_never_on_single_runs() {
     );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("<testcase classname=\"gdrperf.compare.write_bw host\" name=\"4096 bytes\"><failure type=\"regression\""), "{xml}");
+    // A link planted at the JUnit or JSON name (a shared CI folder) is refused, its target untouched.
+    let victim = scratch.write("victim.txt", "mine\n");
+    for (flag, name) in [("--junit", "linked.xml"), ("--json", "linked.json")] {
+        let link = scratch.0.join(name);
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let output = gdrperf(
+            &["compare", "--base", &base_list, "--new", &new_list, flag, link.to_str().unwrap()],
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(2), "{flag}: {}", text(&output));
+        assert!(text(&output).contains("symbolic link"), "{flag}: {}", text(&output));
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "{flag}: the link was followed");
+    }
     let output = gdrperf(&["compare", "--base", &base_list, "--new", &new_list, "--tolerance", "15%"], &[]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(text(&output).contains("verdict: pass"), "{}", text(&output));

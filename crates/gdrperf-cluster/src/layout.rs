@@ -437,12 +437,17 @@ pub fn append_json_line<T: Serialize>(file: &mut std::fs::File, path: &Path, val
     std::io::Write::write_all(file, line.as_bytes()).map_err(|source| write_error(path, source))
 }
 
+/// The longest line of a rank's records file read: a pair's line (its nodes, bench arguments and
+/// a failure's reason, each cut where it is made) is a few KiB; a longer one is not a rank's.
+pub const MAX_RECORD_LINE_BYTES: u64 = 1 << 20;
+
 /// Calls `each` with every line of a rank's records file, one at a time (bounded memory however
-/// many pairs the rank ran); an absent file has none. A last line without its newline (the
-/// rank died while writing it) is skipped.
+/// many pairs the rank ran, each line at most [`MAX_RECORD_LINE_BYTES`]); an absent file has
+/// none. A last line without its newline (the rank died while writing it) is skipped. The file
+/// is read only if it is a regular file, never through a link (the job's folder is shared).
 pub fn for_each_line(path: &Path, each: &mut dyn FnMut(PairLine) -> Result<()>) -> Result<()> {
-    use std::io::BufRead;
-    let file = match std::fs::File::open(path) {
+    use std::io::{BufRead, Read};
+    let file = match gdrperf_files::read::open_regular(path) {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(error) => return Err(read_error(path, error)),
@@ -451,7 +456,16 @@ pub fn for_each_line(path: &Path, each: &mut dyn FnMut(PairLine) -> Result<()>) 
     let mut line = String::new();
     loop {
         line.clear();
-        let read = reader.read_line(&mut line).map_err(|error| read_error(path, error))?;
+        let read = (&mut reader)
+            .take(MAX_RECORD_LINE_BYTES + 1)
+            .read_line(&mut line)
+            .map_err(|error| read_error(path, error))?;
+        if read as u64 > MAX_RECORD_LINE_BYTES {
+            let error = std::io::Error::other(format!(
+                "a line of more than {MAX_RECORD_LINE_BYTES} bytes: not a rank's records"
+            ));
+            return Err(read_error(path, error));
+        }
         if read == 0 || !line.ends_with('\n') {
             return Ok(());
         }
@@ -496,6 +510,33 @@ mod tests {
         let error = write_text(&final_name, "new\n").unwrap_err();
         assert!(error.to_string().contains("symbolic link"), "{error}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+    #[test]
+    fn a_records_file_is_read_through_no_link_and_no_line_past_its_bound() {
+        let folder = std::env::temp_dir().join(format!("gdrperf-layout-records-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        std::fs::create_dir_all(&folder).unwrap();
+        let mut lines = 0;
+        let mut count = |_: PairLine| {
+            lines += 1;
+            Ok(())
+        };
+        // A line of 2 MiB is refused by its length while it is read.
+        let records = folder.join("rank-0.jsonl");
+        std::fs::write(&records, format!("{}\n", "x".repeat(2 << 20))).unwrap();
+        let error = for_each_line(&records, &mut count).unwrap_err();
+        assert!(error.to_string().contains("a line of more than 1048576 bytes"), "{error}");
+        // A link at a rank's records name is not followed.
+        std::fs::remove_file(&records).unwrap();
+        let elsewhere = folder.join("elsewhere.jsonl");
+        std::fs::write(&elsewhere, "").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &records).unwrap();
+        let error = for_each_line(&records, &mut count).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        // An absent file has no lines.
+        for_each_line(&folder.join("absent.jsonl"), &mut count).unwrap();
+        assert_eq!(lines, 0);
         std::fs::remove_dir_all(&folder).unwrap();
     }
 }

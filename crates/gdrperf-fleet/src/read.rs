@@ -24,7 +24,10 @@
 //!
 //! Refused (exit 2 at the command): a file without the columns, files whose column sets differ
 //! (their rows would fall in different classes and every part be judged twice: judge them
-//! apart), more than [`MAX_ROWS`] rows, a field longer than [`MAX_FIELD_BYTES`]. Text from the
+//! apart), more than [`MAX_ROWS`] rows, a field longer than [`MAX_FIELD_BYTES`], a record longer
+//! than [`MAX_RECORD_BYTES`] (stopped while it is read, not after it is held whole), a path that
+//! is not a regular file (a FIFO is not waited on, `/dev/zero` not read forever), a `plan.json`
+//! that is a link or over 16 MiB (`gdrperf_files::read`). Text from the
 //! files (node, device, test and memory names, bus ids) is cleaned where it enters, by the
 //! project's cleaning of peer text (`gdrperf_files::printable`), so nothing read reaches a
 //! terminal raw.
@@ -50,6 +53,11 @@ pub const MAX_CLASSES: usize = 4096;
 /// The longest field: a node, device or class name is a few dozen bytes; a field of kilobytes is
 /// not a gathered file's.
 pub const MAX_FIELD_BYTES: usize = 4096;
+/// The longest record (one row, quoted line breaks included) read before the row is refused: a
+/// gathered row is under 2 KiB, and even every one of its ~60 columns at [`MAX_FIELD_BYTES`] is
+/// under 256 KiB. Without it a file of one endless line would be held whole before its fields
+/// were checked.
+pub const MAX_RECORD_BYTES: u64 = 1 << 20;
 /// A bandwidth above its row's own ceiling by more than this share (10 %) cannot have been
 /// measured through that path: dropped. The ceiling is the path's modelled maximum
 /// (gdrperf-ceiling), not a measurement: 10 % is room for its rounding, not a measured spread.
@@ -146,7 +154,7 @@ pub fn read_gathered(paths: &[PathBuf]) -> Result<Stored, ReadError> {
 fn file_hash(path: &Path) -> Result<u64, ReadError> {
     let csv_error =
         |source: std::io::Error| ReadError::Csv { path: path.to_path_buf(), source: source.into() };
-    let mut file = std::fs::File::open(path).map_err(csv_error)?;
+    let mut file = gdrperf_files::read::open_named(path).map_err(csv_error)?;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     let mut buffer = vec![0u8; 1 << 16];
     loop {
@@ -190,7 +198,8 @@ fn drop_implausible(stored: &mut Stored) {
 
 /// The node list and the schedule of a plan.json.
 fn plan_nodes(path: &Path) -> Result<(Vec<String>, Option<String>), ReadError> {
-    let text = std::fs::read_to_string(path)
+    // Found beside the results, not named by the user: never through a link, at most 16 MiB.
+    let text = gdrperf_files::read::read_text_bounded(path, gdrperf_files::read::MAX_SMALL_FILE_BYTES)
         .map_err(|source| ReadError::Plan { path: path.to_path_buf(), source })?;
     let plan: serde_json::Value = serde_json::from_str(&text)
         .map_err(|source| ReadError::PlanJson { path: path.to_path_buf(), source })?;
@@ -203,12 +212,42 @@ fn plan_nodes(path: &Path) -> Result<(Vec<String>, Option<String>), ReadError> {
     Ok((nodes, schedule))
 }
 
-fn reader(path: &Path) -> Result<csv::Reader<std::fs::File>, ReadError> {
-    csv::ReaderBuilder::new()
-        .comment(Some(b'#'))
-        .flexible(true)
-        .from_path(path)
-        .map_err(|source| ReadError::Csv { path: path.to_path_buf(), source })
+/// A reader of the file that fails once more than [`MAX_RECORD_BYTES`] (plus the CSV reader's
+/// read-ahead) are read without [`RecordBound::record_ended`] being called: a record's size is
+/// bounded while it is read.
+struct RecordBound {
+    file: std::fs::File,
+    since_record: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl RecordBound {
+    /// The CSV reader's own buffer (csv's default, 8 KiB) may read past the record just ended.
+    const READ_AHEAD: u64 = 64 << 10;
+}
+
+impl Read for RecordBound {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        if self.since_record.get() > MAX_RECORD_BYTES + Self::READ_AHEAD {
+            return Err(std::io::Error::other(format!(
+                "a record of more than {MAX_RECORD_BYTES} bytes: not a gathered results.csv"
+            )));
+        }
+        let read = self.file.read(buffer)?;
+        self.since_record.set(self.since_record.get() + read as u64);
+        Ok(read)
+    }
+}
+
+/// The file's CSV reader and the count its records reset (see [`RecordBound`]). Only a regular
+/// file is read (`open_named`: the user's own link is followed, a FIFO or device refused).
+type BoundReader = (csv::Reader<RecordBound>, std::rc::Rc<std::cell::Cell<u64>>);
+
+fn reader(path: &Path) -> Result<BoundReader, ReadError> {
+    let file = gdrperf_files::read::open_named(path)
+        .map_err(|source| ReadError::Csv { path: path.to_path_buf(), source: source.into() })?;
+    let since_record = std::rc::Rc::new(std::cell::Cell::new(0));
+    let bound = RecordBound { file, since_record: since_record.clone() };
+    Ok((csv::ReaderBuilder::new().comment(Some(b'#')).flexible(true).from_reader(bound), since_record))
 }
 
 /// Column indices by name; the optional ones may be absent (older files).
@@ -248,9 +287,10 @@ fn read_one(
     ceilings: &mut Vec<Vec<f32>>,
     reading: Reading<'_>,
 ) -> Result<(), ReadError> {
-    let mut reader = reader(path)?;
+    let (mut reader, since_record) = reader(path)?;
     let header =
         reader.headers().map_err(|source| ReadError::Csv { path: path.to_path_buf(), source })?.clone();
+    since_record.set(0);
     let columns = columns(path, &header)?;
     let mut names: Vec<String> = header.iter().map(str::to_string).collect();
     names.sort();
@@ -280,6 +320,7 @@ fn read_one(
         let more = reader
             .read_record(&mut record)
             .map_err(|source| ReadError::Csv { path: path.to_path_buf(), source })?;
+        since_record.set(0);
         // Each record is judged once the next is read, so the last one is known as the last.
         let Some(current) = pending.take() else {
             if !more {
@@ -323,7 +364,7 @@ fn ends_without_newline(path: &Path) -> Result<bool, ReadError> {
     use std::io::{Seek, SeekFrom};
     let csv_error =
         |source: std::io::Error| ReadError::Csv { path: path.to_path_buf(), source: source.into() };
-    let mut file = std::fs::File::open(path).map_err(csv_error)?;
+    let mut file = gdrperf_files::read::open_named(path).map_err(csv_error)?;
     let length = file.metadata().map_err(csv_error)?.len();
     if length == 0 {
         return Ok(false);

@@ -82,16 +82,24 @@ pub fn write_job(source: &dyn Source, dir: &Path) -> std::io::Result<()> {
         "note": "written by gdrperf fleet simulate --write: only the node list of a job's plan.json",
         "nodes": catalog.expected_nodes,
     });
-    std::fs::write(dir.join("plan.json"), serde_json::to_string_pretty(&plan)? + "\n")
+    gdrperf_files::write_file(
+        &dir.join("plan.json"),
+        (serde_json::to_string_pretty(&plan)? + "\n").as_bytes(),
+    )
 }
 
+/// Writes one CSV through the project's one output path (a new temporary file renamed onto
+/// `path`; a link at `path` is refused, never followed: the folder may be shared).
 fn write_csv(path: &Path, columns: &[String], rows: &[Vec<String>]) -> std::io::Result<()> {
-    let mut writer = csv::Writer::from_path(path)?;
+    let mut file = gdrperf_files::NewFile::create(path)?;
+    let mut writer = csv::Writer::from_writer(&mut file);
     writer.write_record(columns)?;
     for row in rows {
         writer.write_record(row)?;
     }
-    writer.flush()
+    writer.flush()?;
+    drop(writer);
+    file.commit().map(drop)
 }
 
 #[cfg(test)]
@@ -123,6 +131,33 @@ mod tests {
         let matrix = std::fs::read_to_string(dir.join("matrix.csv")).unwrap();
         // All pairs of 5 live nodes, one direction each, 2 lanes: 20 lines and the header.
         assert_eq!(matrix.lines().count(), 21);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_planted_at_a_written_file_is_refused_and_its_target_untouched() {
+        let config = SimConfig::new(4, 1, Plan::Fixed(Schedule::AllPairs), 0.03, Vec::new(), 7);
+        let fleet = simulate::run(&config);
+        let dir = std::env::temp_dir().join(format!("gdrperf-simulate-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim.txt");
+        for name in ["results.csv", "matrix.csv", "plan.json"] {
+            std::fs::write(&victim, "mine\n").unwrap();
+            let _ = std::fs::remove_file(dir.join("results.csv"));
+            let _ = std::fs::remove_file(dir.join("matrix.csv"));
+            std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+            let error = write_job(&fleet, &dir).expect_err("a planted link stops the write");
+            assert!(error.to_string().contains("symbolic link"), "{name}: {error}");
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "{name}: the link was followed");
+            std::fs::remove_file(dir.join(name)).unwrap();
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".partial"))
+            .collect();
+        assert!(leftovers.is_empty(), "no temporary file is left: {leftovers:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -190,3 +190,36 @@ fn a_node_whose_rows_stop_mid_job_is_named_from_a_fixed_schedule_only() {
         .all(|finding| finding.kind != gdrperf_fleet::judge::PartKind::NodeRowsStop));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_fifo_a_planted_plan_link_and_an_endless_line_are_refused_while_read() {
+    let dir = folder("bounded");
+    // A FIFO nobody writes to: refused at once, not waited on (the hash read would block).
+    let fifo = dir.join("results.csv");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let error = read_gathered(std::slice::from_ref(&fifo)).expect_err("a FIFO is not a results file");
+    assert!(error.to_string().contains("not a regular file"), "{error}");
+    std::fs::remove_file(&fifo).unwrap();
+
+    // A plan.json beside the results that is a link (the job's folder may be shared): not read.
+    let results = write(&dir, "results.csv", &healthy());
+    let elsewhere = write(&dir, "elsewhere.json", r#"{"nodes": ["n0"]}"#);
+    std::os::unix::fs::symlink(&elsewhere, dir.join("plan.json")).unwrap();
+    let error = read_gathered(std::slice::from_ref(&results)).expect_err("a linked plan.json is refused");
+    assert!(
+        matches!(error, ReadError::Plan { .. }) && error.to_string().contains("symbolic link"),
+        "{error}"
+    );
+    std::fs::remove_file(dir.join("plan.json")).unwrap();
+
+    // One endless record (a quoted field with line breaks, 4 MiB): refused by its size while it is
+    // read, not held whole and then found too long by field.
+    let mut text = healthy();
+    text += "write_bw,1048576,false,1,host,host,mlx5_0,mlx5_0,100,0,110,n1,\"";
+    text += &"x\n".repeat(2 << 20);
+    text += "\"\n";
+    let endless = write(&dir, "results.csv", &text);
+    let error = read_gathered(&[endless]).expect_err("an endless record is refused");
+    assert!(error.to_string().contains("a record of more than 1048576 bytes"), "{error}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -2,7 +2,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -50,14 +49,11 @@ pub(super) fn check_result_path(path: &Path) -> Result<bool> {
 impl CsvFile {
     pub fn create(path: &Path) -> Result<CsvFile> {
         check_result_path(path)?;
-        // O_NOFOLLOW as well: a link planted between the check and the open is not followed.
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-            .map_err(|source| output_error(path, source))?;
+        // The project's one output path (a new file made with O_CREAT|O_EXCL, renamed onto the
+        // name at once, then written row by row): a link planted at the name after the check is
+        // refused, and an earlier file is replaced, never truncated in place (a hard link to
+        // someone's file at the name leaves that file untouched).
+        let file = gdrperf_files::create_fresh(path).map_err(|source| output_error(path, source))?;
         let head = file.try_clone().map_err(|source| output_error(path, source))?;
         Ok(CsvFile {
             path: path.to_path_buf(),
@@ -143,30 +139,12 @@ impl JsonFile {
 
 /// Replaces the file at `path` with `document`, pretty-printed, through a temporary file and a
 /// rename, so that a reader never sees half a document.
+/// Through the project's one output path (`gdrperf_files::write_file`: a new temporary file made
+/// with `O_CREAT|O_EXCL`, so a link planted at its name is never followed, then renamed onto
+/// `path`, refused when `path` is a link).
 pub(super) fn replace_document(path: &Path, document: &serde_json::Value) -> Result<()> {
-    let temporary = partial_name(path);
     let text = serde_json::to_string_pretty(document).map_err(|error| output_error(path, error.into()))?;
-    let mut file = create_new(&temporary).map_err(|source| output_error(&temporary, source))?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.write_all(b"\n"))
-        .map_err(|source| output_error(&temporary, source))?;
-    std::fs::rename(&temporary, path).map_err(|source| output_error(path, source))
-}
-
-/// The temporary name `path`'s next contents are written under before the rename:
-/// `X.json.<pid>.partial`, so that two processes never share one.
-fn partial_name(path: &Path) -> PathBuf {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(format!(".{}.partial", std::process::id()));
-    PathBuf::from(temporary)
-}
-
-/// Creates `path`, which must not exist (`O_CREAT|O_EXCL`: a symlink there is not followed
-/// either). In a group-writable folder another user could plant a link at a fixed temporary
-/// name and have this run overwrite a file it owns; now the run stops with an error instead.
-/// std's `create_new` is exactly that flag pair, so no crate is needed for it.
-fn create_new(path: &Path) -> std::io::Result<File> {
-    std::fs::OpenOptions::new().write(true).create_new(true).open(path)
+    gdrperf_files::write_file(path, (text + "\n").as_bytes()).map_err(|source| output_error(path, source))
 }
 
 impl<R: Row> Exporter<R> for JsonFile {
@@ -229,17 +207,36 @@ mod tests {
         assert!(expected.contains("# command: gdr-write-bw --mem 'a b'\n"), "{expected}");
     }
 
+    /// A hard link at the result's name (another file of the folder, or someone's) is replaced by
+    /// the new file, not written through: the CSV was once truncated in place, emptying the
+    /// linked file. (A link planted at the temporary name: `gdrperf_files::write`'s tests.)
     #[test]
-    fn a_link_planted_at_the_temporary_name_is_not_followed() {
-        let folder = std::env::temp_dir().join(format!("gdrperf-planted-{}", std::process::id()));
+    fn a_hard_link_at_a_result_name_is_replaced_not_written_through() {
+        let folder = std::env::temp_dir().join(format!("gdrperf-hard-link-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
         std::fs::create_dir_all(&folder).unwrap();
         let victim = folder.join("victim.txt");
         std::fs::write(&victim, "mine\n").unwrap();
-        let result = folder.join("run.json");
-        std::os::unix::fs::symlink(&victim, partial_name(&result)).unwrap();
-        let error = JsonFile::create(&result).err().expect("the planted link stops the run");
-        assert!(error.to_string().contains(".partial"), "{error}");
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n", "the link was followed");
+        for name in ["run.csv", "run.json"] {
+            let result = folder.join(name);
+            std::fs::hard_link(&victim, &result).unwrap();
+            if name.ends_with(".csv") {
+                CsvFile::create(&result).map(drop).unwrap();
+            } else {
+                JsonFile::create(&result).map(drop).unwrap();
+            }
+            assert_eq!(
+                std::fs::read_to_string(&victim).unwrap(),
+                "mine\n",
+                "{name}: written through the link"
+            );
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".partial"))
+            .collect();
+        assert!(leftovers.is_empty(), "no temporary file is left: {leftovers:?}");
         std::fs::remove_dir_all(&folder).unwrap();
     }
 
