@@ -24,8 +24,11 @@ pub use crate::options::config::{OutsArgs, ReadDepth};
 pub use crate::options::latency::{
     AtomicArgs, AtomicOperation, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
 };
+pub use crate::options::perftest_defaults::InlineRequest;
 pub use crate::options::send::{SendArgs, SendConfig};
-pub use crate::options::{parse_bench, BandwidthArgs, BandwidthConfig, BenchConfig, CommonArgs};
+pub use crate::options::{
+    parse_bench, BandwidthArgs, BandwidthConfig, BandwidthInlineArgs, BenchConfig, CommonArgs,
+};
 pub use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, LatencySettings};
 pub use crate::output::rows::{BandwidthFigures, BandwidthSettings};
 pub use crate::output::send_row::{SendBandwidthRow, SendFigures, SendSettings};
