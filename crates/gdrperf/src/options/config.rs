@@ -618,7 +618,7 @@ pub(crate) fn check_inline_size(size: u32) -> Result<u32> {
 }
 
 impl BandwidthInlineArgs {
-    /// `-I`, checked: at most [`MAX_INLINE_SIZE`] bytes.
+    /// `-I`, checked: at most `MAX_INLINE_SIZE` (1024) bytes.
     pub fn checked(&self) -> Result<u32> {
         check_inline_size(self.inline_size)
     }
