@@ -33,13 +33,18 @@
 #   8 KiB, else 100), inline size (gdrperf inlines on rxe where perftest does not) and warm-up
 #   (perftest none; gdrperf 16 untimed messages a QP in bandwidth, 16 dropped samples in latency).
 # COMPARE_CQ_MOD=default (older spelling) is COMPARE_FORMS=defaults. Needs the release binaries
-# (cargo build --release).
+# (cargo build --release). COMPARE_DIR=DIR writes the files into DIR (a folder under the
+# repository, default results/softroce), so that a shorter recheck keeps the committed files.
 set -eu
 # Scratch files in a private folder (mktemp), never a fixed /tmp name another user could plant.
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
 cd "$(dirname "$0")/.."
 
+COMPARE_DIR=${COMPARE_DIR:-results/softroce}
+case $COMPARE_DIR in
+    /* | *..* | *[!A-Za-z0-9/_.-]*) echo "compare-perftest: COMPARE_DIR must be a plain folder under the repository (got '$COMPARE_DIR')" >&2; exit 2 ;;
+esac
 case ${COMPARE_ROUNDS:-3} in
     *[!0-9]* | '' | *[02468]) echo "compare-perftest: COMPARE_ROUNDS must be an odd whole number (got '$COMPARE_ROUNDS')" >&2; exit 2 ;;
 esac
@@ -51,7 +56,7 @@ if [ "${GDRPERF_SOFTROCE:-0}" != 1 ]; then
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     # The VM has no git: the commit the binaries were built from is handed in too.
     commit=$(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD -- crates benches scripts || echo -dirty)
-    exec scripts/softroce.sh run --timeout "${COMPARE_TIMEOUT:-1500}" -- "GDRPERF_HOST_LOAD='$load' GDRPERF_COMMIT='$commit' COMPARE_ROUNDS=${COMPARE_ROUNDS:-3} COMPARE_CQ_MOD=${COMPARE_CQ_MOD:-100} COMPARE_FORMS='${COMPARE_FORMS:-flags defaults}' sh scripts/compare-perftest.sh $*"
+    exec scripts/softroce.sh run --timeout "${COMPARE_TIMEOUT:-1500}" -- "GDRPERF_HOST_LOAD='$load' GDRPERF_COMMIT='$commit' COMPARE_ROUNDS=${COMPARE_ROUNDS:-3} COMPARE_DIR='$COMPARE_DIR' COMPARE_CQ_MOD=${COMPARE_CQ_MOD:-100} COMPARE_FORMS='${COMPARE_FORMS:-flags defaults}' sh scripts/compare-perftest.sh $*"
 fi
 
 SIZES="4096 65536 1048576"
@@ -219,8 +224,8 @@ ratio_of() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf
 # compare TEST KIND: KIND is bw (higher is better) or lat (lower is better).
 compare() {
     test=$1 kind=$2
-    out="results/softroce/$test$SUFFIX-vs-perftest.csv"
-    mkdir -p results/softroce
+    out="$COMPARE_DIR/$test$SUFFIX-vs-perftest.csv"
+    mkdir -p "$COMPARE_DIR"
     if [ "$kind" = bw ]; then
         if [ -n "$SUFFIX" ]; then
             extras="without -Q, each tool with its default CQ moderation and warm-up (perftest none, gdrperf 16 messages a QP)"
@@ -241,7 +246,7 @@ compare() {
         columns="size,iterations,perftest_t_typical_us,gdrperf_t_typical_us,ratio,p_value"
     fi
     {
-        echo "# command: COMPARE_ROUNDS=$ROUNDS scripts/compare-perftest.sh $test (sizes $sizes; $settings; $ROUNDS alternating runs, medians; ratio = gdrperf / perftest)"
+        echo "# command: COMPARE_ROUNDS=$ROUNDS COMPARE_DIR=$COMPARE_DIR scripts/compare-perftest.sh $test (sizes $sizes; $settings; $ROUNDS alternating runs, medians; ratio = gdrperf / perftest)"
         echo "# machine: Soft-RoCE rxe0 on lo in a QEMU TCG VM ($(nproc) vCPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)), kernel $(uname -r), $(ib_write_bw --version 2>/dev/null | head -1 || echo perftest)"
         echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ); host load average (1/5/15 min) at the start: ${GDRPERF_HOST_LOAD:-unknown}"
         echo "# git commit: ${GDRPERF_COMMIT:-unknown} (gdrperf built from it; $(gdr-write-bw --version 2>/dev/null | head -1))"

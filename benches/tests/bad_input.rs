@@ -139,7 +139,7 @@ const LATENCY: &[Case] = &[
 ];
 
 const WRITE_BW: &[Case] = &[
-    case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"]),
+    case(&["--loopback", "-I", "5000"], &["-I/--inline-size 5000 is above 1024 bytes"]),
     case(
         &["--loopback", "-D", "2", "-f", "1"],
         &["-D/--duration 2 must be longer than twice the margin (-f/--margin 1)"],

@@ -126,6 +126,36 @@ fn every_bench_over_host_and_host_staged_memory_checks_every_size() {
     }
 }
 
+/// `-I` on gdr-write-bw: the sizes up to it are posted inline (the simulated NIC, like a real
+/// one, refuses an inline request longer than the QP's max_inline_data), the data arrives whole
+/// either way, and the header says what was asked.
+#[test]
+fn write_bw_posts_inline_up_to_its_inline_size() {
+    let scratch = Scratch::new("inline");
+    let csv = scratch.file("write_bw.csv");
+    let arguments = [
+        "--loopback",
+        "-d",
+        "simulated0",
+        "--mem",
+        "host",
+        "-I",
+        "256",
+        "-a",
+        "-n",
+        "20",
+        "--validate",
+        "--csv",
+        &csv,
+    ];
+    let (code, output) = run("gdr-write-bw", &arguments, "rate=100");
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("up to 256 bytes (-I)"), "{output}");
+    let rows = rows(&csv);
+    assert_eq!(rows.len(), SWEEP_SIZES, "{output}");
+    assert_simulated_and_checked("gdr-write-bw -I 256", &rows);
+}
+
 #[test]
 fn every_bandwidth_bench_runs_two_lanes_and_checks_each() {
     let scratch = Scratch::new("lanes");

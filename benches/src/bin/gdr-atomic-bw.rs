@@ -70,6 +70,6 @@ fn main() -> std::process::ExitCode {
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, AtomicBandwidth::BENCH.verb)?;
         let atomic = cli.atomic.atomic_type;
         let operation = StreamOperation::Atomic(atomic);
-        run(&AtomicBandwidth(OneSidedStream { operation, common, bandwidth }, atomic))
+        run(&AtomicBandwidth(OneSidedStream { operation, common, bandwidth, inline_size: 0 }, atomic))
     })
 }

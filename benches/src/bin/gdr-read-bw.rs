@@ -69,6 +69,11 @@ fn main() -> std::process::ExitCode {
         let mut common = BenchConfig::from_args(&cli.common, ReadBandwidth::BENCH.defaults)?;
         common.read_depth = cli.outs.read_depth()?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, ReadBandwidth::BENCH.verb)?;
-        run(&ReadBandwidth(OneSidedStream { operation: StreamOperation::Read, common, bandwidth }))
+        run(&ReadBandwidth(OneSidedStream {
+            operation: StreamOperation::Read,
+            common,
+            bandwidth,
+            inline_size: 0,
+        }))
     })
 }

@@ -14,6 +14,8 @@ struct Cli {
     common: CommonArgs,
     #[command(flatten)]
     bandwidth: BandwidthArgs,
+    #[command(flatten)]
+    inline: BandwidthInlineArgs,
 }
 
 /// The one-sided stream, writing.
@@ -28,18 +30,19 @@ impl Benchmark for WriteBandwidth {
     }
 
     fn setup(&self) -> Setup {
-        let OneSidedStream { common, bandwidth, .. } = &self.0;
+        let OneSidedStream { common, bandwidth, inline_size, .. } = &self.0;
         Setup {
             // Receives are used only by a receiver that copies each arrival on (engines::one_sided).
             queue_sizes: QueuePairSizes {
                 send_depth: common.tx_depth,
                 recv_depth: common.tx_depth,
-                max_inline: 0,
+                max_inline: *inline_size,
             },
             buffer_len: common.max_size(),
             // The client writes into the server's buffer (and the server into the client's with -b).
             remote_access: RemoteAccess::Write,
-            inline: None,
+            // -I: the header says what it comes to on this side's memory (none from GPU memory).
+            inline: (*inline_size > 0).then_some(InlineRequest { size: *inline_size, asked: true }),
             parameters: bandwidth.parameters(),
             header: bandwidth.header(),
             bandwidth: Some(*bandwidth),
@@ -57,6 +60,12 @@ fn main() -> std::process::ExitCode {
     exit(|| {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, WriteBandwidth::BENCH.verb)?;
-        run(&WriteBandwidth(OneSidedStream { operation: StreamOperation::Write, common, bandwidth }))
+        let inline_size = cli.inline.checked()?;
+        run(&WriteBandwidth(OneSidedStream {
+            operation: StreamOperation::Write,
+            common,
+            bandwidth,
+            inline_size,
+        }))
     })
 }

@@ -90,7 +90,7 @@ impl RcQueuePair {
                 let queue_pair = QueuePairBackend::Simulated(simulated::create_qp(
                     pd,
                     cq,
-                    (sizes.send_depth, sizes.recv_depth),
+                    (sizes.send_depth, sizes.recv_depth, sizes.max_inline),
                     access.flags(),
                 ));
                 return Ok(RcQueuePair { queue_pair, psn: random_psn(), sizes });

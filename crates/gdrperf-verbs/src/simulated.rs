@@ -203,6 +203,8 @@ struct QueuePair {
     access: AccessFlags,
     send_depth: u32,
     recv_depth: u32,
+    /// The largest inline request it takes (`max_inline_data` asked at creation).
+    max_inline: u32,
     peer: Option<u32>,
     state: QpState,
     receives: VecDeque<(u64, LocalSlice)>,
@@ -389,7 +391,7 @@ impl Drop for QueuePairHandle {
 pub(crate) fn create_qp(
     pd: &ProtectionDomain,
     cq: &CompletionQueue,
-    (send_depth, recv_depth): (u32, u32),
+    (send_depth, recv_depth, max_inline): (u32, u32, u32),
     access: AccessFlags,
 ) -> QueuePairHandle {
     let mut nic = lock();
@@ -402,6 +404,7 @@ pub(crate) fn create_qp(
             access,
             send_depth,
             recv_depth,
+            max_inline,
             peer: None,
             state: QpState::Init,
             receives: VecDeque::new(),
@@ -464,6 +467,14 @@ impl QueuePairHandle {
             && taken as usize + requests.len() > queue_pair.send_depth as usize
         {
             return Err(full(libc::ENOMEM));
+        }
+        // An inline request longer than the QP's max_inline_data is refused at the post, as a
+        // real provider does (rxe: EINVAL in validate_send_wr).
+        if requests
+            .iter()
+            .any(|request| request.inline.is_inline() && request.local.len() > queue_pair.max_inline)
+        {
+            return Err(full(libc::EINVAL));
         }
         queue_pair.occupied.fetch_add(requests.len() as u32, Ordering::AcqRel);
         for request in requests {

@@ -52,7 +52,7 @@ fn pair(access: RemoteAccess, send_depth: u32) -> Pair {
         )
     }
     .unwrap();
-    let sizes = QueuePairSizes { send_depth, recv_depth: 4, max_inline: 0 };
+    let sizes = QueuePairSizes { send_depth, recv_depth: 4, max_inline: 64 };
     let sender_completions = CompletionQueue::new(&device, 16).unwrap();
     let receiver_completions = CompletionQueue::new(&device, 16).unwrap();
     let mut sender = RcQueuePair::new(&protection_domain, &sender_completions, sizes, 1, access).unwrap();
@@ -192,6 +192,26 @@ fn a_post_beyond_the_send_depth_fails_until_a_completion_is_polled() {
     assert_eq!(next(&mut pair.sender_completions).wr_id, 2);
     pair.sender.post_send([unsignaled(4), request(5, pair.source_region.slice(0, 8), write)]).unwrap();
     assert_eq!(next(&mut pair.sender_completions).wr_id, 5);
+}
+
+#[test]
+fn an_inline_request_up_to_max_inline_lands_and_a_longer_one_is_refused_at_the_post() {
+    let mut pair = pair(RemoteAccess::Write, 4);
+    let remote = pair.target_region.remote();
+    let write = Operation::Write { remote_address: remote.address, rkey: remote.rkey };
+    // SAFETY: the slices name the pair's source buffer, alive until the pair is dropped.
+    let inline = |wr_id, len| SendRequest {
+        inline: unsafe { Inline::yes() },
+        ..request(wr_id, pair.source_region.slice(0, len), write)
+    };
+    let longer = pair.sender.post_send([inline(1, 65)]);
+    assert!(
+        longer.is_err_and(|error| error.to_string().contains("ibv_post_send")),
+        "65 inline bytes fit a max_inline_data of 64"
+    );
+    pair.sender.post_send([inline(2, 64)]).unwrap();
+    assert_eq!(message(&next(&mut pair.sender_completions), "RDMA WRITE", 64), "success");
+    assert_eq!(&pair.target.as_slice()[..64], &pair.source.as_slice()[..64]);
 }
 
 #[test]

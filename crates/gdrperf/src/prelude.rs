@@ -23,6 +23,9 @@ pub use crate::options::config::OutsArgs;
 pub use crate::options::latency::{
     AtomicArgs, AtomicOperation, InlineArgs, LatencyArgs, TestOptions, WriteLatencyArgs,
 };
+pub use crate::options::perftest_defaults::InlineRequest;
 pub use crate::options::send::{SendArgs, SendConfig};
-pub use crate::options::{parse_bench, BandwidthArgs, BandwidthConfig, BenchConfig, CommonArgs};
+pub use crate::options::{
+    parse_bench, BandwidthArgs, BandwidthConfig, BandwidthInlineArgs, BenchConfig, CommonArgs,
+};
 pub use crate::verbs::{QueuePairSizes, RemoteAccess};

@@ -98,6 +98,9 @@ pub struct StreamPlan {
     /// with immediate data (so the receiver learns of every arrival to copy it onward), and post
     /// no message into a slot before the receiver's credit says it copied the last one out of it.
     pub notify_receiver: bool,
+    /// `-I`: post every request inline (the CPU copies the payload into the work request). Set
+    /// only for WRITEs from host memory, whose bytes the CPU can read.
+    pub inline: bool,
     /// `--validate`: a staged sender stamps each message with its index.
     pub validate: bool,
     /// The test hook of [`BenchConfig::shared_bounce_for_tests`](crate::options::config::BenchConfig).
@@ -288,6 +291,13 @@ fn run<M: QueueMemory>(
                 }
                 let memory = &memories[index];
                 let book_ref = &book;
+                let inline = match plan.inline {
+                    // SAFETY: the plan asks for inline requests only from host memory (the
+                    // session's buffers, registered and alive for the whole size), see
+                    // `OneSidedStream::measure`.
+                    true => unsafe { Inline::yes() },
+                    false => Inline::NO,
+                };
                 queue_pair.post_send((0..count).map(|offset| {
                     // `sequence` counts this phase's requests from 1; `message` every request
                     // of the size from 0 (a ring slot and a stamp follow it).
@@ -310,7 +320,7 @@ fn run<M: QueueMemory>(
                         signaled: book_ref.is_signaled(sequence),
                         local: memory.local(message),
                         operation,
-                        inline: Inline::NO,
+                        inline,
                     }
                 }))?;
                 book.posted(index, count, meter.as_deref_mut());

@@ -37,6 +37,9 @@ pub struct OneSidedStream {
     pub operation: StreamOperation,
     pub common: BenchConfig,
     pub bandwidth: BandwidthConfig,
+    /// `-I` of gdr-write-bw: WRITEs of up to this many bytes are posted inline from host memory
+    /// (0: none; READs and atomics carry no payload to inline, so always 0 for them).
+    pub inline_size: u32,
 }
 
 impl OneSidedStream {
@@ -144,6 +147,7 @@ impl Engine for OneSidedStream {
                 margin_seconds: self.common.margin_seconds,
                 stall_timeout: self.common.timeout,
                 notify_receiver: staged_receiver,
+                inline: posts_inline(self.operation, session.cpu_visible(), size, self.inline_size),
                 validate: self.common.validate,
                 shared_bounce_for_tests: self.common.shared_bounce_for_tests,
             };
@@ -202,5 +206,28 @@ impl Engine for OneSidedStream {
             bidirectional: self.bandwidth.bidirectional,
         };
         (!reports.is_empty()).then(|| BandwidthRow::new(context, settings, &reports, validation))
+    }
+}
+
+/// Whether a size's requests go inline: `-I` covers the size, the request carries a payload
+/// (a WRITE; a READ or an atomic has none to inline, and perftest sets 0 for them), and the
+/// CPU can read the memory (none from GPU memory, as perftest: "Perftest doesn't support device
+/// memory tests with inline messages").
+fn posts_inline(operation: StreamOperation, cpu_visible: bool, size: usize, inline_size: u32) -> bool {
+    operation == StreamOperation::Write && cpu_visible && size <= inline_size as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_writes_of_host_memory_up_to_the_inline_size_go_inline() {
+        assert!(posts_inline(StreamOperation::Write, true, 64, 64));
+        assert!(posts_inline(StreamOperation::Write, true, 2, 64));
+        assert!(!posts_inline(StreamOperation::Write, true, 65, 64), "above -I");
+        assert!(!posts_inline(StreamOperation::Write, true, 2, 0), "-I 0, the default");
+        assert!(!posts_inline(StreamOperation::Write, false, 2, 64), "GPU or staged memory");
+        assert!(!posts_inline(StreamOperation::Read, true, 2, 64), "a READ carries no payload");
     }
 }

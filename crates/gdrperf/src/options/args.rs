@@ -295,6 +295,16 @@ fn memory_kind_parser() -> impl clap::builder::TypedValueParser<Value = MemoryKi
         .try_map(|label| MemoryKind::from_label(&label).ok_or_else(|| format!("{label}: not a memory kind")))
 }
 
+/// `-I` of the bandwidth benches whose request carries the payload (gdr-write-bw, gdr-send-bw).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct BandwidthInlineArgs {
+    /// Post messages up to this many bytes inline: the CPU copies them into the work request, so
+    /// the NIC reads no payload from memory. 0, the default, never (perftest's bandwidth default).
+    /// Host memory only: with GPU memory (the CPU cannot read it) nothing is inlined.
+    #[arg(short = 'I', long = "inline-size", value_name = "BYTES", default_value_t = 0)]
+    pub inline_size: u32,
+}
+
 fn parse_bandwidth_threshold(text: &str) -> Result<gdrperf_threshold::BandwidthThreshold, String> {
     gdrperf_threshold::BandwidthThreshold::parse(text).map_err(|error| error.to_string())
 }

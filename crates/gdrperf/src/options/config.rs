@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::error::{ConfigError, Error, Result};
 use crate::exchange::Token;
-use crate::options::args::{CommonArgs, GdrPath, MemoryKind};
+use crate::options::args::{BandwidthInlineArgs, CommonArgs, GdrPath, MemoryKind};
 use crate::options::cpu_request::CpuRequest;
 use crate::options::perftest_defaults::duration_margin;
 pub use crate::options::perftest_defaults::TestDefaults;
@@ -615,6 +615,13 @@ pub(crate) fn check_inline_size(size: u32) -> Result<u32> {
         .into());
     }
     Ok(size)
+}
+
+impl BandwidthInlineArgs {
+    /// `-I`, checked: at most `MAX_INLINE_SIZE` (1024) bytes.
+    pub fn checked(&self) -> Result<u32> {
+        check_inline_size(self.inline_size)
+    }
 }
 
 // The bandwidth settings build on these; their home is `options::bandwidth`, named here too so

@@ -173,7 +173,7 @@ pub fn perftest_knows_inline(vendor_id: u32, vendor_part_id: u32) -> bool {
 }
 
 /// What a latency test's `-I` said: a size given, or the test's default (220 B for WRITE, 236 B
-/// for SEND, 0 for READ), which perftest applies only where [`inline_size`] says.
+/// for SEND, 0 for READ), which perftest applies only where `inline_size` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InlineRequest {
     pub size: u32,

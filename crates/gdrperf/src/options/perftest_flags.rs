@@ -174,7 +174,7 @@ pub fn render_markdown() -> String {
          parser: **same** and **differs** flags are gdrperf's own options; an **alias** is rewritten \
          to gdrperf's spelling; an **ignored** flag is dropped with a note on stderr; **refused** and \
          **not supported** flags stop the binary with exit status 2 and this table's reason. A \
-         same or alias flag on a binary that lacks the option (perftest's `-I` on gdr-write-bw) is \
+         same or alias flag on a binary that lacks the option (perftest's `-I` on gdr-read-bw) is \
          refused as not supported by that binary.\n\n\
          | perftest flag | value | perftest meaning | gdrperf | latency binaries |\n|---|---|---|---|---|\n",
     );

@@ -2,9 +2,9 @@
 //! (-Q, -b), and the validated settings built from them.
 
 use crate::error::{ConfigError, Result};
-use crate::options::args::MemoryKind;
+use crate::options::args::{BandwidthInlineArgs, MemoryKind};
 use crate::options::bandwidth::BandwidthConfig;
-use crate::options::config::{check_inline_size, BenchConfig, Role};
+use crate::options::config::{BenchConfig, Role};
 
 /// Options of gdr-send-bw, besides the bandwidth ones (-Q, -b).
 #[derive(Debug, Clone, clap::Args)]
@@ -15,9 +15,8 @@ pub struct SendArgs {
     #[arg(short = 'r', long = "rx-depth", value_name = "N", default_value_t = 512)]
     pub rx_depth: u32,
 
-    /// Send messages up to this many bytes inline (0, the default, never).
-    #[arg(short = 'I', long = "inline-size", value_name = "BYTES", default_value_t = 0)]
-    pub inline_size: u32,
+    #[command(flatten)]
+    pub inline: BandwidthInlineArgs,
 }
 
 /// Validated gdr-send-bw settings.
@@ -40,7 +39,7 @@ impl SendConfig {
                 ConfigError::out_of_range("-r/--rx-depth", args.rx_depth, "between 1 and 16384").into()
             );
         }
-        let inline_size = check_inline_size(args.inline_size)?;
+        let inline_size = args.inline.checked()?;
         // A receiver checks each payload in a host-memory ring, or as a staged side copies it
         // in; GPUDirect memory the CPU cannot read has neither.
         let receives = !matches!(common.role, Role::Client { .. }) || bandwidth.bidirectional;

@@ -12,6 +12,8 @@ struct WriteBandwidth {
     common: CommonArgs,
     #[command(flatten)]
     bandwidth: BandwidthArgs,
+    #[command(flatten)]
+    inline: crate::options::BandwidthInlineArgs,
 }
 
 #[derive(Parser)]
@@ -183,7 +185,10 @@ fn a_perftest_command_line_runs_or_is_refused_flag_by_flag() {
     let refused = |line: &str| run(write_bw, false, line).unwrap_err().0;
     assert!(refused("-a --run_infinitely").contains("-D SECONDS"));
     assert!(refused("-l 4").contains("perftest's -l, --post_list (requests per post call) is not supported"));
-    assert!(refused("-I 64").contains("not supported by gdr-write-bw"), "{}", refused("-I 64"));
+    assert_eq!(run(write_bw, false, "-I 64").unwrap().0, ["--inline-size", "64"].map(String::from));
+    let (read_bw, _) = &commands[4];
+    let on_read = run(read_bw, false, "-I 64").unwrap_err().0;
+    assert!(on_read.contains("not supported by gdr-read-bw"), "{on_read}");
     assert!(refused("--out_json --use_rocm 0").starts_with("unexpected argument '--use_rocm'"));
     assert!(refused("--use_cuda").contains("needs a value"));
     // gdrperf's own options keep their values, even one that looks like a perftest flag.
