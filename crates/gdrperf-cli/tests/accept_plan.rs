@@ -66,6 +66,27 @@ fn in_loopback_a_two_node_profile_marks_every_row_with_the_deviation() {
 }
 
 #[test]
+fn on_a_host_that_can_run_no_row_the_plan_still_has_every_command_and_its_length() {
+    let (code, printed) = dry_run("ngc-ndr-400g", &["--mem", "host"], &Machine::gpu_without_nic());
+    // No RDMA device: the real run could not run, so neither does the plan pass.
+    assert_eq!(code, Some(2), "{printed}");
+    assert!(printed.contains("0 run(s), 6 row(s) decided without running"), "{printed}");
+    assert_eq!(printed.matches("not run: no RDMA device with an active port").count(), 6, "{printed}");
+    assert!(
+        printed.contains("would run:  gdr-read-lat --loopback -d <RDMA device> -i 1 -s 2 -D 30 --mem host"),
+        "{printed}"
+    );
+    assert_eq!(printed.matches("threshold source: ngc_multinode_perf common.sh").count(), 6, "{printed}");
+    // Nothing runs here; the six rows of -D 30, each with 5 s to start, would take 210 s.
+    assert!(printed.contains("estimated wall time: about 0 s"), "{printed}");
+    assert!(
+        printed
+            .contains("the 6 row(s) not run here would add about 3 min 30 s on a node that can run them\n"),
+        "{printed}"
+    );
+}
+
+#[test]
 fn serve_shows_this_nodes_servers_and_the_clients_commands() {
     let (code, printed) = dry_run("softroce-smoke", &["--serve"], &Machine::rxe_only());
     assert_eq!(code, Some(0), "{printed}");
