@@ -289,3 +289,49 @@ min_bw.host = { value = "10Gb/s", source = "test figure" }
         "report lacks it"
     );
 }
+
+#[test]
+fn a_run_on_the_simulated_nic_says_so_beside_the_verdict_in_the_summary_and_the_report() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let scratch = Scratch::new("accept-simulated");
+    let profile = scratch.write(
+        "one-row.toml",
+        r#"
+name = "one-row"
+description = "test profile with one bandwidth row"
+[bandwidth]
+test = "write_bw"
+size = 4096
+iterations = 10
+source = "test"
+min_bw.host = { value = "10Gb/s", source = "test figure" }
+"#,
+    );
+    let bench_dir = benches_that_wait_for_each_other(&scratch);
+    let out = scratch.0.join("out");
+    let output = gdrperf(
+        &[
+            "accept",
+            "--profile",
+            &profile,
+            "-d",
+            "simulated0",
+            "--sysfs-root",
+            fixture.path().to_str().unwrap(),
+            "--bench-dir",
+            bench_dir.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("FAKE_TOGETHER", "1"), ("FAKE_BW", "12")],
+    );
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+    let notice = "SIMULATED NIC (-d simulated0): these verdicts test the harness, they are not measurements";
+    assert!(printed.contains(notice), "{printed}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["metadata"]["warnings"][0], notice, "{summary}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains(notice), "the page does not say the NIC was simulated");
+}
