@@ -139,10 +139,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // other node serving its runs together (accept_peer::serve).
         acceptance::note_across(&mut steps);
     }
-    let warnings = acceptance::port_rate_warnings(&profile, &node);
+    let mut warnings = acceptance::port_rate_warnings(&profile, &node);
     say!("gdrperf accept: profile {} ({})", profile.name, profile.description);
     if args.ib_dev.as_deref().is_some_and(gdrperf::verbs::simulated::is_simulated) {
-        say!("gdrperf accept: SIMULATED NIC (-d simulated0): these verdicts test the harness, they are not measurements");
+        // One of the run's warnings, so that summary.json and the signed page say it beside the
+        // verdict, not only the console.
+        warnings.insert(
+            0,
+            "SIMULATED NIC (-d simulated0): these verdicts test the harness, they are not measurements"
+                .to_string(),
+        );
     }
     for warning in &warnings {
         say!("{warning}");

@@ -59,31 +59,23 @@ impl Plan<'_> {
         );
         let client_ports = Ports::new(self.first_port);
         let server_ports = Ports::new(self.first_port);
-        let mut total = 0.0;
+        // The runs this node makes, and the rows it cannot run at the length they would take
+        // on a node that can: a plan of rows not run here is still a plan with a length.
+        let mut here = Estimate::default();
+        let mut not_run_here = Estimate::default();
         let mut index = 0;
-        let mut previous_group: Option<&str> = None;
-        let mut group_longest = 0.0_f64;
         for step in self.steps {
             match step {
                 Step::Run(run) => {
                     index += 1;
-                    let seconds = run_seconds(run);
-                    // Runs started together count once, as the longest of them.
-                    match (&run.together, previous_group) {
-                        (Some(group), Some(previous)) if group == previous => {
-                            total += (seconds - group_longest).max(0.0);
-                            group_longest = group_longest.max(seconds);
-                        }
-                        _ => {
-                            total += seconds;
-                            group_longest = seconds;
-                        }
-                    }
-                    previous_group = run.together.as_deref();
+                    not_run_here.break_group();
+                    let seconds = here.add(run);
                     self.render_run(&mut out, index, run, &client_ports, &server_ports, seconds)?;
                 }
                 Step::Decided(row, standing_for) => {
-                    previous_group = None;
+                    // The real run starts a group only of runs next to each other.
+                    here.break_group();
+                    not_run_here.add(standing_for);
                     let place = [row.gpu.as_str(), row.nic.as_str()]
                         .into_iter()
                         .filter(|part| !part.is_empty())
@@ -104,14 +96,22 @@ impl Plan<'_> {
             }
         }
         if let Some(soak) = self.soak {
-            total += self.render_soak(&mut out, soak, &runs, &client_ports, &server_ports)?;
+            here.total += self.render_soak(&mut out, soak, &runs, &client_ports, &server_ports)?;
         }
         let _ = writeln!(
             out,
             "\nestimated wall time: about {} ({} s a run to start, runs started together counted once)",
-            duration_words(total),
+            duration_words(here.total),
             START_S
         );
+        if decided > 0 {
+            let _ = writeln!(
+                out,
+                "the {decided} row(s) not run here would add about {} on a node that can run them{}",
+                duration_words(not_run_here.total),
+                if self.soak.is_some() { ", and their soak intervals" } else { "" }
+            );
+        }
         Ok(out)
     }
 
@@ -232,6 +232,39 @@ impl Plan<'_> {
             seconds += count as f64 * (soak.interval_s + START_S);
         }
         Ok(seconds)
+    }
+}
+
+/// A wall-time estimate summed run by run: runs started together (one `together` group, one
+/// after another in the plan) count once, as the longest of them.
+#[derive(Default)]
+struct Estimate {
+    total: f64,
+    group: Option<String>,
+    group_longest: f64,
+}
+
+impl Estimate {
+    /// Adds `run` and returns its own estimated seconds.
+    fn add(&mut self, run: &PlannedRun) -> f64 {
+        let seconds = run_seconds(run);
+        match (&run.together, &self.group) {
+            (Some(group), Some(previous)) if group == previous => {
+                self.total += (seconds - self.group_longest).max(0.0);
+                self.group_longest = self.group_longest.max(seconds);
+            }
+            _ => {
+                self.total += seconds;
+                self.group_longest = seconds;
+            }
+        }
+        self.group = run.together.clone();
+        seconds
+    }
+
+    /// The next run starts no group with the previous ones.
+    fn break_group(&mut self) {
+        self.group = None;
     }
 }
 

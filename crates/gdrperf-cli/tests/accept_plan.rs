@@ -66,6 +66,27 @@ fn in_loopback_a_two_node_profile_marks_every_row_with_the_deviation() {
 }
 
 #[test]
+fn on_a_host_that_can_run_no_row_the_plan_still_has_every_command_and_its_length() {
+    let (code, printed) = dry_run("ngc-ndr-400g", &["--mem", "host"], &Machine::gpu_without_nic());
+    // No RDMA device: the real run could not run, so neither does the plan pass.
+    assert_eq!(code, Some(2), "{printed}");
+    assert!(printed.contains("0 run(s), 6 row(s) decided without running"), "{printed}");
+    assert_eq!(printed.matches("not run: no RDMA device with an active port").count(), 6, "{printed}");
+    assert!(
+        printed.contains("would run:  gdr-read-lat --loopback -d <RDMA device> -i 1 -s 2 -D 30 --mem host"),
+        "{printed}"
+    );
+    assert_eq!(printed.matches("threshold source: ngc_multinode_perf common.sh").count(), 6, "{printed}");
+    // Nothing runs here; the six rows of -D 30, each with 5 s to start, would take 210 s.
+    assert!(printed.contains("estimated wall time: about 0 s"), "{printed}");
+    assert!(
+        printed
+            .contains("the 6 row(s) not run here would add about 3 min 30 s on a node that can run them\n"),
+        "{printed}"
+    );
+}
+
+#[test]
 fn serve_shows_this_nodes_servers_and_the_clients_commands() {
     let (code, printed) = dry_run("softroce-smoke", &["--serve"], &Machine::rxe_only());
     assert_eq!(code, Some(0), "{printed}");
@@ -267,4 +288,50 @@ min_bw.host = { value = "10Gb/s", source = "test figure" }
         report.contains("loopback on one node where the source runs between two nodes"),
         "report lacks it"
     );
+}
+
+#[test]
+fn a_run_on_the_simulated_nic_says_so_beside_the_verdict_in_the_summary_and_the_report() {
+    let fixture = FixtureDir::with(&Machine::rxe_only()).unwrap();
+    let scratch = Scratch::new("accept-simulated");
+    let profile = scratch.write(
+        "one-row.toml",
+        r#"
+name = "one-row"
+description = "test profile with one bandwidth row"
+[bandwidth]
+test = "write_bw"
+size = 4096
+iterations = 10
+source = "test"
+min_bw.host = { value = "10Gb/s", source = "test figure" }
+"#,
+    );
+    let bench_dir = benches_that_wait_for_each_other(&scratch);
+    let out = scratch.0.join("out");
+    let output = gdrperf(
+        &[
+            "accept",
+            "--profile",
+            &profile,
+            "-d",
+            "simulated0",
+            "--sysfs-root",
+            fixture.path().to_str().unwrap(),
+            "--bench-dir",
+            bench_dir.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[("FAKE_TOGETHER", "1"), ("FAKE_BW", "12")],
+    );
+    let printed = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+    let notice = "SIMULATED NIC (-d simulated0): these verdicts test the harness, they are not measurements";
+    assert!(printed.contains(notice), "{printed}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["metadata"]["warnings"][0], notice, "{summary}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains(notice), "the page does not say the NIC was simulated");
 }
