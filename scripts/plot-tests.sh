@@ -32,6 +32,15 @@ png() {
     fi
 }
 
+# expect_line NAME TEXT: the log of the command run as NAME holds TEXT (what a plot says it drew).
+expect_line() {
+    if grep -qF -- "$2" "$OUT/$1.log"; then
+        PASSED=$((PASSED + 1)); echo "ok   - $1: says '$2'"
+    else
+        FAILED=$((FAILED + 1)); echo "FAIL - $1: wanted '$2'"; tail -3 "$OUT/$1.log" | sed 's/^/       /'
+    fi
+}
+
 # refuses NAME TEXT CMD...: CMD exits 2 (could not run or bad input, as every gdrperf tool),
 # says TEXT in one line, shows no Python traceback.
 refuses() {
@@ -106,6 +115,15 @@ decides() {
         FAILED=$((FAILED + 1)); echo "FAIL - $name"; tail -5 "$OUT/$name.log" | sed 's/^/       /'
     fi
 }
+# Each plot script's --help ends with the exit-code contract, as every gdrperf tool's does.
+for kind in bw lat compare matrix; do
+    if "$PY" "scripts/plot_$kind.py" --help 2>&1 | tr '\n' ' ' | grep -q "exit codes, as every gdrperf tool's: 0 the image was written; 2 could not run"; then
+        PASSED=$((PASSED + 1)); echo "ok   - plot_${kind}_help_states_the_exit_codes"
+    else
+        FAILED=$((FAILED + 1)); echo "FAIL - plot_${kind}_help_states_the_exit_codes"
+    fi
+done
+
 decides plot_lat_axis_is_log_where_the_spread_needs_it "
 from plot_lat import y_scale
 assert y_scale('auto', [1.9, 2.0, 2.1, 35.0]) == 'log'
@@ -149,6 +167,49 @@ else
     FAILED=$((FAILED + 1)); echo "FAIL - compare_junit_read_by_junitparser: compare exit $status"
     tail -5 "$OUT/compare.log" "$OUT/junit.log" 2>/dev/null | sed 's/^/       /'
 fi
+
+# The compare plot draws gdrperf compare's --json as computed there: the same three runs a side
+# (one line, its 95% interval band, the regressed 4096 B marked), and --by mem over three runs
+# of three modes (two speed-up lines, each with its band). The script says what it drew.
+"$GDRPERF" compare --base "$OUT/a1.csv,$OUT/a2.csv,$OUT/a3.csv" --new "$OUT/b1.csv,$OUT/b2.csv,$OUT/b3.csv" \
+    --json "$OUT/compare.json" >"$OUT/compare-json.log" 2>&1
+for run in 1 2 3; do
+    { echo 'test,bytes,bw_avg_gbit_s,mem_local,gpu_local'
+      for size in 4096 65536 1048576; do
+          echo "write_bw,$size,9$run.$size,host,"; echo "write_bw,$size,8$((run * 2)).5,cuda,GPU0"; echo "write_bw,$size,4$((run + 4)).0,cuda-staged,GPU0"
+      done; } >"$OUT/modes$run.csv"
+done
+"$GDRPERF" compare "$OUT/modes1.csv" "$OUT/modes2.csv" "$OUT/modes3.csv" --by mem --json "$OUT/modes.json" >"$OUT/modes-json.log" 2>&1
+png plot_compare_repeated_runs "$OUT/repeated.png" \
+    "$PY" scripts/plot_compare.py "$OUT/compare.json" -o "$OUT/repeated.png"
+expect_line plot_compare_repeated_runs "1 lines, 1 interval bands; marked 1 regression, 0 undecided, 0 improvement"
+png plot_compare_modes_repeated "$OUT/modes.png" "$PY" scripts/plot_compare.py "$OUT/modes.json" -o "$OUT/modes.png"
+expect_line plot_compare_modes_repeated "2 lines, 2 interval bands"
+refuses plot_compare_json_with_more "is plotted alone" \
+    "$PY" scripts/plot_compare.py "$OUT/compare.json" "$EXAMPLES/write_bw-run1.json" -o "$OUT/x.png"
+refuses plot_compare_repeated_result_files "for repeated runs, plot the --json file of gdrperf compare" \
+    "$PY" scripts/plot_compare.py "$OUT/modes1.csv" "$OUT/modes2.csv" --by mem -o "$OUT/x.png"
+decides plot_compare_draws_the_comparison_as_computed "
+from plot_compare import mode_lines, run_lines
+rows = [dict(test='write_bw', memory='cuda', gpu='GPU0', lane='', bytes=4096, metric='bw_avg_gbit_s',
+             change=-0.125, interval=[0.8, 0.95], verdict='fail', finding='regression'),
+        dict(test='write_bw', memory='cuda', gpu='GPU0', lane='', bytes=65536, metric='bw_avg_gbit_s',
+             change=0.0, interval=None, verdict='pass', finding=None),
+        dict(test='write_bw', memory='host', gpu='', lane='', bytes=4096, metric='bw_avg_gbit_s',
+             change=-0.08, interval=[0.85, 1.01], verdict='undecided', finding=None),
+        dict(test='write_bw', memory='host', gpu='', lane='', bytes=65536, metric='bw_avg_gbit_s',
+             change=-0.2, interval=[0.7, 0.9], verdict='regression')]
+lines = run_lines(dict(rows=rows, tolerance=0.05))
+cuda = lines['write_bw cuda GPU0 (bw_avg_gbit_s)']
+assert cuda[0] == (4096, 0.875, 0.8, 0.95, 'regression'), cuda
+assert cuda[1][1] == 1.0 and cuda[1][2] != cuda[1][2] and cuda[1][4] == 'pass', cuda  # no interval: nan
+host = lines['write_bw host (bw_avg_gbit_s)']
+assert [point[4] for point in host] == ['undecided', 'regression'], host  # an older file's word still marks
+modes = mode_lines(dict(modes=['host', 'cuda-staged', 'cuda'], baseline='cuda-staged', groups=[
+    dict(test='write_bw', gpu='GPU0', bytes=4096, metric='bw_avg_gbit_s', speedups=[2.0, 1.0, 1.9],
+         intervals=[[1.8, 2.2], None, None])]))
+assert sorted(modes) == ['write_bw cuda GPU0', 'write_bw host GPU0'], modes  # the baseline left out
+assert modes['write_bw host GPU0'][0][:4] == (4096, 2.0, 1.8, 2.2), modes"
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

@@ -18,6 +18,13 @@ import sys
 
 
 
+# The end of every plot script's --help: the exit-code contract every gdrperf tool keeps (README,
+# "Exit codes"), as it applies to a script that judges nothing.
+EXIT_CODES = ("exit codes, as every gdrperf tool's: 0 the image was written; 2 could not run "
+              "(bad flags or input, a missing or unreadable file), said in one line on stderr. "
+              "A plot judges nothing, so it never exits 1.")
+
+
 def fail(message):
     """Ends a plot script as every gdrperf tool ends on bad input: one line on stderr, exit 2."""
     print(f"{os.path.basename(sys.argv[0])}: {message}", file=sys.stderr)
@@ -125,7 +132,7 @@ def size_axis(axes):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=EXIT_CODES)
     parser.add_argument("files", nargs="+", help="gdrperf result files (.csv or .json)")
     parser.add_argument("-o", "--output", required=True, help="image to write (.png, .svg, .pdf)")
     parser.add_argument("--metric", default="bw_avg_gbit_s", help="column to plot (default: %(default)s)")

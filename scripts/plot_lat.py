@@ -19,7 +19,7 @@ import os
 
 # plot_bw checks for matplotlib (one line and exit 2 without it) and selects the file backend.
 import matplotlib  # noqa: E402
-from plot_bw import fail, mode_label, plt, read_results, run_label, run_main, run_title  # noqa: E402
+from plot_bw import EXIT_CODES, fail, mode_label, plt, read_results, run_label, run_main, run_title  # noqa: E402
 
 
 def read_hgrm(path):
@@ -71,7 +71,7 @@ def y_scale(asked, values):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=EXIT_CODES)
     parser.add_argument("files", nargs="+", help=".hgrm percentile distributions")
     parser.add_argument("-o", "--output", required=True, help="image to write (.png, .svg, .pdf)")
     parser.add_argument("--label", action="append", default=[],

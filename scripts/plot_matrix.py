@@ -18,7 +18,7 @@ import math
 import os
 import re
 
-from plot_bw import fail, plt, run_main
+from plot_bw import EXIT_CODES, fail, plt, run_main
 
 NEEDED = ("client_node", "server_node", "bw_avg_gbit_s")
 # Kinds of `gdrperf fleet judge` findings (crates/gdrperf-fleet/src/judge.rs, PartKind).
@@ -102,7 +102,7 @@ def frame_node(axes, index, count):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=EXIT_CODES)
     parser.add_argument("matrix", help="matrix.csv of a gathered job (gdrperf slurm)")
     parser.add_argument("--findings", help="JSON of gdrperf fleet judge --json: mark the named parts")
     parser.add_argument("-o", "--output", help="image to write (.png, .svg, .pdf; default: MATRIX with .png)")

@@ -11,7 +11,7 @@
 # itself inside the kernel, past any qdisc, so netem on lo never touches them (measured: lo's
 # netem saw 79 packets while three loopback runs moved ~50000 each).
 # Checks decisions only, never a bandwidth figure:
-#   clean: accept exits 0, soak.json says PASS with six intervals and no reason, the rows ran
+#   clean: accept exits 0, soak.json says pass with six intervals and no reason, the rows ran
 #          across the link (peer_host gdrvm0);
 #   lossy: netem went on after interval 1, accept exits 1 (FAIL, not an error), soak.json says
 #          FAIL for the lane and the soak, marks intervals 3-5 (the loss on from their start),
@@ -78,13 +78,13 @@ for name in ("clean", "lossy"):
     client_status = text(name + ".client.status")
     if name == "clean":
         check("clean: accept --soak exits 0", None if client_status == "0" else f"exit {client_status}: {text('clean.client.log')[-800:]}")
-        check("clean: soak.json says PASS and gives no reason", None if document.get("stability") == "PASS" and stability.get("verdict") == "PASS" and not reasons
+        check("clean: soak.json says pass and gives no reason", None if document.get("stability") == "pass" and stability.get("verdict") == "pass" and not reasons
               else f"stability {document.get('stability')}, lane {stability.get('verdict')}, reasons {reasons}")
         continue
     netem = text("netem.log")
     check("lossy: netem loss 2% went on in gdrvm1 after interval 1", None if re.search(r"netem loss 2%: exit 0 after the line: +write_bw-host-rxe0 interval 1: ", netem) else netem)
     check("lossy: accept --soak exits 1 (a failed verdict, not an error)", None if client_status == "1" else f"exit {client_status}: {text('lossy.client.log')[-800:]}")
-    check("lossy: soak.json says FAIL for the lane and the soak", None if document.get("stability") == "FAIL" and stability.get("verdict") == "FAIL"
+    check("lossy: soak.json says fail for the lane and the soak", None if document.get("stability") == "fail" and stability.get("verdict") == "fail"
           else f"stability {document.get('stability')}, lane {stability.get('verdict')}")
     marked = stability.get("marked", [])
     for index in (3, 4, 5):

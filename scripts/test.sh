@@ -7,10 +7,12 @@
 #    broken doc links) and the layering rules (scripts/module-graph.py --strict: no import cycle,
 #    no arrow back up, the core crate on at most 7 floors; after the script's own tests), then
 #    runs the unit and integration tests (`cargo test`),
-# 3. builds the release binaries and runs the integration tests that need an RDMA device inside
+# 3. builds the release binaries, checks the --prom files with promtool and the Debian package in a
+#    clean Debian root (scripts/package-tests.sh: needs root and, once, the Debian mirror), and
+#    runs the integration tests that need an RDMA device inside
 #    a Soft-RoCE VM (scripts/softroce.sh installs QEMU itself; nothing else is installed).
 # No RDMA NIC or GPU is needed. Exit status is non-zero if anything failed.
-# GDRPERF_SKIP_VM=1 skips step 3 (for a quick loop while editing).
+# GDRPERF_SKIP_VM=1 skips the VM tests of step 3 (for a quick loop while editing).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -42,6 +44,12 @@ echo "== the README's recipes on the committed example files"
 scripts/readme-recipes.sh target/release
 echo "== perftest's parsers (awk, jq) over both tools' committed logs and --out_json files"
 scripts/perftest-dropin-tests.sh
+echo "== --prom files (benches and accept over the simulated NIC) through promtool check metrics"
+scripts/prometheus-tests.sh target/release
+# The .deb in a clean Debian root (the two-host tests' debootstrap root, built once and cached):
+# no VM needed, so it runs here, also under GDRPERF_SKIP_VM=1.
+echo "== the Debian package (scripts/package-deb.sh) installed and run in a clean Debian 12 root"
+scripts/package-tests.sh target/release
 
 if [ "${GDRPERF_SKIP_VM:-0}" = 1 ]; then
     echo "== VM tests skipped (GDRPERF_SKIP_VM=1)"

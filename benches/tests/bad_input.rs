@@ -78,10 +78,13 @@ const COMMON: &[Case] = &[
         &["8 characters of base64", "a token needs 128", "`gdrperf token`", "openssl rand -hex 16"],
     ),
     case(&["--no-such-flag"], &["unexpected argument '--no-such-flag'"]),
-    // -T and -S, checked before any device opens.
-    case(&["--loopback", "-T", "300"], &["invalid value '300' for '--tclass <0-255>'"]),
+    // --tclass, -T/--tos and -S, checked before any device opens: -T is rdma_cm's ToS (with -R
+    // only, as perftest), --tclass the QPs' traffic class (without -R).
+    case(&["--loopback", "--tclass", "300"], &["invalid value '300' for '--tclass <0-255>'"]),
+    case(&["-R", "-T", "300", "host1"], &["invalid value '300' for '--tos <0-255>'"]),
+    case(&["--loopback", "-T", "106"], &["-T/--tos is rdma_cm's type of service, valid only with -R"]),
     case(&["--loopback", "-S", "16"], &["-S/--sl must be between 0 and 15"]),
-    case(&["-R", "-T", "106", "host1"], &["-T/--tclass is not supported with -R"]),
+    case(&["-R", "--tclass", "106", "host1"], &["--tclass is not supported with -R"]),
     case(&["-R", "--sl", "1", "host1"], &["-S/--sl is not supported with -R"]),
     // perftest's flags that gdrperf lacks: refused by the list (docs/perftest-flags.md), each
     // naming gdrperf's spelling or saying it is not supported.
@@ -187,6 +190,18 @@ const ATOMIC_LAT: &[Case] = &[
     case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"]),
 ];
 
+/// As gdr-atomic-lat's (ib_atomic_bw exits on any other size too), and `-o` as gdr-read-bw's.
+const ATOMIC_BW: &[Case] = &[
+    case(
+        &["--loopback", "-s", "64"],
+        &["-s/--size 64: an atomic is 8 bytes, the only size gdr-atomic-bw runs (ib_atomic_bw refuses"],
+    ),
+    case(&["--loopback", "-a"], &["-s/--size -a (23 sizes): an atomic is 8 bytes"]),
+    case(&["--loopback", "-A", "XOR"], &["invalid value 'XOR' for '--atomic-type <TYPE>'"]),
+    case(&["--loopback", "-I", "64"], &["unexpected argument '-I'"]),
+    case(&["--loopback", "-o", "0"], &["-o/--outs must be at least 1 outstanding READ or atomic"]),
+];
+
 /// The case lists of bench `bench`: the common ones, its kind's, and its own (by name).
 fn tables(bench: &Bench) -> Vec<&'static [Case]> {
     let kind = match bench.measures {
@@ -201,6 +216,7 @@ fn tables(bench: &Bench) -> Vec<&'static [Case]> {
         "write_lat" => WRITE_LAT,
         "send_lat" => SEND_LAT,
         "atomic_lat" => ATOMIC_LAT,
+        "atomic_bw" => ATOMIC_BW,
         _ => &[],
     };
     vec![COMMON, kind, own]

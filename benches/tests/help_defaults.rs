@@ -30,9 +30,8 @@ fn every_option_of_every_bench_shows_its_default() {
         // The exit-code contract every gdrperf tool keeps ends each bench's help.
         let contract = help.rfind("Exit codes (the same for every gdrperf tool and script):");
         assert!(
-            contract
-                .is_some_and(|at| help[at..].contains("  1  a measured miss")
-                    && help[at..].contains("  2  could not run")),
+            contract.is_some_and(|at| help[at..].contains("  1  fail: a measured miss")
+                && help[at..].contains("  2  error: could not run")),
             "{binary}: no exit-code contract at the end of:\n{help}"
         );
     }

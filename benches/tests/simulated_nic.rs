@@ -98,11 +98,11 @@ fn assert_simulated_and_checked(what: &str, rows: &[std::collections::HashMap<St
 fn every_bench_over_host_and_host_staged_memory_checks_every_size() {
     let scratch = Scratch::new("sweeps");
     for bench in BENCHES {
-        // An atomic is 8 bytes, the one size gdr-atomic-lat runs. gdr-send-bw checks every
+        // An atomic is 8 bytes, the one size the atomic benches run. gdr-send-bw checks every
         // message as it arrives, which in a debug build costs about 0.1 s per MiB: one size of
         // 1 MiB keeps it in seconds (its sweep runs in the VM suite's release build).
         let (sizes, count) = match bench.name {
-            "atomic_lat" => (&["-s", "8"][..], 1),
+            "atomic_lat" | "atomic_bw" => (&["-s", "8"][..], 1),
             "send_bw" => (&["-s", "1M"][..], 1),
             _ => (&["-a"][..], SWEEP_SIZES),
         };
@@ -132,13 +132,14 @@ fn every_bandwidth_bench_runs_two_lanes_and_checks_each() {
     // Lanes (--concurrent) are the bandwidth benches' alone.
     for bench in BENCHES.iter().filter(|bench| bench.measures == Measures::Bandwidth) {
         let csv = scratch.file(&format!("{}.csv", bench.name));
+        let size = if bench.name == "atomic_bw" { "8" } else { "65536" };
         let arguments = [
             "--loopback",
             "--concurrent",
             "-d",
             "simulated0,simulated0",
             "-s",
-            "65536",
+            size,
             "-n",
             "50",
             "--validate",
@@ -271,4 +272,26 @@ fn placements_one_after_another_reconnect_and_check_each() {
         assert_eq!(memories, ["host", "host-staged"], "{binary_name}: {output}");
         assert_simulated_and_checked(binary_name, &rows);
     }
+}
+
+#[test]
+fn outs_is_taken_by_the_read_and_atomic_latency_tests_as_perftest_takes_it() {
+    // perftest offers -o/--outs to its READ and atomic tests (usage: verb == READ || ATOMIC):
+    // the QP's bound on outstanding READs and atomics, named in the run header.
+    for (binary_name, size) in [("gdr-read-lat", "64"), ("gdr-atomic-lat", "8")] {
+        for (spelling, shown) in [(&["-o", "4"][..], "4"), (&["--outs=2"][..], "2")] {
+            let mut arguments = vec!["--loopback", "-d", "simulated0", "-s", size, "-n", "50", "--validate"];
+            arguments.extend_from_slice(spelling);
+            let (code, output) = run(binary_name, &arguments, "1");
+            assert_eq!(code, 0, "{binary_name} {spelling:?}: {output}");
+            let line = output.lines().find(|line| line.contains("Outstanding reads")).unwrap_or_default();
+            assert!(line.trim_end().ends_with(shown), "{binary_name} {spelling:?}: {line:?} in {output}");
+        }
+        let (code, output) = run(binary_name, &["--loopback", "-d", "simulated0", "-o", "0"], "1");
+        assert_eq!(code, 2, "{binary_name} -o 0: {output}");
+        assert!(output.contains("-o/--outs"), "{output}");
+    }
+    // A test without READs or atomics has no -o, as perftest's.
+    let (code, output) = run("gdr-write-lat", &["--loopback", "-d", "simulated0", "-o", "4"], "1");
+    assert_eq!(code, 2, "{output}");
 }

@@ -3,7 +3,7 @@
 # and runs bindgen; libibverbs1 so that the binaries reach the verbs layer and say "no RDMA
 # device" rather than a missing library; python3 for the plot scripts).
 #   ensure_build_packages            what `cargo build` needs
-#   ensure_build_packages lints      also rustfmt and clippy (test.sh's checks), and jq
+#   ensure_build_packages lints      also rustfmt and clippy (test.sh's checks), jq, promtool and dpkg-dev
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -16,6 +16,10 @@ ensure_build_packages() {
     command -v python3 >/dev/null || missing+=(python3)
     # jq: scripts/perftest-dropin-tests.sh reads the --out_json files as field scripts do.
     [ "${1:-}" = lints ] && { command -v jq >/dev/null || missing+=(jq); }
+    # promtool: scripts/prometheus-tests.sh checks the --prom files as Prometheus would.
+    [ "${1:-}" = lints ] && { command -v promtool >/dev/null || missing+=(prometheus); }
+    # dpkg-shlibdeps: scripts/package-deb.sh derives the package's Depends with it.
+    [ "${1:-}" = lints ] && { command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev); }
     ldconfig -p | grep -q 'libibverbs\.so\.1' || missing+=(libibverbs1 ibverbs-providers)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "$(basename "$0"): installing ${missing[*]}" >&2

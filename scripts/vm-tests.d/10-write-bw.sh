@@ -66,11 +66,11 @@ else
     fail "write_bw -D 3 -f 1 averages over the 1 s window" "$(tail -1 "$OUT/duration.csv")"
 fi
 
-# --- perftest's spellings, -T and -S reach the QP --------------------------------------
-# -T 106 is read back from the QP's address with ibv_query_qp (rxe keeps the address vector it
+# --- perftest's spellings, --tclass and -S reach the QP ---------------------------------
+# --tclass 106 (perftest's GRH traffic class; its -T is rdma_cm's ToS, with -R: 24-rdma-cm) is read back from the QP's address with ibv_query_qp (rxe keeps the address vector it
 # was given) and lands in the traffic_class column; perftest's --report_gbits and -F are taken.
-if run write_bw_tclass 0 gdr-write-bw --loopback -s 4096 -n 20 -T 106 -S 0 --report_gbits -F --csv "$OUT/tclass.csv"; then
-    pass "write_bw with perftest's -T 106 -S 0 --report_gbits -F exits 0"
+if run write_bw_tclass 0 gdr-write-bw --loopback -s 4096 -n 20 --tclass 106 -S 0 --report_gbits -F --csv "$OUT/tclass.csv"; then
+    pass "write_bw with perftest's --tclass 106 -S 0 --report_gbits -F exits 0"
 fi
 expect_in write_bw_tclass "QP reads back traffic class 106, service level 0"
 expect_in write_bw_tclass "BW average[Gb/sec]"

@@ -8,7 +8,7 @@ if run accept_smoke 0 gdrperf accept --profile softroce-smoke --out "$OUT/accept
 fi
 expect_in accept_smoke "overall: PASS (2 pass, 0 fail, 0 skip, 0 error)"
 expect_in accept_smoke "results written to $OUT/accept/"
-if [ "$(grep -c ',PASS,' "$OUT/accept/summary.csv" 2>/dev/null)" = 2 ] && grep -q '"overall": "PASS"' "$OUT/accept/summary.json"; then
+if [ "$(grep -c ',PASS,' "$OUT/accept/summary.csv" 2>/dev/null)" = 2 ] && grep -q '"overall": "pass"' "$OUT/accept/summary.json"; then
     pass "accept writes summary.csv and summary.json with 2 PASS rows"
 else
     fail "accept writes summary.csv and summary.json with 2 PASS rows" "$(cat "$OUT/accept/summary.csv" 2>&1)"

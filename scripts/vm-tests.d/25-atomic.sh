@@ -1,7 +1,8 @@
-# gdr-atomic-lat over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass, fail, expect_in,
-# csv_awk, next_port, listening_server, turned_away; outputs under $OUT). Every run here has
-# --validate: the client checks that the server's counter advanced by exactly 1 per atomic
-# (warm-up included), so `validation pass` says no atomic was lost or applied twice.
+# gdr-atomic-lat and gdr-atomic-bw over rxe0: sourced by scripts/vm-tests.sh (helpers: run, pass,
+# fail, expect_in, csv_awk, check_bw_csv, next_port, listening_server, turned_away; outputs under
+# $OUT). Every run here with --validate has the client check that the server's counter (each QP's)
+# advanced by exactly 1 per atomic (warm-up included), so `validation pass` says no atomic was
+# lost or applied twice.
 
 # check_atomic_csv NAME FILE ITERATIONS: one 8-byte atomic_lat row with ITERATIONS samples (0:
 # any positive count), validation pass, arrival completion, times positive with t_min <=
@@ -64,7 +65,51 @@ if run atomic_lat_staged 0 gdr-atomic-lat --loopback --mem host-staged -A CMP_AN
 fi
 check_atomic_csv atomic_lat_staged "$OUT/atomic_lat_staged.csv" 100
 
+# --- gdr-atomic-bw: a stream of atomics, perftest's bandwidth table and rows --------------------
+# check_atomic_bw_rows NAME FILE: every row is atomic_bw at 8 bytes.
+check_atomic_bw_rows() {
+    problems=$(csv_awk "$2" '{ if ($col["test"] != "atomic_bw" || $col["bytes"] != 8) print "row: " $col["test"] " " $col["bytes"] " B, not atomic_bw 8 B" }' -v need="test bytes")
+    if [ -z "$problems" ]; then pass "$1: rows are atomic_bw, 8 B"; else fail "$1: rows" "$problems"; fi
+}
+for atomic in FETCH_AND_ADD CMP_AND_SWAP; do
+    name=atomic_bw_$atomic
+    if run $name 0 gdr-atomic-bw --loopback -A $atomic -n 2000 --validate --csv "$OUT/$name.csv"; then
+        pass "atomic_bw -A $atomic --validate exits 0"
+    fi
+    check_bw_csv $name "$OUT/$name.csv" 1 pass
+    check_atomic_bw_rows $name "$OUT/$name.csv"
+    expect_in $name "MsgRate[Mpps]"
+    expect_in $name "$atomic"
+done
+
+# Two processes, two QPs, both directions, -o within the device's bound: each side's atomics act
+# on the other's counters, and each checks its own.
+next_port
+gdr-atomic-bw -p $PORT -n 500 -q 2 -b -o 4 --validate >"$OUT/atomic_bw_server.log" 2>&1 &
+server=$!
+listening_server "$OUT/atomic_bw_server.log"
+if run atomic_bw_pair 0 gdr-atomic-bw -p $PORT -n 500 -q 2 -b -o 4 --validate --csv "$OUT/atomic_bw_pair.csv" 127.0.0.1; then
+    pass "atomic_bw server/client -q 2 -b -o 4 --validate exits 0"
+fi
+wait $server; status=$?
+if [ $status = 0 ]; then pass "atomic_bw server exits 0"; else fail "atomic_bw server exits 0" "exit $status" "$(tail -5 "$OUT/atomic_bw_server.log")"; fi
+check_bw_csv atomic_bw_pair "$OUT/atomic_bw_pair.csv" 1 pass
+expect_in atomic_bw_pair "Outstanding atomics"
+
+# A timed run: its count is known only at the end, and the check still holds; staged memory.
+if run atomic_bw_duration 0 gdr-atomic-bw --loopback -D 1 --validate --csv "$OUT/atomic_bw_duration.csv"; then
+    pass "atomic_bw -D 1 --validate exits 0"
+fi
+check_bw_csv atomic_bw_duration "$OUT/atomic_bw_duration.csv" 1 pass
+if run atomic_bw_staged 0 gdr-atomic-bw --loopback --mem host-staged -A CMP_AND_SWAP -n 500 --validate \
+        --csv "$OUT/atomic_bw_staged.csv"; then
+    pass "atomic_bw --mem host-staged --validate exits 0"
+fi
+check_bw_csv atomic_bw_staged "$OUT/atomic_bw_staged.csv" 1 pass
+
 # --- bad input: exit 2 and a message naming the problem ----------------------------------------
+run atomic_bw_size 2 gdr-atomic-bw --loopback -s 64 && expect_in atomic_bw_size "-s/--size 64: an atomic is 8 bytes, the only size gdr-atomic-bw runs"
+run atomic_bw_sweep 2 gdr-atomic-bw --loopback -a && expect_in atomic_bw_sweep "-s/--size -a (23 sizes)"
 run atomic_lat_size 2 gdr-atomic-lat --loopback -s 64 && expect_in atomic_lat_size "-s/--size 64: an atomic is 8 bytes"
 run atomic_lat_sweep 2 gdr-atomic-lat --loopback -a && expect_in atomic_lat_sweep "-s/--size -a (23 sizes)"
 run atomic_lat_type 2 gdr-atomic-lat --loopback -A XOR && expect_in atomic_lat_type "invalid value 'XOR'"

@@ -18,6 +18,8 @@ struct Cli {
     #[command(flatten)]
     latency: LatencyArgs,
     #[command(flatten)]
+    outs: OutsArgs,
+    #[command(flatten)]
     atomic: AtomicArgs,
 }
 
@@ -50,8 +52,9 @@ impl Benchmark for AtomicLatency {
 fn main() -> std::process::ExitCode {
     let cli: Cli = parse_bench(&AtomicLatency::BENCH);
     exit(|| {
-        let (common, latency, files) =
+        let (mut common, latency, files) =
             latency_setup(&cli.common, &cli.latency, TestOptions::default(), &AtomicLatency::BENCH)?;
+        common.read_depth = cli.outs.read_depth()?;
         let atomic = cli.atomic.atomic_type;
         run(&AtomicLatency(
             OneSidedLatency { common, latency, files, request: OneSidedRequest::Atomic(atomic) },

@@ -18,10 +18,8 @@ struct Cli {
     common: CommonArgs,
     #[command(flatten)]
     bandwidth: BandwidthArgs,
-    /// RDMA READs each QP may have outstanding, at most the device's max_qp_rd_atom (higher is
-    /// lowered to it, as perftest does) [default: the device's max_qp_rd_atom]
-    #[arg(short = 'o', long = "outs", value_name = "N")]
-    outs: Option<u32>,
+    #[command(flatten)]
+    outs: OutsArgs,
 }
 
 /// The one-sided stream, reading.
@@ -37,10 +35,7 @@ impl Benchmark for ReadBandwidth {
 
     fn setup(&self) -> Setup {
         let OneSidedStream { common, bandwidth, .. } = &self.0;
-        let outs = match common.read_depth {
-            ReadDepth::Asked(outs) => outs.to_string(),
-            _ => "the device's max_qp_rd_atom".into(),
-        };
+        let outs = common.read_depth.describe();
         let mut parameters = bandwidth.parameters();
         parameters["outs"] = outs.clone().into();
         let mut header = bandwidth.header();
@@ -72,7 +67,7 @@ fn main() -> std::process::ExitCode {
     let cli: Cli = parse_bench(&ReadBandwidth::BENCH);
     exit(|| {
         let mut common = BenchConfig::from_args(&cli.common, ReadBandwidth::BENCH.defaults)?;
-        common.read_depth = ReadDepth::from_outs(cli.outs)?;
+        common.read_depth = cli.outs.read_depth()?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, ReadBandwidth::BENCH.operation)?;
         run(&ReadBandwidth(OneSidedStream { operation: StreamOperation::Read, common, bandwidth }))
     })

@@ -18,6 +18,8 @@ struct Cli {
     common: CommonArgs,
     #[command(flatten)]
     latency: LatencyArgs,
+    #[command(flatten)]
+    outs: OutsArgs,
 }
 
 /// The one-sided latency loop, reading.
@@ -45,8 +47,9 @@ impl Benchmark for ReadLatency {
 fn main() -> std::process::ExitCode {
     let cli: Cli = parse_bench(&ReadLatency::BENCH);
     exit(|| {
-        let (common, latency, files) =
+        let (mut common, latency, files) =
             latency_setup(&cli.common, &cli.latency, TestOptions::default(), &ReadLatency::BENCH)?;
+        common.read_depth = cli.outs.read_depth()?;
         run(&ReadLatency(OneSidedLatency { common, latency, files, request: OneSidedRequest::Read }))
     })
 }

@@ -13,9 +13,9 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use gdrperf_files::columns as column;
 use gdrperf_report::acceptance::{self, AcceptanceRow, Gpu, Nic, Node, PlannedRun, Step};
 use gdrperf_report::{Profile, ResultFile, Verdict, MEMORY_MODES};
-use serde_json::Value;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -29,7 +29,9 @@ Examples:
                                                    if a row cannot run, as for a real run)
   gdrperf accept --profile ngc-ndr-400g --serve   (on node B, then on node A:)
   gdrperf accept --profile ngc-ndr-400g --peer B  (every run across the link A -> B, not in loopback)
-  gdrperf accept --profile azure-h100             (8 MiB GPUDirect writes on every NIC at once)
+  gdrperf accept --profile azure-h100             (8 MiB GPUDirect writes on every NIC at once;
+                                                   with --serve/--peer: every NIC pair at once,
+                                                   between the two nodes)
 
 Built-in profiles (profiles/*.toml in the repository; each value names its source):
   ngc-ndr-400g, ngc-hdr-200g  NVIDIA ngc_multinode_perf's shape: write/read/send bandwidth
@@ -38,16 +40,22 @@ Built-in profiles (profiles/*.toml in the repository; each value names its sourc
   azure-h100, azure-h200      Azure's GPUDirect health check: 8 MiB writes, every NIC at once,
                               380 / 360 Gb/s per NIC, a warning within 5 % above
   ndr-400g, hdr-200g          write bandwidth and read latency in loopback, one NIC at a time
-  softroce-smoke              a smoke test of gdrperf itself on Soft-RoCE (no standard) Results go to ./acceptance-HOST-DATE/ unless --out says where:
-summary.csv, summary.json, inventory.json (what it ran on), report.html (one
-self-contained page to read and sign) and each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the GPU modes; a GPU mode that cannot run
-(no CUDA driver, no GPUDirect path) is an ERROR with the bench's message.
+  softroce-smoke              a smoke test of gdrperf itself on Soft-RoCE (no standard)
 
-Exit codes of gdrperf accept (--dry-run: as the real run would end before measuring):
-  0  every row passed (or was skipped)
-  1  at least one row missed its threshold, or a soak lane was unstable
-  2  at least one row could not be measured, or the profile or doctor failed; with --serve,
-     a server that could not be started or ended with an error";
+Results go to ./acceptance-HOST-DATE/ unless --out says where: summary.csv, summary.json,
+inventory.json (what it ran on), report.html (one self-contained page to read and sign) and
+each bench's CSV/JSON; the last line names the folder. A node without a GPU gets SKIP for the
+GPU modes; a GPU mode that cannot run (no CUDA driver, no GPUDirect path) is an ERROR with the
+bench's message.
+
+Exit codes of gdrperf accept (--dry-run: as the real run would end before measuring). The
+screen and summary.csv say PASS, SKIP, FAIL, ERROR; summary.json and soak.json spell every
+verdict as all gdrperf tools' JSON does: pass, undecided, fail, error:
+  0  pass: every row passed; undecided: no row missed, but a row was skipped (summary.json
+     calls it \"undecided\", its reason in \"detail\")
+  1  fail: at least one row missed its threshold, or a soak lane was unstable
+  2  error: at least one row could not be measured, or the profile or doctor failed; with
+     --serve, a server that could not be started or ended with an error";
 
 /// Flags of `gdrperf accept`.
 #[derive(Debug, clap::Args)]
@@ -97,6 +105,11 @@ pub struct Args {
     /// both sides.
     #[arg(long, default_value_t = 18515, value_name = "TCP_PORT")]
     peer_port: u16,
+    /// Also write the verdicts and figures as a Prometheus textfile-collector file (name it
+    /// NAME.prom in node_exporter's --collector.textfile.directory): a state set per row, the
+    /// node's verdict and exit code, values in bytes per second and seconds (default: none).
+    #[arg(long, value_name = "PATH")]
+    prom: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -104,27 +117,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("--mem {unknown}: not a memory mode (modes: {})", MEMORY_MODES.join(", "));
     }
     let profile = Profile::load(&args.profile)?;
+    if let Some(path) = &args.prom {
+        // Written at the end: a folder that is not there fails now, not after the runs.
+        let folder = path.parent().filter(|folder| !folder.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !folder.is_dir() {
+            bail!("--prom {}: the folder {} does not exist", path.display(), folder.display());
+        }
+    }
     let soak = args.soak.as_deref().map(|asked| crate::soak_run::resolve(&profile, asked)).transpose()?;
-    let doctor = ask_doctor(&args.sysfs_root)?;
+    let doctor = crate::doctor::examine(&args.sysfs_root, false)?;
     let node = node_from_doctor(&doctor, args.ib_dev.as_deref())?;
     let side = match (&args.peer, args.serve) {
         (Some(host), _) => crate::accept_peer::Side::Client(host.clone()),
         (None, true) => crate::accept_peer::Side::Server,
         (None, false) => crate::accept_peer::Side::Loopback,
     };
-    if side != crate::accept_peer::Side::Loopback {
-        if let Some(check) = profile.bandwidth.iter().find(|check| check.all_nics_at_once) {
-            bail!(
-                "profile {}: its {} runs start on every NIC at once, in loopback as its source runs them; \
-                 --peer and --serve run one at a time, so they cannot give that shape (run it without them)",
-                profile.name,
-                check.test
-            );
-        }
-    }
     let mut steps = acceptance::plan(&profile, &node, &args.mem);
     if side == crate::accept_peer::Side::Loopback {
         acceptance::note_loopback(&profile, &mut steps);
+    } else {
+        // A section on every NIC at once runs across the link too: every NIC pair at once, the
+        // other node serving its runs together (accept_peer::serve).
+        acceptance::note_across(&mut steps);
     }
     let warnings = acceptance::port_rate_warnings(&profile, &node);
     say!("gdrperf accept: profile {} ({})", profile.name, profile.description);
@@ -272,10 +286,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     acceptance::write_summary(&out, metadata, &rows)?;
     say!("summary: {0}/summary.csv, {0}/summary.json", out.display());
+    let overall = Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict));
+    if let Some(path) = &args.prom {
+        let run = gdrperf_report::acceptance_metrics::AcceptRun {
+            profile: &profile.name,
+            host: &host,
+            version: env!("CARGO_PKG_VERSION"),
+            git_commit: gdrperf_provenance::GIT_COMMIT,
+            timestamp_seconds: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |since| since.as_secs_f64()),
+        };
+        gdrperf_report::acceptance_metrics::exposition(&run, &rows, overall)
+            .write(path)
+            .with_context(|| format!("writing the Prometheus file {}", path.display()))?;
+        say!("Prometheus textfile: {}", path.display());
+    }
     let report = gdrperf_report::report_html::write(&out)?;
     say!("{}", report.describe());
     say!("results written to {}/", out.display());
-    Ok(ExitCode::from(Verdict::overall(rows.iter().map(|row| row.verdict).chain(soak_verdict)).exit_code()))
+    Ok(ExitCode::from(overall.exit_code()))
 }
 
 /// Where a run goes, in words: "GPU0 on mlx5_0", or the NIC alone for host memory.
@@ -322,62 +352,44 @@ fn serve(
     crate::accept_peer::serve(&|name| find_bench(args.bench_dir.as_deref(), name), &runs, &out)
 }
 
-/// Runs `gdrperf doctor --json` (this executable), so that CUDA is loaded in a process of its
-/// own and the facts are exactly what `gdrperf doctor` shows.
-fn ask_doctor(sysfs_root: &Path) -> anyhow::Result<Value> {
-    let myself = std::env::current_exe().context("finding the gdrperf executable to run `gdrperf doctor`")?;
-    let output = Command::new(&myself)
-        .args(["doctor", "--json", "--sysfs-root"])
-        .arg(sysfs_root)
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("running {} doctor --json", myself.display()))?;
-    // The doctor exits 1 or 2 when it has WARN or FAIL verdicts (no GPU, say): its report is
-    // still the answer. Only a report that is not JSON is an error.
-    serde_json::from_slice(&output.stdout)
-        .with_context(|| format!("`gdrperf doctor --json` gave no report (exit status {})", output.status))
-}
-
-/// The NICs and GPUs to run on, from the doctor's report.
-fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node> {
-    let devices = doctor["rdma_devices"].as_array().cloned().unwrap_or_default();
+/// The NICs and GPUs to run on, from the doctor's report (a WARN or FAIL verdict in it, no GPU
+/// say, does not stop the plan: the rows then say what could not run).
+fn node_from_doctor(doctor: &gdrperf_doctor::Report, ib_dev: Option<&str>) -> anyhow::Result<Node> {
+    let devices = &doctor.rdma_devices;
+    let is_active = |port: &&gdrperf_doctor::rdma::Port| {
+        port.state.as_deref().is_some_and(|state| state.contains("ACTIVE"))
+    };
     let nic = |name: &str| -> Nic {
-        let device = devices.iter().find(|device| device["name"] == name);
-        let ports = device.and_then(|device| device["ports"].as_array().cloned()).unwrap_or_default();
-        let port = ports
-            .iter()
-            .find(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE")))
-            .or(ports.first());
+        let device = devices.iter().find(|device| device.name == name);
+        let ports = device.map(|device| device.ports.as_slice()).unwrap_or_default();
+        let port = ports.iter().find(is_active).or(ports.first());
         Nic {
             device: name.to_string(),
-            port: port.and_then(|port| port["number"].as_u64()).unwrap_or(1) as u32,
-            rate: port.and_then(|port| port["rate"].as_str()).map(str::to_string),
+            port: port.map_or(1, |port| port.number),
+            rate: port.and_then(|port| port.rate.clone()),
         }
     };
     // The simulated NIC is never in the doctor's list: it runs only where asked for by name.
     if let Some(name) = ib_dev.filter(|name| !gdrperf::verbs::simulated::is_simulated(name)) {
-        if !devices.iter().any(|device| device["name"] == name) {
-            let present: Vec<&str> = devices.iter().filter_map(|device| device["name"].as_str()).collect();
+        if !devices.iter().any(|device| device.name == name) {
+            let present: Vec<&str> = devices.iter().map(|device| device.name.as_str()).collect();
             bail!(
                 "-d/--ib-dev {name}: no such RDMA device (devices present: {})",
                 if present.is_empty() { "none".into() } else { present.join(", ") }
             );
         }
     }
-    let recommendations = doctor["recommendations"].as_array().cloned().unwrap_or_default();
-    let gpus: Vec<(Gpu, Option<Nic>)> = doctor["gpus"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
+    let gpus: Vec<(Gpu, Option<Nic>)> = doctor
+        .gpus
         .iter()
         .map(|gpu| {
-            let bus_id = gpu["bus_id"].as_str().unwrap_or_default().to_string();
-            let recommended = recommendations
+            let recommended = doctor
+                .recommendations
                 .iter()
-                .find(|entry| entry["gpu_bus_id"] == bus_id.as_str())
-                .and_then(|entry| entry["nic"].as_str());
+                .find(|entry| entry.gpu_bus_id == gpu.bus_id)
+                .map(|entry| entry.nic.as_str());
             let paired = ib_dev.or(recommended).map(nic);
-            (Gpu { label: gpu["label"].as_str().unwrap_or(&bus_id).to_string(), bus_id }, paired)
+            (Gpu { label: gpu.label.clone(), bus_id: gpu.bus_id.clone() }, paired)
         })
         .collect();
     // Host memory runs on each NIC a GPU uses; on a node without GPUs, on every NIC with an
@@ -390,14 +402,8 @@ fn node_from_doctor(doctor: &Value, ib_dev: Option<&str>) -> anyhow::Result<Node
         }
         (None, true) => devices
             .iter()
-            .filter(|device| {
-                device["ports"].as_array().is_some_and(|ports| {
-                    ports
-                        .iter()
-                        .any(|port| port["state"].as_str().is_some_and(|state| state.contains("ACTIVE")))
-                })
-            })
-            .filter_map(|device| device["name"].as_str().map(str::to_string))
+            .filter(|device| device.ports.iter().any(|port| is_active(&port)))
+            .map(|device| device.name.clone())
             .collect(),
     };
     for name in names {
@@ -489,7 +495,7 @@ fn add_ceiling(row: &mut AcceptanceRow, json: &Path, shortfall: Option<f64>) {
     let failed = row.verdict == Verdict::Fail;
     let shortfall = shortfall.unwrap_or(gdrperf_ceiling::DEFAULT_SHORTFALL_PERCENT);
     let Some(measured) =
-        stored.rows().iter().find(|candidate| candidate["bytes"].as_u64() == Some(row.bytes))
+        stored.rows().iter().find(|candidate| candidate[column::BYTES.name()].as_u64() == Some(row.bytes))
     else {
         return;
     };

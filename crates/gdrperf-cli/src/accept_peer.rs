@@ -5,7 +5,8 @@
 //! wire, and nothing `tc netem` does to it, reaches the run. Across a link the same rows and soak
 //! intervals measure the path between two nodes: the node under test runs each bench as a
 //! client of HOST (`--peer HOST`), where `gdrperf accept --serve` with the same profile, `--soak`
-//! and device flags runs the server of each run, in the same order. Run N of the plan (rows in
+//! and device flags runs the server of each run, in the same order (a group the client starts on
+//! every NIC at once, served at once: [`started_together`]). Run N of the plan (rows in
 //! plan order, then the soak's intervals lane by lane) uses TCP port `--peer-port` + N on both
 //! sides, so a client never reaches the server of another run: it waits (`--timeout`) until its
 //! own server listens.
@@ -94,9 +95,13 @@ fn across(args: &[String], side: &Side, port: u16, accept_timeout_s: u64) -> Vec
 }
 
 /// Runs the server of every run of the plan in order (`runs`: the rows' and the soak
-/// intervals' runs, already placed), each writing its log to `out`. Exit 0 when every server
-/// ended well, 2 when one could not be started or ended with an error (its log says why): the
-/// server judges nothing, so a run it could not serve is one that could not run, never a miss.
+/// intervals' runs, already placed), each writing its log to `out`. Runs the client starts
+/// together (a section with `all_nics_at_once`: the same `together` key, next to each other in
+/// the plan) are served together too, one server per NIC pair, so that every NIC of both nodes is
+/// loaded at once as on the client's side; the next run starts when all of them have ended. Exit
+/// 0 when every server ended well, 2 when one could not be started or ended with an error (its
+/// log says why): the server judges nothing, so a run it could not serve is one that could not
+/// run, never a miss.
 pub fn serve(
     binary_of: &dyn Fn(&str) -> Option<std::path::PathBuf>,
     runs: &[PlannedRun],
@@ -104,36 +109,66 @@ pub fn serve(
 ) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut failed = 0;
-    for (index, run) in runs.iter().enumerate() {
-        let Some(binary) = binary_of(&run.binary) else {
-            say!(
-                "[{}/{}] {}: not found (build it: cargo build --release -p gdrperf-benches)",
-                index + 1,
-                runs.len(),
-                run.binary
-            );
-            return Ok(ExitCode::from(2));
-        };
-        let log = out.join(format!("{}.server.log", run.stem));
-        let log_file =
-            gdrperf_files::create_fresh(&log).with_context(|| format!("creating {}", log.display()))?;
-        say!("[{}/{}] serving {} {}", index + 1, runs.len(), run.binary, run.args.join(" "));
-        let status = Command::new(&binary)
-            .args(&run.args)
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone()?)
-            .stderr(log_file)
-            .status()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        if !status.success() {
-            failed += 1;
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            let last = text.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("(no output)");
-            say!("      server {status}: {} (log: {})", last.trim(), log.display());
+    let mut index = 0;
+    for batch in started_together(runs) {
+        // Every binary of the group found before any of its servers starts.
+        let mut binaries = Vec::new();
+        for run in batch {
+            let Some(binary) = binary_of(&run.binary) else {
+                say!("{}: not found (build it: cargo build --release -p gdrperf-benches)", run.binary);
+                return Ok(ExitCode::from(2));
+            };
+            binaries.push(binary);
+        }
+        let mut servers = Vec::new();
+        for (run, binary) in batch.iter().zip(binaries) {
+            index += 1;
+            let log = out.join(format!("{}.server.log", run.stem));
+            let log_file =
+                gdrperf_files::create_fresh(&log).with_context(|| format!("creating {}", log.display()))?;
+            let together = if batch.len() > 1 { " (with the others of its test, at once)" } else { "" };
+            say!("[{index}/{}] serving {} {}{together}", runs.len(), run.binary, run.args.join(" "));
+            let child = Command::new(&binary)
+                .args(&run.args)
+                .stdin(Stdio::null())
+                .stdout(log_file.try_clone()?)
+                .stderr(log_file)
+                .spawn()
+                .with_context(|| format!("starting {}", binary.display()))?;
+            servers.push((child, log));
+        }
+        for (mut child, log) in servers {
+            let status = child
+                .wait()
+                .with_context(|| format!("waiting for the server logging to {}", log.display()))?;
+            if !status.success() {
+                failed += 1;
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let last = text.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("(no output)");
+                say!("      server {status}: {} (log: {})", last.trim(), log.display());
+            }
         }
     }
     say!("served {} runs, {failed} ended with an error", runs.len());
     Ok(ExitCode::from(if failed == 0 { 0 } else { 2 }))
+}
+
+/// The runs in the groups they start in: neighbours with the same `together` key form one group,
+/// every other run is a group of its own (the client's `gdrperf accept` batches its runs the
+/// same way).
+pub fn started_together(runs: &[PlannedRun]) -> Vec<&[PlannedRun]> {
+    let mut groups = Vec::new();
+    let mut rest = runs;
+    while let Some(first) = rest.first() {
+        let length = match &first.together {
+            Some(key) => rest.iter().take_while(|run| run.together.as_ref() == Some(key)).count(),
+            None => 1,
+        };
+        let (group, after) = rest.split_at(length);
+        groups.push(group);
+        rest = after;
+    }
+    groups
 }
 
 #[cfg(test)]

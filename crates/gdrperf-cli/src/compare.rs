@@ -40,11 +40,11 @@ the k-th file holding a row is run k) side by side, each speed-up with its 95% i
 Acceptance folders (DIR_A DIR_B, or repeated: --base DIR,DIR,DIR --new DIR,DIR,DIR) are compared
 bench file by bench file, the files sharing the one budget; the inventory diff comes first.
 
-Exit codes (text and --json spell the verdict: pass, regression, undecided; a row's verdict
-may also be improvement):
+Exit codes (--json's \"verdict\", the whole's and each row's, spells them as every gdrperf
+tool does: pass, undecided, fail, error; a row's \"finding\" says regression or improvement):
   0  pass, or undecided (the runs cannot tell a change beyond --tolerance from their noise;
-     more runs a side would decide); always 0 with --by mem
-  1  regression
+     more runs a side would decide); always 0 with --by mem, which judges nothing
+  1  fail: a regression (the printed verdict says \"regression\")
   2  an input could not be read or joined";
 
 /// What to compare inside one run.

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use gdrperf_files::columns as column;
 use gdrperf_report::inventory_diff;
 use gdrperf_report::report_inventory::FILE_NAME as INVENTORY;
 use gdrperf_report::{compare_sharing, parse_tolerance, Decision, ResultFile};
@@ -80,12 +81,8 @@ pub fn run(
     } else {
         Decision::Pass
     };
-    println!(
-        "\nfolders: {} (the {} bench files share one false-alarm budget)",
-        serde_json::to_value(verdict)?.as_str().unwrap_or("?"),
-        common.len()
-    );
-    Ok(ExitCode::from(u8::from(verdict == Decision::Regression)))
+    println!("\nfolders: {} (the {} bench files share one false-alarm budget)", verdict.word(), common.len());
+    Ok(ExitCode::from(verdict.contract().exit_code()))
 }
 
 /// The bench result files an acceptance folder's summary names (its `result_file` column).
@@ -101,7 +98,7 @@ fn bench_files(folder: &Path) -> anyhow::Result<Vec<String>> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|row| row["result_file"].as_str())
+        .filter_map(|row| row[column::RESULT_FILE.name()].as_str())
         .filter(|file| !file.is_empty() && folder.join(file).is_file())
         .map(str::to_string)
         .collect();

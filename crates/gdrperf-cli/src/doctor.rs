@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use gdrperf_command_line::Verdict;
 use gdrperf_doctor::{CudaFacts, CudaGpu};
 
 const EXIT_CODES: &str = "\
@@ -20,7 +21,9 @@ Exit codes of gdrperf doctor:
   1  at least one FAIL (no GPU, no hardware RDMA NIC, no active port, no NVIDIA driver, GPU
      without GPUDirect support, no way to register GPU memory, a fatal AER count); with
      --strict, a WARN too
-  2  the doctor could not examine the node (a --sysfs-root without sys/, say)";
+  2  the doctor could not examine the node (a --sysfs-root without sys/, say): no report
+--json's top-level \"verdict\" spells the code as every gdrperf tool does: \"pass\" (0) or
+\"fail\" (1); each line's \"level\" (OK, WARN, FAIL) is the finer word.";
 
 /// Flags of `gdrperf doctor`.
 #[derive(Debug, clap::Args)]
@@ -42,30 +45,40 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cuda = cuda_facts(&args);
-    let mut report = gdrperf_doctor::diagnose(&args.sysfs_root, cuda)?;
+    let mut report = examine(&args.sysfs_root, args.no_cuda)?;
     if args.strict {
         report.exit_code = report.worst_level().strict_exit_code();
     }
     if args.json {
-        let json = serde_json::to_string_pretty(&report).context("serializing the report")?;
-        println!("{json}");
+        let mut json = serde_json::to_value(&report).context("serializing the report")?;
+        let verdict = if report.exit_code == 0 { Verdict::Pass } else { Verdict::Fail };
+        if let Some(fields) = json.as_object_mut() {
+            fields
+                .insert("verdict".into(), serde_json::to_value(verdict).context("serializing the verdict")?);
+        }
+        println!("{}", serde_json::to_string_pretty(&json).context("serializing the report")?);
     } else {
         print!("{report}");
     }
     Ok(ExitCode::from(report.exit_code))
 }
 
+/// The doctor's report on the node under `sysfs_root`: what `gdrperf doctor` prints and what
+/// `gdrperf accept` plans its runs from (the NICs, the GPUs, the NIC recommended for each).
+pub fn examine(sysfs_root: &Path, no_cuda: bool) -> anyhow::Result<gdrperf_doctor::Report> {
+    Ok(gdrperf_doctor::diagnose(sysfs_root, cuda_facts(sysfs_root, no_cuda))?)
+}
+
 /// What CUDA says about this machine's GPUs, or why it was not asked: CUDA
 /// describes the running machine, so a fixture root must not be mixed with it.
-fn cuda_facts(args: &Args) -> CudaFacts {
-    if args.no_cuda {
+fn cuda_facts(sysfs_root: &Path, no_cuda: bool) -> CudaFacts {
+    if no_cuda {
         return CudaFacts::NotQueried { reason: "--no-cuda".to_string() };
     }
-    let is_this_machine = std::fs::canonicalize(&args.sysfs_root).is_ok_and(|root| root == Path::new("/"));
+    let is_this_machine = std::fs::canonicalize(sysfs_root).is_ok_and(|root| root == Path::new("/"));
     if !is_this_machine {
         return CudaFacts::NotQueried {
-            reason: format!("--sysfs-root {} is not this machine's /", args.sysfs_root.display()),
+            reason: format!("--sysfs-root {} is not this machine's /", sysfs_root.display()),
         };
     }
     let cuda = match gdrperf_cuda::Cuda::load() {

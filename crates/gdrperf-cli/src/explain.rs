@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use gdrperf_ceiling::{judge_row, EndFacts, Judgement, RowEnds, RowFigures};
+use gdrperf_files::columns::{self as column, ColumnName};
 use gdrperf_report::{BandwidthThreshold, Profile};
 use serde_json::Value;
 
@@ -61,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut short_rows = 0;
     for row in stored.rows() {
-        if row["bw_avg_gbit_s"].as_f64().is_none() {
+        if row[column::BW_AVG_GBIT_S.name()].as_f64().is_none() {
             // A latency row: a path ceiling bounds bandwidth only, so it is held against the
             // profile's max_lat when there is one, and otherwise only shown.
             let slow = latency_line(row, profile.as_ref())?;
@@ -84,8 +85,8 @@ fn min_bw_of(
     profile: Option<&Profile>,
     port_rate: Option<&str>,
 ) -> anyhow::Result<Option<(f64, String)>> {
-    let test = row["test"].as_str().unwrap_or("");
-    let mode = row["mem_local"].as_str().unwrap_or("host");
+    let test = row[column::TEST.name()].as_str().unwrap_or("");
+    let mode = row[column::MEM_LOCAL.name()].as_str().unwrap_or("host");
     let Some(minimum) = profile
         .and_then(|profile| profile.bandwidth.iter().find(|check| check.test == test))
         .and_then(|check| check.min_bw.get(mode))
@@ -93,22 +94,26 @@ fn min_bw_of(
         return Ok(None);
     };
     let limit = BandwidthThreshold::parse(&minimum.value)?
-        .resolve(port_rate, row["bidirectional"].as_bool().unwrap_or(false))?;
+        .resolve(port_rate, row[column::BIDIRECTIONAL.name()].as_bool().unwrap_or(false))?;
     Ok(Some((limit.gbit_s, limit.to_string())))
 }
 
 /// A latency row in words, and whether it is over the profile's max_lat for its test and mode
 /// (on the statistic the profile names). Latency has no path ceiling.
 fn latency_line(row: &Value, profile: Option<&Profile>) -> anyhow::Result<(String, bool)> {
-    let bytes = row["bytes"].as_u64().unwrap_or(0);
-    let mode = row["mem_local"].as_str().unwrap_or("host");
-    let test = row["test"].as_str().unwrap_or("?");
-    let figure = |column: &str| row[column].as_f64().map(|value| format!("{value:.2} us"));
-    let shown = [("median", "t_typical_us"), ("average", "t_avg_us"), ("99th percentile", "p99_us")]
-        .iter()
-        .filter_map(|(name, column)| figure(column).map(|value| format!("{name} {value}")))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let bytes = row[column::BYTES.name()].as_u64().unwrap_or(0);
+    let mode = row[column::MEM_LOCAL.name()].as_str().unwrap_or("host");
+    let test = row[column::TEST.name()].as_str().unwrap_or("?");
+    let figure = |column: &ColumnName| row[column.name()].as_f64().map(|value| format!("{value:.2} us"));
+    let shown = [
+        ("median", column::T_TYPICAL_US),
+        ("average", column::T_AVG_US),
+        ("99th percentile", column::P99_US),
+    ]
+    .iter()
+    .filter_map(|(name, column)| figure(column).map(|value| format!("{name} {value}")))
+    .collect::<Vec<_>>()
+    .join(", ");
     let mut text =
         format!("{bytes} B {mode} {test}: {shown}; no path ceiling: a ceiling bounds bandwidth, not latency");
     let check = profile.and_then(|profile| profile.latency.iter().find(|check| check.test == test));
@@ -117,7 +122,7 @@ fn latency_line(row: &Value, profile: Option<&Profile>) -> anyhow::Result<(Strin
     };
     let statistic = check.statistic();
     let limit = gdrperf_report::threshold::LatencyThreshold::parse(&maximum.value)?.on(statistic);
-    let Some(value) = row[statistic.column()].as_f64() else {
+    let Some(value) = row[statistic.column().name()].as_f64() else {
         return Ok((text + &format!("; no {} column to hold against {limit}\n", statistic.column()), false));
     };
     let slow = value > limit.max_us;
@@ -185,18 +190,20 @@ fn explain_row(
     shortfall: f64,
     failed: bool,
 ) -> anyhow::Result<Option<Judgement>> {
-    let (Some(test), Some(bytes), Some(measured)) =
-        (row["test"].as_str(), row["bytes"].as_u64(), row["bw_avg_gbit_s"].as_f64())
-    else {
+    let (Some(test), Some(bytes), Some(measured)) = (
+        row[column::TEST.name()].as_str(),
+        row[column::BYTES.name()].as_u64(),
+        row[column::BW_AVG_GBIT_S.name()].as_f64(),
+    ) else {
         return Ok(None);
     };
-    let nic_errors = row["nic_errors"].as_u64().unwrap_or(0);
+    let nic_errors = row[column::NIC_ERRORS.name()].as_u64().unwrap_or(0);
     let figures = RowFigures {
         test,
         message_bytes: bytes,
-        bidirectional: row["bidirectional"].as_bool().unwrap_or(false),
+        bidirectional: row[column::BIDIRECTIONAL.name()].as_bool().unwrap_or(false),
         measured_gbps: measured,
-        nic_errors_moved: (nic_errors > 0).then(|| row["nic_counters"].as_str().unwrap_or("")),
+        nic_errors_moved: (nic_errors > 0).then(|| row[column::NIC_COUNTERS.name()].as_str().unwrap_or("")),
     };
     let threshold_failed =
         min_bw_of(row, profile, ends.local.port_rate.as_deref())?.is_some_and(|(gbps, _)| measured < gbps);
@@ -207,9 +214,9 @@ fn explain_row(
 /// (below the profile's min_bw, further below its ceiling than the shortfall level, or both)
 /// and the causes found.
 fn describe(row: &Value, judged: &Judgement, shortfall: f64, min_bw: Option<&(f64, String)>) -> String {
-    let bytes = row["bytes"].as_u64().unwrap_or(0);
-    let measured = row["bw_avg_gbit_s"].as_f64().unwrap_or(0.0);
-    let mem = row["mem_local"].as_str().unwrap_or("?");
+    let bytes = row[column::BYTES.name()].as_u64().unwrap_or(0);
+    let measured = row[column::BW_AVG_GBIT_S.name()].as_f64().unwrap_or(0.0);
+    let mem = row[column::MEM_LOCAL.name()].as_str().unwrap_or("?");
     let mut text = match (judged.ceiling_gbps, judged.pct_of_ceiling) {
         (Some(ceiling), Some(pct)) => format!(
             "{bytes} B {mem}: {measured:.2} Gb/s, {pct:.1}% of {ceiling:.2} Gb/s ({})",

@@ -39,10 +39,11 @@ TRANSIENT (rows that dipped in no named part: counted, not named) and RETEST (pa
 are mostly low but too few to name a link: run them again; the JSON lists them all). A link is
 named only from agreeing low rows, against the class's transient rate.
 
-Exit codes:
-  0  nothing named (and, with --base, nothing moved); parts to watch or retest do not count
-  1  at least one part (or a class below its ceiling) named, or with --base a part moved
-  2  an input could not be read, or was refused (mixed column sets, over the limits)";
+Exit codes (--json's verdict spells them pass, undecided, fail, error):
+  0  pass: nothing named (and, with --base, nothing moved); parts to watch do not count;
+     undecided: nothing named, but pairs to retest (more rows would decide them)
+  1  fail: at least one part (or a class below its ceiling) named, or with --base a part moved
+  2  an input could not be read, or was refused (mixed column sets, over the limits): no JSON";
 
 /// Flags shared by judge and simulate: the judge's thresholds.
 #[derive(Debug, clap::Args)]
@@ -106,11 +107,13 @@ pub struct JudgeArgs {
     thresholds: Thresholds,
 }
 
-/// The JSON of `judge`: the verdict, and with `--base` the comparison under `base`.
+/// The JSON of `judge`: the exit-code contract's word, the judgement, and with `--base` the
+/// comparison under `base`.
 #[derive(serde::Serialize)]
 struct JudgeOutput<'a> {
+    verdict: gdrperf_command_line::Verdict,
     #[serde(flatten)]
-    verdict: &'a gdrperf_fleet::judge::Verdict,
+    judgement: &'a gdrperf_fleet::judge::Verdict,
     input: &'a gdrperf_fleet::read::InputCount,
     #[serde(skip_serializing_if = "Option::is_none")]
     base: Option<&'a BaseComparison>,
@@ -219,17 +222,19 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     if let Some(base) = &base {
         print!("{}", report::base_text(base));
     }
+    let moved = base.as_ref().is_some_and(|base| !base.movements.is_empty());
+    let contract = if moved { gdrperf_command_line::Verdict::Fail } else { verdict.contract() };
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&JudgeOutput {
-            verdict: &verdict,
+            verdict: contract,
+            judgement: &verdict,
             input: &rows.input,
             base: base.as_ref(),
         })?;
         gdrperf_files::write_file(path, (text + "\n").as_bytes())
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    let moved = base.as_ref().is_some_and(|base| !base.movements.is_empty());
-    Ok(if verdict.findings.is_empty() && !moved { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(ExitCode::from(contract.exit_code()))
 }
 
 fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {

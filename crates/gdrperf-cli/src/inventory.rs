@@ -1,11 +1,11 @@
 //! `inventory.json` of an acceptance folder: what the run ran on. Sysfs and procfs
 //! facts come from `gdrperf_topology::identity` (tested on fixture trees there); what only CUDA
-//! knows comes from the doctor's report, which loaded CUDA in a process of its own. CUDA absent
-//! is said in the file, not an error.
+//! knows comes from the doctor's report. CUDA absent is said in the file, not an error.
 
 use std::path::Path;
 
 use anyhow::Context;
+use gdrperf_doctor::{CudaFacts, Report};
 use gdrperf_topology::identity::NodeIdentity;
 use gdrperf_topology::SysRoot;
 use serde_json::{json, Value};
@@ -15,18 +15,18 @@ pub const FILE_NAME: &str = gdrperf_report::report_inventory::FILE_NAME;
 
 /// Reads the node under `sysfs_root`, adds CUDA's facts from the doctor's report, and writes
 /// `inventory.json` into `folder`.
-pub fn write(folder: &Path, sysfs_root: &Path, doctor: &Value) -> anyhow::Result<Value> {
+pub fn write(folder: &Path, sysfs_root: &Path, doctor: &Report) -> anyhow::Result<Value> {
     let sys = SysRoot::open(sysfs_root)?;
     let identity = NodeIdentity::read(&sys);
     let inventory = json!({
         "node": identity,
-        "cuda": cuda_summary(&doctor["cuda"]),
-        "cuda_gpus": doctor["gpus"].as_array().map(|gpus| gpus.iter().map(|gpu| json!({
-            "bus_id": gpu["bus_id"],
-            "label": gpu["label"],
-            "cuda_ordinal": gpu["cuda_ordinal"],
-            "name": gpu["name"],
-        })).collect::<Vec<_>>()).unwrap_or_default(),
+        "cuda": cuda_summary(&doctor.cuda),
+        "cuda_gpus": doctor.gpus.iter().map(|gpu| json!({
+            "bus_id": gpu.bus_id,
+            "label": gpu.label,
+            "cuda_ordinal": gpu.cuda_ordinal,
+            "name": gpu.name,
+        })).collect::<Vec<_>>(),
         "sysfs_root": sysfs_root.display().to_string(),
         "gdrperf_version": env!("CARGO_PKG_VERSION"),
         "git_commit": gdrperf_provenance::GIT_COMMIT,
@@ -39,14 +39,14 @@ pub fn write(folder: &Path, sysfs_root: &Path, doctor: &Value) -> anyhow::Result
 }
 
 /// The CUDA driver's version (`12.8` from 12080) or why there is none.
-fn cuda_summary(cuda: &Value) -> Value {
-    match cuda["status"].as_str() {
-        Some("available") => {
-            let version = cuda["driver_api_version"].as_i64().unwrap_or_default();
+fn cuda_summary(cuda: &CudaFacts) -> Value {
+    match cuda {
+        CudaFacts::Available { driver_api_version: version, .. } => {
             json!({"version": format!("{}.{}", version / 1000, (version % 1000) / 10), "absent": null})
         }
-        Some(_) => json!({"version": null, "absent": cuda["reason"].as_str().unwrap_or("not asked")}),
-        None => json!({"version": null, "absent": "the doctor's report has no CUDA section"}),
+        CudaFacts::NotQueried { reason } | CudaFacts::Unavailable { reason } => {
+            json!({"version": null, "absent": reason})
+        }
     }
 }
 
@@ -56,9 +56,9 @@ mod tests {
 
     #[test]
     fn cuda_version_is_spelled_as_nvidia_smi_does_or_its_absence_said() {
-        let available = cuda_summary(&json!({"status": "available", "driver_api_version": 12080}));
+        let available = cuda_summary(&CudaFacts::Available { driver_api_version: 12080, gpus: Vec::new() });
         assert_eq!(available["version"], "12.8");
-        let missing = cuda_summary(&json!({"status": "unavailable", "reason": "libcuda.so.1 not found"}));
+        let missing = cuda_summary(&CudaFacts::Unavailable { reason: "libcuda.so.1 not found".into() });
         assert_eq!(missing["version"], Value::Null);
         assert_eq!(missing["absent"], "libcuda.so.1 not found");
     }

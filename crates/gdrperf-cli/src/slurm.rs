@@ -276,6 +276,10 @@ fn judge_fleet(out: &Path, located: Option<&str>) {
             .and_then(|()| {
                 let mut json = serde_json::to_value(&verdict).map_err(std::io::Error::other)?;
                 if let Some(map) = json.as_object_mut() {
+                    map.insert(
+                        "verdict".into(),
+                        serde_json::to_value(verdict.contract()).map_err(std::io::Error::other)?,
+                    );
                     map.insert("input".into(), serde_json::to_value(&input).map_err(std::io::Error::other)?);
                 }
                 let json = serde_json::to_string_pretty(&json).map_err(std::io::Error::other)?;

@@ -19,6 +19,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use gdrperf_ceiling::ERROR_COUNTERS;
 use gdrperf_cuda::gpu_watch::{self, GpuReading, GpuWatch};
+use gdrperf_files::columns as column;
 use gdrperf_report::acceptance::{AcceptanceRow, CheckKind, PlannedRun};
 use gdrperf_report::soak::{judge, judge_latency, Interval};
 use gdrperf_report::{BandwidthUnit, Profile, SourcedValue, Verdict};
@@ -258,12 +259,18 @@ fn nic_errors(json: &Path, bytes: u64) -> (u64, BTreeMap<String, u64>) {
         return (0, BTreeMap::new());
     };
     let Ok(document) = serde_json::from_str::<serde_json::Value>(&text) else { return (0, BTreeMap::new()) };
-    let Some(row) =
-        document["results"].as_array().into_iter().flatten().find(|row| row["bytes"].as_u64() == Some(bytes))
+    let Some(row) = document["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|row| row[column::BYTES.name()].as_u64() == Some(bytes))
     else {
         return (0, BTreeMap::new());
     };
-    (row["nic_errors"].as_u64().unwrap_or(0), error_counters(row["nic_counters"].as_str().unwrap_or("")))
+    (
+        row[column::NIC_ERRORS.name()].as_u64().unwrap_or(0),
+        error_counters(row[column::NIC_COUNTERS.name()].as_str().unwrap_or("")),
+    )
 }
 
 /// The error counters (`gdrperf_ceiling::ERROR_COUNTERS`, the ones `nic_errors` sums) among a

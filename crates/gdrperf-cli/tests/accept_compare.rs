@@ -129,7 +129,8 @@ fn a_node_without_gpu_passes_on_host_and_skips_the_gpu_rows() {
     let (output, summary) = accept(fixture.path(), &scratch, &[("FAKE_BW", "12.5"), ("FAKE_LAT", "3.1")]);
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(0), "{printed}");
-    assert!(printed.contains("overall: PASS (2 pass, 0 fail, 1 skip, 0 error)"), "{printed}");
+    // The GPU row not run leaves the whole undecided: exit 0, nothing measured missed.
+    assert!(printed.contains("overall: UNDECIDED (2 pass, 0 fail, 1 skip, 0 error)"), "{printed}");
     assert!(
         summary.contains("rxe0,") && summary.contains(",SKIP,no NVIDIA GPU found by gdrperf doctor,"),
         "{summary}"
@@ -153,7 +154,9 @@ fn an_acceptance_folder_records_the_node_it_ran_on() {
     assert!(inventory["cuda"]["absent"].as_str().is_some_and(|reason| !reason.is_empty()), "{inventory}");
     // The report beside it shows the inventory, and `gdrperf report --check` verifies the files.
     let report = std::fs::read_to_string(scratch.0.join("out/report.html")).unwrap();
-    assert!(report.contains("<div class=\"verdict PASS\">") && report.contains("<td>6.1.0-18-amd64</td>"));
+    assert!(
+        report.contains("<div class=\"verdict UNDECIDED\">") && report.contains("<td>6.1.0-18-amd64</td>")
+    );
     let out = scratch.0.join("out");
     let check = gdrperf(&["report", out.to_str().unwrap(), "--check"], &[]);
     assert_eq!(check.status.code(), Some(0), "{}", text(&check));
@@ -290,9 +293,16 @@ fn compare_exits_1_on_a_regression_of_repeated_runs_and_never_on_single_runs() {
     );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(written["verdict"], "regression");
-    assert_eq!(written["rows"][0]["verdict"], "regression");
-    assert_eq!(written["rows"][1]["verdict"], "pass");
+    // The exit-code contract's words, the row's finer word beside its verdict.
+    assert_eq!(written["verdict"], "fail");
+    assert_eq!(
+        (&written["rows"][0]["verdict"], &written["rows"][0]["finding"]),
+        (&"fail".into(), &"regression".into())
+    );
+    assert_eq!(
+        (&written["rows"][1]["verdict"], &written["rows"][1]["finding"]),
+        (&"pass".into(), &serde_json::Value::Null)
+    );
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("<testcase classname=\"gdrperf.compare.write_bw host\" name=\"4096 bytes\"><failure type=\"regression\""), "{xml}");
     let output = gdrperf(&["compare", "--base", &base_list, "--new", &new_list, "--tolerance", "15%"], &[]);

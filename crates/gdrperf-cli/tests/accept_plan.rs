@@ -94,32 +94,39 @@ fn soak_shows_each_lanes_intervals_on_the_ports_that_follow_the_rows() {
 }
 
 #[test]
-fn a_profile_that_loads_every_nic_at_once_refuses_peer_with_a_reason() {
+fn a_profile_that_loads_every_nic_at_once_plans_every_nic_pair_at_once_across_two_nodes() {
     let (code, printed) = dry_run("azure-h100", &["--peer", "nodeb"], &Machine::dgx_h100_like());
-    assert_eq!(code, Some(2), "{printed}");
-    assert!(printed.contains("its write_bw runs start on every NIC at once"), "{printed}");
+    assert_eq!(code, Some(0), "{printed}");
+    assert_eq!(printed.matches("started together with the others of its test").count(), 8, "{printed}");
+    assert!(printed.contains("-d mlx5_7 -i 1 -s 8388608 -q 1 --report-gbits --mem cuda --gpu-bus-id 0000:df:00.0 -p 18522 --timeout 60 nodeb"), "{printed}");
+    assert!(printed.contains("-p 18522 --timeout 60 --accept-timeout 600"), "{printed}");
+    // Across the link the rows depart from the one-node health check, and say so.
+    assert!(printed.contains("between two nodes (--peer), every NIC pair at once"), "{printed}");
     let (code, printed) = dry_run("azure-h200", &[], &Machine::dgx_h100_like());
     assert_eq!(code, Some(0), "{printed}");
     assert_eq!(printed.matches("started together with the others of its test").count(), 8, "{printed}");
     assert!(printed.contains("8. write_bw cuda GPU7 on mlx5_7, 8388608 B: threshold 360Gb/s"), "{printed}");
     assert!(printed.contains("this node:  gdr-write-bw --loopback -d mlx5_7 -i 1 -s 8388608 -q 1 --report-gbits --mem cuda --gpu-bus-id 0000:df:00.0"), "{printed}");
+    assert!(!printed.contains("between two nodes (--peer)"), "{printed}");
 }
 
 /// A stand-in gdr-write-bw for runs that must overlap: each records that it started, then waits
-/// (up to 30 s, polling) until FAKE_TOGETHER runs have started before writing its row; a run
-/// left alone gives up and fails. Run one at a time, the first would fail; together, all pass.
+/// (up to 30 s, polling) until FAKE_TOGETHER runs have started before writing its row (a server,
+/// given no --json, writes none); a run left alone gives up and fails. Run one at a time, the
+/// first would fail; together, all pass. Each run's arguments are in `started/PID`.
 fn benches_that_wait_for_each_other(scratch: &Scratch) -> PathBuf {
     let started = scratch.0.join("started");
     std::fs::create_dir_all(&started).unwrap();
     let script = format!(
         "#!/bin/sh\n\
+         echo \"$*\" > {started}/$$\n\
          while [ $# -gt 0 ]; do case $1 in --json) json=$2;; -s) size=$2;; --mem) mem=$2;; esac; shift; done\n\
-         touch {started}/$$\n\
          tries=0\n\
          while [ $(ls {started} | wc -l) -lt $FAKE_TOGETHER ]; do\n\
            tries=$((tries + 1)); [ $tries -gt 300 ] && {{ echo 'gdr-write-bw: error: alone' >&2; exit 2; }}\n\
            sleep 0.1\n\
          done\n\
+         [ -z \"$json\" ] && exit 0  # a server writes no result\n\
          echo '{{\"metadata\":{{}},\"results\":[{{\"test\":\"write_bw\",\"bytes\":'$size',\"bw_avg_gbit_s\":'$FAKE_BW',\"mem_local\":\"'$mem'\"}}]}}' > \"$json\"\n",
         started = started.display()
     );
@@ -160,6 +167,61 @@ fn every_nic_at_once_starts_the_runs_together_and_warns_near_the_threshold() {
     assert!(summary.lines().next().is_some_and(|line| line.starts_with("# command")), "{summary}");
     assert!(summary.contains(",deviation\n") || summary.contains(",deviation\r\n"), "{summary}");
     assert_eq!(summary.matches("gdrperf pairs each GPU with the NIC gdrperf doctor recommends").count(), 8);
+}
+
+/// `gdrperf accept --serve` and `--peer` with a profile on every NIC at once: each side starts
+/// its 8 runs together (the stand-ins fail when left alone), on the plan's 8 ports, the client's
+/// rows saying they ran between two nodes where the health check runs on one.
+#[test]
+fn every_nic_at_once_runs_every_nic_pair_together_across_two_nodes() {
+    let fixture = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let root = fixture.path().to_str().unwrap();
+    for side in ["--serve", "--peer"] {
+        let scratch = Scratch::new(&format!("accept-together{side}"));
+        let bench_dir = benches_that_wait_for_each_other(&scratch);
+        let out = scratch.0.join("out");
+        let mut args = vec!["accept", "--profile", "azure-h100", "--sysfs-root", root, "--bench-dir"];
+        args.extend([bench_dir.to_str().unwrap(), "--out", out.to_str().unwrap(), side]);
+        if side == "--peer" {
+            args.push("nodeb");
+        }
+        let output = gdrperf(
+            &args,
+            &[("FAKE_TOGETHER", "8"), ("FAKE_BW", "400"), ("GDRPERF_TOKEN", "5f0c2d9e8a7b41c3")],
+        );
+        let printed = text(&output);
+        assert_eq!(output.status.code(), Some(0), "{side}: {printed}");
+        let mut runs: Vec<String> = std::fs::read_dir(scratch.0.join("started"))
+            .unwrap()
+            .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+            .collect();
+        runs.sort_by_key(|run| run.split(" -p ").nth(1).map(str::to_string));
+        assert_eq!(runs.len(), 8, "{side}: {runs:?}");
+        for (index, run) in runs.iter().enumerate() {
+            assert!(!run.contains("--loopback"), "{side}: {run}");
+            assert!(run.contains(&format!("-d mlx5_{index} ")), "{side}: NIC pair {index}: {run}");
+            assert!(run.contains(&format!(" -p {} --timeout 60", 18515 + index)), "{side}: {run}");
+            let peer = if side == "--peer" {
+                " --timeout 60 nodeb --json "
+            } else {
+                " --timeout 60 --accept-timeout 600\n"
+            };
+            assert!(run.contains(peer), "{side}: {run:?}");
+        }
+        if side == "--serve" {
+            assert_eq!(printed.matches("(with the others of its test, at once)").count(), 8, "{printed}");
+            assert!(printed.contains("served 8 runs, 0 ended with an error"), "{printed}");
+        } else {
+            assert!(printed.contains("[1-8/8] gdr-write-bw --mem cuda (GPU0 on mlx5_0, "), "{printed}");
+            let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+            assert_eq!(summary.matches(",PASS,").count(), 8, "{summary}");
+            assert_eq!(
+                summary.matches("between two nodes (--peer), every NIC pair at once").count(),
+                8,
+                "{summary}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -89,7 +89,7 @@ fn a_quiet_soak_passes_with_one_interval_per_ten_seconds_of_the_level() {
     let (output, out) = soak(fixture.path(), &scratch, "r1", &[]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let soak = soak_json(&out);
-    assert_eq!(soak["stability"], "PASS");
+    assert_eq!(soak["stability"], "pass");
     let lane = &soak["lanes"][0];
     assert_eq!(lane["intervals"].as_array().unwrap().len(), 4, "40 s in 10 s intervals");
     // The NIC and the bridges above it are watched (no GPU in a host lane).
@@ -108,7 +108,7 @@ fn aer_errors_during_an_interval_are_tied_to_it_and_fail_the_soak() {
     let printed = text(&output);
     assert_eq!(output.status.code(), Some(1), "{printed}");
     let lane = &soak_json(&out)["lanes"][0];
-    assert_eq!(lane["stability"]["verdict"], "FAIL");
+    assert_eq!(lane["stability"]["verdict"], "fail");
     assert_eq!(
         lane["stability"]["marked"],
         serde_json::json!([0, 1]),
@@ -179,7 +179,7 @@ levels.r1 = { duration = "40s", source = "test level" }
         .map(|interval| interval["latency_us"].as_f64().unwrap())
         .collect();
     assert_eq!(intervals, [2.0, 2.0, 5.0, 2.0]);
-    assert_eq!(lane["stability"]["verdict"], "FAIL");
+    assert_eq!(lane["stability"]["verdict"], "fail");
     assert_eq!(lane["stability"]["median_latency_us"], 2.0);
     // (5 - 2) / 2 = 150 % above the median, past the 50 % level.
     assert_eq!(lane["stability"]["rise_percent"], 150.0);

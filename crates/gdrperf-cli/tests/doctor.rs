@@ -50,7 +50,7 @@ fn json_output_is_one_document_agreeing_with_the_exit_code() {
     let json: serde_json::Value =
         serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
     assert_eq!(output.status.code(), Some(0));
-    assert_eq!(json["exit_code"], 0);
+    assert_eq!((&json["exit_code"], &json["verdict"]), (&0.into(), &"pass".into()), "a WARN alone passes");
     let strict = doctor(&["--json", "--strict"], fixture.path());
     let json: serde_json::Value = serde_json::from_slice(&strict.stdout).unwrap();
     assert_eq!(
@@ -58,6 +58,7 @@ fn json_output_is_one_document_agreeing_with_the_exit_code() {
         (Some(1), Some(1)),
         "--strict: a WARN is a miss"
     );
+    assert_eq!(json["verdict"], "fail", "the exit-code contract's word for 1");
     assert_eq!(json["recommendations"][0]["nic"], "mlx5_0");
     assert_eq!(json["recommendations"][0]["relation"], "SYS");
     assert_eq!(json["gpudirect"]["auto"], "peermem");

@@ -47,6 +47,7 @@ fn a_slow_node_and_a_node_without_rows_are_named_with_exit_1() {
     assert!(out.contains("NAMED: 2"), "{out}");
     let verdict: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(verdict["findings"].as_array().unwrap().len(), 2);
+    assert_eq!(verdict["verdict"], "fail", "the exit-code contract's word for 1");
     assert_eq!(verdict["classes"][0]["rows"], 30);
 }
 
@@ -117,9 +118,12 @@ fn against_a_base_a_recovered_node_exits_1_and_the_same_job_exits_0() {
     assert!(out.contains("MOVED: 1") && out.contains("faster: n3 mlx5_0"), "{out}");
     let verdict: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(verdict["base"]["movements"][0]["kind"], "faster");
-    let output = gdrperf(&["fleet", "judge", "--base", &results, &results]);
+    assert_eq!(verdict["verdict"], "fail", "a part that moved is a miss, though none is named");
+    let output = gdrperf(&["fleet", "judge", "--base", &results, &results, "--json", &json]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     assert!(text(&output).contains("MOVED: none"), "{}", text(&output));
+    let verdict: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(verdict["verdict"], "pass");
     let output = gdrperf(&["fleet", "judge", "--base", "/nonexistent/results.csv", &results]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
 }

@@ -62,9 +62,10 @@ fn every_subcommand_states_the_exit_code_contract() {
             text.rfind("Exit codes (the same for every gdrperf tool and script):").map(|at| &text[at..]);
         assert!(
             tail.is_some_and(|tail| tail.contains("  0  pass")
-                && tail.contains("  1  a measured miss")
-                && tail.contains("  2  could not run")
-                && tail.contains("\"undecided\"")),
+                && tail.contains("or undecided:")
+                && tail.contains("  1  fail: a measured miss")
+                && tail.contains("  2  error: could not run")
+                && tail.contains("\"pass\",\n\"undecided\", \"fail\", \"error\"")),
             "gdrperf {words:?} --help lacks the contract at its end:\n{text}"
         );
     }

@@ -25,6 +25,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::time::Duration;
 
+use gdrperf_files::columns::{self as column, ColumnName};
+
 use crate::error::Result;
 use crate::layout::{for_each_line, read_json_if_present, write_json, Decisions, PairLine, RunPlan};
 use crate::locate::{Locator, Verdicts};
@@ -388,9 +390,11 @@ fn client_lines(
 /// `all`, a sum over lanes, left out), by lane name; empty without a `bw_avg_gbit_s` column.
 fn plateaus(line: &PairLine) -> Vec<(String, f64)> {
     let Some(header) = &line.header else { return Vec::new() };
-    let find = |name: &str| header.iter().position(|column| column == name);
-    let (Some(bw), Some(bytes)) = (find("bw_avg_gbit_s"), find("bytes")) else { return Vec::new() };
-    let lane = find("lane");
+    let find = |name: ColumnName| header.iter().position(|column| column == name.name());
+    let (Some(bw), Some(bytes)) = (find(column::BW_AVG_GBIT_S), find(column::BYTES)) else {
+        return Vec::new();
+    };
+    let lane = find(column::LANE);
     let mut best: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
     for row in &line.rows {
         let field = |index: usize| row.get(index).map(String::as_str).unwrap_or("");

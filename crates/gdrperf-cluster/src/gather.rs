@@ -22,6 +22,8 @@ use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::Serialize;
 
 use crate::error::{write_error, ClusterError, Result};
+use gdrperf_files::columns::{self as column, ColumnName, GATHER_ADDED};
+
 use crate::layout::{
     create_temporary, for_each_line, read_json_if_present, write_streamed, OutputDir, PairLine, RunPlan,
 };
@@ -30,9 +32,6 @@ use crate::spill::{Spill, MOST_BUCKETS};
 use crate::step::SlurmStep;
 use crate::summary::{summarize, Summary, Verdicts};
 use crate::verdict::{Ended, SideLine, Sides};
-
-/// The columns appended to every gathered row.
-pub const ADDED_COLUMNS: [&str; 5] = ["round", "server_rank", "client_rank", "server_node", "client_node"];
 
 /// A gathered run: its plan and the verdicts, counted.
 #[derive(Debug)]
@@ -136,7 +135,7 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
                 match &header {
                     None => {
                         let mut all = columns.clone();
-                        all.extend(ADDED_COLUMNS.iter().map(|name| name.to_string()));
+                        all.extend(GATHER_ADDED.iter().map(|name| name.to_string()));
                         csv.write_record(&all).map_err(csv_error)?;
                         matrix.columns(columns);
                         header = Some(columns.clone());
@@ -150,8 +149,8 @@ pub fn gather(dir: &OutputDir) -> Result<Gathered> {
                     }
                     Some(_) => {}
                 }
-                let find = |name: &str| columns.iter().position(|column| column == name);
-                let (validation, bytes) = (find("validation"), find("bytes"));
+                let find = |name: ColumnName| columns.iter().position(|column| column == name.name());
+                let (validation, bytes) = (find(column::VALIDATION), find(column::BYTES));
                 let failed_sizes: Vec<&str> = line
                     .rows
                     .iter()
@@ -300,8 +299,8 @@ impl Serialize for StreamedRows<'_, '_> {
                 let added = added(&line.record.pair);
                 for mut row in line.results {
                     if let Some(object) = row.as_object_mut() {
-                        for (name, value) in ADDED_COLUMNS.iter().zip(&added) {
-                            let value = if name.ends_with("_node") {
+                        for (name, value) in GATHER_ADDED.iter().zip(&added) {
+                            let value = if name.name().ends_with("_node") {
                                 serde_json::json!(value)
                             } else {
                                 serde_json::json!(value.parse::<u64>().unwrap_or(0))
@@ -328,16 +327,11 @@ impl Serialize for StreamedRows<'_, '_> {
     }
 }
 
-/// The columns of `matrix.csv`. The two devices say which NIC port each lane was at each end,
-/// so that a plot can mark a named port (`gdrperf fleet judge` names ports by device) on its lane.
-pub const MATRIX_COLUMNS: [&str; 7] =
-    ["client_node", "server_node", "lane", "bytes", "bw_avg_gbit_s", "client_device", "server_device"];
-
 /// One line per client node, server node and lane: the bandwidth of the largest size measured
 /// (the plateau a fabric sweep compares), for a node-by-node heatmap, with the RDMA devices of
 /// that size's row (`device`, `peer_device`; empty where the bench has no such column). `None`
 /// when the rows carry no `bw_avg_gbit_s` (latency benches). `header` is the bench's columns;
-/// each row has the [`ADDED_COLUMNS`] after them. Lines are sorted by the three keys.
+/// each row has the [`GATHER_ADDED`] columns after them. Lines are sorted by the three keys.
 pub fn matrix_rows(header: &[String], rows: &[Vec<String>]) -> Option<Vec<[String; 7]>> {
     let mut matrix = MatrixBuilder::default();
     matrix.columns(header);
@@ -368,13 +362,13 @@ type MatrixBest = (u64, String, String, String);
 impl MatrixBuilder {
     /// The bench's columns (the rows then carry the added columns after them).
     fn columns(&mut self, header: &[String]) {
-        let find = |name: &str| header.iter().position(|column| column == name);
+        let find = |name: ColumnName| header.iter().position(|column| column == name.name());
         self.columns = Some([
-            find("bw_avg_gbit_s"),
-            find("bytes"),
-            find("lane"),
-            find("device"),
-            find("peer_device"),
+            find(column::BW_AVG_GBIT_S),
+            find(column::BYTES),
+            find(column::LANE),
+            find(column::DEVICE),
+            find(column::PEER_DEVICE),
             Some(header.len() + 3),
             Some(header.len() + 4),
         ]);
@@ -446,7 +440,7 @@ impl MatrixSpill {
         let mut taken = Ok(());
         let written = write_streamed(path, &mut |out| {
             let mut writer = csv::Writer::from_writer(out);
-            writer.write_record(MATRIX_COLUMNS)?;
+            writer.write_record(column::MATRIX.map(ColumnName::name))?;
             for bucket in 0..self.buckets {
                 let mut best = BTreeMap::new();
                 taken = self.spill.take(bucket, &mut |(key, candidate): (MatrixKey, MatrixBest)| {
@@ -525,7 +519,7 @@ mod tests {
         let path = root.join("matrix.csv");
         spill.write(&path).unwrap();
         let mut expected = csv::Writer::from_writer(Vec::new());
-        expected.write_record(MATRIX_COLUMNS).unwrap();
+        expected.write_record(column::MATRIX.map(ColumnName::name)).unwrap();
         for line in matrix_rows(&header, &rows).unwrap() {
             expected.write_record(line).unwrap();
         }

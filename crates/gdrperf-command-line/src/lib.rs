@@ -10,20 +10,25 @@
 //! [`redact_command_line`]: one rule, one list.
 
 mod size;
+pub mod verdict;
 
 pub use size::{parse_nonzero_size, parse_size};
+pub use verdict::Verdict;
 
 /// The exit-code contract every gdrperf tool and script keeps, shown at the end of each
 /// `--help` (the benches', `gdrperf`'s and its subcommands') so that a script or CI job reads
-/// one meaning per code whichever tool it ran.
+/// one meaning per code whichever tool it ran; its four words are [`Verdict`]'s.
 pub const EXIT_CODES: &str = "\
 Exit codes (the same for every gdrperf tool and script):
-  0  pass: every judged row met its threshold, or there was nothing to judge
-  1  a measured miss: a row missed its threshold, a check failed, or a comparison found a regression
-  2  could not run: bad flags or input, a missing device, file or binary, or a run that ended in an error
+  0  pass: every judged row met its threshold, or there was nothing to judge;
+     or undecided: nothing missed, but a part could not be decided (a comparison that cannot
+     tell a change from noise, a row not run for want of a GPU, a pair to test again)
+  1  fail: a measured miss: a row missed its threshold, a check failed, or a comparison found a regression
+  2  error: could not run: bad flags or input, a missing device, file or binary, or a run that ended in an error
   130, 143  stopped by SIGINT or SIGTERM (rows finished before are kept)
-A comparison that cannot tell a change from noise calls it \"undecided\" in its table and
---json; how that reaches the exit code is in gdrperf compare --help.";
+Every --json file and JSON summary spells its verdict with these four words: \"pass\",
+\"undecided\", \"fail\", \"error\"; a tool's finer word (a skip's reason, regression or
+improvement, a doctor line's WARN) is in another field beside it.";
 
 /// A tool's own text after its help (`own`, if any) followed by [`EXIT_CODES`].
 pub fn help_with_exit_codes(own: Option<&str>) -> String {

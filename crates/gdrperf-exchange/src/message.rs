@@ -37,6 +37,11 @@ pub struct Hello {
     /// `-R`, from a server: the rdma_cm port it listens on for these QPs (`None` otherwise).
     #[serde(default)]
     pub rdma_cm_port: Option<u16>,
+    /// `-R`, from a server: the secret its client puts in each rdma_cm connection request, so
+    /// that the server accepts no one else's (`gdrperf_verbs::rdma_cm_admission`). Sent only to
+    /// a client that passed the challenge and the terms, as the keys are.
+    #[serde(default)]
+    pub rdma_cm_secret: Option<gdrperf_verbs::CmSecret>,
 }
 
 /// Per-side facts: shown in the run header and result rows, never required to match.
@@ -87,6 +92,9 @@ pub enum Message {
     },
     /// Server -> client: ready; the client may start.
     Ready,
+    /// Server -> client, with `-R`, after the hellos: its rdma_cm listener is open (it opens only
+    /// for an admitted client); the client may send its connection requests.
+    RdmaCmListening,
     /// Client -> server: done with this size; here is what I measured (JSON row) if anything.
     SizeDone {
         size: u64,
@@ -121,6 +129,7 @@ impl Message {
             Message::Hello(_) => "Hello",
             Message::StartSize { .. } => "StartSize",
             Message::Ready => "Ready",
+            Message::RdmaCmListening => "RdmaCmListening",
             Message::SizeDone { .. } => "SizeDone",
             Message::SizeResult { .. } => "SizeResult",
             Message::Failed { .. } => "Failed",
@@ -206,6 +215,7 @@ fn clean_peer_text(message: &mut Message) {
         | Message::Accepted { .. }
         | Message::StartSize { .. }
         | Message::Ready
+        | Message::RdmaCmListening
         | Message::NextPlacement { .. }
         | Message::Goodbye => {}
     }

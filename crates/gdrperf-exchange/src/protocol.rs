@@ -4,8 +4,10 @@
 /// Bumped whenever a message changes shape; peers of different versions refuse each other.
 /// Version 2 added the challenge that precedes the hellos; version 3 the placement list and lane
 /// of the hello and `NextPlacement` (several memory placements, or lanes, in one run); version 4
-/// the `Terms` that precede every hello, so that no key goes to a peer whose parameters differ.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// the `Terms` that precede every hello, so that no key goes to a peer whose parameters differ;
+/// version 5 the `-R` server's run secret in its hello and its `RdmaCmListening` (its rdma_cm
+/// listener opens only after the admission, and accepts only the admitted client).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// No legitimate message comes near this (a hello for 64 QPs is a few KiB): anything larger is
 /// refused before allocating, so a stray or hostile peer cannot make us allocate gigabytes.

@@ -31,6 +31,7 @@ pub(crate) fn hello() -> Hello {
         placements: vec!["host".into(), "cuda:0".into()],
         lane: 0,
         rdma_cm_port: None,
+        rdma_cm_secret: None,
     }
 }
 

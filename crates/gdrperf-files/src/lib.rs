@@ -8,10 +8,16 @@
 //! - [`read`](mod@read): every input file is read only if it is a regular file (not a FIFO, a device or a
 //!   link) and only up to a stated size, so that `/dev/zero`, a FIFO nobody writes or a file of
 //!   many gigabytes is a clear error, not a hang or an exhausted memory.
+//! - [`columns`]: the names of the result files' columns, one constant each, and each table's
+//!   published order, so that a renamed column is a compile error in every reader.
+//! - [`prometheus`]: Prometheus's text format for node_exporter's textfile collector (`--prom`),
+//!   written through [`write`](mod@write) so a scrape never reads half a file.
 //! - [`text`]: the project's one cleaning function for text from outside (a peer's message, a
 //!   result file, a Slurm record, a manifest's names): control, bidirectional and format
 //!   characters escaped, the whole cut to a stated length.
 
+pub mod columns;
+pub mod prometheus;
 pub mod read;
 pub mod text;
 pub mod write;

@@ -36,6 +36,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use crate::observation::InputCount;
+use gdrperf_files::columns::{self as column, ColumnName};
+
 use crate::observation::{ClassInfo, Observation, Stored};
 
 /// The most rows read (all files of one judgement): 16 bytes each kept, 1.6 GB, and a duplicate
@@ -81,17 +83,17 @@ pub enum ReadError {
 }
 
 /// The columns the judge needs, and their index in one file.
-const NEEDED: [&str; 10] = [
-    "test",
-    "bytes",
-    "bidirectional",
-    "mem_local",
-    "mem_remote",
-    "device",
-    "peer_device",
-    "bw_avg_gbit_s",
-    "server_node",
-    "client_node",
+const NEEDED: [ColumnName; 10] = [
+    column::TEST,
+    column::BYTES,
+    column::BIDIRECTIONAL,
+    column::MEM_LOCAL,
+    column::MEM_REMOTE,
+    column::DEVICE,
+    column::PEER_DEVICE,
+    column::BW_AVG_GBIT_S,
+    column::SERVER_NODE,
+    column::CLIENT_NODE,
 ];
 
 /// Reads gathered files into one set of observations. For each file, a `plan.json` beside it
@@ -222,20 +224,21 @@ struct Columns {
 }
 
 fn columns(path: &Path, header: &csv::StringRecord) -> Result<Columns, ReadError> {
-    let find = |name: &str| header.iter().position(|column| column == name);
+    let find = |name: ColumnName| header.iter().position(|column| column == name.name());
     let mut needed = [0; NEEDED.len()];
     for (slot, name) in needed.iter_mut().zip(NEEDED) {
-        *slot = find(name).ok_or(ReadError::MissingColumn { path: path.to_path_buf(), column: name })?;
+        *slot =
+            find(name).ok_or(ReadError::MissingColumn { path: path.to_path_buf(), column: name.name() })?;
     }
     Ok(Columns {
         needed,
-        qps: find("qps"),
-        lane: find("lane"),
-        round: find("round"),
-        bus_id: find("gpu_local_bus_id"),
-        ceiling: find("ceiling_gbps"),
-        nic_guid: find("nic_node_guid"),
-        gpu_uuid: find("gpu_local_uuid"),
+        qps: find(column::QPS),
+        lane: find(column::LANE),
+        round: find(column::ROUND),
+        bus_id: find(column::GPU_LOCAL_BUS_ID),
+        ceiling: find(column::CEILING_GBPS),
+        nic_guid: find(column::NIC_NODE_GUID),
+        gpu_uuid: find(column::GPU_LOCAL_UUID),
     })
 }
 

@@ -3,7 +3,7 @@
 //! be shown and tested on a fleet whose faults are known, without a cluster.
 //!
 //! `results.csv` has the columns the judge reads (crate::read) and the gather adds
-//! (`gdrperf_cluster::gather::ADDED_COLUMNS`), not a bench's full row: the simulator has no
+//! (`gdrperf_files::columns::GATHER_ADDED`), not a bench's full row: the simulator has no
 //! latencies, CPUs or counters to fill the rest with. `round` is empty (the simulated job's rounds
 //! are not kept per pair) and a rank is the node's index. `matrix.csv` comes from the rows by the
 //! gather's own [`matrix_rows`], so it is what a real job of those rows would write.
@@ -11,23 +11,24 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use gdrperf_cluster::gather::{matrix_rows, ADDED_COLUMNS, MATRIX_COLUMNS};
+use gdrperf_cluster::gather::matrix_rows;
+use gdrperf_files::columns::{self as column, ColumnName, GATHER_ADDED};
 
 use crate::observation::Source;
 
 /// The bench columns written, in the order of a bench's row (a subset of docs/columns.md).
-const BENCH_COLUMNS: [&str; 11] = [
-    "test",
-    "bytes",
-    "bidirectional",
-    "qps",
-    "mem_local",
-    "mem_remote",
-    "device",
-    "peer_device",
-    "bw_avg_gbit_s",
-    "lane",
-    "gpu_local_bus_id",
+const BENCH_COLUMNS: [ColumnName; 11] = [
+    column::TEST,
+    column::BYTES,
+    column::BIDIRECTIONAL,
+    column::QPS,
+    column::MEM_LOCAL,
+    column::MEM_REMOTE,
+    column::DEVICE,
+    column::PEER_DEVICE,
+    column::BW_AVG_GBIT_S,
+    column::LANE,
+    column::GPU_LOCAL_BUS_ID,
 ];
 
 /// Writes `dir/results.csv`, `dir/matrix.csv` and `dir/plan.json` for the rows of `source`, read
@@ -71,11 +72,11 @@ pub fn write_job(source: &dyn Source, dir: &Path) -> std::io::Result<()> {
     });
     let header: Vec<String> = BENCH_COLUMNS.iter().map(|name| name.to_string()).collect();
     let mut columns = header.clone();
-    columns.extend(ADDED_COLUMNS.iter().map(|name| name.to_string()));
+    columns.extend(GATHER_ADDED.iter().map(|name| name.to_string()));
     write_csv(&dir.join("results.csv"), &columns, &rows)?;
     let matrix: Vec<Vec<String>> =
         matrix_rows(&header, &rows).unwrap_or_default().into_iter().map(Vec::from).collect();
-    let matrix_columns: Vec<String> = MATRIX_COLUMNS.iter().map(|name| name.to_string()).collect();
+    let matrix_columns: Vec<String> = column::MATRIX.iter().map(|name| name.to_string()).collect();
     write_csv(&dir.join("matrix.csv"), &matrix_columns, &matrix)?;
     let plan = serde_json::json!({
         "note": "written by gdrperf fleet simulate --write: only the node list of a job's plan.json",

@@ -156,3 +156,18 @@ pub struct Verdict {
     #[serde(skip)]
     pub sweeps: usize,
 }
+
+impl Verdict {
+    /// The exit-code contract's word for the judgement alone: a named part is a miss ("fail"); no
+    /// named part but a pair to test again is "undecided" (more rows would decide it); else
+    /// "pass". `gdrperf fleet judge --base` also fails on a part that moved since the earlier job.
+    pub fn contract(&self) -> gdrperf_command_line::Verdict {
+        if !self.findings.is_empty() {
+            gdrperf_command_line::Verdict::Fail
+        } else if !self.retest.is_empty() {
+            gdrperf_command_line::Verdict::Undecided
+        } else {
+            gdrperf_command_line::Verdict::Pass
+        }
+    }
+}

@@ -200,9 +200,12 @@ fn one_dipped_row_is_a_retest_never_a_link_and_is_counted_as_transient() {
     let retest = &verdict.retest[0];
     assert_eq!((retest.node.as_str(), retest.peer_node.as_deref()), ("n2", Some("n6")));
     assert_eq!((retest.pairs, retest.low_rows, retest.agreeing_rows_needed), (1, Some(1), Some(1)));
+    // Nothing named but a pair to test again: the exit-code contract's "undecided" (exit 0).
+    assert_eq!(verdict.contract(), gdrperf_command_line::Verdict::Undecided);
     let both_ways = |a: usize, b: usize, _: usize, _: &str| Some(if (a, b) == (2, 6) { 55.0 } else { 100.0 });
     let verdict = judge(&fleet(8, 1, &["host"], both_ways), &JudgeConfig::default());
     assert_eq!((verdict.findings.len(), verdict.retest.len(), verdict.transient_rows), (0, 0, 1));
+    assert_eq!(verdict.contract(), gdrperf_command_line::Verdict::Pass);
 }
 
 #[test]
@@ -214,6 +217,7 @@ fn a_slow_rail_is_named_once_with_its_members() {
     let verdict = judge(&fleet(8, 4, &["host"], rail), &JudgeConfig::default());
     assert_eq!(named(&verdict), [(PartKind::Rail, "all".to_string(), Some("mlx5_2".to_string()), None)]);
     assert_eq!(verdict.findings[0].members.len(), 8);
+    assert_eq!(verdict.contract(), gdrperf_command_line::Verdict::Fail);
     assert!((18.0..22.0).contains(&verdict.findings[0].below_pct), "{}", verdict.findings[0].below_pct);
     assert!(verdict.watch.is_empty(), "{:?}", verdict.watch);
 }

@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use gdrperf_files::columns as column;
 use serde::Serialize;
 
 use crate::error::{ReportError, Result};
@@ -140,7 +141,7 @@ pub struct AcceptanceRow {
     pub unit: String,
     pub threshold: String,
     pub verdict: Verdict,
-    /// The FAIL line, the SKIP reason or the error.
+    /// The FAIL line, the SKIP reason (the row JSON calls "undecided") or the error.
     pub detail: String,
     pub threshold_source: String,
     /// The bench's JSON result file, relative to the summary.
@@ -329,20 +330,35 @@ pub fn note_loopback(profile: &Profile, steps: &mut [Step]) {
     if !profile.two_nodes {
         return;
     }
-    let add = |deviation: &mut String| {
-        *deviation = if deviation.is_empty() {
-            LOOPBACK_DEVIATION.to_string()
-        } else {
-            format!("{LOOPBACK_DEVIATION}; {deviation}")
-        };
+    note(steps, |_| true, LOOPBACK_DEVIATION);
+}
+
+/// What a run started on every NIC at once gives up when it runs across two nodes: the sources
+/// of that shape (a node's health check) load one node, each NIC in loopback.
+pub const ACROSS_DEVIATION: &str =
+    "between two nodes (--peer), every NIC pair at once, where the source runs each NIC \
+     in loopback on one node (run without --peer to match it)";
+
+/// Marks the runs started on every NIC at once (a section with `all_nics_at_once`) with
+/// [`ACROSS_DEVIATION`]: called for a plan that runs across two nodes (`--peer`, `--serve`).
+pub fn note_across(steps: &mut [Step]) {
+    note(steps, |run| run.together.is_some(), ACROSS_DEVIATION);
+}
+
+/// Puts `deviation` first in the deviation of every step whose run `applies`.
+fn note(steps: &mut [Step], applies: impl Fn(&PlannedRun) -> bool, deviation: &str) {
+    let add = |existing: &mut String| {
+        *existing =
+            if existing.is_empty() { deviation.to_string() } else { format!("{deviation}; {existing}") };
     };
     for step in steps {
         match step {
-            Step::Run(run) => add(&mut run.deviation),
-            Step::Decided(row, run) => {
+            Step::Run(run) if applies(run) => add(&mut run.deviation),
+            Step::Decided(row, run) if applies(run) => {
                 add(&mut row.deviation);
                 add(&mut run.deviation);
             }
+            _ => {}
         }
     }
 }
@@ -394,13 +410,13 @@ impl PlannedRun {
         if let Err(error) = outcome {
             row.verdict = Verdict::Error;
             row.detail = error.to_string();
-        } else if let Err(error) = measured.count("nic_errors") {
+        } else if let Err(error) = measured.count(column::NIC_ERRORS) {
             row.verdict = Verdict::Error;
             row.detail = error;
-        } else if let Ok(Some(errors)) = measured.count("nic_errors") {
+        } else if let Ok(Some(errors)) = measured.count(column::NIC_ERRORS) {
             if let Some(failure) = evaluate_nic_errors(size, errors, self.max_nic_errors) {
                 row.verdict = Verdict::Fail;
-                let counters = measured.text("nic_counters");
+                let counters = measured.text(column::NIC_COUNTERS);
                 let failure = format!("{failure}: {counters}");
                 row.detail =
                     if row.detail.is_empty() { failure } else { format!("{}; {failure}", row.detail) };
@@ -408,7 +424,7 @@ impl PlannedRun {
         }
         // Receiver-not-ready NAKs fail a size whatever the profile tolerates of other errors:
         // the sender waited out RNR timers, so the figure is not the path's.
-        if let Some(naks) = measured.number("nic_rnr_naks").filter(|&naks| naks > 0.0) {
+        if let Some(naks) = measured.number(column::NIC_RNR_NAKS).filter(|&naks| naks > 0.0) {
             if row.verdict != Verdict::Error {
                 row.verdict = Verdict::Fail;
                 let failure = format!("{naks} receiver-not-ready (RNR) NAKs: the figure includes RNR waits");
@@ -422,9 +438,9 @@ impl PlannedRun {
     fn judge_bandwidth(&self, measured: &ResultRow, row: &mut AcceptanceRow) -> Result<()> {
         let limit = BandwidthThreshold::parse(&self.threshold.value)?
             .resolve(self.nic.rate.as_deref(), self.bidirectional)?;
-        row.metric = "bw_avg_gbit_s".into();
+        row.metric = column::BW_AVG_GBIT_S.to_string();
         row.threshold = limit.to_string();
-        let Some(value) = measured.number("bw_avg_gbit_s") else {
+        let Some(value) = measured.number(column::BW_AVG_GBIT_S) else {
             row.detail = format!("{} has no bw_avg_gbit_s column", measured.source());
             return Ok(());
         };
@@ -448,7 +464,7 @@ impl PlannedRun {
     fn judge_latency(&self, measured: &ResultRow, row: &mut AcceptanceRow) -> Result<()> {
         let statistic = self.statistic;
         let limit = LatencyThreshold::parse(&self.threshold.value)?.on(statistic);
-        row.metric = statistic.column().into();
+        row.metric = statistic.column().to_string();
         row.threshold = limit.to_string();
         row.unit = "us".into();
         let Some(value) = measured.number(statistic.column()) else {
@@ -527,7 +543,8 @@ pub fn render(rows: &[AcceptanceRow]) -> String {
     let count = |verdict: Verdict| rows.iter().filter(|row| row.verdict == verdict).count();
     let _ = writeln!(
         out,
-        "overall: {overall} ({} pass, {} fail, {} skip, {} error)",
+        "overall: {} ({} pass, {} fail, {} skip, {} error)",
+        overall.contract().word().to_uppercase(),
         count(Verdict::Pass),
         count(Verdict::Fail),
         count(Verdict::Skip),
@@ -538,7 +555,8 @@ pub fn render(rows: &[AcceptanceRow]) -> String {
 
 /// Writes `summary.csv` (`# key: value` lines for the metadata's `command`, `git_commit`,
 /// `host` and `date`, then one line per row, the columns of [`AcceptanceRow`]) and
-/// `summary.json` (`{"metadata": ..., "overall": "PASS", "results": [rows]}`) into `folder`.
+/// `summary.json` (`{"metadata": ..., "overall": "pass", "results": [rows]}`, every verdict in
+/// the exit-code contract's words: pass, undecided, fail, error) into `folder`.
 pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[AcceptanceRow]) -> Result<()> {
     let fail = |path: &Path, error: String| ReportError::WriteFile { path: path.to_path_buf(), error };
     let csv_path = folder.join("summary.csv");
@@ -556,9 +574,19 @@ pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[Accepta
     let serialised = serialised.into_inner().map_err(|error| fail(&csv_path, error.to_string()))?;
     let mut writer = csv::Writer::from_writer(head.into_bytes());
     let mut records = csv::ReaderBuilder::new().has_headers(false).from_reader(serialised.as_slice());
-    for record in records.records() {
+    // The `verdict` column keeps its published upper-case words (PASS, FAIL, SKIP, ERROR:
+    // docs/columns.md); only JSON spells the exit-code contract's.
+    let mut verdict_column = None;
+    for (index, record) in records.records().enumerate() {
         let record = record.map_err(csv_error)?;
-        let cells = record.iter().map(|cell| gdrperf_files::text::spreadsheet_safe(cell).into_owned());
+        if index == 0 {
+            verdict_column = record.iter().position(|name| name == "verdict");
+        }
+        let label = index.checked_sub(1).and_then(|row| rows.get(row)).map(|row| row.verdict.label());
+        let cells = record.iter().enumerate().map(|(column, cell)| match label {
+            Some(label) if Some(column) == verdict_column => label.to_string(),
+            _ => gdrperf_files::text::spreadsheet_safe(cell).into_owned(),
+        });
         writer.write_record(cells).map_err(csv_error)?;
     }
     let csv = writer.into_inner().map_err(|error| fail(&csv_path, error.to_string()))?;

@@ -7,9 +7,9 @@
 //! too. Every sweep is tested whole, in bands of neighbouring sizes and size by size, under one
 //! 5% budget for the whole comparison ([`crate::sweep_decision`]). A size is a REGRESSION when a
 //! test covering it found the new runs worse and both that group's change and the size's own
-//! are worse than the tolerance; the comparison's verdict is "regression" exactly when a row is.
-//! Where the runs cannot decide (a sweep worse than the tolerance but not beyond its noise, or
-//! single runs) the verdict is "undecided". Stalled, interrupted and zero values are said;
+//! are worse than the tolerance; the comparison's verdict is "regression" (in JSON, the exit-code
+//! contract's "fail") exactly when a row is. Where the runs cannot decide (a sweep worse than
+//! the tolerance but not beyond its noise, or single runs) the verdict is "undecided". Stalled, interrupted and zero values are said;
 //! runs of one side that differ in commit, host or command are warned about by name.
 //!
 //! ```
@@ -28,6 +28,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use gdrperf_command_line::Verdict;
+use gdrperf_files::columns as column;
 use serde::Serialize;
 
 use crate::decision::log_t_test;
@@ -39,9 +41,10 @@ use crate::run_anomalies;
 use crate::significance::median;
 use crate::sweep_decision::{decide, GroupTest, Level, SweepLogs, FALSE_ALARM_BUDGET};
 
-/// A row's verdict, spelled in `--json` as the exit-code contract spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// A row's verdict. `--json` writes it as two keys: `verdict`, the exit-code contract's word
+/// (a regression is "fail", an improvement "pass"), and `finding`, "regression" or
+/// "improvement" where the row is one (null otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
     /// Within the tolerance, or better than it without a clear test.
     Pass,
@@ -53,15 +56,72 @@ pub enum Change {
     Undecided,
 }
 
-/// The comparison's one decision; the exit code is 1 for `Regression`, else 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+impl Change {
+    /// The exit-code contract's word for this row.
+    pub fn contract(self) -> Verdict {
+        match self {
+            Change::Pass | Change::Improvement => Verdict::Pass,
+            Change::Regression => Verdict::Fail,
+            Change::Undecided => Verdict::Undecided,
+        }
+    }
+
+    /// What the row is beyond its verdict: a regression or an improvement.
+    pub fn finding(self) -> Option<&'static str> {
+        match self {
+            Change::Regression => Some("regression"),
+            Change::Improvement => Some("improvement"),
+            Change::Pass | Change::Undecided => None,
+        }
+    }
+}
+
+/// Flattened into its row: `"verdict": "fail", "finding": "regression"`.
+impl Serialize for Change {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut fields = serializer.serialize_struct("Change", 2)?;
+        fields.serialize_field("verdict", &self.contract())?;
+        fields.serialize_field("finding", &self.finding())?;
+        fields.end()
+    }
+}
+
+/// The comparison's one decision; the exit code is 1 for `Regression`, else 0. `--json` writes
+/// the exit-code contract's word: pass, fail (a regression), undecided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     Pass,
     Regression,
     /// No regression found, but a sweep moved worse than the tolerance within its noise, or
     /// single runs moved beyond it: more runs a side would decide.
     Undecided,
+}
+
+impl Decision {
+    /// The exit-code contract's word for the decision.
+    pub fn contract(self) -> Verdict {
+        match self {
+            Decision::Pass => Verdict::Pass,
+            Decision::Regression => Verdict::Fail,
+            Decision::Undecided => Verdict::Undecided,
+        }
+    }
+
+    /// The word the printed verdict line uses ("regression" where JSON says "fail").
+    pub fn word(self) -> &'static str {
+        match self {
+            Decision::Pass => "pass",
+            Decision::Regression => "regression",
+            Decision::Undecided => "undecided",
+        }
+    }
+}
+
+impl Serialize for Decision {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.contract().serialize(serializer)
+    }
 }
 
 /// One row present on both sides (or one size of a speed-up sweep).
@@ -83,6 +143,8 @@ pub struct ComparedRow {
     pub change: f64,
     /// Two or more runs a side: the two-sided 95% interval of new / base.
     pub interval: Option<(f64, f64)>,
+    /// `verdict` and `finding` in JSON (see [`Change`]).
+    #[serde(flatten)]
     pub verdict: Change,
     /// Runs with a usable value of this row on each side.
     pub base_runs: usize,
@@ -102,7 +164,7 @@ pub struct Comparison {
     pub base: String,
     pub new: String,
     pub tolerance: f64,
-    /// The decision over every row: the exit code's.
+    /// The decision over every row: the exit code's ("pass", "fail", "undecided" in JSON).
     pub verdict: Decision,
     /// Files on each side.
     pub base_runs: usize,
@@ -130,7 +192,7 @@ impl Comparison {
 
     /// 1 for a regression, 0 otherwise (pass and undecided: see [`Decision`]).
     pub fn exit_code(&self) -> u8 {
-        u8::from(self.verdict == Decision::Regression)
+        self.verdict.contract().exit_code()
     }
 
     /// The table `gdrperf compare` prints, then what only one side has, then the decision.
@@ -324,7 +386,7 @@ fn metric_of(row: &ResultRow, metric: Option<&str>) -> Result<String> {
 }
 
 fn value_of(row: &ResultRow, column: &str) -> Result<f64> {
-    row.number(column).ok_or_else(|| ReportError::MissingColumn {
+    row.number_named(column).ok_or_else(|| ReportError::MissingColumn {
         source_name: row.source().to_string(),
         row: row.describe(),
         column: column.to_string(),
@@ -382,7 +444,8 @@ pub(crate) fn sweep_label(row: &ComparedRow) -> String {
     if !row.lane.is_empty() {
         label.push_str(&format!(" lane {}", row.lane));
     }
-    if !["bw_avg_gbit_s", "t_typical_us", "speedup"].contains(&row.metric.as_str()) {
+    if ![column::BW_AVG_GBIT_S.name(), column::T_TYPICAL_US.name(), "speedup"].contains(&row.metric.as_str())
+    {
         label.push_str(&format!(" {}", row.metric));
     }
     label

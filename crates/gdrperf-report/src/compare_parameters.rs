@@ -8,11 +8,21 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use gdrperf_files::columns::{self as column, ColumnName};
+
 use crate::results::ResultFile;
 
 /// Row columns that are settings, not measurements (see docs/columns.md).
-const SETTING_COLUMNS: [&str; 8] =
-    ["qps", "tx_depth", "cq_mod", "bidirectional", "mtu", "inline_size", "arrival", "latency_span"];
+const SETTING_COLUMNS: [ColumnName; 8] = [
+    column::QPS,
+    column::TX_DEPTH,
+    column::CQ_MOD,
+    column::BIDIRECTIONAL,
+    column::MTU,
+    column::INLINE_SIZE,
+    column::ARRIVAL,
+    column::LATENCY_SPAN,
+];
 
 /// Parameters whose sets of values differ between the sides, as "name: base X, new Y". The
 /// message sizes are left out: rows are joined per size, and the sizes only one side has are
@@ -40,7 +50,7 @@ pub fn differences(base: &[ResultFile], new: &[ResultFile]) -> Vec<String> {
             }
         }
     }
-    for column in SETTING_COLUMNS.into_iter().filter(|column| !named.contains(*column)) {
+    for column in SETTING_COLUMNS.into_iter().filter(|setting| !named.contains(setting.name())) {
         let values = |side: &[ResultFile]| -> BTreeSet<String> {
             side.iter()
                 .flat_map(|file| &file.rows)
@@ -50,7 +60,7 @@ pub fn differences(base: &[ResultFile], new: &[ResultFile]) -> Vec<String> {
         };
         let (base_values, new_values) = (values(base), values(new));
         if !base_values.is_empty() && !new_values.is_empty() {
-            differences.extend(line(column, base_values, new_values));
+            differences.extend(line(column.name(), base_values, new_values));
         }
     }
     differences

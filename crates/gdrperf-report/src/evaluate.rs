@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use gdrperf_command_line::Verdict as ContractVerdict;
+use gdrperf_files::columns as column;
 use serde::Serialize;
 
 pub use gdrperf_threshold::{
@@ -20,7 +22,7 @@ impl Measured for ResultRow {
     }
 
     fn bandwidth_gbit_s(&self) -> Option<f64> {
-        self.number("bw_avg_gbit_s")
+        self.number(column::BW_AVG_GBIT_S)
     }
 
     fn latency_us(&self, statistic: LatencyStatistic) -> Option<f64> {
@@ -29,7 +31,7 @@ impl Measured for ResultRow {
 
     fn nic_errors(&self) -> Option<u64> {
         // A value that is not a count is reported as a missing figure, never read as 0.
-        self.count("nic_errors").ok().flatten()
+        self.count(column::NIC_ERRORS).ok().flatten()
     }
 
     fn describe(&self) -> (String, String) {
@@ -37,10 +39,11 @@ impl Measured for ResultRow {
     }
 }
 
-/// How a run ended, as the exit code says it: pass 0, fail 1 (a threshold or comparison
-/// missed), error 2 (the run itself could not be made or read).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
+/// How an acceptance row (or a soak lane) ended: pass, skip (not run), fail (a threshold
+/// missed), error (the run itself could not be made or read). Screens and `summary.csv` print
+/// the upper-case [`Verdict::label`]; JSON writes the exit-code contract's word
+/// ([`Verdict::contract`]: a skip is "undecided", its reason in the row's `detail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verdict {
     Pass,
     /// Not run, for a reason that is not a fault of the node (no GPU for a cuda row).
@@ -51,10 +54,17 @@ pub enum Verdict {
 
 impl Verdict {
     pub fn exit_code(self) -> u8 {
+        self.contract().exit_code()
+    }
+
+    /// The exit-code contract's word for this verdict: a row not run for a reason that is not
+    /// the node's fault was not decided either way.
+    pub fn contract(self) -> ContractVerdict {
         match self {
-            Verdict::Pass | Verdict::Skip => 0,
-            Verdict::Fail => 1,
-            Verdict::Error => 2,
+            Verdict::Pass => ContractVerdict::Pass,
+            Verdict::Skip => ContractVerdict::Undecided,
+            Verdict::Fail => ContractVerdict::Fail,
+            Verdict::Error => ContractVerdict::Error,
         }
     }
 
@@ -68,14 +78,17 @@ impl Verdict {
     }
 
     /// The verdict of a whole made of parts: the worst part's (an error outranks a failure,
-    /// since an error means part of the answer is missing). Nothing at all is an error.
+    /// since an error means part of the answer is missing; a skip outranks a pass, since a row
+    /// not run leaves the whole undecided). Nothing at all is an error.
     pub fn overall(parts: impl IntoIterator<Item = Verdict>) -> Verdict {
-        let worst = parts.into_iter().max();
-        match worst {
-            None => Verdict::Error,
-            Some(Verdict::Skip) => Verdict::Pass,
-            Some(verdict) => verdict,
-        }
+        parts.into_iter().max().unwrap_or(Verdict::Error)
+    }
+}
+
+/// JSON (`summary.json`, `soak.json`) spells a verdict with the contract's four words.
+impl Serialize for Verdict {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        self.contract().serialize(serializer)
     }
 }
 
@@ -116,10 +129,15 @@ mod tests {
 
     #[test]
     fn verdicts_combine_to_the_worst() {
-        assert_eq!(Verdict::overall([Verdict::Pass, Verdict::Skip]), Verdict::Pass);
+        assert_eq!(Verdict::overall([Verdict::Pass, Verdict::Skip]), Verdict::Skip);
+        assert_eq!(Verdict::overall([Verdict::Pass, Verdict::Skip]).contract().word(), "undecided");
+        assert_eq!(Verdict::overall([Verdict::Pass, Verdict::Skip]).exit_code(), 0);
         assert_eq!(Verdict::overall([Verdict::Pass, Verdict::Fail, Verdict::Skip]), Verdict::Fail);
         assert_eq!(Verdict::overall([Verdict::Fail, Verdict::Error]), Verdict::Error);
         assert_eq!(Verdict::overall([]), Verdict::Error);
         assert_eq!([Verdict::Pass, Verdict::Fail, Verdict::Error].map(Verdict::exit_code), [0, 1, 2]);
+        let words = [Verdict::Pass, Verdict::Skip, Verdict::Fail, Verdict::Error]
+            .map(|verdict| serde_json::to_value(verdict).unwrap());
+        assert_eq!(words, ["pass", "undecided", "fail", "error"]);
     }
 }

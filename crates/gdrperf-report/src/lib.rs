@@ -13,7 +13,8 @@
 //!
 //! * **What does the person signing read?** [`report_html`] writes one self-contained page per
 //!   acceptance folder: verdict, plots ([`svg_chart`]), causes, thresholds with sources, the
-//!   inventory ([`report_inventory`]) and a [`manifest`] of every raw file with its SHA-256.
+//!   inventory ([`report_inventory`]) and a [`manifest`] of every raw file with its SHA-256;
+//!   [`acceptance_metrics`] gives a fleet's monitoring the same verdicts as a Prometheus file.
 //!
 //! The crate knows nothing of verbs or CUDA: it reads what the benches wrote, so it runs on a
 //! laptop holding results copied off a cluster.
@@ -37,6 +38,7 @@
 //! ```
 
 pub mod acceptance;
+pub mod acceptance_metrics;
 pub mod compare;
 pub mod compare_parameters;
 pub mod decision;

@@ -23,6 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use gdrperf_files::columns::{self as column, ColumnName};
 use serde::Serialize;
 
 use crate::compare::index_rows;
@@ -67,10 +68,10 @@ pub struct ModeComparison {
 impl ModeComparison {
     /// The table of `gdrperf compare RUN --by mem`.
     pub fn render(&self) -> String {
-        let unit = |metric: &str| match metric {
-            "bw_avg_gbit_s" => "Gb/s".to_string(),
-            "t_typical_us" => "us".to_string(),
-            other => other.to_string(),
+        let unit = |metric: &str| match ColumnName::named(metric) {
+            Some(column::BW_AVG_GBIT_S) => "Gb/s".to_string(),
+            Some(column::T_TYPICAL_US) => "us".to_string(),
+            _ => metric.to_string(),
         };
         let mut header: Vec<String> = vec!["test".into(), "gpu".into(), "bytes".into(), "unit".into()];
         header.extend(self.modes.iter().cloned());
@@ -157,7 +158,7 @@ pub fn compare_memory_modes(
         let values = key_rows
             .iter()
             .map(|row| {
-                row.number(&column).ok_or_else(|| ReportError::MissingColumn {
+                row.number_named(&column).ok_or_else(|| ReportError::MissingColumn {
                     source_name: row.source().to_string(),
                     row: row.describe(),
                     column: if column.is_empty() {

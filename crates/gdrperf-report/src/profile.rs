@@ -35,7 +35,7 @@
 //! every row with the deviation); a section that differs from its source in another way says how
 //! in `deviation`, which every row of that section carries into the summary and the report.
 //! `all_nics_at_once = true` starts a bandwidth section's runs on every NIC together (as a health
-//! check that loads the whole node does), and `warn_band = { value = "5%", ... }` marks a PASS
+//! check that loads the whole node does; across two nodes, every NIC pair together), and `warn_band = { value = "5%", ... }` marks a PASS
 //! less than that far above its threshold as a warning.
 
 use std::collections::BTreeMap;

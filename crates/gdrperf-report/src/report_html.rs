@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use gdrperf_files::columns::{self as column, ColumnName};
 use serde_json::Value;
 
 use crate::error::{ReportError, Result};
@@ -25,14 +26,14 @@ use crate::svg_chart::{self, Chart};
 pub const FILE_NAME: &str = "report.html";
 
 /// The latency statistics plotted, as (bar label, result column), fastest first.
-const LATENCY_BARS: [(&str, &str); 7] = [
-    ("min", "t_min_us"),
-    ("typical", "t_typical_us"),
-    ("average", "t_avg_us"),
-    ("p99", "p99_us"),
-    ("p99.9", "p99_9_us"),
-    ("p99.99", "p99_99_us"),
-    ("max", "t_max_us"),
+const LATENCY_BARS: [(&str, ColumnName); 7] = [
+    ("min", column::T_MIN_US),
+    ("typical", column::T_TYPICAL_US),
+    ("average", column::T_AVG_US),
+    ("p99", column::P99_US),
+    ("p99.9", column::P99_9_US),
+    ("p99.99", column::P99_99_US),
+    ("max", column::T_MAX_US),
 ];
 
 const STYLE: &str = "body{font-family:sans-serif;margin:24px auto;max-width:1100px;color:#222}\
@@ -40,8 +41,8 @@ h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;border-bottom:1px solid #c
 h3{font-size:15px;margin-bottom:4px}table{border-collapse:collapse;margin:6px 0;font-size:13px}\
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}th{background:#f0f0f0}\
 .verdict{font-size:28px;font-weight:bold;padding:10px 16px;display:inline-block;color:#fff;border-radius:4px}\
-.PASS{background:#1b7f3a}.FAIL{background:#b00020}.ERROR{background:#c25e00}.SKIP{background:#777}\
-td.PASS,td.FAIL,td.ERROR,td.SKIP{color:#fff;font-weight:bold}.note{color:#555;font-size:13px}\
+.PASS{background:#1b7f3a}.FAIL{background:#b00020}.ERROR{background:#c25e00}.SKIP,.UNDECIDED{background:#777}\
+td.PASS,td.FAIL,td.ERROR,td.SKIP,td.UNDECIDED{color:#fff;font-weight:bold}.note{color:#555;font-size:13px}\
 pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap;word-break:break-all}\
 .test{border:1px solid #ddd;padding:8px 12px;margin:12px 0}.FAIL-text{color:#b00020}";
 
@@ -84,7 +85,7 @@ pub fn render(folder: &Path) -> Result<String> {
     let soak = read_json(folder, crate::report_soak::FILE_NAME).ok();
     let metadata = &summary["metadata"];
     let rows = summary["results"].as_array().cloned().unwrap_or_default();
-    let overall = summary["overall"].as_str().unwrap_or("ERROR");
+    let overall = shown_verdict(&summary["overall"]);
     let host = metadata["host"].as_str().unwrap_or("unknown host");
 
     let mut page = format!(
@@ -106,7 +107,12 @@ pub fn render(folder: &Path) -> Result<String> {
     page.push_str(&thresholds_section(metadata, &rows));
     let pairs_run: Vec<(String, String)> = rows
         .iter()
-        .filter_map(|row| Some((row["gpu_bus_id"].as_str()?.to_string(), row["nic"].as_str()?.to_string())))
+        .filter_map(|row| {
+            Some((
+                row[column::GPU_BUS_ID.name()].as_str()?.to_string(),
+                row[column::NIC.name()].as_str()?.to_string(),
+            ))
+        })
         .filter(|(gpu, _)| !gpu.is_empty())
         .collect();
     page.push_str(&report_inventory::section(inventory.as_ref(), &pairs_run));
@@ -131,11 +137,23 @@ fn read_json(folder: &Path, relative: &str) -> Result<Value> {
         .map_err(|error| ReportError::JsonFile { path: folder.join(relative), reason: error.to_string() })
 }
 
-fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
-    let count = |verdict: &str| rows.iter().filter(|row| row["verdict"] == verdict).count();
-    let overall_class = match overall {
-        "PASS" | "FAIL" | "ERROR" | "SKIP" => overall,
+/// A verdict of `summary.json` as the page shows it, which is also its style's class: the
+/// exit-code contract's words (pass, undecided, fail, error) upper-cased, and the upper-case
+/// words of folders written before JSON spelled those (PASS, SKIP, FAIL, ERROR) as they were, so
+/// that a signed folder of either age reads back; anything else is shown as an error.
+pub(crate) fn shown_verdict(value: &Value) -> &'static str {
+    match value.as_str().unwrap_or("") {
+        "pass" | "PASS" => "PASS",
+        "undecided" => "UNDECIDED",
+        "SKIP" => "SKIP",
+        "fail" | "FAIL" => "FAIL",
         _ => "ERROR",
+    }
+}
+
+fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
+    let count = |shown: &[&str]| {
+        rows.iter().filter(|row| shown.contains(&shown_verdict(&row[column::VERDICT.name()]))).count()
     };
     let mut html = format!(
         "<h1>gdrperf acceptance of {}</h1>\n<p class=\"note\">profile {} &middot; {} &middot; gdrperf {} (commit {})</p>\n",
@@ -146,17 +164,17 @@ fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
         cell(&metadata["git_commit"]),
     );
     html.push_str(&format!(
-        "<div class=\"verdict {overall_class}\">{}</div>\n<p>{} pass, {} fail, {} skip, {} error of {} rows.</p>\n",
-        escape(overall),
-        count("PASS"),
-        count("FAIL"),
-        count("SKIP"),
-        count("ERROR"),
+        "<div class=\"verdict {overall}\">{overall}</div>\n<p>{} pass, {} fail, {} undecided (not run), {} error of {} rows.</p>\n",
+        count(&["PASS"]),
+        count(&["FAIL"]),
+        count(&["UNDECIDED", "SKIP"]),
+        count(&["ERROR"]),
         rows.len()
     ));
     // Rows measured otherwise than the source of their threshold: said beside the verdict, so
     // that nobody reads a loopback figure as the two-node one.
-    let deviations = crate::acceptance::deviations(rows.iter().filter_map(|row| row["deviation"].as_str()));
+    let deviations =
+        crate::acceptance::deviations(rows.iter().filter_map(|row| row[column::DEVIATION.name()].as_str()));
     if !deviations.is_empty() {
         html.push_str("<p>Measured otherwise than the sources of the thresholds:</p>\n<ul>\n");
         for (deviation, count) in deviations {
@@ -179,25 +197,28 @@ fn results_table(rows: &[Value]) -> String {
         "<table>\n<tr><th>verdict</th><th>test</th><th>mem</th><th>NIC</th><th>GPU</th><th>bytes</th><th>measured</th><th>threshold</th><th>detail</th></tr>\n",
     );
     for row in rows {
-        let verdict = row["verdict"].as_str().unwrap_or("ERROR");
-        let class = if ["PASS", "FAIL", "ERROR", "SKIP"].contains(&verdict) { verdict } else { "ERROR" };
-        let measured = row["value"]
+        let verdict = shown_verdict(&row[column::VERDICT.name()]);
+        let measured = row[column::VALUE.name()]
             .as_f64()
             .map(|value| {
-                format!("{} {}", crate::format::table_number(value), row["unit"].as_str().unwrap_or(""))
+                format!(
+                    "{} {}",
+                    crate::format::table_number(value),
+                    row[column::UNIT.name()].as_str().unwrap_or("")
+                )
             })
             .unwrap_or_else(|| "-".into());
         html.push_str(&format!(
-            "<tr><td class=\"{class}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td class=\"{verdict}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             escape(verdict),
-            cell(&row["test"]),
-            cell(&row["mem"]),
-            cell(&row["nic"]),
-            cell(&row["gpu"]),
-            cell(&row["bytes"]),
+            cell(&row[column::TEST.name()]),
+            cell(&row[column::MEM.name()]),
+            cell(&row[column::NIC.name()]),
+            cell(&row[column::GPU.name()]),
+            cell(&row[column::BYTES.name()]),
             escape(&measured),
-            cell(&row["threshold"]),
-            cell(&row["detail"]),
+            cell(&row[column::THRESHOLD.name()]),
+            cell(&row[column::DETAIL.name()]),
         ));
     }
     html + "</table>\n"
@@ -205,29 +226,32 @@ fn results_table(rows: &[Value]) -> String {
 
 /// The threshold's number in the row's unit (`0.01 Gb/s` -> 0.01, `typical 10000 us` -> 10000).
 fn threshold_value(row: &Value) -> Option<f64> {
-    let unit = row["unit"].as_str()?;
-    let words: Vec<&str> = row["threshold"].as_str()?.split_whitespace().collect();
+    let unit = row[column::UNIT.name()].as_str()?;
+    let words: Vec<&str> = row[column::THRESHOLD.name()].as_str()?.split_whitespace().collect();
     words.windows(2).find(|pair| pair[1] == unit).and_then(|pair| pair[0].parse().ok())
 }
 
 fn test_section(folder: &Path, row: &Value) -> String {
-    let test = row["test"].as_str().unwrap_or("");
-    let place = match (row["gpu"].as_str().unwrap_or(""), row["nic"].as_str().unwrap_or("")) {
+    let test = row[column::TEST.name()].as_str().unwrap_or("");
+    let place = match (
+        row[column::GPU.name()].as_str().unwrap_or(""),
+        row[column::NIC.name()].as_str().unwrap_or(""),
+    ) {
         ("", nic) => nic.to_string(),
         (gpu, nic) => format!("{gpu} on {nic}"),
     };
-    let title = format!("{test} · {} · {place}", row["mem"].as_str().unwrap_or(""));
+    let title = format!("{test} · {} · {place}", row[column::MEM.name()].as_str().unwrap_or(""));
     let mut html = format!(
         "<div class=\"test\">\n<h3>{} <span class=\"note\">{}</span></h3>\n",
         escape(&title),
-        cell(&row["verdict"])
+        shown_verdict(&row[column::VERDICT.name()])
     );
-    let result_file = row["result_file"].as_str().unwrap_or("");
+    let result_file = row[column::RESULT_FILE.name()].as_str().unwrap_or("");
     let result = if result_file.is_empty() { None } else { read_json(folder, result_file).ok() };
     let result_rows =
         result.as_ref().and_then(|result| result["results"].as_array().cloned()).unwrap_or_default();
-    let metric = row["metric"].as_str().unwrap_or("");
-    let unit = row["unit"].as_str().unwrap_or("");
+    let metric = row[column::METRIC.name()].as_str().unwrap_or("");
+    let unit = row[column::UNIT.name()].as_str().unwrap_or("");
     let chart = Chart { title: &title, y_label: unit, threshold: threshold_value(row) };
     if result.is_none() {
         html.push_str(&format!(
@@ -241,22 +265,25 @@ fn test_section(folder: &Path, row: &Value) -> String {
     } else if metric.starts_with("bw") {
         let points: Vec<(u64, f64)> = result_rows
             .iter()
-            .filter_map(|measured| Some((measured["bytes"].as_u64()?, measured[metric].as_f64()?)))
+            .filter_map(|measured| {
+                Some((measured[column::BYTES.name()].as_u64()?, measured[metric].as_f64()?))
+            })
             .collect();
         html.push_str(&svg_chart::over_size(&chart, &points));
     } else {
-        let measured = result_rows.iter().find(|measured| measured["bytes"] == row["bytes"]);
+        let measured =
+            result_rows.iter().find(|measured| measured[column::BYTES.name()] == row[column::BYTES.name()]);
         let bars: Vec<(&str, f64)> = LATENCY_BARS
             .iter()
-            .filter_map(|(label, column)| Some((*label, measured?[column].as_f64()?)))
+            .filter_map(|(label, column)| Some((*label, measured?[column.name()].as_f64()?)))
             .collect();
         html.push_str(&svg_chart::bars(&chart, &bars));
     }
     html.push_str(&ceiling_lines(row));
     if let Some(counters) = result_rows
         .iter()
-        .find(|measured| measured["bytes"] == row["bytes"])
-        .and_then(|measured| measured["nic_counters"].as_str())
+        .find(|measured| measured[column::BYTES.name()] == row[column::BYTES.name()])
+        .and_then(|measured| measured[column::NIC_COUNTERS.name()].as_str())
         .filter(|counters| !counters.is_empty())
     {
         html.push_str(&format!("<p class=\"note\">NIC counters over the run: {}</p>\n", escape(counters)));
@@ -266,17 +293,22 @@ fn test_section(folder: &Path, row: &Value) -> String {
 
 /// The path ceiling and its causes, from the summary's columns (`gdrperf explain`'s judgement).
 fn ceiling_lines(row: &Value) -> String {
-    let limited_by = row["ceiling_limited_by"].as_str().unwrap_or("");
+    let limited_by = row[column::CEILING_LIMITED_BY.name()].as_str().unwrap_or("");
     if limited_by.is_empty() {
         return String::new();
     }
-    let text = match (row["pct_of_ceiling"].as_f64(), row["ceiling_gbps"].as_f64()) {
+    let text = match (row[column::PCT_OF_CEILING.name()].as_f64(), row[column::CEILING_GBPS.name()].as_f64())
+    {
         (Some(pct), Some(gbps)) => format!("{pct:.1}% of a {gbps:.2} Gb/s ceiling, limited by {limited_by}"),
         _ => limited_by.to_string(),
     };
     let mut html = format!("<p>Path ceiling: {}</p>\n", escape(&text));
-    let causes: Vec<&str> =
-        row["ceiling_causes"].as_str().unwrap_or("").split(" | ").filter(|cause| !cause.is_empty()).collect();
+    let causes: Vec<&str> = row[column::CEILING_CAUSES.name()]
+        .as_str()
+        .unwrap_or("")
+        .split(" | ")
+        .filter(|cause| !cause.is_empty())
+        .collect();
     if !causes.is_empty() {
         html.push_str("<ul>\n");
         for cause in causes {
@@ -296,9 +328,9 @@ fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
     let mut seen: Vec<(String, String, String)> = Vec::new();
     for row in rows {
         let key = (
-            row["test"].as_str().unwrap_or("").to_string(),
-            row["mem"].as_str().unwrap_or("").to_string(),
-            row["threshold"].as_str().unwrap_or("").to_string(),
+            row[column::TEST.name()].as_str().unwrap_or("").to_string(),
+            row[column::MEM.name()].as_str().unwrap_or("").to_string(),
+            row[column::THRESHOLD.name()].as_str().unwrap_or("").to_string(),
         );
         if key.2.is_empty() || seen.contains(&key) {
             continue;
@@ -308,8 +340,8 @@ fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
             escape(&key.0),
             escape(&key.1),
             escape(&key.2),
-            cell(&row["threshold_source"]),
-            cell(&row["deviation"])
+            cell(&row[column::THRESHOLD_SOURCE.name()]),
+            cell(&row[column::DEVIATION.name()])
         ));
         seen.push(key);
     }
@@ -318,7 +350,8 @@ fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
 
 fn commands_section(folder: &Path, metadata: &Value, rows: &[Value]) -> String {
     let mut html = format!("<h2 id=\"commands\">Commands</h2>\n<pre>{}\n", cell(&metadata["command"]));
-    let mut files: Vec<&str> = rows.iter().filter_map(|row| row["result_file"].as_str()).collect();
+    let mut files: Vec<&str> =
+        rows.iter().filter_map(|row| row[column::RESULT_FILE.name()].as_str()).collect();
     files.retain(|file| !file.is_empty());
     files.dedup();
     for file in files {

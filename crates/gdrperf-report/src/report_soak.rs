@@ -17,7 +17,7 @@ pub fn section(soak: Option<&Value>) -> String {
     let Some(soak) = soak else { return String::new() };
     let mut html = format!(
         "<h2 id=\"soak\">Soak</h2>\n<p>Stability {} &middot; {} s in intervals of {} s &middot; {}</p>\n",
-        cell(&soak["stability"]),
+        crate::report_html::shown_verdict(&soak["stability"]),
         cell(&soak["duration_s"]),
         cell(&soak["interval_s"]),
         cell(&soak["why"])
@@ -47,7 +47,7 @@ pub fn section(soak: Option<&Value>) -> String {
         html.push_str(&format!(
             "<div class=\"test\">\n<h3>{} <span class=\"note\">{}</span></h3>\n",
             escape(&title),
-            cell(&lane["stability"]["verdict"])
+            crate::report_html::shown_verdict(&lane["stability"]["verdict"])
         ));
         html.push_str(&svg_chart::over_time(&Chart { title: &title, y_label, threshold: None }, &points));
         let stability = &lane["stability"];

@@ -4,7 +4,11 @@
 //! anything else with a `bytes` column) rather than as one fixed struct, so that files written
 //! before a column was added, and files of tests that did not exist when this was written, still
 //! read. What a row *is* comes from its columns: `bw_avg_gbit_s` makes a bandwidth row,
-//! `t_typical_us` a latency row.
+//! `t_typical_us` a latency row. Columns are looked up by their [`ColumnName`] (the names shared
+//! by every crate, in `gdrperf_files::columns`), so a renamed column does not compile here;
+//! a column a user names on the command line (`--metric`) is looked up by its text.
+//!
+//! This is the one reader of result files: the CLI's `explain`, `accept` and soak use it too.
 //!
 //! ```
 //! use gdrperf_report::ResultFile;
@@ -20,6 +24,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
+use gdrperf_files::columns::{self as column, ColumnName};
 use serde_json::{Map, Value};
 
 use crate::error::{ReportError, Result};
@@ -187,10 +192,10 @@ pub enum RowKind {
 
 impl RowKind {
     /// The column `compare` looks at unless told otherwise, and how it is shown.
-    pub fn default_metric(self) -> Option<(&'static str, &'static str)> {
+    pub fn default_metric(self) -> Option<(ColumnName, &'static str)> {
         match self {
-            RowKind::Bandwidth => Some(("bw_avg_gbit_s", "Gb/s")),
-            RowKind::Latency => Some(("t_typical_us", "us")),
+            RowKind::Bandwidth => Some((column::BW_AVG_GBIT_S, "Gb/s")),
+            RowKind::Latency => Some((column::T_TYPICAL_US, "us")),
             RowKind::Other => None,
         }
     }
@@ -214,7 +219,7 @@ impl ResultRow {
                 "has a negative {column} ({value}): no measured figure is below 0, the file is damaged or edited"
             ));
         }
-        match row.columns.get("bytes") {
+        match row.columns.get(column::BYTES.name()) {
             Some(Value::Number(number)) if number.as_u64().is_some() => Ok(row),
             Some(Value::String(text)) if text.trim().parse::<u64>().is_ok() => Ok(row),
             Some(other) => Err(format!("has a \"bytes\" value that is not a byte count: {other}")),
@@ -227,14 +232,19 @@ impl ResultRow {
     fn negative_figure(&self) -> Option<(&str, f64)> {
         const UNIT_SUFFIXES: [&str; 3] = ["_us", "_s", "_mpps"];
         const COUNT_PREFIXES: [&str; 2] = ["nic_", "pct_"];
-        const COUNTS: [&str; 5] =
-            ["iterations", "rx_iterations", "peak_messages", "ceiling_gbps", "saturated_samples"];
-        self.columns.keys().find_map(|column| {
-            let measured = UNIT_SUFFIXES.iter().any(|suffix| column.ends_with(suffix))
-                || COUNT_PREFIXES.iter().any(|prefix| column.starts_with(prefix))
-                || COUNTS.contains(&column.as_str());
-            let value = self.number(column).filter(|value| *value < 0.0)?;
-            measured.then_some((column.as_str(), value))
+        const COUNTS: [ColumnName; 5] = [
+            column::ITERATIONS,
+            column::RX_ITERATIONS,
+            column::PEAK_MESSAGES,
+            column::CEILING_GBPS,
+            column::SATURATED_SAMPLES,
+        ];
+        self.columns.keys().find_map(|name| {
+            let measured = UNIT_SUFFIXES.iter().any(|suffix| name.ends_with(suffix))
+                || COUNT_PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+                || COUNTS.iter().any(|count| count.name() == name);
+            let value = self.number_named(name).filter(|value| *value < 0.0)?;
+            measured.then_some((name.as_str(), value))
         })
     }
 
@@ -246,8 +256,14 @@ impl ResultRow {
     /// A numeric column; `None` when absent, empty or not a finite number: a NaN or an "inf"
     /// is no figure (compared, it would read as unchanged; judged, it would pass every limit), so
     /// whoever needs the figure reports it missing.
-    pub fn number(&self, column: &str) -> Option<f64> {
-        let value = match self.columns.get(column)? {
+    pub fn number(&self, column: ColumnName) -> Option<f64> {
+        self.number_named(column.name())
+    }
+
+    /// [`number`](Self::number) of a column named by text: one a user chose (`--metric`) or one
+    /// the file has.
+    pub fn number_named(&self, name: &str) -> Option<f64> {
+        let value = match self.columns.get(name)? {
             Value::Number(number) => number.as_f64(),
             Value::String(text) => text.trim().parse().ok(),
             _ => None,
@@ -258,7 +274,7 @@ impl ResultRow {
     /// A count column (`nic_errors`): `Ok(None)` when absent or empty, an error naming the value
     /// when it is there but not a whole number from 0 (a -1 or a NaN cast to an integer would
     /// read as 0 errors).
-    pub fn count(&self, column: &str) -> std::result::Result<Option<u64>, String> {
+    pub fn count(&self, column: ColumnName) -> std::result::Result<Option<u64>, String> {
         let text = self.text(column);
         if text.trim().is_empty() {
             return Ok(None);
@@ -272,8 +288,13 @@ impl ResultRow {
     }
 
     /// A column as text; "" when absent.
-    pub fn text(&self, column: &str) -> String {
-        match self.columns.get(column) {
+    pub fn text(&self, column: ColumnName) -> String {
+        self.text_named(column.name())
+    }
+
+    /// [`text`](Self::text) of a column named by text (one the file has).
+    pub fn text_named(&self, name: &str) -> String {
+        match self.columns.get(name) {
             Some(Value::String(text)) => text.clone(),
             Some(Value::Null) | None => String::new(),
             Some(other) => other.to_string(),
@@ -285,28 +306,28 @@ impl ResultRow {
     }
 
     pub fn bytes(&self) -> u64 {
-        self.number("bytes").map(|bytes| bytes as u64).unwrap_or(0)
+        self.number(column::BYTES).map(|bytes| bytes as u64).unwrap_or(0)
     }
 
     pub fn test(&self) -> String {
-        self.text("test")
+        self.text(column::TEST)
     }
 
     /// The memory modes as one label: "cuda" when both sides use the same, "cuda/host"
     /// (local/remote) when they differ, "host" when the file does not say.
     pub fn memory(&self) -> String {
-        pair_label(&self.text("mem_local"), &self.text("mem_remote"), "host")
+        pair_label(&self.text(column::MEM_LOCAL), &self.text(column::MEM_REMOTE), "host")
     }
 
     /// The GPUs as one label, the same way; "" for host memory.
     pub fn gpu(&self) -> String {
-        pair_label(&self.text("gpu_local"), &self.text("gpu_remote"), "")
+        pair_label(&self.text(column::GPU_LOCAL), &self.text(column::GPU_REMOTE), "")
     }
 
     pub fn kind(&self) -> RowKind {
-        if self.columns.contains_key("bw_avg_gbit_s") {
+        if self.columns.contains_key(column::BW_AVG_GBIT_S.name()) {
             RowKind::Bandwidth
-        } else if self.columns.contains_key("t_typical_us") {
+        } else if self.columns.contains_key(column::T_TYPICAL_US.name()) {
             RowKind::Latency
         } else {
             RowKind::Other
@@ -319,7 +340,7 @@ impl ResultRow {
             test: self.test(),
             memory: self.memory(),
             gpu: self.gpu(),
-            lane: self.text("lane"),
+            lane: self.text(column::LANE),
             bytes: self.bytes(),
         }
     }
@@ -379,13 +400,13 @@ mod tests {
         let text =
             "test,bytes,bw_avg_gbit_s,nic_errors\nwrite_bw,2,NaN,1.5\nwrite_bw,4,inf,NaN\nwrite_bw,8,1.5,3\n";
         let file = ResultFile::parse_csv("run.csv", text).unwrap();
-        assert_eq!(file.rows[0].number("bw_avg_gbit_s"), None);
-        assert_eq!(file.rows[1].number("bw_avg_gbit_s"), None);
-        assert_eq!(file.rows[2].number("bw_avg_gbit_s"), Some(1.5));
-        assert!(file.rows[0].count("nic_errors").unwrap_err().contains("\"1.5\", not a count"));
-        assert!(file.rows[1].count("nic_errors").is_err());
-        assert_eq!(file.rows[2].count("nic_errors"), Ok(Some(3)));
-        assert_eq!(file.rows[2].count("absent"), Ok(None));
+        assert_eq!(file.rows[0].number(column::BW_AVG_GBIT_S), None);
+        assert_eq!(file.rows[1].number(column::BW_AVG_GBIT_S), None);
+        assert_eq!(file.rows[2].number(column::BW_AVG_GBIT_S), Some(1.5));
+        assert!(file.rows[0].count(column::NIC_ERRORS).unwrap_err().contains("\"1.5\", not a count"));
+        assert!(file.rows[1].count(column::NIC_ERRORS).is_err());
+        assert_eq!(file.rows[2].count(column::NIC_ERRORS), Ok(Some(3)));
+        assert_eq!(file.rows[2].count(column::PEAK_MESSAGES), Ok(None));
     }
 
     #[test]
@@ -423,7 +444,7 @@ mod tests {
             (2, "cuda/host".to_string(), "GPU0".to_string(), RowKind::Bandwidth)
         );
         assert_eq!(row.describe(), "write_bw cuda/host GPU0 2 bytes");
-        assert_eq!(row.number("bw_avg_gbit_s"), Some(0.5));
+        assert_eq!(row.number(column::BW_AVG_GBIT_S), Some(0.5));
     }
 
     #[test]
@@ -432,7 +453,7 @@ mod tests {
         let file = ResultFile::parse_csv("b.csv", text).unwrap();
         assert_eq!(file.metadata_text("command"), "gdr-write-bw -a");
         assert_eq!(file.rows.len(), 2);
-        assert_eq!(file.rows[1].number("t_typical_us"), Some(1.8));
+        assert_eq!(file.rows[1].number(column::T_TYPICAL_US), Some(1.8));
         assert_eq!(file.rows[1].kind(), RowKind::Latency);
         assert_eq!(file.rows[1].memory(), "host");
     }

@@ -72,6 +72,35 @@ fn the_report_puts_the_verdict_first_and_plots_every_test() {
     assert!(external_references(&html).is_empty(), "{:?}", external_references(&html));
 }
 
+/// The committed folder spells its verdicts PASS/SKIP (written before JSON took the exit-code
+/// contract's words); a folder of today spells them pass/undecided/fail/error. Both read back,
+/// each word shown and styled as what it means.
+#[test]
+fn a_summary_in_the_contract_words_reads_like_one_in_the_older_words() {
+    let folder = Folder::copy_of_the_softroce_run("words");
+    let path = folder.0.join("summary.json");
+    let mut summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    summary["overall"] = "undecided".into();
+    summary["results"][0]["verdict"] = "pass".into();
+    summary["results"][1]["verdict"] = "undecided".into();
+    std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    let html = report_html::render(&folder.0).unwrap();
+    assert!(html.contains("<div class=\"verdict UNDECIDED\">UNDECIDED</div>"), "{html}");
+    assert!(
+        html.contains("<td class=\"PASS\">PASS</td>")
+            && html.contains("<td class=\"UNDECIDED\">UNDECIDED</td>")
+    );
+    assert!(html.contains(" pass, 0 fail, 1 undecided (not run), 0 error of "), "{html}");
+    summary["overall"] = "no such word".into();
+    std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    let html = report_html::render(&folder.0).unwrap();
+    assert!(
+        html.contains("<div class=\"verdict ERROR\">ERROR</div>"),
+        "an unknown word is never shown as a pass"
+    );
+}
+
 #[test]
 fn peer_strings_are_escaped_and_nothing_outside_the_file_is_referenced() {
     let folder = Folder::copy_of_the_softroce_run("escape");

@@ -29,9 +29,15 @@ fn every_summary_column_has_a_reference_entry_and_keeps_its_published_place() {
         ceiling_causes: String::new(),
         deviation: String::new(),
     };
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    writer.serialize(&row).unwrap();
-    let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+    let folder = std::env::temp_dir().join(format!("gdrperf-summary-columns-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    gdrperf_report::acceptance::write_summary(&folder, serde_json::json!({}), &[row]).unwrap();
+    let text = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    let json = std::fs::read_to_string(folder.join("summary.json")).unwrap();
+    std::fs::remove_dir_all(&folder).unwrap();
+    // The CSV column keeps its published upper-case word; the JSON beside it spells the
+    // exit-code contract's.
+    assert!(json.contains("\"verdict\": \"pass\""), "{json}");
     let header: Vec<String> = text.lines().next().unwrap().split(',').map(str::to_string).collect();
     let problems = header_problems(Table::AcceptSummary, &header);
     assert!(problems.is_empty(), "the column reference and summary.csv disagree:\n{}", problems.join("\n"));

@@ -13,6 +13,7 @@
 
 use std::fmt;
 
+use gdrperf_files::columns as column;
 use serde::Serialize;
 
 use crate::error::{Result, ThresholdError};
@@ -220,13 +221,23 @@ impl Thresholds {
         let mut failures = Vec::new();
         if let Some(limit) = &self.min_bw {
             let value = row.bandwidth_gbit_s().ok_or_else(|| {
-                missing(row, "--min-bw", "bw_avg_gbit_s", " (--min-bw applies to bandwidth results)")
+                missing(
+                    row,
+                    "--min-bw",
+                    column::BW_AVG_GBIT_S.name(),
+                    " (--min-bw applies to bandwidth results)",
+                )
             })?;
             failures.extend(evaluate_bandwidth(row.bytes(), value, limit));
         }
         if let Some(limit) = &self.max_lat {
             let value = row.latency_us(limit.statistic).ok_or_else(|| {
-                missing(row, "--max-lat", limit.statistic.column(), " (--max-lat applies to latency results)")
+                missing(
+                    row,
+                    "--max-lat",
+                    limit.statistic.column().name(),
+                    " (--max-lat applies to latency results)",
+                )
             })?;
             failures.extend(evaluate_latency(row.bytes(), value, limit));
         }
@@ -235,7 +246,7 @@ impl Thresholds {
                 missing(
                     row,
                     "--max-nic-errors",
-                    "nic_errors",
+                    column::NIC_ERRORS.name(),
                     " (results from a gdrperf that read no NIC counters)",
                 )
             })?;

@@ -14,12 +14,14 @@
 //!
 //! let latency = LatencyThreshold::parse("800ns")?.on(LatencyStatistic::parse("99.9")?);
 //! assert_eq!(latency.max_us, 0.8);
-//! assert_eq!(latency.statistic.column(), "p99_9_us");
+//! assert_eq!(latency.statistic.column().name(), "p99_9_us");
 //! # Ok::<(), gdrperf_threshold::ThresholdError>(())
 //! ```
 
 use std::fmt;
 use std::str::FromStr;
+
+use gdrperf_files::columns::{self as column, ColumnName};
 
 use crate::error::{Result, ThresholdError};
 use crate::format::number;
@@ -277,15 +279,15 @@ impl LatencyStatistic {
     }
 
     /// The result-row column that holds this statistic (a published CSV column name).
-    pub fn column(self) -> &'static str {
+    pub fn column(self) -> ColumnName {
         match self {
-            LatencyStatistic::Minimum => "t_min_us",
-            LatencyStatistic::Typical => "t_typical_us",
-            LatencyStatistic::Average => "t_avg_us",
-            LatencyStatistic::P99 => "p99_us",
-            LatencyStatistic::P99_9 => "p99_9_us",
-            LatencyStatistic::P99_99 => "p99_99_us",
-            LatencyStatistic::Maximum => "t_max_us",
+            LatencyStatistic::Minimum => column::T_MIN_US,
+            LatencyStatistic::Typical => column::T_TYPICAL_US,
+            LatencyStatistic::Average => column::T_AVG_US,
+            LatencyStatistic::P99 => column::P99_US,
+            LatencyStatistic::P99_9 => column::P99_9_US,
+            LatencyStatistic::P99_99 => column::P99_99_US,
+            LatencyStatistic::Maximum => column::T_MAX_US,
         }
     }
 
@@ -435,12 +437,12 @@ mod tests {
 
     #[test]
     fn latency_statistics_name_their_columns() {
-        assert_eq!(LatencyStatistic::parse("99").unwrap().column(), "p99_us");
-        assert_eq!(LatencyStatistic::parse("p99.9").unwrap().column(), "p99_9_us");
-        assert_eq!(LatencyStatistic::parse("99.99%").unwrap().column(), "p99_99_us");
+        assert_eq!(LatencyStatistic::parse("99").unwrap().column().name(), "p99_us");
+        assert_eq!(LatencyStatistic::parse("p99.9").unwrap().column().name(), "p99_9_us");
+        assert_eq!(LatencyStatistic::parse("99.99%").unwrap().column().name(), "p99_99_us");
         assert_eq!(LatencyStatistic::parse("typical").unwrap(), LatencyStatistic::default());
-        assert_eq!(LatencyStatistic::parse("avg").unwrap().column(), "t_avg_us");
-        assert_eq!(LatencyStatistic::parse("max").unwrap().column(), "t_max_us");
+        assert_eq!(LatencyStatistic::parse("avg").unwrap().column().name(), "t_avg_us");
+        assert_eq!(LatencyStatistic::parse("max").unwrap().column().name(), "t_max_us");
         assert!(LatencyStatistic::parse("95").unwrap_err().to_string().contains("99.99"));
     }
 

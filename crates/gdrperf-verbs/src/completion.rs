@@ -24,6 +24,8 @@ pub mod opcode {
     pub const SEND: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_SEND;
     pub const RDMA_WRITE: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_RDMA_WRITE;
     pub const RDMA_READ: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_RDMA_READ;
+    pub const COMPARE_AND_SWAP: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_COMP_SWAP;
+    pub const FETCH_AND_ADD: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_FETCH_ADD;
     pub const RECV: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_RECV;
     pub const RECV_RDMA_WITH_IMM: u32 = rdma_mummy_sys::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM;
 }

@@ -11,26 +11,28 @@
 //! Unlike perftest, which creates its QPs on the cm id (`rdma_create_qp`) and lets librdmacm move
 //! them, the QPs stay ours (made on our protection domain, with our sizes, before connecting):
 //! librdmacm's user-managed QP mode, where `rdma_init_qp_attr` gives each transition's attributes
-//! and we apply them. sideway's `rdmacm` module wraps all of that, so nothing here is `unsafe`.
-//! Two consequences: the device rdma_cm resolves the address to must be the one the run opened
-//! (checked, with the fix in the error), and the attributes both paths share (MTU, read depth,
-//! RNR timer, retry counts) are set as [`RcQueuePair::connect`] sets them, so `-R` changes how
-//! the peer is found, never what is measured.
+//! and we apply them. Two consequences: the device rdma_cm resolves the address to must be the
+//! one the run opened (checked, with the fix in the error), and the attributes both paths share
+//! (MTU, read depth, RNR timer, retry counts) are set as [`RcQueuePair::connect`] sets them, so
+//! `-R` changes how the peer is found, never what is measured.
 //!
-//! sideway's `ConnectionParameter` sets only the QP number (its default advertises one outstanding
-//! READ each way, retry counts 7, no private data). That is enough: with user-managed QPs the
-//! CM's advertised read depths reach no QP, each side sets its own from [`PathSettings`] (both
-//! gdrperf, both the same), so nothing needs a raw binding.
+//! Who may connect (issue 44): a server binds its rdma_cm port when it makes its resources (the
+//! port goes in its hello) but listens only after the TCP admission ([`CmEnd::listen`], then it
+//! tells the client on the control channel), and accepts only the admitted client's requests,
+//! checked by [`crate::rdma_cm_admission`]: the source address and the per-run secret of its
+//! hello in the request's private data. A stranger's request is rejected and the wait goes on.
+//! The raw calls this needs (private data, `rdma_reject`, addresses, the ToS option) are in
+//! [`crate::rdma_cm`]; sideway 0.4.3 exposes none of them.
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sideway::ibverbs::queue_pair::{QueuePairAttribute, QueuePairState};
-use sideway::rdmacm::communication_manager::{
-    ConnectionParameter, Event, EventChannel, EventType, GetEventErrorKind, Identifier, PortSpace,
-};
+use sideway::ibverbs::queue_pair::QueuePairState;
 
+use crate::rdma_cm::{CmEvent, CmEventKind, CmId, EventChannel};
+use crate::rdma_cm_admission::{vet_request, CmRefusal, CmSecret};
 use crate::{Device, Gid, PathSettings, RcQueuePair, Result, VerbsError};
 
 /// How long address and route resolution may take, each (perftest's 2000 ms).
@@ -45,48 +47,60 @@ const PORTS_TRIED: u16 = 64;
 /// channel ends the wait at once, with its reason).
 const POLL_INTERVAL: Duration = Duration::from_millis(2);
 
-/// This side's rdma_cm state for one set of QPs: a server's listener until its QPs are connected,
-/// then the cm ids of the connections, kept as long as the QPs (dropping one sends a disconnect).
+/// This side's rdma_cm state for one set of QPs: a server's bound (later listening) id until its
+/// QPs are connected, then the cm ids of the connections, kept as long as the QPs (dropping one
+/// sends a disconnect).
 pub struct CmEnd {
     channel: Arc<EventChannel>,
-    listener: Option<Arc<Identifier>>,
+    listener: Option<CmId>,
     listening_port: Option<u16>,
-    connections: Vec<Arc<Identifier>>,
+    /// A server's secret for this set of QPs, for its hello.
+    secret: Option<CmSecret>,
+    /// Requests that passed the check while the server waited for something else (the client's
+    /// next QP, arriving before the previous one's ESTABLISHED event).
+    vetted: VecDeque<CmId>,
+    connections: Vec<CmId>,
     /// How the connections were made, for the run header ("to 192.0.2.2 rdma_cm port 18515").
     made: String,
+    /// Requests rejected, for the run header.
+    refused: usize,
+}
+
+/// Who a [`CmEnd`] connects with.
+#[derive(Debug, Clone, Copy)]
+pub enum CmPeer<'a> {
+    /// A client: the server's rdma_cm address and port, the secret of its hello, and `-T`'s
+    /// type of service (`None`: rdma_cm's default, set in configfs).
+    Client { server: SocketAddr, secret: &'a CmSecret, type_of_service: Option<u8> },
+    /// A server: the address its TCP admission let the client in from.
+    Server { admitted: IpAddr },
+}
+
+/// How a [`CmEnd::connect`] waits: `timeout` for each QP; `give_up`, asked while waiting, ends
+/// the wait with its error (the peer reported a failure on the control channel); `on_refusal`
+/// hears of each request a server rejected (its source address and why).
+pub struct CmWait<'a, E> {
+    pub timeout: Duration,
+    pub give_up: &'a mut dyn FnMut() -> Option<E>,
+    pub on_refusal: &'a mut dyn FnMut(Option<IpAddr>, &CmRefusal),
 }
 
 impl CmEnd {
     /// A client's end: an event channel, no listener.
     pub fn client() -> Result<CmEnd> {
-        Ok(CmEnd {
-            channel: open_channel()?,
-            listener: None,
-            listening_port: None,
-            connections: Vec::new(),
-            made: String::new(),
-        })
+        Ok(CmEnd::new(open_channel()?, None, None, None))
     }
 
-    /// A server's end, listening on `address` at the first free rdma_cm port from `first_port`
-    /// on. Listening starts before the hellos are swapped, so a client never meets a closed port.
+    /// A server's end, bound to `address` at the first free rdma_cm port from `first_port` on,
+    /// not yet listening ([`CmEnd::listen`]), with a fresh secret for its hello.
     pub fn server(address: IpAddr, first_port: u16) -> Result<CmEnd> {
         let channel = open_channel()?;
+        let secret = CmSecret::random().map_err(VerbsError::RdmaCmSecret)?;
         let mut last_error = None;
         for port in (0..PORTS_TRIED).filter_map(|offset| first_port.checked_add(offset)) {
-            let listener =
-                channel.create_id(PortSpace::Tcp).map_err(|error| cm_error("rdma_create_id", error))?;
-            match listener.bind_addr(SocketAddr::new(address, port)) {
-                Ok(()) => {
-                    listener.listen(64).map_err(|error| cm_error("rdma_listen", error))?;
-                    return Ok(CmEnd {
-                        channel,
-                        listener: Some(listener),
-                        listening_port: Some(port),
-                        connections: Vec::new(),
-                        made: String::new(),
-                    });
-                }
+            let id = channel.create_id().map_err(|error| cm_error("rdma_create_id", error))?;
+            match id.bind(SocketAddr::new(address, port)) {
+                Ok(()) => return Ok(CmEnd::new(channel, Some(id), Some(port), Some(secret))),
                 Err(error) => last_error = Some(error),
             }
         }
@@ -98,44 +112,92 @@ impl CmEnd {
         })
     }
 
-    /// The rdma_cm port a server listens on (for its hello); `None` on a client.
+    fn new(
+        channel: Arc<EventChannel>,
+        listener: Option<CmId>,
+        listening_port: Option<u16>,
+        secret: Option<CmSecret>,
+    ) -> CmEnd {
+        CmEnd {
+            channel,
+            listener,
+            listening_port,
+            secret,
+            vetted: VecDeque::new(),
+            connections: Vec::new(),
+            made: String::new(),
+            refused: 0,
+        }
+    }
+
+    /// The rdma_cm port a server is bound to (for its hello); `None` on a client.
     pub fn listening_port(&self) -> Option<u16> {
         self.listening_port
     }
 
+    /// A server's secret for this set of QPs (for its hello); `None` on a client.
+    pub fn secret(&self) -> Option<&CmSecret> {
+        self.secret.as_ref()
+    }
+
+    /// A server starts listening: once its client is admitted, never before.
+    pub fn listen(&mut self) -> Result<()> {
+        match &self.listener {
+            Some(listener) => listener.listen(64).map_err(|error| cm_error("rdma_listen", error)),
+            None => Ok(()),
+        }
+    }
+
     /// Connects `queue_pairs` in order. A server accepts one connection request per QP on its
-    /// listener; a client connects each to `peer` (the server's address and rdma_cm port). Each QP
+    /// listener, from the admitted client only; a client connects each to the server. Each QP
     /// goes INIT -> RTR -> RTS with rdma_cm's attributes (address vector, QP numbers, PSNs) and
-    /// `path`'s settings. `give_up` is asked while waiting: an error it returns (the peer reported
-    /// a failure on the control channel) ends the wait; so does `timeout` for each QP. The error
-    /// type is the caller's, so that its reason for giving up comes back to it unchanged.
+    /// `path`'s settings. The error type is the caller's, so that its reason for giving up comes
+    /// back to it unchanged.
     pub fn connect<E: From<VerbsError>>(
         &mut self,
         device: &Device,
         queue_pairs: &mut [RcQueuePair],
         path: &PathSettings,
-        peer: Option<SocketAddr>,
-        timeout: Duration,
-        give_up: &mut dyn FnMut() -> Option<E>,
+        peer: CmPeer<'_>,
+        wait: CmWait<'_, E>,
     ) -> Result<(), E> {
-        let expected = DeviceMatch::of(device, path.port)?;
+        let expected = DeviceMatch { name: device.name().to_string(), port: path.port };
+        let CmWait { timeout, give_up, on_refusal } = wait;
         for queue_pair in queue_pairs.iter_mut() {
             let waiter = Waiter { channel: &self.channel, deadline: Instant::now() + timeout };
-            let id = match (&self.listener, peer) {
-                (Some(_), _) => accept_one(&waiter, &expected, queue_pair, path, give_up)?,
-                (None, Some(peer)) => connect_one(&waiter, &expected, queue_pair, path, peer, give_up)?,
-                (None, None) => return Err(VerbsError::NoServerAddress.into()),
+            let id = match peer {
+                CmPeer::Server { admitted } => {
+                    let secret = self.secret.clone().ok_or(VerbsError::NotAServer)?;
+                    let mut gate = Gate { admitted, secret: &secret, refused: &mut self.refused, on_refusal };
+                    accept_one(&waiter, &mut gate, &mut self.vetted, &expected, queue_pair, path, give_up)?
+                }
+                CmPeer::Client { server, secret, type_of_service } => {
+                    let request = Request { server, secret, type_of_service };
+                    connect_one(&waiter, &expected, queue_pair, path, &request, give_up)?
+                }
             };
             self.connections.push(id);
         }
-        // All QPs are connected: the port is free for the next set (a later lane or placement).
+        // All QPs are connected: the port is free for the next set (a later lane or placement),
+        // and a stranger's request still queued is turned away with the listener.
         self.listener = None;
+        self.vetted.clear();
         self.made = match (peer, self.listening_port) {
-            (Some(peer), _) => format!("to {} rdma_cm port {}", peer.ip(), peer.port()),
-            (None, Some(port)) => format!("accepted on rdma_cm port {port}"),
-            (None, None) => String::new(),
+            (CmPeer::Client { server, .. }, _) => {
+                format!("to {} rdma_cm port {}", server.ip(), server.port())
+            }
+            (CmPeer::Server { admitted }, Some(port)) => {
+                format!("accepted from {admitted} only, on rdma_cm port {port}")
+            }
+            (CmPeer::Server { .. }, None) => String::new(),
         };
         Ok(())
+    }
+
+    /// The local address rdma_cm connected the first QP from (client) or to (server): its GID
+    /// is the one the connection uses, whatever `-x` said, as in perftest.
+    pub fn local_address(&self) -> Option<IpAddr> {
+        self.connections.first().and_then(CmId::local_address)
     }
 }
 
@@ -144,9 +206,13 @@ impl CmEnd {
 pub fn describe(rdma_cm: Option<&CmEnd>) -> String {
     match rdma_cm {
         Some(end) => format!(
-            "rdma_cm (-R): {} connection(s) {}, address and route resolved by the RDMA CM",
+            "rdma_cm (-R): {} connection(s) {}, address and route resolved by the RDMA CM{}",
             end.connections.len(),
-            end.made
+            end.made,
+            match end.refused {
+                0 => String::new(),
+                refused => format!("; {refused} stranger request(s) rejected"),
+            }
         ),
         None => "QP numbers, PSNs and GIDs swapped on the TCP channel (no -R)".into(),
     }
@@ -164,40 +230,77 @@ pub fn rdma_cm_address(peer: IpAddr, local_gid: Option<Gid>) -> IpAddr {
     }
 }
 
+/// The GID RoCE derives from an IP address (IPv4-mapped for IPv4): what to look up in the GID
+/// table for the address rdma_cm connected from.
+pub fn gid_of_address(address: IpAddr) -> Gid {
+    match address.to_canonical() {
+        IpAddr::V4(v4) => Gid(v4.to_ipv6_mapped().octets()),
+        IpAddr::V6(v6) => Gid(v6.octets()),
+    }
+}
+
 /// The device and port a cm id must land on: the ones our QPs were made on.
 struct DeviceMatch {
     name: String,
-    guid: u64,
     port: u8,
 }
 
 impl DeviceMatch {
-    fn of(device: &Device, port: u8) -> Result<DeviceMatch> {
-        let attributes = device.context()?.query_device().map_err(|error| VerbsError::QueryDevice {
-            device: device.name().to_string(),
-            source: std::io::Error::other(error),
-        })?;
-        Ok(DeviceMatch { name: device.name().to_string(), guid: attributes.node_guid().as_u64(), port })
-    }
-
     /// rdma_cm picked a device by routing `address`: it must be ours, or our QP numbers mean
     /// nothing to it.
-    fn check(&self, id: &Identifier, address: &str) -> Result<()> {
-        let context = id.get_device_context().ok_or_else(|| VerbsError::ConnectionManager {
+    fn check(&self, id: &CmId, address: &str) -> Result<()> {
+        let (name, port) = id.device().ok_or_else(|| VerbsError::ConnectionManager {
             step: format!("address {address}"),
             detail: "rdma_cm bound it to no RDMA device".into(),
         })?;
-        let guid = context.query_device().map(|attributes| attributes.node_guid().as_u64()).ok();
-        if guid != Some(self.guid) || id.port() != self.port {
+        if name != self.name || port != self.port {
             return Err(VerbsError::RdmaCmRoute {
                 address: address.to_string(),
-                guid: guid.unwrap_or(0),
-                port: id.port(),
+                other: name,
+                port,
                 device: self.name.clone(),
                 device_port: self.port,
             });
         }
         Ok(())
+    }
+}
+
+/// A server's check of connection requests: who was admitted, with which secret, and what to do
+/// with a request refused.
+struct Gate<'a> {
+    admitted: IpAddr,
+    secret: &'a CmSecret,
+    refused: &'a mut usize,
+    on_refusal: &'a mut dyn FnMut(Option<IpAddr>, &CmRefusal),
+}
+
+impl Gate<'_> {
+    /// A connection request vetted: `Some` if it is the admitted client's; otherwise rejected
+    /// (with the reason in the rejection), reported, its id destroyed, and `None`.
+    fn vet(&mut self, request: CmId, private_data: &[u8]) -> Result<Option<CmId>> {
+        let source = request.peer_address();
+        match vet_request(self.admitted, self.secret, source, request.local_address(), private_data) {
+            Ok(()) => Ok(Some(request)),
+            Err(refusal) => {
+                request.reject(refusal.reason()).map_err(VerbsError::RdmaCmReject)?;
+                *self.refused += 1;
+                (self.on_refusal)(source, &refusal);
+                Ok(None)
+            }
+        }
+    }
+
+    /// `event` if it is anything but a connection request; a request is vetted, and kept in
+    /// `vetted` if it passes.
+    fn sort(&mut self, event: CmEvent, vetted: &mut VecDeque<CmId>) -> Result<Option<CmEvent>> {
+        if event.kind != CmEventKind::ConnectRequest {
+            return Ok(Some(event));
+        }
+        let CmEvent { request, private_data, .. } = event;
+        let request = request.ok_or(VerbsError::RequestWithoutId)?;
+        vetted.extend(self.vet(request, &private_data)?);
+        Ok(None)
     }
 }
 
@@ -208,26 +311,17 @@ struct Waiter<'a> {
 }
 
 impl Waiter<'_> {
-    /// The next event, which must be `wanted` (for `step`); a failure event becomes an error
-    /// naming `step` and the event.
-    fn expect<E: From<VerbsError>>(
+    /// The next event (for `step`); the wait ends at the deadline or when `give_up` says so.
+    fn next<E: From<VerbsError>>(
         &self,
-        wanted: EventType,
         step: &str,
         give_up: &mut dyn FnMut() -> Option<E>,
-    ) -> Result<Event, E> {
+    ) -> Result<CmEvent, E> {
         loop {
-            match self.channel.get_cm_event() {
-                Ok(event) if event.event_type() == wanted => return Ok(event),
-                Ok(event) => {
-                    return Err(VerbsError::ConnectionManager {
-                        step: step.to_string(),
-                        detail: describe_event(&event.event_type(), event.status()),
-                    }
-                    .into())
-                }
-                Err(error) if matches!(error.0, GetEventErrorKind::NoEvent) => {}
-                Err(error) => return Err(cm_error("rdma_get_cm_event", error).into()),
+            if let Some(event) =
+                self.channel.next_event().map_err(|error| cm_error("rdma_get_cm_event", error))?
+            {
+                return Ok(event);
             }
             if let Some(error) = give_up() {
                 return Err(error);
@@ -244,71 +338,130 @@ impl Waiter<'_> {
             std::thread::sleep(POLL_INTERVAL);
         }
     }
+
+    /// The next event, which must be `wanted` (for `step`); a failure event becomes an error
+    /// naming `step` and the event.
+    fn expect<E: From<VerbsError>>(
+        &self,
+        wanted: CmEventKind,
+        step: &str,
+        give_up: &mut dyn FnMut() -> Option<E>,
+    ) -> Result<CmEvent, E> {
+        let event = self.next(step, give_up)?;
+        match event.kind == wanted {
+            true => Ok(event),
+            false => Err(unexpected(step, &event).into()),
+        }
+    }
 }
 
-/// Server: one connection request, for `queue_pair`; its QP taken to RTS, then accepted.
+/// Server: the admitted client's connection request for `queue_pair` (strangers' rejected on the
+/// way), its QP taken to RTS, then accepted and established.
 fn accept_one<E: From<VerbsError>>(
     waiter: &Waiter,
+    gate: &mut Gate,
+    vetted: &mut VecDeque<CmId>,
     expected: &DeviceMatch,
     queue_pair: &mut RcQueuePair,
     path: &PathSettings,
     give_up: &mut dyn FnMut() -> Option<E>,
-) -> Result<Arc<Identifier>, E> {
-    let request =
-        waiter.expect(EventType::ConnectRequest, "waiting for the client's rdma_cm connection", give_up)?;
-    let id = request.cm_id().ok_or(VerbsError::RequestWithoutId)?;
-    drop(request);
-    let result = (|| {
-        expected.check(&id, "the client's connection request")?;
-        ready(&id, queue_pair, path)?;
-        let mut parameters = ConnectionParameter::default();
-        parameters.setup_qp_number(queue_pair.qp_number());
-        id.accept(parameters).map_err(|error| cm_error("rdma_accept", error))?;
-        waiter.expect(EventType::Established, "waiting for the client to establish the connection", give_up)
-    })();
-    result.map(|_established| id)
+) -> Result<CmId, E> {
+    let waiting = "waiting for the admitted client's rdma_cm connection";
+    let id = loop {
+        if let Some(id) = vetted.pop_front() {
+            break id;
+        }
+        let event = waiter.next(waiting, give_up)?;
+        if let Some(other) = gate.sort(event, vetted)? {
+            return Err(unexpected(waiting, &other).into());
+        }
+    };
+    expected.check(&id, "the client's connection request")?;
+    ready(&id, queue_pair, path)?;
+    id.accept(queue_pair.qp_number()).map_err(|error| cm_error("rdma_accept", error))?;
+    let establishing = "waiting for the client to establish the connection";
+    loop {
+        let event = waiter.next(establishing, give_up)?;
+        match gate.sort(event, vetted)? {
+            Some(event) if event.kind == CmEventKind::Established && event.is_about(&id) => return Ok(id),
+            Some(other) => return Err(unexpected(establishing, &other).into()),
+            None => {}
+        }
+    }
 }
 
-/// Client: resolves `peer` and its route, connects `queue_pair` to it, completes on the reply.
+/// What a client's connection request carries.
+struct Request<'a> {
+    server: SocketAddr,
+    secret: &'a CmSecret,
+    type_of_service: Option<u8>,
+}
+
+/// Client: resolves the server's address and route, connects `queue_pair` with the secret in the
+/// request, completes on the reply.
 fn connect_one<E: From<VerbsError>>(
     waiter: &Waiter,
     expected: &DeviceMatch,
     queue_pair: &mut RcQueuePair,
     path: &PathSettings,
-    peer: SocketAddr,
+    request: &Request,
     give_up: &mut dyn FnMut() -> Option<E>,
-) -> Result<Arc<Identifier>, E> {
-    let id = waiter.channel.create_id(PortSpace::Tcp).map_err(|error| cm_error("rdma_create_id", error))?;
+) -> Result<CmId, E> {
+    let peer = request.server;
+    let id = waiter.channel.create_id().map_err(|error| cm_error("rdma_create_id", error))?;
     let resolving = format!("resolving {} to an RDMA device (rdma_resolve_addr)", peer.ip());
-    id.resolve_addr(None, peer, RESOLVE_TIMEOUT).map_err(|error| cm_error(&resolving, error))?;
-    waiter.expect(EventType::AddressResolved, &resolving, give_up)?;
+    id.resolve_address(peer, RESOLVE_TIMEOUT).map_err(|error| cm_error(&resolving, error))?;
+    waiter.expect(CmEventKind::AddressResolved, &resolving, give_up)?;
     expected.check(&id, &peer.ip().to_string())?;
+    if let Some(tos) = request.type_of_service {
+        id.set_type_of_service(tos).map_err(|source| VerbsError::RdmaCmTypeOfService { tos, source })?;
+    }
     id.resolve_route(RESOLVE_TIMEOUT).map_err(|error| cm_error("rdma_resolve_route", error))?;
-    waiter.expect(EventType::RouteResolved, &format!("resolving the route to {}", peer.ip()), give_up)?;
-    let mut parameters = ConnectionParameter::default();
-    parameters.setup_qp_number(queue_pair.qp_number());
-    id.connect(parameters).map_err(|error| cm_error("rdma_connect", error))?;
-    let connecting = format!("connecting to {peer} (is the server started with -R?)");
-    let reply = waiter.expect(EventType::ConnectResponse, &connecting, give_up)?;
-    drop(reply);
+    waiter.expect(CmEventKind::RouteResolved, &format!("resolving the route to {}", peer.ip()), give_up)?;
+    id.connect(queue_pair.qp_number(), &request.secret.private_data())
+        .map_err(|error| cm_error("rdma_connect", error))?;
+    let connecting = format!("connecting to {peer}");
+    let reply = waiter.next(&connecting, give_up)?;
+    match reply.kind {
+        CmEventKind::ConnectResponse => {}
+        CmEventKind::Rejected => {
+            return Err(VerbsError::RdmaCmRejected {
+                server: peer.to_string(),
+                status: reply.status,
+                reason: rejection_reason(&reply.private_data),
+            }
+            .into())
+        }
+        _ => return Err(unexpected(&connecting, &reply).into()),
+    }
     ready(&id, queue_pair, path)?;
     id.establish().map_err(|error| cm_error("rdma_establish", error))?;
     Ok(id)
 }
 
+/// The reason a gdrperf server put in its rejection, if it is one ("gdrperf: ..."): printable
+/// ASCII up to the CM's zero padding, or nothing.
+fn rejection_reason(private_data: &[u8]) -> Option<String> {
+    let text = private_data.split(|byte| *byte == 0).next().unwrap_or_default();
+    let text = std::str::from_utf8(text).ok()?;
+    (text.starts_with("gdrperf: ")
+        && text.chars().all(|character| character.is_ascii_graphic() || character == ' '))
+    .then(|| text.to_string())
+}
+
 /// RTR and RTS with rdma_cm's attributes for `id` (address vector, remote QP number, PSNs),
 /// and the settings [`RcQueuePair::connect`] uses for everything else.
-fn ready(id: &Identifier, queue_pair: &mut RcQueuePair, path: &PathSettings) -> Result<()> {
+fn ready(id: &CmId, queue_pair: &mut RcQueuePair, path: &PathSettings) -> Result<()> {
     let mut ready_to_receive = id
-        .get_qp_attr(QueuePairState::ReadyToReceive)
+        .qp_attributes(QueuePairState::ReadyToReceive)
         .map_err(|error| cm_error("rdma_init_qp_attr(RTR)", error))?;
     ready_to_receive
         .setup_path_mtu(path.mtu.to_sideway())
         .setup_max_dest_read_atomic(path.read_depth)
         .setup_min_rnr_timer(super::queue_pair::MIN_RNR_TIMER);
     queue_pair.modify(&ready_to_receive, "RTR")?;
-    let mut ready_to_send: QueuePairAttribute = id
-        .get_qp_attr(QueuePairState::ReadyToSend)
+    let mut ready_to_send = id
+        .qp_attributes(QueuePairState::ReadyToSend)
         .map_err(|error| cm_error("rdma_init_qp_attr(RTS)", error))?;
     ready_to_send
         .setup_timeout(super::queue_pair::ACK_TIMEOUT)
@@ -319,27 +472,30 @@ fn ready(id: &Identifier, queue_pair: &mut RcQueuePair, path: &PathSettings) -> 
 }
 
 fn open_channel() -> Result<Arc<EventChannel>> {
-    let channel = EventChannel::new().map_err(|error| VerbsError::ConnectionManagerCall {
+    EventChannel::new().map_err(|error| VerbsError::ConnectionManagerCall {
         step: "rdma_create_event_channel".into(),
         source: Box::new(error),
         hint: "; -R needs librdmacm and the rdma_ucm kernel module (/dev/infiniband/rdma_cm)",
-    })?;
-    channel
-        .set_nonblocking(true)
-        .map_err(|error| cm_error("setting the event channel non-blocking", error))?;
-    Ok(channel)
+    })
+}
+
+/// An event other than the one a step waits for, as an error naming the step and the event.
+fn unexpected(step: &str, event: &CmEvent) -> VerbsError {
+    VerbsError::ConnectionManager { step: step.to_string(), detail: describe_event(event.kind, event.status) }
 }
 
 /// A failure event in words, with the hint a reader needs.
-fn describe_event(event: &EventType, status: i32) -> String {
+fn describe_event(event: CmEventKind, status: i32) -> String {
     let hint = match event {
-        EventType::AddressError => {
+        CmEventKind::AddressError => {
             ": the address does not resolve to an RDMA device (is it an address of an RDMA interface?)"
         }
-        EventType::RouteError => ": no route to it over RDMA",
-        EventType::Rejected => ": the peer rejected it (is it started with -R, on the port its hello gave?)",
-        EventType::Unreachable => ": the peer does not answer over RDMA",
-        EventType::ConnectError => ": the connection failed",
+        CmEventKind::RouteError => ": no route to it over RDMA",
+        CmEventKind::Rejected => {
+            ": the peer rejected it (is it started with -R, on the port its hello gave?)"
+        }
+        CmEventKind::Unreachable => ": the peer does not answer over RDMA",
+        CmEventKind::ConnectError => ": the connection failed",
         _ => "",
     };
     format!("rdma_cm event {event:?} (status {status}){hint}")
@@ -384,6 +540,24 @@ mod tests {
         assert!(error.to_string().starts_with("rdma_cm: rdma_listen: "), "{error}");
         let source = std::error::Error::source(&error);
         assert!(source.is_some_and(|source| source.is::<std::io::Error>()), "{source:?}");
+    }
+
+    #[test]
+    fn a_gdrperf_rejection_is_shown_and_anything_else_is_not() {
+        let mut data = b"gdrperf: wrong run secret".to_vec();
+        data.resize(56, 0);
+        assert_eq!(rejection_reason(&data).as_deref(), Some("gdrperf: wrong run secret"));
+        assert_eq!(rejection_reason(&[0; 56]), None);
+        assert_eq!(rejection_reason(b"gdrperf: \x1b[2J"), None);
+        assert_eq!(rejection_reason(b"someone else"), None);
+    }
+
+    #[test]
+    fn an_address_maps_to_the_gid_roce_gives_it() {
+        assert_eq!(gid_of_address(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 10))), mapped(192, 0, 2, 10));
+        assert_eq!(gid_of_address("::ffff:192.0.2.10".parse().unwrap()), mapped(192, 0, 2, 10));
+        let v6: std::net::Ipv6Addr = "2001:db8::1".parse().unwrap();
+        assert_eq!(gid_of_address(IpAddr::V6(v6)), Gid(v6.octets()));
     }
 
     #[test]

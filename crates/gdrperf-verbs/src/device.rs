@@ -270,6 +270,14 @@ impl Device {
             .ok_or_else(|| VerbsError::NoGid { device: self.name.clone(), port: port.number })
     }
 
+    /// The entry of `port`'s GID table that holds `gid` (what rdma_cm connected from, with
+    /// `-R`), if any.
+    pub fn find_gid(&self, port: &PortInfo, gid: Gid) -> Option<GidChoice> {
+        (0..port.gid_table_len)
+            .filter_map(|index| self.read_gid(port.number, index).ok())
+            .find(|choice| choice.gid == gid)
+    }
+
     fn read_gid(&self, port: u8, index: u32) -> Result<GidChoice> {
         let bad = |reason: String| VerbsError::BadGid { device: self.name.clone(), port, index, reason };
         let Some(context) = &self.context else {

@@ -108,16 +108,43 @@ pub enum VerbsError {
     /// `-R`: rdma_cm routes the address through another device or port than this run's. Bad
     /// input like the harness's configuration errors, so it reads as one.
     #[error(
-        "invalid configuration: -R/--rdma_cm: rdma_cm routes {address} through another RDMA device or port (node GUID {guid:#x} port {port}) \
+        "invalid configuration: -R/--rdma_cm: rdma_cm routes {address} through another RDMA device or port ({other} port {port}) \
          than this run's {device} port {device_port}: pick that device with -d/--ib-dev and -i/--ib-port, or \
          give the address of {device}'s interface"
     )]
-    RdmaCmRoute { address: String, guid: u64, port: u8, device: String, device_port: u8 },
+    RdmaCmRoute { address: String, other: String, port: u8, device: String, device_port: u8 },
+
+    /// `-R`: a server could not draw its per-run secret (`rdma_cm_admission`).
+    #[error("-R: reading the server's rdma_cm secret from /dev/urandom failed: {0}")]
+    RdmaCmSecret(#[source] io::Error),
+
+    /// `-R`: `rdma_reject` of a stranger's connection request failed.
+    #[error("rdma_cm: rdma_reject of a stranger's connection request failed: {0}")]
+    RdmaCmReject(#[source] io::Error),
+
+    /// `-R -T`: `rdma_set_option(RDMA_OPTION_ID_TOS)` failed.
+    #[error("rdma_cm: rdma_set_option(RDMA_OPTION_ID_TOS, {tos}) for -T/--tos failed: {source} (needs a kernel whose rdma_cm takes a ToS, and CAP_NET_ADMIN for some values)")]
+    RdmaCmTypeOfService { tos: u8, source: io::Error },
+
+    /// `-R`: the server rejected this client's connection request.
+    #[error(
+        "rdma_cm: the server at {server} rejected the connection (status {status}){}",
+        match reason {
+            Some(reason) => format!(": \"{reason}\": the server accepts only the client its TCP admission let in, from that client's address, with the run secret of its hello; is the rdma_cm address ({server}) reached from the same interface as the TCP channel?"),
+            None => ": is the server started with -R, on the port its hello gave?".to_string(),
+        }
+    )]
+    RdmaCmRejected { server: String, status: i32, reason: Option<String> },
 
     /// `-R`: [`crate::connection_manager::CmEnd::connect`] on a client (no listener) was given
     /// no server address: a caller's bug, reported instead of a panic.
     #[error("internal error (please report it): an rdma_cm client needs the server's address")]
     NoServerAddress,
+
+    /// `-R`: [`crate::connection_manager::CmEnd::connect`] was told to accept on a client's end
+    /// (no listener, no secret): a caller's bug, reported instead of a panic.
+    #[error("internal error (please report it): an rdma_cm client's end was asked to accept connections")]
+    NotAServer,
 
     /// The simulated NIC (`simulated0`) was asked for something only a kernel device does.
     #[error("the simulated NIC (simulated0) does not support {what}: use a real RDMA device or Soft-RoCE (scripts/softroce.sh)")]
@@ -199,7 +226,7 @@ mod tests {
     fn a_route_through_another_device_reads_as_a_configuration_error() {
         let error = VerbsError::RdmaCmRoute {
             address: "192.0.2.2".into(),
-            guid: 0xab,
+            other: "mlx5_1".into(),
             port: 2,
             device: "rxe0".into(),
             device_port: 1,
@@ -207,7 +234,7 @@ mod tests {
         assert!(
             error.to_string().starts_with(
                 "invalid configuration: -R/--rdma_cm: rdma_cm routes 192.0.2.2 through another RDMA device \
-                 or port (node GUID 0xab port 2) than this run's rxe0 port 1: pick that device"
+                 or port (mlx5_1 port 2) than this run's rxe0 port 1: pick that device"
             ),
             "{error}"
         );

@@ -19,6 +19,8 @@ mod error;
 pub mod memory;
 pub mod protection_domain;
 pub mod queue_pair;
+pub mod rdma_cm;
+pub mod rdma_cm_admission;
 pub mod simulated;
 pub mod work_request;
 
@@ -33,3 +35,4 @@ pub use memory::{
 /// The protection domain `Device::alloc_pd` returns, for functions that take one.
 pub use protection_domain::ProtectionDomain;
 pub use queue_pair::{Endpoint, Inline, Operation, PathSettings, QueuePairSizes, RcQueuePair, SendRequest};
+pub use rdma_cm_admission::{CmRefusal, CmSecret};

@@ -298,9 +298,10 @@ pub enum ProtocolError {
     )]
     ShortBuffer { queue_pair: usize, len: u64, largest: u64 },
 
-    /// `-R` on both sides, yet the server's hello names no rdma_cm port to connect to.
-    #[error("the server's hello gives no rdma_cm port for -R")]
-    NoRdmaCmPort,
+    /// `-R` on both sides, yet the server's hello names no rdma_cm port to connect to, or no
+    /// run secret to connect with.
+    #[error("the server's hello gives no rdma_cm {missing} for -R")]
+    NoRdmaCmPort { missing: &'static str },
 
     /// A staged receiver returned credits for more messages than were sent to it.
     #[error("QP {queue_pair}: the staged receiver credited {credited} messages, {sent} were sent")]

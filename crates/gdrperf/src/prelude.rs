@@ -7,7 +7,7 @@
 //! [`exit`]. Everything else of the crate is the harness's own business.
 
 pub use crate::bench::{self, Bench};
-pub use crate::engines::bandwidth::StreamOperation;
+pub use crate::engines::bandwidth::{StreamOperation, ATOMIC_COUNTER_OFFSET};
 pub use crate::engines::credits::CREDIT_RECEIVES;
 pub use crate::engines::latency::{
     check_ping_pong, measure_size, memory_header, one_sided_setup, ping_pong_initiator, ping_pong_responder,
@@ -20,7 +20,7 @@ pub use crate::engines::send::SendStream;
 pub use crate::harness::latency_setup::latency_setup;
 pub use crate::harness::{exit, run, Benchmark, Session, Setup};
 pub use crate::options::bandwidth::StagedRules;
-pub use crate::options::config::ReadDepth;
+pub use crate::options::config::{OutsArgs, ReadDepth};
 pub use crate::options::latency::{
     AtomicArgs, AtomicOperation, InlineArgs, LatencyArgs, LatencyConfig, TestOptions, WriteLatencyArgs,
 };

@@ -200,7 +200,12 @@ fn hello() -> impl Strategy<Value = Hello> {
         side,
         proptest::collection::vec(endpoint, 0..4),
         proptest::collection::vec(buffer, 0..4),
-        (proptest::collection::vec(text(), 0..3), any::<u32>(), proptest::option::of(any::<u16>())),
+        (
+            proptest::collection::vec(text(), 0..3),
+            any::<u32>(),
+            proptest::option::of(any::<u16>()),
+            proptest::option::of(proptest::array::uniform16(any::<u8>())),
+        ),
     )
         .prop_map(
             |(
@@ -211,7 +216,7 @@ fn hello() -> impl Strategy<Value = Hello> {
                 side,
                 endpoints,
                 buffers,
-                (placements, lane, rdma_cm_port),
+                (placements, lane, rdma_cm_port, rdma_cm_secret),
             )| {
                 Hello {
                     version,
@@ -224,6 +229,7 @@ fn hello() -> impl Strategy<Value = Hello> {
                     placements,
                     lane,
                     rdma_cm_port,
+                    rdma_cm_secret: rdma_cm_secret.map(gdrperf_verbs::CmSecret::from_bytes),
                 }
             },
         )
@@ -245,6 +251,7 @@ fn message() -> impl Strategy<Value = Message> {
         hello().prop_map(|hello| Message::Hello(Box::new(hello))),
         any::<u64>().prop_map(|size| Message::StartSize { size }),
         Just(Message::Ready),
+        Just(Message::RdmaCmListening),
         (any::<u64>(), report()).prop_map(|(size, report)| Message::SizeDone { size, report }),
         (any::<u64>(), proptest::option::of(text()), report()).prop_map(
             |(size, validation_error, report)| Message::SizeResult { size, validation_error, report }
@@ -283,6 +290,8 @@ const TOKENS: &[&str] = &[
     "\"lane\"",
     "\"placements\"",
     "\"rdma_cm_port\"",
+    "\"rdma_cm_secret\"",
+    "\"RdmaCmListening\"",
     "\"NextPlacement\"",
     "\"round\"",
     "\"Proof\"",
@@ -531,6 +540,7 @@ fn peers_of_another_protocol_version_are_refused_naming_both() {
             placements: vec![],
             lane: 0,
             rdma_cm_port: None,
+            rdma_cm_secret: None,
         };
         let error = client_side.exchange_hello(&hello, None).unwrap_err();
         prop_assert!(

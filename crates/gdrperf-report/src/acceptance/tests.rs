@@ -205,8 +205,14 @@ fn summaries_are_written_as_csv_and_json() {
     assert!(text.contains(",\"'=HYPERLINK(\"\"http://evil.example\"\",\"\"click\"\")\","), "{text}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(json["overall"], "PASS");
-    assert_eq!(json["results"][0]["verdict"], "SKIP");
+    // JSON spells the exit-code contract's words: a skipped row is "undecided", its reason in
+    // `detail`; the CSV above keeps its published SKIP.
+    assert_eq!(json["overall"], "undecided");
+    assert_eq!(json["results"][0]["verdict"], "undecided");
+    assert!(
+        json["results"][0]["detail"].as_str().unwrap().contains("HYPERLINK"),
+        "the detail is its own field"
+    );
     let reread = ResultFile::read(&folder.join("summary.json")).unwrap();
     assert_eq!(reread.rows.len(), 1, "the summary is itself a readable result file");
     std::fs::remove_dir_all(&folder).unwrap();

@@ -6,14 +6,16 @@
 //! post and stopped at the last completion. Each completion tells how far its QP has come, since a
 //! signaled completion implies that every earlier request of that QP is done too.
 //!
-//! The same loop streams WRITEs and READs. A reader whose memory is staged lands each READ in
-//! its own slot of the bounce ring and copies it in once its completion is seen; a slot is read
-//! into again only after that copy finished ([`QueueMemory::ready_to_land`]).
+//! The same loop streams WRITEs, READs and 8-byte atomics. A reader whose memory is staged lands
+//! each READ (each atomic's fetched value) in its own slot of the bounce ring and copies it in
+//! once its completion is seen; a slot is read into again only after that copy finished
+//! ([`QueueMemory::ready_to_land`]).
 
 use std::time::Duration;
 
 use gdrperf_stats::{BandwidthMeter, BandwidthReport};
 
+use crate::engines::atomic::{atomic_operation, LastFetch};
 use crate::engines::meter::{phase_meter, warn_if_not_stored};
 use crate::engines::stream_book::{events_to_store, signal_interval, StreamBook};
 use crate::error::{Error, Result};
@@ -22,6 +24,7 @@ use crate::harness::session::{Session, SessionParts};
 use crate::memory::buffers::pattern_seed;
 use crate::memory::queue_memory::{signal_every, Direct, QueueMemory, Ring, Staged, Stamps};
 use crate::options::config::StopRule;
+use crate::options::latency::AtomicOperation;
 use crate::verbs::completion::opcode;
 use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, RemoteBuffer, SendRequest};
 
@@ -30,13 +33,22 @@ use crate::verbs::{CompletionQueue, Inline, Operation, RcQueuePair, RemoteBuffer
 pub enum StreamOperation {
     Write,
     Read,
+    /// 8-byte atomics on one counter per QP at [`ATOMIC_COUNTER_OFFSET`] of the peer's buffer,
+    /// each advancing it by 1; the fetched values land where a READ would.
+    Atomic(AtomicOperation),
 }
+
+/// Where a stream's atomics find their counter in the peer's buffer: past the 8 bytes where its
+/// own fetched values land, so that with `-b` neither direction overwrites the other's counter.
+pub const ATOMIC_COUNTER_OFFSET: u64 = 64;
 
 impl StreamOperation {
     fn expected_opcode(self) -> u32 {
         match self {
             StreamOperation::Write => opcode::RDMA_WRITE,
             StreamOperation::Read => opcode::RDMA_READ,
+            StreamOperation::Atomic(AtomicOperation::FetchAndAdd) => opcode::FETCH_AND_ADD,
+            StreamOperation::Atomic(AtomicOperation::CompareAndSwap) => opcode::COMPARE_AND_SWAP,
         }
     }
 
@@ -44,6 +56,27 @@ impl StreamOperation {
         match self {
             StreamOperation::Write => "RDMA WRITE",
             StreamOperation::Read => "RDMA READ",
+            StreamOperation::Atomic(AtomicOperation::FetchAndAdd) => "atomic FETCH_AND_ADD",
+            StreamOperation::Atomic(AtomicOperation::CompareAndSwap) => "atomic CMP_AND_SWAP",
+        }
+    }
+
+    /// Whether what the peer sends back lands in this side's buffer (a READ's data, an atomic's
+    /// fetched value), rather than this side's data going out.
+    pub fn fetches(self) -> bool {
+        !matches!(self, StreamOperation::Write)
+    }
+
+    /// The `message`-th request of a size on a QP (from 0, warm-up included) to the peer's
+    /// buffer at `remote_address`.
+    #[inline]
+    fn request(self, message: u64, remote_address: u64, rkey: u32) -> Operation {
+        match self {
+            StreamOperation::Write => Operation::Write { remote_address, rkey },
+            StreamOperation::Read => Operation::Read { remote_address, rkey },
+            StreamOperation::Atomic(atomic) => {
+                atomic_operation(atomic, remote_address + ATOMIC_COUNTER_OFFSET, rkey, message)
+            }
         }
     }
 }
@@ -75,31 +108,44 @@ pub use crate::engines::credits::CREDIT_RECEIVES;
 /// Work-request id bit of a credit receive (sender) or a credit send (receiver).
 pub(crate) const CREDIT_FLAG: u64 = 1 << 63;
 
+/// What a stream did in one size: the measurement and, for the atomics' data check, each QP's
+/// requests (warm-up included) and where its last one's answer landed.
+pub struct Streamed {
+    pub report: BandwidthReport,
+    pub last: Vec<LastFetch>,
+}
+
 /// Streams `plan.size`-byte messages over every QP of `session` and returns the measurement.
 ///
 /// The engine is generic over the memory ([`QueueMemory`]): host and GPU memory run it with
 /// [`Direct`] (no hooks left after inlining), staged memory with [`Staged`] (its ring and
 /// copy-ahead window). The choice is made here, once per size.
-pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<BandwidthReport> {
+pub fn stream(session: &mut Session, plan: &StreamPlan) -> Result<Streamed> {
     let remotes: Vec<RemoteBuffer> =
         (0..session.local.queue_pairs.len()).map(|index| session.remote_buffer(index)).collect();
     let SessionParts { queue_pairs, completion_queue, buffers, control, .. } = session.parts();
     let link = Link { queue_pairs, completion_queue, control, remotes };
     if !buffers.first().is_some_and(|buffer| buffer.is_staged()) {
         let mut memories: Vec<Direct> = buffers.iter().map(|buffer| Direct::new(buffer, plan.size)).collect();
-        return stream_with(link, plan, &mut memories);
+        // Every message uses the same bytes: the start of the buffer.
+        return stream_with(link, plan, &mut memories, |_, _| 0);
     }
     let mut memories = Vec::with_capacity(buffers.len());
+    let mut rings = Vec::with_capacity(buffers.len());
     for (index, buffer) in buffers.iter_mut().enumerate() {
         let ring = Ring::new(buffer.region().len(), plan.tx_depth, plan.size);
+        rings.push(ring);
         let stamped = plan.notify_receiver;
-        let stamps = plan.validate.then(|| Stamps { seed: pattern_seed(plan.size, index), stamped });
+        // An atomic's fetched value is no pattern: its check is the counter's (engines::one_sided).
+        let checks_pattern = plan.validate && !matches!(plan.operation, StreamOperation::Atomic(_));
+        let stamps = checks_pattern.then(|| Stamps { seed: pattern_seed(plan.size, index), stamped });
         memories.push(
             Staged::new(buffer, ring, plan.size, stamps)
                 .ok_or_else(|| Error::Internal(crate::error::InternalError::MixedMemory))?,
         );
     }
-    stream_with(link, plan, &mut memories)
+    // A message lands in (and is copied in to) its ring slot.
+    stream_with(link, plan, &mut memories, |index, message| rings[index].range(message, plan.size).start)
 }
 
 /// The parts of a session the stream drives.
@@ -110,11 +156,13 @@ struct Link<'a> {
     remotes: Vec<RemoteBuffer>,
 }
 
+/// `landed_at(qp, message)`: where in QP `qp`'s buffer message `message` landed.
 fn stream_with<M: QueueMemory>(
     mut link: Link,
     plan: &StreamPlan,
     memories: &mut [M],
-) -> Result<BandwidthReport> {
+    landed_at: impl Fn(usize, u64) -> usize,
+) -> Result<Streamed> {
     let mut progress = vec![Progress::default(); memories.len()];
     if plan.warmup > 0 {
         run(&mut link, plan, memories, &mut progress, Limit::Messages(plan.warmup), None)?;
@@ -129,13 +177,18 @@ fn stream_with<M: QueueMemory>(
         StopRule::Duration(duration) => Limit::Time(duration),
     };
     run(&mut link, plan, memories, &mut progress, limit, Some(&mut meter))?;
-    meter
+    let report = meter
         .report()
         .map_err(|source| Error::Figure {
             what: format!("no bandwidth measured at {} bytes", plan.size),
             source,
         })
-        .inspect(warn_if_not_stored)
+        .inspect(warn_if_not_stored)?;
+    let last = progress.iter().enumerate().map(|(index, state)| LastFetch {
+        posted: state.phase_start,
+        at: landed_at(index, state.phase_start.saturating_sub(1)),
+    });
+    Ok(Streamed { report, last: last.collect() })
 }
 
 /// Requests per signalled request: `cq_mod`, lowered so that no more than
@@ -213,8 +266,9 @@ fn run<M: QueueMemory>(
                             phase_start + counts.completed,
                             target.map_or(u64::MAX, |target| phase_start + target),
                         )?,
-                        // A READ lands in the staged ring: into a slot already copied in.
-                        StreamOperation::Read => {
+                        // A READ (an atomic's fetched value) lands in the staged ring: into a
+                        // slot already copied in.
+                        StreamOperation::Read | StreamOperation::Atomic(_) => {
                             memories[index].ready_to_land(phase_start + counts.posted)?
                         }
                     };
@@ -249,8 +303,7 @@ fn run<M: QueueMemory>(
                             rkey: remote.rkey,
                             immediate: index as u32,
                         },
-                        StreamOperation::Write => Operation::Write { remote_address, rkey: remote.rkey },
-                        StreamOperation::Read => Operation::Read { remote_address, rkey: remote.rkey },
+                        operation => operation.request(message, remote_address, remote.rkey),
                     };
                     SendRequest {
                         wr_id: StreamBook::work_request_id(index, sequence),
@@ -288,7 +341,7 @@ fn run<M: QueueMemory>(
             retired_now += book.complete(completion.wr_id).map_err(|_| unexpected())?;
             Ok(())
         })?;
-        if M::COPIES && plan.operation == StreamOperation::Read {
+        if M::COPIES && plan.operation.fetches() {
             land(memories, progress, &book)?;
         }
         let alive = if retired_now == 0 && credits_now > 0 {

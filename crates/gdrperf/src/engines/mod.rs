@@ -6,16 +6,18 @@
 //! figures its bench turns into a row; it neither parses options nor drives the sweep (the
 //! harness does), and its memory is the memory room's (`QueueMemory`), so one loop serves
 //! host, GPUDirect and staged buffers alike.
-//! - One-sided stream (gdr-write-bw, gdr-read-bw): `one_sided` over the streaming loop of
-//!   `bandwidth`, with `staged_receive` on a staged side written to.
+//! - One-sided stream (gdr-write-bw, gdr-read-bw, gdr-atomic-bw): `one_sided` over the streaming
+//!   loop of `bandwidth`, with `staged_receive` on a staged side written to.
 //! - SEND/RECV stream (gdr-send-bw): `send`.
 //! - Latency (one message in flight, every round trip timed): `latency`, whose `ping_pong`
 //!   is what the two ping-pong benches share and `read` what gdr-read-lat and gdr-atomic-lat do.
+//! - The atomic tests' counter and its data check, whichever loop posts them: `atomic`.
 //! - The streaming loops' bookkeeping, apart from the verbs calls: [`stream_book`] (how many
 //!   requests a QP may post, which ones are signalled) and [`credits`] (a sender posts only
 //!   while it holds a credit for a receive the peer has posted); `meter` makes every streaming
 //!   loop's bandwidth meter, with `-D`'s window.
 
+pub(crate) mod atomic;
 pub(crate) mod bandwidth;
 pub mod credits;
 pub(crate) mod latency;

@@ -1,16 +1,22 @@
-//! The one-sided bandwidth benches (gdr-write-bw, gdr-read-bw) on the streaming engine, whatever
-//! the memory: the active side streams WRITEs or READs ([`crate::engines::bandwidth::stream`]);
+//! The one-sided bandwidth benches (gdr-write-bw, gdr-read-bw, gdr-atomic-bw) on the streaming
+//! engine, whatever the memory: the active side streams WRITEs, READs or atomics
+//! ([`crate::engines::bandwidth::stream`]);
 //! the other side is passive, except where its memory is staged:
 //! - WRITE into staged memory: the side written to copies every arrival on into its payload and
 //!   credits the writer ([`crate::engines::staged_receive`]).
 //! - READ of staged memory: the side read from copies its payload out into its registered bounce
 //!   buffer once per size, before the clock starts (what a program without GPUDirect does before
 //!   it lets a peer read); a staged reader copies each landed message in, timed, in the engine.
+//! - Atomics into staged memory: as READ, the counter copied out once per size and each fetched
+//!   value copied in.
 //!
 //! The bench only says what it is and what it needs of each side ([`crate::harness::Benchmark`]);
 //! both benches measure with this one engine.
 
-use crate::engines::bandwidth::{post_credit_receives, stream, StreamOperation, StreamPlan};
+use crate::engines::atomic::{check_atomic_counter, count_atomics};
+use crate::engines::bandwidth::{
+    post_credit_receives, stream, StreamOperation, StreamPlan, ATOMIC_COUNTER_OFFSET,
+};
 use crate::engines::staged_receive;
 use crate::error::Result;
 use crate::harness::benchmark::Engine;
@@ -41,19 +47,20 @@ impl OneSidedStream {
     }
 
     /// Whether data lands in this side's buffer, which then has something to check: the side
-    /// written to, or the reader.
+    /// written to, or the reader (the side whose atomics fetch values).
     pub fn receives(&self, session: &Session) -> bool {
-        match self.operation {
-            StreamOperation::Write => !session.is_client() || self.bandwidth.bidirectional,
-            StreamOperation::Read => self.sends(session),
+        match self.operation.fetches() {
+            false => !session.is_client() || self.bandwidth.bidirectional,
+            true => self.sends(session),
         }
     }
 
-    /// Whether the peer takes data from this side's buffer: the writer, or the side read from.
+    /// Whether the peer takes data from this side's buffer (or updates its counter): the writer,
+    /// or the side read from (the side the atomics act on).
     fn is_source(&self, session: &Session) -> bool {
-        match self.operation {
-            StreamOperation::Write => self.sends(session),
-            StreamOperation::Read => !session.is_client() || self.bandwidth.bidirectional,
+        match self.operation.fetches() {
+            false => self.sends(session),
+            true => !session.is_client() || self.bandwidth.bidirectional,
         }
     }
 
@@ -94,8 +101,13 @@ impl Engine for OneSidedStream {
             session.connection.state::<CreditReceives>().0 = true;
         }
         let (source, receives) = (self.is_source(session), self.receives(session));
+        // An atomic stream's counter (and where its fetched values land) starts at 0 on both
+        // sides, whatever --validate says: the compare-and-swap expects the count from 0.
+        let atomics = matches!(self.operation, StreamOperation::Atomic(_));
+        let counter_end = ATOMIC_COUNTER_OFFSET as usize + size;
         for (index, buffer) in session.local.buffers.iter_mut().enumerate() {
             match (source, receives) {
+                _ if atomics => buffer.clear(counter_end)?,
                 _ if !self.common.validate => {}
                 // Both directions share one buffer per QP: each side's pattern goes into the
                 // peer's buffer, so the local copy must hold the pattern we give and is then
@@ -104,9 +116,9 @@ impl Engine for OneSidedStream {
                 (false, true) => buffer.clear(size)?,
                 (false, false) => {}
             }
-            if source && self.operation == StreamOperation::Read {
+            if source && self.operation.fetches() {
                 if let Some(stager) = buffer.stager() {
-                    let copy = stager.begin_out(0..size)?;
+                    let copy = stager.begin_out(0..if atomics { counter_end } else { size })?;
                     stager.finish()?;
                     // Before the size, outside the clock: not part of the copy time.
                     stager.log().forget(copy);
@@ -135,7 +147,11 @@ impl Engine for OneSidedStream {
                 validate: self.common.validate,
                 shared_bounce_for_tests: self.common.shared_bounce_for_tests,
             };
-            stream(session, &plan)?
+            let streamed = stream(session, &plan)?;
+            if matches!(self.operation, StreamOperation::Atomic(_)) {
+                count_atomics(session, streamed.last);
+            }
+            streamed.report
         } else if staged_receiver {
             staged_receive::receive(session, size, &self.common, self.messages_per_qp())?
         } else {
@@ -146,12 +162,16 @@ impl Engine for OneSidedStream {
     }
 
     /// `--validate`, after a size: where data landed, the pattern is whole (a staged ring was
-    /// checked message by message as each was copied in).
+    /// checked message by message as each was copied in); where atomics fetched, the peer's
+    /// counter advanced by exactly one per atomic.
     fn check(&self, session: &mut Session, size: usize) -> Result<Option<CheckFailure>> {
         if !self.common.validate || !self.receives(session) {
             return Ok(None);
         }
-        session.check_received(size, size)
+        match self.operation {
+            StreamOperation::Atomic(_) => check_atomic_counter(session),
+            StreamOperation::Write | StreamOperation::Read => session.check_received(size, size),
+        }
     }
 
     /// The row of one size: both directions add up; one direction seen from both ends (a

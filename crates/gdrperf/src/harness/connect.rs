@@ -4,7 +4,9 @@
 
 use std::net::TcpListener;
 
+use crate::error::ProtocolError;
 use crate::error::{Error, Result};
+use crate::exchange::Message;
 use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
 use crate::harness::session::{hostname, Connection, LocalResources, Session, Side};
 use crate::memory::buffers::BenchBuffer;
@@ -15,10 +17,9 @@ use crate::options::args::MemoryKind;
 use crate::options::bandwidth::{refuse_staged, StagedRules};
 use crate::options::config::{BenchConfig, Role};
 use crate::options::placement::Placement;
-use crate::verbs::connection_manager::CmEnd;
-use crate::verbs::{
-    CompletionQueue, Device, GidChoice, Mtu, PathSettings, QueuePairSizes, RcQueuePair, RemoteAccess,
-};
+use crate::verbs::connection_manager::{self, CmEnd, CmPeer, CmWait};
+use crate::verbs::CmRefusal;
+use crate::verbs::{CompletionQueue, Device, Mtu, PathSettings, QueuePairSizes, RcQueuePair, RemoteAccess};
 
 impl LocalResources {
     /// Opens the device and creates one QP and one registered buffer per `-q`.
@@ -48,7 +49,10 @@ impl LocalResources {
         let cpu =
             cpu_placement::place_current_thread(&config.cpu, device.name()).map_err(Error::CpuPlacement)?;
         let port = device.active_port(config.ib_port)?;
-        let gid = device.choose_gid_of(&port, config.gid_index, config.ipv6_gid)?;
+        // With -R rdma_cm picks the GID from the address, as in perftest (whose -x it then
+        // overrides): `-x` is only compared with it once connected (`note_rdma_cm_gid`).
+        let requested_gid = if config.rdma_cm { None } else { config.gid_index };
+        let gid = device.choose_gid_of(&port, requested_gid, config.ipv6_gid)?;
         let protection_domain = device.alloc_pd()?;
         // Room for every signaled send and every posted receive of every QP at once.
         let depth = config.qps * (sizes.send_depth + sizes.recv_depth) + 16;
@@ -152,6 +156,7 @@ impl LocalResources {
             placements: greeting.placements.clone(),
             lane: greeting.lane,
             rdma_cm_port: self.rdma_cm.as_ref().and_then(CmEnd::listening_port),
+            rdma_cm_secret: self.rdma_cm.as_ref().and_then(CmEnd::secret).cloned(),
         }
     }
 }
@@ -253,7 +258,7 @@ impl Session {
         greeting: &Greeting,
     ) -> Result<Session> {
         let connected = refuse_pairing(greeting, true, &local, &peer)
-            .and_then(|()| Session::connect_queue_pairs(config, local, peer, &control));
+            .and_then(|()| Session::connect_queue_pairs(config, local, peer, &mut control));
         match connected {
             Ok((local, peer, mtu)) => Ok(Session {
                 side: Side::Server,
@@ -300,7 +305,7 @@ impl Session {
         };
         let result = hello.map_err(Error::from).and_then(|peer| {
             refuse_pairing(greeting, side == Side::Server, &local, &peer)?;
-            Session::connect_queue_pairs(config, local, peer, &control)
+            Session::connect_queue_pairs(config, local, peer, &mut control)
         });
         match result {
             Ok((local, peer, mtu)) => {
@@ -328,7 +333,7 @@ impl Session {
             self.control.report_failure(&error.to_string());
             return Err(error);
         }
-        let (local, peer, mtu) = Session::connect_queue_pairs(config, local, peer, &self.control)?;
+        let (local, peer, mtu) = Session::connect_queue_pairs(config, local, peer, &mut self.control)?;
         self.local = local;
         self.peer = peer;
         self.mtu = mtu;
@@ -340,7 +345,7 @@ impl Session {
         config: &BenchConfig,
         mut local: LocalResources,
         peer: Hello,
-        control: &Control,
+        control: &mut Control,
     ) -> Result<(LocalResources, Hello, Mtu)> {
         if peer.endpoints.len() != local.queue_pairs.len() || peer.buffers.len() != local.queue_pairs.len() {
             return Err(Error::Protocol(crate::error::ProtocolError::QueuePairCount {
@@ -375,17 +380,8 @@ impl Session {
             service_level: config.service_level.unwrap_or(0),
             traffic_class: config.traffic_class.unwrap_or(0),
         };
-        if let Some(rdma_cm) = local.rdma_cm.as_mut() {
-            // A client reaches the server's rdma_cm listener at the address it reached its TCP
-            // port at; a server (listening) needs no address.
-            let server = match peer.rdma_cm_port {
-                Some(port) => Some(rdma_cm_peer(control.peer(), port, local.gid)?),
-                None if rdma_cm.listening_port().is_some() => None,
-                None => return Err(Error::Protocol(crate::error::ProtocolError::NoRdmaCmPort)),
-            };
-            let mut peer_failed = || control.peer_gone(std::time::Duration::ZERO).map(Error::from);
-            let queue_pairs = &mut local.queue_pairs;
-            rdma_cm.connect(&local.device, queue_pairs, &path, server, config.timeout, &mut peer_failed)?;
+        if local.rdma_cm.is_some() {
+            connect_through_rdma_cm(config, &mut local, &peer, &path, control)?;
             return Ok((local, peer, mtu));
         }
         for (queue_pair, remote) in local.queue_pairs.iter_mut().zip(&peer.endpoints) {
@@ -395,15 +391,82 @@ impl Session {
     }
 }
 
-/// The server's rdma_cm address: the host of `control_peer` ("10.0.0.2:18515", as the TCP
-/// channel reached it) at the rdma_cm `port` its hello gave.
-fn rdma_cm_peer(control_peer: &str, port: u16, local_gid: Option<GidChoice>) -> Result<std::net::SocketAddr> {
-    let address: std::net::SocketAddr = control_peer.parse().map_err(|_| {
+/// `-R`: a server opens its rdma_cm listener now that its client is admitted and tells it so;
+/// the client waits for that, then connects with the secret of the server's hello. The server
+/// accepts only requests from the admitted client's address with that secret (strangers are
+/// rejected, named on stderr, and the wait goes on). Then the GID is the one rdma_cm used.
+fn connect_through_rdma_cm(
+    config: &BenchConfig,
+    local: &mut LocalResources,
+    peer: &Hello,
+    path: &PathSettings,
+    control: &mut Control,
+) -> Result<()> {
+    let Some(rdma_cm) = local.rdma_cm.as_mut() else { return Ok(()) };
+    let control_peer = control_peer_address(control.peer())?;
+    let secret;
+    let cm_peer = match (rdma_cm.listening_port(), peer.rdma_cm_port, &peer.rdma_cm_secret) {
+        (Some(_), _, _) => {
+            rdma_cm.listen()?;
+            control.send(&Message::RdmaCmListening, "telling the client rdma_cm listens")?;
+            CmPeer::Server { admitted: control_peer.ip() }
+        }
+        (None, Some(port), Some(server_secret)) => {
+            control.expect("RdmaCmListening", "waiting for the server's rdma_cm listener", |message| {
+                match message {
+                    Message::RdmaCmListening => Ok(()),
+                    other => Err(other),
+                }
+            })?;
+            secret = server_secret.clone();
+            let ip =
+                connection_manager::rdma_cm_address(control_peer.ip(), local.gid.map(|choice| choice.gid));
+            CmPeer::Client {
+                server: std::net::SocketAddr::new(ip, port),
+                secret: &secret,
+                type_of_service: config.type_of_service,
+            }
+        }
+        (None, None, _) => return Err(Error::Protocol(ProtocolError::NoRdmaCmPort { missing: "port" })),
+        (None, Some(_), None) => {
+            return Err(Error::Protocol(ProtocolError::NoRdmaCmPort { missing: "run secret" }))
+        }
+    };
+    let mut refused = 0;
+    let mut on_refusal = |source: Option<std::net::IpAddr>, refusal: &CmRefusal| {
+        refused += 1;
+        if refused <= REFUSALS_NAMED || refused % 100 == 0 {
+            let source = source.map_or_else(|| "an unknown address".to_string(), |source| source.to_string());
+            eprintln!(
+                "{}: rejected an rdma_cm connection request from {source} (request {refused}): {refusal}; \
+                 still waiting for the admitted client",
+                crate::harness::program_name()
+            );
+        }
+    };
+    let mut give_up = || control.peer_gone(std::time::Duration::ZERO).map(Error::from);
+    let wait = CmWait { timeout: config.timeout, give_up: &mut give_up, on_refusal: &mut on_refusal };
+    rdma_cm.connect(&local.device, &mut local.queue_pairs, path, cm_peer, wait)?;
+    let used = rdma_cm
+        .local_address()
+        .and_then(|address| local.device.find_gid(&local.port, connection_manager::gid_of_address(address)));
+    if let (Some(asked), Some(used)) = (config.gid_index, used) {
+        if asked != used.index {
+            eprintln!(
+                "{}: -x {asked}: with -R rdma_cm picks the GID from the address, as in perftest: it used GID {used}",
+                crate::harness::program_name()
+            );
+        }
+    }
+    local.gid = used.or(local.gid);
+    Ok(())
+}
+
+/// The control channel's peer ("10.0.0.2:18515") as an address.
+fn control_peer_address(control_peer: &str) -> Result<std::net::SocketAddr> {
+    control_peer.parse().map_err(|_| {
         Error::Internal(crate::error::InternalError::PeerNotSocketAddress { peer: control_peer.to_string() })
-    })?;
-    let ip =
-        crate::verbs::connection_manager::rdma_cm_address(address.ip(), local_gid.map(|choice| choice.gid));
-    Ok(std::net::SocketAddr::new(ip, port))
+    })
 }
 
 /// The path MTU both QPs connect with: `asked` (`-m`) where both ports run at least that, else

@@ -48,7 +48,7 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
     let placements = placement::plan(config)?;
     match &config.role {
         Role::Server => {
-            // The server reports as perftest's do: its table, --csv, --json and --out_json.
+            // The server reports as perftest's do: its table, --csv, --json, --out_json (and --prom).
             let outputs = create_outputs::<B>(config)?;
             let local = create_local(config, benchmark, &placements[0])?;
             let address = config.listen_address();
@@ -151,7 +151,7 @@ fn run_loopback<B: Benchmark>(
             )?;
             let listener = listener.try_clone().map_err(|source| Error::Loopback { source })?;
             // The client's table and files are the run's: the loopback server writes none.
-            let quiet = Outputs::create(None, None, None, None)?;
+            let quiet = Outputs::create(None, None, None, None, None)?;
             serve_connected(
                 &server_config,
                 benchmark,
@@ -203,6 +203,7 @@ fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<RowOf<B>
         config.csv.as_deref(),
         config.json.as_deref(),
         config.perftest_json.as_deref().map(|path| (path, style)),
+        config.prometheus.as_deref(),
         Some(Console::new(B::BENCH.title, style)),
     )
 }
@@ -240,7 +241,7 @@ fn serve_lanes<B: Benchmark>(
                 scope.spawn(move || {
                     pin_lane(&session)?;
                     // The lanes' rows are the client's to join: a lane's server writes none.
-                    let quiet = Outputs::create(None, None, None, None)?;
+                    let quiet = Outputs::create(None, None, None, None, None)?;
                     sweep::serve(config, benchmark, placements, session, quiet)
                 })
             })

@@ -34,7 +34,8 @@ pub(crate) fn row_context(test: &str, config: &BenchConfig, session: &Session) -
         gpu_local_bus_id: crate::node::pcie::gpu_bus_id(&session.local.buffers).unwrap_or_default(),
         nic_node_guid: session.local.device.node_guid().unwrap_or_default(),
         gpu_local_uuid: crate::node::pcie::gpu_uuid(&session.local.buffers).unwrap_or_default(),
-        traffic_class: config.traffic_class.map(u32::from),
+        // With -R -T the ToS asked of rdma_cm is the traffic class its route gives the QPs.
+        traffic_class: config.traffic_class.or(config.type_of_service).map(u32::from),
         service_level: config.service_level.map(u32::from),
         relaxed_ordering: crate::memory::buffers::relaxed_ordering(&session.local.buffers).word().into(),
         nic: Default::default(),
@@ -227,6 +228,7 @@ pub(crate) fn metadata(
         "qp_connection": qp_connection,
         "traffic_class": config.traffic_class,
         "service_level": config.service_level,
+        "type_of_service": config.type_of_service,
         "relaxed_ordering": crate::memory::buffers::relaxed_ordering(&local.buffers),
         "perftest_test_info": perftest_test_info(config, test, session),
     });
@@ -289,11 +291,12 @@ fn relaxed_ordering_line(buffers: &[crate::memory::buffers::BenchBuffer]) -> Str
     }
 }
 
-/// The header's "QoS" line: `-T` and `-S` as given, and as the first QP's address holds them
-/// (read back with `ibv_query_qp`).
+/// The header's "QoS" line: `--tclass` and `-S` (or with `-R`, `-T`) as given, and as the first
+/// QP's address holds them (read back with `ibv_query_qp`).
 fn quality_of_service(config: &BenchConfig, session: &Session) -> String {
-    let given = match (config.traffic_class, config.service_level) {
-        (Some(class), Some(level)) => format!("traffic class {class} (-T), service level {level} (-S)"),
+    let given = match (config.traffic_class, config.service_level, config.type_of_service) {
+        (Some(class), Some(level), _) => format!("traffic class {class} (--tclass), service level {level} (-S)"),
+        (_, _, Some(tos)) => format!("type of service {tos} (-T, rdma_cm's RDMA_OPTION_ID_TOS), service level from rdma_cm's route (-R)"),
         _ => "traffic class and service level from rdma_cm's route (-R)".into(),
     };
     match session.local.queue_pairs.first().and_then(|queue_pair| queue_pair.address_quality_of_service()) {

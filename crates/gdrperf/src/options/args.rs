@@ -26,7 +26,8 @@ pub struct CommonArgs {
     #[arg(short = 'i', long = "ib-port", default_value_t = 1, value_name = "PORT")]
     pub ib_port: u8,
 
-    /// GID index (default: the RoCE v2 IPv4-mapped GID on RoCE, the LID on InfiniBand).
+    /// GID index (default: the RoCE v2 IPv4-mapped GID on RoCE, the LID on InfiniBand). With -R
+    /// rdma_cm picks the GID from the address, as in perftest: the header shows the one it used.
     #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
     pub gid_index: Option<u32>,
 
@@ -38,15 +39,22 @@ pub struct CommonArgs {
     /// Connect the queue pairs through rdma_cm, as perftest's -R: the server's IP address is
     /// resolved to a device, port, GID and route by the RDMA connection manager, which swaps QP
     /// numbers (the TCP channel still carries parameters, keys and results). Both sides give it.
-    #[arg(short = 'R', long = "rdma_cm", visible_alias = "rdma-cm", conflicts_with = "gid_index")]
+    #[arg(short = 'R', long = "rdma_cm", visible_alias = "rdma-cm")]
     pub rdma_cm: bool,
 
     /// Traffic class of the QPs' global route header, 0-255 (perftest's --tclass; default 0). On
     /// RoCE it is the IP header's DSCP and ECN byte (DSCP 26 is 104): a lossless (PFC) class
     /// needs the right one, or the test measures another queue. Not with -R (rdma_cm builds the
-    /// route; perftest's -T/--tos sets it there, see docs/perftest-flags.md).
-    #[arg(short = 'T', long = "tclass", visible_alias = "tos", value_name = "0-255")]
+    /// route: give -T/--tos there).
+    #[arg(long = "tclass", value_name = "0-255")]
     pub traffic_class: Option<u8>,
+
+    /// With -R only, as perftest: rdma_cm's type of service for the connections, 0-255
+    /// (rdma_set_option RDMA_OPTION_ID_TOS; on RoCE the IP header's DSCP and ECN byte, the
+    /// traffic class). Without -R use --tclass. [default: rdma_cm's, from configfs'
+    /// default_roce_tos]
+    #[arg(short = 'T', long = "tos", value_name = "0-255")]
+    pub type_of_service: Option<u8>,
 
     /// Service level of the QPs' address, 0-15 (perftest's -S; default 0): on InfiniBand the
     /// subnet manager maps it to a virtual lane and its QoS. Not with -R (rdma_cm's path record
@@ -128,6 +136,13 @@ pub struct CommonArgs {
     /// file: without --out_json nothing is written.
     #[arg(long = "out_json_file", value_name = "PATH")]
     pub out_json_file: Option<PathBuf>,
+
+    /// Write the run's figures as a Prometheus textfile-collector file (name it NAME.prom in
+    /// node_exporter's --collector.textfile.directory): bytes per second, messages per second,
+    /// seconds; rewritten whole as each size completes (default: none). Metrics:
+    /// docs/perftest-dropin.md.
+    #[arg(long = "prom", value_name = "PATH")]
+    pub prom: Option<PathBuf>,
 
     /// Print one figure per size on stdout and nothing else, as perftest's --output: bandwidth
     /// or message_rate (bandwidth tests), latency (latency tests: the average, µs) (default:

@@ -1,4 +1,4 @@
-//! `-Q`, `-b` and `--concurrent` checked against the common settings: how a
+//! `-Q`, `-b`, `--concurrent` (and an atomic stream's one size) checked against the common settings: how a
 //! [`BandwidthConfig`] is made. Apart from the type, which the harness reads without the checks.
 
 use crate::bench::Operation;
@@ -6,6 +6,7 @@ use crate::error::{ConfigError, Result};
 use crate::options::args::BandwidthArgs;
 use crate::options::bandwidth::{refuse_staged, BandwidthConfig, StagedRules};
 use crate::options::config::{BenchConfig, Role, StopRule};
+use crate::options::latency::check_atomic_size;
 use crate::options::perftest_defaults::cq_moderation;
 
 impl BandwidthConfig {
@@ -49,6 +50,9 @@ impl BandwidthConfig {
                 "applies to latency results: a bandwidth test is held to --min-bw",
             )
             .into());
+        }
+        if operation == Operation::Atomic {
+            check_atomic_size(&common.sizes, crate::bench::ATOMIC_BW.binary)?;
         }
         Ok(BandwidthConfig {
             cq_mod: cq_moderation.value,

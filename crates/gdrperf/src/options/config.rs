@@ -45,10 +45,12 @@ pub struct BenchConfig {
     /// `-R`: the QPs are connected through rdma_cm (`verbs::connection_manager`), not from the hellos.
     pub rdma_cm: bool,
     pub tcp_port: u16,
-    /// `-T/--tclass` and `-S/--sl` (0 when not given); `None` with `-R`, where rdma_cm's route
+    /// `--tclass` and `-S/--sl` (0 when not given); `None` with `-R`, where rdma_cm's route
     /// sets both.
     pub traffic_class: Option<u8>,
     pub service_level: Option<u8>,
+    /// `-T/--tos`, with `-R` only: rdma_cm's type of service (`None`: rdma_cm's default).
+    pub type_of_service: Option<u8>,
     pub sizes: Vec<usize>,
     pub stop: StopRule,
     /// `-D` runs: whole seconds left out at each end (`-f`, else perftest's `duration / 4`); 0
@@ -64,6 +66,8 @@ pub struct BenchConfig {
     pub json: Option<PathBuf>,
     /// perftest's `--out_json` report: its file (`--out_json_file`, else perftest_out.json).
     pub perftest_json: Option<PathBuf>,
+    /// `--prom`: the run's figures as a Prometheus textfile.
+    pub prometheus: Option<PathBuf>,
     /// perftest's `--output`: one figure per size on stdout.
     pub output: Option<crate::options::values::OutputFigure>,
     pub timeout: Duration,
@@ -82,13 +86,33 @@ pub struct BenchConfig {
     pub argv: Vec<String>,
     /// Latency tests: what a sample spans (set from `--latency-span`); `None` elsewhere.
     pub latency_span: Option<LatencySpan>,
-    /// RDMA READs each QP may have outstanding (set by gdr-read-bw from `-o/--outs`).
+    /// RDMA READs and atomics each QP may have outstanding (set from `-o/--outs` by gdr-read-bw,
+    /// gdr-atomic-bw, gdr-read-lat and gdr-atomic-lat).
     pub read_depth: ReadDepth,
     /// Test hook, read once here from `GDRPERF_TEST_SHARED_BOUNCE` (never while an engine sets
     /// up): the write stream behaves as gdrperf did before the staged ring (every message into
     /// the same bounce bytes, no credits), so that a VM test can show that `--validate` catches
     /// what that did. Never set it to measure.
     pub shared_bounce_for_tests: bool,
+}
+
+/// `-o/--outs` of the benches that READ or run atomics (gdr-read-bw, gdr-atomic-bw,
+/// gdr-read-lat, gdr-atomic-lat), as perftest offers it to its READ and atomic tests (`verb == READ ||
+/// verb == ATOMIC` in `usage`): the QP's outstanding READs and atomics.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct OutsArgs {
+    /// RDMA READs and atomics each QP may have outstanding (its max_rd_atomic), at most the
+    /// device's max_qp_rd_atom (higher is lowered to it, as perftest does) [default: the
+    /// device's max_qp_rd_atom]
+    #[arg(short = 'o', long = "outs", value_name = "N")]
+    pub outs: Option<u32>,
+}
+
+impl OutsArgs {
+    /// The depth asked for, checked ([`ReadDepth::from_outs`]).
+    pub fn read_depth(&self) -> Result<ReadDepth> {
+        ReadDepth::from_outs(self.outs)
+    }
 }
 
 /// RDMA READs a QP may have outstanding (its `max_rd_atomic` and `max_dest_rd_atomic`).
@@ -120,11 +144,19 @@ impl ReadDepth {
         }
     }
 
+    /// What the run header and the run's parameters say of it.
+    pub fn describe(self) -> String {
+        match self {
+            ReadDepth::Fixed(depth) | ReadDepth::Asked(depth) => depth.to_string(),
+            ReadDepth::DeviceMax => "the device's max_qp_rd_atom".into(),
+        }
+    }
+
     /// `-o/--outs` as given (`None`: the device's maximum).
     pub fn from_outs(outs: Option<u32>) -> Result<ReadDepth> {
         match outs {
             None => Ok(ReadDepth::DeviceMax),
-            Some(0) => Err(out_of_range("-o/--outs", 0, "at least 1 outstanding READ")),
+            Some(0) => Err(out_of_range("-o/--outs", 0, "at least 1 outstanding READ or atomic")),
             Some(asked) => Ok(ReadDepth::Asked(asked)),
         }
     }
@@ -230,6 +262,7 @@ impl BenchConfig {
             ),
         };
         let (traffic_class, service_level) = check_quality_of_service(args)?;
+        let type_of_service = check_type_of_service(args)?;
         let cpu = CpuRequest::from_flags(args.cpu.as_deref(), args.numa_node)?;
         let memory = MemoryConfig::from_args(args)?;
         let largest = *sizes.iter().max().unwrap_or(&0) as u64;
@@ -263,6 +296,7 @@ impl BenchConfig {
             tcp_port: args.port,
             traffic_class,
             service_level,
+            type_of_service,
             sizes,
             stop,
             margin_seconds,
@@ -279,6 +313,7 @@ impl BenchConfig {
             csv: args.csv.clone(),
             json: args.json.clone(),
             output: args.output,
+            prometheus: args.prom.clone(),
             perftest_json: args.out_json.then(|| {
                 args.out_json_file
                     .clone()
@@ -345,9 +380,8 @@ impl BenchConfig {
     }
 }
 
-/// `-T/--tclass` and `-S/--sl`: perftest's defaults (0), the SL within InfiniBand's 0-15, and
-/// neither with `-R`, where the route rdma_cm resolves sets both (and sideway offers no way to
-/// change its address vector or set rdma_cm's ToS option).
+/// `--tclass` and `-S/--sl`: perftest's defaults (0), the SL within InfiniBand's 0-15, and
+/// neither with `-R`, where the route rdma_cm resolves sets both (`-T/--tos` sets its ToS).
 fn check_quality_of_service(args: &CommonArgs) -> Result<(Option<u8>, Option<u8>)> {
     if let Some(level) = args.service_level.filter(|level| *level > 15) {
         return Err(out_of_range("-S/--sl", level, "between 0 and 15 (InfiniBand has 16 service levels)"));
@@ -355,15 +389,28 @@ fn check_quality_of_service(args: &CommonArgs) -> Result<(Option<u8>, Option<u8>
     if !args.rdma_cm {
         return Ok((Some(args.traffic_class.unwrap_or(0)), Some(args.service_level.unwrap_or(0))));
     }
-    let given = [("-T/--tclass", args.traffic_class.is_some()), ("-S/--sl", args.service_level.is_some())];
+    let given = [("--tclass", args.traffic_class.is_some()), ("-S/--sl", args.service_level.is_some())];
     match given.iter().find(|(_, given)| *given) {
         Some((flag, _)) => Err(conflict(
             flag,
-            "is not supported with -R: rdma_cm's resolved route sets the traffic class and service level \
-             (on RoCE, rdma_cm's default ToS is set in configfs, /sys/kernel/config/rdma_cm/DEVICE/ports/N/default_roce_tos); \
-             drop -R to set them on the QPs",
+            "is not supported with -R: rdma_cm's resolved route sets the traffic class and service level; \
+             give the traffic class as -T/--tos (rdma_cm's ToS, as perftest), or rdma_cm's default ToS in configfs \
+             (/sys/kernel/config/rdma_cm/DEVICE/ports/N/default_roce_tos), or drop -R to set them on the QPs",
         )),
         None => Ok((None, None)),
+    }
+}
+
+/// `-T/--tos`: rdma_cm's type of service, valid only with `-R`, as perftest (which exits with
+/// "TOS only valid for rdma_cm based QP and RawEth QP" without it).
+fn check_type_of_service(args: &CommonArgs) -> Result<Option<u8>> {
+    match (args.type_of_service, args.rdma_cm) {
+        (Some(_), false) => Err(conflict(
+            "-T/--tos",
+            "is rdma_cm's type of service, valid only with -R (as perftest); for the QPs' traffic class without -R \
+             give --tclass",
+        )),
+        (tos, _) => Ok(tos),
     }
 }
 

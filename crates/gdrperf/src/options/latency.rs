@@ -200,19 +200,8 @@ impl LatencyConfig {
             (Some(size), Some(_)) => check_inline_size(size)?,
             (None, default) => default.unwrap_or(0),
         };
-        if test == LatencyTest::Atomic && common.sizes != [ATOMIC_SIZE] {
-            let asked = match common.sizes.as_slice() {
-                [one] => one.to_string(),
-                many => format!("-a ({} sizes)", many.len()),
-            };
-            // perftest exits on it too ("Message size cannot be changed for Atomic tests").
-            return Err(conflict(
-                "-s/--size",
-                format!(
-                    "{asked}: an atomic is {ATOMIC_SIZE} bytes, the only size gdr-atomic-lat runs \
-                     (ib_atomic_lat refuses others too)"
-                ),
-            ));
+        if test == LatencyTest::Atomic {
+            check_atomic_size(&common.sizes, crate::bench::ATOMIC_LAT.binary)?;
         }
         if options.write_with_imm && test != LatencyTest::Write {
             return Err(conflict("--write-with-imm", "applies to gdr-write-lat only"));
@@ -275,6 +264,25 @@ impl LatencyConfig {
 
 /// The one size of an atomic: 8 bytes.
 pub const ATOMIC_SIZE: usize = 8;
+
+/// The sizes `binary` (an atomic test) was asked for are its one size, [`ATOMIC_SIZE`]: perftest
+/// exits on any other too ("Message size cannot be changed for Atomic tests").
+pub fn check_atomic_size(sizes: &[usize], binary: &str) -> Result<()> {
+    if sizes == [ATOMIC_SIZE] {
+        return Ok(());
+    }
+    let asked = match sizes {
+        [one] => one.to_string(),
+        many => format!("-a ({} sizes)", many.len()),
+    };
+    let perftest = binary.replace("gdr-", "ib_").replace('-', "_");
+    Err(conflict(
+        "-s/--size",
+        format!(
+            "{asked}: an atomic is {ATOMIC_SIZE} bytes, the only size {binary} runs ({perftest} refuses others too)"
+        ),
+    ))
+}
 
 fn check_interval(seconds: f64) -> Result<Duration> {
     if !(seconds.is_finite() && (0.001..=3600.0).contains(&seconds)) {

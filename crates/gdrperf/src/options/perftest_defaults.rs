@@ -29,6 +29,9 @@ pub const LATENCY_DEFAULTS: TestDefaults =
 /// ib_atomic_lat's: as the other latency tests, but 8 bytes (`DEF_SIZE_ATOMIC`), the only size
 /// an atomic has.
 pub const ATOMIC_LATENCY_DEFAULTS: TestDefaults = TestDefaults { size: 8, ..LATENCY_DEFAULTS };
+/// ib_atomic_bw's: as ib_send_bw's and ib_read_bw's (`DEF_ITERS`, 1000; TX depth 128), but 8
+/// bytes (`DEF_SIZE_ATOMIC`).
+pub const ATOMIC_BW_DEFAULTS: TestDefaults = TestDefaults { size: 8, ..SEND_BW_DEFAULTS };
 
 /// perftest's CQ moderation: one signalled request in 100 (`DEF_CQ_MOD`).
 pub const DEFAULT_CQ_MODERATION: u32 = 100;
@@ -300,6 +303,7 @@ mod tests {
         assert_eq!(row(WRITE_BW_DEFAULTS), (65536, 5000, 128, 16));
         assert_eq!(row(SEND_BW_DEFAULTS), (65536, 1000, 128, 16));
         assert_eq!(row(LATENCY_DEFAULTS), (2, 1000, 1, 16));
+        assert_eq!(row(ATOMIC_BW_DEFAULTS), (8, 1000, 128, 16), "ib_atomic_bw: DEF_ITERS, 8 B");
         assert_eq!((DEFAULT_CQ_MODERATION, CQ_MODERATION_SIZE_LIMIT), (100, 8192));
         assert_eq!(crate::engines::stream_book::SIGNAL_EVERY_BYTES, 64 << 20, "the signalling row");
         assert_eq!(duration_margin(8, None).unwrap(), 2);

@@ -1,5 +1,6 @@
 //! The column reference: every column of every CSV/JSON row gdrperf writes, with its unit, its
-//! meaning and where its value comes from, and the published order of each table.
+//! meaning and where its value comes from. The names and each table's published order are
+//! `gdrperf_files::columns`, which every crate that reads a result file shares.
 //!
 //! This is the one list. `docs/columns.md` is rendered from it ([`render_markdown`]; a test
 //! fails when the file differs, `GDRPERF_WRITE_COLUMNS_DOC=1` rewrites it), and tests compare it
@@ -13,6 +14,8 @@
 //! were followed later by `peak_messages`, `peak_span_s`, `latency_span`, `refused_samples`),
 //! so readers of older files should look columns up by name, as `gdrperf compare` and the plot
 //! scripts do.
+
+use gdrperf_files::columns::{self, ColumnName};
 
 use crate::bench::{Bench, Measures, Operation, BENCHES};
 
@@ -64,202 +67,19 @@ impl Table {
 
     /// The published order of the table's columns: appended to, never reordered (see the
     /// module's contract).
-    pub fn published_order(self) -> &'static [&'static str] {
+    pub fn published_order(self) -> &'static [ColumnName] {
         match self {
-            Table::Bandwidth => BANDWIDTH_ORDER,
-            Table::SendBandwidth => SEND_BANDWIDTH_ORDER,
-            Table::Latency => LATENCY_ORDER,
-            Table::AcceptSummary => ACCEPT_SUMMARY_ORDER,
+            Table::Bandwidth => columns::BANDWIDTH_ORDER,
+            Table::SendBandwidth => columns::SEND_BANDWIDTH_ORDER,
+            Table::Latency => columns::LATENCY_ORDER,
+            Table::AcceptSummary => columns::ACCEPT_SUMMARY_ORDER,
         }
     }
 }
 
-// Each table's header written out in full, though they share long runs: these are the pins
-// (what a reader of a file sees), so each is spelled as it is published, not derived.
-const BANDWIDTH_ORDER: &[&str] = &[
-    "test",
-    "bytes",
-    "iterations",
-    "bw_peak_mib_s",
-    "bw_avg_mib_s",
-    "bw_peak_gbit_s",
-    "bw_avg_gbit_s",
-    "msg_rate_mpps",
-    "elapsed_s",
-    "qps",
-    "tx_depth",
-    "cq_mod",
-    "bidirectional",
-    "mtu",
-    "validation",
-    "host",
-    "peer_host",
-    "device",
-    "peer_device",
-    "mem_local",
-    "mem_remote",
-    "gpu_local",
-    "gpu_remote",
-    "copy_time_s",
-    "lane",
-    "cpu",
-    "numa_node",
-    "gpu_local_bus_id",
-    "nic_retransmissions",
-    "nic_seq_errors",
-    "nic_rnr_naks",
-    "nic_out_of_buffer",
-    "nic_link_downed",
-    "nic_errors",
-    "nic_counters",
-    "peak_messages",
-    "peak_span_s",
-    "ceiling_gbps",
-    "ceiling_limited_by",
-    "pct_of_ceiling",
-    "ceiling_causes",
-    "peak_events_not_stored",
-    "traffic_class",
-    "service_level",
-    "peak_note",
-    "nic_node_guid",
-    "gpu_local_uuid",
-    "relaxed_ordering",
-];
-
-const SEND_BANDWIDTH_ORDER: &[&str] = &[
-    "test",
-    "bytes",
-    "iterations",
-    "bw_peak_mib_s",
-    "bw_avg_mib_s",
-    "bw_peak_gbit_s",
-    "bw_avg_gbit_s",
-    "msg_rate_mpps",
-    "elapsed_s",
-    "qps",
-    "tx_depth",
-    "cq_mod",
-    "bidirectional",
-    "mtu",
-    "validation",
-    "host",
-    "peer_host",
-    "device",
-    "peer_device",
-    "mem_local",
-    "mem_remote",
-    "gpu_local",
-    "gpu_remote",
-    "copy_time_s",
-    "rx_depth",
-    "inline_size",
-    "rx_iterations",
-    "rx_bw_peak_mib_s",
-    "rx_bw_avg_mib_s",
-    "rx_bw_peak_gbit_s",
-    "rx_bw_avg_gbit_s",
-    "rx_msg_rate_mpps",
-    "lane",
-    "cpu",
-    "numa_node",
-    "gpu_local_bus_id",
-    "nic_retransmissions",
-    "nic_seq_errors",
-    "nic_rnr_naks",
-    "nic_out_of_buffer",
-    "nic_link_downed",
-    "nic_errors",
-    "nic_counters",
-    "peak_messages",
-    "peak_span_s",
-    "ceiling_gbps",
-    "ceiling_limited_by",
-    "pct_of_ceiling",
-    "ceiling_causes",
-    "peak_events_not_stored",
-    "traffic_class",
-    "service_level",
-    "peak_note",
-    "nic_node_guid",
-    "gpu_local_uuid",
-    "relaxed_ordering",
-];
-
-const LATENCY_ORDER: &[&str] = &[
-    "test",
-    "bytes",
-    "iterations",
-    "t_min_us",
-    "t_max_us",
-    "t_typical_us",
-    "t_avg_us",
-    "t_stdev_us",
-    "p99_us",
-    "p99_9_us",
-    "p99_99_us",
-    "elapsed_s",
-    "mtu",
-    "validation",
-    "host",
-    "peer_host",
-    "device",
-    "peer_device",
-    "mem_local",
-    "mem_remote",
-    "gpu_local",
-    "gpu_remote",
-    "arrival",
-    "inline_size",
-    "percentile_source",
-    "saturated_samples",
-    "copy_time_s",
-    "cpu",
-    "numa_node",
-    "gpu_local_bus_id",
-    "nic_retransmissions",
-    "nic_seq_errors",
-    "nic_rnr_naks",
-    "nic_out_of_buffer",
-    "nic_link_downed",
-    "nic_errors",
-    "nic_counters",
-    "latency_span",
-    "refused_samples",
-    "traffic_class",
-    "service_level",
-    "nic_node_guid",
-    "gpu_local_uuid",
-    "relaxed_ordering",
-];
-
-const ACCEPT_SUMMARY_ORDER: &[&str] = &[
-    "nic",
-    "port_rate",
-    "gpu",
-    "gpu_bus_id",
-    "test",
-    "mem",
-    "bytes",
-    "metric",
-    "value",
-    "unit",
-    "threshold",
-    "verdict",
-    "detail",
-    "threshold_source",
-    "result_file",
-    "ceiling_gbps",
-    "ceiling_limited_by",
-    "pct_of_ceiling",
-    "ceiling_causes",
-    "deviation",
-];
-
 mod column;
 mod entries;
 
-use column::column;
 pub use column::Column;
 pub use entries::COLUMNS;
 
@@ -276,7 +96,8 @@ pub fn header_problems(table: Table, header: &[String]) -> Vec<String> {
         if entry(name).is_none() {
             problems.push(format!(
                 "column `{name}` ({table:?} row, position {}) has no entry in the column reference: add \
-                 `column(\"{name}\", unit, meaning, source)` to crates/gdrperf/src/output/columns/entries.rs",
+                 the name to crates/gdrperf-files/src/columns.rs and its `column(columns::NAME, unit, meaning, \
+                 source)` to crates/gdrperf/src/output/columns/entries.rs",
                 position + 1
             ));
         }
@@ -284,7 +105,7 @@ pub fn header_problems(table: Table, header: &[String]) -> Vec<String> {
     let published = table.published_order();
     for (position, expected) in published.iter().enumerate() {
         match header.get(position) {
-            Some(actual) if actual == expected => {}
+            Some(actual) if actual == expected.name() => {}
             Some(actual) => problems.push(format!(
                 "{table:?} row: column {} is `{actual}` where the published order has `{expected}`: columns \
                  are only appended at the end, never inserted, moved or renamed",
@@ -296,7 +117,7 @@ pub fn header_problems(table: Table, header: &[String]) -> Vec<String> {
     for name in header.iter().skip(published.len()) {
         problems.push(format!(
             "{table:?} row: new column `{name}` at the end: append it to the table's published order in \
-             crates/gdrperf/src/output/columns.rs and regenerate docs/columns.md"
+             crates/gdrperf-files/src/columns.rs and regenerate docs/columns.md"
         ));
     }
     problems
@@ -335,7 +156,12 @@ pub fn render_markdown() -> String {
             table.title()
         ));
         for (position, name) in table.published_order().iter().enumerate() {
-            let column = entry(name).copied().unwrap_or(column(name, "?", "(no entry)", "?"));
+            let column = entry(name.name()).copied().unwrap_or(Column {
+                name: name.name(),
+                unit: "?",
+                meaning: "(no entry)",
+                source: "?",
+            });
             text.push_str(&format!(
                 "| {} | `{}` | {} | {} | {} |\n",
                 position + 1,

@@ -32,7 +32,8 @@ pub struct RowContext {
     pub numa_node: Option<u32>,
     /// The bus id of `gpu_local` (0000:19:00.0), empty for host memory.
     pub gpu_local_bus_id: String,
-    /// `-T/--tclass` and `-S/--sl` as the QPs carry them; empty with `-R` (rdma_cm's route).
+    /// `--tclass` (with `-R`, `-T/--tos`) and `-S/--sl` as asked; empty with `-R` where not given
+    /// (rdma_cm's route).
     #[serde(default)]
     pub traffic_class: Option<u32>,
     #[serde(default)]

@@ -1,4 +1,5 @@
-//! Where results go: the console table, a CSV file and a JSON file, behind one small trait.
+//! Where results go: the console table, a CSV file, a JSON file, perftest's JSON and a
+//! Prometheus textfile (`--prom`), behind one small trait.
 //!
 //! Files are created before anything is measured (an unwritable path fails at once, not after
 //! an hour of sweeping) and every row is written the moment its size completes, so a crash at
@@ -18,6 +19,7 @@ pub mod latency_row;
 mod measured;
 pub mod perftest_json;
 pub mod perftest_table;
+mod prometheus;
 pub mod row_columns;
 pub mod rows;
 pub mod send_row;
@@ -29,6 +31,7 @@ pub use context::RowContext;
 pub use exporter::{ConsoleStyle, Exporter, HeaderLine, Row, RunStart};
 pub use files::{CsvFile, JsonFile};
 pub use perftest_json::PerftestJsonFile;
+pub use prometheus::PrometheusFile;
 pub use rows::BandwidthRow;
 
 use crate::error::Result;
@@ -40,11 +43,13 @@ pub struct Outputs<R: Row> {
 
 impl<R: Row + 'static> Outputs<R> {
     /// Creates the files now (so a bad path fails before measuring) and the console table;
-    /// `perftest_json` is perftest's `--out_json` file, its figures in `style`'s unit.
+    /// `perftest_json` is perftest's `--out_json` file, its figures in `style`'s unit;
+    /// `prometheus` the `--prom` textfile.
     pub fn create(
         csv: Option<&Path>,
         json: Option<&Path>,
         perftest_json: Option<(&Path, ConsoleStyle)>,
+        prometheus: Option<&Path>,
         console: Option<Console>,
     ) -> Result<Outputs<R>> {
         let mut exporters: Vec<Box<dyn Exporter<R>>> = Vec::new();
@@ -59,6 +64,9 @@ impl<R: Row + 'static> Outputs<R> {
         }
         if let Some(path) = json {
             exporters.push(Box::new(JsonFile::create(path)?));
+        }
+        if let Some(path) = prometheus {
+            exporters.push(Box::new(PrometheusFile::create(path)?));
         }
         Ok(Outputs { exporters })
     }

@@ -263,7 +263,7 @@ impl IdentityColumns {
 }
 
 columns! {
-    /// The QPs' quality of service: `-T/--tclass` (the GRH's traffic class) and `-S/--sl` (the
+    /// The QPs' quality of service: `--tclass` (the GRH's traffic class; with `-R`, `-T/--tos`) and `-S/--sl` (the
     /// service level). Empty with `-R`, where rdma_cm's route sets them.
     #[derive(Debug, Clone, Default, PartialEq)]
     pub struct QosColumns {

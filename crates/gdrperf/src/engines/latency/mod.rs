@@ -42,7 +42,6 @@
 //! QP, its completions and waits (`wire.rs`), the recorder (`samples.rs`), the set-up before a
 //! run and around a size (`setup.rs`), and the measured size's files (`files.rs`).
 
-mod atomic;
 mod direct;
 mod files;
 mod pin;

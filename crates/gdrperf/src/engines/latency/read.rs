@@ -14,11 +14,11 @@ use crate::output::latency_row::{LatencyFigures, LatencyFiles, LatencyRow, Laten
 use crate::output::RowContext;
 use crate::verbs::Operation;
 
-use super::atomic::{atomic_request, check_atomic_counter, count_atomics};
 use super::direct::direct_one_sided_latency;
 use super::files::measure_size;
 use super::plan::{IntervalSink, LatencyPlan, LatencyRun};
 use super::staged::{stage_out_once, staged_one_sided_latency};
+use crate::engines::atomic::{atomic_request, check_atomic_counter, count_atomics, LastFetch};
 
 /// A one-sided latency loop (RDMA READ, or an atomic) with its run's settings and per-size files.
 pub struct OneSidedLatency {
@@ -122,7 +122,8 @@ pub fn atomic_latency(
 ) -> Result<LatencyRun> {
     let request = atomic_request(atomic, session.remote_buffer(0));
     let (run, posted) = one_sided_latency(session, plan, request, sink)?;
-    count_atomics(session, posted);
+    // Every fetched value lands at the start of the buffer (staged: copied in to it).
+    count_atomics(session, vec![LastFetch { posted, at: 0 }]);
     Ok(run)
 }
 

@@ -84,6 +84,11 @@ pub fn one_sided_setup(
     lines: Vec<(String, String)>,
 ) -> Setup {
     let mut header = lines;
+    if matches!(remote_access, RemoteAccess::Read | RemoteAccess::Atomic) {
+        // `-o/--outs`: the QP's bound on outstanding READs and atomics (one is in flight at a
+        // time here, as in perftest's latency tests; the bound is the QP's, as perftest sets it).
+        header.push(("Outstanding reads".into(), common.read_depth.describe()));
+    }
     header.extend(memory_header(common, None));
     Setup {
         queue_sizes: QueuePairSizes { send_depth: common.tx_depth, recv_depth: 1, max_inline: 0 },

@@ -100,8 +100,28 @@ fn rdma_cm_is_a_shared_parameter_and_leaves_the_gid_to_the_connection_manager() 
     assert_eq!(common.shared_parameters()["rdma_cm"], true, "both sides must agree on -R");
     assert!(build(&["--rdma_cm"]).unwrap().0.rdma_cm, "perftest's long spelling");
     assert_eq!(build(&[]).unwrap().0.shared_parameters()["rdma_cm"], false);
-    let error = build(&["-R", "-x", "3"]).unwrap_err();
-    assert!(error.contains("--gid-index") && error.contains("--rdma_cm"), "{error}");
+    // perftest takes -R -x N and lets rdma_cm's address pick the GID: so do we (the harness
+    // says which GID rdma_cm used when it is not N).
+    let (common, _) = build(&["-R", "-x", "3", "node2"]).unwrap();
+    assert_eq!((common.rdma_cm, common.gid_index), (true, Some(3)));
+}
+
+#[test]
+fn tos_is_rdma_cms_and_tclass_the_qps_as_in_perftest() {
+    let (common, _) = build(&["-R", "-T", "106", "node2"]).unwrap();
+    assert_eq!((common.type_of_service, common.traffic_class), (Some(106), None));
+    assert_eq!(build(&["-R", "--tos", "0", "node2"]).unwrap().0.type_of_service, Some(0));
+    assert_eq!(build(&["-R", "node2"]).unwrap().0.type_of_service, None, "rdma_cm's default");
+    let (common, _) = build(&["--tclass", "106", "node2"]).unwrap();
+    assert_eq!((common.type_of_service, common.traffic_class), (None, Some(106)));
+    let error = build(&["-T", "106", "node2"]).unwrap_err();
+    assert!(
+        error.contains("-T/--tos") && error.contains("only with -R") && error.contains("--tclass"),
+        "{error}"
+    );
+    let error = build(&["-R", "--tclass", "106", "node2"]).unwrap_err();
+    assert!(error.contains("--tclass") && error.contains("-T/--tos"), "{error}");
+    assert!(build(&["-R", "-S", "1", "node2"]).unwrap_err().contains("-S/--sl"));
 }
 
 #[test]

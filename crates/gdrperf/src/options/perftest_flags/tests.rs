@@ -20,9 +20,8 @@ struct ReadBandwidth {
     common: CommonArgs,
     #[command(flatten)]
     bandwidth: BandwidthArgs,
-    /// gdr-read-bw's own (declared in its binary) [default: the device's]
-    #[arg(short = 'o', long = "outs")]
-    outs: Option<u32>,
+    #[command(flatten)]
+    outs: crate::options::config::OutsArgs,
 }
 
 #[derive(Parser)]
@@ -126,16 +125,20 @@ fn a_perftest_command_line_runs_or_is_refused_flag_by_flag() {
     let commands = commands();
     let (write_bw, _) = &commands[0];
     let (arguments, notes) =
-        run(write_bw, false, "-T 106 -S 0 --use_cuda=0 --report_gbits -F -a node2").unwrap();
+        run(write_bw, false, "--tclass 106 -S 0 --use_cuda=0 --report_gbits -F -a node2").unwrap();
     assert_eq!(
         arguments,
-        ["-T", "106", "-S", "0", "--mem", "cuda", "--gpu", "0", "--report-gbits", "-a", "node2"]
+        ["--tclass", "106", "-S", "0", "--mem", "cuda", "--gpu", "0", "--report-gbits", "-a", "node2"]
             .map(String::from)
     );
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].starts_with("note: perftest's -F is ignored: "), "{notes:?}");
     let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
     assert_eq!((cli.common.traffic_class, cli.common.service_level), (Some(106), Some(0)));
+    // -T is rdma_cm's ToS, as in perftest: with -R it reaches type_of_service, not --tclass.
+    let (arguments, _) = run(write_bw, false, "-R -T 106 node2").unwrap();
+    let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+    assert_eq!((cli.common.type_of_service, cli.common.traffic_class), (Some(106), None));
 
     // Relaxed ordering: asked for unless --disable_pcie_relaxed, as perftest's setup_mr_flags.
     let ordering = |line: &str| {

@@ -2,6 +2,8 @@
 //! sources many entries share: what the reference's list (`entries.rs`) is written with, apart
 //! from the reference's own code so that the list needs nothing of the module that reads it.
 
+use gdrperf_files::columns::ColumnName;
+
 /// One column: what a reader of a result file needs to know about it.
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
@@ -23,10 +25,10 @@ pub(super) const ACCEPT: &str =
     "gdrperf accept: the profile, the node's inventory and the bench's result file";
 
 pub(super) const fn column(
-    name: &'static str,
+    name: ColumnName,
     unit: &'static str,
     meaning: &'static str,
     source: &'static str,
 ) -> Column {
-    Column { name, unit, meaning, source }
+    Column { name: name.name(), unit, meaning, source }
 }
