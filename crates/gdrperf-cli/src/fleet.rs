@@ -8,17 +8,19 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use gdrperf_cluster::schedule::Schedule;
 use gdrperf_fleet::base::{compare, BaseComparison};
-use gdrperf_fleet::judge::{judge, JudgeConfig};
+use gdrperf_fleet::judge::{judge, judge_with_switches, JudgeConfig};
 use gdrperf_fleet::read::read_gathered;
 use gdrperf_fleet::report;
 use gdrperf_fleet::simulate::{self, Fault, Plan, SimConfig};
 use gdrperf_fleet::simulate_files;
+use gdrperf_fleet::switch_map::SwitchMap;
 
 const JUDGE_HELP: &str = "\
 Examples:
   gdrperf fleet judge gdrperf-slurm-1234.0/results.csv --json fleet.json
   gdrperf fleet judge job1/results.csv job2/results.csv
   gdrperf fleet judge --base last-week/results.csv gdrperf-slurm-1234.0/results.csv
+  gdrperf fleet judge --topology /etc/slurm/topology.conf gdrperf-slurm-1234.0/results.csv
 
 Rows are compared within a class (test, size, memory kinds, QPs, direction). A plan.json beside a
 results file adds the job's node list, so a node with no rows is named. Method, assumptions and
@@ -38,6 +40,12 @@ WATCH (surely slower than the class by --watch-deficit but under --min-deficit: 
 TRANSIENT (rows that dipped in no named part: counted, not named) and RETEST (pairs whose rows
 are mostly low but too few to name a link: run them again; the JSON lists them all). A link is
 named only from agreeing low rows, against the class's transient rate.
+
+--topology: the fabric's switches, in Slurm's topology.conf format (SwitchName=leaf1
+Nodes=node[01-16], SwitchName=spine1 Switches=leaf[1-4]). A switch whose rows towards the rest
+of the fabric are surely 15 % below the others, with most of its nodes low, is named once as a
+group with its members (a switch with half the fleet behind it included), instead of its nodes
+one by one; a little below: watched. Without it, groups are inferred among the nodes named.
 
 Exit codes (--json's verdict spells them pass, undecided, fail, error):
   0  pass: nothing named (and, with --base, nothing moved); parts to watch do not count;
@@ -103,6 +111,9 @@ pub struct JudgeArgs {
     /// in several files; default: none).
     #[arg(long, value_name = "EARLIER.csv")]
     base: Vec<PathBuf>,
+    /// The fabric's switch map, Slurm's topology.conf format (default: none; groups inferred).
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
     #[command(flatten)]
     thresholds: Thresholds,
 }
@@ -199,6 +210,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     let config = args.thresholds.config()?;
+    let switches = args.topology.as_deref().map(SwitchMap::read).transpose()?;
     let rows = read_gathered(&args.files)?;
     if rows.rows.is_empty() {
         bail!(
@@ -216,8 +228,21 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         }
         Some(compare(&earlier, &rows, &config))
     };
-    let verdict = judge(&rows, &config);
+    if let (Some(map), Some(path)) = (&switches, &args.topology) {
+        if map.coverage(&rows.catalog).0 == 0 {
+            bail!(
+                "--topology {}: none of the rows' {} nodes is under a switch of it (the map's node names must be \
+                 the rows' server_node and client_node)",
+                gdrperf_files::printable(&path.display().to_string()),
+                rows.catalog.nodes.len()
+            );
+        }
+    }
+    let verdict = judge_with_switches(&rows, &config, switches.as_ref());
     print!("{}", report::input_text(&rows.input));
+    if let (Some(map), Some(path)) = (&switches, &args.topology) {
+        print!("{}", report::switch_map_text(map, &rows.catalog, path));
+    }
     print!("{}", report::text(&verdict));
     if let Some(base) = &base {
         print!("{}", report::base_text(base));

@@ -37,6 +37,7 @@ use crate::fit::{fit, Fit};
 use crate::normal;
 use crate::observation::{Catalog, Source};
 use crate::shared::{find_rails, name_groups, Rail};
+use crate::switch_map::{name_switches, SwitchMap};
 use crate::transient::{count_dips, judge_pairs, rate, INTERMITTENT_SHARE};
 pub use crate::verdict::{ClassSummary, Finding, PartKind, Verdict};
 
@@ -80,6 +81,16 @@ struct Named {
 
 /// Judges every class of `source`.
 pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
+    judge_with_switches(source, config, None)
+}
+
+/// Judges every class of `source`, with the fabric's switches where the user gave them: a switch
+/// slow towards the rest is named as a group ([`crate::switch_map`]) before groups are inferred.
+pub fn judge_with_switches(
+    source: &dyn Source,
+    config: &JudgeConfig,
+    switches: Option<&SwitchMap>,
+) -> Verdict {
     let catalog = source.catalog();
     let fit = fit(source);
     let floor = (1.0 - config.min_deficit).ln();
@@ -121,6 +132,9 @@ pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
     let peers = peers_of(source, &fit, &named, floor, &shift);
     let mut findings = Vec::new();
     let unproven = settle_ports(catalog, &fit, &named, &peers, (&class_dips, config.alpha), &mut findings);
+    if let Some(map) = switches {
+        name_switches(source, &fit, map, (floor, watch_floor, config.alpha), &mut findings, &mut watch_ports);
+    }
     name_groups(source, &fit, floor, &mut findings);
     // Ports their peers do not prove are judged with each peer they were low with, as links: not
     // explained (their peers, when named and proven, stay explained).
