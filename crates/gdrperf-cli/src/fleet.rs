@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use gdrperf_cluster::schedule::Schedule;
 use gdrperf_fleet::base::{compare, BaseComparison};
-use gdrperf_fleet::judge::{judge, judge_with_switches, JudgeConfig};
+use gdrperf_fleet::judge::{judge_with_switches, JudgeConfig};
 use gdrperf_fleet::read::read_gathered;
 use gdrperf_fleet::report;
 use gdrperf_fleet::simulate::{self, Fault, Plan, SimConfig};
@@ -167,7 +167,8 @@ pub struct SimulateArgs {
     #[arg(long)]
     no_retest: bool,
     /// Faults to plant, each on its own node: slow-port, bad-link, gpu-x8, dead-node,
-    /// slow-sending, slow-rail, near-miss, intermittent (comma-separated; default the first five).
+    /// slow-sending, slow-rail, near-miss, intermittent, slow-group, slow-half (comma-separated;
+    /// default the first five).
     #[arg(long, value_delimiter = ',', default_value = "slow-port,bad-link,gpu-x8,dead-node,slow-sending")]
     fault: Vec<String>,
     /// How many seeds (fleets), from --first-seed on.
@@ -176,6 +177,10 @@ pub struct SimulateArgs {
     /// The first seed (to split a long sweep over processes).
     #[arg(long, default_value_t = 1)]
     first_seed: u64,
+    /// Give the judge the simulated fabric's switch map (leaves of nodes/16 nodes, 3 to 16, under
+    /// two spines), as `fleet judge --topology` would (default: none; groups inferred).
+    #[arg(long)]
+    switch_map: bool,
     /// Print every seed's verdict.
     #[arg(long)]
     verbose: bool,
@@ -290,7 +295,8 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         .filter(|name| !name.is_empty())
         .map(|name| {
             Fault::parse(name).with_context(|| {
-                let names: Vec<&str> = Fault::ALL.iter().map(|fault| fault.name()).collect();
+                let names: Vec<&str> =
+                    Fault::ALL.iter().chain(&[Fault::SlowHalf]).map(|fault| fault.name()).collect();
                 format!("--fault {name}: one of {}", names.join(", "))
             })
         })
@@ -307,7 +313,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     let all_pairs = args.nodes * (args.nodes - 1) / 2;
     println!(
-        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {} ({}), dips {}, retest {}, faults {}, seeds {}-{}",
+        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {} ({}), dips {}, retest {}, switch map {}, faults {}, seeds {}-{}",
         args.nodes,
         args.lanes,
         args.schedule,
@@ -315,6 +321,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         args.tails.map_or("normal".to_string(), |freedom| format!("Student-t, {freedom} degrees of freedom")),
         args.dips,
         if args.no_retest { "no" } else { "yes" },
+        if args.switch_map { "yes" } else { "no" },
         args.fault.join(","),
         args.first_seed,
         args.first_seed + args.seeds - 1
@@ -336,6 +343,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         let mut sim = SimConfig::new(args.nodes, args.lanes, plan, args.noise, faults.clone(), seed);
         sim.tails = args.tails;
         sim.dips = args.dips;
+        sim.switch_map = args.switch_map;
         let mut fleet = simulate::run(&sim);
         if !args.no_retest {
             simulate::retest(&mut fleet, &config);
@@ -343,7 +351,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         // The last judgement (of every row, retests included) timed on its own.
         let start = Instant::now();
         let cpu_start = thread_cpu_seconds();
-        let verdict = judge(&fleet, &config);
+        let verdict = judge_with_switches(&fleet, &config, fleet.switches.as_ref());
         let cpu_seconds = thread_cpu_seconds() - cpu_start;
         let seconds = start.elapsed().as_secs_f64();
         let score = simulate::score(&verdict, &fleet.planted);

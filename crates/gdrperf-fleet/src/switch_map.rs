@@ -14,7 +14,10 @@
 //! members (two or more with crossing rows) have their own crossing median below the rest by the
 //! bar (so one slow node on a small switch stays a node). Sure and only beyond `watch_deficit`:
 //! listed to watch. A switch whose nodes are the complement of a named one (two halves of the
-//! fleet) has the same crossing rows: it is not named again.
+//! fleet) has the same crossing rows: it is not named again. Once a switch is named, the rows
+//! crossing it are lifted by its deficit ([`Lifted`]) and the judge fits and judges the ports,
+//! nodes and links on those: the switch's nodes are not named again for it, and a port of theirs
+//! slow on its own (or only when sending) is judged as it would be behind a healthy switch.
 //!
 //! Switches are tested level by level from the top (`Switches=` lines) down to the leaves
 //! (`Nodes=`). A level's test leaves out the rows crossing a switch named above it (they are
@@ -36,8 +39,8 @@ use gdrperf_cluster::hostlist;
 
 use crate::fit::Fit;
 use crate::normal;
-use crate::observation::{Catalog, Source};
-use crate::verdict::{Finding, PartKind};
+use crate::observation::{Catalog, Observation, Source};
+use crate::verdict::{Finding, PartKind, Verdict};
 
 /// Why a switch map could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -220,27 +223,28 @@ impl Histogram {
 
 /// A switch that stands out in a class.
 #[derive(Debug, Clone)]
-struct SlowSwitch {
+pub(crate) struct SlowSwitch {
     class: u32,
     switch: usize,
+    /// Its crossing rows' median less the rest's (log units).
     deficit: f64,
     z: f64,
     crossing: u64,
     inside: u64,
-    named: bool,
+    /// Beyond the bar (else beyond the watch bar only).
+    pub(crate) named: bool,
+    /// Its nodes (catalog indices).
+    members: Vec<u32>,
 }
 
-/// Tests every switch of `map` in every class of `source`; named switches become group findings
-/// (the findings of their members no further below than the group plus half the bar are folded
-/// in), switches to watch go to `watch`. `floor` and `watch_floor` are log deficits of a row.
-pub(crate) fn name_switches(
+/// Tests every switch of `map` in every class of `source`: those named or to watch. `floor` and
+/// `watch_floor` are log deficits of a row.
+pub(crate) fn find_switches(
     source: &dyn Source,
     fit: &Fit,
     map: &SwitchMap,
     (floor, watch_floor, alpha): (f64, f64, f64),
-    findings: &mut Vec<Finding>,
-    watch: &mut Vec<Finding>,
-) {
+) -> Vec<SlowSwitch> {
     let catalog = source.catalog();
     let classes = fit.level.len();
     let index_of: HashMap<&str, u32> =
@@ -358,6 +362,7 @@ pub(crate) fn name_switches(
                 crossing: cross.total,
                 inside: inside.get(&(class, slot)).copied().unwrap_or(0),
                 named: deficit < floor,
+                members: members[switch].clone(),
             });
         }
         for entry in slow[first_of_level..].iter().filter(|entry| entry.named) {
@@ -366,6 +371,69 @@ pub(crate) fn name_switches(
             }
         }
     }
+    slow
+}
+
+/// The source with every row crossing a named switch of its class lifted by the switch's
+/// deficit: what the ports, nodes and links are judged on once the switch is named.
+pub(crate) struct Lifted<'a> {
+    inner: &'a dyn Source,
+    /// Per class, per node: the named switches (index into `deficits`) it is on.
+    named_on: Vec<Vec<Vec<usize>>>,
+    deficits: Vec<f64>,
+}
+
+impl<'a> Lifted<'a> {
+    pub(crate) fn new(inner: &'a dyn Source, slow: &[SlowSwitch]) -> Lifted<'a> {
+        let catalog = inner.catalog();
+        let classes = catalog.classes.len();
+        let mut named_on = vec![vec![Vec::new(); catalog.nodes.len()]; classes];
+        let mut deficits = Vec::new();
+        for entry in slow.iter().filter(|entry| entry.named) {
+            for &node in &entry.members {
+                named_on[entry.class as usize][node as usize].push(deficits.len());
+            }
+            deficits.push(entry.deficit);
+        }
+        Lifted { inner, named_on, deficits }
+    }
+}
+
+impl Source for Lifted<'_> {
+    fn catalog(&self) -> &Catalog {
+        self.inner.catalog()
+    }
+
+    fn visit(&self, visit: &mut dyn FnMut(&Observation)) {
+        let catalog = self.inner.catalog();
+        self.inner.visit(&mut |row| {
+            let on = &self.named_on[row.class as usize];
+            let a = &on[catalog.ports[row.sender as usize].node as usize];
+            let b = &on[catalog.ports[row.receiver as usize].node as usize];
+            if a == b {
+                return visit(row);
+            }
+            let crossed: f64 = a
+                .iter()
+                .filter(|switch| !b.contains(switch))
+                .chain(b.iter().filter(|switch| !a.contains(switch)))
+                .map(|&switch| self.deficits[switch])
+                .sum();
+            let mut lifted = *row;
+            lifted.log_gbps = (f64::from(row.log_gbps) - crossed) as f32;
+            visit(&lifted);
+        });
+    }
+}
+
+/// The switches named or to watch, as group findings with their members, into `verdict`.
+pub(crate) fn switch_findings(
+    catalog: &Catalog,
+    map: &SwitchMap,
+    slow: &[SlowSwitch],
+    verdict: &mut Verdict,
+) {
+    let tests = map.switches.len().max(1) as f64;
     for entry in slow {
         let label = catalog.classes[entry.class as usize].label.clone();
         let switch = &map.switches[entry.switch];
@@ -376,30 +444,15 @@ pub(crate) fn name_switches(
         finding.z = Some(entry.z);
         finding.p_adjusted = Some((tests * normal::lower_tail(entry.z)).min(1.0));
         let names: BTreeSet<&str> =
-            members[entry.switch].iter().map(|&node| catalog.nodes[node as usize].as_str()).collect();
+            entry.members.iter().map(|&node| catalog.nodes[node as usize].as_str()).collect();
         finding.members = names.iter().map(|name| name.to_string()).collect();
-        if !entry.named {
-            watch.push(finding);
-            continue;
+        match entry.named {
+            true => verdict.findings.push(finding),
+            false => verdict.watch.push(finding),
         }
-        // Members' own findings that the switch explains: within half the bar of its deficit.
-        let within = finding.below_pct + 50.0 * (1.0 - floor.exp());
-        let folded = |other: &Finding| {
-            other.class == label
-                && other.below_pct <= within
-                && match other.kind {
-                    PartKind::Node
-                    | PartKind::NicPort
-                    | PartKind::NicPortOrGpu
-                    | PartKind::Gpu
-                    | PartKind::NicPortSending
-                    | PartKind::NicPortReceiving => names.contains(other.node.as_str()),
-                    _ => false,
-                }
-        };
-        findings.retain(|other| !folded(other));
-        watch.retain(|other| !folded(other));
-        findings.push(finding);
+    }
+    for list in [&mut verdict.findings, &mut verdict.watch] {
+        list.sort_by(|a, b| (a.kind, &a.node, &a.class).cmp(&(b.kind, &b.node, &b.class)));
     }
 }
 
