@@ -185,7 +185,8 @@ pub struct SimulateArgs {
     #[arg(long)]
     verbose: bool,
     /// Also write the simulated job's results.csv, matrix.csv and plan.json (the node list)
-    /// into this folder, as a gathered job would (needs --seeds 1; default: none).
+    /// into this folder, as a gathered job would, and with --switch-map its topology.conf
+    /// (needs --seeds 1; default: none).
     #[arg(long, value_name = "DIR")]
     write: Option<PathBuf>,
     #[command(flatten)]
@@ -393,7 +394,16 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         if let Some(dir) = &args.write {
             simulate_files::write_job(&fleet, dir)
                 .with_context(|| format!("writing into {}", dir.display()))?;
-            println!("# wrote {}/results.csv, matrix.csv, plan.json", dir.display());
+            if args.switch_map {
+                let path = dir.join("topology.conf");
+                gdrperf_files::write_file(&path, simulate::fabric_conf(args.nodes).as_bytes())
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            println!(
+                "# wrote {}/results.csv, matrix.csv, plan.json{}",
+                dir.display(),
+                if args.switch_map { ", topology.conf" } else { "" }
+            );
         }
         runs.push(fleet.pair_runs());
         rounds.push(fleet.rounds);

@@ -199,3 +199,36 @@ fn a_switch_map_names_half_the_fleet_behind_a_slow_switch_as_one_group() {
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     assert!(text(&output).contains("line 1") && text(&output).contains("`s9`"), "{}", text(&output));
 }
+
+#[test]
+fn simulate_writes_its_fabric_s_topology_conf_and_judge_names_the_slow_half_from_it() {
+    // 32 nodes (leaves of 3 under two spines), all pairs, the first half at 80 % with the other:
+    // the job written with its switch map; judged with it, spine0 is one group (exit 1); judged
+    // without it, no group is named.
+    let scratch = Scratch::new("write-map");
+    let dir = scratch.0.join("job").display().to_string();
+    let output = gdrperf(&[
+        "fleet",
+        "simulate",
+        "--nodes",
+        "32",
+        "--lanes",
+        "2",
+        "--schedule",
+        "all-pairs",
+        "--fault",
+        "slow-half",
+        "--switch-map",
+        "--write",
+        &dir,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("topology.conf"), "{}", text(&output));
+    let results = format!("{dir}/results.csv");
+    let output = gdrperf(&["fleet", "judge", &results, "--topology", &format!("{dir}/topology.conf")]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(out.contains("group of nodes, slow towards the rest: switch spine0 on 15 nodes"), "{out}");
+    assert!(out.contains("NAMED: 1"), "{out}");
+    assert!(!text(&gdrperf(&["fleet", "judge", &results])).contains("group of nodes"));
+}

@@ -46,7 +46,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::judge::{judge_with_switches, Finding, JudgeConfig, PartKind, Verdict};
 use crate::observation::{Catalog, ClassInfo, Observation, Source};
-use crate::switch_map::{Switch, SwitchMap};
+use crate::switch_map::SwitchMap;
 use crate::transient::MOST_RETESTS;
 
 /// A fault to plant.
@@ -170,26 +170,31 @@ pub fn group_size(nodes: usize) -> usize {
     (nodes / 16).clamp(3, 16)
 }
 
-/// The simulated fabric: leaves `leaf0...` of [`group_size`] consecutive nodes (the last may be
-/// smaller), spines `spine0` and `spine1` over the first and second half of the leaves, and
-/// `top` over both.
-pub fn fabric(nodes: usize) -> SwitchMap {
+/// The simulated fabric's switch map, in Slurm's topology.conf format (what `--write` leaves
+/// beside the job for `gdrperf fleet judge --topology`): leaves `leaf0...` of [`group_size`]
+/// consecutive nodes (the last may be smaller), spines `spine0` and `spine1` over the first and
+/// second half of the leaves, and `top` over both.
+pub fn fabric_conf(nodes: usize) -> String {
     let size = group_size(nodes);
     let leaves = nodes.div_ceil(size);
-    let mut switches: Vec<Switch> = (0..leaves)
-        .map(|leaf| Switch {
-            name: format!("leaf{leaf}"),
-            nodes: (leaf * size..((leaf + 1) * size).min(nodes)).map(node_name).collect(),
-            level: 0,
-        })
-        .collect();
+    let mut text = String::from("# gdrperf fleet simulate's fabric\n");
+    for leaf in 0..leaves {
+        let members: Vec<String> = (leaf * size..((leaf + 1) * size).min(nodes)).map(node_name).collect();
+        text += &format!("SwitchName=leaf{leaf} Nodes={}\n", members.join(","));
+    }
     let half = leaves / 2;
     for (index, range) in [(0, 0..half), (1, half..leaves)] {
-        let nodes = range.flat_map(|leaf| switches[leaf].nodes.iter().cloned()).collect();
-        switches.push(Switch { name: format!("spine{index}"), nodes, level: 1 });
+        let children: Vec<String> = range.map(|leaf| format!("leaf{leaf}")).collect();
+        if !children.is_empty() {
+            text += &format!("SwitchName=spine{index} Switches={}\n", children.join(","));
+        }
     }
-    switches.push(Switch { name: "top".into(), nodes: (0..nodes).map(node_name).collect(), level: 2 });
-    SwitchMap { switches }
+    text + "SwitchName=top Switches=spine0,spine1\n"
+}
+
+/// [`fabric_conf`], read.
+pub fn fabric(nodes: usize) -> SwitchMap {
+    SwitchMap::parse(&fabric_conf(nodes)).expect("the simulated fabric's map reads")
 }
 
 /// The nodes of `spine0` of [`fabric`]: the first half of the leaves.
