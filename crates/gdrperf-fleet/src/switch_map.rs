@@ -15,7 +15,7 @@
 //! bar (so one slow node on a small switch stays a node). Sure and only beyond `watch_deficit`:
 //! listed to watch. A switch whose nodes are the complement of a named one (two halves of the
 //! fleet) has the same crossing rows: it is not named again. Once a switch is named, the rows
-//! crossing it are lifted by its deficit ([`Lifted`]) and the judge fits and judges the ports,
+//! crossing it are lifted by its deficit (`Lifted`) and the judge fits and judges the ports,
 //! nodes and links on those: the switch's nodes are not named again for it, and a port of theirs
 //! slow on its own (or only when sending) is judged as it would be behind a healthy switch.
 //!
