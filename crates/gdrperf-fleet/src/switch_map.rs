@@ -72,6 +72,11 @@ pub struct SwitchMap {
 /// holds histograms).
 pub const MAX_SWITCHES: usize = 100_000;
 
+/// More nodes under switches than this, counting a node once per switch above it, is not a
+/// fabric's map: 65 536 nodes under four levels. The judge holds a 2 KB histogram per such place
+/// and class with crossing rows, so this bounds what a map can ask for (512 MB a class).
+pub const MAX_PLACES: usize = 1 << 18;
+
 impl SwitchMap {
     /// Reads Slurm's `topology.conf` format: one switch a line, `SwitchName=NAME` with `Nodes=`
     /// (a hostlist) or `Switches=` (a hostlist of switch names); other keys (`LinkSpeed=`) and
@@ -161,13 +166,24 @@ impl SwitchMap {
         for name in &order {
             resolve(name, &lines, &mut done, &mut Vec::new())?;
         }
-        let switches = order
-            .into_iter()
-            .filter_map(|name| {
-                let (nodes, level) = done.remove(&name)?;
-                (!nodes.is_empty()).then_some(Switch { name, nodes, level })
-            })
-            .collect();
+        let mut switches = Vec::new();
+        let mut places = 0;
+        for name in order {
+            let Some((nodes, level)) = done.remove(&name) else { continue };
+            places += nodes.len();
+            if places > MAX_PLACES {
+                let line = lines[&name].0;
+                return Err((
+                    line,
+                    format!(
+                        "more than {MAX_PLACES} nodes under switches in all (a node counts once a switch)"
+                    ),
+                ));
+            }
+            if !nodes.is_empty() {
+                switches.push(Switch { name, nodes, level });
+            }
+        }
         Ok(SwitchMap { switches })
     }
 

@@ -77,6 +77,12 @@ fn a_bad_switch_map_says_which_line_and_why() {
     assert!(error("SwitchName=a Switches=b\nSwitchName=b Switches=a").1.contains("under itself"));
     assert!(error("SwitchName=a leaf").1.contains("KEY=VALUE"));
     assert_eq!(error("SwitchName=a Nodes=n[1-").0, 1);
+    // Nodes under switches beyond the limit (a crafted map asking for gigabytes): refused.
+    let big = format!("SwitchName=a Nodes=n[1-{}]\nSwitchName=b Switches=a\n", MAX_PLACES / 2 + 1);
+    assert_eq!(
+        error(&big),
+        (2, format!("more than {MAX_PLACES} nodes under switches in all (a node counts once a switch)"))
+    );
     let dir = std::env::temp_dir().join(format!("gdrperf-switch-map-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("topology.conf");
