@@ -4,10 +4,10 @@ raw = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path
 rows = []
 for path in sorted(glob.glob(raw + '/*.txt')):
     name = os.path.basename(path)[:-4]
-    m = re.match(r'(\d+)x8-(.+)-(quiet|noisy)$', name)
+    m = re.match(r'(\d+)x(\d+)-(all-pairs|locate)-(quiet|noisy)(-.+)?$', name)
     if not m:
         continue
-    nodes, schedule, setting = int(m.group(1)), m.group(2), m.group(3)
+    nodes, lanes, schedule, setting = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4) + (m.group(5) or '').replace('-', ' ')
     seeds, faults, peak, per_fault = [], '', 0, {}
     for line in open(path):
         if re.match(r'^\d+,', line):
@@ -26,7 +26,7 @@ for path in sorted(glob.glob(raw + '/*.txt')):
     allp = nodes * (nodes - 1) // 2
     kinds = faults.split(',')
     missed = {k: sum(k in s['missed'] for s in seeds) for k in kinds}
-    rows.append((nodes, schedule, setting, n, 100 * sum(s['all'] for s in seeds) / n, 100 * sum(s['false'] for s in seeds) / n,
+    rows.append((f'{nodes} x {lanes}', schedule, setting, n, 100 * sum(s['all'] for s in seeds) / n, 100 * sum(s['false'] for s in seeds) / n,
                  100 * sum(s['watched'] for s in seeds) / n,
                  ' '.join(f"{k} {100 * (n - missed[k]) / n:.1f}" for k in kinds),
                  statistics.mean(s['runs'] for s in seeds), max(s['runs'] for s in seeds), 100 * max(s['runs'] for s in seeds) / allp,
@@ -35,4 +35,4 @@ for path in sorted(glob.glob(raw + '/*.txt')):
 print('| nodes x lanes | schedule | noise | seeds | every planted part named | anything else named | anything else watched | named as its kind, % of seeds | pair runs mean / max (retests in) | max / all-pairs | retest pair runs (mean) | transient rows (mean) | last judge CPU s median / max | peak RSS |')
 print('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for r in rows:
-    print(f'| {r[0]} x 8 | {r[1]} | {r[2]} | {r[3]} | {r[4]:.1f} % | {r[5]:.1f} % | {r[6]:.1f} % | {r[7]} | {r[8]:.0f} / {r[9]} | {r[10]:.2f} % | {r[11]:.1f} | {r[12]:.0f} | {r[13]:.2f} / {r[14]:.2f} | {r[15]:.0f} MiB |')
+    print(f'| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.1f} % | {r[5]:.1f} % | {r[6]:.1f} % | {r[7]} | {r[8]:.0f} / {r[9]} | {r[10]:.2f} % | {r[11]:.1f} | {r[12]:.0f} | {r[13]:.2f} / {r[14]:.2f} | {f"{r[15]:.0f} MiB" if r[15] else "not recorded (run stopped)"} |')

@@ -8,17 +8,19 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use gdrperf_cluster::schedule::Schedule;
 use gdrperf_fleet::base::{compare, BaseComparison};
-use gdrperf_fleet::judge::{judge, JudgeConfig};
+use gdrperf_fleet::judge::{judge_with_switches, JudgeConfig};
 use gdrperf_fleet::read::read_gathered;
 use gdrperf_fleet::report;
 use gdrperf_fleet::simulate::{self, Fault, Plan, SimConfig};
 use gdrperf_fleet::simulate_files;
+use gdrperf_fleet::switch_map::SwitchMap;
 
 const JUDGE_HELP: &str = "\
 Examples:
   gdrperf fleet judge gdrperf-slurm-1234.0/results.csv --json fleet.json
   gdrperf fleet judge job1/results.csv job2/results.csv
   gdrperf fleet judge --base last-week/results.csv gdrperf-slurm-1234.0/results.csv
+  gdrperf fleet judge --topology /etc/slurm/topology.conf gdrperf-slurm-1234.0/results.csv
 
 Rows are compared within a class (test, size, memory kinds, QPs, direction). A plan.json beside a
 results file adds the job's node list, so a node with no rows is named. Method, assumptions and
@@ -38,6 +40,12 @@ WATCH (surely slower than the class by --watch-deficit but under --min-deficit: 
 TRANSIENT (rows that dipped in no named part: counted, not named) and RETEST (pairs whose rows
 are mostly low but too few to name a link: run them again; the JSON lists them all). A link is
 named only from agreeing low rows, against the class's transient rate.
+
+--topology: the fabric's switches, in Slurm's topology.conf format (SwitchName=leaf1
+Nodes=node[01-16], SwitchName=spine1 Switches=leaf[1-4]). A switch whose rows towards the rest
+of the fabric are surely 15 % below the others, with most of its nodes low, is named once as a
+group with its members (a switch with half the fleet behind it included), instead of its nodes
+one by one; a little below: watched. Without it, groups are inferred among the nodes named.
 
 Exit codes (--json's verdict spells them pass, undecided, fail, error):
   0  pass: nothing named (and, with --base, nothing moved); parts to watch do not count;
@@ -103,6 +111,9 @@ pub struct JudgeArgs {
     /// in several files; default: none).
     #[arg(long, value_name = "EARLIER.csv")]
     base: Vec<PathBuf>,
+    /// The fabric's switch map, Slurm's topology.conf format (default: none; groups inferred).
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
     #[command(flatten)]
     thresholds: Thresholds,
 }
@@ -156,7 +167,8 @@ pub struct SimulateArgs {
     #[arg(long)]
     no_retest: bool,
     /// Faults to plant, each on its own node: slow-port, bad-link, gpu-x8, dead-node,
-    /// slow-sending, slow-rail, near-miss, intermittent (comma-separated; default the first five).
+    /// slow-sending, slow-rail, near-miss, intermittent, slow-group, slow-half (comma-separated;
+    /// default the first five).
     #[arg(long, value_delimiter = ',', default_value = "slow-port,bad-link,gpu-x8,dead-node,slow-sending")]
     fault: Vec<String>,
     /// How many seeds (fleets), from --first-seed on.
@@ -165,11 +177,16 @@ pub struct SimulateArgs {
     /// The first seed (to split a long sweep over processes).
     #[arg(long, default_value_t = 1)]
     first_seed: u64,
+    /// Give the judge the simulated fabric's switch map (leaves of nodes/16 nodes, 3 to 16, under
+    /// two spines), as `fleet judge --topology` would (default: none; groups inferred).
+    #[arg(long)]
+    switch_map: bool,
     /// Print every seed's verdict.
     #[arg(long)]
     verbose: bool,
     /// Also write the simulated job's results.csv, matrix.csv and plan.json (the node list)
-    /// into this folder, as a gathered job would (needs --seeds 1; default: none).
+    /// into this folder, as a gathered job would, and with --switch-map its topology.conf
+    /// (needs --seeds 1; default: none).
     #[arg(long, value_name = "DIR")]
     write: Option<PathBuf>,
     #[command(flatten)]
@@ -199,6 +216,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
     let config = args.thresholds.config()?;
+    let switches = args.topology.as_deref().map(SwitchMap::read).transpose()?;
     let rows = read_gathered(&args.files)?;
     if rows.rows.is_empty() {
         bail!(
@@ -216,8 +234,21 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
         }
         Some(compare(&earlier, &rows, &config))
     };
-    let verdict = judge(&rows, &config);
+    if let (Some(map), Some(path)) = (&switches, &args.topology) {
+        if map.coverage(&rows.catalog).0 == 0 {
+            bail!(
+                "--topology {}: none of the rows' {} nodes is under a switch of it (the map's node names must be \
+                 the rows' server_node and client_node)",
+                gdrperf_files::printable(&path.display().to_string()),
+                rows.catalog.nodes.len()
+            );
+        }
+    }
+    let verdict = judge_with_switches(&rows, &config, switches.as_ref());
     print!("{}", report::input_text(&rows.input));
+    if let (Some(map), Some(path)) = (&switches, &args.topology) {
+        print!("{}", report::switch_map_text(map, &rows.catalog, path));
+    }
     print!("{}", report::text(&verdict));
     if let Some(base) = &base {
         print!("{}", report::base_text(base));
@@ -265,7 +296,8 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         .filter(|name| !name.is_empty())
         .map(|name| {
             Fault::parse(name).with_context(|| {
-                let names: Vec<&str> = Fault::ALL.iter().map(|fault| fault.name()).collect();
+                let names: Vec<&str> =
+                    Fault::ALL.iter().chain(&[Fault::SlowHalf]).map(|fault| fault.name()).collect();
                 format!("--fault {name}: one of {}", names.join(", "))
             })
         })
@@ -282,7 +314,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     let all_pairs = args.nodes * (args.nodes - 1) / 2;
     println!(
-        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {} ({}), dips {}, retest {}, faults {}, seeds {}-{}",
+        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {} ({}), dips {}, retest {}, switch map {}, faults {}, seeds {}-{}",
         args.nodes,
         args.lanes,
         args.schedule,
@@ -290,6 +322,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         args.tails.map_or("normal".to_string(), |freedom| format!("Student-t, {freedom} degrees of freedom")),
         args.dips,
         if args.no_retest { "no" } else { "yes" },
+        if args.switch_map { "yes" } else { "no" },
         args.fault.join(","),
         args.first_seed,
         args.first_seed + args.seeds - 1
@@ -311,6 +344,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         let mut sim = SimConfig::new(args.nodes, args.lanes, plan, args.noise, faults.clone(), seed);
         sim.tails = args.tails;
         sim.dips = args.dips;
+        sim.switch_map = args.switch_map;
         let mut fleet = simulate::run(&sim);
         if !args.no_retest {
             simulate::retest(&mut fleet, &config);
@@ -318,7 +352,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         // The last judgement (of every row, retests included) timed on its own.
         let start = Instant::now();
         let cpu_start = thread_cpu_seconds();
-        let verdict = judge(&fleet, &config);
+        let verdict = judge_with_switches(&fleet, &config, fleet.switches.as_ref());
         let cpu_seconds = thread_cpu_seconds() - cpu_start;
         let seconds = start.elapsed().as_secs_f64();
         let score = simulate::score(&verdict, &fleet.planted);
@@ -360,7 +394,16 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         if let Some(dir) = &args.write {
             simulate_files::write_job(&fleet, dir)
                 .with_context(|| format!("writing into {}", dir.display()))?;
-            println!("# wrote {}/results.csv, matrix.csv, plan.json", dir.display());
+            if args.switch_map {
+                let path = dir.join("topology.conf");
+                gdrperf_files::write_file(&path, simulate::fabric_conf(args.nodes).as_bytes())
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            println!(
+                "# wrote {}/results.csv, matrix.csv, plan.json{}",
+                dir.display(),
+                if args.switch_map { ", topology.conf" } else { "" }
+            );
         }
         runs.push(fleet.pair_runs());
         rounds.push(fleet.rounds);

@@ -159,3 +159,76 @@ fn simulate_writes_a_job_that_judge_reads() {
     let output = gdrperf(&["fleet", "simulate", "--seeds", "2", "--write", &dir]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
 }
+
+#[test]
+fn a_switch_map_names_half_the_fleet_behind_a_slow_switch_as_one_group() {
+    // Eight nodes, n0-n3 under leafa and n4-n7 under leafb, every row between the halves at 80 %
+    // (32 of 56): leafa's crossing rows against the rest (within each half) are 20 % below; leafb
+    // is its complement: one group. Without the map nothing is a group.
+    let mut csv = String::from("test,bytes,bidirectional,qps,mem_local,mem_remote,device,peer_device,gpu_local_bus_id,lane,bw_avg_gbit_s,ceiling_gbps,round,server_rank,client_rank,server_node,client_node\n");
+    for server in 0..8 {
+        for client in (0..8).filter(|&client| client != server) {
+            let base = if (server < 4) != (client < 4) { 80.0 } else { 100.0 };
+            let gbps = base * if (server + client) % 2 == 0 { 0.99 } else { 1.01 };
+            csv.push_str(&format!(
+                "write_bw,1048576,false,1,host,host,mlx5_0,mlx5_0,,0,{gbps:.3},,0,{server},{client},n{server},n{client}\n"
+            ));
+        }
+    }
+    let scratch = Scratch::new("switches");
+    let results = scratch.write("results.csv", &csv);
+    let map =
+        scratch.write("topology.conf", "SwitchName=leafa Nodes=n[0-3]\nSwitchName=leafb Nodes=n[4-7]\n");
+    let output = gdrperf(&["fleet", "judge", &results, "--topology", &map]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("group of nodes, slow towards the rest: switch leafa on 4 nodes (n0 n1 n2 n3)"),
+        "{out}"
+    );
+    assert!(!out.contains("switch leafb"), "{out}");
+    assert!(out.contains("SWITCHES: ") && out.contains("8 of the rows' 8 nodes under one"), "{out}");
+    assert!(!text(&gdrperf(&["fleet", "judge", &results])).contains("group of nodes"));
+    // A map that names none of the rows' nodes, or none at all, is refused.
+    let foreign = scratch.write("foreign.conf", "SwitchName=s1 Nodes=gpu[1-4]\n");
+    let output = gdrperf(&["fleet", "judge", &results, "--topology", &foreign]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("none of the rows' 8 nodes"), "{}", text(&output));
+    let broken = scratch.write("broken.conf", "SwitchName=s1 Switches=s9\n");
+    let output = gdrperf(&["fleet", "judge", &results, "--topology", &broken]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("line 1") && text(&output).contains("`s9`"), "{}", text(&output));
+}
+
+#[test]
+fn simulate_writes_its_fabric_s_topology_conf_and_judge_names_the_slow_half_from_it() {
+    // 32 nodes (leaves of 3 under two spines), all pairs, the first half at 80 % with the other:
+    // the job written with its switch map; judged with it, spine0 is one group (exit 1); judged
+    // without it, no group is named.
+    let scratch = Scratch::new("write-map");
+    let dir = scratch.0.join("job").display().to_string();
+    let output = gdrperf(&[
+        "fleet",
+        "simulate",
+        "--nodes",
+        "32",
+        "--lanes",
+        "2",
+        "--schedule",
+        "all-pairs",
+        "--fault",
+        "slow-half",
+        "--switch-map",
+        "--write",
+        &dir,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(text(&output).contains("topology.conf"), "{}", text(&output));
+    let results = format!("{dir}/results.csv");
+    let output = gdrperf(&["fleet", "judge", &results, "--topology", &format!("{dir}/topology.conf")]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(out.contains("group of nodes, slow towards the rest: switch spine0 on 15 nodes"), "{out}");
+    assert!(out.contains("NAMED: 1"), "{out}");
+    assert!(!text(&gdrperf(&["fleet", "judge", &results])).contains("group of nodes"));
+}

@@ -37,6 +37,7 @@ use crate::fit::{fit, Fit};
 use crate::normal;
 use crate::observation::{Catalog, Source};
 use crate::shared::{find_rails, name_groups, Rail};
+use crate::switch_map::{find_switches, switch_findings, Lifted, SwitchMap};
 use crate::transient::{count_dips, judge_pairs, rate, INTERMITTENT_SHARE};
 pub use crate::verdict::{ClassSummary, Finding, PartKind, Verdict};
 
@@ -80,8 +81,38 @@ struct Named {
 
 /// Judges every class of `source`.
 pub fn judge(source: &dyn Source, config: &JudgeConfig) -> Verdict {
+    judge_with_switches(source, config, None)
+}
+
+/// Judges every class of `source`, with the fabric's switches where the user gave them: a switch
+/// slow towards the rest is named as a group ([`crate::switch_map`]), and the rows crossing it
+/// are lifted by its deficit before the ports, nodes and links are judged (a second fit), so its
+/// nodes are not named again and a fault on them is judged as it would be on a healthy switch.
+pub fn judge_with_switches(
+    source: &dyn Source,
+    config: &JudgeConfig,
+    switches: Option<&SwitchMap>,
+) -> Verdict {
+    let first = fit(source);
+    let Some(map) = switches else { return judge_fitted(source, first, config) };
+    let floor = (1.0 - config.min_deficit).ln();
+    let watch_floor = (1.0 - config.watch_deficit).ln();
+    let slow = find_switches(source, &first, map, (floor, watch_floor, config.alpha));
+    let mut verdict = match slow.iter().any(|entry| entry.named) {
+        true => {
+            let lifted = Lifted::new(source, &slow);
+            let fit = fit(&lifted);
+            judge_fitted(&lifted, fit, config)
+        }
+        false => judge_fitted(source, first, config),
+    };
+    switch_findings(source.catalog(), map, &slow, &mut verdict);
+    verdict
+}
+
+/// Judges every class of `source`, given its fit.
+fn judge_fitted(source: &dyn Source, fit: Fit, config: &JudgeConfig) -> Verdict {
     let catalog = source.catalog();
-    let fit = fit(source);
     let floor = (1.0 - config.min_deficit).ln();
     let watch_floor = (1.0 - config.watch_deficit).ln();
     let rails = find_rails(catalog, &fit, floor, watch_floor, config.alpha);

@@ -7,7 +7,8 @@
 //! and pairs with low residuals are named with their deficit, their evidence and a
 //! Bonferroni-adjusted p ([`judge`]). Rows that dip for a moment (a shared fabric) are counted
 //! and a place is named only when it dips more often than its class ([`transient`]: links from
-//! agreeing rows, intermittent ports, pairs to retest); rails are named once ([`shared`]). The
+//! agreeing rows, intermittent ports, pairs to retest); rails are named once ([`shared`]), and
+//! so is a switch slow towards the rest where the user gives a switch map ([`switch_map`]). The
 //! same input gives the same verdict: every pass visits the rows in their order, every list is
 //! sorted before it is reported. [`read`] accounts for every row of the files.
 //!
@@ -48,5 +49,6 @@ pub mod report;
 pub mod shared;
 pub mod simulate;
 pub mod simulate_files;
+pub mod switch_map;
 pub mod transient;
 pub mod verdict;

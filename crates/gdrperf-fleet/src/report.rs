@@ -4,7 +4,9 @@ use std::fmt::Write;
 
 use crate::base::{BaseComparison, MoveKind, Movement};
 use crate::judge::{Finding, PartKind, Verdict};
+use crate::observation::Catalog;
 use crate::read::InputCount;
+use crate::switch_map::SwitchMap;
 
 /// What was read, in one line: files, rows read and kept, and every reason a row was left out
 /// (only those that occurred).
@@ -40,6 +42,17 @@ pub fn input_text(input: &InputCount) -> String {
     }
     text.push('\n');
     text
+}
+
+/// The switch map's line: what it holds and how much of the rows it covers.
+pub fn switch_map_text(map: &SwitchMap, catalog: &Catalog, path: &std::path::Path) -> String {
+    let (covered, nodes) = map.coverage(catalog);
+    format!(
+        "SWITCHES: {}: {} switches; {covered} of the rows' {nodes} nodes under one, {} under none\n",
+        gdrperf_files::printable(&path.display().to_string()),
+        map.switches.len(),
+        nodes - covered
+    )
 }
 
 /// One line naming a part: what, where, how far below, from what, how sure.

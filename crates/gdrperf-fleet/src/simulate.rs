@@ -19,7 +19,14 @@
 //! - `near-miss`: one NIC port at 90 %, both directions: under the 15 % bar, to be watched;
 //! - `intermittent`: one NIC port whose rows are at 60 % in 40 % of its pair runs, at random;
 //! - `slow-group`: a leaf of [`group_size`] seeded nodes whose rows with every node outside it
-//!   are at 80 % (every lane), among themselves at full rate.
+//!   are at 80 % (every lane), among themselves at full rate;
+//! - `slow-half`: the first half of the fleet (the simulated fabric's `spine0`, below) at 80 %
+//!   with the other half, full rate within each half: a cut, which only a switch map names
+//!   (not in [`Fault::ALL`]).
+//!
+//! With `switch_map`, the judge is given the simulated fabric ([`fabric`]): leaves of
+//! [`group_size`] consecutive nodes under two spines of half the leaves each and a top switch,
+//! and a slow group is then one of those leaves (seeded, with no other fault on it).
 //!
 //! The noise: normal (the SD given), or Student-t with `tails` degrees of freedom scaled to the
 //! same SD (heavy tails: 4 gives a row 7.7 SDs below one time in about 1 300); and `dips`, the
@@ -37,8 +44,9 @@ use gdrperf_cluster::schedule::{Pair, Schedule};
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::judge::{judge, Finding, JudgeConfig, PartKind, Verdict};
+use crate::judge::{judge_with_switches, Finding, JudgeConfig, PartKind, Verdict};
 use crate::observation::{Catalog, ClassInfo, Observation, Source};
+use crate::switch_map::SwitchMap;
 use crate::transient::MOST_RETESTS;
 
 /// A fault to plant.
@@ -53,6 +61,7 @@ pub enum Fault {
     NearMiss,
     Intermittent,
     SlowGroup,
+    SlowHalf,
 }
 
 impl Fault {
@@ -82,11 +91,12 @@ impl Fault {
             Fault::NearMiss => "near-miss",
             Fault::Intermittent => "intermittent",
             Fault::SlowGroup => "slow-group",
+            Fault::SlowHalf => "slow-half",
         }
     }
 
     pub fn parse(name: &str) -> Option<Fault> {
-        Fault::ALL.into_iter().find(|fault| fault.name() == name)
+        Fault::ALL.into_iter().chain([Fault::SlowHalf]).find(|fault| fault.name() == name)
     }
 }
 
@@ -114,6 +124,8 @@ pub struct SimConfig {
     pub retest: bool,
     pub faults: Vec<Fault>,
     pub seed: u64,
+    /// Give the judge the simulated fabric's switches ([`fabric`]).
+    pub switch_map: bool,
 }
 
 impl SimConfig {
@@ -126,7 +138,18 @@ impl SimConfig {
         faults: Vec<Fault>,
         seed: u64,
     ) -> SimConfig {
-        SimConfig { nodes, lanes, plan, noise, tails: None, dips: 0.0, retest: false, faults, seed }
+        SimConfig {
+            nodes,
+            lanes,
+            plan,
+            noise,
+            tails: None,
+            dips: 0.0,
+            retest: false,
+            faults,
+            seed,
+            switch_map: false,
+        }
     }
 }
 
@@ -147,6 +170,39 @@ pub fn group_size(nodes: usize) -> usize {
     (nodes / 16).clamp(3, 16)
 }
 
+/// The simulated fabric's switch map, in Slurm's topology.conf format (what `--write` leaves
+/// beside the job for `gdrperf fleet judge --topology`): leaves `leaf0...` of [`group_size`]
+/// consecutive nodes (the last may be smaller), spines `spine0` and `spine1` over the first and
+/// second half of the leaves, and `top` over both.
+pub fn fabric_conf(nodes: usize) -> String {
+    let size = group_size(nodes);
+    let leaves = nodes.div_ceil(size);
+    let mut text = String::from("# gdrperf fleet simulate's fabric\n");
+    for leaf in 0..leaves {
+        let members: Vec<String> = (leaf * size..((leaf + 1) * size).min(nodes)).map(node_name).collect();
+        text += &format!("SwitchName=leaf{leaf} Nodes={}\n", members.join(","));
+    }
+    let half = leaves / 2;
+    for (index, range) in [(0, 0..half), (1, half..leaves)] {
+        let children: Vec<String> = range.map(|leaf| format!("leaf{leaf}")).collect();
+        if !children.is_empty() {
+            text += &format!("SwitchName=spine{index} Switches={}\n", children.join(","));
+        }
+    }
+    text + "SwitchName=top Switches=spine0,spine1\n"
+}
+
+/// [`fabric_conf`], read.
+pub fn fabric(nodes: usize) -> SwitchMap {
+    SwitchMap::parse(&fabric_conf(nodes)).expect("the simulated fabric's map reads")
+}
+
+/// The nodes of `spine0` of [`fabric`]: the first half of the leaves.
+fn first_half(nodes: usize) -> Vec<usize> {
+    let size = group_size(nodes);
+    (0..(nodes.div_ceil(size) / 2 * size).min(nodes)).collect()
+}
+
 const LEVEL_GBPS: f64 = 100.0;
 
 /// The measured fleet: the pair runs so far and their rows.
@@ -159,6 +215,8 @@ pub struct SimFleet {
     pub rounds: usize,
     /// Pair runs of the retests (included in `pair_runs`).
     pub retest_runs: usize,
+    /// The switches the judge is given, if any.
+    pub switches: Option<SwitchMap>,
     seed: u64,
     noise: f64,
     tails: Option<f64>,
@@ -188,6 +246,7 @@ impl SimFleet {
             planted: Vec::new(),
             rounds: 0,
             retest_runs: 0,
+            switches: config.switch_map.then(|| fabric(config.nodes)),
             seed: config.seed,
             noise: config.noise,
             tails: config.tails,
@@ -240,7 +299,7 @@ impl SimFleet {
                 Fault::Intermittent if bad_moment && (touches(pair.server) || touches(pair.client)) => {
                     factor *= 0.6
                 }
-                Fault::SlowGroup
+                Fault::SlowGroup | Fault::SlowHalf
                     if planted.members.contains(&pair.server) != planted.members.contains(&pair.client) =>
                 {
                     factor *= 0.8
@@ -320,6 +379,26 @@ fn plant(config: &SimConfig, first_round: &[Pair]) -> Vec<Planted> {
         let lane = generator.below(config.lanes);
         if fault == Fault::SlowRail {
             planted.push(Planted { fault, node: usize::MAX, lane, peer: None, members: Vec::new() });
+            continue;
+        }
+        if fault == Fault::SlowHalf {
+            let members = first_half(config.nodes);
+            planted.push(Planted { fault, node: members[0], lane, peer: None, members });
+            continue;
+        }
+        if fault == Fault::SlowGroup && config.switch_map {
+            // A leaf of the fabric with no other fault on it, seeded.
+            let size = group_size(config.nodes);
+            let free: Vec<usize> = (0..config.nodes / size)
+                .filter(|&leaf| (leaf * size..(leaf + 1) * size).all(|node| !taken[node]))
+                .collect();
+            if let Some(&leaf) = free.get(generator.below(free.len().max(1))) {
+                let members: Vec<usize> = (leaf * size..(leaf + 1) * size).collect();
+                for &node in &members {
+                    taken[node] = true;
+                }
+                planted.push(Planted { fault, node: members[0], lane, peer: None, members });
+            }
             continue;
         }
         if fault == Fault::SlowGroup {
@@ -409,7 +488,7 @@ pub fn run(config: &SimConfig) -> SimFleet {
 pub fn retest(fleet: &mut SimFleet, config: &JudgeConfig) -> Verdict {
     let index: HashMap<String, usize> =
         fleet.catalog.nodes.iter().enumerate().map(|(index, name)| (name.clone(), index)).collect();
-    let mut verdict = judge(fleet, config);
+    let mut verdict = judge_with_switches(fleet, config, fleet.switches.as_ref());
     for _ in 0..MOST_RETESTS {
         let pairs: BTreeSet<(usize, usize)> = verdict
             .retest
@@ -425,7 +504,7 @@ pub fn retest(fleet: &mut SimFleet, config: &JudgeConfig) -> Verdict {
         let round: Vec<Pair> = pairs.into_iter().map(|(client, server)| Pair { server, client }).collect();
         fleet.retest_runs += round.len();
         fleet.run_round(&round);
-        verdict = judge(fleet, config);
+        verdict = judge_with_switches(fleet, config, fleet.switches.as_ref());
     }
     verdict
 }
@@ -482,7 +561,7 @@ fn names(finding: &Finding, planted: &Planted) -> bool {
         // Named only in the watch list (see `score`).
         Fault::NearMiss => at_port && finding.kind == PartKind::NicPort,
         Fault::Intermittent => at_port && finding.kind == PartKind::NicPortIntermittent,
-        Fault::SlowGroup => {
+        Fault::SlowGroup | Fault::SlowHalf => {
             finding.kind == PartKind::Group
                 && finding.members.iter().map(String::as_str).eq(planted
                     .members
@@ -526,89 +605,4 @@ pub fn score(verdict: &Verdict, planted: &[Planted]) -> Score {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn simulate(plan: Plan, seed: u64, faults: &[Fault], dips: f64) -> (SimFleet, Score) {
-        let mut config = SimConfig::new(64, 4, plan, 0.03, faults.to_vec(), seed);
-        config.dips = dips;
-        config.tails = (dips > 0.0).then_some(4.0);
-        let mut fleet = run(&config);
-        let verdict = retest(&mut fleet, &JudgeConfig::default());
-        let score = score(&verdict, &fleet.planted);
-        (fleet, score)
-    }
-
-    #[test]
-    fn all_pairs_names_every_planted_fault_and_nothing_else() {
-        let (fleet, score) = simulate(Plan::Fixed(Schedule::AllPairs), 1, &Fault::FIRST, 0.0);
-        assert_eq!(fleet.planted.len(), 5);
-        assert_eq!(
-            score,
-            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
-        );
-        // The bad link's one row (a pair run each) asked for one retest.
-        assert!(fleet.retest_runs >= 1, "{}", fleet.retest_runs);
-        assert!(fleet.pair_runs() - fleet.retest_runs == 64 * 63 / 2);
-    }
-
-    #[test]
-    fn locate_names_them_in_a_fraction_of_the_pair_runs() {
-        let (fleet, score) = simulate(Plan::Locate, 1, &Fault::FIRST, 0.0);
-        assert_eq!(
-            score,
-            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
-        );
-        assert!(fleet.pair_runs() < 64 * 63 / 2 / 4, "{} pair runs", fleet.pair_runs());
-    }
-
-    #[test]
-    fn dips_and_heavy_tails_name_no_link_and_every_new_kind_is_named_as_itself() {
-        // 2 % of pair runs dipped and Student-t noise: each dipped row is transient or a retest,
-        // never a link; the rail, the near miss and the intermittent port are named as such.
-        let (fleet, score) = simulate(Plan::Fixed(Schedule::AllPairs), 3, &Fault::ALL, 0.02);
-        assert_eq!(fleet.planted.len(), 9);
-        assert_eq!(
-            score,
-            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
-        );
-    }
-
-    #[test]
-    fn locate_on_a_noisy_fabric_names_the_planted_parts_and_nothing_else() {
-        // Student-t noise and 2 % of pair runs dipped, every lane at once: with two agreeing
-        // peers and a port named from its rows, a node with two dipped pair runs or a bad link's
-        // end (its retests and one dip) was named. Seeds whose first pass dips beside a fault.
-        for seed in [2, 6, 9] {
-            let (fleet, score) = simulate(Plan::Locate, seed, &Fault::FIRST, 0.02);
-            assert_eq!(
-                score,
-                Score { all_named: true, false_named: false, false_watched: false, missed: vec![] },
-                "seed {seed}"
-            );
-            assert!(fleet.pair_runs() < 64 * 63 / 2 / 4, "seed {seed}: {} pair runs", fleet.pair_runs());
-        }
-    }
-
-    #[test]
-    fn locate_calls_a_pair_low_against_its_own_lane_so_a_slow_rail_is_named_once() {
-        // Every row of one lane at 80 %: against one level for all lanes every first-pass pair
-        // was low and every node a suspect; against each lane's own level, only the faults are.
-        let faults = [Fault::SlowPort, Fault::BadLink, Fault::DeadNode, Fault::SlowRail];
-        let (fleet, score) = simulate(Plan::Locate, 4, &faults, 0.0);
-        assert_eq!(
-            score,
-            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] }
-        );
-        assert!(fleet.pair_runs() < 64 * 63 / 2 / 4, "{} pair runs", fleet.pair_runs());
-    }
-
-    #[test]
-    fn the_same_seed_plants_and_measures_the_same_fleet() {
-        let (first, _) = simulate(Plan::Locate, 5, &Fault::ALL, 0.02);
-        let (again, _) = simulate(Plan::Locate, 5, &Fault::ALL, 0.02);
-        assert_eq!(first.planted, again.planted);
-        assert_eq!(first.pairs, again.pairs);
-        assert!(first.values.iter().zip(&again.values).all(|(a, b)| a.to_bits() == b.to_bits()));
-    }
-}
+mod tests;
