@@ -32,7 +32,11 @@ layering=$(python3 scripts/module-graph.py --strict --max-floors gdrperf=7 2>&1)
     { printf '%s\n' "$layering" | grep -E 'FAIL|cycle|loop:|back up' >&2; exit 1; }
 echo "== cargo test (unit and integration tests, no device needed)"
 cargo test --workspace --quiet 2>&1
-echo "== cargo build --release (binaries and examples for the VM)"
+echo "== cargo build --release without LTO (binaries and examples for the VM)"
+# The release profile's fat LTO and single codegen unit (Cargo.toml says why: latency loops
+# under TCG) cost minutes of a 2-core machine's link time and change no decision a test makes:
+# the VM tests check exit statuses, messages and rows, never a speed. Same code, same paths.
+export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 cargo build --release --workspace --bins --examples --quiet 2>&1
 # The VM's completion-error test provokes bad rkeys and dead peers through the verbs layer directly.
 cargo test --release -p gdrperf --test completion_errors --no-run --quiet 2>&1
