@@ -11,15 +11,11 @@
 mod common;
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
-use common::{assert_simulated_and_checked, column, command, number, rows, run, Row, Scratch};
+use common::{assert_simulated_and_checked, column, command, loopback, number, rows, run, Row, Scratch, NIC};
 
 /// Sizes of `-a`: 2 bytes to 8 MiB.
 const SWEEP_SIZES: usize = 23;
-
-/// The simulated NIC's settings for these runs: the default port, fast enough for whole sweeps.
-const NIC: &str = "rate=100";
 
 /// Every row has positive, finite figures (the peak may be empty where too few completions
 /// define one) and `validation` as wanted: the VM's check_bw_csv.
@@ -45,16 +41,6 @@ fn assert_peak_in_every_row(what: &str, rows: &[Row]) {
         assert!(number(row, "bw_peak_mib_s") > 0.0, "{what}: no peak: {row:?}");
         assert_eq!(row.get("peak_note").map(String::as_str), Some(""), "{what}: {row:?}");
     }
-}
-
-/// Runs a loopback case expected to exit `expected`; returns its output and CSV rows.
-fn loopback(binary: &str, arguments: &[&str], csv: &str, expected: i32) -> (String, Vec<Row>) {
-    let mut all = vec!["--loopback", "-d", "simulated0"];
-    all.extend_from_slice(arguments);
-    all.extend(["--csv", csv]);
-    let (code, output) = run(binary, &all, NIC);
-    assert_eq!(code, expected, "{binary} {all:?}: {output}");
-    (output, rows(csv))
 }
 
 /// 10-write-bw's sweeps: the checked one with its CSV and JSON, and the README's (no check,
@@ -315,22 +301,10 @@ fn ctrl_c_in_a_concurrent_sweep_keeps_each_finished_size_with_its_lanes() {
         "--json",
         &json,
     ];
-    let mut child = command("gdr-write-bw", &arguments, "rate=1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while column(&rows(&csv), "lane").iter().filter(|lane| **lane == "all").count() < 2 {
-        assert!(Instant::now() < deadline, "two sizes did not finish in 120 s");
-        assert!(child.try_wait().expect("the child").is_none(), "the sweep ended before the signal");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: kill with the id of our own child, which has not been reaped (try_wait saw it running).
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let output = child.wait_with_output().expect("the child ends");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let two_sizes_done = || column(&rows(&csv), "lane").iter().filter(|lane| **lane == "all").count() >= 2;
+    let (code, stderr) =
+        common::signal_when("gdr-write-bw", &arguments, "rate=1", libc::SIGINT, two_sizes_done);
+    assert_eq!(code, Some(130), "{stderr}");
     let rows = rows(&csv);
     let lanes = column(&rows, "lane");
     let aggregates = lanes.iter().filter(|lane| **lane == "all").count();
@@ -385,15 +359,7 @@ fn send_bw_receiver_counts_what_the_sender_sent_checked_inline_and_timed() {
     }
 
     let arguments = ["--loopback", "-s", "4096", "-b", "-D", "120"];
-    let mut child = command("gdr-send-bw", &arguments, NIC)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starts");
-    common::wait_for_output_line(&mut child, "#bytes");
-    // SAFETY: kill with the id of our own child, which is running (its stdout is still open).
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    assert_eq!(child.wait().expect("the child ends").code(), Some(130));
+    assert_eq!(common::interrupt_once_measuring("gdr-send-bw", &arguments, NIC), Some(130));
 }
 
 /// 25-atomic's gdr-atomic-bw loopback runs: a stream of each atomic with the counter check

@@ -9,15 +9,10 @@
 
 mod common;
 
-use std::process::Stdio;
-
-use common::{column, command, number, rows, run, Row, Scratch};
+use common::{column, loopback, number, rows, Row, Scratch, NIC};
 
 /// Sizes of `-a`: 2 bytes to 8 MiB.
 const SWEEP_SIZES: usize = 23;
-
-/// The simulated NIC's settings for these runs.
-const NIC: &str = "rate=100";
 
 /// The VM's check_lat_csv: `count` rows, each with `samples` samples (0: any positive count),
 /// times positive and finite, percentiles in order, the average inside [t_min, t_max], the
@@ -77,16 +72,6 @@ fn assert_percentile_table(path: &str, count: u64) {
             .and_then(|part| part.parse().ok())
     });
     assert_eq!(total, Some(count), "{path}: {text}");
-}
-
-/// Runs a loopback case expected to exit `expected`; returns its output and CSV rows.
-fn loopback(binary: &str, arguments: &[&str], csv: &str, expected: i32) -> (String, Vec<Row>) {
-    let mut all = vec!["--loopback", "-d", "simulated0"];
-    all.extend_from_slice(arguments);
-    all.extend(["--csv", csv]);
-    let (code, output) = run(binary, &all, NIC);
-    assert_eq!(code, expected, "{binary} {all:?}: {output}");
-    (output, rows(csv))
 }
 
 /// 23-latency's loopback sweeps of every latency bench: the CSV (ordered percentiles, 20
@@ -193,15 +178,7 @@ fn latency_files_listings_thresholds_and_ctrl_c() {
     loopback("gdr-write-lat", &["-n", "20", "--max-lat", "1000ms", "--lat-pct", "99.9"], &csv, 0);
 
     let arguments = ["--loopback", "-s", "8", "-D", "120"];
-    let mut child = command("gdr-write-lat", &arguments, NIC)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starts");
-    common::wait_for_output_line(&mut child, "#bytes");
-    // SAFETY: kill with the id of our own child, which is running (its stdout is still open).
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    assert_eq!(child.wait().expect("the child ends").code(), Some(130));
+    assert_eq!(common::interrupt_once_measuring("gdr-write-lat", &arguments, NIC), Some(130));
 }
 
 /// 13-staged-lat's loopback runs: every latency bench with both sides staged at four sizes
@@ -307,23 +284,10 @@ fn signals_in_loopback_keep_the_finished_sizes_of_every_engine() {
                 // times), so the signal, sent once three sizes are kept, lands inside the sweep.
                 let count = if binary.ends_with("-lat") { "200" } else { "20000" };
                 let arguments = ["--loopback", "-a", "-n", count, "--csv", &csv];
-                let mut child = command(binary, &arguments, "rate=1")
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .expect("starts");
-                while rows(&csv).len() < 3 {
-                    assert!(
-                        child.try_wait().expect("the child").is_none(),
-                        "{binary}: ended before the signal"
-                    );
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                // SAFETY: kill with the id of our own child, not reaped (try_wait saw it running).
-                assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-                let output = child.wait_with_output().expect("the child ends");
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                assert_eq!(output.status.code(), Some(status), "{binary}: {stderr}");
+                let three_sizes_kept = || rows(&csv).len() >= 3;
+                let (code, stderr) =
+                    common::signal_when(binary, &arguments, "rate=1", signal, three_sizes_kept);
+                assert_eq!(code, Some(status), "{binary}: {stderr}");
                 let kept = rows(&csv).len();
                 assert!((3..SWEEP_SIZES).contains(&kept), "{binary}: {kept} rows: {stderr}");
                 let finished = format!(", {kept} of {SWEEP_SIZES} sizes finished");

@@ -10,10 +10,9 @@
 
 mod common;
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::{assert_simulated_and_checked, command, rows, run, Scratch};
+use common::{assert_simulated_and_checked, rows, run, Scratch};
 use gdrperf::bench::{Measures, BENCHES};
 
 /// Sizes of `-a`: 2 bytes to 8 MiB.
@@ -124,22 +123,10 @@ fn ctrl_c_in_loopback_exits_130_and_keeps_exactly_the_finished_sizes() {
     let (csv, json) = (scratch.file("sigint.csv"), scratch.file("sigint.json"));
     // Slow enough that the sweep is still running when the signal comes (1 Gb/s, 20000 messages).
     let arguments = ["--loopback", "-a", "-n", "20000", "--csv", &csv, "--json", &json];
-    let mut child = command("gdr-write-bw", &arguments, "rate=1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while rows(&csv).len() < 3 {
-        assert!(Instant::now() < deadline, "three sizes did not finish in 120 s");
-        assert!(child.try_wait().expect("the child").is_none(), "the sweep ended before the signal");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: kill with the id of our own child, which has not been reaped (try_wait saw it running).
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let output = child.wait_with_output().expect("the child ends");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let three_sizes_done = || rows(&csv).len() >= 3;
+    let (code, stderr) =
+        common::signal_when("gdr-write-bw", &arguments, "rate=1", libc::SIGINT, three_sizes_done);
+    assert_eq!(code, Some(130), "{stderr}");
     let finished: usize = stderr
         .split(" sizes finished")
         .next()

@@ -121,3 +121,59 @@ pub fn wait_for_output_line(child: &mut std::process::Child, text: &str) {
     // Keep reading on a thread, so that the child never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
 }
+
+/// Runs `binary_name` with `arguments`, sends SIGINT once its table header is out (the size is
+/// under way, not a guessed delay) and returns its exit code.
+pub fn interrupt_once_measuring(binary_name: &str, arguments: &[&str], settings: &str) -> Option<i32> {
+    let mut child = command(binary_name, arguments, settings)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    wait_for_output_line(&mut child, "#bytes");
+    // SAFETY: kill with the id of our own child, which is running (its stdout is still open).
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    child.wait().expect("the child ends").code()
+}
+
+/// Runs `binary_name` with `arguments` (its stderr kept), sends `signal` once `ready` holds (polled
+/// every 20 ms, at most 120 s; the child must still be running) and returns its exit code and
+/// stderr.
+pub fn signal_when(
+    binary_name: &str,
+    arguments: &[&str],
+    settings: &str,
+    signal: i32,
+    ready: impl Fn() -> bool,
+) -> (Option<i32>, String) {
+    let mut child = command(binary_name, arguments, settings)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "{binary_name}: not ready to signal in 120 s");
+        assert!(child.try_wait().expect("the child").is_none(), "{binary_name}: ended before the signal");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill with the id of our own child, which has not been reaped (try_wait saw it running).
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+    let output = child.wait_with_output().expect("the child ends");
+    (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// The simulated NIC's settings for the loopback cases: the default port, fast enough for whole
+/// sweeps.
+pub const NIC: &str = "rate=100";
+
+/// Runs a loopback case of `binary` over simulated0 (settings [`NIC`]) writing `csv`, expected to
+/// exit `expected`; returns its output and CSV rows.
+pub fn loopback(binary: &str, arguments: &[&str], csv: &str, expected: i32) -> (String, Vec<Row>) {
+    let mut all = vec!["--loopback", "-d", "simulated0"];
+    all.extend_from_slice(arguments);
+    all.extend(["--csv", csv]);
+    let (code, output) = run(binary, &all, NIC);
+    assert_eq!(code, expected, "{binary} {all:?}: {output}");
+    (output, rows(csv))
+}
