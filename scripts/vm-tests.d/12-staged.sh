@@ -11,6 +11,7 @@
 
 next_port
 gdr-write-bw -p $PORT --mem host-staged -s 1M -n 30 -q 2 --validate >"$OUT/staged_server.log" 2>&1 &
+listening_server "$OUT/staged_server.log"
 if run staged_receiver 0 gdr-write-bw -p $PORT -s 1M -n 30 -q 2 --validate 127.0.0.1; then
     pass "host client -> staged server, -q 2 --validate"
 fi
@@ -18,6 +19,7 @@ wait $! || fail "staged server exits 0" "$(tail -5 "$OUT/staged_server.log")"
 
 next_port
 gdr-write-bw -p $PORT -s 4096 -n 200 --validate >"$OUT/staged_server2.log" 2>&1 &
+listening_server "$OUT/staged_server2.log"
 if run staged_sender 0 gdr-write-bw -p $PORT --mem host-staged -s 4096 -n 200 --validate 127.0.0.1; then
     pass "staged client -> host server, --validate"
 fi
@@ -26,6 +28,7 @@ wait $! || fail "host server exits 0" "$(tail -5 "$OUT/staged_server2.log")"
 # A staged sender's ring slots each send the plain pattern to memory that checks it whole.
 next_port
 gdr-send-bw -p $PORT -s 65536 -n 100 -t 32 --validate >"$OUT/send_staged_sender_server.log" 2>&1 &
+listening_server "$OUT/send_staged_sender_server.log"
 server=$!
 if run send_bw_staged_sender 0 gdr-send-bw -p $PORT --mem host-staged -s 65536 -n 100 -t 32 --validate 127.0.0.1; then
     pass "send_bw staged client -> host server, --validate"

@@ -42,6 +42,7 @@ lat_pair() {
     test=$1; name=$2; server_mem=$3; client_mem=$4; size=$5; n=$6; copies=$7
     next_port
     gdr-$test-lat -p $PORT --mem $server_mem -s $size -n $n --validate >"$OUT/${name}_server.log" 2>&1 &
+    listening_server "$OUT/${name}_server.log"
     server=$!
     if run $name 0 gdr-$test-lat -p $PORT --mem $client_mem -s $size -n $n --validate --csv "$OUT/$name.csv" 127.0.0.1; then
         pass "$name: $client_mem client, $server_mem server, -s $size --validate exits 0"
@@ -62,6 +63,7 @@ lat_pair read read_lat_staged_server host-staged host 4096 50 no
 # --- gdr-send-bw ---------------------------------------------------------------------------------
 next_port
 gdr-send-bw -p $PORT --mem host-staged -s 65536 -n 40 -q 2 --validate >"$OUT/send_bw_staged_server.log" 2>&1 &
+listening_server "$OUT/send_bw_staged_server.log"
 server=$!
 if run send_bw_staged_receiver 0 gdr-send-bw -p $PORT -s 65536 -n 40 -q 2 --validate --csv "$OUT/send_bw_staged_receiver.csv" 127.0.0.1; then
     pass "send_bw host client -> staged server, -q 2 --validate"
@@ -71,6 +73,7 @@ check_staged_csv send_bw_staged_receiver "$OUT/send_bw_staged_receiver.csv" host
 
 next_port
 gdr-send-bw -p $PORT -s 4096 -n 200 --validate >"$OUT/send_bw_staged_server2.log" 2>&1 &
+listening_server "$OUT/send_bw_staged_server2.log"
 server=$!
 if run send_bw_staged_sender 0 gdr-send-bw -p $PORT --mem host-staged -s 4096 -n 200 --validate --csv "$OUT/send_bw_staged_sender.csv" 127.0.0.1; then
     pass "send_bw staged client -> host server, --validate (host ring checks every payload)"
