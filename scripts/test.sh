@@ -17,45 +17,63 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# phase NAME: closes the phase under way with a line of how long it took (bash's SECONDS), then
+# names the next, so that CI's log shows where test.sh's time goes (results/build-vm/test-time.md).
+phase_name="" phase_started=$SECONDS
+phase() {
+    [ -z "$phase_name" ] || echo "== took $((SECONDS - phase_started)) s ($SECONDS s so far): $phase_name"
+    phase_name=$1 phase_started=$SECONDS
+    [ -z "$1" ] || echo "== $1"
+}
+# Also when a step fails (set -e ends the script): the failed phase's time and the total.
+trap 'phase ""; echo "== test.sh took $SECONDS s"' EXIT
+
 . scripts/lib/build-packages.sh
 ensure_build_packages lints
-echo "== cargo fmt --check (rustfmt.toml), cargo clippy -D warnings ([workspace.lints]), cargo doc -D warnings"
+phase "cargo fmt --check (rustfmt.toml), cargo clippy -D warnings ([workspace.lints]), cargo doc -D warnings"
 cargo fmt --all --check || { echo "test.sh: formatting differs: run 'cargo fmt --all'" >&2; exit 1; }
 rustfmt --edition 2021 --config-path rustfmt.toml --check fuzz/fuzz_targets/*.rs \
     || { echo "test.sh: fuzz targets need formatting: rustfmt --config-path rustfmt.toml fuzz/fuzz_targets/*.rs" >&2; exit 1; }
 cargo clippy --workspace --all-targets --quiet -- -D warnings 2>&1
 # The library is read as a tutorial: its doc links must resolve.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet 2>&1
-echo "== layering (scripts/module-graph.py): no import cycle, no arrow back up, crates and the core crate's folders in the layers scripts/layers.toml declares"
+phase "layering (scripts/module-graph.py): no import cycle, no arrow back up, crates and the core crate's folders in the layers scripts/layers.toml declares"
 graph_tests=$(python3 scripts/module-graph-tests.py 2>&1) || { printf '%s\n' "$graph_tests" >&2; exit 1; }
 echo "scripts/module-graph-tests.py: $(printf '%s\n' "$graph_tests" | grep -E '^Ran ') OK"
 layering=$(python3 scripts/module-graph.py --strict --layers scripts/layers.toml 2>&1) ||
     { printf '%s\n' "$layering" | grep -E 'FAIL|cycle|loop:|back up' >&2; exit 1; }
-echo "== cargo test (unit and integration tests, no device needed)"
+phase "cargo test (unit and integration tests, no device needed)"
 cargo test --workspace --quiet 2>&1
-echo "== cargo build --release (binaries and examples for the VM)"
+phase "cargo build --release without LTO (binaries and examples for the VM)"
+# The release profile's fat LTO and single codegen unit (Cargo.toml says why: latency loops
+# under TCG) cost minutes of a 2-core machine's link time and change no decision a test makes:
+# the VM tests check exit statuses, messages and rows, never a speed. Same code, same paths.
+export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 cargo build --release --workspace --bins --examples --quiet 2>&1
-# The VM's completion-error test provokes bad rkeys and dead peers through the verbs layer directly.
-cargo test --release -p gdrperf --test completion_errors --no-run --quiet 2>&1
-# The VM's demo test checks the demo's files with the rule cargo test applies to results/.
-cargo test --release -p gdrperf-report --test result_provenance --no-run --quiet 2>&1
-echo "== plot scripts on the committed example results (matplotlib from PyPI into .cache/plot-venv)"
+# The VM's completion-error test provokes bad rkeys and dead peers through the verbs layer
+# directly; its demo test checks the demo's files with the rule cargo test applies to results/.
+# One --workspace invocation: its features are the build's above (dev-dependencies on, as for
+# the examples), so only the two tests are compiled; `-p gdrperf-report` alone resolved
+# gdrperf-verbs without the test-support feature and built it and every crate above it again.
+cargo test --release --workspace --test completion_errors --test result_provenance --no-run --quiet 2>&1
+phase "plot scripts on the committed example results (matplotlib from PyPI into .cache/plot-venv)"
 scripts/plot-tests.sh
-echo "== the README's recipes on the committed example files"
+phase "the README's recipes on the committed example files"
 scripts/readme-recipes.sh target/release
-echo "== perftest's parsers (awk, jq) over both tools' committed logs and --out_json files"
+phase "perftest's parsers (awk, jq) over both tools' committed logs and --out_json files"
 scripts/perftest-dropin-tests.sh
-echo "== --prom files (benches and accept over the simulated NIC) through promtool check metrics"
+phase "--prom files (benches and accept over the simulated NIC) through promtool check metrics"
 scripts/prometheus-tests.sh target/release
 # The .deb in a clean Debian root (the two-host tests' debootstrap root, built once and cached):
 # no VM needed, so it runs here, also under GDRPERF_SKIP_VM=1.
-echo "== the Debian package (scripts/package-deb.sh) installed and run in a clean Debian 12 root"
+phase "the Debian package (scripts/package-deb.sh) installed and run in a clean Debian 12 root"
 scripts/package-tests.sh target/release
 
 if [ "${GDRPERF_SKIP_VM:-0}" = 1 ]; then
     echo "== VM tests skipped (GDRPERF_SKIP_VM=1)"
     exit 0
 fi
-echo "== integration tests over Soft-RoCE (QEMU VM)"
+phase "integration tests over Soft-RoCE (QEMU VM)"
 scripts/softroce.sh run --timeout 1500 -- scripts/vm-tests.sh
-echo "== two-host tests over Soft-RoCE (two QEMU VMs on a virtual link; Slurm in them)" && scripts/two-host-tests.sh
+phase "two-host tests over Soft-RoCE (two QEMU VMs on a virtual link; Slurm in them)"
+scripts/two-host-tests.sh

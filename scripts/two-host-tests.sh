@@ -61,6 +61,11 @@ print("; ".join(problems))
 EOF
 }
 
+# took PART: how long PART took (bash's SECONDS since the last call), so that CI's log shows where
+# the suite's time goes.
+part_started=$SECONDS
+took() { echo "== $1 took $((SECONDS - part_started)) s"; part_started=$SECONDS; }
+
 rm -rf "$OUT" && mkdir -p "$OUT"
 
 # --- 1. benches across the link -----------------------------------------------------------------
@@ -93,6 +98,7 @@ read -r tx_before _ <"$OUT/benches/eth0.gdrvm1.before" 2>/dev/null
 read -r tx_after _ <"$OUT/benches/eth0.gdrvm1.after" 2>/dev/null
 sent=$(( ${tx_after:-0} - ${tx_before:-0} ))
 check "gdrvm1 sent $((sent >> 20)) MiB over eth0 (at least 96 MiB)" "$([ "$sent" -ge $((96 << 20)) ] || echo "only $sent bytes")"
+took "benches across the link"
 
 # --- 1a. -R: the rdma_cm family in gdrvm0, whose rxe0 sits on a NIC (on lo rdma_cm finds no route)
 echo "== -R through rdma_cm in gdrvm0 (scripts/vm-tests.d/24-rdma-cm.sh)"
@@ -102,6 +108,7 @@ status=$?
 grep -E '^vm0\| (ok|FAIL) ' "$OUT/rdma-cm.log" | sed 's/^vm0| /       /'
 check "-R family in gdrvm0: $(grep -o '[0-9]* passed, [0-9]* failed' "$OUT/rdma-cm.log" | tail -n 1) (exit $status)" \
     "$([ $status = 0 ] || grep -A3 'FAIL' "$OUT/rdma-cm.log" | head -n 12)"
+took "-R in gdrvm0"
 }
 if [ "${GDRPERF_SKIP_BENCHES:-0}" = 1 ]; then
     echo "== benches across the link and -R skipped (GDRPERF_SKIP_BENCHES=1)"
@@ -119,6 +126,7 @@ else
     grep -E '^(ok|FAIL|info) ' "$OUT/loss.log" | sed 's/^/       /'
     check "loss: counters move and --max-nic-errors 0 fails the run (scripts/loss-test.sh exit $status)" \
         "$([ $status = 0 ] || grep -A3 '^FAIL' "$OUT/loss.log" | head -n 12)"
+    took "loss"
 fi
 
 # --- 1c. a soak with loss switched on mid-run ------------------------------------------------------
@@ -131,6 +139,7 @@ else
     grep -E '^(ok|FAIL|info) ' "$OUT/soak-loss.log" | sed 's/^/       /'
     check "soak: a clean soak passes; loss marks its intervals, ties them to the counters, fails (exit $status)" \
         "$([ $status = 0 ] || grep -A3 '^FAIL' "$OUT/soak-loss.log" | head -n 12)"
+    took "soak under loss"
 fi
 
 # --- 2. Slurm inside the VMs ---------------------------------------------------------------------
@@ -240,6 +249,8 @@ print("" if o1 < b1 / 2 and o0 / b0 > 2 * o1 / b1 else "not the one-way slowdown
     fi
 fi
 
+[ "${GDRPERF_SKIP_SLURM:-0}" = 1 ] || took "Slurm"
+echo "== the two-host suite took $SECONDS s"
 printf "\nfailed tests:$FAILURES\n" | { [ "$FAILED" -gt 0 ] && cat || true; }
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

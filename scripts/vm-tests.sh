@@ -121,12 +121,21 @@ echo "# gdrperf VM integration tests on $(hostname), $(date)"
 rdma link 2>/dev/null | head -3
 
 # Each file of scripts/vm-tests.d holds one family's tests, sourced in name order so they
-# share the helpers above and one VM boot. VM_TESTS=PATTERN runs only files matching it.
+# share the helpers above and one VM boot. VM_TESTS=PATTERN runs only files matching it;
+# several patterns, space-separated ("10 23 40"), run the files matching any.
+# Each family's line says when it started and the suite's seconds so far; the family's own time
+# is printed after it, so that a slow family can be found in CI's log.
+SUITE_START=$(date +%s)
 for part in scripts/vm-tests.d/*.sh; do
-    case $part in *${VM_TESTS:-}*) ;; *) continue ;; esac
-    echo "# $part"
+    chosen=""
+    for pattern in ${VM_TESTS:-""}; do case $part in *$pattern*) chosen=1 ;; esac; done
+    [ -n "$chosen" ] || [ -z "${VM_TESTS:-}" ] || continue
+    part_start=$(date +%s)
+    echo "# $part (at $(date -u +%H:%M:%S), $((part_start - SUITE_START)) s into the suite)"
     . "$part"
+    echo "# $part took $(($(date +%s) - part_start)) s"
 done
+echo "# the suite took $(($(date +%s) - SUITE_START)) s"
 
 printf "\nfailed tests:$FAILURES\n" | { [ "$FAILED" -gt 0 ] && cat || true; }
 echo "$PASSED passed, $FAILED failed"

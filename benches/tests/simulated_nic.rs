@@ -8,122 +8,59 @@
 //! configured rate. The results go to a folder of the system's temporary directory, removed at
 //! the end.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::time::Instant;
+
+use common::{assert_simulated_and_checked, rows, run, Scratch};
 use gdrperf::bench::{Measures, BENCHES};
 
 /// Sizes of `-a`: 2 bytes to 8 MiB.
 const SWEEP_SIZES: usize = 23;
 
-/// A folder of its own for one case's files, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let folder = std::env::temp_dir().join(format!("gdrperf-simulated-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&folder).expect("a temporary folder");
-        Scratch(folder)
-    }
-
-    fn file(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The bench binary `name` ("gdr-write-bw"), built by cargo next to this test's `deps/` folder.
-fn binary(name: &str) -> PathBuf {
-    let test = std::env::current_exe().expect("the test knows its path");
-    let folder = test.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
-    folder.join(name)
-}
-
-/// A command of `binary` over the simulated NIC (its settings `settings`), no token.
-fn command(binary_name: &str, arguments: &[&str], settings: &str) -> Command {
-    let mut command = Command::new(binary(binary_name));
-    command
-        .args(arguments)
-        .env("RUST_BACKTRACE", "1")
-        .env("GDRPERF_SIMULATED_NIC", settings)
-        .env_remove("GDRPERF_TOKEN");
-    command
-}
-
-/// Runs it to the end: exit code and stderr (a panic fails at once).
-fn run(binary_name: &str, arguments: &[&str], settings: &str) -> (i32, String) {
-    let output = command(binary_name, arguments, settings).output().expect("the binary runs");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(!stderr.contains("panicked"), "{binary_name} {arguments:?} panicked: {stderr}");
-    (output.status.code().unwrap_or(-1), format!("{stdout}{stderr}"))
-}
-
-/// The data rows of a result CSV, each as (column name -> cell).
-fn rows(path: &str) -> Vec<std::collections::HashMap<String, String>> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    let body: String =
-        text.lines().filter(|line| !line.starts_with('#')).map(|line| format!("{line}\n")).collect();
-    let mut reader = csv::Reader::from_reader(body.as_bytes());
-    let header = reader.headers().expect("a header line").clone();
-    reader
-        .records()
-        .map(|record| {
-            let record = record.expect("every row whole (as many fields as the header)");
-            header
-                .iter()
-                .zip(record.iter())
-                .map(|(name, cell)| (name.to_string(), cell.to_string()))
-                .collect()
-        })
-        .collect()
-}
-
-/// Every row says it was made on the simulated NIC and passed its data check.
-fn assert_simulated_and_checked(what: &str, rows: &[std::collections::HashMap<String, String>]) {
-    for row in rows {
-        assert_eq!(row.get("device").map(String::as_str), Some("simulated0"), "{what}: {row:?}");
-        let check = row.get("validation").or_else(|| row.get("check")).map(String::as_str);
-        assert_eq!(check, Some("pass"), "{what}: {row:?}");
-    }
+/// Every bench on `memory`, each its own process, side by side: a checked `-a` sweep.
+fn every_bench_checks_every_size(memory: &str) {
+    let scratch = Scratch::new(&format!("sweeps-{memory}"));
+    std::thread::scope(|scope| {
+        for bench in BENCHES {
+            let scratch = &scratch;
+            scope.spawn(move || {
+                // An atomic is 8 bytes, the one size the atomic benches run. gdr-send-bw checks every
+                // message as it arrives, which in a debug build costs about 0.1 s per MiB: one size
+                // of 1 MiB keeps it in seconds (its sweep runs in simulated_bandwidth.rs).
+                let (sizes, count) = match bench.name {
+                    "atomic_lat" | "atomic_bw" => (&["-s", "8"][..], 1),
+                    "send_bw" => (&["-s", "1M"][..], 1),
+                    _ => (&["-a"][..], SWEEP_SIZES),
+                };
+                let csv = scratch.file(&format!("{}.csv", bench.name));
+                let mut arguments =
+                    vec!["--loopback", "-d", "simulated0", "--mem", memory, "-n", "20", "--validate"];
+                arguments.extend_from_slice(sizes);
+                arguments.extend(["--csv", &csv]);
+                let started = Instant::now();
+                let (code, output) = run(bench.binary, &arguments, "rate=100");
+                eprintln!("{} --mem {memory}: {:.1} s", bench.binary, started.elapsed().as_secs_f64());
+                let what = format!("{} --mem {memory}", bench.binary);
+                assert_eq!(code, 0, "{what}: {output}");
+                // The run header says what this is; the rows say it in their device column.
+                assert!(output.contains("SIMULATED NIC, not a measurement"), "{what}: {output}");
+                let rows = rows(&csv);
+                assert_eq!(rows.len(), count, "{what}: {output}");
+                assert_simulated_and_checked(&what, &rows);
+            });
+        }
+    });
 }
 
 #[test]
-fn every_bench_over_host_and_host_staged_memory_checks_every_size() {
-    let scratch = Scratch::new("sweeps");
-    for bench in BENCHES {
-        // An atomic is 8 bytes, the one size the atomic benches run. gdr-send-bw checks every
-        // message as it arrives, which in a debug build costs about 0.1 s per MiB: one size of
-        // 1 MiB keeps it in seconds (its sweep runs in the VM suite's release build).
-        let (sizes, count) = match bench.name {
-            "atomic_lat" | "atomic_bw" => (&["-s", "8"][..], 1),
-            "send_bw" => (&["-s", "1M"][..], 1),
-            _ => (&["-a"][..], SWEEP_SIZES),
-        };
-        for memory in ["host", "host-staged"] {
-            let csv = scratch.file(&format!("{}-{memory}.csv", bench.name));
-            let mut arguments =
-                vec!["--loopback", "-d", "simulated0", "--mem", memory, "-n", "20", "--validate"];
-            arguments.extend_from_slice(sizes);
-            arguments.extend(["--csv", &csv]);
-            let started = Instant::now();
-            let (code, output) = run(bench.binary, &arguments, "rate=100");
-            eprintln!("{} --mem {memory}: {:.1} s", bench.binary, started.elapsed().as_secs_f64());
-            let what = format!("{} --mem {memory}", bench.binary);
-            assert_eq!(code, 0, "{what}: {output}");
-            // The run header says what this is; the rows say it in their device column.
-            assert!(output.contains("SIMULATED NIC, not a measurement"), "{what}: {output}");
-            let rows = rows(&csv);
-            assert_eq!(rows.len(), count, "{what}: {output}");
-            assert_simulated_and_checked(&what, &rows);
-        }
-    }
+fn every_bench_over_host_memory_checks_every_size() {
+    every_bench_checks_every_size("host");
+}
+
+#[test]
+fn every_bench_over_host_staged_memory_checks_every_size() {
+    every_bench_checks_every_size("host-staged");
 }
 
 /// `-I` on gdr-write-bw: the sizes up to it are posted inline (the simulated NIC, like a real
@@ -216,22 +153,10 @@ fn ctrl_c_in_loopback_exits_130_and_keeps_exactly_the_finished_sizes() {
     let (csv, json) = (scratch.file("sigint.csv"), scratch.file("sigint.json"));
     // Slow enough that the sweep is still running when the signal comes (1 Gb/s, 20000 messages).
     let arguments = ["--loopback", "-a", "-n", "20000", "--csv", &csv, "--json", &json];
-    let mut child = command("gdr-write-bw", &arguments, "rate=1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while rows(&csv).len() < 3 {
-        assert!(Instant::now() < deadline, "three sizes did not finish in 120 s");
-        assert!(child.try_wait().expect("the child").is_none(), "the sweep ended before the signal");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: kill with the id of our own child, which has not been reaped (try_wait saw it running).
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let output = child.wait_with_output().expect("the child ends");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let three_sizes_done = || rows(&csv).len() >= 3;
+    let (code, stderr) =
+        common::signal_when("gdr-write-bw", &arguments, "rate=1", libc::SIGINT, three_sizes_done);
+    assert_eq!(code, Some(130), "{stderr}");
     let finished: usize = stderr
         .split(" sizes finished")
         .next()

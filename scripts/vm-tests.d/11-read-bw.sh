@@ -7,15 +7,10 @@ read_column() {
         { printf "%s%s", sep, $c; sep = " " }' "$1"
 }
 
-# --- loopback sweep with data check: the reader checks what landed ---------------------------
-if run read_bw_sweep 0 gdr-read-bw --loopback -a -n 20 -t 16 -Q 4 --validate --csv "$OUT/read_sweep.csv"; then
-    pass "read_bw loopback -a --validate exits 0"
-fi
-check_bw_csv read_bw_sweep "$OUT/read_sweep.csv" 23 pass
-expect_in read_bw_sweep "RDMA_Read BW Test"
-expect_in read_bw_sweep "server -> client (the client reads)"
-[ "$(read_column "$OUT/read_sweep.csv" test | tr ' ' '\n' | sort -u)" = read_bw ] \
-    && pass "read_bw rows are named read_bw" || fail "read_bw rows are named read_bw" "$(head -3 "$OUT/read_sweep.csv")"
+# The loopback sweep, timed run, staged runs on both sides and lanes: benches/tests/
+# simulated_bandwidth.rs (read_bw_sweep_timed_and_staged_runs_check_and_name_their_rows) and
+# simulated_nic.rs (every_bandwidth_bench_runs_two_lanes_and_checks_each). Here the two-process
+# runs, and -o against the device's max_qp_rd_atom.
 
 # --- two processes, several QPs, both directions, -o within the device's bound -----------------
 next_port
@@ -33,12 +28,6 @@ if run read_bw_outs_lowered 0 gdr-read-bw --loopback -s 4096 -n 50 -o 100000; th
     expect_in read_bw_outs_lowered "-o/--outs 100000 is above the device's max_qp_rd_atom"
 fi
 
-# --- timed run ----------------------------------------------------------------------------------
-if run read_bw_duration 0 gdr-read-bw --loopback -s 4096 -D 2 --csv "$OUT/read_duration.csv"; then
-    pass "read_bw -D 2 exits 0"
-fi
-check_bw_csv read_bw_duration "$OUT/read_duration.csv" 1 off
-
 # --- staged memory: a staged reader copies each landed message in (timed, copy_time_s > 0); a
 # staged server copies its payload out once per size, before the clock ---------------------------
 next_port
@@ -54,25 +43,3 @@ copy=$(read_column "$OUT/read_staged_reader.csv" copy_time_s)
 awk -v c="$copy" 'BEGIN { exit !(c > 0) }' && pass "read_bw staged reader: copy_time_s $copy > 0" \
     || fail "read_bw staged reader: copy_time_s > 0" "copy_time_s=$copy"
 
-if run read_bw_staged_both 0 gdr-read-bw --loopback --mem host-staged -s 65536 -n 400 -t 64 --validate \
-        --csv "$OUT/read_staged_both.csv"; then
-    pass "read_bw host-staged both sides, -t 64 -n 400 --validate: every message checked in its slot"
-fi
-check_bw_csv read_bw_staged_both "$OUT/read_staged_both.csv" 1 pass
-[ "$(read_column "$OUT/read_staged_both.csv" mem_remote)" = host-staged ] \
-    && pass "read_bw staged rows name host-staged" || fail "read_bw staged rows name host-staged" "$(head -3 "$OUT/read_staged_both.csv")"
-
-# A staged reader is timed under -D too (nothing to count at the server).
-if run read_bw_staged_duration 0 gdr-read-bw --loopback --mem host-staged -s 65536 -D 2; then
-    pass "read_bw host-staged -D 2 exits 0"
-fi
-run read_bw_staged_bidirectional 2 gdr-read-bw --loopback --mem host-staged -b -n 5 \
-    && expect_in read_bw_staged_bidirectional "drop -b/--bidirectional"
-
-# --- --concurrent: two lanes at once, with their aggregate row ----------------------------------
-if run read_bw_lanes 0 gdr-read-bw --loopback --concurrent -d rxe0,rxe0 -s 64K -n 60 --validate --csv "$OUT/read_lanes.csv"; then
-    pass "read_bw --concurrent, two lanes"
-fi
-check_bw_csv read_bw_lanes "$OUT/read_lanes.csv" 3 pass
-[ "$(read_column "$OUT/read_lanes.csv" lane)" = "0 1 all" ] \
-    && pass "read_bw lanes 0 1 all" || fail "read_bw lanes 0 1 all" "$(read_column "$OUT/read_lanes.csv" lane)"

@@ -31,22 +31,10 @@ check_staged_csv() {
     fi
 }
 
-# --- loopback, both sides staged, a few sizes, every latency test ------------------------------
-for test in read write send; do
-    for size in 2 4096 65536 1M; do
-        name=${test}_lat_staged_$size
-        if run $name 0 gdr-$test-lat --loopback --mem host-staged -s $size -n 20 --validate --csv "$OUT/$name.csv"; then
-            pass "${test}_lat --mem host-staged -s $size --validate exits 0"
-        fi
-        check_staged_csv $name "$OUT/$name.csv" host-staged host-staged 20 yes
-    done
-done
-expect_in write_lat_staged_2 "Staging"
-if grep -q ",write_imm_completion," "$OUT/write_lat_staged_2.csv"; then
-    pass "write_lat on staged memory waits for WRITE_WITH_IMM completions"
-else
-    fail "write_lat on staged memory waits for WRITE_WITH_IMM completions" "$(cat "$OUT/write_lat_staged_2.csv")"
-fi
+# Loopback, both sides staged (every latency test at 2 B, 4 KiB, 64 KiB and 1 MiB, WRITE_WITH_IMM
+# under staging, timed ping-pong; gdr-send-bw at two sizes, timed, -b refused): benches/tests/
+# simulated_latency.rs (staged_latency_and_send_bw_count_their_copies_and_check_their_data).
+# Here one side staged and the other host, in two processes.
 
 # --- server and client: one side staged, the other host ----------------------------------------
 # lat_pair TEST NAME SERVER_MEM CLIENT_MEM SIZE N COPIES
@@ -54,6 +42,7 @@ lat_pair() {
     test=$1; name=$2; server_mem=$3; client_mem=$4; size=$5; n=$6; copies=$7
     next_port
     gdr-$test-lat -p $PORT --mem $server_mem -s $size -n $n --validate >"$OUT/${name}_server.log" 2>&1 &
+    listening_server "$OUT/${name}_server.log"
     server=$!
     if run $name 0 gdr-$test-lat -p $PORT --mem $client_mem -s $size -n $n --validate --csv "$OUT/$name.csv" 127.0.0.1; then
         pass "$name: $client_mem client, $server_mem server, -s $size --validate exits 0"
@@ -71,26 +60,10 @@ lat_pair read read_lat_staged_client host host-staged 65536 30 yes
 # The passive READ server copies out once per size, outside every sample: no copy time counted.
 lat_pair read read_lat_staged_server host-staged host 4096 50 no
 
-# -D: the staged ping-pong ends on STOP like the host one.
-if run send_lat_staged_duration 0 gdr-send-lat --loopback --mem host-staged -s 64 -D 1 --csv "$OUT/send_lat_staged_duration.csv"; then
-    pass "send_lat --mem host-staged -D 1 exits 0"
-fi
-
 # --- gdr-send-bw ---------------------------------------------------------------------------------
-# The receiver times from its first poll that found messages: enough of them that it sees more
-# than one poll (with too few, all land before it looks and it times none: rx_iterations 0).
-for case in 4096:200 1M:20; do
-    size=${case%:*}; n=${case#*:}
-    name=send_bw_staged_$size
-    if run $name 0 gdr-send-bw --loopback --mem host-staged -s $size -n $n -t 16 -r 32 --validate --csv "$OUT/$name.csv"; then
-        pass "send_bw --mem host-staged -s $size --validate exits 0"
-    fi
-    check_bw_csv $name "$OUT/$name.csv" 1 pass
-    check_staged_csv $name "$OUT/$name.csv" host-staged host-staged $n yes
-done
-
 next_port
 gdr-send-bw -p $PORT --mem host-staged -s 65536 -n 40 -q 2 --validate >"$OUT/send_bw_staged_server.log" 2>&1 &
+listening_server "$OUT/send_bw_staged_server.log"
 server=$!
 if run send_bw_staged_receiver 0 gdr-send-bw -p $PORT -s 65536 -n 40 -q 2 --validate --csv "$OUT/send_bw_staged_receiver.csv" 127.0.0.1; then
     pass "send_bw host client -> staged server, -q 2 --validate"
@@ -100,18 +73,10 @@ check_staged_csv send_bw_staged_receiver "$OUT/send_bw_staged_receiver.csv" host
 
 next_port
 gdr-send-bw -p $PORT -s 4096 -n 200 --validate >"$OUT/send_bw_staged_server2.log" 2>&1 &
+listening_server "$OUT/send_bw_staged_server2.log"
 server=$!
 if run send_bw_staged_sender 0 gdr-send-bw -p $PORT --mem host-staged -s 4096 -n 200 --validate --csv "$OUT/send_bw_staged_sender.csv" 127.0.0.1; then
     pass "send_bw staged client -> host server, --validate (host ring checks every payload)"
 fi
 wait $server || fail "send_bw host server exits 0" "$(tail -5 "$OUT/send_bw_staged_server2.log")"
 check_staged_csv send_bw_staged_sender "$OUT/send_bw_staged_sender.csv" host-staged host 200 yes
-
-# A timed run: the sender's copies ahead stop with the clock, the receiver finds the end.
-if run send_bw_staged_duration 0 gdr-send-bw --loopback --mem host-staged -s 4096 -D 1 --csv "$OUT/send_bw_staged_duration.csv"; then
-    pass "send_bw --mem host-staged -D 1 exits 0"
-fi
-check_bw_csv send_bw_staged_duration "$OUT/send_bw_staged_duration.csv" 1 off
-
-run send_bw_staged_bidirectional 2 gdr-send-bw --loopback --mem host-staged -b -n 5 \
-    && expect_in send_bw_staged_bidirectional "drop -b/--bidirectional"

@@ -27,15 +27,8 @@ check_atomic_csv() {
     if [ -z "$problems" ]; then pass "$name: one 8-byte row, $(if [ "$iterations" = 0 ]; then echo some; else echo "$iterations"; fi) samples, counter check pass"; else fail "$name: csv" "$problems"; fi
 }
 
-# --- loopback, each atomic: the run header names it, the counter check passes ------------------
-for atomic in FETCH_AND_ADD CMP_AND_SWAP; do
-    name=atomic_lat_$atomic
-    if run $name 0 gdr-atomic-lat --loopback -A $atomic -n 200 --validate --csv "$OUT/$name.csv"; then
-        pass "atomic_lat -A $atomic --validate exits 0"
-    fi
-    check_atomic_csv $name "$OUT/$name.csv" 200
-    expect_in $name "$atomic"
-done
+# In loopback (each atomic, a -D run, staged memory, all with the counter check): benches/tests/
+# simulated_latency.rs, atomics_advance_the_counter_once_each_in_every_mode.
 
 # --- server and client processes: both exit 0, every sample dumped ------------------------------
 next_port
@@ -52,35 +45,9 @@ check_atomic_csv atomic_lat_client "$OUT/atomic_lat_client.csv" 300
 lines=$(wc -l <"$OUT/atomic_lat_raw.txt" 2>/dev/null || echo 0)
 if [ "$lines" = 301 ]; then pass "atomic_lat --raw-samples dumps 300 samples"; else fail "atomic_lat --raw-samples dumps 300 samples" "$lines lines"; fi
 
-# --- a -D run: its count is known only at the end, and the check still holds ------------------
-if run atomic_lat_duration 0 gdr-atomic-lat --loopback -D 1 --validate --csv "$OUT/atomic_lat_duration.csv"; then
-    pass "atomic_lat -D 1 --validate exits 0"
-fi
-check_atomic_csv atomic_lat_duration "$OUT/atomic_lat_duration.csv" 0
-
-# --- staged memory: each fetched value copied in inside the sample, as a staged READ ------------
-if run atomic_lat_staged 0 gdr-atomic-lat --loopback --mem host-staged -A CMP_AND_SWAP -n 100 --validate \
-        --csv "$OUT/atomic_lat_staged.csv"; then
-    pass "atomic_lat --mem host-staged --validate exits 0"
-fi
-check_atomic_csv atomic_lat_staged "$OUT/atomic_lat_staged.csv" 100
-
-# --- gdr-atomic-bw: a stream of atomics, perftest's bandwidth table and rows --------------------
-# check_atomic_bw_rows NAME FILE: every row is atomic_bw at 8 bytes.
-check_atomic_bw_rows() {
-    problems=$(csv_awk "$2" '{ if ($col["test"] != "atomic_bw" || $col["bytes"] != 8) print "row: " $col["test"] " " $col["bytes"] " B, not atomic_bw 8 B" }' -v need="test bytes")
-    if [ -z "$problems" ]; then pass "$1: rows are atomic_bw, 8 B"; else fail "$1: rows" "$problems"; fi
-}
-for atomic in FETCH_AND_ADD CMP_AND_SWAP; do
-    name=atomic_bw_$atomic
-    if run $name 0 gdr-atomic-bw --loopback -A $atomic -n 2000 --validate --csv "$OUT/$name.csv"; then
-        pass "atomic_bw -A $atomic --validate exits 0"
-    fi
-    check_bw_csv $name "$OUT/$name.csv" 1 pass
-    check_atomic_bw_rows $name "$OUT/$name.csv"
-    expect_in $name "MsgRate[Mpps]"
-    expect_in $name "$atomic"
-done
+# --- gdr-atomic-bw ------------------------------------------------------------------------------
+# In loopback (each atomic's stream, a -D run, staged memory, all with the counter check):
+# benches/tests/simulated_bandwidth.rs, atomic_bw_streams_check_their_counters_in_every_mode.
 
 # Two processes, two QPs, both directions, -o within the device's bound: each side's atomics act
 # on the other's counters, and each checks its own.
@@ -95,17 +62,6 @@ wait $server; status=$?
 if [ $status = 0 ]; then pass "atomic_bw server exits 0"; else fail "atomic_bw server exits 0" "exit $status" "$(tail -5 "$OUT/atomic_bw_server.log")"; fi
 check_bw_csv atomic_bw_pair "$OUT/atomic_bw_pair.csv" 1 pass
 expect_in atomic_bw_pair "Outstanding atomics"
-
-# A timed run: its count is known only at the end, and the check still holds; staged memory.
-if run atomic_bw_duration 0 gdr-atomic-bw --loopback -D 1 --validate --csv "$OUT/atomic_bw_duration.csv"; then
-    pass "atomic_bw -D 1 --validate exits 0"
-fi
-check_bw_csv atomic_bw_duration "$OUT/atomic_bw_duration.csv" 1 pass
-if run atomic_bw_staged 0 gdr-atomic-bw --loopback --mem host-staged -A CMP_AND_SWAP -n 500 --validate \
-        --csv "$OUT/atomic_bw_staged.csv"; then
-    pass "atomic_bw --mem host-staged --validate exits 0"
-fi
-check_bw_csv atomic_bw_staged "$OUT/atomic_bw_staged.csv" 1 pass
 
 # --- bad input: exit 2 and a message naming the problem ----------------------------------------
 run atomic_bw_size 2 gdr-atomic-bw --loopback -s 64 && expect_in atomic_bw_size "-s/--size 64: an atomic is 8 bytes, the only size gdr-atomic-bw runs"

@@ -27,15 +27,9 @@ check_rx_columns() {
     if [ -z "$problems" ]; then pass "$1: receiver figures present, counts agree"; else fail "$1: receiver figures" "$problems"; fi
 }
 
-# --- loopback sweep with every payload checked --------------------------------------------------
-if run send_bw_sweep 0 gdr-send-bw --loopback -a -n 20 -t 16 -Q 4 -r 32 --validate \
-        --csv "$OUT/send_bw.csv" --json "$OUT/send_bw.json"; then
-    pass "send_bw loopback -a --validate exits 0"
-fi
-check_bw_csv send_bw_sweep "$OUT/send_bw.csv" 23 pass
-check_rx_columns send_bw_sweep "$OUT/send_bw.csv"
-if [ "$(grep -c '"rx_bw_avg_mib_s"' "$OUT/send_bw.json")" = 23 ]; then pass "send_bw json has 23 results with receiver figures"; else fail "send_bw json has 23 results" "$(head -c 300 "$OUT/send_bw.json")"; fi
-expect_in send_bw_sweep "RX BW average[MiB/sec]"
+# In loopback (the checked sweep with the receiver's figures, inline sends, a timed run's
+# windows, Ctrl-C on a bidirectional stream): benches/tests/simulated_bandwidth.rs,
+# send_bw_receiver_counts_what_the_sender_sent_checked_inline_and_timed. Here two processes.
 
 # --- server and client, several QPs, both directions, inline ------------------------------------
 next_port
@@ -49,26 +43,6 @@ if [ $status = 0 ]; then pass "send_bw server exits 0"; else fail "send_bw serve
 check_bw_csv send_bw_client "$OUT/send_bw_client.csv" 1 pass
 check_rx_columns send_bw_client "$OUT/send_bw_client.csv"
 if csv_awk "$OUT/send_bw_client.csv" '{ n = $col["iterations"]; exit } END { exit !(n == 200) }'; then pass "send_bw -q 2 -b counts 2 x 2 x 50 messages"; else fail "send_bw -q 2 -b counts 200 messages" "$(cat "$OUT/send_bw_client.csv")"; fi
-
-if run send_bw_inline 0 gdr-send-bw --loopback -s 64 -n 200 -I 64 --validate --csv "$OUT/send_bw_inline.csv"; then
-    pass "send_bw -I 64 --validate exits 0"
-fi
-check_bw_csv send_bw_inline "$OUT/send_bw_inline.csv" 1 pass
-
-# --- duration mode: the receiver finds the end without a count ----------------------------------
-if run send_bw_duration 0 gdr-send-bw --loopback -s 4096 -D 1 --csv "$OUT/send_bw_duration.csv"; then
-    pass "send_bw -D 1 exits 0"
-fi
-check_bw_csv send_bw_duration "$OUT/send_bw_duration.csv" 1 off
-# -D 1: perftest's margin is 1 / 4 = 0 whole seconds, so the window is the whole second.
-check_rx_columns send_bw_duration "$OUT/send_bw_duration.csv" 1
-
-# --- Ctrl-C on a bidirectional stream: in-flight sends drain, exit 130 -------------------------
-gdr-send-bw --loopback -s 4096 -b -D 120 >"$OUT/send_bw_interrupt.log" 2>&1 &
-pid=$!
-wait_for_log "$OUT/send_bw_interrupt.log" "#bytes" || fail "send_bw_interrupt: measuring started" "$(tail -3 "$OUT/send_bw_interrupt.log")"
-kill -INT $pid; wait $pid; status=$?
-if [ $status = 130 ]; then pass "send_bw -b -D 120 stops on SIGINT with exit 130"; else fail "send_bw stops on SIGINT with exit 130" "exit $status" "$(tail -3 "$OUT/send_bw_interrupt.log")"; fi
 
 # --- bad input ------------------------------------------------------------------------------------
 run send_bw_rx_depth 2 gdr-send-bw --loopback -r 0 && expect_in send_bw_rx_depth "-r/--rx-depth must be between 1 and 16384"
