@@ -103,6 +103,21 @@ refuses plot_compare_not_a_result "no 'results' list" \
 echo '{"results": [' >"$OUT/cut.json"
 refuses plot_bw_cut_json "cannot read the input: JSONDecodeError" \
     "$PY" scripts/plot_bw.py "$OUT/cut.json" -o "$OUT/x.png"
+# A link planted at the output name is refused, never written through (every gdrperf writer's
+# rule); what it points to is left as it was.
+echo "not an image" >"$OUT/target.txt"
+for kind in bw compare; do
+    ln -sf "$OUT/target.txt" "$OUT/planted-$kind.png"
+done
+refuses plot_bw_planted_link "is a symbolic link; refusing to write through it" \
+    "$PY" scripts/plot_bw.py "$EXAMPLES/write_bw-run1.json" -o "$OUT/planted-bw.png"
+refuses plot_compare_planted_link "is a symbolic link; refusing to write through it" \
+    "$PY" scripts/plot_compare.py "$EXAMPLES/write_bw-run1.json" "$EXAMPLES/write_bw-run2.json" -o "$OUT/planted-compare.png"
+if [ "$(cat "$OUT/target.txt")" = "not an image" ]; then
+    PASSED=$((PASSED + 1)); echo "ok   - plot_planted_link_target_untouched"
+else
+    FAILED=$((FAILED + 1)); echo "FAIL - plot_planted_link_target_untouched: the link's target was written"
+fi
 refuses plot_wrapper_unknown_kind "usage: scripts/plot bw|lat|compare|matrix" scripts/plot pie x.json -o "$OUT/x.png"
 
 # decides NAME PYTHON: a decision of a plot script, asserted in Python (the scripts' folder on

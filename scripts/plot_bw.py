@@ -15,6 +15,7 @@ import csv
 import json
 import os
 import sys
+import tempfile
 
 
 
@@ -29,6 +30,25 @@ def fail(message):
     """Ends a plot script as every gdrperf tool ends on bad input: one line on stderr, exit 2."""
     print(f"{os.path.basename(sys.argv[0])}: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def save_figure(figure, output, dpi):
+    """Writes the image as every gdrperf writer does (gdrperf-files' create-new-and-rename): into
+    a new file beside OUTPUT, then renamed over it, so that a link planted at OUTPUT is refused
+    rather than followed (savefig alone opens the name and writes wherever a link points) and a
+    reader never sees half an image."""
+    if os.path.islink(output):
+        fail(f"{output}: is a symbolic link; refusing to write through it (remove it or name another file)")
+    folder = os.path.dirname(os.path.abspath(output))
+    extension = os.path.splitext(output)[1].lstrip(".") or "png"
+    handle, temporary = tempfile.mkstemp(prefix=".plot-", suffix="." + extension, dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            figure.savefig(stream, dpi=dpi, format=extension)
+        os.replace(temporary, output)
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 def run_main(main):
@@ -168,7 +188,7 @@ def main():
     axes.set_title(args.title or run_title(*first))
     axes.legend(title="memory" if len(args.files) == 1 else "run, memory")
     figure.tight_layout()
-    figure.savefig(args.output, dpi=120)
+    save_figure(figure, args.output, 120)
     print(f"plot_bw.py: wrote {args.output}")
 
 

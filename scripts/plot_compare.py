@@ -24,7 +24,7 @@ import json
 import math
 import os
 
-from plot_bw import NAMES, EXIT_CODES, fail, matplotlib, mode_label, plt, read_results, run_label, run_main, size_axis
+from plot_bw import NAMES, EXIT_CODES, fail, save_figure, matplotlib, mode_label, plt, read_results, run_label, run_main, size_axis
 
 
 def metric_of(rows, wanted):
@@ -146,7 +146,7 @@ def draw(lines, ylabel, title, output, tolerance=None):
         unique["shaded: 95% interval"] = matplotlib.patches.Patch(color="grey", alpha=0.3)
     axes.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     figure.tight_layout()
-    figure.savefig(output, dpi=120)
+    save_figure(figure, output, 120)
     return len(lines), bands, marked
 
 

@@ -19,7 +19,7 @@ import os
 
 # plot_bw checks for matplotlib (one line and exit 2 without it) and selects the file backend.
 import matplotlib  # noqa: E402
-from plot_bw import EXIT_CODES, fail, mode_label, plt, read_results, run_label, run_main, run_title  # noqa: E402
+from plot_bw import EXIT_CODES, fail, save_figure, mode_label, plt, read_results, run_label, run_main, run_title  # noqa: E402
 
 
 def read_hgrm(path):
@@ -129,7 +129,7 @@ def main():
     axes.grid(True, which="major", alpha=0.3)
     axes.legend()
     figure.tight_layout()
-    figure.savefig(args.output, dpi=120)
+    save_figure(figure, args.output, 120)
     print(f"plot_lat.py: wrote {args.output}")
 
 

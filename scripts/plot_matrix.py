@@ -18,7 +18,7 @@ import math
 import os
 import re
 
-from plot_bw import EXIT_CODES, fail, plt, run_main
+from plot_bw import EXIT_CODES, fail, plt, run_main, save_figure
 
 NEEDED = ("client_node", "server_node", "bw_avg_gbit_s")
 # Kinds of `gdrperf fleet judge` findings (crates/gdrperf-fleet/src/judge.rs, PartKind).
@@ -202,7 +202,7 @@ def main():
         bottom.text(0.01, 0.98, "\nnamed: none", fontsize=7, va="top")
     output = args.output or os.path.splitext(args.matrix)[0] + ".png"
     try:
-        figure.savefig(output, dpi=130)
+        save_figure(figure, output, 130)
     except (OSError, ValueError) as error:
         fail(f"{output}: {error}")
     print(f"wrote {output}")
