@@ -52,8 +52,13 @@ else
 fi
 cp "$DEB" "$ROOT/tmp/gdrperf.deb"
 if out=$(in_root dpkg -i /tmp/gdrperf.deb 2>&1); then pass "dpkg -i: installed, dependencies met"; else fail "dpkg -i" "$out"; fi
-listed=$(in_root dpkg -L gdrperf 2>&1 | grep -c '^/usr/bin/gdr')
-[ "$listed" = 8 ] && pass "dpkg -L: gdrperf and seven bench binaries in /usr/bin" || fail "dpkg -L: eight binaries" "$listed"
+# The binaries expected: gdrperf and one per bench source, the list package-deb.sh installs from.
+expected=(gdrperf)
+for source in benches/src/bin/*.rs; do expected+=("$(basename "$source" .rs)"); done
+listed=$(in_root dpkg -L gdrperf 2>&1 | grep '^/usr/bin/gdr' | sed 's|^/usr/bin/||' | sort | tr '\n' ' ')
+wanted=$(printf '%s\n' "${expected[@]}" | sort | tr '\n' ' ')
+[ "$listed" = "$wanted" ] && pass "dpkg -L: gdrperf and $(( ${#expected[@]} - 1 )) bench binaries in /usr/bin" \
+    || fail "dpkg -L: the binaries in /usr/bin are $wanted" "$listed"
 
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' Cargo.toml)
 out=$(in_root gdrperf --version 2>&1) && case $out in *"$version"*) true ;; *) false ;; esac \
