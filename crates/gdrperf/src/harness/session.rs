@@ -13,7 +13,7 @@ use crate::verbs::ProtectionDomain;
 use crate::error::Result;
 use crate::exchange::{Control, Hello};
 use crate::memory::buffers::BenchBuffer;
-use crate::node::cpu_choice::CpuPlacement;
+use crate::node::cpu_placement::CpuPlacement;
 use crate::options::args::MemoryKind;
 use crate::verbs::connection_manager::CmEnd;
 use crate::verbs::{CompletionQueue, Device, GidChoice, Mtu, PortInfo, RcQueuePair, RemoteBuffer};

@@ -31,7 +31,8 @@ use std::ops::Range;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::memory::buffers::{BenchBuffer, CopyId, MessageCheck, Stager};
+use crate::memory::buffers::{BenchBuffer, MessageCheck};
+use crate::memory::staging::{CopyId, Stager};
 use crate::memory::pattern::{
     fill_pattern, find_message_mismatch, find_mismatch, message_stamps, MessageMismatch,
 };

@@ -30,7 +30,7 @@ use crate::harness::session::Session;
 use crate::memory::staging::{wait_copy, CopyId, Stager};
 use crate::verbs::Operation;
 
-use super::pin::pin_for_tsc;
+use crate::node::cpu_placement::tsc_pin::pin_for_tsc;
 use super::plan::{expect_all_messages, IntervalSink, LatencyPlan, LatencyRun};
 use super::samples::{Continue, RoundTrip, Samples};
 use super::transport::{landing, landing_offset, PingPong};
