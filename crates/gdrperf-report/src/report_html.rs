@@ -171,8 +171,9 @@ fn metadata_value<'a>(metadata: &'a Map<String, Value>, key: &str) -> &'a Value 
 }
 
 fn verdict_section(metadata: &Map<String, Value>, overall: &str, rows: &[ResultRow]) -> String {
-    let count =
-        |shown: &[&str]| rows.iter().filter(|row| shown.contains(&shown_verdict(&row.text(column::VERDICT)))).count();
+    let count = |shown: &[&str]| {
+        rows.iter().filter(|row| shown.contains(&shown_verdict(&row.text(column::VERDICT)))).count()
+    };
     let meta = |key: &str| cell(metadata_value(metadata, key));
     let mut html = format!(
         "<h1>gdrperf acceptance of {}</h1>\n<p class=\"note\">profile {} &middot; {} &middot; gdrperf {} (commit {})</p>\n",
@@ -201,7 +202,9 @@ fn verdict_section(metadata: &Map<String, Value>, overall: &str, rows: &[ResultR
         }
         html.push_str("</ul>\n");
     }
-    if let Some(warnings) = metadata_value(metadata, "warnings").as_array().filter(|warnings| !warnings.is_empty()) {
+    if let Some(warnings) =
+        metadata_value(metadata, "warnings").as_array().filter(|warnings| !warnings.is_empty())
+    {
         html.push_str("<ul>\n");
         for warning in warnings {
             html.push_str(&format!("<li>{}</li>\n", cell(warning)));
@@ -312,10 +315,7 @@ fn ceiling_lines(row: &ResultRow) -> String {
     };
     let mut html = format!("<p>Path ceiling: {}</p>\n", escape(&text));
     let causes_text = row.text(column::CEILING_CAUSES);
-    let causes: Vec<&str> = causes_text
-        .split(" | ")
-        .filter(|cause| !cause.is_empty())
-        .collect();
+    let causes: Vec<&str> = causes_text.split(" | ").filter(|cause| !cause.is_empty()).collect();
     if !causes.is_empty() {
         html.push_str("<ul>\n");
         for cause in causes {

@@ -32,11 +32,11 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::memory::buffers::{BenchBuffer, MessageCheck};
-use crate::memory::staging::{CopyId, Stager};
 use crate::memory::pattern::{
     fill_pattern, find_message_mismatch, find_mismatch, message_stamps, MessageMismatch,
 };
 use crate::memory::spin::spin_until;
+use crate::memory::staging::{CopyId, Stager};
 use crate::verbs::LocalSlice;
 
 /// The most bytes a staged ring may take per QP (payload and bounce buffer each): a deep queue
