@@ -10,9 +10,10 @@
 //! - `buffers`: the benchmark buffers (host, GPU, staged); a staged one holds a copy engine.
 //! - `pattern`: the data pattern of `--validate`, and where a buffer differs from it.
 //! - [`staging`]: staged copies: the copy engine's trait and log, its two engines (CUDA, or host
-//!   for the tests), and the wait for one copy.
-//! - `queue_memory`: the hooks: `Direct` does nothing,
-//!   `Staged` copies through a ring of bounce slots.
+//!   for the tests), the wait for one copy, and the ring of bounce slots (`Staged`) with its
+//!   copy-ahead rule.
+//! - `queue_memory`: the trait of the hooks an engine calls around a message, and its two kinds
+//!   named together: `Direct` does nothing, `Staged` (staging's) copies through the ring.
 
 pub(crate) mod buffers;
 pub(crate) mod check_failure;

@@ -1,23 +1,17 @@
-//! The one memory abstraction under the streaming engines: what happens to a message's bytes
-//! before it is posted and after it has landed.
-//!
-//! An engine is written once, generic over [`QueueMemory`], and run with one of two kinds:
-//! - [`Direct`]: host or GPU memory the NIC reaches itself. Every hook does nothing and every
-//!   message uses the same bytes; with static dispatch the compiler removes the hooks, so the
-//!   host and GPUDirect hot loops are what they were before this trait existed.
-//! - [`Staged`]: a payload the NIC does not reach, copied through a registered bounce buffer,
-//!   as an application without GPUDirect must do. The bounce buffer is a **ring of slots**
-//!   ([`Ring`]), one message long each, so no two messages in flight share bytes: message `m`
-//!   of a size goes out from (or lands in) slot `m % slots`, and its payload bytes are the same
-//!   slot of the payload, so each message has bytes of its own from end to end.
+//! Staged memory's side of the engines' memory trait (`memory::queue_memory`'s
+//! `QueueMemory`): [`Staged`], a payload the NIC does not reach, copied through a registered
+//! bounce buffer, as an application without GPUDirect must do. The bounce buffer is a **ring of
+//! slots** ([`Ring`]), one message long each, so no two messages in flight share bytes: message
+//! `m` of a size goes out from (or lands in) slot `m % slots`, and its payload bytes are the same
+//! slot of the payload, so each message has bytes of its own from end to end.
 //!
 //! One copy-ahead rule for every engine: **a copy out of message `m` starts once its slot is
 //! free, that is once message `m - slots` (the slot's previous user) has completed**, and never
 //! for a message the phase will not send. So at most `slots` copies run ahead of the posts (not
 //! all `-n` messages before the first post), and a timed run (`-D`) stops copying when its time
 //! is up; the few copies started ahead and never sent are dropped from the copy time
-//! ([`QueueMemory::finish`]). Since slots are freed by send completions, a staged sender signals
-//! at least once per half ring ([`signal_every`]: 8 MiB messages have 8 slots, so every 4th,
+//! (`QueueMemory::finish`). Since slots are freed by send completions, a staged sender signals
+//! at least once per half ring (`signal_every`: 8 MiB messages have 8 slots, so every 4th,
 //! where `-Q` of a `-t 16` queue is 16). On the receiving side a slot is given back to the NIC (its
 //! receive reposted, or its credit returned) only after its copy in has finished.
 //!
@@ -35,6 +29,7 @@ use crate::memory::buffers::{BenchBuffer, MessageCheck};
 use crate::memory::pattern::{
     fill_pattern, find_message_mismatch, find_mismatch, message_stamps, MessageMismatch,
 };
+use crate::memory::queue_memory::QueueMemory;
 use crate::memory::spin::spin_until;
 use crate::memory::staging::{CopyId, Stager};
 use crate::verbs::LocalSlice;
@@ -74,112 +69,6 @@ impl Ring {
     pub fn range(&self, message: u64, size: usize) -> Range<usize> {
         let start = (message % self.slots) as usize * self.stride;
         start..start + size
-    }
-}
-
-/// What an engine asks of one QP's memory, message by message. Messages are numbered from 0
-/// in the order they are posted (sender) or land (receiver), per QP and size.
-pub trait QueueMemory {
-    /// Whether this memory copies at all; `false` lets an engine skip its staging bookkeeping.
-    const COPIES: bool;
-
-    /// The local bytes message `message` goes out from (or lands in).
-    fn local(&self, message: u64) -> LocalSlice;
-
-    /// How often a sender must signal a completion for copies to keep running ahead (`u64::MAX`
-    /// where nothing is copied): a staged ring's slots are freed only by send completions, so
-    /// without one a sender would wait for a completion that never comes. See [`signal_every`].
-    fn window(&self) -> u64;
-
-    /// Before posting: starts the copies out that the rule allows (see the module docs) and
-    /// returns how many messages from `posted` on are copied and ready. `completed`: messages
-    /// whose send has completed (their slots are free again); `end`: one past the last message
-    /// the phase will send (`u64::MAX` while a timed phase runs).
-    fn ready_to_post(&mut self, posted: u64, completed: u64, end: u64) -> Result<u64>;
-
-    /// A reader's room (RDMA READ into a staged ring): how many messages from `posted` on have a
-    /// free slot to land in, a slot being free once the message that last landed in it is copied
-    /// in. `u64::MAX` where nothing is copied.
-    fn ready_to_land(&mut self, posted: u64) -> Result<u64>;
-
-    /// Message `message` has landed in ring position `position` (its slot is
-    /// `position % slots`: the message number itself for a write stream, the receive's slot for
-    /// SEND/RECV): starts its copy in.
-    fn landed(&mut self, message: u64, position: u64) -> Result<()>;
-
-    /// How many landed messages are copied in (in order); with `--validate`, each is checked
-    /// as its copy finishes.
-    fn copied_in(&mut self) -> Result<u64>;
-
-    /// Waits until message `message` is copied in (a receiver that gives its slot back at once).
-    fn wait_copied_in(&mut self, message: u64, timeout: Duration) -> Result<()>;
-
-    /// The end of a phase: waits for the copies still running. Copies out of messages from
-    /// `posted` on were started ahead and never sent: they do not count as copy time.
-    fn finish(&mut self, posted: u64) -> Result<()>;
-}
-
-/// How often a sender signals a completion: every `cq_mod` messages (`-Q`), or more often where
-/// a staged ring is small (every half ring: 8 MiB messages have 8 slots, so every 4th), since
-/// its slots are freed only by completions.
-pub fn signal_every<M: QueueMemory>(cq_mod: u32, memories: &[M]) -> u64 {
-    memories.iter().map(QueueMemory::window).fold(u64::from(cq_mod), u64::min).max(1)
-}
-
-/// Memory the NIC reaches directly: every message uses the same bytes, nothing is copied.
-#[derive(Debug, Clone, Copy)]
-pub struct Direct {
-    slice: LocalSlice,
-    landed: u64,
-}
-
-impl Direct {
-    pub fn new(buffer: &BenchBuffer, size: usize) -> Direct {
-        Direct { slice: buffer.slice(size), landed: 0 }
-    }
-}
-
-impl QueueMemory for Direct {
-    const COPIES: bool = false;
-
-    #[inline(always)]
-    fn local(&self, _message: u64) -> LocalSlice {
-        self.slice
-    }
-
-    fn window(&self) -> u64 {
-        u64::MAX
-    }
-
-    #[inline(always)]
-    fn ready_to_post(&mut self, _posted: u64, _completed: u64, _end: u64) -> Result<u64> {
-        Ok(u64::MAX)
-    }
-
-    #[inline(always)]
-    fn ready_to_land(&mut self, _posted: u64) -> Result<u64> {
-        Ok(u64::MAX)
-    }
-
-    #[inline(always)]
-    fn landed(&mut self, _message: u64, _position: u64) -> Result<()> {
-        self.landed += 1;
-        Ok(())
-    }
-
-    #[inline(always)]
-    fn wait_copied_in(&mut self, _message: u64, _timeout: Duration) -> Result<()> {
-        Ok(())
-    }
-
-    #[inline(always)]
-    fn copied_in(&mut self) -> Result<u64> {
-        Ok(self.landed)
-    }
-
-    #[inline(always)]
-    fn finish(&mut self, _posted: u64) -> Result<()> {
-        Ok(())
     }
 }
 
@@ -405,6 +294,7 @@ impl QueueMemory for Staged<'_> {
 mod tests {
     use super::*;
     use crate::memory::pattern::{fill_message, pattern_seed};
+    use crate::memory::queue_memory::{signal_every, Direct};
     use crate::memory::staging::HostStager;
 
     /// A bounce "registration" for tests: the stager's bounce buffer, with a made-up key.
@@ -449,7 +339,7 @@ mod tests {
             Staged::from_parts(&mut stager, bounce, &mut check, Ring::new(2048, 128, 256), 256, None);
         assert_eq!(signal_every(16, std::slice::from_ref(&staged)), 4, "8 slots: every 4th message");
         assert_eq!(signal_every(2, std::slice::from_ref(&staged)), 2, "-Q below half the ring stays");
-        let direct = Direct { slice: bounce, landed: 0 };
+        let direct = Direct::for_slice(bounce);
         assert_eq!(signal_every(100, &[direct]), 100, "memory the NIC reaches: -Q as given");
     }
 
