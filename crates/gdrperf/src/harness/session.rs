@@ -163,7 +163,7 @@ impl Session {
     }
 
     /// The first failed per-message check of a staged receiver in this size (see
-    /// `memory::queue_memory`), if any.
+    /// `memory::staging::ring`), if any.
     pub fn take_message_failure(&mut self) -> Option<crate::memory::check_failure::CheckFailure> {
         crate::memory::buffers::take_message_failure(&mut self.local.buffers)
     }

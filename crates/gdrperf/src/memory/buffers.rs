@@ -226,7 +226,7 @@ impl BenchBuffer {
     }
 
     /// The copy engine of a staged buffer (`None` for memory the NIC reaches directly). Only
-    /// the memory layer (`memory::queue_memory`, the latency engines' copies) uses it.
+    /// the memory layer (`memory::staging::ring`, the latency engines' copies) uses it.
     pub(crate) fn stager(&mut self) -> Option<&mut dyn Stager> {
         match &mut self.storage {
             Storage::Staged { stager, .. } => Some(stager.as_mut()),
