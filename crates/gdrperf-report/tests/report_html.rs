@@ -76,6 +76,26 @@ fn the_report_puts_the_verdict_first_and_plots_every_test() {
     assert!(html.contains("No inventory.json in this folder"), "{html}");
 }
 
+/// The page reads the benches' files through the one reader of result files: a file it would
+/// refuse elsewhere (here a negative latency, which would pass every limit) is named
+/// unreadable, not plotted from, and a summary that is no result file is an error naming it.
+#[test]
+fn a_damaged_result_file_is_named_not_plotted_and_a_summary_without_rows_is_an_error() {
+    let folder = Folder::copy_of_the_softroce_run("damaged");
+    let path = folder.0.join("read_lat-host-rxe0.json");
+    let mut result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    result["results"][0]["t_min_us"] = (-1.0).into();
+    std::fs::write(&path, serde_json::to_string_pretty(&result).unwrap()).unwrap();
+    let html = report_html::render(&folder.0).unwrap();
+    assert!(html.contains("No result file to plot (read_lat-host-rxe0.json unreadable)."), "{html}");
+    assert!(html.contains("<polyline points="), "the bandwidth file still plots");
+    let summary = folder.0.join("summary.json");
+    std::fs::write(&summary, r#"{"metadata": {}, "overall": "pass"}"#).unwrap();
+    let error = report_html::render(&folder.0).unwrap_err().to_string();
+    assert!(error.contains("summary.json") && error.contains("no \"results\" array"), "{error}");
+}
+
 /// Folders written before JSON took the exit-code contract's words spell verdicts PASS/SKIP; a
 /// folder of today spells them pass/undecided/fail/error. Both read back, each word shown and
 /// styled as what it means.
