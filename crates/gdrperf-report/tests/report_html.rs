@@ -38,16 +38,21 @@ fn copy(from: &Path, to: &Path) {
     }
 }
 
+/// Reads the JSON file at `path`, lets `edit` change it, and writes it back.
+fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut value);
+    std::fs::write(path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+}
+
 const HOSTILE: &str = "<script>alert(1)</script><img src=http://evil.example/x.png>";
 
 /// Puts markup where a peer or a bench could: the host name, a row's detail, the inventory.
 fn spike(folder: &Path) {
-    let path = folder.join("summary.json");
-    let mut summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    summary["metadata"]["host"] = HOSTILE.into();
-    summary["results"][1]["detail"] = format!("peer said {HOSTILE}").into();
-    std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    edit_json(&folder.join("summary.json"), |summary| {
+        summary["metadata"]["host"] = HOSTILE.into();
+        summary["results"][1]["detail"] = format!("peer said {HOSTILE}").into();
+    });
     let inventory = serde_json::json!({
         "node": {"hostname": HOSTILE, "kernel": "6.1.0-18-amd64", "nics": [{"name": "rxe0", "kind": "rxe",
                  "board_id": "\" onmouseover=\"x", "ports": [], "pci": null}], "gpus": [], "paths": []},
@@ -82,11 +87,9 @@ fn the_report_puts_the_verdict_first_and_plots_every_test() {
 #[test]
 fn a_damaged_result_file_is_named_not_plotted_and_a_summary_without_rows_is_an_error() {
     let folder = Folder::copy_of_the_softroce_run("damaged");
-    let path = folder.0.join("read_lat-host-rxe0.json");
-    let mut result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    result["results"][0]["t_min_us"] = (-1.0).into();
-    std::fs::write(&path, serde_json::to_string_pretty(&result).unwrap()).unwrap();
+    edit_json(&folder.0.join("read_lat-host-rxe0.json"), |result| {
+        result["results"][0]["t_min_us"] = (-1.0).into()
+    });
     let html = report_html::render(&folder.0).unwrap();
     assert!(html.contains("No result file to plot (read_lat-host-rxe0.json unreadable)."), "{html}");
     assert!(html.contains("<polyline points="), "the bandwidth file still plots");
