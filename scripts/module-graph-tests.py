@@ -39,7 +39,7 @@ def run(root, *arguments):
     return done.returncode, done.stdout, done.stderr
 
 
-# lib -> top -> middle -> bottom: four floors, nothing back up, no cycle.
+# lib -> top -> middle -> bottom: import depth 4, nothing back up, no cycle.
 LAYERED = {
     "lib.rs": "mod bottom;\nmod middle;\nmod top;\npub use top::Top;\nfn f(_: top::Top) {}\n",
     "top.rs": "use crate::middle::Middle;\npub struct Top(pub Middle);\n",
@@ -50,14 +50,18 @@ LAYERED = {
 
 class ModuleGraph(unittest.TestCase):
     def test_a_layered_crate_passes_every_rule(self):
-        code, out, err = run(workspace(self, LAYERED), "--strict", "--max-floors", "demo=4")
+        code, out, err = run(workspace(self, LAYERED), "--strict", "--max-depth", "demo=4")
         self.assertEqual(code, 0, out + err)
-        self.assertIn("lib: 4 rooms, 3 arrows, 0 cycles, 0 arrows back up, 4 floors", out)
+        self.assertIn("lib: 4 modules, 3 arrows, 0 cycles, 0 arrows back up, import depth 4", out)
 
-    def test_one_floor_too_many_fails_max_floors(self):
+    def test_one_step_too_deep_fails_max_depth(self):
+        code, _, err = run(workspace(self, LAYERED), "--max-depth", "demo=3")
+        self.assertEqual(code, 1)
+        self.assertIn("module-graph: FAIL demo: import depth 4, at most 3 (--max-depth)", err)
+        # The option's former name still works, for scripts written before the rename.
         code, _, err = run(workspace(self, LAYERED), "--max-floors", "demo=3")
         self.assertEqual(code, 1)
-        self.assertIn("module-graph: FAIL demo: 4 floors, at most 3 (--max-floors)", err)
+        self.assertIn("module-graph: FAIL demo: import depth 4, at most 3 (--max-depth)", err)
 
     def test_an_arrow_back_up_fails_only_when_strict(self):
         files = {
@@ -80,13 +84,13 @@ class ModuleGraph(unittest.TestCase):
         }
         code, out, _ = run(workspace(self, files))
         self.assertEqual(code, 1)
-        self.assertIn("cycle of 2 rooms: a, b", out)
+        self.assertIn("cycle of 2 modules: a, b", out)
 
     def test_a_bad_rule_is_bad_input(self):
-        code, _, err = run(workspace(self, LAYERED), "--max-floors", "demo=seven")
+        code, _, err = run(workspace(self, LAYERED), "--max-depth", "demo=seven")
         self.assertEqual(code, 2)
-        self.assertIn("--max-floors wants CRATE=N", err)
-        code, _, err = run(workspace(self, LAYERED), "--max-floors", "other=3")
+        self.assertIn("--max-depth wants CRATE=N", err)
+        code, _, err = run(workspace(self, LAYERED), "--max-depth", "other=3")
         self.assertEqual(code, 2)
         self.assertIn("no crate other", err)
 

@@ -8,9 +8,9 @@
 
 For each crate's library (src/lib.rs) and binary (src/main.rs, src/bin/*.rs) it prints:
 
-- rooms: the modules, found by following `mod NAME;` and `mod NAME { ... }` from the root as rustc
+- modules: found by following `mod NAME;` and `mod NAME { ... }` from the root as rustc
   does (`#[path = ...]` honoured); test modules (`#[cfg(test)]`) are left out unless --tests. The
-  root (lib.rs, main.rs) is the room `crate`;
+  root (lib.rs, main.rs) is the module `crate`;
 - arrows: module A -> module B when A's code names an item of B through a path: `use crate::...`,
   `use super::...`, `use self::...`, `use CHILD::...` and the same paths in expressions and types.
   A path through a re-export (`pub use x::Item` in a parent) is followed to the module that defines
@@ -19,22 +19,23 @@ For each crate's library (src/lib.rs) and binary (src/main.rs, src/bin/*.rs) it 
   the item. Comments and string literals are ignored (a doc link is no import);
 - cycles: sets of modules that reach each other through arrows, each with one shortest loop;
 - arrows back up: from a module to one of its ancestors in the module tree (`a::b::c -> a`):
-  a room reaching into the items of the room that contains it;
-- floors: the deepest chain of imports. A module that names no other module of its crate stands
-  on floor 1; every other module stands one floor above the highest module it imports. The floors
-  of a crate are the highest floor of its modules, i.e. the number of modules on the longest chain
-  of arrows. A cycle's modules count as one floor (they stand or fall together).
+  a module reaching into the items of the module that contains it;
+- import depth: the longest chain of imports. A module that names no other module of its crate
+  has depth 1; every other module is one deeper than the deepest module it imports. A crate's
+  import depth is the greatest of its modules', i.e. the number of modules on the longest chain
+  of arrows. A cycle's modules count as one step (they stand or fall together).
 
 Then the crates themselves: one arrow per workspace crate named under [dependencies] or
 [build-dependencies] of another (dev-dependencies are listed apart: cargo allows them to loop),
-with their cycles and floors.
+with their cycles and import depth.
 
 Exit status: 0 when no cycle exists (between modules or crates), 1 when one does, 2 on bad input.
 The layering rules scripts/test.sh holds the workspace to are options: --strict (an arrow back up
 fails too) and --layers FILE (scripts/layers.toml: the crates, and the top-level folders of the
 crates it lists, in declared layers; an arrow to a sibling or up a layer fails, and so does a
-crate or folder the file does not place). --max-floors CRATE=N (a crate's library deeper than N
-floors fails) counts depth only and is kept for a look, not for the gate. Each failure is named
+crate or folder the file does not place). --max-depth CRATE=N (a crate's library with an import
+depth above N fails; --max-floors is its former name, still accepted) counts depth only and is
+kept for a look, not for the gate. Each failure is named
 in a `module-graph: FAIL` line on stderr.
 Python 3.11 or later, standard library only (scripts/lib/rust_modules.py reads the sources); it
 reads them as text, no cargo, no build: about two seconds for the workspace. Known limits: paths
@@ -129,29 +130,29 @@ def shortest_loop(component, edges):
     return [start]
 
 
-def floors(nodes, edges):
-    """(highest floor, one deepest chain from the top): each step of the chain is the list of
-    members of one component, a cycle's members sharing one floor."""
+def import_depth(nodes, edges):
+    """(import depth, one deepest chain from the top): each step of the chain is the list of
+    members of one component, a cycle's members sharing one step."""
     components = strongly_connected(nodes, edges)
     component_of = {v: i for i, members in enumerate(components) for v in members}
     successors = defaultdict(set)
     for a, b in edges:
         if component_of[a] != component_of[b]:
             successors[component_of[a]].add(component_of[b])
-    floor, below = {}, {}
+    depth, below = {}, {}
     # Tarjan emits components in reverse topological order: what a component imports comes first.
     for i in range(len(components)):
-        best = max(successors[i], key=lambda j: (floor[j], -j), default=None)
-        floor[i] = 1 + (floor[best] if best is not None else 0)
+        best = max(successors[i], key=lambda j: (depth[j], -j), default=None)
+        depth[i] = 1 + (depth[best] if best is not None else 0)
         below[i] = best
-    if not floor:
+    if not depth:
         return 0, []
-    top = max(floor, key=lambda i: (floor[i], -i))
+    top = max(depth, key=lambda i: (depth[i], -i))
     chain, i = [], top
     while i is not None:
         chain.append(components[i])
         i = below[i]
-    return floor[top], chain
+    return depth[top], chain
 
 
 # --- Crates ----------------------------------------------------------------------------------
@@ -268,21 +269,21 @@ def name_of(path):
 
 
 def describe_tree(label, modules, arrows, root_dir, show_arrows):
-    """Lines for one crate target, and its counts: (lines, cycles, arrows back up, floors)."""
+    """Lines for one crate target, and its counts: (lines, cycles, arrows back up, import depth)."""
     nodes = list(modules)
     edges = list(arrows)
     cycles = [c for c in strongly_connected(nodes, edges) if len(c) > 1]
     back_up = [(a, b) for a, b in edges if len(b) < len(a) and a[: len(b)] == b]
-    height, chain = floors(nodes, edges)
+    height, chain = import_depth(nodes, edges)
     lines = [
-        f"{label}: {counted(len(nodes), 'room')}, {counted(len(edges), 'arrow')}, "
-        f"{counted(len(cycles), 'cycle')}, {counted(len(back_up), 'arrow')} back up, {counted(height, 'floor')}"
+        f"{label}: {counted(len(nodes), 'module')}, {counted(len(edges), 'arrow')}, "
+        f"{counted(len(cycles), 'cycle')}, {counted(len(back_up), 'arrow')} back up, import depth {height}"
     ]
     if chain:
         lines.append("  deepest chain: " + chain_text(chain, name_of))
     for component in cycles:
         loop = shortest_loop(component, edges)
-        lines.append(f"  cycle of {len(component)} rooms: " + ", ".join(name_of(p) for p in component))
+        lines.append(f"  cycle of {len(component)} modules: " + ", ".join(name_of(p) for p in component))
         steps = []
         for a, b in zip(loop, loop[1:]):
             file, line = arrows[(a, b)][0]
@@ -304,7 +305,7 @@ def counted(number, word):
 
 
 def chain_text(chain, name):
-    """`a -> {b, c} -> d`: a step with several members is a cycle standing on one floor."""
+    """`a -> {b, c} -> d`: a step with several members is a cycle counted as one step of depth."""
     steps = [name(m[0]) if len(m) == 1 else "{" + ", ".join(map(name, m)) + "}" for m in chain]
     return " -> ".join(steps)
 
@@ -315,7 +316,7 @@ def main():
     parser.add_argument("root", nargs="?", default=default_root, help="workspace root (default: this checkout)")
     parser.add_argument("--crate", action="append", default=[], help="only this crate (repeatable)")
     parser.add_argument("--arrows", action="store_true", help="list every arrow with where it comes from")
-    parser.add_argument("--tests", action="store_true", help="count #[cfg(test)] modules as rooms too")
+    parser.add_argument("--tests", action="store_true", help="count #[cfg(test)] modules too")
     parser.add_argument("--strict", action="store_true", help="exit 1 on an arrow back up too, not only on a cycle")
     parser.add_argument(
         "--layers",
@@ -323,27 +324,29 @@ def main():
         help="exit 1 when a crate or a listed crate's folder uses a sibling or a higher layer (scripts/layers.toml)",
     )
     parser.add_argument(
+        "--max-depth",
         "--max-floors",
+        dest="max_depth",
         action="append",
         default=[],
         metavar="CRATE=N",
-        help="exit 1 when CRATE's library stands on more than N floors (repeatable)",
+        help="exit 1 when CRATE's library has an import depth above N (repeatable; --max-floors is its former name)",
     )
     options = parser.parse_args()
-    max_floors = {}
-    for rule in options.max_floors:
+    max_depth = {}
+    for rule in options.max_depth:
         crate, _, number = rule.partition("=")
         if not crate or not number.isdigit() or int(number) < 1:
-            print(f"module-graph: --max-floors wants CRATE=N with N a whole number from 1, not '{rule}'", file=sys.stderr)
+            print(f"module-graph: --max-depth wants CRATE=N with N a whole number from 1, not '{rule}'", file=sys.stderr)
             return 2
-        max_floors[crate] = int(number)
+        max_depth[crate] = int(number)
 
     if not os.path.exists(os.path.join(options.root, "Cargo.toml")):
         print(f"module-graph: {options.root} has no Cargo.toml", file=sys.stderr)
         return 2
     crates = workspace_crates(options.root)
     names = {name for name, *_ in crates}
-    unknown = [c for c in options.crate + list(max_floors) if c not in names]
+    unknown = [c for c in options.crate + list(max_depth) if c not in names]
     if unknown:
         print(f"module-graph: no crate {', '.join(unknown)} in {options.root}", file=sys.stderr)
         return 2
@@ -374,8 +377,8 @@ def main():
             any_cycle |= cycles > 0
             if options.strict and back_up:
                 failures.append(f"{name} ({label}): {counted(back_up, 'arrow')} back up (--strict)")
-            if label == "lib" and name in max_floors and height > max_floors[name]:
-                failures.append(f"{name}: {counted(height, 'floor')}, at most {max_floors[name]} (--max-floors)")
+            if label == "lib" and name in max_depth and height > max_depth[name]:
+                failures.append(f"{name}: import depth {height}, at most {max_depth[name]} (--max-depth)")
             if label == "lib" and name in folder_rank:
                 folder_edges = sorted({(folder_of(a), folder_of(b)) for a, b in arrows})
                 folder_edges = [(a, b) for a, b in folder_edges if a != b]
@@ -393,7 +396,7 @@ def main():
             totals[0] += len(modules)
             totals[1] += len(arrows)
         if small:
-            print(f"  {len(small)} binaries of one room each: {', '.join(small)}")
+            print(f"  {len(small)} binaries of one module each: {', '.join(small)}")
             totals[0] += len(small)
 
     if not options.crate:
@@ -405,16 +408,16 @@ def main():
             dev_edges += [(name, d) for d in dependencies["dev-dependencies"] if d in names]
         crate_edges = sorted(set(crate_edges))
         cycles = [c for c in strongly_connected(names, crate_edges) if len(c) > 1]
-        height, chain = floors(names, crate_edges)
+        height, chain = import_depth(names, crate_edges)
         print(
             f"workspace: {counted(len(names), 'crate')}, {counted(len(crate_edges), 'arrow')} between them "
-            f"(+{len(dev_edges)} dev-dependencies), {counted(len(cycles), 'cycle')}, {counted(height, 'floor')}"
+            f"(+{len(dev_edges)} dev-dependencies), {counted(len(cycles), 'cycle')}, import depth {height}"
         )
         print("  deepest chain: " + chain_text(chain, str))
         for component in cycles:
             any_cycle = True
             print("  cycle: " + " -> ".join(shortest_loop(component, crate_edges)))
-        print(f"  modules: {totals[0]} rooms, {totals[1]} arrows")
+        print(f"  all crates: {totals[0]} modules, {totals[1]} arrows")
         if crate_rank:
             breaks, _ = layer_breaks(crate_edges, crate_rank)
             layers = len(set(crate_rank.values()))

@@ -210,25 +210,8 @@ mod tests {
     #[test]
     fn runs_take_consecutive_ports_and_the_last_port_is_the_limit() {
         let run = PlannedRun {
-            kind: gdrperf_report::acceptance::CheckKind::Bandwidth,
-            test: "write_bw".into(),
-            binary: "gdr-write-bw".into(),
-            mode: "host".into(),
-            nic: gdrperf_report::acceptance::Nic { device: "rxe0".into(), port: 1, rate: None },
-            gpu: None,
             args: words("--loopback -d rxe0"),
-            stem: "write_bw-host-rxe0".into(),
-            threshold: gdrperf_report::SourcedValue { value: "1Gb/s".into(), source: "test".into() },
-            bytes: 65536,
-            bidirectional: false,
-            statistic: Default::default(),
-            max_nic_errors: 0,
-            duration_s: None,
-            iterations: None,
-            run_source: "test".into(),
-            deviation: String::new(),
-            together: None,
-            warn_band_percent: None,
+            ..crate::planned_run_for_tests::planned_run(gdrperf_report::acceptance::CheckKind::Bandwidth)
         };
         let ports = Ports::new(65534);
         let first = ports.place(&run, &Side::Server, 60).unwrap();

@@ -319,30 +319,15 @@ pub fn duration_words(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gdrperf_report::acceptance::Nic;
     use gdrperf_report::SourcedValue;
 
     fn run(kind: CheckKind, binary: &str, args: &str, bytes: u64, threshold: &str) -> PlannedRun {
         PlannedRun {
-            kind,
-            test: "test".into(),
             binary: binary.into(),
-            mode: "host".into(),
-            nic: Nic { device: "mlx5_0".into(), port: 1, rate: None },
-            gpu: None,
             args: args.split_whitespace().map(String::from).collect(),
-            stem: "stem".into(),
             threshold: SourcedValue { value: threshold.into(), source: "test".into() },
             bytes,
-            bidirectional: false,
-            statistic: Default::default(),
-            max_nic_errors: 0,
-            duration_s: None,
-            iterations: None,
-            run_source: "test".into(),
-            deviation: String::new(),
-            together: None,
-            warn_band_percent: None,
+            ..crate::planned_run_for_tests::planned_run(kind)
         }
     }
 

@@ -36,6 +36,8 @@ mod doctor;
 mod explain;
 mod fleet;
 mod inventory;
+#[cfg(test)]
+mod planned_run_for_tests;
 mod report;
 mod selftest;
 mod slurm;

@@ -22,7 +22,7 @@ use gdrperf_cuda::gpu_watch::{self, GpuReading, GpuWatch};
 use gdrperf_files::columns as column;
 use gdrperf_report::acceptance::{AcceptanceRow, CheckKind, PlannedRun};
 use gdrperf_report::soak::{judge, judge_latency, Interval};
-use gdrperf_report::{BandwidthUnit, Profile, SourcedValue, Verdict};
+use gdrperf_report::{BandwidthUnit, Profile, ResultFile, SourcedValue, Verdict};
 use gdrperf_topology::identity::NodeIdentity;
 use gdrperf_topology::pcie_health::{changes, watched_functions, HealthSnapshot};
 use gdrperf_topology::SysRoot;
@@ -255,21 +255,14 @@ fn interval_figure(kind: CheckKind, row: &AcceptanceRow) -> Figure {
 /// The judged size's `nic_errors` in a bench's JSON file and the error counters it sums (from
 /// the row's `nic_counters`, "name=delta;..."); 0 and none when the file or column is absent.
 fn nic_errors(json: &Path, bytes: u64) -> (u64, BTreeMap<String, u64>) {
-    let Ok(text) = gdrperf_files::read_named_text(json, gdrperf_files::MAX_RESULT_FILE_BYTES) else {
-        return (0, BTreeMap::new());
-    };
-    let Ok(document) = serde_json::from_str::<serde_json::Value>(&text) else { return (0, BTreeMap::new()) };
-    let Some(row) = document["results"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|row| row[column::BYTES.name()].as_u64() == Some(bytes))
-    else {
+    // The one reader of result files: columns by name, so a renamed column does not compile.
+    let Ok(file) = ResultFile::read(json) else { return (0, BTreeMap::new()) };
+    let Some(row) = file.rows.iter().find(|row| row.bytes() == bytes) else {
         return (0, BTreeMap::new());
     };
     (
-        row[column::NIC_ERRORS.name()].as_u64().unwrap_or(0),
-        error_counters(row[column::NIC_COUNTERS.name()].as_str().unwrap_or("")),
+        row.count(column::NIC_ERRORS).ok().flatten().unwrap_or(0),
+        error_counters(&row.text(column::NIC_COUNTERS)),
     )
 }
 
@@ -349,27 +342,7 @@ mod tests {
 
     #[test]
     fn an_interval_reads_a_bandwidth_in_gbps_whatever_the_unit_and_a_latency_in_us() {
-        let planned = |kind| PlannedRun {
-            kind,
-            test: "write_bw".into(),
-            binary: "gdr-write-bw".into(),
-            mode: "host".into(),
-            nic: gdrperf_report::acceptance::Nic { device: "rxe0".into(), port: 1, rate: None },
-            gpu: None,
-            args: Vec::new(),
-            stem: "write_bw-host-rxe0".into(),
-            threshold: SourcedValue { value: "1Gb/s".into(), source: "test".into() },
-            bytes: 65536,
-            bidirectional: false,
-            statistic: Default::default(),
-            max_nic_errors: 0,
-            duration_s: None,
-            iterations: None,
-            run_source: "test".into(),
-            deviation: String::new(),
-            together: None,
-            warn_band_percent: None,
-        };
+        let planned = crate::planned_run_for_tests::planned_run;
         let measured = |kind, value: f64, unit: &str| {
             let mut row = planned(kind).error(String::new());
             (row.value, row.unit, row.verdict) = (Some(value), unit.into(), Verdict::Pass);

@@ -279,6 +279,21 @@ mod tests {
         Door { token, timeout: Duration::from_secs(5), wait_limit }
     }
 
+    /// A server on a free loopback port that admits one client with the test token, with a
+    /// `--timeout` of 30 s (silent sockets would hold a one-at-a-time server that long): its port,
+    /// and its thread, which ends with the admitted client's host name. The flood and the silent
+    /// sockets of the tests below are all made against this one server.
+    fn patient_server() -> (u16, std::thread::JoinHandle<Result<String, ExchangeError>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
+            let door = Door { token: Some(&secret), timeout: Duration::from_secs(30), wait_limit: None };
+            Control::admit(&listener, &hello(), door, &mut |_| {}).map(|(_, theirs)| theirs.host)
+        });
+        (port, server)
+    }
+
     /// A client with `token` and `parameters` against the server on `port`: its outcome as text.
     fn client(port: u16, token: Option<&str>, parameters: serde_json::Value) -> String {
         let mut control =
@@ -335,14 +350,7 @@ mod tests {
 
     #[test]
     fn silent_connections_cost_the_real_client_nothing() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
-            // A --timeout of 30 s: the silent ones would hold a one-at-a-time server that long.
-            let door = Door { token: Some(&secret), timeout: Duration::from_secs(30), wait_limit: None };
-            Control::admit(&listener, &hello(), door, &mut |_| {}).map(|(_, theirs)| theirs.host)
-        });
+        let (port, server) = patient_server();
         // Five silent strangers from another address (one address may hold only
         // HANDSHAKES_PER_SOURCE slots; those over it hear "busy" at once).
         let silent: Vec<_> =
@@ -399,13 +407,7 @@ mod tests {
     /// own timeout while the flood goes on. The decision asserted is that it got in at all.
     #[test]
     fn a_flood_of_silent_reconnecting_sockets_cannot_keep_the_real_client_out() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
-            let door = Door { token: Some(&secret), timeout: Duration::from_secs(30), wait_limit: None };
-            Control::admit(&listener, &hello(), door, &mut |_| {}).map(|(_, theirs)| theirs.host)
-        });
+        let (port, server) = patient_server();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let made = Arc::new(AtomicUsize::new(0));
         let flooders: Vec<_> = (0..4)
@@ -449,13 +451,7 @@ mod tests {
     /// timeout once their time is up.
     #[test]
     fn a_client_told_busy_tries_again_until_it_is_served() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            let secret = Token::new("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4").unwrap();
-            let door = Door { token: Some(&secret), timeout: Duration::from_secs(30), wait_limit: None };
-            Control::admit(&listener, &hello(), door, &mut |_| {}).map(|(_, theirs)| theirs.host)
-        });
+        let (port, server) = patient_server();
         let silent: Vec<_> = (0..HANDSHAKES_PER_SOURCE)
             .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
             .collect();

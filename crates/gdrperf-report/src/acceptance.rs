@@ -580,7 +580,7 @@ pub fn write_summary(folder: &Path, metadata: serde_json::Value, rows: &[Accepta
     for (index, record) in records.records().enumerate() {
         let record = record.map_err(csv_error)?;
         if index == 0 {
-            verdict_column = record.iter().position(|name| name == "verdict");
+            verdict_column = record.iter().position(|name| name == column::VERDICT.name());
         }
         let label = index.checked_sub(1).and_then(|row| rows.get(row)).map(|row| row.verdict.label());
         let cells = record.iter().enumerate().map(|(column, cell)| match label {

@@ -3,6 +3,9 @@
 //!
 //! JSON files carry the bench's `metadata.parameters` (stop rule, warm-up, QPs, TX depth, CQ
 //! moderation, ...); CSV files only the rows, whose setting columns are compared instead.
+//! The rows' setting columns are named by [`ColumnName`]; `metadata.parameters` stays
+//! `serde_json::Value`: it is the bench's settings as it recorded them, not result columns, and
+//! every name in it is compared alike, so one added later needs nothing here.
 
 use std::collections::BTreeSet;
 

@@ -21,13 +21,23 @@ pub fn escape(text: &str) -> String {
     escaped
 }
 
-/// A JSON value as a cell: strings bare, null as "-".
+/// A JSON value as a cell: strings bare, null as "-". For free-form JSON (metadata, the
+/// inventory, the soak); a result column's text goes through [`text_cell`].
 pub(crate) fn cell(value: &Value) -> String {
     match value {
+        Value::String(text) => text_cell(text),
         Value::Null => "-".into(),
-        Value::String(text) if text.is_empty() => "-".into(),
-        Value::String(text) => escape(text),
         other => escape(&other.to_string()),
+    }
+}
+
+/// A column's text as a cell (`ResultRow::text`: numbers written as JSON writes them, "" when
+/// absent or null): escaped, and "-" when empty.
+pub(crate) fn text_cell(text: &str) -> String {
+    if text.is_empty() {
+        "-".into()
+    } else {
+        escape(text)
     }
 }
 
@@ -35,8 +45,8 @@ pub(crate) fn cell(value: &Value) -> String {
 /// exit-code contract's words (pass, undecided, fail, error) upper-cased, and the upper-case
 /// words of folders written before JSON spelled those (PASS, SKIP, FAIL, ERROR) as they were, so
 /// that a signed folder of either age reads back; anything else is shown as an error.
-pub(crate) fn shown_verdict(value: &Value) -> &'static str {
-    match value.as_str().unwrap_or("") {
+pub(crate) fn shown_verdict(verdict: &str) -> &'static str {
+    match verdict {
         "pass" | "PASS" => "PASS",
         "undecided" => "UNDECIDED",
         "SKIP" => "SKIP",

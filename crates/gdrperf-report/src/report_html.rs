@@ -5,7 +5,11 @@
 //! file with its SHA-256.
 //!
 //! Built from the folder alone (`summary.json`, `inventory.json`, the benches' JSON files), so
-//! it can be written again for a folder copied off a cluster. Nothing is fetched: the style is
+//! it can be written again for a folder copied off a cluster. The rows of `summary.json` and of
+//! the benches' files are read through the one reader of result files ([`ResultFile`], columns
+//! by their [`ColumnName`]), so a renamed column is a compile error here; what stays
+//! `serde_json::Value` is free-form by nature: the metadata each file records as it was given
+//! (`host`, `argv`, `warnings`), the doctor's inventory and the soak's document. Nothing is fetched: the style is
 //! in the page, plots are SVG text, no script. Every string from a file is escaped, because a
 //! peer's host name or a bench's message is not trusted markup. [`external_references`] is the
 //! check that the page stays self-contained.
@@ -13,13 +17,14 @@
 use std::path::{Path, PathBuf};
 
 use gdrperf_files::columns::{self as column, ColumnName};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::{ReportError, Result};
 pub use crate::html_text::escape;
-use crate::html_text::{cell, shown_verdict};
+use crate::html_text::{cell, shown_verdict, text_cell};
 use crate::manifest::{self, ManifestEntry};
 use crate::report_inventory;
+use crate::results::{ResultFile, ResultRow};
 use crate::svg_chart::{self, Chart};
 
 /// The report's name in the acceptance folder.
@@ -80,43 +85,38 @@ pub fn render(folder: &Path) -> Result<String> {
     // The manifest first: it refuses a folder holding a link or a special file, so that every
     // file the page reads below (inside the folder, regular) is one the manifest covers.
     let files = manifest::manifest(folder, &[FILE_NAME])?;
-    let summary = read_json(folder, "summary.json")?;
+    let summary = read_result(folder, "summary.json")?;
+    let overall = shown_verdict(&overall_verdict(folder)?);
     let inventory = read_json(folder, report_inventory::FILE_NAME).ok();
     let soak = read_json(folder, crate::report_soak::FILE_NAME).ok();
-    let metadata = &summary["metadata"];
-    let rows = summary["results"].as_array().cloned().unwrap_or_default();
-    let overall = shown_verdict(&summary["overall"]);
-    let host = metadata["host"].as_str().unwrap_or("unknown host");
+    let metadata = &summary.metadata;
+    let rows = &summary.rows;
+    let host = metadata_value(metadata, "host").as_str().unwrap_or("unknown host");
 
     let mut page = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<title>gdrperf acceptance: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
         escape(host)
     );
-    page.push_str(&verdict_section(metadata, overall, &rows));
+    page.push_str(&verdict_section(metadata, overall, rows));
     page.push_str(
         "<p class=\"note\">Sections: <a href=\"#tests\">tests</a> &middot; <a href=\"#thresholds\">thresholds</a> &middot; \
          <a href=\"#inventory\">inventory</a> &middot; <a href=\"#commands\">commands</a> &middot; \
          <a href=\"#manifest-section\">manifest</a></p>\n",
     );
-    page.push_str(&results_table(&rows));
+    page.push_str(&results_table(rows));
     page.push_str("<h2 id=\"tests\">Tests</h2>\n");
-    for row in &rows {
+    for row in rows {
         page.push_str(&test_section(folder, row));
     }
     page.push_str(&crate::report_soak::section(soak.as_ref()));
-    page.push_str(&thresholds_section(metadata, &rows));
+    page.push_str(&thresholds_section(metadata, rows));
     let pairs_run: Vec<(String, String)> = rows
         .iter()
-        .filter_map(|row| {
-            Some((
-                row[column::GPU_BUS_ID.name()].as_str()?.to_string(),
-                row[column::NIC.name()].as_str()?.to_string(),
-            ))
-        })
+        .map(|row| (row.text(column::GPU_BUS_ID), row.text(column::NIC)))
         .filter(|(gpu, _)| !gpu.is_empty())
         .collect();
     page.push_str(&report_inventory::section(inventory.as_ref(), &pairs_run));
-    page.push_str(&commands_section(folder, metadata, &rows));
+    page.push_str(&commands_section(folder, metadata, rows));
     page.push_str(&manifest_section(&files));
     page.push_str("</body>\n</html>\n");
     Ok(page)
@@ -130,24 +130,58 @@ pub const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
 /// A JSON file of the folder, by its name inside it (see `manifest::read_inside`: no absolute
-/// path, no `..`, no link, a regular file of bounded size).
+/// path, no `..`, no link, a regular file of bounded size), as free-form JSON: for the
+/// documents that are no result file (the inventory, the soak).
 fn read_json(folder: &Path, relative: &str) -> Result<Value> {
     let bytes = manifest::read_inside(folder, relative)?;
     serde_json::from_slice(&bytes)
         .map_err(|error| ReportError::JsonFile { path: folder.join(relative), reason: error.to_string() })
 }
 
-fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
+/// A result file of the folder (`summary.json`, a bench's JSON file), read as [`read_json`]
+/// reads and parsed by the one reader of result files.
+fn read_result(folder: &Path, relative: &str) -> Result<ResultFile> {
+    let bytes = manifest::read_inside(folder, relative)?;
+    let path = folder.join(relative);
+    let text = String::from_utf8(bytes)
+        .map_err(|_| ReportError::JsonFile { path: path.clone(), reason: "is not UTF-8 text".into() })?;
+    ResultFile::parse_json(&path.display().to_string(), &text)
+}
+
+/// `summary.json`'s `overall` verdict, the one field of the summary that is neither metadata
+/// nor a row ("" when absent).
+fn overall_verdict(folder: &Path) -> Result<String> {
+    #[derive(serde::Deserialize)]
+    struct Overall {
+        #[serde(default)]
+        overall: Value,
+    }
+    let bytes = manifest::read_inside(folder, "summary.json")?;
+    let summary: Overall = serde_json::from_slice(&bytes).map_err(|error| ReportError::JsonFile {
+        path: folder.join("summary.json"),
+        reason: error.to_string(),
+    })?;
+    Ok(summary.overall.as_str().unwrap_or("").to_string())
+}
+
+/// One metadata value (`Value::Null` when absent). Metadata is what each file recorded of its
+/// run, named by the writer, not a result column: it stays free-form JSON.
+fn metadata_value<'a>(metadata: &'a Map<String, Value>, key: &str) -> &'a Value {
+    metadata.get(key).unwrap_or(&Value::Null)
+}
+
+fn verdict_section(metadata: &Map<String, Value>, overall: &str, rows: &[ResultRow]) -> String {
     let count = |shown: &[&str]| {
-        rows.iter().filter(|row| shown.contains(&shown_verdict(&row[column::VERDICT.name()]))).count()
+        rows.iter().filter(|row| shown.contains(&shown_verdict(&row.text(column::VERDICT)))).count()
     };
+    let meta = |key: &str| cell(metadata_value(metadata, key));
     let mut html = format!(
         "<h1>gdrperf acceptance of {}</h1>\n<p class=\"note\">profile {} &middot; {} &middot; gdrperf {} (commit {})</p>\n",
-        escape(metadata["host"].as_str().unwrap_or("unknown host")),
-        cell(&metadata["profile"]),
-        cell(&metadata["date"]),
-        cell(&metadata["gdrperf_version"]),
-        cell(&metadata["git_commit"]),
+        escape(metadata_value(metadata, "host").as_str().unwrap_or("unknown host")),
+        meta("profile"),
+        meta("date"),
+        meta("gdrperf_version"),
+        meta("git_commit"),
     );
     html.push_str(&format!(
         "<div class=\"verdict {overall}\">{overall}</div>\n<p>{} pass, {} fail, {} undecided (not run), {} error of {} rows.</p>\n",
@@ -159,8 +193,8 @@ fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
     ));
     // Rows measured otherwise than the source of their threshold: said beside the verdict, so
     // that nobody reads a loopback figure as the two-node one.
-    let deviations =
-        crate::acceptance::deviations(rows.iter().filter_map(|row| row[column::DEVIATION.name()].as_str()));
+    let deviation_texts: Vec<String> = rows.iter().map(|row| row.text(column::DEVIATION)).collect();
+    let deviations = crate::acceptance::deviations(deviation_texts.iter().map(String::as_str));
     if !deviations.is_empty() {
         html.push_str("<p>Measured otherwise than the sources of the thresholds:</p>\n<ul>\n");
         for (deviation, count) in deviations {
@@ -168,7 +202,9 @@ fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
         }
         html.push_str("</ul>\n");
     }
-    if let Some(warnings) = metadata["warnings"].as_array().filter(|warnings| !warnings.is_empty()) {
+    if let Some(warnings) =
+        metadata_value(metadata, "warnings").as_array().filter(|warnings| !warnings.is_empty())
+    {
         html.push_str("<ul>\n");
         for warning in warnings {
             html.push_str(&format!("<li>{}</li>\n", cell(warning)));
@@ -178,123 +214,108 @@ fn verdict_section(metadata: &Value, overall: &str, rows: &[Value]) -> String {
     html
 }
 
-fn results_table(rows: &[Value]) -> String {
+fn results_table(rows: &[ResultRow]) -> String {
     let mut html = String::from(
         "<table>\n<tr><th>verdict</th><th>test</th><th>mem</th><th>NIC</th><th>GPU</th><th>bytes</th><th>measured</th><th>threshold</th><th>detail</th></tr>\n",
     );
     for row in rows {
-        let verdict = shown_verdict(&row[column::VERDICT.name()]);
-        let measured = row[column::VALUE.name()]
-            .as_f64()
-            .map(|value| {
-                format!(
-                    "{} {}",
-                    crate::format::table_number(value),
-                    row[column::UNIT.name()].as_str().unwrap_or("")
-                )
-            })
+        let verdict = shown_verdict(&row.text(column::VERDICT));
+        let measured = row
+            .number(column::VALUE)
+            .map(|value| format!("{} {}", crate::format::table_number(value), row.text(column::UNIT)))
             .unwrap_or_else(|| "-".into());
         html.push_str(&format!(
             "<tr><td class=\"{verdict}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
             escape(verdict),
-            cell(&row[column::TEST.name()]),
-            cell(&row[column::MEM.name()]),
-            cell(&row[column::NIC.name()]),
-            cell(&row[column::GPU.name()]),
-            cell(&row[column::BYTES.name()]),
+            text_cell(&row.text(column::TEST)),
+            text_cell(&row.text(column::MEM)),
+            text_cell(&row.text(column::NIC)),
+            text_cell(&row.text(column::GPU)),
+            text_cell(&row.text(column::BYTES)),
             escape(&measured),
-            cell(&row[column::THRESHOLD.name()]),
-            cell(&row[column::DETAIL.name()]),
+            text_cell(&row.text(column::THRESHOLD)),
+            text_cell(&row.text(column::DETAIL)),
         ));
     }
     html + "</table>\n"
 }
 
 /// The threshold's number in the row's unit (`0.01 Gb/s` -> 0.01, `typical 10000 us` -> 10000).
-fn threshold_value(row: &Value) -> Option<f64> {
-    let unit = row[column::UNIT.name()].as_str()?;
-    let words: Vec<&str> = row[column::THRESHOLD.name()].as_str()?.split_whitespace().collect();
+fn threshold_value(row: &ResultRow) -> Option<f64> {
+    let unit = row.text(column::UNIT);
+    let threshold = row.text(column::THRESHOLD);
+    let words: Vec<&str> = threshold.split_whitespace().collect();
     words.windows(2).find(|pair| pair[1] == unit).and_then(|pair| pair[0].parse().ok())
 }
 
-fn test_section(folder: &Path, row: &Value) -> String {
-    let test = row[column::TEST.name()].as_str().unwrap_or("");
-    let place = match (
-        row[column::GPU.name()].as_str().unwrap_or(""),
-        row[column::NIC.name()].as_str().unwrap_or(""),
-    ) {
-        ("", nic) => nic.to_string(),
+fn test_section(folder: &Path, row: &ResultRow) -> String {
+    let test = row.test();
+    let place = match (row.text(column::GPU).as_str(), row.text(column::NIC)) {
+        ("", nic) => nic,
         (gpu, nic) => format!("{gpu} on {nic}"),
     };
-    let title = format!("{test} · {} · {place}", row[column::MEM.name()].as_str().unwrap_or(""));
+    let title = format!("{test} · {} · {place}", row.text(column::MEM));
     let mut html = format!(
         "<div class=\"test\">\n<h3>{} <span class=\"note\">{}</span></h3>\n",
         escape(&title),
-        shown_verdict(&row[column::VERDICT.name()])
+        shown_verdict(&row.text(column::VERDICT))
     );
-    let result_file = row[column::RESULT_FILE.name()].as_str().unwrap_or("");
-    let result = if result_file.is_empty() { None } else { read_json(folder, result_file).ok() };
-    let result_rows =
-        result.as_ref().and_then(|result| result["results"].as_array().cloned()).unwrap_or_default();
-    let metric = row[column::METRIC.name()].as_str().unwrap_or("");
-    let unit = row[column::UNIT.name()].as_str().unwrap_or("");
-    let chart = Chart { title: &title, y_label: unit, threshold: threshold_value(row) };
+    let result_file = row.text(column::RESULT_FILE);
+    let result = if result_file.is_empty() { None } else { read_result(folder, &result_file).ok() };
+    let result_rows: &[ResultRow] = result.as_ref().map_or(&[], |result| &result.rows);
+    // The judged column as the summary names it (`bw_avg_gbit_s`, `t_typical_us`): looked up
+    // by its text, as a column a user names is.
+    let metric = row.text(column::METRIC);
+    let unit = row.text(column::UNIT);
+    let chart = Chart { title: &title, y_label: &unit, threshold: threshold_value(row) };
     if result.is_none() {
         html.push_str(&format!(
             "<p class=\"note\">No result file to plot{}.</p>\n",
             if result_file.is_empty() {
                 String::new()
             } else {
-                format!(" ({} unreadable)", escape(result_file))
+                format!(" ({} unreadable)", escape(&result_file))
             }
         ));
     } else if metric.starts_with("bw") {
         let points: Vec<(u64, f64)> = result_rows
             .iter()
-            .filter_map(|measured| {
-                Some((measured[column::BYTES.name()].as_u64()?, measured[metric].as_f64()?))
-            })
+            .filter_map(|measured| Some((measured.bytes(), measured.number_named(&metric)?)))
             .collect();
         html.push_str(&svg_chart::over_size(&chart, &points));
     } else {
-        let measured =
-            result_rows.iter().find(|measured| measured[column::BYTES.name()] == row[column::BYTES.name()]);
+        let measured = result_rows.iter().find(|measured| measured.bytes() == row.bytes());
         let bars: Vec<(&str, f64)> = LATENCY_BARS
             .iter()
-            .filter_map(|(label, column)| Some((*label, measured?[column.name()].as_f64()?)))
+            .filter_map(|(label, column)| Some((*label, measured?.number(*column)?)))
             .collect();
         html.push_str(&svg_chart::bars(&chart, &bars));
     }
     html.push_str(&ceiling_lines(row));
     if let Some(counters) = result_rows
         .iter()
-        .find(|measured| measured[column::BYTES.name()] == row[column::BYTES.name()])
-        .and_then(|measured| measured[column::NIC_COUNTERS.name()].as_str())
+        .find(|measured| measured.bytes() == row.bytes())
+        .map(|measured| measured.text(column::NIC_COUNTERS))
         .filter(|counters| !counters.is_empty())
     {
-        html.push_str(&format!("<p class=\"note\">NIC counters over the run: {}</p>\n", escape(counters)));
+        html.push_str(&format!("<p class=\"note\">NIC counters over the run: {}</p>\n", escape(&counters)));
     }
     html + "</div>\n"
 }
 
 /// The path ceiling and its causes, from the summary's columns (`gdrperf explain`'s judgement).
-fn ceiling_lines(row: &Value) -> String {
-    let limited_by = row[column::CEILING_LIMITED_BY.name()].as_str().unwrap_or("");
+fn ceiling_lines(row: &ResultRow) -> String {
+    let limited_by = row.text(column::CEILING_LIMITED_BY);
     if limited_by.is_empty() {
         return String::new();
     }
-    let text = match (row[column::PCT_OF_CEILING.name()].as_f64(), row[column::CEILING_GBPS.name()].as_f64())
-    {
+    let text = match (row.number(column::PCT_OF_CEILING), row.number(column::CEILING_GBPS)) {
         (Some(pct), Some(gbps)) => format!("{pct:.1}% of a {gbps:.2} Gb/s ceiling, limited by {limited_by}"),
-        _ => limited_by.to_string(),
+        _ => limited_by,
     };
     let mut html = format!("<p>Path ceiling: {}</p>\n", escape(&text));
-    let causes: Vec<&str> = row[column::CEILING_CAUSES.name()]
-        .as_str()
-        .unwrap_or("")
-        .split(" | ")
-        .filter(|cause| !cause.is_empty())
-        .collect();
+    let causes_text = row.text(column::CEILING_CAUSES);
+    let causes: Vec<&str> = causes_text.split(" | ").filter(|cause| !cause.is_empty()).collect();
     if !causes.is_empty() {
         html.push_str("<ul>\n");
         for cause in causes {
@@ -305,19 +326,15 @@ fn ceiling_lines(row: &Value) -> String {
     html
 }
 
-fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
+fn thresholds_section(metadata: &Map<String, Value>, rows: &[ResultRow]) -> String {
     let mut html = format!(
         "<h2 id=\"thresholds\">Thresholds and their sources</h2>\n<p>Profile {} (given as {}).</p>\n<table>\n<tr><th>test</th><th>mem</th><th>threshold</th><th>source</th><th>deviation from the source</th></tr>\n",
-        cell(&metadata["profile"]),
-        cell(&metadata["profile_source"])
+        cell(metadata_value(metadata, "profile")),
+        cell(metadata_value(metadata, "profile_source"))
     );
     let mut seen: Vec<(String, String, String)> = Vec::new();
     for row in rows {
-        let key = (
-            row[column::TEST.name()].as_str().unwrap_or("").to_string(),
-            row[column::MEM.name()].as_str().unwrap_or("").to_string(),
-            row[column::THRESHOLD.name()].as_str().unwrap_or("").to_string(),
-        );
+        let key = (row.test(), row.text(column::MEM), row.text(column::THRESHOLD));
         if key.2.is_empty() || seen.contains(&key) {
             continue;
         }
@@ -326,24 +343,28 @@ fn thresholds_section(metadata: &Value, rows: &[Value]) -> String {
             escape(&key.0),
             escape(&key.1),
             escape(&key.2),
-            cell(&row[column::THRESHOLD_SOURCE.name()]),
-            cell(&row[column::DEVIATION.name()])
+            text_cell(&row.text(column::THRESHOLD_SOURCE)),
+            text_cell(&row.text(column::DEVIATION))
         ));
         seen.push(key);
     }
     html + "</table>\n"
 }
 
-fn commands_section(folder: &Path, metadata: &Value, rows: &[Value]) -> String {
-    let mut html = format!("<h2 id=\"commands\">Commands</h2>\n<pre>{}\n", cell(&metadata["command"]));
-    let mut files: Vec<&str> =
-        rows.iter().filter_map(|row| row[column::RESULT_FILE.name()].as_str()).collect();
+fn commands_section(folder: &Path, metadata: &Map<String, Value>, rows: &[ResultRow]) -> String {
+    let mut html =
+        format!("<h2 id=\"commands\">Commands</h2>\n<pre>{}\n", cell(metadata_value(metadata, "command")));
+    let mut files: Vec<String> = rows.iter().map(|row| row.text(column::RESULT_FILE)).collect();
     files.retain(|file| !file.is_empty());
     files.dedup();
     for file in files {
-        let Ok(result) = read_json(folder, file) else { continue };
-        let argv: Vec<&str> =
-            result["metadata"]["argv"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let Ok(result) = read_result(folder, &file) else { continue };
+        let argv: Vec<&str> = metadata_value(&result.metadata, "argv")
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         if !argv.is_empty() {
             html.push_str(&format!("{}\n", escape(&argv.join(" "))));
         }

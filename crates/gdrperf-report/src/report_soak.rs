@@ -3,6 +3,11 @@
 //! where something moved
 //! marked, the stability verdict, its level with its source, and the reasons tied to their
 //! intervals.
+//!
+//! `soak.json` is read as free-form JSON, not through the result reader: it is no table of
+//! result columns but the soak's own document (lanes, intervals, a stability judgement), written
+//! by `gdrperf accept --soak`; read loosely, a folder written before a field existed still
+//! renders, the field shown as "-".
 
 use serde_json::Value;
 
@@ -17,7 +22,7 @@ pub fn section(soak: Option<&Value>) -> String {
     let Some(soak) = soak else { return String::new() };
     let mut html = format!(
         "<h2 id=\"soak\">Soak</h2>\n<p>Stability {} &middot; {} s in intervals of {} s &middot; {}</p>\n",
-        crate::html_text::shown_verdict(&soak["stability"]),
+        crate::html_text::shown_verdict(soak["stability"].as_str().unwrap_or("")),
         cell(&soak["duration_s"]),
         cell(&soak["interval_s"]),
         cell(&soak["why"])
@@ -47,7 +52,7 @@ pub fn section(soak: Option<&Value>) -> String {
         html.push_str(&format!(
             "<div class=\"test\">\n<h3>{} <span class=\"note\">{}</span></h3>\n",
             escape(&title),
-            crate::html_text::shown_verdict(&lane["stability"]["verdict"])
+            crate::html_text::shown_verdict(lane["stability"]["verdict"].as_str().unwrap_or(""))
         ));
         html.push_str(&svg_chart::over_time(&Chart { title: &title, y_label, threshold: None }, &points));
         let stability = &lane["stability"];

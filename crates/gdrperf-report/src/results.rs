@@ -108,7 +108,7 @@ impl ResultFile {
             csv::ReaderBuilder::new().flexible(false).from_reader(&text.as_bytes()[body_start..]);
         let header: Vec<String> =
             reader.headers().map_err(|error| fail(error.to_string()))?.iter().map(str::to_string).collect();
-        if header.iter().all(|column| column != "bytes") {
+        if header.iter().all(|name| name != column::BYTES.name()) {
             return Err(fail(format!("its header has no \"bytes\" column (columns: {})", header.join(","))));
         }
         let mut rows = Vec::new();

@@ -38,16 +38,21 @@ fn copy(from: &Path, to: &Path) {
     }
 }
 
+/// Reads the JSON file at `path`, lets `edit` change it, and writes it back.
+fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut value);
+    std::fs::write(path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
+}
+
 const HOSTILE: &str = "<script>alert(1)</script><img src=http://evil.example/x.png>";
 
 /// Puts markup where a peer or a bench could: the host name, a row's detail, the inventory.
 fn spike(folder: &Path) {
-    let path = folder.join("summary.json");
-    let mut summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    summary["metadata"]["host"] = HOSTILE.into();
-    summary["results"][1]["detail"] = format!("peer said {HOSTILE}").into();
-    std::fs::write(&path, serde_json::to_string_pretty(&summary).unwrap()).unwrap();
+    edit_json(&folder.join("summary.json"), |summary| {
+        summary["metadata"]["host"] = HOSTILE.into();
+        summary["results"][1]["detail"] = format!("peer said {HOSTILE}").into();
+    });
     let inventory = serde_json::json!({
         "node": {"hostname": HOSTILE, "kernel": "6.1.0-18-amd64", "nics": [{"name": "rxe0", "kind": "rxe",
                  "board_id": "\" onmouseover=\"x", "ports": [], "pci": null}], "gpus": [], "paths": []},
@@ -74,6 +79,24 @@ fn the_report_puts_the_verdict_first_and_plots_every_test() {
     std::fs::remove_file(folder.0.join("inventory.json")).unwrap();
     let html = report_html::render(&folder.0).unwrap();
     assert!(html.contains("No inventory.json in this folder"), "{html}");
+}
+
+/// The page reads the benches' files through the one reader of result files: a file it would
+/// refuse elsewhere (here a negative latency, which would pass every limit) is named
+/// unreadable, not plotted from, and a summary that is no result file is an error naming it.
+#[test]
+fn a_damaged_result_file_is_named_not_plotted_and_a_summary_without_rows_is_an_error() {
+    let folder = Folder::copy_of_the_softroce_run("damaged");
+    edit_json(&folder.0.join("read_lat-host-rxe0.json"), |result| {
+        result["results"][0]["t_min_us"] = (-1.0).into()
+    });
+    let html = report_html::render(&folder.0).unwrap();
+    assert!(html.contains("No result file to plot (read_lat-host-rxe0.json unreadable)."), "{html}");
+    assert!(html.contains("<polyline points="), "the bandwidth file still plots");
+    let summary = folder.0.join("summary.json");
+    std::fs::write(&summary, r#"{"metadata": {}, "overall": "pass"}"#).unwrap();
+    let error = report_html::render(&folder.0).unwrap_err().to_string();
+    assert!(error.contains("summary.json") && error.contains("no \"results\" array"), "{error}");
 }
 
 /// Folders written before JSON took the exit-code contract's words spell verdicts PASS/SKIP; a

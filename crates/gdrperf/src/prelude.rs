@@ -11,12 +11,11 @@ pub use crate::bench::{self, Bench};
 pub use crate::engines::bandwidth::{StreamOperation, ATOMIC_COUNTER_OFFSET};
 pub use crate::engines::credits::CREDIT_RECEIVES;
 pub use crate::engines::latency::{
-    one_sided_setup, ping_pong_setup, OneSidedLatency, OneSidedRequest, PingPong, PingPongLatency,
-    PingPongOperation,
+    latency_settings, one_sided_setup, ping_pong_setup, OneSidedLatency, OneSidedRequest, PingPong,
+    PingPongLatency, PingPongOperation,
 };
 pub use crate::engines::one_sided::OneSidedStream;
 pub use crate::engines::send::SendStream;
-pub use crate::harness::latency_settings::latency_settings;
 pub use crate::harness::{exit, run, Benchmark, Setup};
 pub use crate::options::bandwidth::StagedRules;
 pub use crate::options::config::OutsArgs;

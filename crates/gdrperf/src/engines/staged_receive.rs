@@ -64,7 +64,7 @@ pub fn post_receives(
 /// `config` must be what [`post_receives`] was given. The first `--warmup` messages of each QP
 /// are copied like the others but not measured: the clock starts when the last of them is
 /// copied. With `--validate`, each message is checked as its copy in finishes (see
-/// `memory::queue_memory`).
+/// `memory::staging::ring`).
 pub fn receive(
     session: &mut Session,
     size: usize,

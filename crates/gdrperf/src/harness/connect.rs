@@ -10,7 +10,7 @@ use crate::exchange::Message;
 use crate::exchange::{Control, Door, Hello, Refusal, SideInfo, PROTOCOL_VERSION};
 use crate::harness::session::{hostname, Connection, LocalResources, Session, Side};
 use crate::memory::buffers::BenchBuffer;
-use crate::memory::queue_memory::staged_len;
+use crate::memory::staging::ring::staged_len;
 use crate::memory::staging::{CudaStager, HostStager};
 use crate::node::cpu_placement;
 use crate::options::args::MemoryKind;
@@ -25,7 +25,7 @@ impl LocalResources {
     /// Opens the device and creates one QP and one registered buffer per `-q`.
     ///
     /// A staged buffer (payload and bounce buffer) is a ring of send-depth slots of the largest
-    /// message, capped at [`crate::memory::queue_memory::RING_BYTES`]: see `memory::queue_memory`.
+    /// message, capped at [`crate::memory::staging::ring::RING_BYTES`]: see `memory::staging::ring`.
     ///
     /// GPU memory is looked at first: a missing CUDA driver is the likelier mistake on a node
     /// being set up, and its message says more than a later registration failure would.

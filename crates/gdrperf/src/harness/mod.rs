@@ -13,7 +13,6 @@ pub(crate) mod barrier;
 pub(crate) mod benchmark;
 pub(crate) mod connect;
 pub(crate) mod interrupt;
-pub(crate) mod latency_settings;
 pub(crate) mod port_window;
 pub(crate) mod roles;
 pub(crate) mod run_header;

@@ -13,7 +13,7 @@ use crate::verbs::ProtectionDomain;
 use crate::error::Result;
 use crate::exchange::{Control, Hello};
 use crate::memory::buffers::BenchBuffer;
-use crate::node::cpu_choice::CpuPlacement;
+use crate::node::cpu_placement::CpuPlacement;
 use crate::options::args::MemoryKind;
 use crate::verbs::connection_manager::CmEnd;
 use crate::verbs::{CompletionQueue, Device, GidChoice, Mtu, PortInfo, RcQueuePair, RemoteBuffer};
@@ -163,7 +163,7 @@ impl Session {
     }
 
     /// The first failed per-message check of a staged receiver in this size (see
-    /// `memory::queue_memory`), if any.
+    /// `memory::staging::ring`), if any.
     pub fn take_message_failure(&mut self) -> Option<crate::memory::check_failure::CheckFailure> {
         crate::memory::buffers::take_message_failure(&mut self.local.buffers)
     }

@@ -4,15 +4,14 @@
 //! come from?" or "what does the run header say of the PCIe path?".
 //!
 //! It reads sysfs and the topology crate, and names the run's buffers only to say which GPU
-//! they are on. Where the measuring thread runs (`--cpu`, `--cpu auto`) is decided in
-//! [`cpu_placement`], from the request `options::cpu_request` parsed; `cpu_choice` is that
-//! decision as data. The latency loops' own short pin against TSC migration (`engines::latency`)
-//! leaves a thread that a placement already holds to one CPU as it is.
-//! - [`cpu_placement`]: CPU pinning near a device; `cpu_choice`: the placement chosen, as data.
+//! they are on. Where a measuring thread runs is all in [`cpu_placement`]: the choice near the
+//! NIC (`--cpu`, `--numa-node`), the choice as data for the header and rows, and the latency
+//! loops' short pin against TSC migration; only the parsing of the two flags stays with the
+//! other options (`options::cpu_request`).
+//! - [`cpu_placement`]: which CPUs a measuring thread runs on, and keeping it there.
 //! - [`nic_counters`]: the port counters read around each size.
 //! - `pcie`: the PCIe facts of the run's GPU and NIC for the header and the JSON metadata.
 
-pub(crate) mod cpu_choice;
 pub mod cpu_placement;
 pub mod nic_counters;
 pub(crate) mod pcie;

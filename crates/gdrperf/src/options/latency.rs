@@ -367,7 +367,7 @@ mod tests {
         assert!(listings.files.report_sorted && listings.files.report_unsorted);
         assert!(listings.files.histogram_raw.is_some(), "the old long name still names the raw dump");
         let cli = LatencyCli::try_parse_from(["test", "--loopback", "-D", "8", "-f", "1"]).unwrap();
-        let refused = crate::harness::latency_settings::latency_settings(
+        let refused = crate::engines::latency::latency_settings(
             &cli.common,
             &cli.latency,
             (&cli.own).into(),

@@ -6,10 +6,10 @@ use gdrperf_stats::{SampleClock, Stamp};
 
 use crate::error::{Error, Result};
 use crate::harness::session::Session;
+use crate::node::cpu_placement::tsc_pin::pin_for_tsc;
 use crate::options::config::LatencySpan;
 use crate::verbs::Operation;
 
-use super::pin::pin_for_tsc;
 use super::plan::{expect_all_messages, IntervalSink, LatencyPlan, LatencyRun};
 use super::samples::{Continue, RoundTrip, Samples};
 use super::transport::{client_marker, landing, server_marker, PingPong, STOP_MARKER};

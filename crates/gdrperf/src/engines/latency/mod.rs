@@ -39,18 +39,26 @@
 //!
 //! The rest, one module each, so that no module here reaches back into this one: what a loop is
 //! given and gives back (`plan.rs`), the transport and the buffer's halves (`transport.rs`), the
-//! QP, its completions and waits (`wire.rs`), the recorder (`samples.rs`), the set-up before a
-//! run and around a size (`setup.rs`), and the measured size's files (`files.rs`).
+//! QP, its completions and waits (`wire.rs`), the recorder (`samples.rs`), and the measured
+//! size's files (`files.rs`).
+//!
+//! A latency run's set-up is here in two steps, in the order they happen: a binary's checked
+//! settings and HDR files from its command line ([`latency_settings`], `settings.rs`), then what
+//! the run asks of the harness before it connects and what a side does around each size
+//! ([`one_sided_setup`], [`ping_pong_setup`], `setup.rs`). The settings' types and their checks
+//! against the flags stay with the options (`options::latency`), which are parsed before any of
+//! this runs. The thread's pin against TSC migration is CPU placement's
+//! (`node::cpu_placement`).
 
 mod direct;
 mod files;
-mod pin;
 mod ping_pong;
 mod plan;
 mod read;
 /// Public for the loop's benchmark (`benches/latency_loop.rs`) only.
 #[doc(hidden)]
 pub mod samples;
+mod settings;
 mod setup;
 mod staged;
 mod transport;
@@ -59,5 +67,6 @@ mod wire;
 pub use ping_pong::{PingPongLatency, PingPongOperation};
 pub use plan::LatencyPlan;
 pub use read::{OneSidedLatency, OneSidedRequest};
+pub use settings::latency_settings;
 pub use setup::{one_sided_setup, ping_pong_setup};
 pub use transport::PingPong;

@@ -28,9 +28,9 @@ use gdrperf_stats::SampleClock;
 use crate::error::{Error, Result};
 use crate::harness::session::Session;
 use crate::memory::staging::{wait_copy, CopyId, Stager};
+use crate::node::cpu_placement::tsc_pin::pin_for_tsc;
 use crate::verbs::Operation;
 
-use super::pin::pin_for_tsc;
 use super::plan::{expect_all_messages, IntervalSink, LatencyPlan, LatencyRun};
 use super::samples::{Continue, RoundTrip, Samples};
 use super::transport::{landing, landing_offset, PingPong};

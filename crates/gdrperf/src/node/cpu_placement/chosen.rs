@@ -1,6 +1,6 @@
 //! The CPUs chosen for a side's measuring thread, as the run header, the rows and the metadata
-//! show them. Plain data apart from the choice (`node::cpu_placement`), so that the session,
-//! which carries it, needs nothing of sysfs or of the options.
+//! show them. Plain data, apart from how it is chosen (this folder's `mod.rs`), so that the
+//! session, which carries it, names only this type and nothing of sysfs or of the options.
 
 use serde::Serialize;
 

@@ -1,7 +1,7 @@
 //! What a latency binary builds from its command line before it runs: its checked settings and,
 //! when asked for, its HDR files, made in one step, so that every latency binary makes them the
-//! same way. The engine's own set-up of a size (queues, buffers, header lines) is
-//! `engines::latency`'s `one_sided_setup` and `ping_pong_setup`.
+//! same way. The next step of the set-up, what the run asks of the harness (queues, buffers,
+//! header lines), is `setup.rs` beside this file.
 
 use crate::bench::{Bench, Verb};
 use crate::error::{ConfigError, Result};

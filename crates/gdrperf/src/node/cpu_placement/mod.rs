@@ -19,6 +19,21 @@
 //! The affinity call is libc's `sched_setaffinity`, already a dependency: it takes a CPU set,
 //! which a whole node needs, where the `core_affinity` crate pins to one core only; `nix` would
 //! add a dependency for the same ten lines.
+//!
+//! Everything about where a measuring thread runs is in this folder, so a reader looking for
+//! "which CPU, and why" reads one place:
+//! - here: the facts, the choice and the pinning of a side's thread (called once per side when
+//!   it connects, `harness::connect`);
+//! - [`CpuPlacement`] (`chosen.rs`): the choice as plain data, carried by the session into the
+//!   run header, the rows' `cpu` and `numa_node` columns and the JSON metadata;
+//! - `tsc_pin`: the latency loops' short pin to the current CPU while they read a TSC that is
+//!   not known to agree across CPUs.
+//!
+//! What the user asked for ([`CpuRequest`], `--cpu` and `--numa-node` parsed) stays with the
+//! other options in `options::cpu_request`, re-exported here: the options are checked before
+//! anything of this machine is read, and sit below this folder in the crate's layers
+//! (`scripts/layers.toml`). The error of a failed placement is the crate's error's
+//! (`CpuPlacementError`), for the same reason.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -26,7 +41,10 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 pub use crate::error::{format_cpu_list, CpuPlacementError};
-pub use crate::node::cpu_choice::CpuPlacement;
+pub use chosen::CpuPlacement;
+
+mod chosen;
+pub(crate) mod tsc_pin;
 pub use crate::options::cpu_request::{parse_cpu_list, CpuRequest};
 
 /// What sysfs says about the device's NUMA node and each node's CPUs, and which CPUs this

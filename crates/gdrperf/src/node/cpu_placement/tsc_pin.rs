@@ -1,4 +1,6 @@
-//! Keeping a measuring thread on one CPU while it reads the TSC.
+//! Keeping a latency loop's thread on one CPU while it reads the TSC (`engines::latency`'s
+//! host and staged loops call it around each size). Here, beside the placement, because it is
+//! the same question (which CPU a measuring thread runs on) and must respect its answer.
 //!
 //! A latency sample subtracts two TSC readings. Where the TSCs of different CPUs are not known to
 //! be in step (see [`gdrperf_stats::ClockFacts::tsc_synchronized_across_cpus`]: the Soft-RoCE VM,
@@ -12,7 +14,7 @@
 use gdrperf_stats::{ClockSource, SampleClock};
 
 /// Restores the thread's previous CPU set when dropped.
-pub(super) struct PinGuard {
+pub(crate) struct PinGuard {
     previous: libc::cpu_set_t,
 }
 
@@ -27,7 +29,7 @@ impl Drop for PinGuard {
 
 /// Pins this thread to its current CPU when `clock` reads a TSC not known to be synchronized
 /// across CPUs and the thread may run on more than one CPU. `None` when nothing was changed.
-pub(super) fn pin_for_tsc(clock: &SampleClock) -> Option<PinGuard> {
+pub(crate) fn pin_for_tsc(clock: &SampleClock) -> Option<PinGuard> {
     if !matches!(clock.source(), ClockSource::Tsc { .. }) || clock.facts().tsc_synchronized_across_cpus() {
         return None;
     }

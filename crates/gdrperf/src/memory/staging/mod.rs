@@ -11,8 +11,16 @@
 //!
 //! Every stager keeps a [`CopyLog`]: the `[start, end)` of each finished copy, from which the
 //! side's copy time is the busy time (`gdrperf_stats::busy_nanos`, the union of the intervals).
-//! The trait and the log are defined with the buffer that holds a stager (`memory::buffers`)
-//! and named here too.
+//!
+//! Staging is gathered here: the trait, its log and its two copy engines, the wait for one
+//! copy, and (`ring`) the bounce ring with the hooks a streaming engine calls around each
+//! message and its copy-ahead rule. Two parts live elsewhere on purpose: the staged buffer a
+//! stager sits in is one kind of `memory::buffers`'s benchmark buffer (beside host and GPU
+//! memory, which every engine allocates and registers the same way), and the loops that wait
+//! on staged copies belong to their engines (`engines::staged_receive`, `engines::latency`'s
+//! `staged.rs`: they share those engines' private wire and plan), which only call what is
+//! here. `memory::queue_memory` names the ring's `Staged` beside `Direct`, the trait's other
+//! kind, so an engine takes both from one module.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -21,9 +29,13 @@ use std::time::{Duration, Instant};
 use gdrperf_cuda::{Gpu, StageTicket, StagedBuffer, StagingConfig};
 
 use crate::error::Result;
-pub use crate::memory::buffers::{CopyId, CopyLog, Stager};
 use crate::memory::spin::spin_until;
 use crate::verbs::HostBuffer;
+
+pub(crate) mod ring;
+mod stager;
+
+pub use stager::{CopyId, CopyLog, Stager};
 
 /// Spins until `copy` has finished. The clock is read only every few thousand turns, so a quick
 /// copy costs none, and a copy that never ends (a GPU gone bad) is reported as a stall after
