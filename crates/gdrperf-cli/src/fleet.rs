@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use gdrperf_cluster::schedule::Schedule;
 use gdrperf_fleet::base::{compare, BaseComparison};
 use gdrperf_fleet::judge::{judge_with_switches, JudgeConfig};
+use gdrperf_fleet::node_names::groups_from_names;
 use gdrperf_fleet::read::read_gathered;
 use gdrperf_fleet::report;
 use gdrperf_fleet::simulate::{self, Fault, Plan, SimConfig};
@@ -45,7 +46,11 @@ named only from agreeing low rows, against the class's transient rate.
 Nodes=node[01-16], SwitchName=spine1 Switches=leaf[1-4]). A switch whose rows towards the rest
 of the fabric are surely 15 % below the others, with most of its nodes low, is named once as a
 group with its members (a switch with half the fleet behind it included), instead of its nodes
-one by one; a little below: watched. Without it, groups are inferred among the nodes named.
+one by one; a little below: watched. Without it, where the rows' node names follow a rack or
+leaf scheme (r03n07, gpu-a12-03, node-rack2-14: a number before the node's last), those groups
+are tested the same way (a GROUPS FROM NODE NAMES line says which; --no-name-groups: not), and
+groups are also inferred from the pair matrix among the nodes named. Each group says where it
+came from (grouped by the topology file, the node names, or the pair matrix).
 
 Exit codes (--json's verdict spells them pass, undecided, fail, error):
   0  pass: nothing named (and, with --base, nothing moved); parts to watch do not count;
@@ -111,9 +116,13 @@ pub struct JudgeArgs {
     /// in several files; default: none).
     #[arg(long, value_name = "EARLIER.csv")]
     base: Vec<PathBuf>,
-    /// The fabric's switch map, Slurm's topology.conf format (default: none; groups inferred).
+    /// The fabric's switch map, Slurm's topology.conf format (default: none; groups from the
+    /// node names where they give some, and inferred from the pair matrix).
     #[arg(long, value_name = "FILE")]
     topology: Option<PathBuf>,
+    /// Without --topology, do not test the groups the node names give (r03n07: rack r03).
+    #[arg(long = "no-name-groups")]
+    no_name_groups: bool,
     #[command(flatten)]
     thresholds: Thresholds,
 }
@@ -181,6 +190,11 @@ pub struct SimulateArgs {
     /// two spines), as `fleet judge --topology` would (default: none; groups inferred).
     #[arg(long)]
     switch_map: bool,
+    /// Name the nodes by that fabric (su0r003n07: spine, leaf, node) instead of node0000, so
+    /// that without --switch-map the judge tests the groups the names give, as `fleet judge`
+    /// does; a slow group is then a leaf.
+    #[arg(long)]
+    rack_names: bool,
     /// Print every seed's verdict.
     #[arg(long)]
     verbose: bool,
@@ -244,10 +258,17 @@ fn run_judge(args: JudgeArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let verdict = judge_with_switches(&rows, &config, switches.as_ref());
+    let named_groups = match (&switches, args.no_name_groups) {
+        (None, false) => groups_from_names(&rows.catalog.nodes),
+        _ => None,
+    };
+    let verdict = judge_with_switches(&rows, &config, switches.as_ref().or(named_groups.as_ref()));
     print!("{}", report::input_text(&rows.input));
     if let (Some(map), Some(path)) = (&switches, &args.topology) {
         print!("{}", report::switch_map_text(map, &rows.catalog, path));
+    }
+    if let Some(map) = &named_groups {
+        print!("{}", report::name_groups_text(map));
     }
     print!("{}", report::text(&verdict));
     if let Some(base) = &base {
@@ -314,7 +335,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     let all_pairs = args.nodes * (args.nodes - 1) / 2;
     println!(
-        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {} ({}), dips {}, retest {}, switch map {}, faults {}, seeds {}-{}",
+        "# gdrperf fleet simulate: {} nodes x {} lanes, schedule {:?}, noise {} ({}), dips {}, retest {}, switch map {}{}, faults {}, seeds {}-{}",
         args.nodes,
         args.lanes,
         args.schedule,
@@ -323,6 +344,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         args.dips,
         if args.no_retest { "no" } else { "yes" },
         if args.switch_map { "yes" } else { "no" },
+        if args.rack_names { ", node names by rack" } else { "" },
         args.fault.join(","),
         args.first_seed,
         args.first_seed + args.seeds - 1
@@ -345,6 +367,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         sim.tails = args.tails;
         sim.dips = args.dips;
         sim.switch_map = args.switch_map;
+        sim.rack_names = args.rack_names;
         let mut fleet = simulate::run(&sim);
         if !args.no_retest {
             simulate::retest(&mut fleet, &config);
@@ -355,7 +378,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         let verdict = judge_with_switches(&fleet, &config, fleet.switches.as_ref());
         let cpu_seconds = thread_cpu_seconds() - cpu_start;
         let seconds = start.elapsed().as_secs_f64();
-        let score = simulate::score(&verdict, &fleet.planted);
+        let score = simulate::score_named(&verdict, &fleet.planted, fleet.naming);
         all_named += u64::from(score.all_named);
         false_named += u64::from(score.false_named);
         false_watched += u64::from(score.false_watched);
@@ -396,7 +419,7 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("writing into {}", dir.display()))?;
             if args.switch_map {
                 let path = dir.join("topology.conf");
-                gdrperf_files::write_file(&path, simulate::fabric_conf(args.nodes).as_bytes())
+                gdrperf_files::write_file(&path, simulate::fabric_conf(fleet.naming).as_bytes())
                     .with_context(|| format!("writing {}", path.display()))?;
             }
             println!(

@@ -11,12 +11,17 @@
 //! part: the bench as server (no HOST) or as client of the peer's node, one TCP port per pair,
 //! each pair's record and the client's rows appended to the rank's own file under DIR/status.
 //! With `--schedule locate` the plan is only the first pass; rank 0 then decides each further
-//! round from the last one's rows and the others read it from DIR/locate.json. Rank 0 waits for all tasks, writes DIR/results.csv,
+//! round from the last one's rows and the others read it from DIR/locate.json; once locating has
+//! settled, rank 0 judges the rows so far and runs again the pairs the judge lists to retest
+//! (one-off deficits), through the same file, until it lists none (at most 16 passes; no node in
+//! two pairs of a round; `--no-retest`: none). Rank 0 waits for all tasks, writes DIR/results.csv,
 //! DIR/results.json and DIR/summary.txt, and prints the summary; then it judges the gathered rows
-//! as `gdrperf fleet judge DIR/results.csv` would (gdrperf-fleet, default thresholds) into
-//! DIR/fleet.txt and DIR/fleet.json and prints that too. The step's exit status stays the
-//! thresholds' (a pair failed or not): parts slower than their peers but passing are named for a
-//! person to read, and `gdrperf fleet judge` gives them an exit status of their own.
+//! as `gdrperf fleet judge DIR/results.csv` would (gdrperf-fleet, default thresholds, the
+//! `--topology` switch map where given, else the groups the node names give) into
+//! DIR/fleet.txt and DIR/fleet.json and prints that too, with what each retest came to. The
+//! step's exit status stays the thresholds' (a pair failed or not): parts slower than their peers
+//! but passing are named for a person to read, and `gdrperf fleet judge` gives them an exit
+//! status of their own.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,16 +30,19 @@ use std::time::Duration;
 use anyhow::Context;
 use gdrperf_cluster::gather::gather;
 use gdrperf_cluster::layout::{OutputDir, RunPlan};
-use gdrperf_cluster::options::{LocateOptions, TaskOptions};
+use gdrperf_cluster::options::{LocateOptions, PortPair, Retests, TaskOptions};
 use gdrperf_cluster::plan::{PairBy, Plan, Role};
 use gdrperf_cluster::schedule::Schedule;
 use gdrperf_cluster::step::SlurmStep;
 use gdrperf_cluster::summary::Summary;
 use gdrperf_cluster::task::{bench_command_line, run_task, BenchCommand};
 use gdrperf_cluster::ClusterError;
-use gdrperf_fleet::judge::{judge, JudgeConfig};
+use gdrperf_fleet::judge::{judge_with_switches, JudgeConfig};
+use gdrperf_fleet::node_names::groups_from_names;
 use gdrperf_fleet::read::read_gathered;
 use gdrperf_fleet::report as fleet_report;
+use gdrperf_fleet::retested;
+use gdrperf_fleet::switch_map::SwitchMap;
 
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -95,6 +103,18 @@ pub struct Args {
     /// Print this task's pairs and bench command lines, run nothing.
     #[arg(long = "dry-run")]
     dry_run: bool,
+
+    /// The fabric's switch map (Slurm's topology.conf format) for the fleet judgement at the
+    /// job's end, as `gdrperf fleet judge --topology` (default: none; groups from the node names
+    /// where they give some). Read by every rank before it runs anything: a file that cannot be
+    /// read, or names none of the job's nodes, stops the step (exit 2).
+    #[arg(long, value_name = "FILE")]
+    topology: Option<PathBuf>,
+
+    /// `locate`: do not run again the pairs the fleet judge lists to retest before the job ends
+    /// (by default they run, until it lists none, at most 16 passes).
+    #[arg(long = "no-retest")]
+    no_retest: bool,
 
     /// Where {gpu_bus_id} and {nic} are looked up (a sysfs fixture in tests).
     #[arg(long = "sysfs-root", default_value = "/", value_name = "DIR", hide = true)]
@@ -181,6 +201,7 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
     };
     BenchCommand::check_args(bench_args)?;
     let step = SlurmStep::from_env()?;
+    let switches = read_topology(args.topology.as_deref(), &step.nodes)?.map(std::sync::Arc::new);
     if matches!(args.schedule, ScheduleArg::Random) && args.rounds == 0 {
         anyhow::bail!("--rounds 0: the random schedule needs at least one round");
     }
@@ -217,6 +238,10 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return dry_run(&step, &run, &plan, &bench, &out, &args.peer_host, &machine);
     }
+    let retest = match (&locate, args.no_retest, step.rank) {
+        (Some(_), false, 0) => Some(retest_judge(switches.clone())),
+        _ => None,
+    };
     let options = TaskOptions {
         out: OutputDir::new(&out),
         peer_host: args.peer_host.clone(),
@@ -224,14 +249,14 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         pair_timeout: Duration::from_secs(args.pair_timeout),
         gather_timeout: (!args.no_gather).then(|| Duration::from_secs(args.gather_timeout)),
         locate,
+        retest,
     };
     let mut say = |line: &str| say!("gdrperf slurm: {line}");
     let report = run_task(&step, &run, plan, &bench, &options, &machine, &mut say)
         .with_context(|| format!("rank {} on {}", step.rank, step.node_of(step.rank)))?;
     let mut failed = report.failed_runs > 0;
-    let located = report.located.as_ref().map(|located| located.text());
-    if let Some(text) = &located {
-        say_raw!("{text}");
+    if let Some(located) = &report.located {
+        say_raw!("{}", located.text());
     }
     if let Some((run, summary)) = &report.gathered {
         print_summary(summary);
@@ -241,7 +266,7 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
             out.join("results.json").display()
         );
         failed |= run.failed() > 0;
-        judge_fleet(&out, located.as_deref());
+        judge_fleet(&out, report.located.as_ref(), switches.as_deref(), args.topology.as_deref());
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
@@ -252,43 +277,127 @@ fn print_summary(summary: &Summary) {
     let _ = summary.write_to(&mut std::io::BufWriter::new(std::io::stdout().lock()));
 }
 
+/// The `--topology` map, read and checked against the step's nodes before anything runs: every
+/// rank reads it, so a file that cannot be read stops every rank at once (exit 2), not rank 0
+/// alone at the job's end.
+fn read_topology(path: Option<&Path>, nodes: &[String]) -> anyhow::Result<Option<SwitchMap>> {
+    let Some(path) = path else { return Ok(None) };
+    let shown = gdrperf_files::printable(&path.display().to_string());
+    let map = SwitchMap::read(path).map_err(|error| {
+        anyhow::anyhow!(
+            "--topology {}; nothing was run (give a switch map in Slurm's topology.conf format, or leave --topology out)",
+            gdrperf_files::printable(&error.to_string())
+        )
+    })?;
+    if map.covered(nodes) == 0 {
+        anyhow::bail!(
+            "--topology {shown}: none of the job's {} nodes is under a switch of it (the map's node names must be \
+             Slurm's node names, as in SLURM_JOB_NODELIST); nothing was run",
+            nodes.len()
+        );
+    }
+    Ok(Some(map))
+}
+
+/// The judge's switch map for `rows`: the user's, else the groups the node names give.
+fn groups_of(rows: &gdrperf_fleet::observation::Stored, switches: Option<&SwitchMap>) -> Option<SwitchMap> {
+    match switches {
+        Some(map) => Some(map.clone()),
+        None => groups_from_names(&rows.catalog.nodes),
+    }
+}
+
+/// Rank 0 of a `locate` job: the pairs the fleet judge lists to retest in the rows so far (the
+/// judge of the job's end: default thresholds, the same switch map or name groups).
+fn retest_judge(switches: Option<std::sync::Arc<SwitchMap>>) -> Retests {
+    Retests::new(move |results: &Path| {
+        let rows = read_gathered(&[results.to_path_buf()]).map_err(|error| error.to_string())?;
+        let map = groups_of(&rows, switches.as_deref());
+        let verdict = judge_with_switches(&rows, &JudgeConfig::default(), map.as_ref());
+        Ok(verdict
+            .retest
+            .iter()
+            .filter_map(|finding| {
+                Some(PortPair {
+                    node: finding.node.clone(),
+                    device: finding.device.clone(),
+                    peer_node: finding.peer_node.clone()?,
+                    peer_device: finding.peer_device.clone(),
+                })
+            })
+            .collect())
+    })
+}
+
 /// Rank 0, after the gather: the fleet judgement of the job's rows into DIR/fleet.txt and
-/// DIR/fleet.json, printed; a `locate` job's rounds and pair runs (`located`) end fleet.txt.
-/// A job whose rows cannot be judged (a latency test: no bandwidth column) says why in one
-/// line; the job's results stand either way.
-fn judge_fleet(out: &Path, located: Option<&str>) {
+/// DIR/fleet.json, printed; a `locate` job's retests (what each came to) and its rounds and pair
+/// runs end fleet.txt. A job whose rows cannot be judged (a latency test: no bandwidth column)
+/// says why in one line; the job's results stand either way.
+fn judge_fleet(
+    out: &Path,
+    located: Option<&gdrperf_cluster::coordinate::Located>,
+    switches: Option<&SwitchMap>,
+    topology: Option<&Path>,
+) {
     let results = out.join("results.csv");
     let (text_path, json_path) = (out.join("fleet.txt"), out.join("fleet.json"));
-    let (verdict, input) = match read_gathered(std::slice::from_ref(&results)) {
-        Ok(rows) => (judge(&rows, &JudgeConfig::default()), rows.input),
+    let rows = match read_gathered(std::slice::from_ref(&results)) {
+        Ok(rows) => rows,
         Err(error) => {
             say!("gdrperf slurm: no fleet judgement: {error}");
             return;
         }
     };
-    let text = fleet_report::input_text(&input) + &fleet_report::text(&verdict);
+    let map = groups_of(&rows, switches);
+    let verdict = judge_with_switches(&rows, &JudgeConfig::default(), map.as_ref());
+    let input = &rows.input;
+    let mut text = fleet_report::input_text(input);
+    match (&map, topology) {
+        (Some(map), Some(path)) => text += &fleet_report::switch_map_text(map, &rows.catalog, path),
+        (Some(map), None) => text += &fleet_report::name_groups_text(map),
+        _ => {}
+    }
+    text += &fleet_report::text(&verdict);
+    let retests = located.and_then(|located| located.retests.as_ref());
+    let outcomes = retests.map(|retests| retested::outcomes(&verdict, retests));
+    if let (Some(retests), Some(outcomes)) = (retests, &outcomes) {
+        text += &retested::text(retests, outcomes);
+    }
     // A verdict that does not encode (it cannot, today: plain numbers and text) is said like a
     // failed write, never written as an empty fleet.json that a reader would take for a verdict.
     // Through a new temporary file and a rename: the folder is shared, and a link planted at
     // either name is refused, never followed.
+    let located_text = located.map(|located| located.text()).unwrap_or_default();
     let written =
-        gdrperf_files::write_file(&text_path, format!("{text}{}", located.unwrap_or("")).as_bytes())
-            .and_then(|()| {
-                let mut json = serde_json::to_value(&verdict).map_err(std::io::Error::other)?;
-                if let Some(map) = json.as_object_mut() {
-                    map.insert(
-                        "verdict".into(),
-                        serde_json::to_value(verdict.contract()).map_err(std::io::Error::other)?,
-                    );
-                    map.insert("input".into(), serde_json::to_value(&input).map_err(std::io::Error::other)?);
+        gdrperf_files::write_file(&text_path, format!("{text}{located_text}").as_bytes()).and_then(|()| {
+            let mut json = serde_json::to_value(&verdict).map_err(std::io::Error::other)?;
+            if let Some(object) = json.as_object_mut() {
+                object.insert(
+                    "verdict".into(),
+                    serde_json::to_value(verdict.contract()).map_err(std::io::Error::other)?,
+                );
+                object.insert("input".into(), serde_json::to_value(input).map_err(std::io::Error::other)?);
+                if let (Some(retests), Some(outcomes)) = (retests, &outcomes) {
+                    let value = serde_json::json!({
+                        "passes": retests.passes,
+                        "rounds": retests.rounds,
+                        "pair_runs": retests.pair_runs,
+                        "stopped": retests.stopped,
+                        "pairs": outcomes,
+                    });
+                    object.insert("retested".into(), value);
                 }
-                let json = serde_json::to_string_pretty(&json).map_err(std::io::Error::other)?;
-                gdrperf_files::write_file(&json_path, (json + "\n").as_bytes())
-            });
+            }
+            let json = serde_json::to_string_pretty(&json).map_err(std::io::Error::other)?;
+            gdrperf_files::write_file(&json_path, (json + "\n").as_bytes())
+        });
     say_raw!("{text}");
     match written {
         Ok(()) => say!(
-            "gdrperf slurm: fleet judgement (as `gdrperf fleet judge {}`) in {} and {}",
+            "gdrperf slurm: fleet judgement (as `gdrperf fleet judge {}{}`) in {} and {}",
+            topology
+                .map(|path| format!("--topology {} ", gdrperf_files::printable(&path.display().to_string())))
+                .unwrap_or_default(),
             results.display(),
             text_path.display(),
             json_path.display()

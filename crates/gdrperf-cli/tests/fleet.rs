@@ -232,3 +232,58 @@ fn simulate_writes_its_fabric_s_topology_conf_and_judge_names_the_slow_half_from
     assert!(out.contains("NAMED: 1"), "{out}");
     assert!(!text(&gdrperf(&["fleet", "judge", &results])).contains("group of nodes"));
 }
+
+#[test]
+fn groups_from_rack_names_are_tested_as_switches_and_say_where_they_came_from() {
+    // 64 nodes named by the simulated fabric (su0r000n00: spine, leaf of 4, node), all pairs, one
+    // leaf at 80 % towards the rest: judged with no map, the names give 16 leaves and 2 halves,
+    // and the leaf is named as its name group. With --no-name-groups the same leaf is inferred
+    // from the pair matrix among the nodes named; either way the report says where it came from.
+    let scratch = Scratch::new("rack-names");
+    let dir = scratch.0.join("job").display().to_string();
+    let output = gdrperf(&[
+        "fleet",
+        "simulate",
+        "--nodes",
+        "64",
+        "--lanes",
+        "2",
+        "--schedule",
+        "all-pairs",
+        "--fault",
+        "slow-group",
+        "--rack-names",
+        "--write",
+        &dir,
+    ]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}");
+    assert!(out.contains("node names by rack") && out.contains("\n1,true,false,"), "{out}");
+    let results = format!("{dir}/results.csv");
+    let output = gdrperf(&["fleet", "judge", &results]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("GROUPS FROM NODE NAMES: 18 groups, tested as switches (16 at level 0 (su0r000 su0r001"),
+        "{out}"
+    );
+    assert!(out.contains("2 at level 1 (su0 su1)"), "{out}");
+    let line =
+        out.lines().find(|line| line.contains("group of nodes, slow towards the rest")).unwrap_or_default();
+    assert!(
+        line.contains(": group su")
+            && line.contains(" on 4 nodes (")
+            && line.contains("; grouped by the node names, z "),
+        "{out}"
+    );
+    assert!(out.contains("NAMED: 1\n"), "{out}");
+    let output = gdrperf(&["fleet", "judge", &results, "--no-name-groups"]);
+    let out = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(!out.contains("GROUPS FROM NODE NAMES"), "{out}");
+    assert!(
+        out.contains(" on 4 nodes (")
+            && out.contains("grouped by the pair matrix (inferred among the nodes named)"),
+        "{out}"
+    );
+}

@@ -11,9 +11,23 @@ use gdrperf_doctor_fixtures::{FixtureDir, Machine};
 
 /// Stands in for a gdr-* bench: a server (no HOST) prints and exits; a client writes one row
 /// with both host names. It fails with a bench-like error on the node named by FAKE_BAD_NODE;
-/// with FAKE_FULL_ROWS, every pair with an end on FAKE_SLOW_NODE measures 60 % of its peers.
+/// with FAKE_FULL_ROWS, every pair with an end on FAKE_SLOW_NODE measures 60 % of its peers, and
+/// so does the pair of nodes FAKE_BAD_LINK names ("n2 n7", a bad cable: every time it runs), the
+/// pair FAKE_DIP_LINK names the first time it runs only (a moment of congestion: the file
+/// FAKE_DIP_MARK is made then), and every pair with one end among FAKE_SLOW_GROUP's nodes and
+/// the other outside them at 80 % (a leaf's slow uplinks).
 const FAKE_BENCH: &str = r#"#!/bin/sh
 csv= json= host= port= token=${GDRPERF_TOKEN:-}
+# Whether this client and its server are the two nodes of "$1".
+is_pair() {
+    set -- $1
+    { [ "$SLURMD_NODENAME" = "$1" ] && [ "$host" = "$2" ]; } || { [ "$SLURMD_NODENAME" = "$2" ] && [ "$host" = "$1" ]; }
+}
+# Whether node "$1" is among FAKE_SLOW_GROUP's.
+in_group() {
+    for member in ${FAKE_SLOW_GROUP:-}; do [ "$member" = "$1" ] && return 0; done
+    return 1
+}
 while [ $# -gt 0 ]; do
     case $1 in
         -p) port=$2; shift 2 ;;
@@ -39,6 +53,19 @@ if [ -n "$host" ] && [ -n "${FAKE_FULL_ROWS:-}" ]; then
     case $SLURMD_NODENAME in n1) bw=100 ;; n2) bw=101 ;; n3) bw=99 ;; *) bw=100.5 ;; esac
     if [ -n "${FAKE_SLOW_NODE:-}" ] && { [ "$SLURMD_NODENAME" = "$FAKE_SLOW_NODE" ] || [ "$host" = "$FAKE_SLOW_NODE" ]; }; then
         bw=60
+    fi
+    if [ -n "${FAKE_BAD_LINK:-}" ] && is_pair "$FAKE_BAD_LINK"; then
+        bw=60
+    fi
+    if [ -n "${FAKE_DIP_LINK:-}" ] && is_pair "$FAKE_DIP_LINK" && [ ! -e "$FAKE_DIP_MARK" ]; then
+        : >"$FAKE_DIP_MARK"
+        bw=60
+    fi
+    if [ -n "${FAKE_SLOW_GROUP:-}" ]; then
+        a=0 b=0
+        in_group "$SLURMD_NODENAME" && a=1
+        in_group "$host" && b=1
+        [ "$a" != "$b" ] && bw=80
     fi
     printf 'test,bytes,bidirectional,mem_local,mem_remote,device,peer_device,bw_avg_gbit_s,validation,host,peer_host\n' >"$csv"
     printf 'write_bw,65536,false,host,host,mlx5_0,mlx5_0,%s,pass,%s,%s\n' "$bw" "$SLURMD_NODENAME" "$host" >>"$csv"
@@ -573,4 +600,238 @@ fn locate_pairs_a_rank_that_never_started_with_no_one_again() {
     assert!(rank0.contains("FAILING NODES: n8\n") && rank0.contains("n8: 2 of 2 pairs failed"), "{rank0}");
     let fleet = read(&cluster.out().join("fleet.txt"));
     assert!(fleet.contains("NAMED: 1\n  node without rows: n8: "), "{fleet}");
+}
+
+/// The pairs of locate's first round over `nodes` nodes n1..nN with `seed`: what the job
+/// measures first, whatever else it does.
+fn first_round(nodes: usize, seed: u64) -> Vec<(String, String)> {
+    gdrperf_cluster::locate::first_pass(nodes, seed)[0]
+        .iter()
+        .map(|pair| (format!("n{}", pair.server + 1), format!("n{}", pair.client + 1)))
+        .collect()
+}
+
+#[test]
+fn locate_retests_one_off_deficits_live_a_bad_link_agrees_and_a_dip_does_not() {
+    // Ten nodes; on two pairs of the first round, one low row each: a bad link (60 % every time
+    // the pair runs) and a dip (60 % the first time only). Each is one low row of one pair, too
+    // few to name a link: both are listed to retest once locating has settled, and rank 0 runs
+    // them again through locate.json. The bad link's retests agree and it is named; the dip's
+    // retest is at full rate and it is counted transient, named nowhere.
+    let cluster = Cluster::new(10);
+    let first = first_round(10, 2);
+    let (bad, dip) = (&first[0], &first[1]);
+    let mark = cluster.dir.path().join("dipped");
+    let bad_link = format!("{} {}", bad.0, bad.1);
+    let dip_link = format!("{} {}", dip.0, dip.1);
+    let mark_path = mark.display().to_string();
+    let env = [
+        ("FAKE_FULL_ROWS", "1"),
+        ("FAKE_BAD_LINK", bad_link.as_str()),
+        ("FAKE_DIP_LINK", dip_link.as_str()),
+        ("FAKE_DIP_MARK", mark_path.as_str()),
+    ];
+    let ranks: Vec<usize> = (0..10).collect();
+    let outputs = cluster.run(&ranks, &["--schedule", "locate", "--seed", "2"], &env);
+    for (rank, output) in outputs.iter().enumerate() {
+        assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output));
+    }
+    assert!(mark.exists(), "the dip happened");
+    let fleet = read(&cluster.out().join("fleet.txt"));
+    let rank0 = text(&outputs[0]);
+    // The link, named from agreeing rows; nothing else. No pair is left to retest.
+    let named: Vec<&str> = fleet
+        .lines()
+        .skip_while(|line| !line.starts_with("NAMED: "))
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .collect();
+    assert!(fleet.contains("\nNAMED: 1\n"), "{fleet}");
+    let link = named[0];
+    assert!(link.starts_with("  link: ") && link.contains(&bad.0) && link.contains(&bad.1), "{fleet}");
+    assert!(!link.contains(&format!("{} ", dip.0)) && !link.contains(&format!("{} ", dip.1)), "{fleet}");
+    assert!(
+        fleet.contains("RETEST (mostly low, too few rows to name a link; run the pair again): none\n"),
+        "{fleet}"
+    );
+    // What each retest came to.
+    let agreed = |a: &str, b: &str| {
+        fleet.lines().any(|line| {
+            line.starts_with("  agreed, deficit confirmed: named: ")
+                && (line.contains(&format!("{a} mlx5_0 <-> {b} mlx5_0"))
+                    || line.contains(&format!("{b} mlx5_0 <-> {a} mlx5_0")))
+        })
+    };
+    assert!(agreed(&bad.0, &bad.1), "{fleet}");
+    let transient =
+        fleet.lines().find(|line| line.starts_with("  did not agree: transient: ")).unwrap_or_default();
+    assert!(
+        transient.contains(&dip.0)
+            && transient.contains(&dip.1)
+            && transient.ends_with("run again 1 time(s)"),
+        "{fleet}"
+    );
+    assert!(
+        fleet.contains("RETESTED LIVE: 2 pair(s) listed to retest, run again before the job ended ("),
+        "{fleet}"
+    );
+    assert!(fleet.contains(": 1 agreed (named), 1 did not (transient)\n"), "{fleet}");
+    assert!(
+        rank0.contains("locate: retest pass 1: 2 pair(s) the fleet judge lists to retest, in 1 round(s)"),
+        "{rank0}"
+    );
+    // The JSON says the same, pair by pair.
+    let json: serde_json::Value = serde_json::from_str(&read(&cluster.out().join("fleet.json"))).unwrap();
+    let pairs = json["retested"]["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2, "{json}");
+    let outcome_of = |node: &str| {
+        pairs
+            .iter()
+            .find(|pair| pair["node"] == node || pair["peer_node"] == node)
+            .map(|pair| pair["outcome"].clone())
+    };
+    assert_eq!(outcome_of(&bad.0), Some(serde_json::json!("agreed")), "{json}");
+    assert_eq!(outcome_of(&dip.0), Some(serde_json::json!("did-not-agree")), "{json}");
+    assert_eq!(json["verdict"], "fail");
+    // The retests ran as locate rounds, told through locate.json: the bad link more than once,
+    // each time in the direction it first ran (its server still the server), the dip once; no
+    // node in two pairs of a round.
+    let decisions: serde_json::Value =
+        serde_json::from_str(&read(&cluster.out().join("locate.json"))).unwrap();
+    assert_eq!(decisions["finished"], true);
+    let rounds = decisions["rounds"].as_array().unwrap();
+    let runs_of = |pair: &(String, String)| {
+        rounds
+            .iter()
+            .flat_map(|round| round.as_array().unwrap())
+            .filter(|run| {
+                (run["server_node"] == pair.0.as_str() && run["client_node"] == pair.1.as_str())
+                    || (run["server_node"] == pair.1.as_str() && run["client_node"] == pair.0.as_str())
+            })
+            .map(|run| run["server_node"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let bad_runs = runs_of(bad);
+    assert!(
+        bad_runs.len() >= 2 && bad_runs.iter().all(|server| server == &bad.0),
+        "{bad_runs:?}: {decisions}"
+    );
+    assert_eq!(runs_of(dip), std::slice::from_ref(&dip.0), "{decisions}");
+    for round in rounds {
+        let mut nodes: Vec<&str> = round
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|run| [run["server_node"].as_str().unwrap(), run["client_node"].as_str().unwrap()])
+            .collect();
+        let all = nodes.len();
+        nodes.sort_unstable();
+        nodes.dedup();
+        assert_eq!(nodes.len(), all, "{round}");
+    }
+    let summary = read(&cluster.out().join("summary.txt"));
+    let line = fleet.lines().find(|line| line.starts_with("locate: ")).unwrap_or_else(|| panic!("{fleet}"));
+    let pair_runs: usize = line.split_whitespace().nth(6).unwrap().parse().unwrap();
+    assert!(
+        summary.contains(&format!("{pair_runs} pairs: {pair_runs} passed, 0 failed")),
+        "{line}\n{summary}"
+    );
+    assert!(
+        fleet.contains("  retests: ") && fleet.contains("(in the counts above; at most 16 passes)"),
+        "{fleet}"
+    );
+
+    // With --no-retest the same job names nothing and lists both pairs to retest.
+    let again = Cluster::new(10);
+    let mark = again.dir.path().join("dipped");
+    let mark_path = mark.display().to_string();
+    let env = [
+        ("FAKE_FULL_ROWS", "1"),
+        ("FAKE_BAD_LINK", bad_link.as_str()),
+        ("FAKE_DIP_LINK", dip_link.as_str()),
+        ("FAKE_DIP_MARK", mark_path.as_str()),
+    ];
+    let outputs = again.run(&ranks, &["--schedule", "locate", "--seed", "2", "--no-retest"], &env);
+    assert_eq!(outputs[0].status.code(), Some(0), "{}", text(&outputs[0]));
+    let fleet = read(&again.out().join("fleet.txt"));
+    assert!(
+        fleet.contains("\nNAMED: none\n")
+            && fleet.contains("RETEST (mostly low, too few rows to name a link; run the pair again): 2\n"),
+        "{fleet}"
+    );
+    assert!(!fleet.contains("RETESTED LIVE") && !fleet.contains("  retests: "), "{fleet}");
+}
+
+#[test]
+fn a_topology_file_reaches_the_judge_at_the_job_s_end_and_a_bad_one_stops_the_step_first() {
+    // Twelve nodes, all pairs, under four leaves of three and a top switch; every pair with one
+    // end on leafa (n1-n3) and the other outside at 80 %: the leaf's uplinks, named as one group
+    // with its members from the map.
+    let cluster = Cluster::new(12);
+    let map = cluster.dir.path().join("topology.conf");
+    fs::write(
+        &map,
+        "SwitchName=leafa Nodes=n[1-3]\nSwitchName=leafb Nodes=n[4-6]\nSwitchName=leafc Nodes=n[7-9]\n\
+         SwitchName=leafd Nodes=n[10-12]\nSwitchName=top Switches=leafa,leafb,leafc,leafd\n",
+    )
+    .unwrap();
+    let map_arg = map.display().to_string();
+    let ranks: Vec<usize> = (0..12).collect();
+    let env = [("FAKE_FULL_ROWS", "1"), ("FAKE_SLOW_GROUP", "n1 n2 n3")];
+    let outputs = cluster.run(&ranks, &["--schedule", "all-pairs", "--topology", &map_arg], &env);
+    for (rank, output) in outputs.iter().enumerate() {
+        assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output));
+    }
+    let fleet = read(&cluster.out().join("fleet.txt"));
+    assert!(
+        fleet.contains("\nSWITCHES: ")
+            && fleet.contains(": 5 switches; 12 of the rows' 12 nodes under one, 0 under none\n"),
+        "{fleet}"
+    );
+    assert!(
+        fleet.contains(
+            "\nNAMED: 1\n  group of nodes, slow towards the rest: switch leafa on 3 nodes (n1 n2 n3)"
+        ),
+        "{fleet}"
+    );
+    assert!(fleet.contains("; grouped by the topology file"), "{fleet}");
+    assert!(fleet.contains("\nWATCH (surely slower, under the bar; exit code unchanged): none\n"), "{fleet}");
+    let rank0 = text(&outputs[0]);
+    assert!(
+        rank0.contains(&format!("fleet judgement (as `gdrperf fleet judge --topology {map_arg} ")),
+        "{rank0}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&read(&cluster.out().join("fleet.json"))).unwrap();
+    assert_eq!(json["findings"][0]["group_from"], "topology-file", "{json}");
+
+    // A missing file, one that does not parse, and one naming none of the job's nodes: every
+    // rank stops with exit 2 before it runs anything (no output folder is made).
+    let bad = Cluster::new(2);
+    let broken = bad.dir.path().join("broken.conf");
+    fs::write(&broken, "SwitchName=s1 Switches=s9\n").unwrap();
+    let foreign = bad.dir.path().join("foreign.conf");
+    fs::write(&foreign, "SwitchName=s1 Nodes=gpu[1-4]\n").unwrap();
+    let missing = bad.dir.path().join("missing.conf");
+    for (path, words) in [
+        (&missing, "No such file"),
+        (&broken, "line 1: switch `s1` holds `s9`, which no line names"),
+        (&foreign, "none of the job's 2 nodes is under a switch of it"),
+    ] {
+        let path = path.display().to_string();
+        let outputs = bad.run(&[0, 1], &["--topology", &path], &[("FAKE_FULL_ROWS", "1")]);
+        for (rank, output) in outputs.iter().enumerate() {
+            assert_eq!(output.status.code(), Some(2), "rank {rank}: {}", text(output));
+            let said = text(output);
+            assert!(
+                said.contains(&format!("--topology {path}"))
+                    && said.contains(words)
+                    && said.contains("nothing was run"),
+                "{said}"
+            );
+        }
+        assert!(!bad.out().exists(), "{path}: the step ran");
+        // --dry-run checks it too.
+        let dry = bad.command(0, &["--dry-run", "--topology", &path], &[]).output().unwrap();
+        assert_eq!(dry.status.code(), Some(2), "{}", text(&dry));
+    }
 }

@@ -13,6 +13,17 @@
 //!   seed and these), or marks `locate.json` finished, and rewrites `plan.json`'s counts;
 //! - every other rank polls `locate.json` alone until the round it waits for is there.
 //!
+//! Once no suspect is left to re-pair, rank 0 runs the **retests** (when `gdrperf slurm` gives a
+//! judge, [`crate::options::Retests`]): it gathers the rows so far into `results.csv`, asks the
+//! judge for the pairs it lists to retest (a one-off deficit: one low row of a pair, too few to
+//! name a link), and schedules each such pair once more, in the direction it first ran, split
+//! into rounds with no unit in two pairs ([`crate::locate::rounds_apart`]); those rounds go
+//! through `locate.json` like the locate rounds. Then the judge looks again over every row, the
+//! retests' included: a pair whose retest was low again stays listed and runs again (a bad link
+//! needs as many agreeing rows as the class's transient rate asks), a dip clears. At most
+//! [`crate::locate::MOST_RETEST_PASSES`] passes; a pair with an end that stopped answering, or
+//! whose ports no row names, is not run.
+//!
 //! A pair is low when its client recorded no exit 0, wrote no rows, or a lane's bandwidth at the
 //! largest size is more than 15 % below that lane's median in the first pass (the same rule as
 //! `gdrperf fleet simulate`'s). Per lane, as the judge's rails are: a rail switch that slows
@@ -21,16 +32,17 @@
 //! ([`crate::locate::agreeing_peers`]). What decides a verdict stays the fleet judge's, over all
 //! rows.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write;
 use std::time::Duration;
 
 use gdrperf_files::columns::{self as column, ColumnName};
+use serde::Serialize;
 
 use crate::error::Result;
 use crate::layout::{for_each_line, read_json_if_present, write_json, Decisions, PairLine, RunPlan};
-use crate::locate::{Locator, Verdicts};
-use crate::options::{LocateOptions, TaskOptions};
+use crate::locate::{rounds_apart, Locator, Verdicts, MOST_RETEST_PASSES};
+use crate::options::{LocateOptions, PortPair, Retests, TaskOptions};
 use crate::plan::{BenchPair, Plan, Role};
 use crate::schedule::Pair;
 use crate::step::SlurmStep;
@@ -54,6 +66,35 @@ pub struct Located {
     pub agree: usize,
     /// Units given up on as dead.
     pub retired: Vec<String>,
+    /// The retests run after locating; `None` where none were asked for.
+    pub retests: Option<Retested>,
+}
+
+/// The retests of a `locate` job: what the judge listed, pass by pass, and what ran again.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Retested {
+    /// Times the judge was asked (the last one, listing nothing or at the limit, included).
+    pub passes: usize,
+    pub rounds: usize,
+    /// Unit pairs run again (node pairs, or task pairs with `--pair-by task`).
+    pub pair_runs: usize,
+    /// Every port pair the judge listed in some pass, in order, and what became of it.
+    pub pairs: Vec<RetestedPair>,
+    /// Why the retests stopped before the judge listed none, if they did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+}
+
+/// One port pair the judge listed to retest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RetestedPair {
+    #[serde(flatten)]
+    pub ports: PortPair,
+    /// Times its unit pair ran again.
+    pub runs: usize,
+    /// Why it was not run, where it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
 }
 
 impl Located {
@@ -87,6 +128,16 @@ impl Located {
         if !self.retired.is_empty() {
             let _ = writeln!(text, "  stopped answering: {}", self.retired.join(" "));
         }
+        if let Some(retests) = &self.retests {
+            let _ = writeln!(
+                text,
+                "  retests: {} judgement(s) of the rows so far, {} pair run(s) in {} round(s) (in the counts above; at most {MOST_RETEST_PASSES} passes){}",
+                retests.passes,
+                retests.pair_runs,
+                retests.rounds,
+                retests.stopped.as_deref().map(|why| format!("; stopped: {why}")).unwrap_or_default()
+            );
+        }
         text
     }
 }
@@ -113,11 +164,34 @@ pub(crate) struct Leader {
     levels: Levels,
     dead: BTreeSet<usize>,
     decisions: Decisions,
+    /// The judge of the retests, if any; the retests, once locating has settled.
+    judge: Option<Retests>,
+    retesting: Option<Retesting>,
+    /// Each unit pair's direction when it first ran (server, client), by its ordered units.
+    ran: HashMap<(usize, usize), Pair>,
+    /// Each port (node, device) the rows named, and its unit (for `--pair-by task`).
+    ports: HashMap<(String, String), usize>,
+}
+
+/// The retests so far.
+#[derive(Default)]
+struct Retesting {
+    report: Retested,
+    /// The rounds of the current pass not yet added.
+    queue: VecDeque<Vec<Pair>>,
+    /// Where each listed port pair stands in `report.pairs`, and its unit pair.
+    listed: HashMap<PortPair, (usize, Option<(usize, usize)>)>,
+    done: bool,
 }
 
 impl Rounds {
     /// The rounds of a `locate` job whose first pass is `plan`'s rounds.
-    pub(crate) fn locate(step: &SlurmStep, plan: &Plan, options: &LocateOptions) -> Rounds {
+    pub(crate) fn locate(
+        step: &SlurmStep,
+        plan: &Plan,
+        options: &LocateOptions,
+        judge: Option<&Retests>,
+    ) -> Rounds {
         let first_pass_rounds = plan.rounds();
         if step.rank != 0 {
             return Rounds::Follower { first_pass_rounds };
@@ -131,6 +205,10 @@ impl Rounds {
             levels: Levels::default(),
             dead: BTreeSet::new(),
             decisions: Decisions { run_id: step.run_id(), ..Decisions::default() },
+            judge: judge.cloned(),
+            retesting: None,
+            ran: HashMap::new(),
+            ports: HashMap::new(),
         }))
     }
 
@@ -149,10 +227,13 @@ impl Rounds {
         let pair_by = leader.options.pair_by;
         let name = |unit: usize| pair_by.unit_name(&leader.step, unit);
         let units = pair_by.unit_count(&leader.step);
+        let retests = leader.retesting.as_ref().map(|retesting| retesting.report.clone());
+        let (retest_rounds, retest_runs) =
+            retests.as_ref().map_or((0, 0), |retests| (retests.rounds, retests.pair_runs));
         Some(Located {
-            rounds: leader.locator.rounds + leader.first_pass_rounds.saturating_sub(1),
+            rounds: leader.locator.rounds + leader.first_pass_rounds.saturating_sub(1) + retest_rounds,
             first_pass_rounds: leader.first_pass_rounds,
-            pair_runs: leader.locator.pair_runs,
+            pair_runs: leader.locator.pair_runs + retest_runs,
             all_pairs_runs: units * (units - 1) / 2,
             agree: leader.locator.agree,
             suspects: leader
@@ -162,6 +243,7 @@ impl Rounds {
                 .map(|(&unit, verdicts)| (name(unit), verdicts.clone()))
                 .collect(),
             retired: leader.dead.iter().map(|&rank| name(pair_by.unit_of(&leader.step, rank))).collect(),
+            retests,
         })
     }
 }
@@ -179,7 +261,7 @@ pub(crate) struct Job<'job, 'beat, 'say> {
 
 impl Leader {
     fn decide(&mut self, job: Job<'_, '_, '_>) -> Result<bool> {
-        let Job { plan, run, beat, options, say, .. } = job;
+        let Job { step, plan, run, beat, options, say } = job;
         let out = &options.out;
         let round = plan.rounds();
         self.wait_for_round(round, beat, options.round_timeout, say)?;
@@ -187,7 +269,48 @@ impl Leader {
         let pairs: Vec<BenchPair> =
             (self.recorded..round).flat_map(|each| plan.round(&self.step, each)).collect();
         let lines = client_lines(out, &pairs)?;
+        self.note_ports(&pairs, &lines);
         let first_pass = self.recorded == 0;
+        self.recorded = round;
+        if self.retesting.is_none() {
+            if let Some(unit_pairs) = self.locate_next(&pairs, &lines, first_pass) {
+                return self.add(
+                    unit_pairs,
+                    step,
+                    plan,
+                    run,
+                    out,
+                    say,
+                    "suspect(s) re-paired with healthy peers",
+                );
+            }
+            match self.judge.is_some() {
+                true => self.retesting = Some(Retesting::default()),
+                false => return self.finish(out),
+            }
+        }
+        if let Some(unit_pairs) = self.retest_next(out, say) {
+            return self.add(
+                unit_pairs,
+                step,
+                plan,
+                run,
+                out,
+                say,
+                "pair(s) the fleet judge listed, run again",
+            );
+        }
+        self.finish(out)
+    }
+
+    /// Records the rounds just run for the locator (every pair low or not) and asks it for the
+    /// next round; `None` once every suspect has settled.
+    fn locate_next(
+        &mut self,
+        pairs: &[BenchPair],
+        lines: &HashMap<(usize, u16), PairLine>,
+        first_pass: bool,
+    ) -> Option<Vec<Pair>> {
         if first_pass {
             self.levels = Levels::of(lines.values());
             let unit = |rank: usize| self.options.pair_by.unit_of(&self.step, rank);
@@ -210,7 +333,7 @@ impl Leader {
             self.locator.size_for_noise(&rows, ports);
         }
         let mut unit_pairs: BTreeMap<(usize, usize), bool> = BTreeMap::new();
-        for pair in &pairs {
+        for pair in pairs {
             let unit = |rank: usize| self.options.pair_by.unit_of(&self.step, rank);
             let low = lines.get(&(pair.round, pair.port)).is_none_or(|line| self.low(line));
             *unit_pairs.entry((unit(pair.server_rank), unit(pair.client_rank))).or_default() |= low;
@@ -218,30 +341,173 @@ impl Leader {
         let verdicts: Vec<(Pair, bool)> =
             unit_pairs.into_iter().map(|((server, client), low)| (Pair { server, client }, low)).collect();
         self.locator.record_round(&verdicts, first_pass);
-        self.recorded = round;
         for &rank in &self.dead {
             self.locator.retire(self.options.pair_by.unit_of(&self.step, rank));
         }
-        let next = self.locator.next_round();
-        let decided = match &next {
-            Some(unit_pairs) => {
-                let added = plan.add_round(&self.step, unit_pairs)?;
-                run.plan = plan.summary(&self.step);
-                write_json(&out.plan(), run)?;
-                say(&format!(
-                    "locate round {round}: {} suspect(s) re-paired with healthy peers",
-                    unit_pairs.len()
-                ));
-                self.decisions.rounds.push(added);
-                true
-            }
-            None => {
-                self.decisions.finished = true;
-                false
+        self.locator.next_round()
+    }
+
+    /// The next round of retests: the current pass's next round, or, when it has none left, a
+    /// new pass from the judge's RETEST list over the rows so far; `None` when the judge lists
+    /// nothing that can run, or after [`MOST_RETEST_PASSES`] passes.
+    fn retest_next(
+        &mut self,
+        out: &crate::layout::OutputDir,
+        say: &mut dyn FnMut(&str),
+    ) -> Option<Vec<Pair>> {
+        let retesting = self.retesting.as_mut()?;
+        if let Some(round) = retesting.queue.pop_front() {
+            return Some(round);
+        }
+        if retesting.done {
+            return None;
+        }
+        if retesting.report.passes >= MOST_RETEST_PASSES {
+            retesting.done = true;
+            retesting.report.stopped =
+                Some(format!("{MOST_RETEST_PASSES} passes run, the pairs still listed are left to retest"));
+            return None;
+        }
+        let judge = self.judge.clone()?;
+        let listed = crate::gather::gather(out)
+            .map_err(|error| format!("gathering the rows so far: {error}"))
+            .and_then(|_| (judge.0)(&out.results_csv()));
+        let retesting = self.retesting.as_mut()?;
+        retesting.report.passes += 1;
+        let listed = match listed {
+            Ok(listed) => listed,
+            Err(why) => {
+                say(&format!("locate: no retests: {why}"));
+                retesting.done = true;
+                retesting.report.stopped = Some(why);
+                return None;
             }
         };
+        let mut unit_pairs: BTreeSet<(usize, usize)> = BTreeSet::new();
+        for ports in listed {
+            let known = self.retesting.as_ref().and_then(|retesting| retesting.listed.get(&ports).copied());
+            let units = match known {
+                Some((_, units)) => units,
+                None => {
+                    let (units, not_run) = self.units_of(&ports);
+                    let retesting = self.retesting.as_mut()?;
+                    retesting.listed.insert(ports.clone(), (retesting.report.pairs.len(), units));
+                    retesting.report.pairs.push(RetestedPair { ports, runs: 0, not_run });
+                    units
+                }
+            };
+            unit_pairs.extend(units);
+        }
+        let pairs: Vec<Pair> = unit_pairs
+            .iter()
+            .map(|&(low, high)| {
+                self.ran.get(&(low, high)).copied().unwrap_or(Pair { server: high, client: low })
+            })
+            .collect();
+        let rounds = rounds_apart(&pairs);
+        let retesting = self.retesting.as_mut()?;
+        for (index, units) in retesting.listed.values() {
+            if units.is_some_and(|units| unit_pairs.contains(&units)) {
+                retesting.report.pairs[*index].runs += 1;
+            }
+        }
+        if pairs.is_empty() {
+            retesting.done = true;
+            return None;
+        }
+        say(&format!(
+            "locate: retest pass {}: {} pair(s) the fleet judge lists to retest, in {} round(s)",
+            retesting.report.passes,
+            pairs.len(),
+            rounds.len()
+        ));
+        retesting.queue.extend(rounds);
+        retesting.queue.pop_front()
+    }
+
+    /// The unit pair of a listed port pair (ordered), or why it cannot run.
+    fn units_of(&self, ports: &PortPair) -> (Option<(usize, usize)>, Option<String>) {
+        let unit = |node: &str, device: Option<&String>| -> Option<usize> {
+            match self.options.pair_by {
+                crate::plan::PairBy::Node => self.step.nodes.iter().position(|name| name == node),
+                crate::plan::PairBy::Task => {
+                    self.ports.get(&(node.to_string(), device.cloned().unwrap_or_default())).copied()
+                }
+            }
+        };
+        let (Some(a), Some(b)) =
+            (unit(&ports.node, ports.device.as_ref()), unit(&ports.peer_node, ports.peer_device.as_ref()))
+        else {
+            return (None, Some("no task of this job runs that port (its node and device)".into()));
+        };
+        if a == b {
+            return (None, Some("both ends are the same unit".into()));
+        }
+        let dead = |unit: usize| {
+            self.dead.iter().any(|&rank| self.options.pair_by.unit_of(&self.step, rank) == unit)
+        };
+        if dead(a) || dead(b) {
+            return (None, Some("an end stopped answering".into()));
+        }
+        (Some((a.min(b), a.max(b))), None)
+    }
+
+    /// Notes the ports the rows of `pairs` name (their unit, for `--pair-by task`) and each unit
+    /// pair's first direction.
+    fn note_ports(&mut self, pairs: &[BenchPair], lines: &HashMap<(usize, u16), PairLine>) {
+        let unit = |rank: usize| self.options.pair_by.unit_of(&self.step, rank);
+        for pair in pairs {
+            let units = Pair { server: unit(pair.server_rank), client: unit(pair.client_rank) };
+            let key = (units.server.min(units.client), units.server.max(units.client));
+            self.ran.entry(key).or_insert(units);
+            let Some(line) = lines.get(&(pair.round, pair.port)) else { continue };
+            let Some(header) = &line.header else { continue };
+            let find = |name: ColumnName| header.iter().position(|column| column == name.name());
+            for (column, node, unit) in [
+                (find(column::DEVICE), &pair.client_node, units.client),
+                (find(column::PEER_DEVICE), &pair.server_node, units.server),
+            ] {
+                let Some(column) = column else { continue };
+                for row in &line.rows {
+                    if let Some(device) = row.get(column) {
+                        self.ports.entry((node.clone(), device.clone())).or_insert(unit);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends `unit_pairs` as the next round, to the plan, `plan.json` and `locate.json`.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        unit_pairs: Vec<Pair>,
+        step: &SlurmStep,
+        plan: &mut Plan,
+        run: &mut RunPlan,
+        out: &crate::layout::OutputDir,
+        say: &mut dyn FnMut(&str),
+        what: &str,
+    ) -> Result<bool> {
+        let round = plan.rounds();
+        let added = plan.add_round(step, &unit_pairs)?;
+        run.plan = plan.summary(step);
+        write_json(&out.plan(), run)?;
+        say(&format!("locate round {round}: {} {what}", unit_pairs.len()));
+        if let Some(retesting) = self.retesting.as_mut() {
+            retesting.report.rounds += 1;
+            retesting.report.pair_runs += unit_pairs.len();
+        }
+        self.decisions.rounds.push(added);
         write_json(&out.decisions(), &self.decisions)?;
-        Ok(decided)
+        Ok(true)
+    }
+
+    /// Marks `locate.json` finished: no round follows.
+    fn finish(&mut self, out: &crate::layout::OutputDir) -> Result<bool> {
+        self.decisions.finished = true;
+        write_json(&out.decisions(), &self.decisions)?;
+        Ok(false)
     }
 
     /// Waits until every live rank has finished the rounds so far; ranks silent for `timeout`

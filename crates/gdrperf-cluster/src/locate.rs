@@ -234,6 +234,32 @@ pub fn first_pass(units: usize, seed: u64) -> Vec<Vec<Pair>> {
         .collect()
 }
 
+/// The most passes of retests a job runs after locating (and `gdrperf fleet simulate` after its
+/// schedule): each pass runs once every pair the fleet judge lists to retest, then the judge
+/// looks again. A dip clears in one pass (its pair's rows are no longer mostly low); a bad link
+/// needs as many agreeing rows as the class's transient rate asks (two to six in the simulated
+/// jobs), one a pass; a pair still listed after this many passes is left undecided.
+pub const MOST_RETEST_PASSES: usize = 16;
+
+/// `pairs` split into rounds in which no unit is in two pairs (greedily, in the order given:
+/// each pair into the first round with both its units free), so that every round can run at
+/// once. A pair of a unit with itself is left out.
+pub fn rounds_apart(pairs: &[Pair]) -> Vec<Vec<Pair>> {
+    let mut rounds: Vec<(BTreeSet<usize>, Vec<Pair>)> = Vec::new();
+    for &pair in pairs.iter().filter(|pair| pair.server != pair.client) {
+        let free =
+            rounds.iter().position(|(busy, _)| !busy.contains(&pair.server) && !busy.contains(&pair.client));
+        let at = free.unwrap_or_else(|| {
+            rounds.push((BTreeSet::new(), Vec::new()));
+            rounds.len() - 1
+        });
+        rounds[at].0.insert(pair.server);
+        rounds[at].0.insert(pair.client);
+        rounds[at].1.push(pair);
+    }
+    rounds.into_iter().map(|(_, round)| round).collect()
+}
+
 fn ordered(pair: Pair) -> (usize, usize) {
     (pair.server.min(pair.client), pair.server.max(pair.client))
 }
@@ -284,6 +310,22 @@ mod tests {
             Verdicts { sending: vec![false, true, true, true], receiving: vec![false, false, false] };
         assert!(verdicts.settled(3));
         assert!(!verdicts.settled(4));
+    }
+
+    #[test]
+    fn retest_pairs_are_split_into_rounds_without_a_unit_twice() {
+        let pair = |server: usize, client: usize| Pair { server, client };
+        // 1 is in three pairs: three rounds; 4-5 fits the first; a unit with itself is dropped.
+        let rounds = rounds_apart(&[pair(0, 1), pair(1, 2), pair(3, 1), pair(4, 5), pair(6, 6)]);
+        assert_eq!(rounds, vec![vec![pair(0, 1), pair(4, 5)], vec![pair(1, 2)], vec![pair(3, 1)]]);
+        for round in &rounds {
+            let mut units: Vec<usize> = round.iter().flat_map(|p| [p.server, p.client]).collect();
+            let all = units.len();
+            units.sort_unstable();
+            units.dedup();
+            assert_eq!(units.len(), all);
+        }
+        assert!(rounds_apart(&[]).is_empty());
     }
 
     #[test]

@@ -172,7 +172,7 @@ pub fn run_task(
         log: create_append_only(&out.log(rank))?,
     };
     let mut rounds = match &options.locate {
-        Some(locate) => Rounds::locate(step, &plan, locate),
+        Some(locate) => Rounds::locate(step, &plan, locate, options.retest.as_ref()),
         None => Rounds::Fixed,
     };
 

@@ -8,7 +8,9 @@
 //! Bonferroni-adjusted p ([`judge`]). Rows that dip for a moment (a shared fabric) are counted
 //! and a place is named only when it dips more often than its class ([`transient`]: links from
 //! agreeing rows, intermittent ports, pairs to retest); rails are named once ([`shared`]), and
-//! so is a switch slow towards the rest where the user gives a switch map ([`switch_map`]). The
+//! so is a switch slow towards the rest where the user gives a switch map ([`switch_map`]), or
+//! a group the node names give ([`node_names`]); [`retested`] says what a job's live retests
+//! came to. The
 //! same input gives the same verdict: every pass visits the rows in their order, every list is
 //! sorted before it is reported. [`read`] accounts for every row of the files.
 //!
@@ -42,10 +44,12 @@ pub mod base;
 mod evidence;
 pub mod fit;
 pub mod judge;
+pub mod node_names;
 pub mod normal;
 pub mod observation;
 pub mod read;
 pub mod report;
+pub mod retested;
 pub mod shared;
 pub mod simulate;
 pub mod simulate_files;

@@ -55,6 +55,32 @@ pub fn switch_map_text(map: &SwitchMap, catalog: &Catalog, path: &std::path::Pat
     )
 }
 
+/// The line of the groups the node names gave ([`crate::node_names`]): how many, at which
+/// levels, the first few.
+pub fn name_groups_text(map: &SwitchMap) -> String {
+    let mut levels: std::collections::BTreeMap<usize, Vec<&str>> = std::collections::BTreeMap::new();
+    for switch in &map.switches {
+        levels.entry(switch.level).or_default().push(switch.name.as_str());
+    }
+    let described: Vec<String> = levels
+        .iter()
+        .map(|(level, names)| {
+            let shown: Vec<&str> = names.iter().take(4).copied().collect();
+            format!(
+                "{} at level {level} ({}{})",
+                names.len(),
+                shown.join(" "),
+                if names.len() > shown.len() { " ..." } else { "" }
+            )
+        })
+        .collect();
+    format!(
+        "GROUPS FROM NODE NAMES: {} groups, tested as switches ({}; level 0: the number before a node's last)\n",
+        map.switches.len(),
+        described.join(", ")
+    )
+}
+
 /// One line naming a part: what, where, how far below, from what, how sure.
 pub fn finding_line(finding: &Finding) -> String {
     let mut line = format!("{}: {}", finding.kind.name(), finding.node);
@@ -121,6 +147,9 @@ pub fn finding_line(finding: &Finding) -> String {
                 " the class towards the rest (median of its members), {} rows; {} rows among its members at the class",
                 finding.pairs, finding.peers
             );
+            if let Some(origin) = finding.group_from {
+                let _ = write!(line, "; grouped by {}", origin.words());
+            }
         }
         _ => {
             let _ = write!(line, " the class, {} rows with {} peers", finding.pairs, finding.peers);

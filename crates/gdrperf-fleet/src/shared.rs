@@ -228,6 +228,7 @@ pub(crate) fn name_groups(source: &dyn Source, fit: &Fit, floor: f64, findings: 
         finding.z = members.iter().filter_map(|finding| finding.z).reduce(f64::min);
         finding.p_adjusted = members.iter().filter_map(|finding| finding.p_adjusted).reduce(f64::min);
         finding.members = nodes.into_iter().map(str::to_string).collect();
+        finding.group_from = Some(crate::verdict::GroupOrigin::PairMatrix);
         findings.push(finding);
     }
 }

@@ -26,19 +26,24 @@
 //!
 //! With `switch_map`, the judge is given the simulated fabric ([`fabric`]): leaves of
 //! [`group_size`] consecutive nodes under two spines of half the leaves each and a top switch,
-//! and a slow group is then one of those leaves (seeded, with no other fault on it).
+//! and a slow group is then one of those leaves (seeded, with no other fault on it). With
+//! `rack_names` the nodes are named by that fabric (`su0r003n07`: spine, leaf, node; [`Naming`])
+//! instead of `node0000...`, a slow group is again a leaf, and without a map the judge tests the
+//! groups the names give ([`crate::node_names`]), as `gdrperf fleet judge` does.
 //!
 //! The noise: normal (the SD given), or Student-t with `tails` degrees of freedom scaled to the
 //! same SD (heavy tails: 4 gives a row 7.7 SDs below one time in about 1 300); and `dips`, the
 //! share of pair runs slowed at random to 50-70 % on every lane at once (a moment of congestion
-//! on a shared fabric). With `retest`, pairs the judge lists to retest are run again, up to
-//! [`crate::transient::MOST_RETESTS`] times, each time judged anew, as a job would before it
-//! finishes (`gdrperf slurm` does not do it live yet: see results/fleet/README.md).
+//! on a shared fabric). With `retest`, pairs the judge lists to retest are run again, a pass at a
+//! time, up to [`MOST_RETEST_PASSES`] passes, each time judged anew, as `gdrperf slurm --schedule
+//! locate` does live before it finishes (`gdrperf_cluster::coordinate`): a pass's pairs are the
+//! rounds [`rounds_apart`] makes of them (counted in `rounds`; the rows are drawn in the pass's
+//! pair order, as before the split was counted).
 //!
 //! Rows are kept as one `f32` each (NaN: not measured), their ports derived from the pair list,
 //! so 67 M rows (4096 nodes x 8 lanes, all pairs) take 268 MB.
 
-use gdrperf_cluster::locate::{first_pass, Locator};
+use gdrperf_cluster::locate::{first_pass, rounds_apart, Locator, MOST_RETEST_PASSES};
 use gdrperf_cluster::random::SplitMix64;
 use gdrperf_cluster::schedule::{Pair, Schedule};
 
@@ -47,7 +52,6 @@ use std::collections::{BTreeSet, HashMap};
 use crate::judge::{judge_with_switches, Finding, JudgeConfig, PartKind, Verdict};
 use crate::observation::{Catalog, ClassInfo, Observation, Source};
 use crate::switch_map::SwitchMap;
-use crate::transient::MOST_RETESTS;
 
 /// A fault to plant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +130,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Give the judge the simulated fabric's switches ([`fabric`]).
     pub switch_map: bool,
+    /// Name the nodes by the simulated fabric ([`Naming`]).
+    pub rack_names: bool,
 }
 
 impl SimConfig {
@@ -149,7 +155,34 @@ impl SimConfig {
             faults,
             seed,
             switch_map: false,
+            rack_names: false,
         }
+    }
+
+    /// How this simulation names its nodes.
+    pub fn naming(&self) -> Naming {
+        Naming { racks: self.rack_names, nodes: self.nodes }
+    }
+}
+
+/// How simulated nodes are named: `node0000...`, or by the simulated fabric ([`fabric_conf`]):
+/// `su{spine}r{leaf:03}n{node in the leaf:02}` (`su0r003n07`), the scheme
+/// [`crate::node_names`] reads groups from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Naming {
+    pub racks: bool,
+    pub nodes: usize,
+}
+
+impl Naming {
+    pub fn name(self, node: usize) -> String {
+        if !self.racks {
+            return format!("node{node:04}");
+        }
+        let size = group_size(self.nodes);
+        let leaf = node / size;
+        let spine = usize::from(leaf >= self.nodes.div_ceil(size) / 2);
+        format!("su{spine}r{leaf:03}n{:02}", node % size)
     }
 }
 
@@ -174,12 +207,14 @@ pub fn group_size(nodes: usize) -> usize {
 /// beside the job for `gdrperf fleet judge --topology`): leaves `leaf0...` of [`group_size`]
 /// consecutive nodes (the last may be smaller), spines `spine0` and `spine1` over the first and
 /// second half of the leaves, and `top` over both.
-pub fn fabric_conf(nodes: usize) -> String {
+pub fn fabric_conf(naming: Naming) -> String {
+    let nodes = naming.nodes;
     let size = group_size(nodes);
     let leaves = nodes.div_ceil(size);
     let mut text = String::from("# gdrperf fleet simulate's fabric\n");
     for leaf in 0..leaves {
-        let members: Vec<String> = (leaf * size..((leaf + 1) * size).min(nodes)).map(node_name).collect();
+        let members: Vec<String> =
+            (leaf * size..((leaf + 1) * size).min(nodes)).map(|node| naming.name(node)).collect();
         text += &format!("SwitchName=leaf{leaf} Nodes={}\n", members.join(","));
     }
     let half = leaves / 2;
@@ -193,8 +228,8 @@ pub fn fabric_conf(nodes: usize) -> String {
 }
 
 /// [`fabric_conf`], read.
-pub fn fabric(nodes: usize) -> SwitchMap {
-    SwitchMap::parse(&fabric_conf(nodes)).expect("the simulated fabric's map reads")
+pub fn fabric(naming: Naming) -> SwitchMap {
+    SwitchMap::parse(&fabric_conf(naming)).expect("the simulated fabric's map reads")
 }
 
 /// The nodes of `spine0` of [`fabric`]: the first half of the leaves.
@@ -215,8 +250,10 @@ pub struct SimFleet {
     pub rounds: usize,
     /// Pair runs of the retests (included in `pair_runs`).
     pub retest_runs: usize,
-    /// The switches the judge is given, if any.
+    /// The switches the judge is given, if any: the fabric's with `switch_map`, else the groups
+    /// the node names give (none for `node0000...`).
     pub switches: Option<SwitchMap>,
+    pub naming: Naming,
     seed: u64,
     noise: f64,
     tails: Option<f64>,
@@ -232,12 +269,17 @@ impl SimFleet {
             host_memory: false,
             ceiling_gbps: None,
         });
+        let naming = config.naming();
         for node in 0..config.nodes {
             for lane in 0..config.lanes {
-                catalog.port(&node_name(node), &format!("mlx5_{lane}"));
+                catalog.port(&naming.name(node), &format!("mlx5_{lane}"));
             }
         }
-        catalog.expected_nodes = (0..config.nodes).map(node_name).collect();
+        catalog.expected_nodes = (0..config.nodes).map(|node| naming.name(node)).collect();
+        let switches = match config.switch_map {
+            true => Some(fabric(naming)),
+            false => crate::node_names::groups_from_names(&catalog.nodes),
+        };
         SimFleet {
             catalog,
             lanes: config.lanes,
@@ -246,7 +288,8 @@ impl SimFleet {
             planted: Vec::new(),
             rounds: 0,
             retest_runs: 0,
-            switches: config.switch_map.then(|| fabric(config.nodes)),
+            switches,
+            naming,
             seed: config.seed,
             noise: config.noise,
             tails: config.tails,
@@ -338,10 +381,6 @@ impl SimFleet {
     }
 }
 
-fn node_name(node: usize) -> String {
-    format!("node{node:04}")
-}
-
 impl Source for SimFleet {
     fn catalog(&self) -> &Catalog {
         &self.catalog
@@ -386,7 +425,7 @@ fn plant(config: &SimConfig, first_round: &[Pair]) -> Vec<Planted> {
             planted.push(Planted { fault, node: members[0], lane, peer: None, members });
             continue;
         }
-        if fault == Fault::SlowGroup && config.switch_map {
+        if fault == Fault::SlowGroup && (config.switch_map || config.rack_names) {
             // A leaf of the fabric with no other fault on it, seeded.
             let size = group_size(config.nodes);
             let free: Vec<usize> = (0..config.nodes / size)
@@ -483,13 +522,13 @@ pub fn run(config: &SimConfig) -> SimFleet {
     fleet
 }
 
-/// Runs the pairs the judge lists to retest again, once a round, until it lists none or
-/// [`MOST_RETESTS`] rounds ran; returns the last verdict (of every row, retests included).
+/// Runs the pairs the judge lists to retest again, a pass at a time, until it lists none or
+/// [`MOST_RETEST_PASSES`] passes ran; returns the last verdict (of every row, retests included).
 pub fn retest(fleet: &mut SimFleet, config: &JudgeConfig) -> Verdict {
     let index: HashMap<String, usize> =
         fleet.catalog.nodes.iter().enumerate().map(|(index, name)| (name.clone(), index)).collect();
     let mut verdict = judge_with_switches(fleet, config, fleet.switches.as_ref());
-    for _ in 0..MOST_RETESTS {
+    for _ in 0..MOST_RETEST_PASSES {
         let pairs: BTreeSet<(usize, usize)> = verdict
             .retest
             .iter()
@@ -504,6 +543,8 @@ pub fn retest(fleet: &mut SimFleet, config: &JudgeConfig) -> Verdict {
         let round: Vec<Pair> = pairs.into_iter().map(|(client, server)| Pair { server, client }).collect();
         fleet.retest_runs += round.len();
         fleet.run_round(&round);
+        // A job runs the pass as rounds without a node twice: count those.
+        fleet.rounds += rounds_apart(&round).len().saturating_sub(1);
         verdict = judge_with_switches(fleet, config, fleet.switches.as_ref());
     }
     verdict
@@ -545,8 +586,9 @@ pub struct Score {
     pub missed: Vec<Fault>,
 }
 
-/// Whether `finding` names `planted`.
-fn names(finding: &Finding, planted: &Planted) -> bool {
+/// Whether `finding` names `planted`, nodes named by `naming`.
+fn names(finding: &Finding, planted: &Planted, naming: Naming) -> bool {
+    let node_name = |node: usize| naming.name(node);
     let device = format!("mlx5_{}", planted.lane);
     let at_port =
         finding.node == node_name(planted.node) && finding.device.as_deref() == Some(device.as_str());
@@ -586,8 +628,14 @@ fn names(finding: &Finding, planted: &Planted) -> bool {
 }
 
 /// Scores a verdict against the planted faults: each named with its kind among the findings, a
-/// near miss among the parts to watch (and named, it is a false naming).
+/// near miss among the parts to watch (and named, it is a false naming). Nodes `node0000...`.
 pub fn score(verdict: &Verdict, planted: &[Planted]) -> Score {
+    score_named(verdict, planted, Naming { racks: false, nodes: 0 })
+}
+
+/// [`score`], the nodes named by `naming` (the fleet's own, [`SimFleet::naming`]).
+pub fn score_named(verdict: &Verdict, planted: &[Planted], naming: Naming) -> Score {
+    let names = |finding: &Finding, fault: &Planted| names(finding, fault, naming);
     let found = |fault: &Planted| match fault.fault {
         Fault::NearMiss => verdict.watch.iter().any(|finding| names(finding, fault)),
         _ => verdict.findings.iter().any(|finding| names(finding, fault)),

@@ -4,8 +4,10 @@
 //! group with its members, instead of as its nodes one by one or, when half the fleet is behind
 //! it, as nothing.
 //!
-//! Without a map, groups are inferred from the pair matrix among the nodes already named
-//! ([`crate::shared`]); that cannot see a group behind half the fleet, whose rows set the medians
+//! Without a map, the groups rack-style node names give are tested the same way
+//! ([`crate::node_names`]: a map of origin [`GroupOrigin::NodeNames`]), and groups are inferred
+//! from the pair matrix among the nodes already named ([`crate::shared`]); that cannot see a
+//! group behind half the fleet, whose rows set the medians
 //! every effect is measured from. With a map the test needs no named node: for each switch S of a
 //! class, the rows **crossing** S (one end in S) are compared with the rest (both ends in S, or
 //! both outside): d = median(crossing) - median(rest), in log bandwidth. S is named when d is more
@@ -40,6 +42,7 @@ use gdrperf_cluster::hostlist;
 use crate::fit::Fit;
 use crate::normal;
 use crate::observation::{Catalog, Observation, Source};
+pub use crate::verdict::GroupOrigin;
 use crate::verdict::{Finding, PartKind, Verdict};
 
 /// Why a switch map could not be read.
@@ -62,10 +65,12 @@ pub struct Switch {
     pub level: usize,
 }
 
-/// The switches of a fabric.
+/// The switches of a fabric (or the groups the node names give).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SwitchMap {
     pub switches: Vec<Switch>,
+    /// Where the groups came from: a topology file, or the node names.
+    pub origin: GroupOrigin,
 }
 
 /// More switches than this is not a fabric's map (every test is one more for Bonferroni, and each
@@ -184,15 +189,20 @@ impl SwitchMap {
                 switches.push(Switch { name, nodes, level });
             }
         }
-        Ok(SwitchMap { switches })
+        Ok(SwitchMap { switches, origin: GroupOrigin::TopologyFile })
     }
 
     /// How many of the rows' nodes are under a switch, of how many: a map whose names are not
     /// the rows' (`node01` against `node01.cluster`) covers none.
     pub fn coverage(&self, catalog: &Catalog) -> (usize, usize) {
+        (self.covered(&catalog.nodes), catalog.nodes.len())
+    }
+
+    /// How many of `nodes` are under a switch (a job's nodes, before it has rows).
+    pub fn covered(&self, nodes: &[String]) -> usize {
         let mapped: BTreeSet<&str> =
             self.switches.iter().flat_map(|switch| switch.nodes.iter().map(String::as_str)).collect();
-        (catalog.nodes.iter().filter(|node| mapped.contains(node.as_str())).count(), catalog.nodes.len())
+        nodes.iter().filter(|node| mapped.contains(node.as_str())).count()
     }
 }
 
@@ -453,7 +463,12 @@ pub(crate) fn switch_findings(
     for entry in slow {
         let label = catalog.classes[entry.class as usize].label.clone();
         let switch = &map.switches[entry.switch];
-        let mut finding = Finding::new(PartKind::Group, &format!("switch {}", switch.name), &label);
+        let name = match map.origin {
+            GroupOrigin::TopologyFile => format!("switch {}", switch.name),
+            _ => format!("group {}", switch.name),
+        };
+        let mut finding = Finding::new(PartKind::Group, &name, &label);
+        finding.group_from = Some(map.origin);
         finding.below_pct = 100.0 * (1.0 - entry.deficit.exp());
         finding.pairs = entry.crossing;
         finding.peers = entry.inside;

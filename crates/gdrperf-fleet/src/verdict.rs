@@ -45,6 +45,30 @@ impl PartKind {
     }
 }
 
+/// Where a group of nodes came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupOrigin {
+    /// A switch of the map the user gave (`--topology`).
+    #[default]
+    TopologyFile,
+    /// A group the rows' node names give ([`crate::node_names`]).
+    NodeNames,
+    /// Joined from the pair matrix among the nodes named ([`crate::shared`]).
+    PairMatrix,
+}
+
+impl GroupOrigin {
+    /// The words of the report: "grouped by ...".
+    pub fn words(self) -> &'static str {
+        match self {
+            GroupOrigin::TopologyFile => "the topology file",
+            GroupOrigin::NodeNames => "the node names",
+            GroupOrigin::PairMatrix => "the pair matrix (inferred among the nodes named)",
+        }
+    }
+}
+
 /// One named part (or one to watch, or a pair to retest).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
@@ -73,9 +97,12 @@ pub struct Finding {
     /// [`crate::transient::MOST_RETESTS`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agreeing_rows_needed: Option<u64>,
-    /// A rail's nodes (each with a port of the rail's device).
+    /// A rail's nodes (each with a port of the rail's device), or a group's.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<String>,
+    /// A group's: where the group came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_from: Option<GroupOrigin>,
 }
 
 impl Finding {
@@ -96,6 +123,7 @@ impl Finding {
             low_rows: None,
             agreeing_rows_needed: None,
             members: Vec::new(),
+            group_from: None,
         }
     }
 }

@@ -107,3 +107,33 @@ fn with_the_fabric_s_switch_map_a_slow_leaf_or_half_the_fleet_is_named_as_one_gr
         }
     }
 }
+
+#[test]
+fn rack_names_give_the_judge_the_fabric_s_groups_without_a_map() {
+    // The nodes named by the fabric (su0r000n00...), no map given: the names give the 16
+    // leaves and the 2 halves, and a slow leaf or half the fleet behind a slow switch is named as
+    // the name group, with the first five faults beside it and nothing else, on a noisy fabric.
+    for (shared, seed) in [(Fault::SlowGroup, 1), (Fault::SlowHalf, 2)] {
+        let faults = [&Fault::FIRST[..], &[shared]].concat();
+        let mut config = SimConfig::new(64, 4, Plan::Fixed(Schedule::AllPairs), 0.03, faults, seed);
+        config.dips = 0.02;
+        config.tails = Some(4.0);
+        config.rack_names = true;
+        let mut fleet = run(&config);
+        let groups = fleet.switches.as_ref().expect("the rack names give groups");
+        assert_eq!(groups.origin, crate::switch_map::GroupOrigin::NodeNames);
+        assert_eq!((groups.switches.len(), fleet.catalog.nodes[5].as_str()), (18, "su0r001n01"));
+        let verdict = retest(&mut fleet, &JudgeConfig::default());
+        assert_eq!(
+            score_named(&verdict, &fleet.planted, fleet.naming),
+            Score { all_named: true, false_named: false, false_watched: false, missed: vec![] },
+            "{shared:?} seed {seed}: {:?}",
+            verdict.findings
+        );
+        let group = verdict.findings.iter().find(|finding| finding.kind == PartKind::Group).unwrap();
+        assert_eq!(group.group_from, Some(crate::switch_map::GroupOrigin::NodeNames));
+    }
+    // Plain names give none: the simulations before this naming are judged as they were.
+    let plain = run(&SimConfig::new(64, 4, Plan::Locate, 0.03, Fault::FIRST.to_vec(), 1));
+    assert!(plain.switches.is_none());
+}
