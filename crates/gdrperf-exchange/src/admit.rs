@@ -355,10 +355,11 @@ mod tests {
         // HANDSHAKES_PER_SOURCE slots; those over it hear "busy" at once).
         let silent: Vec<_> =
             (0..5).map(|_| connect_from(std::net::Ipv4Addr::new(127, 0, 0, 3), port).unwrap()).collect();
-        std::thread::sleep(Duration::from_millis(200));
-        let started = Instant::now();
+        // No wait is needed for the strangers to be first: each connect above returned once the
+        // kernel had queued the connection, and the listener accepts in the queue's order. The
+        // decision: the client is served within its own 5 s timeout, which a server taking the
+        // strangers one at a time could not do (four hold slots, PROOF_PATIENCE of 2 s each).
         assert_eq!(client(port, Some("5f0c2d9e8a7b41c3b6d2e9f0a1b2c3d4"), hello().parameters), "ok");
-        assert!(started.elapsed() < Duration::from_secs(1), "served after {:?}", started.elapsed());
         assert_eq!(server.join().unwrap().unwrap(), "node1");
         drop(silent);
     }

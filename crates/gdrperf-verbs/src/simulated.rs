@@ -24,9 +24,13 @@
 //!
 //! Settings come from the environment variable [`ENVIRONMENT`] (`GDRPERF_SIMULATED_NIC`): set at
 //! all, it lists the simulated device first (so it is the default device); its value is
-//! `1` or a comma-separated list of `rate=GBIT_PER_S`, `latency=MICROSECONDS` and the injected
+//! `1` or a comma-separated list of `rate=GBIT_PER_S`, `latency=MICROSECONDS`, the injected
 //! fault `fail_after=N` (the N-th request the NIC executes in this process fails with "transport
-//! retry counter exceeded", as a vanished peer's would).
+//! retry counter exceeded", as a vanished peer's would) and `rnr_retry=N` (0 to 7, as the QP
+//! attribute: a SEND or WRITE with immediate that finds no receive N times more fails with "RNR
+//! retry counter exceeded"; 7, the default, retries for ever as the benches' QPs do). `rnr_retry=0`
+//! turns every receiver-not-ready into an error, so a run that passes under it never sent
+//! without a credit: what Soft-RoCE's RNR counters show, made a decision.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -51,6 +55,9 @@ pub const ENVIRONMENT: &str = "GDRPERF_SIMULATED_NIC";
 /// are connected with, `MIN_RNR_TIMER`).
 const RNR_DELAY: Duration = Duration::from_micros(640);
 
+/// `rnr_retry` 7: retry for ever (the InfiniBand encoding, and what the benches' QPs ask for).
+const RNR_RETRY_FOR_EVER: u8 = 7;
+
 /// Waits shorter than this are spun by the NIC thread rather than slept.
 const SPIN_BELOW: Duration = Duration::from_micros(200);
 
@@ -63,12 +70,19 @@ pub struct Settings {
     pub latency: Duration,
     /// The 1-based count of the executed request that fails (an injected fault).
     pub fail_after: Option<u64>,
+    /// Receiver-not-ready retries before a request fails; 7 (the IB encoding of "for ever").
+    pub rnr_retry: u8,
 }
 
 impl Default for Settings {
     /// 25 Gb/s and 2 us: a plausible RoCE port, so that timing code sees plausible numbers.
     fn default() -> Self {
-        Settings { bytes_per_second: 25e9 / 8.0, latency: Duration::from_micros(2), fail_after: None }
+        Settings {
+            bytes_per_second: 25e9 / 8.0,
+            latency: Duration::from_micros(2),
+            fail_after: None,
+            rnr_retry: RNR_RETRY_FOR_EVER,
+        }
     }
 }
 
@@ -93,8 +107,14 @@ impl Settings {
                     settings.fail_after = Some(number as u64)
                 }
                 "fail_after" => return Err(bad("fail_after must be a whole number >= 1".to_string())),
+                "rnr_retry" if number <= f64::from(RNR_RETRY_FOR_EVER) && number.fract() == 0.0 => {
+                    settings.rnr_retry = number as u8
+                }
+                "rnr_retry" => return Err(bad("rnr_retry must be a whole number from 0 to 7".to_string())),
                 other => {
-                    return Err(bad(format!("unknown key '{other}' (known: rate, latency, fail_after)")))
+                    return Err(bad(format!(
+                        "unknown key '{other}' (known: rate, latency, fail_after, rnr_retry)"
+                    )))
                 }
             }
         }
@@ -194,6 +214,8 @@ struct Pending {
     due: Instant,
     /// Unsignalled requests before it whose slots its completion frees (plus its own).
     slots: u32,
+    /// Receiver-not-ready retries it has had.
+    rnr_retries: u8,
 }
 
 struct QueuePair {
@@ -485,7 +507,7 @@ impl QueuePairHandle {
                 _ => request.local.len() as usize,
             };
             port_free_at += Duration::from_secs_f64(bytes as f64 / settings.bytes_per_second);
-            queue_pair.sends.push_back(Pending { request, due: port_free_at + settings.latency, slots });
+            queue_pair.sends.push_back(Pending { request, due: port_free_at + settings.latency, slots, rnr_retries: 0 });
         }
         nic.port_free_at = port_free_at;
         drop(nic);
@@ -588,6 +610,14 @@ fn execute_head(nic: &mut Nic, number: u32) {
             perform(nic, number, &pending.request)
         }
     };
+    let outcome = match outcome {
+        Outcome::ReceiverNotReady
+            if nic.settings.rnr_retry < RNR_RETRY_FOR_EVER && pending.rnr_retries >= nic.settings.rnr_retry =>
+        {
+            Outcome::Failed { status: status::IBV_WC_RNR_RETRY_EXC_ERR, peer_status: None }
+        }
+        other => other,
+    };
     let Some(queue_pair) = nic.queue_pairs.get_mut(&number) else { return };
     let request = pending.request;
     let opcode = send_opcode(&request.operation);
@@ -595,7 +625,8 @@ fn execute_head(nic: &mut Nic, number: u32) {
     match outcome {
         Outcome::ReceiverNotReady => {
             nic.executed -= 1;
-            queue_pair.sends.push_front(Pending { due: Instant::now() + RNR_DELAY, ..pending });
+            let rnr_retries = pending.rnr_retries.saturating_add(1);
+            queue_pair.sends.push_front(Pending { due: Instant::now() + RNR_DELAY, rnr_retries, ..pending });
         }
         Outcome::Done { byte_len } => {
             if request.signaled {
@@ -879,7 +910,11 @@ mod tests {
         assert_eq!(settings.bytes_per_second, 100e9 / 8.0);
         assert_eq!(settings.latency, Duration::from_nanos(500));
         assert_eq!(settings.fail_after, Some(7));
+        assert_eq!(settings.rnr_retry, 7, "retry for ever unless asked");
+        assert_eq!(Settings::parse("rnr_retry=0").unwrap().rnr_retry, 0);
         for (bad, reason) in [
+            ("rnr_retry=8", "from 0 to 7"),
+            ("rnr_retry=0.5", "from 0 to 7"),
             ("rate=0", "rate must be above 0"),
             ("rate=fast", "'fast' is not a number for rate"),
             ("latency=-1", "must be a finite number >= 0"),
