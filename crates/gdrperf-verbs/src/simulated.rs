@@ -26,7 +26,8 @@
 //! all, it lists the simulated device first (so it is the default device); its value is
 //! `1` or a comma-separated list of `rate=GBIT_PER_S`, `latency=MICROSECONDS` and the injected
 //! fault `fail_after=N` (the N-th request the NIC executes in this process fails with "transport
-//! retry counter exceeded", as a vanished peer's would).
+//! retry counter exceeded", as a vanished peer's would), and the test hook `post_list=N` (a post
+//! call of any other number of requests fails with EINVAL: a bench's `-l` lists, checked).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -63,12 +64,20 @@ pub struct Settings {
     pub latency: Duration,
     /// The 1-based count of the executed request that fails (an injected fault).
     pub fail_after: Option<u64>,
+    /// Every post call must carry exactly this many requests, else it fails with EINVAL: the
+    /// test hook that shows a bench posts in lists of `-l/--post_list` (`post_list=N`).
+    pub post_list: Option<u32>,
 }
 
 impl Default for Settings {
     /// 25 Gb/s and 2 us: a plausible RoCE port, so that timing code sees plausible numbers.
     fn default() -> Self {
-        Settings { bytes_per_second: 25e9 / 8.0, latency: Duration::from_micros(2), fail_after: None }
+        Settings {
+            bytes_per_second: 25e9 / 8.0,
+            latency: Duration::from_micros(2),
+            fail_after: None,
+            post_list: None,
+        }
     }
 }
 
@@ -93,8 +102,14 @@ impl Settings {
                     settings.fail_after = Some(number as u64)
                 }
                 "fail_after" => return Err(bad("fail_after must be a whole number >= 1".to_string())),
+                "post_list" if number >= 1.0 && number.fract() == 0.0 && number <= f64::from(u32::MAX) => {
+                    settings.post_list = Some(number as u32)
+                }
+                "post_list" => return Err(bad("post_list must be a whole number >= 1".to_string())),
                 other => {
-                    return Err(bad(format!("unknown key '{other}' (known: rate, latency, fail_after)")))
+                    return Err(bad(format!(
+                        "unknown key '{other}' (known: rate, latency, fail_after, post_list)"
+                    )))
                 }
             }
         }
@@ -474,6 +489,10 @@ impl QueuePairHandle {
             .iter()
             .any(|request| request.inline.is_inline() && request.local.len() > queue_pair.max_inline)
         {
+            return Err(full(libc::EINVAL));
+        }
+        // The test hook of `post_list=N`: a call of any other length is refused.
+        if settings.post_list.is_some_and(|length| requests.len() != length as usize) {
             return Err(full(libc::EINVAL));
         }
         queue_pair.occupied.fetch_add(requests.len() as u32, Ordering::AcqRel);
@@ -879,7 +898,9 @@ mod tests {
         assert_eq!(settings.bytes_per_second, 100e9 / 8.0);
         assert_eq!(settings.latency, Duration::from_nanos(500));
         assert_eq!(settings.fail_after, Some(7));
+        assert_eq!(Settings::parse("post_list=4").unwrap().post_list, Some(4));
         for (bad, reason) in [
+            ("post_list=0", "post_list must be a whole number >= 1"),
             ("rate=0", "rate must be above 0"),
             ("rate=fast", "'fast' is not a number for rate"),
             ("latency=-1", "must be a finite number >= 0"),

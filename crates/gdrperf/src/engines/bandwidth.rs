@@ -103,6 +103,9 @@ pub struct StreamPlan {
     pub inline: bool,
     /// `--validate`: a staged sender stamps each message with its index.
     pub validate: bool,
+    /// `-l/--post_list`: requests per post call, chained (perftest's post list); 1 posts all the
+    /// room the queue has in one call. Never above 1 with staged memory (refused before).
+    pub post_list: u32,
     /// The test hook of [`BenchConfig::shared_bounce_for_tests`](crate::options::config::BenchConfig).
     pub shared_bounce_for_tests: bool,
 }
@@ -157,6 +160,26 @@ struct Link<'a> {
     completion_queue: &'a mut CompletionQueue,
     control: &'a mut Control,
     remotes: Vec<RemoteBuffer>,
+}
+
+/// How many of `room` requests to post now with lists of `post_list`: whole lists only, unless
+/// `room` is all that is `left` of the phase (its last list may be short).
+fn whole_lists(post_list: u32, room: u64, left: Option<u64>) -> u64 {
+    let list = u64::from(post_list.max(1));
+    if left == Some(room) {
+        room
+    } else {
+        room - room % list
+    }
+}
+
+/// Requests per post call: the post list, or with none (1) all `count` at once.
+fn post_list_length(post_list: u32, count: u64) -> u64 {
+    if post_list > 1 {
+        u64::from(post_list)
+    } else {
+        count.max(1)
+    }
 }
 
 /// `landed_at(qp, message)`: where in QP `qp`'s buffer message `message` landed.
@@ -286,11 +309,14 @@ fn run<M: QueueMemory>(
                 if M::COPIES || remote_ring.is_some() {
                     count = book.whole_groups(count);
                 }
+                // perftest posts a list only when all of it fits (`scnt + post_list <= tx_depth +
+                // ccnt`); the last one of a phase may be short (a warm-up not a multiple of it).
+                let left = target.map(|target| target - counts.posted);
+                count = whole_lists(plan.post_list, count, left);
                 if count == 0 {
                     continue;
                 }
                 let memory = &memories[index];
-                let book_ref = &book;
                 let inline = match plan.inline {
                     // SAFETY: the plan asks for inline requests only from host memory (the
                     // session's buffers, registered and alive for the whole size), see
@@ -298,7 +324,7 @@ fn run<M: QueueMemory>(
                     true => unsafe { Inline::yes() },
                     false => Inline::NO,
                 };
-                queue_pair.post_send((0..count).map(|offset| {
+                let request = |offset: u64| {
                     // `sequence` counts this phase's requests from 1; `message` every request
                     // of the size from 0 (a ring slot and a stamp follow it).
                     let sequence = counts.posted + offset + 1;
@@ -315,15 +341,27 @@ fn run<M: QueueMemory>(
                         },
                         operation => operation.request(message, remote_address, remote.rkey),
                     };
-                    SendRequest {
-                        wr_id: StreamBook::work_request_id(index, sequence),
-                        signaled: book_ref.is_signaled(sequence),
-                        local: memory.local(message),
-                        operation,
-                        inline,
-                    }
-                }))?;
-                book.posted(index, count, meter.as_deref_mut());
+                    (sequence, message, operation)
+                };
+                // Each call posts one list: `post_list` requests, or all the room there is.
+                let list = post_list_length(plan.post_list, count);
+                let mut offset = 0;
+                while offset < count {
+                    let length = list.min(count - offset);
+                    let book_ref = &book;
+                    queue_pair.post_send((offset..offset + length).map(|offset| {
+                        let (sequence, message, operation) = request(offset);
+                        SendRequest {
+                            wr_id: StreamBook::work_request_id(index, sequence),
+                            signaled: book_ref.is_signaled(sequence),
+                            local: memory.local(message),
+                            operation,
+                            inline,
+                        }
+                    }))?;
+                    book.posted(index, length, meter.as_deref_mut());
+                    offset += length;
+                }
             }
             if target.is_some() {
                 posting = !book.all_posted();

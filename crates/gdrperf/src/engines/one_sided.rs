@@ -149,6 +149,7 @@ impl Engine for OneSidedStream {
                 notify_receiver: staged_receiver,
                 inline: posts_inline(self.operation, session.cpu_visible(), size, self.inline_size),
                 validate: self.common.validate,
+                post_list: self.bandwidth.post_list,
                 shared_bounce_for_tests: self.common.shared_bounce_for_tests,
             };
             let streamed = stream(session, &plan)?;

@@ -277,6 +277,18 @@ pub struct BandwidthArgs {
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
 
+    /// With -b: after the table, perftest's "Local results" and "Remote results" tables, each
+    /// direction's figures on its own (perftest's --report-both). Without -b it changes nothing,
+    /// as in perftest.
+    #[arg(long = "report-both")]
+    pub report_both: bool,
+
+    /// Post N work requests per post call, chained in one list (perftest's -l/--post_list). The
+    /// CQ moderation then defaults to N; -n must be a multiple of N, N a multiple of -Q, and N at
+    /// most -t. 1, the default: every call posts what the send queue has room for.
+    #[arg(short = 'l', long = "post-list", alias = "post_list", value_name = "N")]
+    pub post_list: Option<u32>,
+
     /// Run every listed GPU (--gpu 0,1 / all) or device (-d a,b) at the same time: one thread,
     /// control connection, QP set and buffer each, a row per lane and an aggregate row per size.
     /// Both sides give it.

@@ -2,12 +2,13 @@
 //! [`BandwidthConfig`] is made. Apart from the type, which the harness reads without the checks.
 
 use crate::bench::Verb;
+use crate::error::PostListRule;
 use crate::error::{ConfigError, Result};
 use crate::options::args::BandwidthArgs;
 use crate::options::bandwidth::{refuse_staged, BandwidthConfig, StagedRules};
 use crate::options::config::{BenchConfig, Role, StopRule};
 use crate::options::latency::check_atomic_size;
-use crate::options::perftest_defaults::cq_moderation;
+use crate::options::perftest_defaults::{cq_moderation, CqModeration, CqReason};
 
 impl BandwidthConfig {
     /// `-Q`, `-b` and `--concurrent` of a bench whose stream is `verb`, checked against the
@@ -17,7 +18,14 @@ impl BandwidthConfig {
             StopRule::Iterations(iterations) => Some(iterations),
             StopRule::Duration(_) => None,
         };
-        let cq_moderation = cq_moderation(args.cq_mod, &common.sizes, common.tx_depth, iterations)?;
+        if args.post_list == Some(0) {
+            return Err(ConfigError::out_of_range("-l/--post_list", 0, "at least 1").into());
+        }
+        let post_list = args.post_list.unwrap_or(1);
+        let mut cq_moderation = cq_moderation(args.cq_mod, &common.sizes, common.tx_depth, iterations)?;
+        if post_list > 1 {
+            cq_moderation = check_post_list(post_list, args.cq_mod, common.tx_depth, iterations)?;
+        }
         if args.concurrent && common.memory.kinds.len() > 1 {
             return Err(ConfigError::conflict(
                 "--concurrent",
@@ -29,6 +37,7 @@ impl BandwidthConfig {
         let staged = StagedRules {
             bidirectional: args.bidirectional,
             receiver_counts_messages: verb == Verb::Write && matches!(common.stop, StopRule::Duration(_)),
+            post_list: post_list > 1,
         };
         // Two processes refuse these once both memories are known, right after the hellos and
         // on both sides in the same words ([`refuse_staged`]): refused here, a server or client
@@ -53,8 +62,37 @@ impl BandwidthConfig {
             cq_mod: cq_moderation.value,
             cq_moderation,
             bidirectional: args.bidirectional,
+            report_both: args.report_both,
+            post_list,
             concurrent: args.concurrent,
             staged,
         })
+    }
+}
+
+/// perftest's checks of `-l N` above 1 (`perftest_parameters.c`, "post_list > 1"), made once
+/// before connecting, and the CQ moderation they leave: `N` itself without `-Q` (the last request
+/// of every list signalled), else the `-Q` given, which must divide `N`. `-n` must be a multiple
+/// of `N`; a list longer than `-t` would never fit the send queue (perftest waits for room that
+/// never comes), so gdrperf refuses it too.
+pub(crate) fn check_post_list(
+    post_list: u32,
+    requested_cq_mod: Option<u32>,
+    tx_depth: u32,
+    iterations: Option<u64>,
+) -> Result<CqModeration> {
+    let refuse = |rule| ConfigError::PostList { post_list, rule };
+    if post_list > tx_depth {
+        return Err(refuse(PostListRule::AboveTxDepth { tx_depth }).into());
+    }
+    if let Some(iterations) = iterations.filter(|iterations| iterations % u64::from(post_list) != 0) {
+        return Err(refuse(PostListRule::IterationsNotMultiple { iterations }).into());
+    }
+    match requested_cq_mod {
+        None => Ok(CqModeration { value: post_list, reason: CqReason::PostList }),
+        Some(cq_mod) if cq_mod == 0 || post_list % cq_mod != 0 => {
+            Err(refuse(PostListRule::NotMultipleOfCqMod { cq_mod }).into())
+        }
+        Some(cq_mod) => Ok(CqModeration { value: cq_mod, reason: CqReason::AsGiven }),
     }
 }

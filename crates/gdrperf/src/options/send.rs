@@ -40,6 +40,16 @@ impl SendConfig {
             );
         }
         let inline_size = args.inline.checked()?;
+        // The SEND stream posts against the receiver's credits and ends each phase with a marked
+        // message; lists of a fixed length are not in its post path (yet).
+        if bandwidth.post_list > 1 {
+            return Err(ConfigError::conflict(
+                "-l/--post_list",
+                "is not supported by gdr-send-bw: its stream posts against the receiver's credits; \
+                 gdr-write-bw, gdr-read-bw and gdr-atomic-bw take it",
+            )
+            .into());
+        }
         // A receiver checks each payload in a host-memory ring, or as a staged side copies it
         // in; GPUDirect memory the CPU cannot read has neither.
         let receives = !matches!(common.role, Role::Client { .. }) || bandwidth.bidirectional;

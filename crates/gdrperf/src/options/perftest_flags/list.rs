@@ -147,12 +147,17 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         "both ports of the device",
         NotSupported { why: "one port per device: -d a,b with --concurrent runs two" },
     ),
-    flag(
-        Some('l'),
-        "post_list",
-        true,
-        "requests per post call",
-        NotSupported { why: "gdrperf has no option for the requests per post call" },
+    latency(
+        flag(
+            Some('l'),
+            "post_list",
+            true,
+            "work requests per post call, chained in one ibv_post_send list; the CQ moderation becomes the list's size unless -Q is given, which must divide it; -n must be a multiple of it; bandwidth tests only (\"Post list is supported in BW tests only\")",
+            Differs {
+                how: "the same on gdr-write-bw, gdr-read-bw and gdr-atomic-bw (also --post-list; a list above -t is refused, as is staged memory); gdr-send-bw refuses it (its stream posts against the receiver's credits)",
+            },
+        ),
+        NotSupported { why: "post lists are supported in the bandwidth tests only (as perftest)" },
     ),
     flag(Some('D'), "duration", true, "run for seconds", Same),
     flag(Some('f'), "margin", true, "seconds left out at each end of -D", Same),
@@ -228,14 +233,17 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
     flag(None, "use-srq", false, "shared receive queue", NO_EXTRA),
     flag(None, "no_lock", false, "no locks in the provider", NO_EXTRA),
     flag(None, "use-null-mr", false, "null memory region", NO_EXTRA),
-    flag(
+    latency(
+        flag(
         None,
         "report-both",
         false,
-        "under -b, after the summed row, a \"Local results\" and a \"Remote results\" table (write_bw.c)",
-        NotSupported {
-            why: "-b prints the sum with this side's #iterations, as perftest by default; each direction's figures are not kept apart in the row",
+        "under -b, after the summed row, a \"Local results\" and a \"Remote results\" table: each side's own direction (its count, peak, average, rate); single-size runs only (RUN_REGULAR in write_bw.c, read_bw.c, send_bw.c, atomic_bw.c), nothing without -b; the latency tests take it and print nothing more",
+        Differs {
+            how: "the same tables (the peer's figures come with its size report); with -a they follow the sweep's table, a row per size",
         },
+    ),
+        Ignored { how: "as perftest's latency tests, nothing more is printed" },
     ),
     flag(
         None,
