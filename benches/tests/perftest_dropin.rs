@@ -121,3 +121,89 @@ fn post_list_posts_lists_of_its_length_and_refuses_what_perftest_refuses() {
     let (code, _, stderr) = run_apart("gdr-send-bw", &["-l", "4"], NIC);
     assert!(code == 2 && stderr.contains("not supported by gdr-send-bw"), "{stderr}");
 }
+
+/// Runs `binary` in loopback with `arguments` (stdout kept), sends `signal` once `csv` holds
+/// `rows_before` rows (polled every 20 ms, at most 120 s; never a fixed delay) and returns the
+/// exit code and stdout.
+fn signal_after_rows(
+    binary: &str,
+    arguments: &[&str],
+    csv: &str,
+    rows_before: usize,
+    signal: i32,
+) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut all = vec!["--loopback", "-d", "simulated0", "--csv", csv];
+    all.extend_from_slice(arguments);
+    let mut child = command(binary, &all, NIC)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let mut stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).expect("stdout is text");
+        text
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while rows(csv).len() < rows_before {
+        assert!(std::time::Instant::now() < deadline, "{binary}: {rows_before} rows not written in 120 s");
+        assert!(child.try_wait().expect("the child").is_none(), "{binary}: ended before the signal");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill with the id of our own child, which has not been reaped (try_wait saw it running).
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+    let status = child.wait().expect("the child ends");
+    (status.code(), reader.join().expect("the reader"))
+}
+
+/// `--run_infinitely`: a row per `-D` window until Ctrl-C, which ends the run as perftest's
+/// (" User stopped traffic", the closing rule, exit 0) with every printed row in the CSV, the
+/// JSON and perftest's JSON; under `-b` perftest dies by the signal: exit 130, rows kept.
+#[test]
+fn run_infinitely_reports_each_window_until_ctrl_c_and_keeps_every_row() {
+    let scratch = Scratch::new("endless");
+    let (csv, json, perftest) =
+        (scratch.file("endless.csv"), scratch.file("endless.json"), scratch.file("perftest.json"));
+    let arguments = [
+        "--run_infinitely",
+        "-D",
+        "1",
+        "-s",
+        "4096",
+        "-t",
+        "16",
+        "--json",
+        &json,
+        "--out_json",
+        "--out_json_file",
+        &perftest,
+    ];
+    let (code, stdout) = signal_after_rows("gdr-write-bw", &arguments, &csv, 3, libc::SIGINT);
+    assert_eq!(code, Some(0), "{stdout}");
+    let printed: Vec<&str> = stdout.lines().filter(|line| line.starts_with(" 4096 ")).collect();
+    let kept = rows(&csv);
+    assert!(printed.len() >= 3 && kept.len() == printed.len(), "{} in the CSV: {stdout}", kept.len());
+    assert!(printed.iter().all(|line| line.split_whitespace().count() == 5), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[lines.len() - 3..], ["", " User stopped traffic", RULE], "{stdout}");
+    let gdrperf: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("--json")).expect("JSON");
+    assert_eq!(gdrperf["outcome"]["status"], "complete", "{gdrperf}");
+    assert!(
+        gdrperf["outcome"]["interrupted"].as_str().is_some_and(|text| text.contains("stopped by SIGINT")),
+        "{gdrperf}"
+    );
+    assert_eq!(gdrperf["results"].as_array().map(Vec::len), Some(printed.len()), "{gdrperf}");
+    let perftest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&perftest).expect("--out_json")).expect("JSON");
+    assert_eq!(perftest["all_results"].as_array().map(Vec::len), Some(printed.len()), "{perftest}");
+
+    std::fs::remove_file(&csv).expect("the first run's CSV");
+    let both = ["-b", "--run_infinitely", "-D", "1", "-s", "4096", "-t", "16"];
+    let (code, stdout) = signal_after_rows("gdr-write-bw", &both, &csv, 2, libc::SIGINT);
+    assert_eq!(code, Some(130), "{stdout}");
+    assert!(!stdout.contains("User stopped traffic"), "{stdout}");
+    assert!(rows(&csv).len() >= 2, "{stdout}");
+}

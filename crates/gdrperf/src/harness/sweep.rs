@@ -33,6 +33,9 @@ pub struct RunOutcome {
     pub interrupted: Option<Interruption>,
     /// Sizes that missed an acceptance threshold (--min-bw, --max-lat), as FAIL lines.
     pub threshold_failures: Vec<String>,
+    /// `--run-infinitely` ended by Ctrl-C, its one way to end: not an interruption (exit 0, as
+    /// perftest's "User stopped traffic"), but the files say what stopped it.
+    pub stopped_as_asked: Option<Interruption>,
 }
 
 impl RunOutcome {
@@ -45,7 +48,7 @@ impl RunOutcome {
         };
         serde_json::json!({
             "status": status,
-            "interrupted": self.interrupted.as_ref().map(ToString::to_string),
+            "interrupted": self.interrupted.as_ref().or(self.stopped_as_asked.as_ref()).map(ToString::to_string),
             "error": error.map(ToString::to_string),
             "validation_failures": self.validation_failures,
             "threshold_failures": self.threshold_failures,
@@ -329,24 +332,39 @@ pub(crate) fn drive<B: Benchmark>(
                 .acceptance
                 .resolve(session.local.port.rate.as_deref(), sums_both_directions(benchmark))?;
             for &size in &config.sizes {
-                if session.control.stop_requested().is_some() {
-                    return Ok(());
-                }
-                position.start(size);
-                progress.set_message(format!("{size} bytes"));
-                let step = lead_size(config, benchmark, &mut session, &context, size, &window)?;
-                if let Some(row) = step.row {
-                    write_and_judge(&mut outputs, &progress, &thresholds, config.unit, &row, &mut outcome)?;
-                }
-                if let Some(warning) = &step.nic_warning {
-                    progress.suspend(|| eprintln!("{warning}"));
-                }
-                software_tally.add(&step.nic_moved);
-                progress.inc(1);
-                position.finish();
-                if !step.failures.is_empty() {
-                    outcome.validation_failures.push(format!("{size} bytes: {}", step.failures.join("; ")));
-                    break 'rounds;
+                // `--run-infinitely`: the size again, a row per -D window, until Ctrl-C.
+                loop {
+                    if session.control.stop_requested().is_some() {
+                        return Ok(());
+                    }
+                    position.start(size);
+                    progress.set_message(format!("{size} bytes"));
+                    let step = lead_size(config, benchmark, &mut session, &context, size, &window)?;
+                    if let Some(row) = step.row {
+                        write_and_judge(
+                            &mut outputs,
+                            &progress,
+                            &thresholds,
+                            config.unit,
+                            &row,
+                            &mut outcome,
+                        )?;
+                    }
+                    if let Some(warning) = &step.nic_warning {
+                        progress.suspend(|| eprintln!("{warning}"));
+                    }
+                    software_tally.add(&step.nic_moved);
+                    progress.inc(1);
+                    position.finish();
+                    if !step.failures.is_empty() {
+                        outcome
+                            .validation_failures
+                            .push(format!("{size} bytes: {}", step.failures.join("; ")));
+                        break 'rounds;
+                    }
+                    if !config.run_infinitely {
+                        break;
+                    }
                 }
             }
         }
@@ -361,7 +379,35 @@ pub(crate) fn drive<B: Benchmark>(
         }
     }
     let concluded = conclude(&mut session, result, &position, "client");
+    let concluded = end_of_an_endless_run(config, sums_both_directions(benchmark), concluded, &mut outcome);
     finish_outputs(&mut outputs, outcome, concluded)
+}
+
+/// `--run-infinitely` ends with Ctrl-C: as perftest's `run_iter_bw_infinitely` (whose SIGINT
+/// handler it installs only for a unidirectional stream), a SIGINT then prints "User stopped
+/// traffic" and the run ends cleanly, exit 0, every window's row kept; the window under way is
+/// not reported (perftest prints only whole windows). Under `-b` perftest has no handler and dies
+/// by the signal, so the interruption (exit 130) stands, as does SIGTERM's (143).
+fn end_of_an_endless_run(
+    config: &BenchConfig,
+    bidirectional: bool,
+    concluded: Result<Option<Interruption>>,
+    outcome: &mut RunOutcome,
+) -> Result<Option<Interruption>> {
+    match concluded {
+        Ok(Some(stop))
+            if config.run_infinitely
+                && !bidirectional
+                && stop.signal == crate::harness::interrupt::StopSignal::Interrupt =>
+        {
+            if config.output.is_none() {
+                println!("\n User stopped traffic");
+            }
+            outcome.stopped_as_asked = Some(stop);
+            Ok(None)
+        }
+        concluded => concluded,
+    }
 }
 
 /// Holds one row against the thresholds, then writes it: each miss is a FAIL line on stderr and

@@ -93,6 +93,12 @@ pub struct CommonArgs {
     #[arg(short = 'f', long = "margin", value_name = "SECONDS", requires = "duration")]
     pub margin: Option<u64>,
 
+    /// Bandwidth tests: run until Ctrl-C, a row every -D seconds (default 5, perftest's), each
+    /// over its own window, no margin (perftest's --run_infinitely). Ctrl-C ends the run with
+    /// exit 0 and every row kept (exit 130 with -b, where perftest dies by the signal).
+    #[arg(long = "run-infinitely", alias = "run_infinitely", conflicts_with_all = ["all", "iters", "margin"])]
+    pub run_infinitely: bool,
+
     /// Number of queue pairs (connections), used round-robin.
     #[arg(short = 'q', long = "qp", default_value_t = 1, value_name = "N")]
     pub qps: u32,

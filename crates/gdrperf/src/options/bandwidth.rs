@@ -18,6 +18,8 @@ pub struct BandwidthConfig {
     pub report_both: bool,
     /// `-l/--post_list`: work requests per post call, chained (1: what the queue has room for).
     pub post_list: u32,
+    /// `--run-infinitely` (the common setting, here for the harness's `Setup`).
+    pub run_infinitely: bool,
     /// `--concurrent`: every placement at once, one lane each.
     pub concurrent: bool,
     /// What staged memory refuses in this run (the bench hands it to the sweep).

@@ -33,6 +33,13 @@ impl BandwidthConfig {
             )
             .into());
         }
+        if common.run_infinitely && (args.concurrent || common.memory.kinds.len() > 1) {
+            return Err(ConfigError::conflict(
+                "--run-infinitely",
+                "runs one placement for ever: give one --mem kind, without --concurrent",
+            )
+            .into());
+        }
         // A WRITE stream's staged receiver counts the messages it copies in.
         let staged = StagedRules {
             bidirectional: args.bidirectional,
@@ -64,6 +71,7 @@ impl BandwidthConfig {
             bidirectional: args.bidirectional,
             report_both: args.report_both,
             post_list,
+            run_infinitely: common.run_infinitely,
             concurrent: args.concurrent,
             staged,
         })

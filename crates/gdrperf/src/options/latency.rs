@@ -190,6 +190,9 @@ impl LatencyConfig {
                 "applies to bandwidth results: a latency test is held to --max-lat",
             ));
         }
+        if common.run_infinitely {
+            return Err(conflict("--run-infinitely", "exists only in the bandwidth tests (as perftest's)"));
+        }
         let inline_size = match (options.inline_size, test.default_inline_size()) {
             (Some(_), None) => {
                 return Err(conflict(

@@ -50,6 +50,14 @@ impl SendConfig {
             )
             .into());
         }
+        if common.run_infinitely && bandwidth.bidirectional {
+            return Err(ConfigError::conflict(
+                "--run-infinitely",
+                "is not supported in a bidirectional SEND test (as perftest: \"run_infinitely mode is not \
+                 supported in SEND, SEND_IMM or WRITE_IMM Bidirectional BW test\")",
+            )
+            .into());
+        }
         // A receiver checks each payload in a host-memory ring, or as a staged side copies it
         // in; GPUDirect memory the CPU cannot read has neither.
         let receives = !matches!(common.role, Role::Client { .. }) || bandwidth.bidirectional;

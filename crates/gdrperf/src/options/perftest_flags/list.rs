@@ -222,12 +222,17 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
     flag(None, "local_ip", true, "local IP (raw Ethernet)", RAW_ETHERNET),
     flag(None, "remote_port", true, "remote port (raw Ethernet)", RAW_ETHERNET),
     flag(None, "local_port", true, "local port (raw Ethernet)", RAW_ETHERNET),
-    flag(
-        None,
-        "run_infinitely",
-        false,
-        "report every -D seconds for ever",
-        Refused { how: "no endless mode: -D SECONDS runs one measured window (up to 86400 s)" },
+    latency(
+        flag(
+            None,
+            "run_infinitely",
+            false,
+            "bandwidth tests: post for ever, a row every -D seconds (default 5) of the iterations since the last one, no margin and no peak (0.00); SIGINT ends a unidirectional run with \"User stopped traffic\" and exit 0 (with -b it kills it); refused with SEND -b (\"run_infinitely exists only in BW tests\" for latency)",
+            Differs {
+                how: "also --run-infinitely: a row per -D window (default 5 s, no margin), each window a size of its own (the stream restarts between windows) with its own peak; Ctrl-C: \"User stopped traffic\", exit 0, the window under way dropped, every row in --csv/--json/--out_json (exit 130 with -b, as perftest dies by the signal); refused with -a, -n, -f, --concurrent, several --mem kinds, and gdr-send-bw -b",
+            },
+        ),
+        NotSupported { why: "run_infinitely exists only in BW tests (as perftest)" },
     ),
     flag(None, "report_gbits", false, "bandwidth in Gb/s", AliasOf { gdrperf: &["--report-gbits"] }),
     flag(None, "use-srq", false, "shared receive queue", NO_EXTRA),

@@ -183,7 +183,13 @@ fn a_perftest_command_line_runs_or_is_refused_flag_by_flag() {
     );
 
     let refused = |line: &str| run(write_bw, false, line).unwrap_err().0;
-    assert!(refused("-a --run_infinitely").contains("-D SECONDS"));
+    // --run_infinitely is gdrperf's --run-infinitely; clap refuses it with -a.
+    let (arguments, _) = run(write_bw, false, "--run_infinitely -D 2 node2").unwrap();
+    let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+    assert!(cli.common.run_infinitely);
+    let (arguments, _) = run(write_bw, false, "-a --run_infinitely node2").unwrap();
+    let conflict = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments));
+    assert_eq!(conflict.err().map(|error| error.kind()), Some(clap::error::ErrorKind::ArgumentConflict));
     // -l and --report-both are gdrperf's own options now, with perftest's spellings.
     assert_eq!(run(write_bw, false, "-l 4").unwrap().0, ["-l", "4"].map(String::from));
     let (arguments, _) = run(write_bw, false, "--post_list=4 -b --report-both node2").unwrap();
