@@ -93,12 +93,13 @@ pub(crate) fn check_post_list(
     if post_list > tx_depth {
         return Err(refuse(PostListRule::AboveTxDepth { tx_depth }).into());
     }
-    if let Some(iterations) = iterations.filter(|iterations| iterations % u64::from(post_list) != 0) {
+    if let Some(iterations) = iterations.filter(|iterations| !iterations.is_multiple_of(u64::from(post_list)))
+    {
         return Err(refuse(PostListRule::IterationsNotMultiple { iterations }).into());
     }
     match requested_cq_mod {
         None => Ok(CqModeration { value: post_list, reason: CqReason::PostList }),
-        Some(cq_mod) if cq_mod == 0 || post_list % cq_mod != 0 => {
+        Some(cq_mod) if !post_list.is_multiple_of(cq_mod) => {
             Err(refuse(PostListRule::NotMultipleOfCqMod { cq_mod }).into())
         }
         Some(cq_mod) => Ok(CqModeration { value: cq_mod, reason: CqReason::AsGiven }),
