@@ -207,3 +207,28 @@ fn run_infinitely_reports_each_window_until_ctrl_c_and_keeps_every_row() {
     assert!(!stdout.contains("User stopped traffic"), "{stdout}");
     assert!(rows(&csv).len() >= 2, "{stdout}");
 }
+
+/// `--write_with_imm` on gdr-write-bw: every WRITE carries immediate data and the server posts a
+/// receive for each, counts them and reports its own figures (a server that posted none would
+/// leave the writer retrying until the stall timeout, exit 2; one that miscounted would fail the
+/// next size). A checked sweep passes; `-D` and `-b` are refused as the server needs a count.
+#[test]
+fn write_with_imm_has_the_server_receive_and_count_every_write() {
+    let scratch = Scratch::new("write-imm");
+    let csv = scratch.file("imm.csv");
+    let arguments =
+        ["--write_with_imm", "-a", "-n", "20", "-t", "16", "--validate", "--timeout", "10", "--csv", &csv];
+    let (code, stdout, stderr) = run_apart("gdr-write-bw", &arguments, NIC);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("WRITE_WITH_IMM"), "{stdout}");
+    let rows = rows(&csv);
+    assert_eq!(rows.len(), 23, "{stdout}{stderr}");
+    assert!(rows.iter().all(|row| row["validation"] == "pass" && row["iterations"] == "20"), "{rows:?}");
+    for (arguments, message) in [
+        (&["--write_with_imm", "-D", "2"][..], "use -n/--iters, not -D/--duration"),
+        (&["--write_with_imm", "-b"][..], "drop -b/--bidirectional"),
+    ] {
+        let (code, _, stderr) = run_apart("gdr-write-bw", arguments, NIC);
+        assert!(code == 2 && stderr.contains(message), "{arguments:?}: {stderr}");
+    }
+}

@@ -106,6 +106,9 @@ pub struct StreamPlan {
     /// `-l/--post_list`: requests per post call, chained (perftest's post list); 1 posts all the
     /// room the queue has in one call. Never above 1 with staged memory (refused before).
     pub post_list: u32,
+    /// `--write-with-imm` (gdr-write-bw): each WRITE carries immediate data, which consumes one of
+    /// the receiver's receives (it counts them, [`crate::engines::immediate_receive`]).
+    pub with_immediate: bool,
     /// The test hook of [`BenchConfig::shared_bounce_for_tests`](crate::options::config::BenchConfig).
     pub shared_bounce_for_tests: bool,
 }
@@ -334,11 +337,13 @@ fn run<M: QueueMemory>(
                         None => remote.address,
                     };
                     let operation = match plan.operation {
-                        StreamOperation::Write if plan.notify_receiver => Operation::WriteWithImmediate {
-                            remote_address,
-                            rkey: remote.rkey,
-                            immediate: index as u32,
-                        },
+                        StreamOperation::Write if plan.notify_receiver || plan.with_immediate => {
+                            Operation::WriteWithImmediate {
+                                remote_address,
+                                rkey: remote.rkey,
+                                immediate: index as u32,
+                            }
+                        }
                         operation => operation.request(message, remote_address, remote.rkey),
                     };
                     (sequence, message, operation)

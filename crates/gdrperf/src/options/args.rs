@@ -323,6 +323,16 @@ pub struct BandwidthInlineArgs {
     pub inline_size: u32,
 }
 
+/// gdr-write-bw's `--write-with-imm` (perftest's `--write_with_imm` on ib_write_bw).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct WriteImmediateArgs {
+    /// Write with immediate data: the server posts a receive for every message, counts them and
+    /// reports its own figures, as perftest's write_bw server then does (both sides give it; -n
+    /// only, one direction).
+    #[arg(long = "write-with-imm", alias = "write_with_imm")]
+    pub write_with_imm: bool,
+}
+
 fn parse_bandwidth_threshold(text: &str) -> Result<gdrperf_threshold::BandwidthThreshold, String> {
     gdrperf_threshold::BandwidthThreshold::parse(text).map_err(|error| error.to_string())
 }

@@ -4,7 +4,7 @@
 use crate::bench::Verb;
 use crate::error::PostListRule;
 use crate::error::{ConfigError, Result};
-use crate::options::args::BandwidthArgs;
+use crate::options::args::{BandwidthArgs, WriteImmediateArgs};
 use crate::options::bandwidth::{refuse_staged, BandwidthConfig, StagedRules};
 use crate::options::config::{BenchConfig, Role, StopRule};
 use crate::options::latency::check_atomic_size;
@@ -75,6 +75,32 @@ impl BandwidthConfig {
             concurrent: args.concurrent,
             staged,
         })
+    }
+}
+
+impl WriteImmediateArgs {
+    /// `--write-with-imm`, checked against the run: the server counts the writes it receives,
+    /// so a count is needed (`-n`, not `-D`), and one direction (perftest's `-b` then runs its own
+    /// loop, `run_iter_bi`, which gdrperf has not).
+    pub fn checked(&self, common: &BenchConfig, bandwidth: &BandwidthConfig) -> Result<bool> {
+        if !self.write_with_imm {
+            return Ok(false);
+        }
+        if matches!(common.stop, StopRule::Duration(_)) {
+            return Err(ConfigError::conflict(
+                "--write-with-imm",
+                "makes the server count the writes it receives: use -n/--iters, not -D/--duration (or --run_infinitely)",
+            )
+            .into());
+        }
+        if bandwidth.bidirectional {
+            return Err(ConfigError::conflict(
+                "--write-with-imm",
+                "runs one direction: drop -b/--bidirectional",
+            )
+            .into());
+        }
+        Ok(true)
     }
 }
 

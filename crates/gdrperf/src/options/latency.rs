@@ -78,7 +78,7 @@ pub struct WriteLatencyArgs {
     /// Announce each write with WRITE_WITH_IMM and wait for the receive completion, instead of
     /// polling the last byte of the buffer. This is what GPU memory (not CPU-visible) always
     /// uses; the flag lets host memory be measured the same way.
-    #[arg(long = "write-with-imm")]
+    #[arg(long = "write-with-imm", alias = "write_with_imm")]
     pub write_with_imm: bool,
 }
 

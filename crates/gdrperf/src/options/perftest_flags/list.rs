@@ -433,8 +433,10 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         None,
         "write_with_imm",
         false,
-        "WRITE with immediate (write_lat, write_bw); in write_bw the server then posts receives and reports its own figures, as send_bw (run_iter_bw_server); gdr-write-lat only here: gdr-write-bw refuses it (its receiver of WRITE_WITH_IMM exists only for staged memory, docs/perftest-dropin.md)",
-        AliasOf { gdrperf: &["--write-with-imm"] },
+        "WRITE with immediate data (write_lat, write_bw; SYMMETRIC); in write_bw the server then posts a receive for each message and prints its own figures (run_iter_bw_server), and -b runs run_iter_bi",
+        Differs {
+            how: "also --write-with-imm, on gdr-write-lat and gdr-write-bw; gdr-write-bw's server receives, counts and reports its own row as perftest's (both sides must give it), with -n only (-D and -b refused)",
+        },
     ),
     flag(None, "send_with_imm", false, "SEND with immediate", NO_EXTRA),
     flag(None, "no_enhanced_reorder", false, "no enhanced reordering", NO_EXTRA),
