@@ -107,7 +107,7 @@ pub struct StreamPlan {
     /// room the queue has in one call. Never above 1 with staged memory (refused before).
     pub post_list: u32,
     /// `--write-with-imm` (gdr-write-bw): each WRITE carries immediate data, which consumes one of
-    /// the receiver's receives (it counts them, [`crate::engines::immediate_receive`]).
+    /// the receiver's receives (it counts them, `engines::immediate_receive`).
     pub with_immediate: bool,
     /// The test hook of [`BenchConfig::shared_bounce_for_tests`](crate::options::config::BenchConfig).
     pub shared_bounce_for_tests: bool,

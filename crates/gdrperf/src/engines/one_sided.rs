@@ -41,7 +41,7 @@ pub struct OneSidedStream {
     /// (0: none; READs and atomics carry no payload to inline, so always 0 for them).
     pub inline_size: u32,
     /// `--write-with-imm` of gdr-write-bw: the writer's WRITEs carry immediate data and the
-    /// server receives, counts and reports them ([`immediate_receive`]), as perftest's
+    /// server receives, counts and reports them (`engines::immediate_receive`), as perftest's
     /// `run_iter_bw_server`; false for READs and atomics.
     pub write_with_immediate: bool,
 }
