@@ -93,8 +93,23 @@ fn report_both_after_a_sweep_lists_every_size_in_each_table() {
 fn post_list_posts_lists_of_its_length_and_refuses_what_perftest_refuses() {
     let scratch = Scratch::new("post-list");
     for binary in ["gdr-write-bw", "gdr-read-bw"] {
-        let csv = scratch.file(&format!("{binary}.csv"));
-        let arguments = ["-l", "4", "-s", "4096", "-n", "100", "-t", "16", "--validate", "--csv", &csv];
+        let (csv, json) = (scratch.file(&format!("{binary}.csv")), scratch.file(&format!("{binary}.json")));
+        let arguments = [
+            "-l",
+            "4",
+            "-s",
+            "4096",
+            "-n",
+            "100",
+            "-t",
+            "16",
+            "--validate",
+            "--csv",
+            &csv,
+            "--out_json",
+            "--out_json_file",
+            &json,
+        ];
         let (code, stdout, stderr) = run_apart(binary, &arguments, "rate=100,post_list=4");
         assert_eq!(code, 0, "{binary}: {stdout}{stderr}");
         let post_list = |line: &&str| line.trim_start().starts_with("Post List ") && line.ends_with(": 4");
@@ -103,6 +118,12 @@ fn post_list_posts_lists_of_its_length_and_refuses_what_perftest_refuses() {
         assert_eq!(rows.len(), 1, "{binary}: {stdout}{stderr}");
         assert_eq!((rows[0]["cq_mod"].as_str(), rows[0]["validation"].as_str()), ("4", "pass"), "{binary}");
         assert_eq!(rows[0]["iterations"], "100", "{binary}");
+        // perftest's --out_json: its test name gains "Post_List_", its test_info a Post_List key.
+        let perftest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("--out_json")).expect("JSON");
+        let verb = if binary == "gdr-write-bw" { "RDMA_Write" } else { "RDMA_Read" };
+        assert_eq!(perftest["test_info"]["test"], format!("{verb}_Post_List_BW_Test"), "{perftest}");
+        assert_eq!(perftest["test_info"]["Post_List"], 4, "{perftest}");
     }
     // Without -l the bench posts what the queue has room for: more than 4 at once.
     let (code, _, stderr) =

@@ -102,7 +102,8 @@ pub(crate) fn run_start<B: Benchmark>(
     rounds: usize,
 ) -> RunStart {
     let setup = benchmark.setup();
-    metadata(config, B::BENCH.name, (setup.header, setup.inline), session, placements, rounds)
+    let post_list = setup.bandwidth.map_or(1, |bandwidth| bandwidth.post_list);
+    metadata(config, B::BENCH.name, (setup.header, setup.inline, post_list), session, placements, rounds)
 }
 
 /// How long the passive side may wait for the active side to finish one size.
