@@ -491,3 +491,21 @@ pub fn post_credit_receives(queue_pairs: &mut [RcQueuePair]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `-l 4`: only whole lists go into the room (perftest's `scnt + post_list <= tx_depth +
+    /// ccnt`), except the phase's last, which may be short; without `-l` all the room in one call.
+    #[test]
+    fn lists_are_whole_except_a_phases_last() {
+        assert_eq!(whole_lists(4, 15, Some(100)), 12);
+        assert_eq!(whole_lists(4, 3, Some(100)), 0, "a list that does not fit waits for room");
+        assert_eq!(whole_lists(4, 3, Some(3)), 3, "the warm-up's short last list");
+        assert_eq!(whole_lists(4, 15, None), 12, "a timed run");
+        assert_eq!(whole_lists(1, 15, Some(100)), 15);
+        assert_eq!(post_list_length(4, 12), 4);
+        assert_eq!(post_list_length(1, 12), 12);
+    }
+}
