@@ -221,7 +221,15 @@ fn run_infinitely_reports_each_window_until_ctrl_c_and_keeps_every_row() {
         serde_json::from_str(&std::fs::read_to_string(&perftest).expect("--out_json")).expect("JSON");
     assert_eq!(perftest["all_results"].as_array().map(Vec::len), Some(printed.len()), "{perftest}");
 
+    // gdr-send-bw's server receives while it measures: the goodbye reaches it mid-size, and it
+    // ends cleanly too (a server that failed would make the loopback exit 2).
     std::fs::remove_file(&csv).expect("the first run's CSV");
+    let send = ["--run_infinitely", "-D", "1", "-s", "4096", "-t", "16"];
+    let (code, stdout) = signal_after_rows("gdr-send-bw", &send, &csv, 2, libc::SIGINT);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains(" User stopped traffic"), "{stdout}");
+
+    std::fs::remove_file(&csv).expect("the send run's CSV");
     let both = ["-b", "--run_infinitely", "-D", "1", "-s", "4096", "-t", "16"];
     let (code, stdout) = signal_after_rows("gdr-write-bw", &both, &csv, 2, libc::SIGINT);
     assert_eq!(code, Some(130), "{stdout}");

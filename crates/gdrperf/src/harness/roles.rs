@@ -175,9 +175,7 @@ fn run_loopback<B: Benchmark>(
         // the connection close); a stopped client leaves the server with a "stopped" error.
         match (client, server) {
             (Err(error), _) => Err(error),
-            (Ok(outcome), _) if outcome.interrupted.is_some() || outcome.stopped_as_asked.is_some() => {
-                Ok(outcome)
-            }
+            (Ok(outcome), _) if outcome.interrupted.is_some() => Ok(outcome),
             (Ok(_), Err(error)) => Err(error),
             (Ok(outcome), Ok(_)) => Ok(outcome),
         }

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::exchange::Message;
+use crate::exchange::{ExchangeError, Message};
 use crate::harness::benchmark::{concurrent, sums_both_directions, Benchmark, Engine, ReportOf, RowOf};
 use crate::harness::connect::Greeting;
-use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
+use crate::harness::interrupt::{conclude, stopped_as_asked, Interruption, SweepPosition};
 use crate::harness::port_window::{OwnPort, SizeWindow};
 use crate::harness::run_header::{metadata, row_context};
 use crate::harness::session::{LocalResources, Session, Side};
@@ -176,10 +176,25 @@ pub(crate) fn serve<B: Benchmark>(
             position.start(size);
             benchmark.engine().prepare(&mut session, size)?;
             session.control.send(&Message::Ready, "telling the client we are ready")?;
-            let ours = benchmark.engine().measure(&mut session, size)?;
+            let ours = match benchmark.engine().measure(&mut session, size) {
+                Ok(ours) => ours,
+                // A `--run-infinitely` client stopped by Ctrl-C while this side measured: the
+                // window is dropped and the run ends cleanly, as perftest's. Its goodbye may also
+                // come with an error here (a credit sent to QPs it has already destroyed): the
+                // goodbye is then the story.
+                Err(error) => match error {
+                    Error::Exchange(ExchangeError::PeerEnded { .. }) => return Ok(()),
+                    error => match session.control.peer_gone(Duration::from_millis(500)) {
+                        Some(ExchangeError::PeerEnded { .. }) => return Ok(()),
+                        _ => return Err(error),
+                    },
+                },
+            };
             session.control.set_timeout(measurement_wait(config));
             let peer_report = match session.control.receive("waiting for the client to finish the size")? {
                 Message::SizeDone { report, .. } => report,
+                // A `--run-infinitely` client stopped by Ctrl-C drops its window and says goodbye.
+                Message::Goodbye => return Ok(()),
                 other => return Err(unexpected(&session, "SizeDone", &other)),
             };
             // The wire carries the failure's text: the client reports it as the server's.
@@ -379,36 +394,22 @@ pub(crate) fn drive<B: Benchmark>(
             eprintln!("{line}");
         }
     }
-    let concluded = conclude(&mut session, result, &position, "client");
-    let concluded = end_of_an_endless_run(config, sums_both_directions(benchmark), concluded, &mut outcome);
-    finish_outputs(&mut outputs, outcome, concluded)
-}
-
-/// `--run-infinitely` ends with Ctrl-C: as perftest's `run_iter_bw_infinitely` (whose SIGINT
-/// handler it installs only for a unidirectional stream), a SIGINT then prints "User stopped
-/// traffic" and the run ends cleanly, exit 0, every window's row kept; the window under way is
-/// not reported (perftest prints only whole windows). Under `-b` perftest has no handler and dies
-/// by the signal, so the interruption (exit 130) stands, as does SIGTERM's (143).
-fn end_of_an_endless_run(
-    config: &BenchConfig,
-    bidirectional: bool,
-    concluded: Result<Option<Interruption>>,
-    outcome: &mut RunOutcome,
-) -> Result<Option<Interruption>> {
-    match concluded {
-        Ok(Some(stop))
-            if config.run_infinitely
-                && !bidirectional
-                && stop.signal == crate::harness::interrupt::StopSignal::Interrupt =>
-        {
+    // `--run-infinitely` ends with Ctrl-C: as perftest's `run_iter_bw_infinitely` (whose SIGINT
+    // handler it installs only for a unidirectional stream), "User stopped traffic", exit 0, every
+    // window's row kept. Under -b perftest dies by the signal: the interruption (130) stands, as
+    // does SIGTERM's (143).
+    let endless = config.run_infinitely && !sums_both_directions(benchmark);
+    let concluded = match endless.then(|| stopped_as_asked(&mut session, &position)).flatten() {
+        Some(stop) => {
             if config.output.is_none() {
                 println!("\n User stopped traffic");
             }
             outcome.stopped_as_asked = Some(stop);
             Ok(None)
         }
-        concluded => concluded,
-    }
+        None => conclude(&mut session, result, &position, "client"),
+    };
+    finish_outputs(&mut outputs, outcome, concluded)
 }
 
 /// Holds one row against the thresholds, then writes it: each miss is a FAIL line on stderr and
