@@ -105,7 +105,9 @@ pub fn stopped_as_asked(session: &mut Session, position: &SweepPosition) -> Opti
     let signal = session.control.stop_requested().filter(|signal| *signal == StopSignal::Interrupt)?;
     // A peer already gone needs no goodbye: the stop stands either way.
     let _ = session.control.send(&Message::Goodbye, "saying goodbye: the user stopped the traffic");
-    Some(Interruption { signal, at: position.describe(), finished: position.finished, total: position.total })
+    // An endless run has no total: its windows are all it did.
+    let finished = position.finished;
+    Some(Interruption { signal, at: position.describe(), finished, total: finished.max(position.total) })
 }
 
 /// Puts the peer's story first when ours is a consequence of it. An RDMA error or a stall right
