@@ -88,11 +88,6 @@ const COMMON: &[Case] = &[
     case(&["-R", "--sl", "1", "host1"], &["-S/--sl is not supported with -R"]),
     // perftest's flags that gdrperf lacks: refused by the list (docs/perftest-flags.md), each
     // naming gdrperf's spelling or saying it is not supported.
-    case(
-        &["--loopback", "-l", "4"],
-        &["perftest's -l, --post_list (requests per post call) is not supported"],
-    ),
-    case(&["--loopback", "--run_infinitely"], &["no endless mode: -D SECONDS"]),
     case(&["--loopback", "--use_rocm=0"], &["gdrperf's device memory is NVIDIA's (CUDA) only"]),
     case(&["--loopback", "-c", "UD"], &["gdrperf runs RC queue pairs only"]),
     case(&["--loopback", "-W", "x"], &["the nic_* columns and --max-nic-errors"]),
@@ -109,6 +104,13 @@ const COMMON: &[Case] = &[
 
 /// `-Q`/`-b` of the bandwidth tests.
 const BANDWIDTH: &[Case] = &[
+    case(&["--loopback", "--run_infinitely", "-a"], &["'--run-infinitely' cannot be used with '--all'"]),
+    case(&["--loopback", "--run-infinitely", "-n", "5"], &["cannot be used with"]),
+    // perftest's post list checks (perftest_parameters.c), before any device opens.
+    case(
+        &["--loopback", "-l", "4", "-n", "10"],
+        &["-n/--iters 10 must be a multiple of the post list's size"],
+    ),
     // -Q above -t is lowered to -t, as perftest does (the VM test clamped_cq_mod shows it).
     case(&["--loopback", "-D", "1.5"], &["-D/--duration must be a whole number of seconds"]),
     case(&["--loopback", "-Q", "0"], &["-Q/--cq-mod must be at least 1"]),
@@ -136,6 +138,9 @@ const LATENCY: &[Case] = &[
     case(&["--loopback", "-Q", "4"], &["unexpected argument '-Q'"]),
     case(&["--loopback", "--concurrent"], &["unexpected argument '--concurrent'"]),
     case(&["--loopback", "--min-bw", "1Gb/s"], &["--min-bw applies to bandwidth results"]),
+    case(&["--loopback", "-l", "4"], &["post lists are supported in the bandwidth tests only"]),
+    case(&["--loopback", "--run_infinitely"], &["run_infinitely exists only in BW tests"]),
+    case(&["--loopback", "--run-infinitely"], &["--run-infinitely exists only in the bandwidth tests"]),
 ];
 
 const WRITE_BW: &[Case] = &[
@@ -160,6 +165,7 @@ const READ_BW: &[Case] = &[
 ];
 
 const SEND_BW: &[Case] = &[
+    case(&["--loopback", "-b", "--run-infinitely"], &["not supported in a bidirectional SEND test"]),
     case(&["--loopback", "-r", "0"], &["-r/--rx-depth must be between 1 and 16384"]),
     case(&["--loopback", "-I", "5000"], &["-I/--inline-size 5000 is above 1024 bytes"]),
     // Refused before CUDA loads or a device opens: the receiver would have no host-memory ring.

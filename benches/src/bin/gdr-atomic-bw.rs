@@ -70,6 +70,9 @@ fn main() -> std::process::ExitCode {
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, AtomicBandwidth::BENCH.verb)?;
         let atomic = cli.atomic.atomic_type;
         let operation = StreamOperation::Atomic(atomic);
-        run(&AtomicBandwidth(OneSidedStream { operation, common, bandwidth, inline_size: 0 }, atomic))
+        run(&AtomicBandwidth(
+            OneSidedStream { operation, common, bandwidth, inline_size: 0, write_with_immediate: false },
+            atomic,
+        ))
     })
 }

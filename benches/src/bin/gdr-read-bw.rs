@@ -74,6 +74,7 @@ fn main() -> std::process::ExitCode {
             common,
             bandwidth,
             inline_size: 0,
+            write_with_immediate: false,
         }))
     })
 }

@@ -16,6 +16,8 @@ struct Cli {
     bandwidth: BandwidthArgs,
     #[command(flatten)]
     inline: BandwidthInlineArgs,
+    #[command(flatten)]
+    immediate: WriteImmediateArgs,
 }
 
 /// The one-sided stream, writing.
@@ -30,9 +32,18 @@ impl Benchmark for WriteBandwidth {
     }
 
     fn setup(&self) -> Setup {
-        let OneSidedStream { common, bandwidth, inline_size, .. } = &self.0;
+        let OneSidedStream { common, bandwidth, inline_size, write_with_immediate, .. } = &self.0;
+        // Both sides must agree on --write-with-imm: a server that posts no receives would
+        // leave the writer retrying for ever.
+        let mut parameters = bandwidth.parameters();
+        parameters["write_with_imm"] = serde_json::json!(write_with_immediate);
+        let mut header = bandwidth.header();
+        if *write_with_immediate {
+            header.push(("Verb".into(), "WRITE_WITH_IMM (the server receives and reports its own)".into()));
+        }
         Setup {
-            // Receives are used only by a receiver that copies each arrival on (engines::one_sided).
+            // Receives are used by a receiver that copies each arrival on, and by --write-with-imm's
+            // server (engines::one_sided).
             queue_sizes: QueuePairSizes {
                 send_depth: common.tx_depth,
                 recv_depth: common.tx_depth,
@@ -43,8 +54,8 @@ impl Benchmark for WriteBandwidth {
             remote_access: RemoteAccess::Write,
             // -I: the header says what it comes to on this side's memory (none from GPU memory).
             inline: (*inline_size > 0).then_some(InlineRequest { size: *inline_size, asked: true }),
-            parameters: bandwidth.parameters(),
-            header: bandwidth.header(),
+            parameters,
+            header,
             bandwidth: Some(*bandwidth),
         }
     }
@@ -61,11 +72,13 @@ fn main() -> std::process::ExitCode {
         let common = BenchConfig::from_args(&cli.common, defaults)?;
         let bandwidth = BandwidthConfig::from_args(&cli.bandwidth, &common, WriteBandwidth::BENCH.verb)?;
         let inline_size = cli.inline.checked()?;
+        let write_with_immediate = cli.immediate.checked(&common, &bandwidth)?;
         run(&WriteBandwidth(OneSidedStream {
             operation: StreamOperation::Write,
             common,
             bandwidth,
             inline_size,
+            write_with_immediate,
         }))
     })
 }

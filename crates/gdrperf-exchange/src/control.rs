@@ -288,9 +288,11 @@ impl Control {
         let deadline = Instant::now() + patience;
         loop {
             match self.watch.check_peer_now() {
-                Err(gone @ (ExchangeError::Closed { .. } | ExchangeError::PeerFailed { .. })) => {
-                    return Some(gone)
-                }
+                Err(
+                    gone @ (ExchangeError::Closed { .. }
+                    | ExchangeError::PeerFailed { .. }
+                    | ExchangeError::PeerEnded { .. }),
+                ) => return Some(gone),
                 Err(_) => return None,
                 Ok(()) => {}
             }

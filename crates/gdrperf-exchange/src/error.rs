@@ -53,6 +53,11 @@ pub enum ExchangeError {
     #[error("peer {peer} reported an error: {message}")]
     PeerFailed { peer: String, message: String },
 
+    /// The peer said goodbye in the middle of a size: a `--run-infinitely` client whose user
+    /// stopped it (perftest's "User stopped traffic"); the size under way is dropped.
+    #[error("peer {peer} ended the run in the middle of a size (its user stopped the traffic)")]
+    PeerEnded { peer: String },
+
     #[error("peer {peer} sent {got} while we expected {expected}")]
     Unexpected { peer: String, expected: &'static str, got: String },
 

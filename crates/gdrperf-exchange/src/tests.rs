@@ -153,6 +153,17 @@ fn a_silent_peer_times_out_after_the_timeout() {
     assert!(started.elapsed() >= Duration::from_millis(500));
 }
 
+/// A goodbye while a size is under way (a `--run-infinitely` client its user stopped) is the peer
+/// ending the run, which the watch and `peer_gone` say (waiting for it, not for a fixed time).
+#[test]
+fn a_goodbye_while_measuring_is_the_peer_ending_the_run() {
+    let (control, mut client) = pair();
+    assert!(control.peer_gone(Duration::ZERO).is_none(), "nothing sent yet");
+    client.write_all(&encode(&Message::Goodbye)).unwrap();
+    let gone = control.peer_gone(Duration::from_secs(10));
+    assert!(matches!(gone, Some(ExchangeError::PeerEnded { .. })), "{gone:?}");
+}
+
 #[test]
 fn check_peer_sees_a_dead_peer_and_a_failure_without_consuming_other_messages() {
     let (mut control, mut client) = pair();

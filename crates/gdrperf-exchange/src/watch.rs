@@ -96,6 +96,8 @@ impl PeerWatch {
                 Ok(Some((Message::Failed { message }, _))) => {
                     Err(ExchangeError::PeerFailed { peer: self.peer.clone(), message })
                 }
+                // Only a client that ends an endless run says goodbye while a size is under way.
+                Ok(Some((Message::Goodbye, _))) => Err(ExchangeError::PeerEnded { peer: self.peer.clone() }),
                 // Anything else is for the sweep to read when it gets there.
                 _ => Ok(()),
             },

@@ -26,11 +26,13 @@
 //! all, it lists the simulated device first (so it is the default device); its value is
 //! `1` or a comma-separated list of `rate=GBIT_PER_S`, `latency=MICROSECONDS`, the injected
 //! fault `fail_after=N` (the N-th request the NIC executes in this process fails with "transport
-//! retry counter exceeded", as a vanished peer's would) and `rnr_retry=N` (0 to 7, as the QP
+//! retry counter exceeded", as a vanished peer's would), `rnr_retry=N` (0 to 7, as the QP
 //! attribute: a SEND or WRITE with immediate that finds no receive N times more fails with "RNR
-//! retry counter exceeded"; 7, the default, retries for ever as the benches' QPs do). `rnr_retry=0`
-//! turns every receiver-not-ready into an error, so a run that passes under it never sent
-//! without a credit: what Soft-RoCE's RNR counters show, made a decision.
+//! retry counter exceeded"; 7, the default, retries for ever as the benches' QPs do), and the
+//! test hook `post_list=N` (a post call of any other number of requests fails with EINVAL: a
+//! bench's `-l` lists, checked). `rnr_retry=0` turns every receiver-not-ready into an error, so a
+//! run that passes under it never sent without a credit: what Soft-RoCE's RNR counters show, made
+//! a decision.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -72,6 +74,9 @@ pub struct Settings {
     pub fail_after: Option<u64>,
     /// Receiver-not-ready retries before a request fails; 7 (the IB encoding of "for ever").
     pub rnr_retry: u8,
+    /// Every post call must carry exactly this many requests, else it fails with EINVAL: the
+    /// test hook that shows a bench posts in lists of `-l/--post_list` (`post_list=N`).
+    pub post_list: Option<u32>,
 }
 
 impl Default for Settings {
@@ -82,6 +87,7 @@ impl Default for Settings {
             latency: Duration::from_micros(2),
             fail_after: None,
             rnr_retry: RNR_RETRY_FOR_EVER,
+            post_list: None,
         }
     }
 }
@@ -111,9 +117,13 @@ impl Settings {
                     settings.rnr_retry = number as u8
                 }
                 "rnr_retry" => return Err(bad("rnr_retry must be a whole number from 0 to 7".to_string())),
+                "post_list" if number >= 1.0 && number.fract() == 0.0 && number <= f64::from(u32::MAX) => {
+                    settings.post_list = Some(number as u32)
+                }
+                "post_list" => return Err(bad("post_list must be a whole number >= 1".to_string())),
                 other => {
                     return Err(bad(format!(
-                        "unknown key '{other}' (known: rate, latency, fail_after, rnr_retry)"
+                        "unknown key '{other}' (known: rate, latency, fail_after, rnr_retry, post_list)"
                     )))
                 }
             }
@@ -496,6 +506,10 @@ impl QueuePairHandle {
             .iter()
             .any(|request| request.inline.is_inline() && request.local.len() > queue_pair.max_inline)
         {
+            return Err(full(libc::EINVAL));
+        }
+        // The test hook of `post_list=N`: a call of any other length is refused.
+        if settings.post_list.is_some_and(|length| requests.len() != length as usize) {
             return Err(full(libc::EINVAL));
         }
         queue_pair.occupied.fetch_add(requests.len() as u32, Ordering::AcqRel);
@@ -912,9 +926,11 @@ mod tests {
         assert_eq!(settings.fail_after, Some(7));
         assert_eq!(settings.rnr_retry, 7, "retry for ever unless asked");
         assert_eq!(Settings::parse("rnr_retry=0").unwrap().rnr_retry, 0);
+        assert_eq!(Settings::parse("post_list=4").unwrap().post_list, Some(4));
         for (bad, reason) in [
             ("rnr_retry=8", "from 0 to 7"),
             ("rnr_retry=0.5", "from 0 to 7"),
+            ("post_list=0", "post_list must be a whole number >= 1"),
             ("rate=0", "rate must be above 0"),
             ("rate=fast", "'fast' is not a number for rate"),
             ("latency=-1", "must be a finite number >= 0"),

@@ -137,6 +137,16 @@ pub enum ConfigError {
     #[error("a staged receiver counts the messages it copies: use -n/--iters, not -D/--duration")]
     StagedReceiverDuration,
 
+    /// `-l/--post_list` with staged memory: a staged side posts each message as its copy
+    /// finishes, not in lists of a fixed length.
+    #[error("staged memory posts each message as its copy finishes: drop -l/--post_list")]
+    StagedPostList,
+
+    /// `-l/--post_list N` in a combination perftest refuses (`perftest_parameters.c`), or one
+    /// whose lists never fit the send queue.
+    #[error("-l/--post_list {post_list}: {rule}")]
+    PostList { post_list: u32, rule: PostListRule },
+
     /// `--mem` (and `--gpu`) lists on the two sides that cannot pair up, round by round.
     #[error(
         "the two sides list {} and {} memory placements ([{}] here, [{}] there): \
@@ -156,6 +166,21 @@ pub enum ConfigError {
     /// of order, a wrong token): what it tells the peer and logs.
     #[error("{reason}")]
     PeerRefused { reason: String },
+}
+
+/// The rule an `-l/--post_list` broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PostListRule {
+    /// perftest: "Number of iterations must be a multiple of post list size".
+    #[error("-n/--iters {iterations} must be a multiple of the post list's size (as perftest)")]
+    IterationsNotMultiple { iterations: u64 },
+    /// perftest: "Post list size must be a multiple of CQ moderation".
+    #[error("the post list's size must be a multiple of -Q/--cq-mod {cq_mod} (as perftest)")]
+    NotMultipleOfCqMod { cq_mod: u32 },
+    /// A list longer than the send queue is never posted (perftest waits for room that never
+    /// comes); gdrperf says so instead.
+    #[error("above -t/--tx-depth {tx_depth}: a list longer than the send queue is never posted")]
+    AboveTxDepth { tx_depth: u32 },
 }
 
 impl ConfigError {

@@ -26,5 +26,6 @@ pub use crate::options::perftest_defaults::InlineRequest;
 pub use crate::options::send::{SendArgs, SendConfig};
 pub use crate::options::{
     parse_bench, BandwidthArgs, BandwidthConfig, BandwidthInlineArgs, BenchConfig, CommonArgs,
+    WriteImmediateArgs,
 };
 pub use crate::verbs::{QueuePairSizes, RemoteAccess};

@@ -103,6 +103,12 @@ pub struct StreamPlan {
     pub inline: bool,
     /// `--validate`: a staged sender stamps each message with its index.
     pub validate: bool,
+    /// `-l/--post_list`: requests per post call, chained (perftest's post list); 1 posts all the
+    /// room the queue has in one call. Never above 1 with staged memory (refused before).
+    pub post_list: u32,
+    /// `--write-with-imm` (gdr-write-bw): each WRITE carries immediate data, which consumes one of
+    /// the receiver's receives (it counts them, `engines::immediate_receive`).
+    pub with_immediate: bool,
     /// The test hook of [`BenchConfig::shared_bounce_for_tests`](crate::options::config::BenchConfig).
     pub shared_bounce_for_tests: bool,
 }
@@ -157,6 +163,26 @@ struct Link<'a> {
     completion_queue: &'a mut CompletionQueue,
     control: &'a mut Control,
     remotes: Vec<RemoteBuffer>,
+}
+
+/// How many of `room` requests to post now with lists of `post_list`: whole lists only, unless
+/// `room` is all that is `left` of the phase (its last list may be short).
+fn whole_lists(post_list: u32, room: u64, left: Option<u64>) -> u64 {
+    let list = u64::from(post_list.max(1));
+    if left == Some(room) {
+        room
+    } else {
+        room - room % list
+    }
+}
+
+/// Requests per post call: the post list, or with none (1) all `count` at once.
+fn post_list_length(post_list: u32, count: u64) -> u64 {
+    if post_list > 1 {
+        u64::from(post_list)
+    } else {
+        count.max(1)
+    }
 }
 
 /// `landed_at(qp, message)`: where in QP `qp`'s buffer message `message` landed.
@@ -286,11 +312,14 @@ fn run<M: QueueMemory>(
                 if M::COPIES || remote_ring.is_some() {
                     count = book.whole_groups(count);
                 }
+                // perftest posts a list only when all of it fits (`scnt + post_list <= tx_depth +
+                // ccnt`); the last one of a phase may be short (a warm-up not a multiple of it).
+                let left = target.map(|target| target - counts.posted);
+                count = whole_lists(plan.post_list, count, left);
                 if count == 0 {
                     continue;
                 }
                 let memory = &memories[index];
-                let book_ref = &book;
                 let inline = match plan.inline {
                     // SAFETY: the plan asks for inline requests only from host memory (the
                     // session's buffers, registered and alive for the whole size), see
@@ -298,7 +327,7 @@ fn run<M: QueueMemory>(
                     true => unsafe { Inline::yes() },
                     false => Inline::NO,
                 };
-                queue_pair.post_send((0..count).map(|offset| {
+                let request = |offset: u64| {
                     // `sequence` counts this phase's requests from 1; `message` every request
                     // of the size from 0 (a ring slot and a stamp follow it).
                     let sequence = counts.posted + offset + 1;
@@ -308,22 +337,36 @@ fn run<M: QueueMemory>(
                         None => remote.address,
                     };
                     let operation = match plan.operation {
-                        StreamOperation::Write if plan.notify_receiver => Operation::WriteWithImmediate {
-                            remote_address,
-                            rkey: remote.rkey,
-                            immediate: index as u32,
-                        },
+                        StreamOperation::Write if plan.notify_receiver || plan.with_immediate => {
+                            Operation::WriteWithImmediate {
+                                remote_address,
+                                rkey: remote.rkey,
+                                immediate: index as u32,
+                            }
+                        }
                         operation => operation.request(message, remote_address, remote.rkey),
                     };
-                    SendRequest {
-                        wr_id: StreamBook::work_request_id(index, sequence),
-                        signaled: book_ref.is_signaled(sequence),
-                        local: memory.local(message),
-                        operation,
-                        inline,
-                    }
-                }))?;
-                book.posted(index, count, meter.as_deref_mut());
+                    (sequence, message, operation)
+                };
+                // Each call posts one list: `post_list` requests, or all the room there is.
+                let list = post_list_length(plan.post_list, count);
+                let mut offset = 0;
+                while offset < count {
+                    let length = list.min(count - offset);
+                    let book_ref = &book;
+                    queue_pair.post_send((offset..offset + length).map(|offset| {
+                        let (sequence, message, operation) = request(offset);
+                        SendRequest {
+                            wr_id: StreamBook::work_request_id(index, sequence),
+                            signaled: book_ref.is_signaled(sequence),
+                            local: memory.local(message),
+                            operation,
+                            inline,
+                        }
+                    }))?;
+                    book.posted(index, length, meter.as_deref_mut());
+                    offset += length;
+                }
             }
             if target.is_some() {
                 posting = !book.all_posted();
@@ -447,4 +490,22 @@ pub fn post_credit_receives(queue_pairs: &mut [RcQueuePair]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `-l 4`: only whole lists go into the room (perftest's `scnt + post_list <= tx_depth +
+    /// ccnt`), except the phase's last, which may be short; without `-l` all the room in one call.
+    #[test]
+    fn lists_are_whole_except_a_phases_last() {
+        assert_eq!(whole_lists(4, 15, Some(100)), 12);
+        assert_eq!(whole_lists(4, 3, Some(100)), 0, "a list that does not fit waits for room");
+        assert_eq!(whole_lists(4, 3, Some(3)), 3, "the warm-up's short last list");
+        assert_eq!(whole_lists(4, 15, None), 12, "a timed run");
+        assert_eq!(whole_lists(1, 15, Some(100)), 15);
+        assert_eq!(post_list_length(4, 12), 4);
+        assert_eq!(post_list_length(1, 12), 12);
+    }
 }

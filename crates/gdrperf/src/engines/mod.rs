@@ -20,6 +20,7 @@
 pub(crate) mod atomic;
 pub(crate) mod bandwidth;
 pub mod credits;
+pub(crate) mod immediate_receive;
 pub(crate) mod latency;
 pub(crate) mod meter;
 pub(crate) mod one_sided;

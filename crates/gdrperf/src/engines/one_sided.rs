@@ -17,7 +17,7 @@ use crate::engines::atomic::{check_atomic_counter, count_atomics};
 use crate::engines::bandwidth::{
     post_credit_receives, stream, StreamOperation, StreamPlan, ATOMIC_COUNTER_OFFSET,
 };
-use crate::engines::staged_receive;
+use crate::engines::{immediate_receive, staged_receive};
 use crate::error::Result;
 use crate::harness::benchmark::Engine;
 use crate::harness::session::Session;
@@ -40,6 +40,10 @@ pub struct OneSidedStream {
     /// `-I` of gdr-write-bw: WRITEs of up to this many bytes are posted inline from host memory
     /// (0: none; READs and atomics carry no payload to inline, so always 0 for them).
     pub inline_size: u32,
+    /// `--write-with-imm` of gdr-write-bw: the writer's WRITEs carry immediate data and the
+    /// server receives, counts and reports them (`engines::immediate_receive`), as perftest's
+    /// `run_iter_bw_server`; false for READs and atomics.
+    pub write_with_immediate: bool,
 }
 
 impl OneSidedStream {
@@ -75,6 +79,12 @@ impl OneSidedStream {
         self.operation == StreamOperation::Write && server.is_staged()
     }
 
+    /// `--write-with-imm`: this side is the server that receives the writes with immediate data
+    /// (a staged server has its own receiver, which takes them anyway).
+    fn receives_immediates(&self, session: &Session) -> bool {
+        self.write_with_immediate && !self.sends(session) && !self.staged_receiver(session)
+    }
+
     /// Messages per QP and size, warm-up included (a staged receiver copies those too).
     fn messages_per_qp(&self) -> u64 {
         match self.common.stop {
@@ -98,6 +108,9 @@ impl Engine for OneSidedStream {
         let staged_receiver = self.staged_receiver(session);
         if staged_receiver && !self.sends(session) {
             staged_receive::post_receives(session, size, &self.common, self.messages_per_qp())?;
+        }
+        if self.receives_immediates(session) {
+            immediate_receive::post_receives(session, self.messages_per_qp())?;
         }
         if staged_receiver && self.sends(session) && !session.connection.state::<CreditReceives>().0 {
             post_credit_receives(&mut session.local.queue_pairs)?;
@@ -149,6 +162,8 @@ impl Engine for OneSidedStream {
                 notify_receiver: staged_receiver,
                 inline: posts_inline(self.operation, session.cpu_visible(), size, self.inline_size),
                 validate: self.common.validate,
+                post_list: self.bandwidth.post_list,
+                with_immediate: self.write_with_immediate,
                 shared_bounce_for_tests: self.common.shared_bounce_for_tests,
             };
             let streamed = stream(session, &plan)?;
@@ -158,6 +173,8 @@ impl Engine for OneSidedStream {
             streamed.report
         } else if staged_receiver {
             staged_receive::receive(session, size, &self.common, self.messages_per_qp())?
+        } else if self.receives_immediates(session) {
+            immediate_receive::receive(session, size, &self.common, self.messages_per_qp())?
         } else {
             return Ok(None);
         };
@@ -188,7 +205,10 @@ impl Engine for OneSidedStream {
         peer: Option<BandwidthFigures>,
         validation: &str,
     ) -> Option<BandwidthRow> {
+        let staged = context.mem_local.is_staged() || context.mem_remote.is_staged();
         let reports: Vec<BandwidthFigures> = match (ours, peer) {
+            // --write-with-imm: each side its own figures, as perftest's client and server print.
+            (Some(own), _) if self.write_with_immediate && !staged => vec![own],
             (Some(sent), Some(landed)) if !self.bandwidth.bidirectional => {
                 let slower = if landed.average_bytes_per_second < sent.average_bytes_per_second {
                     landed

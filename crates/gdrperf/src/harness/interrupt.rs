@@ -3,7 +3,7 @@
 //! ([`conclude`]). The signals themselves are taken over in [`gdrperf_exchange::process::stop`].
 
 use crate::error::{Error, Result};
-use crate::exchange::ExchangeError;
+use crate::exchange::{ExchangeError, Message};
 use crate::harness::session::Session;
 pub use gdrperf_exchange::process::{install_signal_handlers, StopFlag, StopSignal};
 
@@ -95,6 +95,19 @@ pub fn conclude(
             Err(Error::Sweep { at: position.describe(), peer, source: Box::new(error) })
         }
     }
+}
+
+/// `--run-infinitely`'s own end: a SIGINT, which perftest's `run_iter_bw_infinitely` takes as
+/// "User stopped traffic" (not a failure) in a unidirectional stream. The window under way is
+/// dropped and the peer is told goodbye, so that it ends cleanly too (its `serve` takes a goodbye
+/// in the middle of a size as the end); `None` when no SIGINT stopped the run.
+pub fn stopped_as_asked(session: &mut Session, position: &SweepPosition) -> Option<Interruption> {
+    let signal = session.control.stop_requested().filter(|signal| *signal == StopSignal::Interrupt)?;
+    // A peer already gone needs no goodbye: the stop stands either way.
+    let _ = session.control.send(&Message::Goodbye, "saying goodbye: the user stopped the traffic");
+    // An endless run has no total: its windows are all it did.
+    let finished = position.finished;
+    Some(Interruption { signal, at: position.describe(), finished, total: finished.max(position.total) })
 }
 
 /// Puts the peer's story first when ours is a consequence of it. An RDMA error or a stall right

@@ -49,7 +49,7 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
     match &config.role {
         Role::Server => {
             // The server reports as perftest's do: its table, --csv, --json, --out_json (and --prom).
-            let outputs = create_outputs::<B>(config)?;
+            let outputs = create_outputs(config, benchmark)?;
             let local = create_local(config, benchmark, &placements[0])?;
             let address = config.listen_address();
             let listener = Control::listen(address)?;
@@ -80,7 +80,7 @@ pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
             serve_connected(config, benchmark, &placements, listener, session, outputs, &stop)
         }
         Role::Client { .. } => {
-            let outputs = create_outputs::<B>(config)?;
+            let outputs = create_outputs(config, benchmark)?;
             install_signal_handlers(&stop)?;
             lead(config, benchmark, &placements, outputs, &stop)
         }
@@ -135,7 +135,7 @@ fn run_loopback<B: Benchmark>(
     placements: &[Placement],
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
-    let outputs = create_outputs::<B>(config)?;
+    let outputs = create_outputs(config, benchmark)?;
     let listener = Control::listen(SocketAddr::from(([127, 0, 0, 1], 0)))?;
     let port = listener.local_addr().map_err(|source| Error::Loopback { source })?.port();
     let client_config = BenchConfig { tcp_port: port, ..config.clone() };
@@ -182,7 +182,7 @@ fn run_loopback<B: Benchmark>(
     })
 }
 
-fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<RowOf<B>>> {
+fn create_outputs<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<Outputs<RowOf<B>>> {
     let latency = B::BENCH.measures == crate::options::bench::Measures::Latency;
     if let Some(figure) = config.output {
         if latency != (figure == OutputFigure::Latency) {
@@ -204,7 +204,14 @@ fn create_outputs<B: Benchmark>(config: &BenchConfig) -> Result<Outputs<RowOf<B>
         config.json.as_deref(),
         config.perftest_json.as_deref().map(|path| (path, style)),
         config.prometheus.as_deref(),
-        Some(Console::new(B::BENCH.title, style)),
+        Some(
+            Console::new(B::BENCH.title, style).reporting_both(
+                benchmark
+                    .setup()
+                    .bandwidth
+                    .is_some_and(|bandwidth| bandwidth.bidirectional && bandwidth.report_both),
+            ),
+        ),
     )
 }
 

@@ -49,7 +49,7 @@ pub(crate) fn row_context(test: &str, config: &BenchConfig, session: &Session) -
 pub(crate) fn metadata(
     config: &BenchConfig,
     test: &str,
-    (setup_header, inline): (Vec<(String, String)>, Option<InlineRequest>),
+    (setup_header, inline, post_list): (Vec<(String, String)>, Option<InlineRequest>, u32),
     session: &Session,
     placements: &[Placement],
     rounds: usize,
@@ -226,14 +226,19 @@ pub(crate) fn metadata(
         "service_level": config.service_level,
         "type_of_service": config.type_of_service,
         "relaxed_ordering": crate::memory::buffers::relaxed_ordering(&local.buffers),
-        "perftest_test_info": perftest_test_info(config, test, session),
+        "perftest_test_info": perftest_test_info(config, test, session, post_list),
     });
     RunStart { header, metadata }
 }
 
 /// What perftest's `--out_json` writes under `test_info` (`write_test_info_to_file`), in its
 /// key names, and the verb its test name starts with; the rows complete the name.
-fn perftest_test_info(config: &BenchConfig, test: &str, session: &Session) -> serde_json::Value {
+fn perftest_test_info(
+    config: &BenchConfig,
+    test: &str,
+    session: &Session,
+    post_list: u32,
+) -> serde_json::Value {
     let local = &session.local;
     let verb = match test.split('_').next().unwrap_or_default() {
         "write" => "RDMA_Write".to_string(),
@@ -250,7 +255,7 @@ fn perftest_test_info(config: &BenchConfig, test: &str, session: &Session) -> se
         "Ethernet" => "Ethernet",
         _ => "IB",
     };
-    serde_json::json!({
+    let mut info = serde_json::json!({
         "verb": verb,
         "test_info": {
             "Dual_port": "OFF",
@@ -267,7 +272,12 @@ fn perftest_test_info(config: &BenchConfig, test: &str, session: &Session) -> se
             "rdma_cm_QPs": on_off(config.rdma_cm),
             "Data_ex_method": if config.rdma_cm { "rdma_cm" } else { "Ethernet" },
         },
-    })
+    });
+    // `-l` above 1: perftest's key, and its test name's "Post_List_" (the rows complete the name).
+    if post_list > 1 {
+        info["test_info"]["Post_List"] = post_list.into();
+    }
+    info
 }
 
 /// The header's "PCIe relax order" line: perftest's ON/OFF (its header's words) and what the

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::exchange::Message;
+use crate::exchange::{ExchangeError, Message};
 use crate::harness::benchmark::{concurrent, sums_both_directions, Benchmark, Engine, ReportOf, RowOf};
 use crate::harness::connect::Greeting;
-use crate::harness::interrupt::{conclude, Interruption, SweepPosition};
+use crate::harness::interrupt::{conclude, stopped_as_asked, Interruption, SweepPosition};
 use crate::harness::port_window::{OwnPort, SizeWindow};
 use crate::harness::run_header::{metadata, row_context};
 use crate::harness::session::{LocalResources, Session, Side};
@@ -33,6 +33,9 @@ pub struct RunOutcome {
     pub interrupted: Option<Interruption>,
     /// Sizes that missed an acceptance threshold (--min-bw, --max-lat), as FAIL lines.
     pub threshold_failures: Vec<String>,
+    /// `--run-infinitely` ended by Ctrl-C, its one way to end: not an interruption (exit 0, as
+    /// perftest's "User stopped traffic"), but the files say what stopped it.
+    pub stopped_as_asked: Option<Interruption>,
 }
 
 impl RunOutcome {
@@ -45,7 +48,7 @@ impl RunOutcome {
         };
         serde_json::json!({
             "status": status,
-            "interrupted": self.interrupted.as_ref().map(ToString::to_string),
+            "interrupted": self.interrupted.as_ref().or(self.stopped_as_asked.as_ref()).map(ToString::to_string),
             "error": error.map(ToString::to_string),
             "validation_failures": self.validation_failures,
             "threshold_failures": self.threshold_failures,
@@ -99,7 +102,8 @@ pub(crate) fn run_start<B: Benchmark>(
     rounds: usize,
 ) -> RunStart {
     let setup = benchmark.setup();
-    metadata(config, B::BENCH.name, (setup.header, setup.inline), session, placements, rounds)
+    let post_list = setup.bandwidth.map_or(1, |bandwidth| bandwidth.post_list);
+    metadata(config, B::BENCH.name, (setup.header, setup.inline, post_list), session, placements, rounds)
 }
 
 /// How long the passive side may wait for the active side to finish one size.
@@ -172,10 +176,25 @@ pub(crate) fn serve<B: Benchmark>(
             position.start(size);
             benchmark.engine().prepare(&mut session, size)?;
             session.control.send(&Message::Ready, "telling the client we are ready")?;
-            let ours = benchmark.engine().measure(&mut session, size)?;
+            let ours = match benchmark.engine().measure(&mut session, size) {
+                Ok(ours) => ours,
+                // A `--run-infinitely` client stopped by Ctrl-C while this side measured: the
+                // window is dropped and the run ends cleanly, as perftest's. Its goodbye may also
+                // come with an error here (a credit sent to QPs it has already destroyed): the
+                // goodbye is then the story.
+                Err(error) => match error {
+                    Error::Exchange(ExchangeError::PeerEnded { .. }) => return Ok(()),
+                    error => match session.control.peer_gone(Duration::from_millis(500)) {
+                        Some(ExchangeError::PeerEnded { .. }) => return Ok(()),
+                        _ => return Err(error),
+                    },
+                },
+            };
             session.control.set_timeout(measurement_wait(config));
             let peer_report = match session.control.receive("waiting for the client to finish the size")? {
                 Message::SizeDone { report, .. } => report,
+                // A `--run-infinitely` client stopped by Ctrl-C drops its window and says goodbye.
+                Message::Goodbye => return Ok(()),
                 other => return Err(unexpected(&session, "SizeDone", &other)),
             };
             // The wire carries the failure's text: the client reports it as the server's.
@@ -329,24 +348,39 @@ pub(crate) fn drive<B: Benchmark>(
                 .acceptance
                 .resolve(session.local.port.rate.as_deref(), sums_both_directions(benchmark))?;
             for &size in &config.sizes {
-                if session.control.stop_requested().is_some() {
-                    return Ok(());
-                }
-                position.start(size);
-                progress.set_message(format!("{size} bytes"));
-                let step = lead_size(config, benchmark, &mut session, &context, size, &window)?;
-                if let Some(row) = step.row {
-                    write_and_judge(&mut outputs, &progress, &thresholds, config.unit, &row, &mut outcome)?;
-                }
-                if let Some(warning) = &step.nic_warning {
-                    progress.suspend(|| eprintln!("{warning}"));
-                }
-                software_tally.add(&step.nic_moved);
-                progress.inc(1);
-                position.finish();
-                if !step.failures.is_empty() {
-                    outcome.validation_failures.push(format!("{size} bytes: {}", step.failures.join("; ")));
-                    break 'rounds;
+                // `--run-infinitely`: the size again, a row per -D window, until Ctrl-C.
+                loop {
+                    if session.control.stop_requested().is_some() {
+                        return Ok(());
+                    }
+                    position.start(size);
+                    progress.set_message(format!("{size} bytes"));
+                    let step = lead_size(config, benchmark, &mut session, &context, size, &window)?;
+                    if let Some(row) = step.row {
+                        write_and_judge(
+                            &mut outputs,
+                            &progress,
+                            &thresholds,
+                            config.unit,
+                            &row,
+                            &mut outcome,
+                        )?;
+                    }
+                    if let Some(warning) = &step.nic_warning {
+                        progress.suspend(|| eprintln!("{warning}"));
+                    }
+                    software_tally.add(&step.nic_moved);
+                    progress.inc(1);
+                    position.finish();
+                    if !step.failures.is_empty() {
+                        outcome
+                            .validation_failures
+                            .push(format!("{size} bytes: {}", step.failures.join("; ")));
+                        break 'rounds;
+                    }
+                    if !config.run_infinitely {
+                        break;
+                    }
                 }
             }
         }
@@ -360,7 +394,21 @@ pub(crate) fn drive<B: Benchmark>(
             eprintln!("{line}");
         }
     }
-    let concluded = conclude(&mut session, result, &position, "client");
+    // `--run-infinitely` ends with Ctrl-C: as perftest's `run_iter_bw_infinitely` (whose SIGINT
+    // handler it installs only for a unidirectional stream), "User stopped traffic", exit 0, every
+    // window's row kept. Under -b perftest dies by the signal: the interruption (130) stands, as
+    // does SIGTERM's (143).
+    let endless = config.run_infinitely && !sums_both_directions(benchmark);
+    let concluded = match endless.then(|| stopped_as_asked(&mut session, &position)).flatten() {
+        Some(stop) => {
+            if config.output.is_none() {
+                println!("\n User stopped traffic");
+            }
+            outcome.stopped_as_asked = Some(stop);
+            Ok(None)
+        }
+        None => conclude(&mut session, result, &position, "client"),
+    };
     finish_outputs(&mut outputs, outcome, concluded)
 }
 

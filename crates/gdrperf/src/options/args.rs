@@ -93,6 +93,12 @@ pub struct CommonArgs {
     #[arg(short = 'f', long = "margin", value_name = "SECONDS", requires = "duration")]
     pub margin: Option<u64>,
 
+    /// Bandwidth tests: run until Ctrl-C, a row every -D seconds (default 5, perftest's), each
+    /// over its own window, no margin (perftest's --run_infinitely). Ctrl-C ends the run with
+    /// exit 0 and every row kept (exit 130 with -b, where perftest dies by the signal).
+    #[arg(long = "run-infinitely", alias = "run_infinitely", conflicts_with_all = ["all", "iters", "margin"])]
+    pub run_infinitely: bool,
+
     /// Number of queue pairs (connections), used round-robin.
     #[arg(short = 'q', long = "qp", default_value_t = 1, value_name = "N")]
     pub qps: u32,
@@ -277,6 +283,18 @@ pub struct BandwidthArgs {
     #[arg(short = 'b', long = "bidirectional")]
     pub bidirectional: bool,
 
+    /// With -b: after the table, perftest's "Local results" and "Remote results" tables, each
+    /// direction's figures on its own (perftest's --report-both). Without -b it changes nothing,
+    /// as in perftest.
+    #[arg(long = "report-both")]
+    pub report_both: bool,
+
+    /// Post N work requests per post call, chained in one list (perftest's -l/--post_list). The
+    /// CQ moderation then defaults to N; -n must be a multiple of N, N a multiple of -Q, and N at
+    /// most -t. 1, the default: every call posts what the send queue has room for.
+    #[arg(short = 'l', long = "post-list", alias = "post_list", value_name = "N")]
+    pub post_list: Option<u32>,
+
     /// Run every listed GPU (--gpu 0,1 / all) or device (-d a,b) at the same time: one thread,
     /// control connection, QP set and buffer each, a row per lane and an aggregate row per size.
     /// Both sides give it.
@@ -303,6 +321,16 @@ pub struct BandwidthInlineArgs {
     /// Host memory only: with GPU memory (the CPU cannot read it) nothing is inlined.
     #[arg(short = 'I', long = "inline-size", value_name = "BYTES", default_value_t = 0)]
     pub inline_size: u32,
+}
+
+/// gdr-write-bw's `--write-with-imm` (perftest's `--write_with_imm` on ib_write_bw).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct WriteImmediateArgs {
+    /// Write with immediate data: the server posts a receive for every message, counts them and
+    /// reports its own figures, as perftest's write_bw server then does (both sides give it; -n
+    /// only, one direction).
+    #[arg(long = "write-with-imm", alias = "write_with_imm")]
+    pub write_with_imm: bool,
 }
 
 fn parse_bandwidth_threshold(text: &str) -> Result<gdrperf_threshold::BandwidthThreshold, String> {

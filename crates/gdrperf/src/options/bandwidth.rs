@@ -13,6 +13,13 @@ pub struct BandwidthConfig {
     pub cq_mod: u32,
     pub cq_moderation: CqModeration,
     pub bidirectional: bool,
+    /// `--report-both`: under `-b`, each direction's own table after the summed one (this side's
+    /// console only: the peer prints its own, or not, as perftest's sides do).
+    pub report_both: bool,
+    /// `-l/--post_list`: work requests per post call, chained (1: what the queue has room for).
+    pub post_list: u32,
+    /// `--run-infinitely` (the common setting, here for the harness's `Setup`).
+    pub run_infinitely: bool,
     /// `--concurrent`: every placement at once, one lane each.
     pub concurrent: bool,
     /// What staged memory refuses in this run (the bench hands it to the sweep).
@@ -27,13 +34,16 @@ impl BandwidthConfig {
 
     /// The run-header lines of the bandwidth settings.
     pub fn header(&self) -> Vec<(String, String)> {
-        vec![
+        let post_list = (self.post_list > 1).then(|| ("Post List".to_string(), self.post_list.to_string()));
+        let mut lines = vec![
             ("CQ moderation".into(), self.cq_moderation.describe()),
             (
                 "Direction".into(),
                 if self.bidirectional { "bidirectional" } else { "client -> server" }.into(),
             ),
-        ]
+        ];
+        lines.extend(post_list);
+        lines
     }
 }
 
@@ -47,6 +57,8 @@ pub struct StagedRules {
     /// The server receives into its payload and counts the messages it copies in (gdr-write-bw):
     /// a timed run (`-D`) agrees on no count.
     pub receiver_counts_messages: bool,
+    /// `-l N` above 1: a staged side posts each message as its copy finishes, not in lists.
+    pub post_list: bool,
 }
 
 /// The refusal of [`StagedRules`] for a server with `server` memory and a client with `client`:
@@ -58,6 +70,9 @@ pub fn refuse_staged(rules: StagedRules, server: MemoryKind, client: MemoryKind)
     }
     if rules.receiver_counts_messages && server.is_staged() {
         return Err(ConfigError::StagedReceiverDuration);
+    }
+    if rules.post_list && (server.is_staged() || client.is_staged()) {
+        return Err(ConfigError::StagedPostList);
     }
     Ok(())
 }

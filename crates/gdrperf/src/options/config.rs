@@ -56,6 +56,8 @@ pub struct BenchConfig {
     /// `-D` runs: whole seconds left out at each end (`-f`, else perftest's `duration / 4`); 0
     /// for `-n` runs.
     pub margin_seconds: u64,
+    /// `--run-infinitely`: the one size again and again, a row per `-D` window, until Ctrl-C.
+    pub run_infinitely: bool,
     pub warmup: u64,
     pub qps: u32,
     pub tx_depth: u32,
@@ -184,7 +186,12 @@ impl BenchConfig {
             (false, Some(size)) => vec![check_size(size)?],
             (false, None) => vec![check_size(defaults.size)?],
         };
-        let stop = match (args.iters, args.duration) {
+        // perftest's --run_infinitely reports every -D seconds, its DEF_DURATION (5) by default.
+        let duration = match (args.run_infinitely, args.duration) {
+            (true, None) => Some(5.0),
+            (_, duration) => duration,
+        };
+        let stop = match (args.iters, duration) {
             (Some(_), Some(_)) => return Err(conflict("-n/--iters", "and -D/--duration exclude each other")),
             (Some(0), None) => return Err(out_of_range("-n/--iters", 0, "at least 1")),
             (Some(iterations), None) => StopRule::Iterations(iterations),
@@ -200,6 +207,8 @@ impl BenchConfig {
             (None, None) => StopRule::Iterations(defaults.iterations),
         };
         let margin_seconds = match stop {
+            // Each window of an endless run is reported whole, as perftest's.
+            StopRule::Duration(_) if args.run_infinitely => 0,
             StopRule::Duration(duration) => duration_margin(duration.as_secs(), args.margin)?,
             StopRule::Iterations(_) => 0,
         };
@@ -300,6 +309,7 @@ impl BenchConfig {
             sizes,
             stop,
             margin_seconds,
+            run_infinitely: args.run_infinitely,
             warmup: args.warmup.unwrap_or(defaults.warmup),
             qps: args.qps,
             tx_depth,

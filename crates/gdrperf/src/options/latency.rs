@@ -78,7 +78,7 @@ pub struct WriteLatencyArgs {
     /// Announce each write with WRITE_WITH_IMM and wait for the receive completion, instead of
     /// polling the last byte of the buffer. This is what GPU memory (not CPU-visible) always
     /// uses; the flag lets host memory be measured the same way.
-    #[arg(long = "write-with-imm")]
+    #[arg(long = "write-with-imm", alias = "write_with_imm")]
     pub write_with_imm: bool,
 }
 
@@ -189,6 +189,9 @@ impl LatencyConfig {
                 "--min-bw",
                 "applies to bandwidth results: a latency test is held to --max-lat",
             ));
+        }
+        if common.run_infinitely {
+            return Err(conflict("--run-infinitely", "exists only in the bandwidth tests (as perftest's)"));
         }
         let inline_size = match (options.inline_size, test.default_inline_size()) {
             (Some(_), None) => {

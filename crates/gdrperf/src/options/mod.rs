@@ -29,7 +29,7 @@ pub(crate) mod placement;
 pub(crate) mod send;
 pub(crate) mod values;
 
-pub use args::{BandwidthArgs, BandwidthInlineArgs, CommonArgs};
+pub use args::{BandwidthArgs, BandwidthInlineArgs, CommonArgs, WriteImmediateArgs};
 pub use bandwidth::BandwidthConfig;
 pub use config::{BenchConfig, Role, StopRule, TestDefaults};
 pub use help::parse_bench;

@@ -60,6 +60,9 @@ pub enum CqReason {
     /// The value asked for (or the default) was above `-n` (and `-n` below `-t`): perftest
     /// lowers its tx depth to `-n` first, then clamps the moderation to it.
     LoweredToIterations { asked: u32 },
+    /// `-l N` without `-Q`: perftest signals the last request of every list ("Post List
+    /// requested - CQ moderation will be the size of the post list").
+    PostList,
 }
 
 /// perftest's rule (`perftest_parameters.c`, after "we disable cq_mod for large message size"):
@@ -122,6 +125,7 @@ impl CqModeration {
                 "{} ({asked} lowered to -n/--iters {}, as perftest, whose tx depth follows -n)",
                 self.value, self.value
             ),
+            CqReason::PostList => format!("{} (the post list's size, as perftest)", self.value),
         }
     }
 }

@@ -40,6 +40,24 @@ impl SendConfig {
             );
         }
         let inline_size = args.inline.checked()?;
+        // The SEND stream posts against the receiver's credits and ends each phase with a marked
+        // message; lists of a fixed length are not in its post path (yet).
+        if bandwidth.post_list > 1 {
+            return Err(ConfigError::conflict(
+                "-l/--post_list",
+                "is not supported by gdr-send-bw: its stream posts against the receiver's credits; \
+                 gdr-write-bw, gdr-read-bw and gdr-atomic-bw take it",
+            )
+            .into());
+        }
+        if common.run_infinitely && bandwidth.bidirectional {
+            return Err(ConfigError::conflict(
+                "--run-infinitely",
+                "is not supported in a bidirectional SEND test (as perftest: \"run_infinitely mode is not \
+                 supported in SEND, SEND_IMM or WRITE_IMM Bidirectional BW test\")",
+            )
+            .into());
+        }
         // A receiver checks each payload in a host-memory ring, or as a staged side copies it
         // in; GPUDirect memory the CPU cannot read has neither.
         let receives = !matches!(common.role, Role::Client { .. }) || bandwidth.bidirectional;

@@ -18,11 +18,39 @@ pub struct Console {
     style: ConsoleStyle,
     /// A table was opened and not yet closed by its rule.
     open: bool,
+    /// `--report-both` under `-b`: the directions' tables follow the summed one.
+    report_both: bool,
+    /// The open table's rows as their two directions (this side's, the peer's), for those tables.
+    directions: Vec<[String; 2]>,
 }
 
 impl Console {
     pub fn new(title: &str, style: ConsoleStyle) -> Console {
-        Console { title: title.to_string(), style, open: false }
+        Console { title: title.to_string(), style, open: false, report_both: false, directions: Vec::new() }
+    }
+
+    /// perftest's `--report-both`: after the summed table, a "Local results" and a "Remote
+    /// results" table (write_bw.c, read_bw.c, send_bw.c, atomic_bw.c), each with its own header;
+    /// nothing where the rows have no directions (without `-b`).
+    pub fn reporting_both(mut self, report_both: bool) -> Console {
+        self.report_both = report_both;
+        self
+    }
+
+    /// The directions' tables of the rows since the last, as perftest prints them after its row:
+    /// `RESULT_LINE`, "\n Local results: \n", `RESULT_LINE`, the header, the rows, then the same
+    /// for the remote side; the caller's closing rule ends the last one.
+    fn direction_tables(&mut self, out: &mut impl Write, header: &str) {
+        let directions = std::mem::take(&mut self.directions);
+        if directions.is_empty() {
+            return;
+        }
+        for (side, title) in ["Local results: ", "Remote results: "].iter().enumerate() {
+            let _ = writeln!(out, "{RULE}\n\n {title}\n{RULE}\n{header}");
+            for lines in &directions {
+                let _ = writeln!(out, "{}", lines[side]);
+            }
+        }
     }
 }
 
@@ -48,6 +76,7 @@ impl<R: Row> Exporter<R> for Console {
             return Ok(());
         }
         let mut out = std::io::stdout().lock();
+        self.direction_tables(&mut out, &R::console_header(self.style));
         let _ = writeln!(out, "{RULE}");
         for HeaderLine { name, value, .. } in run.header.iter().filter(|line| line.per_placement) {
             let _ = writeln!(out, " {name:<22}: {value}");
@@ -61,6 +90,7 @@ impl<R: Row> Exporter<R> for Console {
     fn finish(&mut self, _outcome: &serde_json::Value) -> Result<()> {
         if std::mem::take(&mut self.open) {
             let mut out = std::io::stdout().lock();
+            self.direction_tables(&mut out, &R::console_header(self.style));
             let _ = writeln!(out, "{RULE}");
             let _ = out.flush();
         }
@@ -74,6 +104,10 @@ impl<R: Row> Exporter<R> for Console {
             Some(figure) => format!("{:.6}", row.perftest_figure(figure, self.style).unwrap_or(f64::NAN)),
             None => row.console_line(self.style),
         };
+        // Each `--concurrent` lane has its directions; the lanes' `all` row has none.
+        if self.report_both && self.style.figure.is_none() {
+            self.directions.extend(row.direction_lines(self.style));
+        }
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
         drop(out);

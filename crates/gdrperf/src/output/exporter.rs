@@ -40,6 +40,12 @@ pub trait Row: Serialize + gdrperf_threshold::Measured + Clone {
     fn perftest_results(&self, style: ConsoleStyle) -> serde_json::Map<String, serde_json::Value>;
     /// The figure perftest's `--output` prints for this row (`None`: the row has none).
     fn perftest_figure(&self, figure: OutputFigure, style: ConsoleStyle) -> Option<f64>;
+    /// perftest's `--report-both`: this row's two directions as lines of its table, this side's
+    /// first ("Local results", then "Remote results"); `None` (the default) for a row that is
+    /// not one of a bidirectional run's.
+    fn direction_lines(&self, _style: ConsoleStyle) -> Option<[String; 2]> {
+        None
+    }
     /// The end of perftest's test name after the verb: "BW_Test", "Bidirectional_BW_Test",
     /// "Latency_Test" (`write_test_info_to_file`).
     fn perftest_test_kind(&self) -> &'static str;

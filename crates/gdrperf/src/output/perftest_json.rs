@@ -69,7 +69,12 @@ impl<R: Row> Exporter<R> for PerftestJsonFile {
     }
 
     fn write_row(&mut self, row: &R) -> Result<()> {
-        self.test = Some(format!("{}_{}", self.verb, row.perftest_test_kind()));
+        // perftest's name: the verb, "Bidirectional_", "Post_List_" (with -l above 1), "BW_Test".
+        let kind = match self.test_info.contains_key("Post_List") {
+            true => row.perftest_test_kind().replace("BW_Test", "Post_List_BW_Test"),
+            false => row.perftest_test_kind().to_string(),
+        };
+        self.test = Some(format!("{}_{}", self.verb, kind));
         // perftest's --output writes its one figure under its own key ("%lf": six decimals).
         let results = match self.style.figure {
             Some(figure) => {

@@ -73,6 +73,10 @@ columns! {
         /// This side's messages (with `-b`, `iterations` counts both directions): the console's
         /// `#iterations`, as perftest prints its own count.
         hidden local_iterations: u64,
+        /// `-b`: each direction's own figures, this side's first, as the two sides measured
+        /// them (the peer's came over the control channel with its size report): perftest's
+        /// `--report-both` tables. Empty otherwise.
+        hidden directions: Vec<BandwidthFigures>,
     }
 }
 
@@ -96,6 +100,31 @@ pub struct BandwidthFigures {
     /// Marks left out of the peak's store (`BandwidthReport::timeline_events_not_stored`).
     #[serde(default)]
     pub events_not_stored: u64,
+}
+
+impl BandwidthFigures {
+    /// The peak and the average in `unit` (the table's), as the summed row converts its sums.
+    pub fn in_unit(&self, unit: BandwidthUnit) -> (Option<f64>, f64) {
+        let convert = |bytes_per_second: f64| match unit {
+            BandwidthUnit::MebibytesPerSecond => bytes_per_second / BYTES_PER_MIB,
+            BandwidthUnit::GigabitsPerSecond => bytes_per_second * 8.0 / BITS_PER_GBIT,
+        };
+        (self.peak_bytes_per_second.map(convert), convert(self.average_bytes_per_second))
+    }
+
+    /// This direction as a row of perftest's table: its own count, peak, average and rate
+    /// (`print_full_bw_report` with no remote report).
+    pub fn console_line(&self, unit: BandwidthUnit) -> String {
+        let (peak, average) = self.in_unit(unit);
+        perftest_table::bandwidth_line(
+            self.message_size_bytes,
+            self.messages,
+            peak,
+            average,
+            self.messages_per_second / 1e6,
+            unit,
+        )
+    }
 }
 
 impl From<&BandwidthReport> for BandwidthFigures {
@@ -170,6 +199,10 @@ impl BandwidthRow {
             qos: QosColumns::of(context),
             identity: IdentityColumns::of(context),
             relaxed_ordering: context.relaxed_ordering.clone(),
+            directions: match (settings.bidirectional, reports) {
+                (true, [local, remote]) => vec![*local, *remote],
+                _ => Vec::new(),
+            },
         }
     }
 
@@ -214,6 +247,8 @@ impl BandwidthRow {
             peak_note: PEAK_NOT_SUMMED.into(),
             identity: IdentityColumns::aggregate(lanes.iter().map(|row| &row.identity)),
             relaxed_ordering: join_distinct(lanes.iter().map(|row| row.relaxed_ordering.as_str())),
+            // The lanes' directions are over different spans, as their peaks.
+            directions: Vec::new(),
             ..first.clone()
         })
     }
@@ -318,6 +353,13 @@ impl Row for BandwidthRow {
             OutputFigure::Bandwidth => Some(self.figures_in(style.unit).1),
             OutputFigure::MessageRate => Some(self.msg_rate_mpps),
             OutputFigure::Latency => None,
+        }
+    }
+
+    fn direction_lines(&self, style: ConsoleStyle) -> Option<[String; 2]> {
+        match self.directions.as_slice() {
+            [local, remote] => Some([local.console_line(style.unit), remote.console_line(style.unit)]),
+            _ => None,
         }
     }
 

@@ -191,6 +191,11 @@ impl Row for SendBandwidthRow {
         self.sender.perftest_test_kind()
     }
 
+    /// The senders' directions (each side's sent figures), as ib_send_bw's `--report-both`.
+    fn direction_lines(&self, style: ConsoleStyle) -> Option<[String; 2]> {
+        self.sender.direction_lines(style)
+    }
+
     fn perftest_figure(&self, figure: OutputFigure, style: ConsoleStyle) -> Option<f64> {
         self.sender.perftest_figure(figure, style)
     }

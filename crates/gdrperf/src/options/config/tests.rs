@@ -240,13 +240,13 @@ fn staged_memory_refuses_both_directions_before_any_device_is_opened() {
     let read = BandwidthConfig::from_args(&cli.bandwidth, &common, Verb::Read).unwrap();
     assert!(!read.staged.receiver_counts_messages, "a staged reader copies in what it read, timed");
     // Two processes: the hellos tell each side the other's memory; one rule decides on both.
-    let both = StagedRules { bidirectional: true, receiver_counts_messages: false };
+    let both = StagedRules { bidirectional: true, receiver_counts_messages: false, post_list: false };
     assert_eq!(
         refuse_staged(both, MemoryKind::Host, MemoryKind::HostStaged),
         Err(ConfigError::StagedBidirectional)
     );
     assert_eq!(refuse_staged(both, MemoryKind::Host, MemoryKind::Host), Ok(()));
-    let timed = StagedRules { bidirectional: false, receiver_counts_messages: true };
+    let timed = StagedRules { bidirectional: false, receiver_counts_messages: true, post_list: false };
     assert_eq!(
         refuse_staged(timed, MemoryKind::HostStaged, MemoryKind::Host),
         Err(ConfigError::StagedReceiverDuration)
@@ -323,4 +323,44 @@ fn a_server_on_a_routable_address_without_a_token_is_flagged() {
     assert!(!flagged(&["--bind", "::1"]));
     assert!(!flagged(&["--bind", "10.0.0.1", "--token", "0123456789abcdef0123456789abcdef"]));
     assert!(!flagged(&["10.0.0.2"]), "a client listens nowhere");
+}
+
+/// `-l N` as perftest checks it (perftest_parameters.c, "post_list > 1"): the moderation becomes
+/// N without -Q, -n must be a multiple of N and N of -Q; a list longer than -t, a zero list and
+/// staged memory are refused too.
+#[test]
+fn a_post_list_is_checked_as_perftest_checks_it() {
+    use crate::error::PostListRule;
+    use crate::options::perftest_defaults::CqReason;
+    let (_, bandwidth) = configure(&["--loopback", "-l", "4", "-n", "100"]).unwrap();
+    assert_eq!((bandwidth.post_list, bandwidth.cq_mod), (4, 4));
+    assert_eq!(bandwidth.cq_moderation.reason, CqReason::PostList);
+    assert!(bandwidth.header().contains(&("Post List".to_string(), "4".to_string())));
+    let (_, bandwidth) = configure(&["--loopback", "-l", "4", "-Q", "2", "-n", "100"]).unwrap();
+    assert_eq!((bandwidth.post_list, bandwidth.cq_mod), (4, 2));
+    let (_, plain) = configure(&["--loopback", "-s", "4096"]).unwrap();
+    assert_eq!((plain.post_list, plain.cq_mod), (1, 100), "no -l: perftest's post list of 1");
+    assert!(!plain.header().iter().any(|(name, _)| name == "Post List"));
+    let refused = |arguments: &[&str], rule| {
+        assert_eq!(config_error(arguments), ConfigError::PostList { post_list: 4, rule }, "{arguments:?}")
+    };
+    refused(&["--loopback", "-l", "4", "-n", "10"], PostListRule::IterationsNotMultiple { iterations: 10 });
+    refused(
+        &["--loopback", "-l", "4", "-Q", "3", "-n", "100"],
+        PostListRule::NotMultipleOfCqMod { cq_mod: 3 },
+    );
+    refused(&["--loopback", "-l", "4", "-t", "2", "-n", "100"], PostListRule::AboveTxDepth { tx_depth: 2 });
+    assert!(matches!(config_error(&["--loopback", "-l", "0"]), ConfigError::OutOfRange { .. }));
+    // A timed run has no count to divide.
+    assert!(configure(&["--loopback", "-l", "4", "-D", "2"]).is_ok());
+    assert_eq!(
+        config_error(&["--loopback", "-l", "4", "-n", "100", "--mem", "host-staged"]),
+        ConfigError::StagedPostList
+    );
+    let rules = StagedRules { post_list: true, ..StagedRules::default() };
+    assert_eq!(
+        refuse_staged(rules, MemoryKind::Host, MemoryKind::CudaStaged),
+        Err(ConfigError::StagedPostList)
+    );
+    assert_eq!(refuse_staged(rules, MemoryKind::Host, MemoryKind::Host), Ok(()));
 }

@@ -126,7 +126,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         Some('N'),
         "noPeak",
         false,
-        "skip the peak's computation",
+        "skip the peak's computation: the table's BW peak then reads 0.00 (perftest skips it by itself above 20000 iterations and in -D runs)",
         Ignored { how: "gdrperf computes the peak from marks it keeps anyway" },
     ),
     flag(Some('V'), "version", false, "version", Same),
@@ -147,12 +147,17 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         "both ports of the device",
         NotSupported { why: "one port per device: -d a,b with --concurrent runs two" },
     ),
-    flag(
-        Some('l'),
-        "post_list",
-        true,
-        "requests per post call",
-        NotSupported { why: "gdrperf has no option for the requests per post call" },
+    latency(
+        flag(
+            Some('l'),
+            "post_list",
+            true,
+            "work requests per post call, chained in one ibv_post_send list; the CQ moderation becomes the list's size unless -Q is given, which must divide it; -n must be a multiple of it; bandwidth tests only (\"Post list is supported in BW tests only\")",
+            Differs {
+                how: "the same on gdr-write-bw, gdr-read-bw and gdr-atomic-bw (also --post-list; a list above -t is refused, as is staged memory); gdr-send-bw refuses it (its stream posts against the receiver's credits)",
+            },
+        ),
+        NotSupported { why: "post lists are supported in the bandwidth tests only (as perftest)" },
     ),
     flag(Some('D'), "duration", true, "run for seconds", Same),
     flag(Some('f'), "margin", true, "seconds left out at each end of -D", Same),
@@ -217,25 +222,33 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
     flag(None, "local_ip", true, "local IP (raw Ethernet)", RAW_ETHERNET),
     flag(None, "remote_port", true, "remote port (raw Ethernet)", RAW_ETHERNET),
     flag(None, "local_port", true, "local port (raw Ethernet)", RAW_ETHERNET),
-    flag(
-        None,
-        "run_infinitely",
-        false,
-        "report every -D seconds for ever",
-        Refused { how: "no endless mode: -D SECONDS runs one measured window (up to 86400 s)" },
+    latency(
+        flag(
+            None,
+            "run_infinitely",
+            false,
+            "bandwidth tests: post for ever, a row every -D seconds (default 5) of the iterations since the last one, no margin and no peak (0.00); SIGINT ends a unidirectional run with \"User stopped traffic\" and exit 0 (with -b it kills it); refused with SEND -b (\"run_infinitely exists only in BW tests\" for latency)",
+            Differs {
+                how: "also --run-infinitely: a row per -D window (default 5 s, no margin), each window a size of its own (the stream restarts between windows) with its own peak; Ctrl-C: \"User stopped traffic\", exit 0, the window under way dropped, every row in --csv/--json/--out_json (exit 130 with -b, as perftest dies by the signal); refused with -a, -n, -f, --concurrent, several --mem kinds, and gdr-send-bw -b",
+            },
+        ),
+        NotSupported { why: "run_infinitely exists only in BW tests (as perftest)" },
     ),
     flag(None, "report_gbits", false, "bandwidth in Gb/s", AliasOf { gdrperf: &["--report-gbits"] }),
     flag(None, "use-srq", false, "shared receive queue", NO_EXTRA),
     flag(None, "no_lock", false, "no locks in the provider", NO_EXTRA),
     flag(None, "use-null-mr", false, "null memory region", NO_EXTRA),
-    flag(
+    latency(
+        flag(
         None,
         "report-both",
         false,
-        "under -b, after the summed row, a \"Local results\" and a \"Remote results\" table (write_bw.c)",
-        NotSupported {
-            why: "-b prints the sum with this side's #iterations, as perftest by default; each direction's figures are not kept apart in the row",
+        "under -b, after the summed row, a \"Local results\" and a \"Remote results\" table: each side's own direction (its count, peak, average, rate); single-size runs only (RUN_REGULAR in write_bw.c, read_bw.c, send_bw.c, atomic_bw.c), nothing without -b; the latency tests take it and print nothing more",
+        Differs {
+            how: "the same tables (the peer's figures come with its size report); with -a they follow the sweep's table, a row per size",
         },
+    ),
+        Ignored { how: "as perftest's latency tests, nothing more is printed" },
     ),
     flag(
         None,
@@ -258,7 +271,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         "print one figure per size and nothing else (\"%lf\"): bandwidth or message_rate (BW tests), latency (LAT tests: the average); --out_json then holds bw_avg, msgRate_avg or avg_lat",
         Same,
     ),
-    flag(None, "cpu_util", false, "report CPU utilisation", NO_EXTRA),
+    flag(None, "cpu_util", false, "report CPU utilisation, in -D runs only", NO_EXTRA),
     flag(
         None,
         "out_json",
@@ -275,20 +288,20 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         "names the file of --out_json (default perftest_out.json); alone it writes nothing",
         Same,
     ),
-    flag(None, "latency_gap", true, "delay between latency iterations", NO_EXTRA),
-    flag(None, "flow_label", true, "GRH flow labels", NO_EXTRA),
+    flag(None, "latency_gap", true, "delay between the posts of the WRITE latency tests", NO_EXTRA),
+    flag(None, "flow_label", true, "GRH flow label of each QP, round robin over the list", NO_EXTRA),
     flag(
         None,
         "retry_count",
         true,
-        "transport retry count",
+        "transport retry count of rdma_cm's connection (-R; conn_param.retry_count)",
         NotSupported { why: "the retry count is fixed at 7" },
     ),
     flag(
         None,
         "dont_xchg_versions",
         false,
-        "skip the version exchange",
+        "skip the exchange of versions and MTU",
         NotSupported { why: "both sides' versions are always checked" },
     ),
     flag(
@@ -320,12 +333,12 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         AliasOf { gdrperf: &["--gdr", "dmabuf"] },
     ),
     flag(None, "use_cuda_pcie_mapping", false, "dma-buf with a PCIe mapping", NO_EXTRA),
-    flag(None, "use_data_direct", false, "mlx5 data direct", NO_EXTRA),
+    flag(None, "use_data_direct", false, "Data-Direct CUDA dma-buf (mlx5)", NO_EXTRA),
     flag(
         None,
         "cuda_mem_type",
         true,
-        "CUDA memory type",
+        "CUDA memory type: 0 device (default), 1 managed, 4 malloc",
         NotSupported { why: "device memory is cuMemAlloc's" },
     ),
     flag(None, "use_musa", true, "MUSA memory", NVIDIA_ONLY),
@@ -420,8 +433,10 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         None,
         "write_with_imm",
         false,
-        "WRITE with immediate (write_lat, write_bw); in write_bw the server then posts receives and reports its own figures, as send_bw (run_iter_bw_server); gdr-write-lat only here",
-        AliasOf { gdrperf: &["--write-with-imm"] },
+        "WRITE with immediate data (write_lat, write_bw; SYMMETRIC); in write_bw the server then posts a receive for each message and prints its own figures (run_iter_bw_server), and -b runs run_iter_bi",
+        Differs {
+            how: "also --write-with-imm, on gdr-write-lat and gdr-write-bw; gdr-write-bw's server receives, counts and reports its own row as perftest's (both sides must give it), with -n only (-D and -b refused)",
+        },
     ),
     flag(None, "send_with_imm", false, "SEND with immediate", NO_EXTRA),
     flag(None, "no_enhanced_reorder", false, "no enhanced reordering", NO_EXTRA),

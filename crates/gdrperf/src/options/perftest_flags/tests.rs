@@ -183,8 +183,23 @@ fn a_perftest_command_line_runs_or_is_refused_flag_by_flag() {
     );
 
     let refused = |line: &str| run(write_bw, false, line).unwrap_err().0;
-    assert!(refused("-a --run_infinitely").contains("-D SECONDS"));
-    assert!(refused("-l 4").contains("perftest's -l, --post_list (requests per post call) is not supported"));
+    // --run_infinitely is gdrperf's --run-infinitely; clap refuses it with -a.
+    let (arguments, _) = run(write_bw, false, "--run_infinitely -D 2 node2").unwrap();
+    let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+    assert!(cli.common.run_infinitely);
+    let (arguments, _) = run(write_bw, false, "-a --run_infinitely node2").unwrap();
+    let conflict = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments));
+    assert_eq!(conflict.err().map(|error| error.kind()), Some(clap::error::ErrorKind::ArgumentConflict));
+    // -l and --report-both are gdrperf's own options now, with perftest's spellings.
+    assert_eq!(run(write_bw, false, "-l 4").unwrap().0, ["-l", "4"].map(String::from));
+    let (arguments, _) = run(write_bw, false, "--post_list=4 -b --report-both node2").unwrap();
+    let cli = WriteBandwidth::try_parse_from(std::iter::once("bench".to_string()).chain(arguments)).unwrap();
+    assert_eq!((cli.bandwidth.post_list, cli.bandwidth.report_both), (Some(4), true));
+    let (send_lat, _) = &commands[2];
+    let on_latency = run(send_lat, true, "-l 4").unwrap_err().0;
+    assert!(on_latency.contains("bandwidth tests only"), "{on_latency}");
+    let (arguments, notes) = run(send_lat, true, "--report-both").unwrap();
+    assert!(arguments.is_empty() && notes[0].contains("--report-both is ignored"), "{notes:?}");
     assert_eq!(run(write_bw, false, "-I 64").unwrap().0, ["--inline-size", "64"].map(String::from));
     let (read_bw, _) = &commands[4];
     let on_read = run(read_bw, false, "-I 64").unwrap_err().0;
