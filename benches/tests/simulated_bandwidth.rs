@@ -402,7 +402,11 @@ fn credits_keep_every_send_on_a_posted_receive_in_every_loopback_placement() {
     for memory in ["host", "host-staged"] {
         for binary in ["gdr-write-bw", "gdr-send-bw"] {
             for size in ["2", "4K", "64K", "1M"] {
-                cases.push((format!("{binary} {memory} {size}"), binary, vec!["--mem", memory, "-s", size, "-n", "200"]));
+                cases.push((
+                    format!("{binary} {memory} {size}"),
+                    binary,
+                    vec!["--mem", memory, "-s", size, "-n", "200"],
+                ));
             }
             for size in ["64K", "1M"] {
                 let arguments = vec!["--mem", memory, "-s", size, "-n", "100", "-q", "4"];
@@ -411,16 +415,28 @@ fn credits_keep_every_send_on_a_posted_receive_in_every_loopback_placement() {
             // A staged receiver refuses -D (it counts the messages it copies): not a credit case.
             if !(binary == "gdr-write-bw" && memory == "host-staged") {
                 for size in ["4K", "1M"] {
-                    cases.push((format!("{binary} {memory} {size} -D 1"), binary, vec!["--mem", memory, "-s", size, "-D", "1"]));
+                    cases.push((
+                        format!("{binary} {memory} {size} -D 1"),
+                        binary,
+                        vec!["--mem", memory, "-s", size, "-D", "1"],
+                    ));
                 }
             }
         }
     }
     // -b: both directions share each QP's receives (host memory: staged refuses -b).
     for size in ["2", "64K"] {
-        cases.push((format!("gdr-send-bw -b {size}"), "gdr-send-bw", vec!["-b", "-s", size, "-n", "300", "-r", "32"]));
+        cases.push((
+            format!("gdr-send-bw -b {size}"),
+            "gdr-send-bw",
+            vec!["-b", "-s", size, "-n", "300", "-r", "32"],
+        ));
     }
-    cases.push(("gdr-send-bw -b -D 1 -q 2".into(), "gdr-send-bw", vec!["-b", "-s", "4K", "-D", "1", "-q", "2"]));
+    cases.push((
+        "gdr-send-bw -b -D 1 -q 2".into(),
+        "gdr-send-bw",
+        vec!["-b", "-s", "4K", "-D", "1", "-q", "2"],
+    ));
     // Fewer receives than the sender keeps in flight.
     cases.push(("gdr-send-bw -r 8".into(), "gdr-send-bw", vec!["-s", "4K", "-n", "500", "-r", "8"]));
     // Four runs at a time: each process has its own NIC thread, and a 2-core host runs the rest.

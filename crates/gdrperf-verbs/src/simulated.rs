@@ -521,7 +521,12 @@ impl QueuePairHandle {
                 _ => request.local.len() as usize,
             };
             port_free_at += Duration::from_secs_f64(bytes as f64 / settings.bytes_per_second);
-            queue_pair.sends.push_back(Pending { request, due: port_free_at + settings.latency, slots, rnr_retries: 0 });
+            queue_pair.sends.push_back(Pending {
+                request,
+                due: port_free_at + settings.latency,
+                slots,
+                rnr_retries: 0,
+            });
         }
         nic.port_free_at = port_free_at;
         drop(nic);
@@ -626,7 +631,8 @@ fn execute_head(nic: &mut Nic, number: u32) {
     };
     let outcome = match outcome {
         Outcome::ReceiverNotReady
-            if nic.settings.rnr_retry < RNR_RETRY_FOR_EVER && pending.rnr_retries >= nic.settings.rnr_retry =>
+            if nic.settings.rnr_retry < RNR_RETRY_FOR_EVER
+                && pending.rnr_retries >= nic.settings.rnr_retry =>
         {
             Outcome::Failed { status: status::IBV_WC_RNR_RETRY_EXC_ERR, peer_status: None }
         }

@@ -2,16 +2,13 @@
 //! (keys, access, bounds, receive-not-ready, queue depth, a vanished peer) and the completions it
 //! gives, the same statuses `gdrperf`'s `completion_errors` test expects of a real device.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use gdrperf_verbs::{
-    CompletionQueue, Device, HostBuffer, Inline, MemoryRegion, Operation, PathSettings, QueuePairSizes,
-    RcQueuePair, RelaxedOrdering, RemoteAccess, SendRequest, VerbsError, WorkCompletion,
-};
+use gdrperf_verbs::{Inline, Operation, RemoteAccess, SendRequest, VerbsError};
 
 mod common;
 
-use common::{message, next, pair, request};
+use common::{message, next, pair, request, Pair};
 
 #[test]
 fn a_write_with_the_right_key_lands_and_a_foreign_key_is_a_remote_access_error() {

@@ -113,4 +113,3 @@ pub fn message(completion: &WorkCompletion, operation: &'static str, bytes: usiz
         completion.error(operation, bytes).to_string()
     }
 }
-
