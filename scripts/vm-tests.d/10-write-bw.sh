@@ -58,7 +58,9 @@ if csv_awk "$OUT/tclass.csv" '{ t = $col["traffic_class"]; s = $col["service_lev
 else
     fail "write_bw_tclass: the row's traffic_class is 106, service_level 0" "$(tail -1 "$OUT/tclass.csv")"
 fi
-run perftest_post_list 2 gdr-write-bw --loopback -l 4 && expect_in perftest_post_list "perftest's -l, --post_list (requests per post call) is not supported"
+# perftest's -l/--post_list on rxe: lists of 4 chained WRITEs per post call (the list's length
+# per call is checked over the simulated NIC, benches/tests/perftest_dropin.rs).
+run perftest_post_list 0 gdr-write-bw --loopback -l 4 -n 400 && expect_in perftest_post_list "Post List             : 4"
 
 # --- the worked example ------------------------------------------------------------------------
 # The client retries its connection for ten seconds (connect_with_retries): no ordering needed.

@@ -304,8 +304,10 @@ if command -v nc >/dev/null; then
     # The stranger knocks once the server listens (its "waiting for a client" line), not after a
     # guessed second: before it, nc found no listener and the server turned nobody away.
     wait_for_log "$OUT/stranger_server.log" "waiting for a client on" || fail "stranger_server: listening" "$(tail -3 "$OUT/stranger_server.log")"
-    # A proof with a made-up tag, framed as the protocol wants (4-byte length, JSON).
-    body='{"Proof":{"version":4,"nonce":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"tag":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}'
+    # A proof with a made-up tag, framed as the protocol wants (4-byte length, JSON), in the
+    # protocol version of this checkout (an older one is refused for its version, not its tag).
+    protocol=$(sed -n 's/^pub const PROTOCOL_VERSION: u32 = \([0-9]*\);.*/\1/p' crates/gdrperf-exchange/src/protocol.rs)
+    body='{"Proof":{"version":'$protocol',"nonce":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"tag":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}}'
     # nc's input stays open until the server has said it turned the stranger away and the refusal
     # has reached nc's output (conditions, at most 30 s each), so nc never hangs up before the reply.
     { printf "\\000\\000\\000\\$(printf %o ${#body})"; printf %s "$body"
@@ -316,7 +318,7 @@ if command -v nc >/dev/null; then
     if grep -q '"Challenge"' "$OUT/stranger.bin" && grep -q "wrong token" "$OUT/stranger.bin" && ! grep -qi 'rkey\|"Hello"' "$OUT/stranger.bin"; then
         pass "stranger: got the challenge and a refusal, no hello and no rkey"
     else
-        fail "stranger: got the challenge and a refusal, no hello and no rkey" "$(tr -c '[:print:]' . <"$OUT/stranger.bin" | head -c 400)"
+        fail "stranger: got the challenge and a refusal, no hello and no rkey" "$(tr -c ' -~' . <"$OUT/stranger.bin" | head -c 400)"
     fi
 fi
 
