@@ -11,10 +11,10 @@
 # itself inside the kernel, past any qdisc, so netem on lo never touches them (measured: lo's
 # netem saw 79 packets while three loopback runs moved ~50000 each).
 # Checks decisions only, never a bandwidth figure:
-#   clean: accept exits 0, soak.json says pass with six intervals and no reason, the rows ran
+#   clean: accept exits 0, soak.json says pass with five intervals and no reason, the rows ran
 #          across the link (peer_host gdrvm0);
 #   lossy: netem went on after interval 1, accept exits 1 (FAIL, not an error), soak.json says
-#          FAIL for the lane and the soak, marks intervals 3-5 (the loss on from their start),
+#          FAIL for the lane and the soak, marks intervals 3 and 4 (the loss on from their start),
 #          ties each to the error counters that moved in it by name (rxe's sequence NAKs and
 #          resends: rcvd_seq_err, completer_retry_err), and names neither interval 0 nor 1.
 # Lists each interval's error counts of both runs. Ends with "N passed, N failed".
@@ -74,7 +74,7 @@ for name in ("clean", "lossy"):
     crossed = [row.get("peer_host") for row in json.loads((out / name / "write_bw-host-rxe0.json").read_text()).get("results", [])] \
         if (out / name / "write_bw-host-rxe0.json").exists() else ["(no row file)"]
     check(f"{name}: the row ran across the link (peer_host gdrvm0)", None if crossed == ["gdrvm0"] else f"peer_host {crossed}")
-    check(f"{name}: six intervals measured", None if len(intervals) == 6 and all(i.get("bandwidth_gbps") for i in intervals) else f"{document.get('error') or intervals}")
+    check(f"{name}: five intervals measured", None if len(intervals) == 5 and all(i.get("bandwidth_gbps") for i in intervals) else f"{document.get('error') or intervals}")
     client_status = text(name + ".client.status")
     if name == "clean":
         check("clean: accept --soak exits 0", None if client_status == "0" else f"exit {client_status}: {text('clean.client.log')[-800:]}")
@@ -87,7 +87,7 @@ for name in ("clean", "lossy"):
     check("lossy: soak.json says fail for the lane and the soak", None if document.get("stability") == "fail" and stability.get("verdict") == "fail"
           else f"stability {document.get('stability')}, lane {stability.get('verdict')}")
     marked = stability.get("marked", [])
-    for index in (3, 4, 5):
+    for index in (3, 4):
         check(f"lossy: interval {index} (the loss on from its start) is marked", None if index in marked else f"marked {marked}")
         tie = [reason for reason in reasons if reason.startswith(f"interval {index} (at ") and "NIC error counters moved by" in reason and SEQUENCE.search(reason)]
         counters = (intervals[index].get("nic_error_counters") or {}) if len(intervals) > index else {}

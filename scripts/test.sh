@@ -7,7 +7,7 @@
 #    broken doc links) and the layering rules (scripts/module-graph.py --strict --layers
 #    scripts/layers.toml: no import cycle, no arrow back up, each crate and each folder of the
 #    core crate using only lower layers; after the script's own tests), then
-#    runs the unit and integration tests (`cargo test`),
+#    runs the unit and integration tests (`cargo test --release`: one build for tests and VM),
 # 3. builds the release binaries, checks the --prom files with promtool and the Debian package in a
 #    clean Debian root (scripts/package-tests.sh: needs root and, once, the Debian mirror), and
 #    runs the integration tests that need an RDMA device inside
@@ -42,20 +42,21 @@ graph_tests=$(python3 scripts/module-graph-tests.py 2>&1) || { printf '%s\n' "$g
 echo "scripts/module-graph-tests.py: $(printf '%s\n' "$graph_tests" | grep -E '^Ran ') OK"
 layering=$(python3 scripts/module-graph.py --strict --layers scripts/layers.toml 2>&1) ||
     { printf '%s\n' "$layering" | grep -E 'FAIL|cycle|loop:|back up' >&2; exit 1; }
-phase "cargo test (unit and integration tests, no device needed)"
-cargo test --workspace --quiet 2>&1
-phase "cargo build --release without LTO (binaries and examples for the VM)"
-# The release profile's fat LTO and single codegen unit (Cargo.toml says why: latency loops
-# under TCG) cost minutes of a 2-core machine's link time and change no decision a test makes:
-# the VM tests check exit statuses, messages and rows, never a speed. Same code, same paths.
-export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+# One build for the tests and the VM: the release profile without its fat LTO and single codegen
+# unit (Cargo.toml says why it has them: latency loops under TCG), which cost minutes of a 2-core
+# machine's link time and change no decision a test makes (the VM tests check exit statuses,
+# messages and rows, never a speed), and with the dev profile's debug assertions and overflow
+# checks, so the unit tests check what they check in a debug build. Dependencies compile once,
+# not once for `cargo test` and again for the VM's binaries; the simulated NIC's cases (copies and
+# data checks) run several times faster optimised. Same code, same paths (target/release).
+export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
+phase "cargo test --release (unit and integration tests, no device needed; the build the VM uses)"
+cargo test --release --workspace --quiet 2>&1
+phase "cargo build --release (binaries and examples for the VM: built by the tests already)"
+# cargo test built every bench binary (the integration tests run them) and every example (cargo
+# test checks examples compile); this links what is left, if anything, with the same settings.
 cargo build --release --workspace --bins --examples --quiet 2>&1
-# The VM's completion-error test provokes bad rkeys and dead peers through the verbs layer
-# directly; its demo test checks the demo's files with the rule cargo test applies to results/.
-# One --workspace invocation: its features are the build's above (dev-dependencies on, as for
-# the examples), so only the two tests are compiled; `-p gdrperf-report` alone resolved
-# gdrperf-verbs without the test-support feature and built it and every crate above it again.
-cargo test --release --workspace --test completion_errors --test result_provenance --no-run --quiet 2>&1
 phase "plot scripts on the committed example results (matplotlib from PyPI into .cache/plot-venv)"
 scripts/plot-tests.sh
 phase "the README's recipes on the committed example files"

@@ -17,7 +17,7 @@
 #    rxe's error counters move and gdr-write-bw --max-nic-errors 0 fails (exit 1, WARNING and
 #    FAIL lines), one way and both ways; GDRPERF_SKIP_LOSS=1 skips it.
 # 1c. Soak under loss (scripts/soak-loss-test.sh): `gdrperf accept --soak` across the link, clean
-#    (PASS) and with netem loss switched on after interval 1 (intervals 3-5 marked, tied to rxe's
+#    (PASS) and with netem loss switched on after interval 1 (intervals 3 and 4 marked, tied to rxe's
 #    retry and sequence counters by name, FAIL, exit 1); GDRPERF_SKIP_SOAK_LOSS=1 skips it.
 # 2. Slurm (scripts/softroce/slurm-vm.sh + two-host-slurm.sh): a real two-node cluster (Debian's
 #    slurmctld, slurmd, munge) in the VMs; hostlists expanded by gdrperf and by scontrol compared;

@@ -21,7 +21,7 @@ SET_UP_FAILED=125
 
 say() { echo "slurm-vm($ME): $*"; }
 fail() { say "error: $*"; copy_logs; exit $SET_UP_FAILED; }
-in_root() { chroot "$ROOT" /usr/bin/env -i PATH="$REPO/target/release:/usr/sbin:/usr/bin:/sbin:/bin" HOME=/root "$@"; }
+in_root() { chroot "$ROOT" /usr/bin/env -i PATH="/opt/gdrperf/bin:$REPO/target/release:/usr/sbin:/usr/bin:/sbin:/bin" HOME=/root "$@"; }
 copy_logs() {
     mkdir -p "$SHARED/logs-$ME"
     cp -r "$ROOT/var/log/slurm" "$ROOT/var/log/munge" "$SHARED/logs-$ME/" 2>/dev/null
@@ -48,6 +48,8 @@ for dir in run tmp var/log var/spool var/lib/munge var/lib/slurm etc/slurm; do
 done
 chmod 1777 "$ROOT/tmp"
 mkdir -p "$ROOT$REPO" && mount --bind "$REPO" "$ROOT$REPO" || fail "cannot bind the repository into the root"
+# The VM's in-memory copies of the binaries (scripts/softroce/init), first on the jobs' PATH too.
+mkdir -p "$ROOT/opt/gdrperf/bin" && mount --bind /opt/gdrperf/bin "$ROOT/opt/gdrperf/bin" || fail "cannot bind /opt/gdrperf/bin into the root"
 # Both VMs' names, as init wrote them for this VM.
 mount --bind /etc/hosts "$ROOT/etc/hosts" || fail "cannot bind /etc/hosts"
 

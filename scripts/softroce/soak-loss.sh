@@ -4,7 +4,7 @@
 #
 #   scripts/softroce.sh pair --timeout 900 -- 'scripts/softroce/soak-loss.sh OUT_DIR'
 #
-# The same acceptance with a soak (scripts/softroce/soak-loss.toml: one bandwidth row, then six
+# The same acceptance with a soak (scripts/softroce/soak-loss.toml: one bandwidth row, then five
 # 4-second intervals) runs twice across the link: gdrvm0 serves every run
 # (`gdrperf accept --serve`), gdrvm1 is the node under test (`gdrperf accept --peer gdrvm0`).
 #   clean: no netem.
