@@ -1,6 +1,6 @@
 //! perftest's flags that shape what a run posts and prints, over the simulated NIC
 //! (`-d simulated0`, loopback): `--report-both`'s direction tables under `-b` and `-l/--post_list`'s
-//! lists (issue 42 item 3). Each case asserts what a perftest parser or the NIC sees (lines of
+//! lists on every bandwidth bench (issue 42). Each case asserts what a perftest parser or the NIC sees (lines of
 //! stdout, fields per row, the length of every post call, exit codes), never a figure.
 
 mod common;
@@ -139,8 +139,57 @@ fn post_list_posts_lists_of_its_length_and_refuses_what_perftest_refuses() {
         assert_eq!(code, 2, "{arguments:?}: {stderr}");
         assert!(stderr.contains(message), "{arguments:?}: {stderr}");
     }
-    let (code, _, stderr) = run_apart("gdr-send-bw", &["-l", "4"], NIC);
-    assert!(code == 2 && stderr.contains("not supported by gdr-send-bw"), "{stderr}");
+}
+
+/// `-l 4` on gdr-send-bw: the client posts its SENDs in lists of exactly 4 (the `post_list=4`
+/// hook refuses any other data-carrying call; the receiver's zero-byte credits are not lists)
+/// while the server keeps its receives credited, on host and host-staged memory, one way and
+/// with `-b` (both sides send lists and receive), counted and timed (`-D`); every message
+/// arrives and passes its check. Without `-l` the same hook fails the run, and perftest's
+/// refusals, with the SEND stream's own (a list the receiver's credits never cover), exit 2.
+#[test]
+fn send_bw_posts_lists_against_the_receivers_credits() {
+    let scratch = Scratch::new("send-post-list");
+    let cases: [&[&str]; 4] = [
+        &["--mem", "host", "-n", "100", "--validate"],
+        &["--mem", "host-staged", "-n", "100", "--validate"],
+        &["--mem", "host", "-n", "100", "-b", "--validate"],
+        &["--mem", "host-staged", "-D", "1"],
+    ];
+    for (case, extra) in cases.iter().enumerate() {
+        let csv = scratch.file(&format!("send-{case}.csv"));
+        let mut arguments = vec!["-l", "4", "-s", "4096", "-t", "16", "--csv", &csv];
+        arguments.extend_from_slice(extra);
+        let (code, stdout, stderr) = run_apart("gdr-send-bw", &arguments, "rate=100,post_list=4");
+        assert_eq!(code, 0, "{extra:?}: {stdout}{stderr}");
+        let post_list = |line: &&str| line.trim_start().starts_with("Post List ") && line.ends_with(": 4");
+        assert!(stdout.lines().any(|line| post_list(&line)), "{extra:?}: {stdout}");
+        let rows = rows(&csv);
+        assert_eq!(rows.len(), 1, "{extra:?}: {stdout}{stderr}");
+        assert_eq!(rows[0]["cq_mod"], "4", "{extra:?}");
+        if extra.contains(&"--validate") {
+            // A `-b` row counts both directions' messages (as its console line says).
+            let messages = if extra.contains(&"-b") { "200" } else { "100" };
+            let row = (rows[0]["iterations"].as_str(), rows[0]["validation"].as_str());
+            assert_eq!(row, (messages, "pass"), "{extra:?}");
+        }
+    }
+    let (code, _, stderr) =
+        run_apart("gdr-send-bw", &["-s", "4096", "-n", "100", "-t", "16"], "rate=100,post_list=4");
+    assert_eq!(code, 2, "without -l the SENDs are not posted in lists of 4: {stderr}");
+    for (arguments, message) in [
+        (&["-l", "4", "-n", "10"][..], "-n/--iters 10 must be a multiple of the post list's size"),
+        (&["-l", "4", "-Q", "3"][..], "must be a multiple of -Q/--cq-mod 3"),
+        (&["-l", "32", "-t", "16"][..], "above -t/--tx-depth 16"),
+        (
+            &["-l", "32", "-t", "64", "-n", "96", "-r", "16"][..],
+            "-l/--post_list 32: above the 16 messages the receiver's posted receives credit at once",
+        ),
+    ] {
+        let (code, _, stderr) = run_apart("gdr-send-bw", arguments, NIC);
+        assert_eq!(code, 2, "{arguments:?}: {stderr}");
+        assert!(stderr.contains(message), "{arguments:?}: {stderr}");
+    }
 }
 
 /// Runs `binary` in loopback with `arguments` (stdout kept), sends `signal` once `csv` holds

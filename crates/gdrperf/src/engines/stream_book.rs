@@ -236,6 +236,26 @@ impl StreamBook {
     }
 }
 
+/// How many of `room` requests to post now with lists of `post_list`: whole lists only, unless
+/// `room` is all that is `left` of the phase (its last list may be short).
+pub fn whole_lists(post_list: u32, room: u64, left: Option<u64>) -> u64 {
+    let list = u64::from(post_list.max(1));
+    if left == Some(room) {
+        room
+    } else {
+        room - room % list
+    }
+}
+
+/// Requests per post call: the post list, or with none (1) all `count` at once.
+pub fn post_list_length(post_list: u32, count: u64) -> u64 {
+    if post_list > 1 {
+        u64::from(post_list)
+    } else {
+        count.max(1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,5 +324,18 @@ mod tests {
         assert!(book.after_poll(0, None) && !book.looked());
         let mut book = StreamBook::start(1, 8, 4, Some(8), Duration::from_secs(60));
         assert!((0..EMPTY_POLLS_PER_LOOK).all(|_| book.after_poll(0, None)));
+    }
+
+    /// `-l 4`: only whole lists go into the room (perftest's `scnt + post_list <= tx_depth +
+    /// ccnt`), except the phase's last, which may be short; without `-l` all the room in one call.
+    #[test]
+    fn lists_are_whole_except_a_phases_last() {
+        assert_eq!(whole_lists(4, 15, Some(100)), 12);
+        assert_eq!(whole_lists(4, 3, Some(100)), 0, "a list that does not fit waits for room");
+        assert_eq!(whole_lists(4, 3, Some(3)), 3, "the warm-up's short last list");
+        assert_eq!(whole_lists(4, 15, None), 12, "a timed run");
+        assert_eq!(whole_lists(1, 15, Some(100)), 15);
+        assert_eq!(post_list_length(4, 12), 4);
+        assert_eq!(post_list_length(1, 12), 12);
     }
 }

@@ -8,8 +8,8 @@ use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
 use crate::engines::credits::SenderCredits;
 use crate::engines::meter::{phase_meter, warn_if_not_stored};
-use crate::engines::stream_book::{events_to_store, signal_interval};
-use crate::error::{Error, Result};
+use crate::engines::stream_book::{events_to_store, post_list_length, signal_interval, whole_lists};
+use crate::error::{ConfigError, Error, PostListRule, Result};
 use crate::memory::queue_memory::QueueMemory;
 use crate::options::config::StopRule;
 use crate::verbs::completion::opcode;
@@ -108,6 +108,15 @@ impl<'c> Sender<'c> {
             // must fit in the credits that come back.
             let Some(largest) = credits.largest_group() else { return Ok(()) };
             cq_mod = cq_mod.min(largest.max(1));
+            // A list is posted only when credits cover all of it (perftest's `scnt + post_list
+            // - credit_buf < rx_depth`): one longer than the credits that come back never is.
+            if u64::from(self.plan.post_list) > largest {
+                return Err(ConfigError::PostList {
+                    post_list: self.plan.post_list,
+                    rule: PostListRule::AboveCredits { credits: largest },
+                }
+                .into());
+            }
         }
         let out_of_time = match limit {
             Limit::Time(duration) => self.clock.origin().elapsed() >= duration,
@@ -119,16 +128,24 @@ impl<'c> Sender<'c> {
             if let Some(credits) = self.credits.as_deref() {
                 room = room.min(credits.available(index));
             }
-            if state.ended || room == 0 {
+            // A staged ring holds at most its window of messages ready at once besides those on
+            // the wire: a longer list is cut to it (the list, not the run, gives way).
+            let list = u64::from(self.plan.post_list.max(1)).min(memories[index].window());
+            if state.ended || room < list {
                 continue;
             }
             // The last message of the phase is the one numbered `last`.
             let (count, last) = match limit {
                 Limit::Messages(target) => (room.min(target - state.posted), target),
-                Limit::Time(_) if out_of_time => (1, state.posted + 1),
+                // A timed phase ends with a whole list, its last message marked.
+                Limit::Time(_) if out_of_time => (list, state.posted + list),
                 // Whole moderation groups only, so the last one posted is always signaled.
                 Limit::Time(_) => (room - room % cq_mod, u64::MAX),
             };
+            // Whole lists only (perftest's `scnt + post_list <= tx_depth + ccnt`), but for the
+            // phase's last, which may be short.
+            let left = (last != u64::MAX).then(|| last - state.posted);
+            let count = whole_lists(list as u32, count, left);
             if count == 0 {
                 continue;
             }
@@ -139,11 +156,8 @@ impl<'c> Sender<'c> {
                 let ready =
                     memories[index].ready_to_post(base + state.posted, base + state.completed, end)?;
                 let usable = count.min(ready);
-                if last == u64::MAX {
-                    usable - usable % cq_mod
-                } else {
-                    usable
-                }
+                let usable = if last == u64::MAX { usable - usable % cq_mod } else { usable };
+                whole_lists(list as u32, usable, left)
             } else {
                 count
             };
@@ -158,9 +172,12 @@ impl<'c> Sender<'c> {
             };
             let (first, base) = (state.posted, state.base);
             let memory = &memories[index];
-            queue_pair.post_send((1..=count).map(|offset| {
-                let sequence = first + offset;
-                SendRequest {
+            // Each call posts one list: `list` messages, or without -l all of them.
+            let length = post_list_length(list as u32, count);
+            let mut offset = 0;
+            while offset < count {
+                let end = (offset + length).min(count);
+                queue_pair.post_send((first + offset + 1..=first + end).map(|sequence| SendRequest {
                     wr_id: work_request_id(false, index, sequence),
                     signaled: sequence.is_multiple_of(cq_mod) || sequence == last,
                     local: memory.local(base + sequence - 1),
@@ -170,8 +187,9 @@ impl<'c> Sender<'c> {
                         Operation::Send
                     },
                     inline,
-                }
-            }))?;
+                }))?;
+                offset = end;
+            }
             state.posted += count;
             state.ended = state.posted == last;
             if let Some(credits) = self.credits.as_deref_mut() {

@@ -154,7 +154,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
             true,
             "work requests per post call, chained in one ibv_post_send list; the CQ moderation becomes the list's size unless -Q is given, which must divide it; -n must be a multiple of it; bandwidth tests only (\"Post list is supported in BW tests only\")",
             Differs {
-                how: "the same on gdr-write-bw, gdr-read-bw and gdr-atomic-bw (also --post-list; a list above -t is refused, as is staged memory); gdr-send-bw refuses it (its stream posts against the receiver's credits)",
+                how: "the same on gdr-write-bw, gdr-read-bw, gdr-atomic-bw and gdr-send-bw (also --post-list; a list above -t is refused; staged memory too, but on gdr-send-bw, whose lists also wait for the receiver's credits and are refused above what its -r credits at once)",
             },
         ),
         NotSupported { why: "post lists are supported in the bandwidth tests only (as perftest)" },
