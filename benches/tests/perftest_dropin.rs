@@ -65,10 +65,72 @@ fn report_both_prints_each_directions_table_after_the_summed_one() {
     }
 }
 
+/// `--report-both` under `-b` in the files: the CSV and gdrperf's `--json` follow each summed row
+/// with its two directions as rows of their own (`lane` `local`, `remote`: the published columns
+/// unchanged), each with a count and figures that parse; perftest's `--out_json` ends, as
+/// perftest's file does, with the remote direction in `results`, and lists both directions in
+/// `local_results` and `remote_results`. Without the flag, one row and no such keys.
+#[test]
+fn report_both_puts_each_direction_into_the_files() {
+    let scratch = Scratch::new("report-both-files");
+    for binary in ["gdr-write-bw", "gdr-send-bw"] {
+        for report_both in [true, false] {
+            let name = |extension: &str| scratch.file(&format!("{binary}-{report_both}.{extension}"));
+            let (csv, json, perftest_json) = (name("csv"), name("json"), name("out.json"));
+            let mut arguments = vec!["-b", "-s", "4096", "-n", "200", "-t", "16", "-Q", "4", "--csv", &csv];
+            arguments.extend(["--json", &json, "--out_json", "--out_json_file", &perftest_json]);
+            if report_both {
+                arguments.push("--report-both");
+            }
+            let (code, stdout, stderr) = run_apart(binary, &arguments, NIC);
+            let what = format!("{binary} --report-both {report_both}");
+            assert_eq!(code, 0, "{what}: {stdout}{stderr}");
+            let lanes = if report_both { &["", "local", "remote"][..] } else { &[""][..] };
+            let rows = rows(&csv);
+            assert_eq!(rows.iter().map(|row| row["lane"].as_str()).collect::<Vec<_>>(), lanes, "{what}");
+            for row in &rows {
+                assert_eq!(row["bytes"], "4096", "{what}");
+                assert!(row["iterations"].parse::<u64>().is_ok_and(|count| count > 0), "{what}: {row:?}");
+                assert!(row["bw_avg_mib_s"].parse::<f64>().is_ok_and(f64::is_finite), "{what}: {row:?}");
+            }
+            let read = |path: &str| -> serde_json::Value {
+                serde_json::from_str(&std::fs::read_to_string(path).expect("the file")).expect("JSON")
+            };
+            let ours = read(&json);
+            let entries = ours["results"].as_array().expect("results");
+            let json_lanes: Vec<&str> =
+                entries.iter().map(|entry| entry["lane"].as_str().unwrap_or("?")).collect();
+            assert_eq!(json_lanes, lanes, "{what}: {ours}");
+            assert!(entries.iter().all(|entry| entry["bw_avg_gbit_s"].is_f64()), "{what}: {ours}");
+            let perftest = read(&perftest_json);
+            if report_both {
+                for key in ["local_results", "remote_results"] {
+                    let sides = perftest[key].as_array().expect(key);
+                    assert_eq!(sides.len(), 1, "{what}: {perftest}");
+                    assert!(
+                        sides[0]["BW_average"].is_f64() && sides[0]["n_iterations"].is_u64(),
+                        "{what}: {perftest}"
+                    );
+                }
+                assert_eq!(
+                    perftest["results"], perftest["remote_results"][0],
+                    "{what}: perftest's last write"
+                );
+            } else {
+                assert!(perftest.get("local_results").is_none(), "{what}: {perftest}");
+                assert_eq!(perftest["results"], perftest["all_results"][0], "{what}: {perftest}");
+            }
+        }
+    }
+}
+
 /// A sweep's direction tables hold a row per size, in order, after the summed table.
 #[test]
 fn report_both_after_a_sweep_lists_every_size_in_each_table() {
-    let arguments = ["-b", "--report-both", "-a", "-n", "20", "-t", "16", "-Q", "4"];
+    let scratch = Scratch::new("report-both-sweep");
+    let (csv, perftest_json) = (scratch.file("sweep.csv"), scratch.file("sweep.json"));
+    let arguments = ["-b", "--report-both", "-a", "-n", "20", "-t", "16", "-Q", "4", "--csv", &csv];
+    let arguments = [&arguments[..], &["--out_json", "--out_json_file", &perftest_json]].concat();
     let (code, stdout, stderr) = run_apart("gdr-write-bw", &arguments, NIC);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let sizes = |table: &str| -> Vec<u64> {
@@ -83,6 +145,14 @@ fn report_both_after_a_sweep_lists_every_size_in_each_table() {
     let expected: Vec<u64> = (1..24).map(|exponent| 1 << exponent).collect();
     assert_eq!(sizes(" Local results: "), expected, "{stdout}");
     assert_eq!(sizes(" Remote results: "), expected, "{stdout}");
+    // The files: each size's sum, then its directions; perftest's --out_json keeps the last
+    // size's sum in `results` (its sweep prints no directions) and lists them apart.
+    let lanes: Vec<String> = rows(&csv).iter().map(|row| row["lane"].clone()).collect();
+    assert_eq!(lanes, ["", "local", "remote"].repeat(expected.len()), "{stdout}");
+    let perftest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&perftest_json).expect("--out_json")).expect("JSON");
+    assert_eq!(perftest["results"], perftest["all_results"][expected.len() - 1], "{perftest}");
+    assert_eq!(perftest["remote_results"].as_array().map(Vec::len), Some(expected.len()), "{perftest}");
 }
 
 /// `-l 4`: every post call carries a list of exactly 4 requests (the simulated NIC's

@@ -245,7 +245,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         false,
         "under -b, after the summed row, a \"Local results\" and a \"Remote results\" table: each side's own direction (its count, peak, average, rate); single-size runs only (RUN_REGULAR in write_bw.c, read_bw.c, send_bw.c, atomic_bw.c), nothing without -b; the latency tests take it and print nothing more",
         Differs {
-            how: "the same tables (the peer's figures come with its size report); with -a they follow the sweep's table, a row per size",
+            how: "the same tables (the peer's figures come with its size report); with -a they follow the sweep's table, a row per size; --out_json ends with the remote direction in results as perftest's file, plus local_results and remote_results; --csv/--json add each direction as a row marked local or remote in lane",
         },
     ),
         Ignored { how: "as perftest's latency tests, nothing more is printed" },
