@@ -262,6 +262,21 @@ fn send_bw_posts_lists_against_the_receivers_credits() {
     }
 }
 
+/// At 8 MiB gdrperf signals at least every 8th request (64 MiB between signals), which does not
+/// divide a list of 12: every list's last request is still signalled (as perftest's, whose `-Q`
+/// divides its list), so the room of a list always comes back and a send queue of exactly one
+/// list streams on. Before, the tail of the first list stayed uncompleted and the run stalled;
+/// `--timeout 10` turns such a stall into a failure here, not a hang.
+#[test]
+fn a_list_is_signalled_at_its_end_whatever_the_signal_interval() {
+    for binary in ["gdr-write-bw", "gdr-send-bw"] {
+        let arguments = ["-s", "8M", "-l", "12", "-t", "12", "-n", "24", "--warmup", "24", "--timeout", "10"];
+        let (code, stdout, stderr) = run_apart(binary, &arguments, "rate=100,post_list=12");
+        assert_eq!(code, 0, "{binary}: {stdout}{stderr}");
+        assert!(stdout.lines().any(|line| line.trim_start().starts_with("8388608 ")), "{binary}: {stdout}");
+    }
+}
+
 /// Runs `binary` in loopback with `arguments` (stdout kept), sends `signal` once `csv` holds
 /// `rows_before` rows (polled every 20 ms, at most 120 s; never a fixed delay) and returns the
 /// exit code and stdout.

@@ -18,7 +18,7 @@ use gdrperf_stats::{BandwidthMeter, BandwidthReport};
 use crate::engines::atomic::{atomic_operation, LastFetch};
 use crate::engines::meter::{phase_meter, warn_if_not_stored};
 use crate::engines::stream_book::{
-    events_to_store, post_list_length, signal_interval, whole_lists, StreamBook,
+    events_to_store, list_signal_interval, post_list_length, signal_interval, whole_lists, StreamBook,
 };
 use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
@@ -205,8 +205,10 @@ fn stream_with<M: QueueMemory>(
 /// Requests per signalled request: `cq_mod`, lowered so that no more than
 /// [`SIGNAL_EVERY_BYTES`](crate::engines::stream_book::SIGNAL_EVERY_BYTES) go unsignalled (a long
 /// moderated batch is not a dead peer) and so that a staged memory's slots free up in time.
+/// Under `-l`, every list's last request is signalled ([`list_signal_interval`]).
 fn signal_group<M: QueueMemory>(plan: &StreamPlan, memories: &[M]) -> u64 {
-    signal_every(plan.cq_mod, memories).min(signal_interval(plan.cq_mod, plan.size))
+    let interval = signal_every(plan.cq_mod, memories).min(signal_interval(plan.cq_mod, plan.size));
+    list_signal_interval(interval, u64::from(plan.post_list))
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -8,7 +8,9 @@ use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
 use crate::engines::credits::SenderCredits;
 use crate::engines::meter::{phase_meter, warn_if_not_stored};
-use crate::engines::stream_book::{events_to_store, post_list_length, signal_interval, whole_lists};
+use crate::engines::stream_book::{
+    events_to_store, list_signal_interval, post_list_length, signal_interval, whole_lists,
+};
 use crate::error::{ConfigError, Error, PostListRule, Result};
 use crate::memory::queue_memory::QueueMemory;
 use crate::options::config::StopRule;
@@ -61,7 +63,8 @@ impl<'c> Sender<'c> {
         };
         // Signalled as `post` does: every `signal_interval` (credits may lower it further once
         // the receiver's depth is known; what then does not fit is counted and said).
-        let signal_every = signal_interval(plan.cq_mod, plan.size);
+        let signal_every =
+            list_signal_interval(signal_interval(plan.cq_mod, plan.size), u64::from(plan.post_list));
         let expected_events = events_to_store(plan.stop, signal_every, queue_count as u64);
         let expected_posts = events_to_store(plan.stop, 1, queue_count as u64);
         let meter = phase_meter(plan.size, plan.stop, plan.margin_seconds, expected_events, expected_posts)?;
@@ -118,6 +121,9 @@ impl<'c> Sender<'c> {
                 .into());
             }
         }
+        // Every list's last message signalled, so a list's room always comes back.
+        let list = u64::from(self.plan.post_list.max(1));
+        cq_mod = list_signal_interval(cq_mod, list);
         let out_of_time = match limit {
             Limit::Time(duration) => self.clock.origin().elapsed() >= duration,
             Limit::Messages(_) => false,
@@ -128,10 +134,12 @@ impl<'c> Sender<'c> {
             if let Some(credits) = self.credits.as_deref() {
                 room = room.min(credits.available(index));
             }
-            // A staged ring holds at most its window of messages ready at once besides those on
-            // the wire: a longer list is cut to it (the list, not the run, gives way).
-            let list = u64::from(self.plan.post_list.max(1)).min(memories[index].window());
-            if state.ended || room < list {
+            // Room for a whole list, or for what is left of a counted phase.
+            let needed = match limit {
+                Limit::Messages(target) => list.min(target - state.posted),
+                Limit::Time(_) => list,
+            };
+            if state.ended || room < needed.max(1) {
                 continue;
             }
             // The last message of the phase is the one numbered `last`.
