@@ -1,6 +1,6 @@
 //! perftest's flags that shape what a run posts and prints, over the simulated NIC
 //! (`-d simulated0`, loopback): `--report-both`'s direction tables under `-b` and `-l/--post_list`'s
-//! lists (issue 42 item 3). Each case asserts what a perftest parser or the NIC sees (lines of
+//! lists on every bandwidth bench (issue 42). Each case asserts what a perftest parser or the NIC sees (lines of
 //! stdout, fields per row, the length of every post call, exit codes), never a figure.
 
 mod common;
@@ -65,10 +65,72 @@ fn report_both_prints_each_directions_table_after_the_summed_one() {
     }
 }
 
+/// `--report-both` under `-b` in the files: the CSV and gdrperf's `--json` follow each summed row
+/// with its two directions as rows of their own (`lane` `local`, `remote`: the published columns
+/// unchanged), each with a count and figures that parse; perftest's `--out_json` ends, as
+/// perftest's file does, with the remote direction in `results`, and lists both directions in
+/// `local_results` and `remote_results`. Without the flag, one row and no such keys.
+#[test]
+fn report_both_puts_each_direction_into_the_files() {
+    let scratch = Scratch::new("report-both-files");
+    for binary in ["gdr-write-bw", "gdr-send-bw"] {
+        for report_both in [true, false] {
+            let name = |extension: &str| scratch.file(&format!("{binary}-{report_both}.{extension}"));
+            let (csv, json, perftest_json) = (name("csv"), name("json"), name("out.json"));
+            let mut arguments = vec!["-b", "-s", "4096", "-n", "200", "-t", "16", "-Q", "4", "--csv", &csv];
+            arguments.extend(["--json", &json, "--out_json", "--out_json_file", &perftest_json]);
+            if report_both {
+                arguments.push("--report-both");
+            }
+            let (code, stdout, stderr) = run_apart(binary, &arguments, NIC);
+            let what = format!("{binary} --report-both {report_both}");
+            assert_eq!(code, 0, "{what}: {stdout}{stderr}");
+            let lanes = if report_both { &["", "local", "remote"][..] } else { &[""][..] };
+            let rows = rows(&csv);
+            assert_eq!(rows.iter().map(|row| row["lane"].as_str()).collect::<Vec<_>>(), lanes, "{what}");
+            for row in &rows {
+                assert_eq!(row["bytes"], "4096", "{what}");
+                assert!(row["iterations"].parse::<u64>().is_ok_and(|count| count > 0), "{what}: {row:?}");
+                assert!(row["bw_avg_mib_s"].parse::<f64>().is_ok_and(f64::is_finite), "{what}: {row:?}");
+            }
+            let read = |path: &str| -> serde_json::Value {
+                serde_json::from_str(&std::fs::read_to_string(path).expect("the file")).expect("JSON")
+            };
+            let ours = read(&json);
+            let entries = ours["results"].as_array().expect("results");
+            let json_lanes: Vec<&str> =
+                entries.iter().map(|entry| entry["lane"].as_str().unwrap_or("?")).collect();
+            assert_eq!(json_lanes, lanes, "{what}: {ours}");
+            assert!(entries.iter().all(|entry| entry["bw_avg_gbit_s"].is_f64()), "{what}: {ours}");
+            let perftest = read(&perftest_json);
+            if report_both {
+                for key in ["local_results", "remote_results"] {
+                    let sides = perftest[key].as_array().expect(key);
+                    assert_eq!(sides.len(), 1, "{what}: {perftest}");
+                    assert!(
+                        sides[0]["BW_average"].is_f64() && sides[0]["n_iterations"].is_u64(),
+                        "{what}: {perftest}"
+                    );
+                }
+                assert_eq!(
+                    perftest["results"], perftest["remote_results"][0],
+                    "{what}: perftest's last write"
+                );
+            } else {
+                assert!(perftest.get("local_results").is_none(), "{what}: {perftest}");
+                assert_eq!(perftest["results"], perftest["all_results"][0], "{what}: {perftest}");
+            }
+        }
+    }
+}
+
 /// A sweep's direction tables hold a row per size, in order, after the summed table.
 #[test]
 fn report_both_after_a_sweep_lists_every_size_in_each_table() {
-    let arguments = ["-b", "--report-both", "-a", "-n", "20", "-t", "16", "-Q", "4"];
+    let scratch = Scratch::new("report-both-sweep");
+    let (csv, perftest_json) = (scratch.file("sweep.csv"), scratch.file("sweep.json"));
+    let arguments = ["-b", "--report-both", "-a", "-n", "20", "-t", "16", "-Q", "4", "--csv", &csv];
+    let arguments = [&arguments[..], &["--out_json", "--out_json_file", &perftest_json]].concat();
     let (code, stdout, stderr) = run_apart("gdr-write-bw", &arguments, NIC);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let sizes = |table: &str| -> Vec<u64> {
@@ -83,6 +145,14 @@ fn report_both_after_a_sweep_lists_every_size_in_each_table() {
     let expected: Vec<u64> = (1..24).map(|exponent| 1 << exponent).collect();
     assert_eq!(sizes(" Local results: "), expected, "{stdout}");
     assert_eq!(sizes(" Remote results: "), expected, "{stdout}");
+    // The files: each size's sum, then its directions; perftest's --out_json keeps the last
+    // size's sum in `results` (its sweep prints no directions) and lists them apart.
+    let lanes: Vec<String> = rows(&csv).iter().map(|row| row["lane"].clone()).collect();
+    assert_eq!(lanes, ["", "local", "remote"].repeat(expected.len()), "{stdout}");
+    let perftest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&perftest_json).expect("--out_json")).expect("JSON");
+    assert_eq!(perftest["results"], perftest["all_results"][expected.len() - 1], "{perftest}");
+    assert_eq!(perftest["remote_results"].as_array().map(Vec::len), Some(expected.len()), "{perftest}");
 }
 
 /// `-l 4`: every post call carries a list of exactly 4 requests (the simulated NIC's
@@ -139,8 +209,72 @@ fn post_list_posts_lists_of_its_length_and_refuses_what_perftest_refuses() {
         assert_eq!(code, 2, "{arguments:?}: {stderr}");
         assert!(stderr.contains(message), "{arguments:?}: {stderr}");
     }
-    let (code, _, stderr) = run_apart("gdr-send-bw", &["-l", "4"], NIC);
-    assert!(code == 2 && stderr.contains("not supported by gdr-send-bw"), "{stderr}");
+}
+
+/// `-l 4` on gdr-send-bw: the client posts its SENDs in lists of exactly 4 (the `post_list=4`
+/// hook refuses any other data-carrying call; the receiver's zero-byte credits are not lists)
+/// while the server keeps its receives credited, on host and host-staged memory, one way and
+/// with `-b` (both sides send lists and receive), counted and timed (`-D`); every message
+/// arrives and passes its check. Without `-l` the same hook fails the run, and perftest's
+/// refusals, with the SEND stream's own (a list the receiver's credits never cover), exit 2.
+#[test]
+fn send_bw_posts_lists_against_the_receivers_credits() {
+    let scratch = Scratch::new("send-post-list");
+    let cases: [&[&str]; 4] = [
+        &["--mem", "host", "-n", "100", "--validate"],
+        &["--mem", "host-staged", "-n", "100", "--validate"],
+        &["--mem", "host", "-n", "100", "-b", "--validate"],
+        &["--mem", "host-staged", "-D", "1"],
+    ];
+    for (case, extra) in cases.iter().enumerate() {
+        let csv = scratch.file(&format!("send-{case}.csv"));
+        let mut arguments = vec!["-l", "4", "-s", "4096", "-t", "16", "--csv", &csv];
+        arguments.extend_from_slice(extra);
+        let (code, stdout, stderr) = run_apart("gdr-send-bw", &arguments, "rate=100,post_list=4");
+        assert_eq!(code, 0, "{extra:?}: {stdout}{stderr}");
+        let post_list = |line: &&str| line.trim_start().starts_with("Post List ") && line.ends_with(": 4");
+        assert!(stdout.lines().any(|line| post_list(&line)), "{extra:?}: {stdout}");
+        let rows = rows(&csv);
+        assert_eq!(rows.len(), 1, "{extra:?}: {stdout}{stderr}");
+        assert_eq!(rows[0]["cq_mod"], "4", "{extra:?}");
+        if extra.contains(&"--validate") {
+            // A `-b` row counts both directions' messages (as its console line says).
+            let messages = if extra.contains(&"-b") { "200" } else { "100" };
+            let row = (rows[0]["iterations"].as_str(), rows[0]["validation"].as_str());
+            assert_eq!(row, (messages, "pass"), "{extra:?}");
+        }
+    }
+    let (code, _, stderr) =
+        run_apart("gdr-send-bw", &["-s", "4096", "-n", "100", "-t", "16"], "rate=100,post_list=4");
+    assert_eq!(code, 2, "without -l the SENDs are not posted in lists of 4: {stderr}");
+    for (arguments, message) in [
+        (&["-l", "4", "-n", "10"][..], "-n/--iters 10 must be a multiple of the post list's size"),
+        (&["-l", "4", "-Q", "3"][..], "must be a multiple of -Q/--cq-mod 3"),
+        (&["-l", "32", "-t", "16"][..], "above -t/--tx-depth 16"),
+        (
+            &["-l", "32", "-t", "64", "-n", "96", "-r", "16"][..],
+            "-l/--post_list 32: above the 16 messages the receiver's posted receives credit at once",
+        ),
+    ] {
+        let (code, _, stderr) = run_apart("gdr-send-bw", arguments, NIC);
+        assert_eq!(code, 2, "{arguments:?}: {stderr}");
+        assert!(stderr.contains(message), "{arguments:?}: {stderr}");
+    }
+}
+
+/// At 8 MiB gdrperf signals at least every 8th request (64 MiB between signals), which does not
+/// divide a list of 12: every list's last request is still signalled (as perftest's, whose `-Q`
+/// divides its list), so the room of a list always comes back and a send queue of exactly one
+/// list streams on. Before, the tail of the first list stayed uncompleted and the run stalled;
+/// `--timeout 10` turns such a stall into a failure here, not a hang.
+#[test]
+fn a_list_is_signalled_at_its_end_whatever_the_signal_interval() {
+    for binary in ["gdr-write-bw", "gdr-send-bw"] {
+        let arguments = ["-s", "8M", "-l", "12", "-t", "12", "-n", "24", "--warmup", "24", "--timeout", "10"];
+        let (code, stdout, stderr) = run_apart(binary, &arguments, "rate=100,post_list=12");
+        assert_eq!(code, 0, "{binary}: {stdout}{stderr}");
+        assert!(stdout.lines().any(|line| line.trim_start().starts_with("8388608 ")), "{binary}: {stdout}");
+    }
 }
 
 /// Runs `binary` in loopback with `arguments` (stdout kept), sends `signal` once `csv` holds

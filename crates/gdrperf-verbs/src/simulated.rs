@@ -29,8 +29,9 @@
 //! retry counter exceeded", as a vanished peer's would), `rnr_retry=N` (0 to 7, as the QP
 //! attribute: a SEND or WRITE with immediate that finds no receive N times more fails with "RNR
 //! retry counter exceeded"; 7, the default, retries for ever as the benches' QPs do), and the
-//! test hook `post_list=N` (a post call of any other number of requests fails with EINVAL: a
-//! bench's `-l` lists, checked). `rnr_retry=0` turns every receiver-not-ready into an error, so a
+//! test hook `post_list=N` (a post call carrying data of any other number of requests fails with
+//! EINVAL: a bench's `-l` lists, checked; calls of zero-byte requests, gdr-send-bw's credits, are
+//! not lists and pass). `rnr_retry=0` turns every receiver-not-ready into an error, so a
 //! run that passes under it never sent without a credit: what Soft-RoCE's RNR counters show, made
 //! a decision.
 
@@ -74,8 +75,9 @@ pub struct Settings {
     pub fail_after: Option<u64>,
     /// Receiver-not-ready retries before a request fails; 7 (the IB encoding of "for ever").
     pub rnr_retry: u8,
-    /// Every post call must carry exactly this many requests, else it fails with EINVAL: the
-    /// test hook that shows a bench posts in lists of `-l/--post_list` (`post_list=N`).
+    /// Every post call carrying data must carry exactly this many requests, else it fails with
+    /// EINVAL: the test hook that shows a bench posts in lists of `-l/--post_list` (`post_list=N`).
+    /// Calls of zero-byte requests only (gdr-send-bw's credits) are not lists and pass.
     pub post_list: Option<u32>,
 }
 
@@ -508,8 +510,11 @@ impl QueuePairHandle {
         {
             return Err(full(libc::EINVAL));
         }
-        // The test hook of `post_list=N`: a call of any other length is refused.
-        if settings.post_list.is_some_and(|length| requests.len() != length as usize) {
+        // The test hook of `post_list=N`: a call of any other length is refused, but for calls of
+        // zero-byte requests only (gdr-send-bw's credits, posted one at a time as perftest
+        // posts its own bookkeeping: they are not the bench's lists).
+        let carries_data = requests.iter().any(|request| !request.local.is_empty());
+        if carries_data && settings.post_list.is_some_and(|length| requests.len() != length as usize) {
             return Err(full(libc::EINVAL));
         }
         queue_pair.occupied.fetch_add(requests.len() as u32, Ordering::AcqRel);

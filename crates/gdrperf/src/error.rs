@@ -181,6 +181,12 @@ pub enum PostListRule {
     /// comes); gdrperf says so instead.
     #[error("above -t/--tx-depth {tx_depth}: a list longer than the send queue is never posted")]
     AboveTxDepth { tx_depth: u32 },
+    /// gdr-send-bw: a list longer than the credits the receiver's posted receives come back as
+    /// is never posted either (`-r`, or fewer where `--validate`'s ring holds fewer).
+    #[error(
+        "above the {credits} messages the receiver's posted receives credit at once: raise its -r/--rx-depth or lower -l"
+    )]
+    AboveCredits { credits: u64 },
 }
 
 impl ConfigError {

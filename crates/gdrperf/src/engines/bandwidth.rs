@@ -17,7 +17,9 @@ use gdrperf_stats::{BandwidthMeter, BandwidthReport};
 
 use crate::engines::atomic::{atomic_operation, LastFetch};
 use crate::engines::meter::{phase_meter, warn_if_not_stored};
-use crate::engines::stream_book::{events_to_store, signal_interval, StreamBook};
+use crate::engines::stream_book::{
+    events_to_store, list_signal_interval, post_list_length, signal_interval, whole_lists, StreamBook,
+};
 use crate::error::{Error, Result};
 use crate::exchange::{Control, ExchangeError};
 use crate::harness::session::{Session, SessionParts};
@@ -165,26 +167,6 @@ struct Link<'a> {
     remotes: Vec<RemoteBuffer>,
 }
 
-/// How many of `room` requests to post now with lists of `post_list`: whole lists only, unless
-/// `room` is all that is `left` of the phase (its last list may be short).
-fn whole_lists(post_list: u32, room: u64, left: Option<u64>) -> u64 {
-    let list = u64::from(post_list.max(1));
-    if left == Some(room) {
-        room
-    } else {
-        room - room % list
-    }
-}
-
-/// Requests per post call: the post list, or with none (1) all `count` at once.
-fn post_list_length(post_list: u32, count: u64) -> u64 {
-    if post_list > 1 {
-        u64::from(post_list)
-    } else {
-        count.max(1)
-    }
-}
-
 /// `landed_at(qp, message)`: where in QP `qp`'s buffer message `message` landed.
 fn stream_with<M: QueueMemory>(
     mut link: Link,
@@ -223,8 +205,10 @@ fn stream_with<M: QueueMemory>(
 /// Requests per signalled request: `cq_mod`, lowered so that no more than
 /// [`SIGNAL_EVERY_BYTES`](crate::engines::stream_book::SIGNAL_EVERY_BYTES) go unsignalled (a long
 /// moderated batch is not a dead peer) and so that a staged memory's slots free up in time.
+/// Under `-l`, every list's last request is signalled ([`list_signal_interval`]).
 fn signal_group<M: QueueMemory>(plan: &StreamPlan, memories: &[M]) -> u64 {
-    signal_every(plan.cq_mod, memories).min(signal_interval(plan.cq_mod, plan.size))
+    let interval = signal_every(plan.cq_mod, memories).min(signal_interval(plan.cq_mod, plan.size));
+    list_signal_interval(interval, u64::from(plan.post_list))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -490,22 +474,4 @@ pub fn post_credit_receives(queue_pairs: &mut [RcQueuePair]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `-l 4`: only whole lists go into the room (perftest's `scnt + post_list <= tx_depth +
-    /// ccnt`), except the phase's last, which may be short; without `-l` all the room in one call.
-    #[test]
-    fn lists_are_whole_except_a_phases_last() {
-        assert_eq!(whole_lists(4, 15, Some(100)), 12);
-        assert_eq!(whole_lists(4, 3, Some(100)), 0, "a list that does not fit waits for room");
-        assert_eq!(whole_lists(4, 3, Some(3)), 3, "the warm-up's short last list");
-        assert_eq!(whole_lists(4, 15, None), 12, "a timed run");
-        assert_eq!(whole_lists(1, 15, Some(100)), 15);
-        assert_eq!(post_list_length(4, 12), 4);
-        assert_eq!(post_list_length(1, 12), 12);
-    }
 }

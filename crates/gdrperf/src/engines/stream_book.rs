@@ -46,6 +46,18 @@ pub fn signal_interval(cq_mod: u32, size: usize) -> u64 {
     u64::from(cq_mod.max(1)).min(by_bytes)
 }
 
+/// The signal interval under `-l N`: the largest divisor of `N` not above `interval`, so that
+/// every list's last request is signalled, as perftest's (its `-Q` divides the list); `interval`
+/// itself without a list. A list whose end went unsignalled would leave its tail uncompleted in
+/// the books, and a next list needing that room would never be posted (a stall).
+pub fn list_signal_interval(interval: u64, post_list: u64) -> u64 {
+    let interval = interval.max(1);
+    if post_list <= 1 {
+        return interval;
+    }
+    (1..=interval.min(post_list)).rev().find(|divisor| post_list.is_multiple_of(*divisor)).unwrap_or(1)
+}
+
 /// Events a `-D` run reserves room for, per second of its duration: one event every ~4 µs, more
 /// than Soft-RoCE or a moderated hardware stream raises; a faster stream (small messages, every
 /// request signalled, on hardware) fills the store, and the rest is counted and said (the row's
@@ -236,6 +248,26 @@ impl StreamBook {
     }
 }
 
+/// How many of `room` requests to post now with lists of `post_list`: whole lists only, unless
+/// `room` is all that is `left` of the phase (its last list may be short).
+pub fn whole_lists(post_list: u32, room: u64, left: Option<u64>) -> u64 {
+    let list = u64::from(post_list.max(1));
+    if left == Some(room) {
+        room
+    } else {
+        room - room % list
+    }
+}
+
+/// Requests per post call: the post list, or with none (1) all `count` at once.
+pub fn post_list_length(post_list: u32, count: u64) -> u64 {
+    if post_list > 1 {
+        u64::from(post_list)
+    } else {
+        count.max(1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,5 +336,33 @@ mod tests {
         assert!(book.after_poll(0, None) && !book.looked());
         let mut book = StreamBook::start(1, 8, 4, Some(8), Duration::from_secs(60));
         assert!((0..EMPTY_POLLS_PER_LOOK).all(|_| book.after_poll(0, None)));
+    }
+
+    /// `-l 4`: only whole lists go into the room (perftest's `scnt + post_list <= tx_depth +
+    /// ccnt`), except the phase's last, which may be short; without `-l` all the room in one call.
+    #[test]
+    fn lists_are_whole_except_a_phases_last() {
+        assert_eq!(whole_lists(4, 15, Some(100)), 12);
+        assert_eq!(whole_lists(4, 3, Some(100)), 0, "a list that does not fit waits for room");
+        assert_eq!(whole_lists(4, 3, Some(3)), 3, "the warm-up's short last list");
+        assert_eq!(whole_lists(4, 15, None), 12, "a timed run");
+        assert_eq!(whole_lists(1, 15, Some(100)), 15);
+        assert_eq!(post_list_length(4, 12), 4);
+        assert_eq!(post_list_length(1, 12), 12);
+    }
+
+    /// Under a list every list's end is signalled: 8 MiB messages lower the interval to 8 (64 MiB
+    /// between signals), which does not divide a list of 12, so 6 is taken.
+    #[test]
+    fn a_lists_last_request_is_always_signalled() {
+        assert_eq!(list_signal_interval(8, 12), 6);
+        assert_eq!(list_signal_interval(100, 4), 4, "-Q defaults to the list's size");
+        assert_eq!(list_signal_interval(2, 4), 2);
+        assert_eq!(list_signal_interval(5, 7), 1);
+        assert_eq!(list_signal_interval(8, 1), 8, "no list: the interval");
+        for (interval, list) in (1..40u64).flat_map(|interval| (2..40u64).map(move |list| (interval, list))) {
+            let every = list_signal_interval(interval, list);
+            assert!(list % every == 0 && every <= interval, "{interval}, {list}: {every}");
+        }
     }
 }

@@ -199,20 +199,16 @@ fn create_outputs<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<O
         timed: matches!(config.stop, StopRule::Duration(_)),
         figure: config.output,
     };
-    Outputs::create(
+    let report_both =
+        benchmark.setup().bandwidth.is_some_and(|bandwidth| bandwidth.bidirectional && bandwidth.report_both);
+    Ok(Outputs::create(
         config.csv.as_deref(),
         config.json.as_deref(),
         config.perftest_json.as_deref().map(|path| (path, style)),
         config.prometheus.as_deref(),
-        Some(
-            Console::new(B::BENCH.title, style).reporting_both(
-                benchmark
-                    .setup()
-                    .bandwidth
-                    .is_some_and(|bandwidth| bandwidth.bidirectional && bandwidth.report_both),
-            ),
-        ),
-    )
+        Some(Console::new(B::BENCH.title, style).reporting_both(report_both)),
+    )?
+    .reporting_both(report_both))
 }
 
 // --- `--concurrent`: the lanes ----------------------------------------------------------

@@ -284,8 +284,9 @@ pub struct BandwidthArgs {
     pub bidirectional: bool,
 
     /// With -b: after the table, perftest's "Local results" and "Remote results" tables, each
-    /// direction's figures on its own (perftest's --report-both). Without -b it changes nothing,
-    /// as in perftest.
+    /// direction's figures on its own (perftest's --report-both); --csv and --json add each
+    /// direction as a row (lane local, remote), --out_json ends with the remote one as perftest's.
+    /// Without -b it changes nothing, as in perftest.
     #[arg(long = "report-both")]
     pub report_both: bool,
 

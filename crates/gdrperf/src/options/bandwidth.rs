@@ -14,7 +14,7 @@ pub struct BandwidthConfig {
     pub cq_moderation: CqModeration,
     pub bidirectional: bool,
     /// `--report-both`: under `-b`, each direction's own table after the summed one (this side's
-    /// console only: the peer prints its own, or not, as perftest's sides do).
+    /// console and files only: the peer reports its own, or not, as perftest's sides do).
     pub report_both: bool,
     /// `-l/--post_list`: work requests per post call, chained (1: what the queue has room for).
     pub post_list: u32,

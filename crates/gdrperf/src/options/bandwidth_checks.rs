@@ -44,7 +44,8 @@ impl BandwidthConfig {
         let staged = StagedRules {
             bidirectional: args.bidirectional,
             receiver_counts_messages: verb == Verb::Write && matches!(common.stop, StopRule::Duration(_)),
-            post_list: post_list > 1,
+            // The SEND stream posts its staged messages in lists too (`engines::send`).
+            post_list: post_list > 1 && verb != Verb::Send,
         };
         // Two processes refuse these once both memories are known, right after the hellos and
         // on both sides in the same words ([`refuse_staged`]): refused here, a server or client

@@ -132,7 +132,7 @@ pub fn render_markdown() -> String {
          file, the list or the real headers disagree. Do not edit by hand.\n\n\
          A CSV file begins with `# key: value` lines saying what made it (`test`, `command`, \
          `git_commit`, `gdrperf_version`, `date`, `host`, `clock`; more keys may come), then one \
-         header line and one row per message size (per lane with `--concurrent`). Skip the `#` \
+         header line and one row per message size (per lane with `--concurrent`; followed by its two directions, `lane` `local` and `remote`, with `-b --report-both`). Skip the `#` \
          lines by their first character, not with a comment option (a value may hold `#`): \
          Python's csv module: `csv.DictReader(line for line in open(path) if not \
          line.startswith(\"#\"))`; pandas: `pd.read_csv(io.StringIO(\"\".join(line for line in \

@@ -46,6 +46,15 @@ pub trait Row: Serialize + gdrperf_threshold::Measured + Clone {
     fn direction_lines(&self, _style: ConsoleStyle) -> Option<[String; 2]> {
         None
     }
+    /// perftest's `--report-both` in the files: this row's two directions as rows of their own,
+    /// this side's then the peer's, each with its direction's figures and `lane` marked `local`
+    /// or `remote`; none (the default) for a row that is not one of a bidirectional run's.
+    fn direction_rows(&self) -> Vec<Self>
+    where
+        Self: Sized,
+    {
+        Vec::new()
+    }
     /// The end of perftest's test name after the verb: "BW_Test", "Bidirectional_BW_Test",
     /// "Latency_Test" (`write_test_info_to_file`).
     fn perftest_test_kind(&self) -> &'static str;
@@ -123,6 +132,12 @@ pub trait Exporter<R: Row> {
     }
     /// One size is done.
     fn write_row(&mut self, row: &R) -> Result<()>;
+    /// `--report-both` under `-b`: the row just written, one direction at a time
+    /// ([`Row::direction_rows`], the local then the remote). Ignored by default (the console
+    /// prints its own direction tables, the Prometheus file keeps the sums).
+    fn write_direction_row(&mut self, _row: &R) -> Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -104,6 +104,11 @@ impl<R: Row> Exporter<R> for CsvFile {
         self.header_written = true;
         self.writer.flush().map_err(|source| output_error(&self.path, source))
     }
+
+    /// A direction row is a row of its own, marked by its `lane` (`local`, `remote`).
+    fn write_direction_row(&mut self, row: &R) -> Result<()> {
+        Exporter::<R>::write_row(self, row)
+    }
 }
 
 /// `{"metadata": {...}, "results": [...], "outcome": {...}}`, rewritten whole (through a
@@ -174,6 +179,11 @@ impl<R: Row> Exporter<R> for JsonFile {
         let value = serde_json::to_value(row).map_err(|error| output_error(&self.path, error.into()))?;
         self.results.push(value);
         self.rewrite()
+    }
+
+    /// An entry of `results` of its own, after its summed row, marked by its `lane`.
+    fn write_direction_row(&mut self, row: &R) -> Result<()> {
+        Exporter::<R>::write_row(self, row)
     }
 }
 

@@ -38,6 +38,8 @@ use crate::error::Result;
 /// Every exporter of a run, fed together.
 pub struct Outputs<R: Row> {
     exporters: Vec<Box<dyn Exporter<R>>>,
+    /// `--report-both` under `-b`: each row's directions follow it into the files.
+    report_both: bool,
 }
 
 impl<R: Row + 'static> Outputs<R> {
@@ -67,7 +69,14 @@ impl<R: Row + 'static> Outputs<R> {
         if let Some(path) = prometheus {
             exporters.push(Box::new(PrometheusFile::create(path)?));
         }
-        Ok(Outputs { exporters })
+        Ok(Outputs { exporters, report_both: false })
+    }
+
+    /// perftest's `--report-both` under `-b`: after each row, its two directions go to the files
+    /// too ([`Exporter::write_direction_row`]).
+    pub fn reporting_both(mut self, report_both: bool) -> Outputs<R> {
+        self.report_both = report_both;
+        self
     }
 
     pub fn start(&mut self, run: &RunStart) -> Result<()> {
@@ -83,6 +92,14 @@ impl<R: Row + 'static> Outputs<R> {
     }
 
     pub fn write_row(&mut self, row: &R) -> Result<()> {
-        self.exporters.iter_mut().try_for_each(|exporter| exporter.write_row(row))
+        self.exporters.iter_mut().try_for_each(|exporter| exporter.write_row(row))?;
+        if self.report_both {
+            for direction in row.direction_rows() {
+                self.exporters
+                    .iter_mut()
+                    .try_for_each(|exporter| exporter.write_direction_row(&direction))?;
+            }
+        }
+        Ok(())
     }
 }

@@ -8,6 +8,14 @@
 //! size alone. gdrperf keeps `results` as that last size (what those scripts read) and adds
 //! `all_results`, every size in order, so nothing measured is dropped; the file is rewritten
 //! whole at each size (a temporary file and a rename: always valid JSON).
+//!
+//! `--report-both` under `-b`: perftest's send_bw.c, write_bw.c, ... call `print_full_bw_report`
+//! three times for its single size (the sum, then the local and the remote direction alone), each
+//! call rewriting the file, so its `results` ends up the remote direction's, under the same keys;
+//! it writes no other key for either side. gdrperf's `results` is that too for a single size (a
+//! sweep, where perftest prints no directions, keeps the last size's sum), and it adds
+//! `local_results` and `remote_results`, each direction of every size in order, in perftest's
+//! keys, beside `all_results` (which keeps the sums).
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +34,9 @@ pub struct PerftestJsonFile {
     /// perftest's verb in its test name ("RDMA_Write", "Send", "Atomic_FETCH_AND_ADD").
     verb: String,
     results: Vec<serde_json::Value>,
+    /// `--report-both`: each size's directions, this side's and the peer's.
+    local_results: Vec<serde_json::Value>,
+    remote_results: Vec<serde_json::Value>,
     test: Option<String>,
 }
 
@@ -39,6 +50,8 @@ impl PerftestJsonFile {
             test_info: serde_json::Map::new(),
             verb: String::new(),
             results: Vec::new(),
+            local_results: Vec::new(),
+            remote_results: Vec::new(),
             test: None,
         };
         file.rewrite()?;
@@ -51,12 +64,38 @@ impl PerftestJsonFile {
             test_info.insert("test".into(), test.clone().into());
         }
         test_info.extend(self.test_info.clone());
-        let document = serde_json::json!({
+        // perftest's last write: the remote direction of a single size under --report-both.
+        let last = match (self.results.as_slice(), self.remote_results.as_slice()) {
+            ([_], [remote]) => Some(remote),
+            _ => self.results.last(),
+        };
+        let mut document = serde_json::json!({
             "test_info": test_info,
-            "results": self.results.last().cloned().unwrap_or_else(|| serde_json::json!({})),
+            "results": last.cloned().unwrap_or_else(|| serde_json::json!({})),
             "all_results": self.results,
         });
+        if !self.local_results.is_empty() {
+            document["local_results"] = self.local_results.clone().into();
+            document["remote_results"] = self.remote_results.clone().into();
+        }
         replace_document(&self.path, &document)
+    }
+
+    /// `row` as perftest's `results`: its keys, or with `--output` its one figure.
+    fn results_of<R: Row>(&self, row: &R) -> serde_json::Value {
+        // perftest's --output writes its one figure under its own key ("%lf": six decimals).
+        match self.style.figure {
+            Some(figure) => {
+                let key = match figure {
+                    OutputFigure::Bandwidth => "bw_avg",
+                    OutputFigure::MessageRate => "msgRate_avg",
+                    OutputFigure::Latency => "avg_lat",
+                };
+                let value = row.perftest_figure(figure, self.style).map(|value| rounded(value, 6));
+                serde_json::json!({ key: value })
+            }
+            None => serde_json::Value::Object(row.perftest_results(self.style)),
+        }
     }
 }
 
@@ -75,20 +114,18 @@ impl<R: Row> Exporter<R> for PerftestJsonFile {
             false => row.perftest_test_kind().to_string(),
         };
         self.test = Some(format!("{}_{}", self.verb, kind));
-        // perftest's --output writes its one figure under its own key ("%lf": six decimals).
-        let results = match self.style.figure {
-            Some(figure) => {
-                let key = match figure {
-                    OutputFigure::Bandwidth => "bw_avg",
-                    OutputFigure::MessageRate => "msgRate_avg",
-                    OutputFigure::Latency => "avg_lat",
-                };
-                let value = row.perftest_figure(figure, self.style).map(|value| rounded(value, 6));
-                serde_json::json!({ key: value })
-            }
-            None => serde_json::Value::Object(row.perftest_results(self.style)),
-        };
+        let results = self.results_of(row);
         self.results.push(results);
+        self.rewrite()
+    }
+
+    /// The directions come in pairs, this side's first ([`Row::direction_rows`]).
+    fn write_direction_row(&mut self, row: &R) -> Result<()> {
+        let results = self.results_of(row);
+        match self.local_results.len() == self.remote_results.len() {
+            true => self.local_results.push(results),
+            false => self.remote_results.push(results),
+        }
         self.rewrite()
     }
 }

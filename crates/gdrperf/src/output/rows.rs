@@ -254,6 +254,15 @@ impl BandwidthRow {
     }
 }
 
+/// The `lane` cell of a `--report-both` direction row: `local` or `remote` (`side`), after the
+/// lane's own mark where `--concurrent` gave one (`0:local`).
+pub(crate) fn direction_lane(lane: &str, side: &str) -> String {
+    match lane {
+        "" => side.to_string(),
+        lane => format!("{lane}:{side}"),
+    }
+}
+
 /// "fail" if any lane failed its data check, "pass" if all passed, else "off".
 pub(crate) fn combined_validation<'a>(mut values: impl Iterator<Item = &'a str> + Clone) -> String {
     if values.clone().any(|value| value == "fail") {
@@ -363,6 +372,13 @@ impl Row for BandwidthRow {
         }
     }
 
+    fn direction_rows(&self) -> Vec<BandwidthRow> {
+        match self.directions.as_slice() {
+            [local, remote] => vec![self.direction_row(local, "local"), self.direction_row(remote, "remote")],
+            _ => Vec::new(),
+        }
+    }
+
     fn perftest_test_kind(&self) -> &'static str {
         if self.bidirectional {
             "Bidirectional_BW_Test"
@@ -387,6 +403,34 @@ impl Row for BandwidthRow {
 }
 
 impl BandwidthRow {
+    /// One direction of this `-b` row as a row of its own (`--report-both` in the files): the
+    /// summed row's settings and places with `figures`' own count, peak, average, rate, time,
+    /// copies and peak span, `lane` marked with `side` ([`direction_lane`]). Its ceiling columns
+    /// are empty: the path's ceiling is judged for the run as a whole, the summed row's.
+    pub(crate) fn direction_row(&self, figures: &BandwidthFigures, side: &str) -> BandwidthRow {
+        let (peak_mib_s, average_mib_s) = figures.in_unit(BandwidthUnit::MebibytesPerSecond);
+        let (peak_gbit_s, average_gbit_s) = figures.in_unit(BandwidthUnit::GigabitsPerSecond);
+        BandwidthRow {
+            iterations: figures.messages,
+            local_iterations: figures.messages,
+            bw_peak_mib_s: peak_mib_s,
+            bw_avg_mib_s: average_mib_s,
+            bw_peak_gbit_s: peak_gbit_s,
+            bw_avg_gbit_s: average_gbit_s,
+            msg_rate_mpps: figures.messages_per_second / 1e6,
+            elapsed_s: figures.elapsed_nanos as f64 / 1e9,
+            copy_time_s: figures.copy_seconds,
+            lane: direction_lane(&self.lane, side),
+            peak_messages: figures.peak_span.map(|span| span.0),
+            peak_span_s: figures.peak_span.map(|span| span.1 as f64 / 1e9),
+            ceiling: CeilingColumns::default(),
+            peak_events_not_stored: figures.events_not_stored,
+            peak_note: peak_note(peak_gbit_s, None),
+            directions: Vec::new(),
+            ..self.clone()
+        }
+    }
+
     /// The peak and the average in `unit`.
     pub(crate) fn figures_in(&self, unit: BandwidthUnit) -> (Option<f64>, f64) {
         match unit {
@@ -442,6 +486,18 @@ mod tests {
             "off",
         );
         assert_eq!(quiet.console_notes(style), Vec::<String>::new(), "nothing beyond perftest's fields");
+        // --report-both's rows: each direction on its own, marked in `lane`; none one way.
+        let directions = row.direction_rows();
+        let lanes: Vec<&str> = directions.iter().map(|direction| direction.lane.as_str()).collect();
+        assert_eq!(lanes, ["local", "remote"]);
+        let counts: Vec<(u64, u64)> =
+            directions.iter().map(|direction| (direction.iterations, direction.local_iterations)).collect();
+        assert_eq!(counts, [(300, 300), (200, 200)]);
+        assert!(directions
+            .iter()
+            .all(|direction| direction.bidirectional && direction.direction_rows().is_empty()));
+        assert!(quiet.direction_rows().is_empty());
+        assert_eq!(direction_lane("1", "remote"), "1:remote", "a --concurrent lane's direction");
     }
 
     #[test]

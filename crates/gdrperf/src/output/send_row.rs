@@ -196,6 +196,21 @@ impl Row for SendBandwidthRow {
         self.sender.direction_lines(style)
     }
 
+    /// The senders' directions as rows; their receiver columns are empty (`rx_iterations` 0):
+    /// a direction is what one side sent, and its receiver's figures are in the summed row's.
+    fn direction_rows(&self) -> Vec<SendBandwidthRow> {
+        let send = SendColumns {
+            rx_depth: self.send.rx_depth,
+            inline_size: self.send.inline_size,
+            ..SendColumns::default()
+        };
+        self.sender
+            .direction_rows()
+            .into_iter()
+            .map(|sender| SendBandwidthRow { sender, send: send.clone() })
+            .collect()
+    }
+
     fn perftest_figure(&self, figure: OutputFigure, style: ConsoleStyle) -> Option<f64> {
         self.sender.perftest_figure(figure, style)
     }

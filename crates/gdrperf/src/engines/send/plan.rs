@@ -16,6 +16,9 @@ pub struct SendPlan {
     pub warmup: u64,
     pub tx_depth: u32,
     pub cq_mod: u32,
+    /// `-l/--post_list`: messages per post call, chained (perftest's post list); 1 posts all the
+    /// room there is in one call.
+    pub post_list: u32,
     /// `-D`: whole seconds left out of the measurement at each end (`-f`).
     pub margin_seconds: u64,
     pub inline: bool,

@@ -8,8 +8,10 @@ use gdrperf_stats::{BandwidthMeter, BandwidthReport, RunClock};
 
 use crate::engines::credits::SenderCredits;
 use crate::engines::meter::{phase_meter, warn_if_not_stored};
-use crate::engines::stream_book::{events_to_store, signal_interval};
-use crate::error::{Error, Result};
+use crate::engines::stream_book::{
+    events_to_store, list_signal_interval, post_list_length, signal_interval, whole_lists,
+};
+use crate::error::{ConfigError, Error, PostListRule, Result};
 use crate::memory::queue_memory::QueueMemory;
 use crate::options::config::StopRule;
 use crate::verbs::completion::opcode;
@@ -61,7 +63,8 @@ impl<'c> Sender<'c> {
         };
         // Signalled as `post` does: every `signal_interval` (credits may lower it further once
         // the receiver's depth is known; what then does not fit is counted and said).
-        let signal_every = signal_interval(plan.cq_mod, plan.size);
+        let signal_every =
+            list_signal_interval(signal_interval(plan.cq_mod, plan.size), u64::from(plan.post_list));
         let expected_events = events_to_store(plan.stop, signal_every, queue_count as u64);
         let expected_posts = events_to_store(plan.stop, 1, queue_count as u64);
         let meter = phase_meter(plan.size, plan.stop, plan.margin_seconds, expected_events, expected_posts)?;
@@ -108,7 +111,19 @@ impl<'c> Sender<'c> {
             // must fit in the credits that come back.
             let Some(largest) = credits.largest_group() else { return Ok(()) };
             cq_mod = cq_mod.min(largest.max(1));
+            // A list is posted only when credits cover all of it (perftest's `scnt + post_list
+            // - credit_buf < rx_depth`): one longer than the credits that come back never is.
+            if u64::from(self.plan.post_list) > largest {
+                return Err(ConfigError::PostList {
+                    post_list: self.plan.post_list,
+                    rule: PostListRule::AboveCredits { credits: largest },
+                }
+                .into());
+            }
         }
+        // Every list's last message signalled, so a list's room always comes back.
+        let list = u64::from(self.plan.post_list.max(1));
+        cq_mod = list_signal_interval(cq_mod, list);
         let out_of_time = match limit {
             Limit::Time(duration) => self.clock.origin().elapsed() >= duration,
             Limit::Messages(_) => false,
@@ -119,16 +134,26 @@ impl<'c> Sender<'c> {
             if let Some(credits) = self.credits.as_deref() {
                 room = room.min(credits.available(index));
             }
-            if state.ended || room == 0 {
+            // Room for a whole list, or for what is left of a counted phase.
+            let needed = match limit {
+                Limit::Messages(target) => list.min(target - state.posted),
+                Limit::Time(_) => list,
+            };
+            if state.ended || room < needed.max(1) {
                 continue;
             }
             // The last message of the phase is the one numbered `last`.
             let (count, last) = match limit {
                 Limit::Messages(target) => (room.min(target - state.posted), target),
-                Limit::Time(_) if out_of_time => (1, state.posted + 1),
+                // A timed phase ends with a whole list, its last message marked.
+                Limit::Time(_) if out_of_time => (list, state.posted + list),
                 // Whole moderation groups only, so the last one posted is always signaled.
                 Limit::Time(_) => (room - room % cq_mod, u64::MAX),
             };
+            // Whole lists only (perftest's `scnt + post_list <= tx_depth + ccnt`), but for the
+            // phase's last, which may be short.
+            let left = (last != u64::MAX).then(|| last - state.posted);
+            let count = whole_lists(list as u32, count, left);
             if count == 0 {
                 continue;
             }
@@ -139,11 +164,8 @@ impl<'c> Sender<'c> {
                 let ready =
                     memories[index].ready_to_post(base + state.posted, base + state.completed, end)?;
                 let usable = count.min(ready);
-                if last == u64::MAX {
-                    usable - usable % cq_mod
-                } else {
-                    usable
-                }
+                let usable = if last == u64::MAX { usable - usable % cq_mod } else { usable };
+                whole_lists(list as u32, usable, left)
             } else {
                 count
             };
@@ -158,9 +180,12 @@ impl<'c> Sender<'c> {
             };
             let (first, base) = (state.posted, state.base);
             let memory = &memories[index];
-            queue_pair.post_send((1..=count).map(|offset| {
-                let sequence = first + offset;
-                SendRequest {
+            // Each call posts one list: `list` messages, or without -l all of them.
+            let length = post_list_length(list as u32, count);
+            let mut offset = 0;
+            while offset < count {
+                let end = (offset + length).min(count);
+                queue_pair.post_send((first + offset + 1..=first + end).map(|sequence| SendRequest {
                     wr_id: work_request_id(false, index, sequence),
                     signaled: sequence.is_multiple_of(cq_mod) || sequence == last,
                     local: memory.local(base + sequence - 1),
@@ -170,8 +195,9 @@ impl<'c> Sender<'c> {
                         Operation::Send
                     },
                     inline,
-                }
-            }))?;
+                }))?;
+                offset = end;
+            }
             state.posted += count;
             state.ended = state.posted == last;
             if let Some(credits) = self.credits.as_deref_mut() {

@@ -80,6 +80,7 @@ impl Engine for SendStream {
             warmup: self.common.warmup,
             tx_depth: self.common.tx_depth,
             cq_mod: self.bandwidth.cq_mod,
+            post_list: self.bandwidth.post_list,
             margin_seconds: self.common.margin_seconds,
             inline: session.local.buffers[0].host_bytes().is_some() && size <= self.send.inline_size as usize,
             sends: self.sends(session),

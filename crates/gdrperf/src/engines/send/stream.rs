@@ -97,8 +97,12 @@ fn stream_with<M: QueueMemory>(
     receives: Option<&mut ReceiveQueues>,
     memories: &mut [M],
 ) -> Result<SendReports> {
-    // A staged ring's slots are freed by completions: signal at least once per half ring.
-    let plan = &SendPlan { cq_mod: signal_every(plan.cq_mod, memories) as u32, ..*plan };
+    // A staged ring's slots are freed by completions: signal at least once per half ring; and
+    // it holds at most half a ring ready besides what is on the wire, so a longer -l list is cut
+    // to that (the list, not the run, gives way).
+    let window = memories.iter().map(QueueMemory::window).min().unwrap_or(u64::MAX);
+    let post_list = u64::from(plan.post_list.max(1)).min(window) as u32;
+    let plan = &SendPlan { cq_mod: signal_every(plan.cq_mod, memories) as u32, post_list, ..*plan };
     let queue_count = link.queue_pairs.len();
     let Link { queue_pairs, completion_queue, control, credits } = link;
     if plan.sends && credits.is_none() {

@@ -154,7 +154,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
             true,
             "work requests per post call, chained in one ibv_post_send list; the CQ moderation becomes the list's size unless -Q is given, which must divide it; -n must be a multiple of it; bandwidth tests only (\"Post list is supported in BW tests only\")",
             Differs {
-                how: "the same on gdr-write-bw, gdr-read-bw and gdr-atomic-bw (also --post-list; a list above -t is refused, as is staged memory); gdr-send-bw refuses it (its stream posts against the receiver's credits)",
+                how: "the same on gdr-write-bw, gdr-read-bw, gdr-atomic-bw and gdr-send-bw (also --post-list; a list above -t is refused; staged memory too, but on gdr-send-bw, whose lists also wait for the receiver's credits and are refused above what its -r credits at once)",
             },
         ),
         NotSupported { why: "post lists are supported in the bandwidth tests only (as perftest)" },
@@ -245,7 +245,7 @@ pub const PERFTEST_FLAGS: &[PerftestFlag] = &[
         false,
         "under -b, after the summed row, a \"Local results\" and a \"Remote results\" table: each side's own direction (its count, peak, average, rate); single-size runs only (RUN_REGULAR in write_bw.c, read_bw.c, send_bw.c, atomic_bw.c), nothing without -b; the latency tests take it and print nothing more",
         Differs {
-            how: "the same tables (the peer's figures come with its size report); with -a they follow the sweep's table, a row per size",
+            how: "the same tables (the peer's figures come with its size report); with -a they follow the sweep's table, a row per size; --out_json ends with the remote direction in results as perftest's file, plus local_results and remote_results; --csv/--json add each direction as a row marked local or remote in lane",
         },
     ),
         Ignored { how: "as perftest's latency tests, nothing more is printed" },
