@@ -1,7 +1,7 @@
 //! The ceiling of several lanes at once (`--concurrent`): their ceilings add, except where
 //! lanes cross the same PCIe link.
 //!
-//! Each lane's ceiling ([`crate::ceiling`]) counts every link on its path as if the lane had it
+//! Each lane's ceiling ([`crate::ceiling()`]) counts every link on its path as if the lane had it
 //! alone. Lanes with a NIC each on one GPU (`-d mlx5_0,mlx5_1 --gpu 0,0`: two rails per GPU, a
 //! dual-port NIC behind the GPU's PCIe switch) share that GPU's link; lanes listing one NIC twice
 //! share its link. A link's payload rate ([`crate::pcie_link`]) is the link's, however many

@@ -103,7 +103,8 @@ pub fn row_links(ends: RowEnds, figures: RowFigures) -> Vec<SharedLink> {
     links_of(&row_ceiling, ends.local_role(), ends.local, ends.peer)
 }
 
-/// Judges a row ([`row_ends`] says which end is the source).
+/// Judges a row: a READ's data leaves the responder (the server), every other test's the
+/// requester (the client).
 pub fn judge_row(
     ends: RowEnds,
     figures: RowFigures,
