@@ -284,7 +284,7 @@ impl BenchConfig {
             .into());
         }
         let devices = check_devices(&args.ib_dev)?;
-        crate::options::placement::check_repeated_gpus(&memory.gpu, &devices)?;
+        crate::options::repeated_gpus::check_repeated_gpus(&memory.gpu, &devices)?;
         if devices.iter().any(|device| device == "auto") && !memory.kinds.iter().any(|kind| kind.is_on_gpu())
         {
             let kinds: Vec<&str> = memory.kinds.iter().map(|kind| kind.label()).collect();

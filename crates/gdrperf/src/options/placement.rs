@@ -14,7 +14,6 @@
 use crate::error::{ConfigError, Error, Result};
 use crate::options::args::MemoryKind;
 use crate::options::config::{BenchConfig, MemoryConfig};
-use gdrperf_cuda::GpuSelection;
 
 /// One arrangement of this side's memory: the kind, the GPU it lives on, the NIC it goes through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,58 +109,6 @@ pub fn placements_with(memory: &MemoryConfig, devices: &[String], gpus: &[usize]
     Ok(placements)
 }
 
-/// Refuses a GPU listed more than once in `--gpu` unless each of its entries has a NIC of its
-/// own in `-d`, as lanes on one GPU need.
-///
-/// Real nodes pair two NIC ports with one GPU (two rails per GPU, or a dual-port NIC behind the
-/// GPU's PCIe switch), so `-d mlx5_0,mlx5_1 --gpu 0,0` is a configuration worth measuring: two
-/// lanes (or rounds), each with its own NIC, buffers and streams on the shared GPU. A repeated GPU
-/// without a NIC per entry would be the same lane twice, which measures nothing new; so are `-d
-/// auto` (one NIC, the nearest, for every entry) and a (GPU, NIC) pair listed twice.
-pub fn check_repeated_gpus(gpu: &GpuSelection, devices: &[String]) -> std::result::Result<(), ConfigError> {
-    let GpuSelection::Indices(indices) = gpu else { return Ok(()) };
-    let Some(repeated) = indices
-        .iter()
-        .enumerate()
-        .find(|(at, index)| indices[..*at].contains(index))
-        .map(|(_, &index)| index)
-    else {
-        return Ok(());
-    };
-    let example = "e.g. -d mlx5_0,mlx5_1 --gpu 0,0 for two lanes on GPU 0";
-    if devices.len() != indices.len() {
-        return Err(ConfigError::conflict(
-            "--gpu",
-            format!(
-                "lists GPU {repeated} twice: several lanes on one GPU need a NIC each, so -d/--ib-dev must list one device per --gpu entry, in its order ({example}); -d lists {}",
-                devices.len()
-            ),
-        ));
-    }
-    for (at, (index, device)) in indices.iter().zip(devices).enumerate() {
-        if indices.iter().filter(|&other| other == index).count() < 2 {
-            continue;
-        }
-        if device == "auto" {
-            return Err(ConfigError::conflict(
-                "-d/--ib-dev",
-                format!("auto picks the one NIC nearest GPU {index} for each of its lanes: name each lane's NIC ({example})"),
-            ));
-        }
-        if indices[..at]
-            .iter()
-            .zip(devices)
-            .any(|(other_index, other_device)| other_index == index && other_device == device)
-        {
-            return Err(ConfigError::conflict(
-                "-d/--ib-dev",
-                format!("pairs {device} with GPU {index} twice: each lane on one GPU needs a NIC of its own ({example})"),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// How many rounds (or lanes) a run with these two lists makes: as many as the longer list, when
 /// the lists are equally long or one of them has a single placement (it then serves every one of
 /// the other's). Anything else cannot pair up, and both sides say so in the same words.
@@ -200,6 +147,7 @@ pub fn placement_for(placements: &[Placement], index: usize) -> &Placement {
 mod tests {
     use super::*;
     use crate::options::args::GdrPath;
+    use gdrperf_cuda::GpuSelection;
 
     fn memory(kinds: &[MemoryKind]) -> MemoryConfig {
         MemoryConfig {
@@ -274,29 +222,10 @@ mod tests {
     }
 
     #[test]
-    fn a_gpu_listed_twice_needs_a_nic_of_its_own_per_lane() {
-        let lanes = |gpu: &str| GpuSelection::parse_lanes(gpu).unwrap();
-        let devices = |list: &[&str]| list.iter().map(|device| device.to_string()).collect::<Vec<_>>();
-        // Two rails on GPU 0, and a mix of shared and single GPUs: accepted.
-        assert_eq!(check_repeated_gpus(&lanes("0,0"), &devices(&["simulated0", "simulated1"])), Ok(()));
-        assert_eq!(check_repeated_gpus(&lanes("0,1,0"), &devices(&["a", "b", "c"])), Ok(()));
-        // No repeat: nothing to check here (the device count is the planner's).
-        assert_eq!(check_repeated_gpus(&lanes("0,1"), &devices(&["auto"])), Ok(()));
-        assert_eq!(check_repeated_gpus(&GpuSelection::All, &[]), Ok(()));
-        for (gpu, listed, expected) in [
-            ("0,0", &[][..], "lists GPU 0 twice: several lanes on one GPU need a NIC each"),
-            ("0,0", &["simulated0"][..], "-d lists 1"),
-            ("1,0,1", &["a", "b"][..], "lists GPU 1 twice"),
-            ("0,0", &["simulated0", "simulated0"][..], "pairs simulated0 with GPU 0 twice"),
-            ("0,0", &["auto", "mlx5_1"][..], "auto picks the one NIC nearest GPU 0"),
-        ] {
-            let error = check_repeated_gpus(&lanes(gpu), &devices(listed)).unwrap_err().to_string();
-            assert!(error.contains(expected), "--gpu {gpu} -d {listed:?}: {error}");
-            assert!(error.contains("-d mlx5_0,mlx5_1 --gpu 0,0"), "the message shows how: {error}");
-        }
-        // Planned, each lane on GPU 0 goes through its own NIC.
+    fn each_lane_on_one_gpu_goes_through_its_own_nic() {
+        // `repeated_gpus` checked that each entry has a NIC of its own; the plan pairs them.
         let cuda = memory(&[MemoryKind::Cuda]);
-        let planned = placements_with(&cuda, &devices(&["simulated0", "simulated1"]), &[0, 0]).unwrap();
+        let planned = placements_with(&cuda, &["simulated0".into(), "simulated1".into()], &[0, 0]).unwrap();
         assert_eq!(labels(&planned), ["cuda:0@simulated0", "cuda:0@simulated1"]);
     }
 }
