@@ -46,7 +46,20 @@ const COMMON: &[Case] = &[
     case(&["--loopback", "--mem", "host,cuda-staged,host"], &["--mem lists host twice"]),
     case(&["--loopback", "--mem", "host", "-d", "rxe0,,rxe1"], &["-d/--ib-dev has an empty entry"]),
     case(&["--loopback", "--gpu", "1"], &["add --mem cuda"]),
-    case(&["--loopback", "--mem", "cuda", "--gpu", "0,0"], &["--gpu 0,0"]),
+    // Lanes on one GPU need a NIC each (-d one device per --gpu entry, no (GPU, NIC) pair twice).
+    case(
+        &["--loopback", "--mem", "cuda", "--gpu", "0,0"],
+        &["--gpu lists GPU 0 twice: several lanes on one GPU need a NIC each"],
+    ),
+    case(&["--loopback", "--mem", "cuda", "--gpu", "0,0", "-d", "simulated0"], &["-d lists 1"]),
+    case(
+        &["--loopback", "--mem", "cuda", "--gpu", "0,0", "-d", "simulated0,simulated0"],
+        &["-d/--ib-dev pairs simulated0 with GPU 0 twice: each lane on one GPU needs a NIC of its own"],
+    ),
+    case(
+        &["--loopback", "--mem", "cuda", "--gpu", "0,0", "-d", "auto,auto"],
+        &["auto picks the one NIC nearest GPU 0"],
+    ),
     case(&["--loopback", "--mem", "cuda", "--gpu", "x"], &["--gpu x"]),
     case(&["--loopback", "--mem", "cuda", "--gpu-bus-id", "zz"], &["--gpu-bus-id zz"]),
     case(&["--loopback", "--mem", "cuda", "--gpu-bus-id", "0000:17:00"], &["--gpu-bus-id 0000:17:00"]),

@@ -9,7 +9,9 @@
 //! 1. [`mod@ceiling`]: the least of the limits on the path ([`wire`], [`pcie_link`], staged copies),
 //!    which one binds, and the row's percentage of it;
 //! 2. [`mod@causes`]: for a row short of its ceiling by more than a level, the evidence on both ends,
-//!    most likely first, each with a fix line.
+//!    most likely first, each with a fix line;
+//! 3. [`mod@lanes`]: the ceiling of `--concurrent` lanes together, a link they share (lanes on one
+//!    GPU) counted once.
 //!
 //! Pure functions over facts: the benches and `gdrperf explain` use the same code, and fixture
 //! trees (gdrperf-doctor-fixtures) test it against real machine shapes. The formulas and their
@@ -18,6 +20,7 @@
 pub mod causes;
 pub mod ceiling;
 pub mod facts;
+pub mod lanes;
 pub mod pcie_link;
 pub mod row;
 pub mod wire;
@@ -25,4 +28,5 @@ pub mod wire;
 pub use causes::{causes, moved_error_counters, Cause, RowEvidence, ERROR_COUNTERS};
 pub use ceiling::{ceiling, Ceiling, End, Limit, PathPart, Transfer, SOFTWARE_DEVICE};
 pub use facts::{CopyRates, EndFacts, EndQuery, MemoryPath, PcieFacts};
-pub use row::{judge, judge_row, Judgement, RowEnds, RowFigures, DEFAULT_SHORTFALL_PERCENT};
+pub use lanes::{LaneCeiling, SharedLink};
+pub use row::{judge, judge_row, row_links, Judgement, RowEnds, RowFigures, DEFAULT_SHORTFALL_PERCENT};

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::causes::{causes, Cause, RowEvidence};
 use crate::ceiling::{ceiling, Ceiling, End, Transfer};
 use crate::facts::EndFacts;
+use crate::lanes::{links_of, SharedLink};
 
 /// Both ends as the side that wrote the row saw them.
 #[derive(Debug, Clone, Copy)]
@@ -61,14 +62,10 @@ fn copy_gbps(facts: &EndFacts, is_source: bool, bidirectional: bool) -> Option<f
     })
 }
 
-/// Judges a row: a READ's data leaves the responder (the server), every other test's the
-/// requester (the client); WRITE and READ carry a RETH, SEND does not.
-pub fn judge_row(
-    ends: RowEnds,
-    figures: RowFigures,
-    shortfall_percent: f64,
-    threshold_failed: bool,
-) -> Judgement {
+/// A row's ends as the ceiling sees them: which is the data source, each end's copy rate, and
+/// what moved. A READ's data leaves the responder (the server), every other test's the requester
+/// (the client); WRITE and READ carry a RETH, SEND does not.
+fn row_ends<'a>(ends: RowEnds<'a>, figures: RowFigures) -> (End<'a>, Option<End<'a>>, Transfer, bool) {
     let client_is_source = !figures.test.starts_with("read");
     let local_is_source = client_is_source == ends.local_is_client;
     let local = End {
@@ -86,11 +83,36 @@ pub fn judge_row(
         with_reth: !figures.test.starts_with("send"),
         bidirectional: figures.bidirectional,
     };
-    let row_ceiling = match (peer, local_is_source) {
+    (local, peer, transfer, local_is_source)
+}
+
+/// The ceiling of a row, from whichever end is its data source.
+fn row_ceiling(local: End, peer: Option<End>, transfer: Transfer, local_is_source: bool) -> Ceiling {
+    match (peer, local_is_source) {
         (Some(peer), true) => ceiling(local, peer, transfer),
         (Some(peer), false) => ceiling(peer, local, transfer),
         (None, _) => ceiling(local, local, transfer),
-    };
+    }
+}
+
+/// The PCIe links a row's data crosses, named by end and address: what a `--concurrent`
+/// aggregate counts once where lanes share one ([`crate::lanes`]).
+pub fn row_links(ends: RowEnds, figures: RowFigures) -> Vec<SharedLink> {
+    let (local, peer, transfer, local_is_source) = row_ends(ends, figures);
+    let row_ceiling = row_ceiling(local, peer, transfer, local_is_source);
+    links_of(&row_ceiling, ends.local_role(), ends.local, ends.peer)
+}
+
+/// Judges a row: a READ's data leaves the responder (the server), every other test's the
+/// requester (the client).
+pub fn judge_row(
+    ends: RowEnds,
+    figures: RowFigures,
+    shortfall_percent: f64,
+    threshold_failed: bool,
+) -> Judgement {
+    let (local, peer, transfer, local_is_source) = row_ends(ends, figures);
+    let row_ceiling = row_ceiling(local, peer, transfer, local_is_source);
     let evidence = RowEvidence {
         nic_errors_moved: figures
             .nic_errors_moved

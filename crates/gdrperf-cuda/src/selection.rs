@@ -75,15 +75,30 @@ impl FromStr for PciBusId {
 pub enum GpuSelection {
     /// Every GPU this process sees.
     All,
-    /// CUDA device indices, in the order given (no duplicates).
+    /// CUDA device indices, in the order given: no duplicates from [`GpuSelection::parse`]; a
+    /// GPU may repeat from [`GpuSelection::parse_lanes`] (several lanes on one GPU).
     Indices(Vec<usize>),
     /// One GPU named by its PCI address.
     BusId(PciBusId),
 }
 
 impl GpuSelection {
-    /// Parses `--gpu`: `all`, `N` or `N,M,...`; a value containing ':' is taken as a bus id.
+    /// Parses `--gpu`: `all`, `N` or `N,M,...`; a value containing ':' is taken as a bus id. A
+    /// GPU listed twice is refused: where each GPU is measured once (`selftest`, `copy-bw`), a
+    /// repeat would only measure it again.
     pub fn parse(text: &str) -> Result<Self, SelectionError> {
+        Self::parse_with(text, false)
+    }
+
+    /// As [`GpuSelection::parse`], but a GPU may be listed more than once (`--gpu 0,0`): the
+    /// benches' lanes, where each entry pairs with its own NIC (two rails on one GPU, as nodes
+    /// with a dual-port NIC or two NICs per GPU behind one PCIe switch have). Whether each
+    /// repeat has a NIC of its own is the lane planner's check, which knows `-d`.
+    pub fn parse_lanes(text: &str) -> Result<Self, SelectionError> {
+        Self::parse_with(text, true)
+    }
+
+    fn parse_with(text: &str, repeats: bool) -> Result<Self, SelectionError> {
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return Err(SelectionError::Empty);
@@ -101,7 +116,7 @@ impl GpuSelection {
                 input: text.to_string(),
                 part: part.to_string(),
             })?;
-            if indices.contains(&index) {
+            if !repeats && indices.contains(&index) {
                 return Err(SelectionError::Duplicate { index });
             }
             indices.push(index);
@@ -238,6 +253,9 @@ mod tests {
             assert!(matches!(error, SelectionError::MalformedIndex { .. }), "{bad}: {error}");
         }
         assert_eq!(GpuSelection::parse("1,0,1").unwrap_err(), SelectionError::Duplicate { index: 1 });
+        // Lanes may share a GPU; malformed lists stay malformed.
+        assert_eq!(GpuSelection::parse_lanes("1,0,1").unwrap(), GpuSelection::Indices(vec![1, 0, 1]));
+        assert!(matches!(GpuSelection::parse_lanes("0,,0"), Err(SelectionError::MalformedIndex { .. })));
         assert!(GpuSelection::parse_bus_id("0").is_err());
     }
 

@@ -103,11 +103,13 @@ impl fmt::Debug for Device {
 
 impl Device {
     /// Opens the named device, or the first one when `name` is `None` (perftest's default). The
-    /// simulated NIC ([`crate::simulated::DEVICE_NAME`]) opens by its name, or as the default
-    /// where `GDRPERF_SIMULATED_NIC` lists it.
+    /// simulated NICs (`simulated0` to `simulated7`, [`crate::simulated::port_of`]) open by their
+    /// names, and `simulated0` as the default where `GDRPERF_SIMULATED_NIC` lists it.
     pub fn open(name: Option<&str>) -> Result<Device> {
-        if name.map_or(simulated::listed(), simulated::is_simulated) {
-            return Device::open_simulated();
+        match name {
+            None if simulated::listed() => return Device::open_simulated(simulated::DEVICE_NAME),
+            Some(wanted) if simulated::is_simulated(wanted) => return Device::open_simulated(wanted),
+            _ => {}
         }
         ensure_libibverbs()?;
         let list = device_list()?;
@@ -142,11 +144,12 @@ impl Device {
         })
     }
 
-    /// The simulated NIC: one port, no firmware, vendor ids 0 (perftest knows none of it).
-    fn open_simulated() -> Result<Device> {
+    /// A simulated NIC (`simulated0`, `simulated1`, ...): one port each, no firmware, vendor
+    /// ids 0 (perftest knows none of it).
+    fn open_simulated(name: &str) -> Result<Device> {
         let settings = simulated::open()?;
         Ok(Device {
-            name: simulated::DEVICE_NAME.to_string(),
+            name: name.to_string(),
             context: None,
             port_count: 1,
             firmware: settings.describe(),
@@ -302,7 +305,9 @@ impl Device {
     /// Allocates a protection domain: the scope tying queue pairs to the memory they may touch.
     pub fn alloc_pd(&self) -> Result<Arc<ProtectionDomain>> {
         let Some(context) = &self.context else {
-            return Ok(ProtectionDomain::new(Backend::Simulated(simulated::alloc_pd())));
+            // The name was checked when the device opened; port 0 is only a fallback.
+            let port = simulated::port_of(&self.name).unwrap_or(0);
+            return Ok(ProtectionDomain::new(Backend::Simulated(simulated::alloc_pd(port))));
         };
         let pd = context.alloc_pd().map_err(|error| VerbsError::AllocPd(io::Error::other(error)))?;
         Ok(ProtectionDomain::new(Backend::Verbs(pd)))

@@ -2,7 +2,8 @@
 //! process, so that the harness and its engines run, post, poll and check data without an RDMA
 //! device (in `cargo test`, on a laptop, on a GPU host without a NIC).
 //!
-//! It is never a measurement: its device is named [`DEVICE_NAME`] ("simulated0"), which every
+//! It is never a measurement: its devices are named [`DEVICE_NAME`] ("simulated0") and
+//! `simulated1` to `simulated7` (each a port of its own, at the same configured rate), which every
 //! result row carries in its `device` column and the run header prints, and its figures come from
 //! a configured rate and latency, not from hardware.
 //!
@@ -49,7 +50,14 @@ use crate::work_request::{LocalSlice, Operation, SendRequest, WorkCompletion};
 use crate::{Result, VerbsError};
 
 /// The simulated device's name: what `-d` takes and what every row's `device` column says.
+/// It is the first of [`DEVICE_COUNT`] simulated devices (`simulated0`, `simulated1`, ...), each
+/// a port of its own, so that lanes with a NIC each (two rails on one GPU) run without hardware.
 pub const DEVICE_NAME: &str = "simulated0";
+
+/// How many simulated devices open by name (`simulated0` to `simulated7`). No source: a chosen
+/// bound, the eight rails of an 8-GPU HGX node, enough for any lane test while a typo such as
+/// `simulated42` is still refused as an unknown device.
+pub const DEVICE_COUNT: usize = 8;
 
 /// The environment variable that lists the simulated device and sets its rate, latency and faults.
 pub const ENVIRONMENT: &str = "GDRPERF_SIMULATED_NIC";
@@ -147,9 +155,20 @@ pub fn listed() -> bool {
     std::env::var(ENVIRONMENT).is_ok_and(|value| value.trim() != "0")
 }
 
-/// Whether `name` names the simulated device.
+/// Whether `name` names a simulated device (`simulated0` to `simulated7`).
 pub fn is_simulated(name: &str) -> bool {
-    name == DEVICE_NAME
+    port_of(name).is_some()
+}
+
+/// The port (0-based) of the simulated device `name`: `simulated1` is port 1. `None` for any
+/// other name, including spellings such as `simulated01` that would alias a device.
+pub fn port_of(name: &str) -> Option<usize> {
+    let digits = name.strip_prefix("simulated")?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|byte| byte.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    let port: usize = digits.parse().ok().filter(|_| canonical)?;
+    (port < DEVICE_COUNT).then_some(port)
 }
 
 /// Memory the simulated NIC reaches by copies rather than by address: GPU memory, whose
@@ -232,6 +251,8 @@ struct Pending {
 
 struct QueuePair {
     protection_domain: u32,
+    /// The port (device) its requests go out of: each device's port has its own rate.
+    port: usize,
     completions: CompletionRing,
     /// What the peer's requests may do here (`RemoteAccess::flags`).
     access: AccessFlags,
@@ -257,8 +278,8 @@ struct Nic {
     next_number: u32,
     regions: HashMap<u32, Region>,
     queue_pairs: HashMap<u32, QueuePair>,
-    /// When the simulated port has sent every byte queued so far.
-    port_free_at: Instant,
+    /// When each simulated port (one per device) has sent every byte queued on it so far.
+    port_free_at: [Instant; DEVICE_COUNT],
     executed: u64,
     thread_started: bool,
 }
@@ -277,7 +298,7 @@ fn shared() -> &'static Shared {
             next_number: 0x100,
             regions: HashMap::new(),
             queue_pairs: HashMap::new(),
-            port_free_at: Instant::now(),
+            port_free_at: [Instant::now(); DEVICE_COUNT],
             executed: 0,
             thread_started: false,
         }),
@@ -330,10 +351,13 @@ impl Settings {
 #[derive(Debug)]
 pub(crate) struct ProtectionDomain {
     id: u32,
+    /// The port of the device it was allocated on: its QPs send through that port.
+    port: usize,
 }
 
-pub(crate) fn alloc_pd() -> ProtectionDomain {
-    ProtectionDomain { id: lock().number() }
+/// A protection domain of the device whose port is `port` (see [`port_of`]).
+pub(crate) fn alloc_pd(port: usize) -> ProtectionDomain {
+    ProtectionDomain { id: lock().number(), port }
 }
 
 /// A registration; dropping it deregisters (under the NIC's lock, so no copy touches the memory
@@ -434,6 +458,7 @@ pub(crate) fn create_qp(
         number,
         QueuePair {
             protection_domain: pd.id,
+            port: pd.port,
             completions: Arc::clone(&cq.ring),
             access,
             send_depth,
@@ -490,7 +515,8 @@ impl QueuePairHandle {
         let mut nic = lock();
         let now = Instant::now();
         let settings = nic.settings;
-        let mut port_free_at = nic.port_free_at.max(now);
+        let port = nic.queue_pairs.get(&self.number).ok_or(full(libc::EINVAL))?.port;
+        let mut port_free_at = nic.port_free_at[port].max(now);
         let queue_pair = nic.queue_pairs.get_mut(&self.number).ok_or(full(libc::EINVAL))?;
         if queue_pair.state == QpState::Init {
             return Err(full(libc::EINVAL));
@@ -533,7 +559,7 @@ impl QueuePairHandle {
                 rnr_retries: 0,
             });
         }
-        nic.port_free_at = port_free_at;
+        nic.port_free_at[port] = port_free_at;
         drop(nic);
         shared().work.notify_all();
         Ok(())
@@ -952,6 +978,26 @@ mod tests {
             let error = Settings::parse(bad).unwrap_err().to_string();
             assert!(error.starts_with("invalid configuration: GDRPERF_SIMULATED_NIC="), "{error}");
             assert!(error.contains(reason), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn devices_are_simulated0_to_simulated7_spelled_one_way() {
+        assert_eq!(port_of("simulated0"), Some(0));
+        assert_eq!(port_of("simulated1"), Some(1));
+        assert_eq!(port_of("simulated7"), Some(DEVICE_COUNT - 1));
+        for other in [
+            "simulated8",
+            "simulated",
+            "simulated01",
+            "simulated+1",
+            "simulated-1",
+            "Simulated0",
+            "mlx5_0",
+            "rxe0",
+        ] {
+            assert_eq!(port_of(other), None, "{other}");
+            assert!(!is_simulated(other), "{other}");
         }
     }
 }

@@ -139,3 +139,18 @@ fn atomics_fetch_and_add_and_compare_and_swap_on_eight_bytes() {
     assert_eq!(u64::from_ne_bytes(pair.source.as_slice()[..8].try_into().unwrap()), 5);
     assert_eq!(u64::from_ne_bytes(pair.target.as_slice()[..8].try_into().unwrap()), 42);
 }
+
+#[test]
+fn every_simulated_device_opens_by_its_own_name_and_a_ninth_does_not() {
+    for name in ["simulated0", "simulated1", "simulated7"] {
+        let device = gdrperf_verbs::Device::open(Some(name)).expect("a simulated device opens by its name");
+        assert!(device.is_simulated(), "{name}");
+        assert_eq!(
+            device.name(),
+            name,
+            "the device keeps the name it was opened by (the rows' device column)"
+        );
+    }
+    // simulated8 is past the simulated devices: it is looked up among the real ones and not found.
+    assert!(gdrperf_verbs::Device::open(Some("simulated8")).is_err());
+}

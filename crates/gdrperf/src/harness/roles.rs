@@ -375,7 +375,10 @@ fn drive_lanes<B: Benchmark>(
     }
     let mut run = run_start(config, benchmark, &sessions[0], placements, 1);
     run.metadata["lanes"] = serde_json::Value::Array(sessions.iter().map(lane_metadata).collect());
-    let descriptions: Vec<String> = sessions.iter().map(lane_description).collect();
+    let mut descriptions: Vec<String> = sessions.iter().map(lane_description).collect();
+    let gpus: Vec<Option<usize>> =
+        (0..sessions.len()).map(|lane| placement_for(placements, lane).gpu).collect();
+    descriptions.extend(shared_gpus(&gpus));
     run.header.insert(
         0,
         HeaderLine::new("Lanes", format!("{} at once: {}", sessions.len(), descriptions.join("; "))),
@@ -522,6 +525,33 @@ fn lane_description(session: &Session) -> String {
     )
 }
 
+/// "lanes 0+1 share GPU 0 (its PCIe link counted once in the all row's ceiling)" for each GPU
+/// that several lanes use (each with a NIC of its own, as `--gpu 0,0 -d a,b` plans them): their
+/// figures are not those of lanes with a GPU each, and the header says so.
+fn shared_gpus(gpus: &[Option<usize>]) -> Vec<String> {
+    let mut seen: Vec<usize> = Vec::new();
+    let mut lines = Vec::new();
+    for gpu in gpus.iter().flatten() {
+        if seen.contains(gpu) {
+            continue;
+        }
+        seen.push(*gpu);
+        let lanes: Vec<String> = gpus
+            .iter()
+            .enumerate()
+            .filter(|(_, other)| **other == Some(*gpu))
+            .map(|(lane, _)| lane.to_string())
+            .collect();
+        if lanes.len() > 1 {
+            lines.push(format!(
+                "lanes {} share GPU {gpu} (its PCIe link counted once in the all row's ceiling)",
+                lanes.join("+")
+            ));
+        }
+    }
+    lines
+}
+
 fn lane_metadata(session: &Session) -> serde_json::Value {
     serde_json::json!({
         "device": session.local.device.name(),
@@ -534,6 +564,22 @@ fn lane_metadata(session: &Session) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lanes_sharing_a_gpu_are_named_once_per_gpu() {
+        assert_eq!(
+            shared_gpus(&[Some(0), Some(0)]),
+            ["lanes 0+1 share GPU 0 (its PCIe link counted once in the all row's ceiling)"]
+        );
+        let mixed = shared_gpus(&[Some(1), Some(0), Some(1), Some(0), Some(2)]);
+        assert_eq!(mixed.len(), 2, "{mixed:?}");
+        assert!(
+            mixed[0].starts_with("lanes 0+2 share GPU 1") && mixed[1].starts_with("lanes 1+3 share GPU 0"),
+            "{mixed:?}"
+        );
+        assert!(shared_gpus(&[Some(0), Some(1)]).is_empty(), "a GPU each: nothing shared");
+        assert!(shared_gpus(&[None, None]).is_empty(), "host memory: no GPU to share");
+    }
 
     #[test]
     fn the_peer_host_drops_the_port() {

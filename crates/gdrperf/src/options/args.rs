@@ -198,7 +198,8 @@ pub struct CommonArgs {
     pub mem: Vec<MemoryKind>,
 
     /// GPUs for the cuda kinds: a CUDA device index, a list (0,2,3) or `all` (default 0). The
-    /// run visits each in turn, or all at once with --concurrent (bandwidth tests). Indices are
+    /// run visits each in turn, or all at once with --concurrent (bandwidth tests). A GPU listed
+    /// twice (0,0) is two lanes on it, each with its own NIC from -d (one device per entry). Indices are
     /// CUDA's: fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID (then PCI bus order, as
     /// nvidia-smi), counting only the GPUs in CUDA_VISIBLE_DEVICES; the header and every row
     /// give each index's bus id (0000:19:00.0). --gpu-bus-id does not depend on the order.

@@ -284,6 +284,7 @@ impl BenchConfig {
             .into());
         }
         let devices = check_devices(&args.ib_dev)?;
+        crate::options::repeated_gpus::check_repeated_gpus(&memory.gpu, &devices)?;
         if devices.iter().any(|device| device == "auto") && !memory.kinds.iter().any(|kind| kind.is_on_gpu())
         {
             let kinds: Vec<&str> = memory.kinds.iter().map(|kind| kind.label()).collect();
@@ -475,7 +476,10 @@ pub struct MemoryConfig {
 impl MemoryConfig {
     fn from_args(args: &CommonArgs) -> Result<MemoryConfig> {
         let gpu = match (&args.gpu, &args.gpu_bus_id) {
-            (Some(text), _) => GpuSelection::parse(text).map_err(|error| malformed("--gpu", text, error))?,
+            // A GPU may repeat (lanes on one GPU); `check_repeated_gpus` asks a NIC per repeat.
+            (Some(text), _) => {
+                GpuSelection::parse_lanes(text).map_err(|error| malformed("--gpu", text, error))?
+            }
             (None, Some(text)) => {
                 GpuSelection::parse_bus_id(text).map_err(|error| malformed("--gpu-bus-id", text, error))?
             }

@@ -13,7 +13,8 @@
 //! - `perftest_defaults`: perftest's defaults that depend on more than one flag (`-Q`, the
 //!   TX depth, the duration window) as pure functions; [`perftest_flags`]: perftest's flags as a
 //!   perftest user types them; `help`: each bench's `--help` with its own defaults.
-//! - `placement`: where one side's buffers live, GPU by GPU and NIC by NIC, for a whole run.
+//! - `placement`: where one side's buffers live, GPU by GPU and NIC by NIC, for a whole run;
+//!   `repeated_gpus`: a GPU listed twice (lanes on one GPU) needs a NIC per entry.
 
 pub(crate) mod args;
 pub(crate) mod bandwidth;
@@ -26,6 +27,7 @@ pub(crate) mod latency;
 pub(crate) mod perftest_defaults;
 pub mod perftest_flags;
 pub(crate) mod placement;
+pub(crate) mod repeated_gpus;
 pub(crate) mod send;
 pub(crate) mod values;
 

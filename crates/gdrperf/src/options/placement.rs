@@ -220,4 +220,12 @@ mod tests {
         let single = [Placement { kind: MemoryKind::Host, gpu: None, device: None, near_gpu: None }];
         assert_eq!(placement_for(&single, 4).label(), "host");
     }
+
+    #[test]
+    fn each_lane_on_one_gpu_goes_through_its_own_nic() {
+        // `repeated_gpus` checked that each entry has a NIC of its own; the plan pairs them.
+        let cuda = memory(&[MemoryKind::Cuda]);
+        let planned = placements_with(&cuda, &["simulated0".into(), "simulated1".into()], &[0, 0]).unwrap();
+        assert_eq!(labels(&planned), ["cuda:0@simulated0", "cuda:0@simulated1"]);
+    }
 }

@@ -3,7 +3,7 @@
 //! ends' facts, the row's share of it, and when the row is short, the causes. The judgement is
 //! `gdrperf-ceiling`'s; this module only says which end is which and what the row moved.
 
-use gdrperf_ceiling::{judge_row, EndFacts, RowEnds, RowFigures};
+use gdrperf_ceiling::{judge_row, row_links, EndFacts, LaneCeiling, RowEnds, RowFigures, SharedLink};
 
 use crate::output::context::RowContext;
 pub use crate::output::context::RowPath;
@@ -21,6 +21,9 @@ columns! {
         /// The causes the row lists if it misses a threshold (`--min-bw`), short of its ceiling
         /// or not: what `ceiling_causes` becomes then (no column of its own).
         hidden causes_if_failed: String,
+        /// The PCIe links (GPU, NIC) the row's data crosses, by end and address: what the
+        /// aggregate of lanes on one GPU counts once (no column of its own).
+        hidden links: Vec<SharedLink>,
     }
 }
 
@@ -47,6 +50,7 @@ impl CeilingColumns {
         let causes_if_failed = judge_row(ends, figures, path.shortfall_percent, true).causes_column();
         CeilingColumns {
             causes_if_failed,
+            links: row_links(ends, figures),
             ceiling_gbps: judgement.ceiling_gbps,
             ceiling_causes: judgement.causes_column(),
             ceiling_limited_by: judgement.ceiling_limited_by,
@@ -54,21 +58,34 @@ impl CeilingColumns {
         }
     }
 
-    /// The aggregate of `--concurrent` lanes: their ceilings add (each lane its own path), the
-    /// limits and causes are listed once each.
+    /// The aggregate of `--concurrent` lanes: their ceilings add (each lane its own path), except
+    /// that a PCIe link several lanes cross counts once for them (lanes on one GPU share its
+    /// link: [`gdrperf_ceiling::lanes`]); the limits and causes are listed once each, and a shared
+    /// link that binds is named as the limit.
     pub fn aggregate(lanes: impl Iterator<Item = CeilingColumns> + Clone, measured_gbps: f64) -> Self {
-        let ceiling_gbps = lanes.clone().map(|lane| lane.ceiling_gbps).sum::<Option<f64>>();
-        let limited: Vec<String> = lanes.clone().map(|lane| lane.ceiling_limited_by).collect();
+        let all: Vec<CeilingColumns> = lanes.collect();
+        let together = gdrperf_ceiling::lanes::aggregate(
+            &all.iter()
+                .map(|lane| LaneCeiling { gbps: lane.ceiling_gbps, links: &lane.links })
+                .collect::<Vec<_>>(),
+        );
+        let ceiling_gbps = together.gbps;
+        let limited: Vec<String> = all.iter().map(|lane| lane.ceiling_limited_by.clone()).collect();
         let causes: Vec<String> =
-            lanes.clone().map(|lane| lane.ceiling_causes).filter(|c| !c.is_empty()).collect();
+            all.iter().map(|lane| lane.ceiling_causes.clone()).filter(|c| !c.is_empty()).collect();
         let if_failed: Vec<String> =
-            lanes.map(|lane| lane.causes_if_failed).filter(|c| !c.is_empty()).collect();
+            all.iter().map(|lane| lane.causes_if_failed.clone()).filter(|c| !c.is_empty()).collect();
+        let ceiling_limited_by = match together.counted_once.is_empty() {
+            true => distinct(&limited, " + "),
+            false => together.counted_once.join(" + "),
+        };
         CeilingColumns {
             causes_if_failed: distinct(&if_failed, " | "),
             ceiling_gbps,
-            ceiling_limited_by: distinct(&limited, " + "),
+            ceiling_limited_by,
             pct_of_ceiling: ceiling_gbps.filter(|gbps| *gbps > 0.0).map(|gbps| 100.0 * measured_gbps / gbps),
             ceiling_causes: distinct(&causes, " | "),
+            links: Vec::new(),
         }
     }
 

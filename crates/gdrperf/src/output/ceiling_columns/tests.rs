@@ -102,10 +102,63 @@ fn lanes_ceilings_add_and_their_limits_are_listed_once() {
         pct_of_ceiling: Some(50.0),
         ceiling_causes: "client: x; fix: setpci ECAP_ACS+0x6.w=0000".into(),
         causes_if_failed: String::new(),
+        links: Vec::new(),
     };
     let all = CeilingColumns::aggregate([lane.clone(), lane].into_iter(), 150.0);
     assert_eq!(all.ceiling_gbps, Some(200.0));
     assert_eq!(all.pct_of_ceiling, Some(75.0));
     assert_eq!(all.ceiling_limited_by, "wire");
     assert_eq!(all.ceiling_causes, "client: x; fix: setpci ECAP_ACS+0x6.w=0000");
+}
+
+fn gpu_facts(nic: &str, gpu_bus_id: &str) -> EndFacts {
+    let directory = FixtureDir::with(&Machine::dgx_h100_like()).unwrap();
+    let query = EndQuery {
+        nic,
+        port: 1,
+        gpu_bus_id: Some(gpu_bus_id),
+        memory: MemoryPath::GpuDirect,
+        active_mtu: Some(4096),
+        max_mtu: Some(4096),
+        thread_numa_node: Some(0),
+    };
+    EndFacts::read(directory.path(), &query)
+}
+
+/// A lane of a loopback `--concurrent` write_bw on `nic` and the GPU at `gpu_bus_id` (both ends).
+fn gpu_lane(nic: &str, gpu_bus_id: &str) -> CeilingColumns {
+    let facts = gpu_facts(nic, gpu_bus_id);
+    CeilingColumns::for_row(
+        &context("write_bw", RowPath::new(true, facts.clone(), Some(facts))),
+        1 << 20,
+        false,
+        100.0,
+    )
+}
+
+/// Two 400G rails (mlx5_0, mlx5_1) on one H100: each lane alone is bound by its wire, but both
+/// cross the GPU's one x16 link, which carries less than two wires: the aggregate counts it once.
+/// The same two rails on two GPUs add up as before.
+#[test]
+fn lanes_on_one_gpu_share_its_link_in_the_aggregate() {
+    let (first, second) = (gpu_lane("mlx5_0", "0000:1b:00.0"), gpu_lane("mlx5_1", "0000:1b:00.0"));
+    let (alone, sum) =
+        (first.ceiling_gbps.unwrap(), first.ceiling_gbps.unwrap() + second.ceiling_gbps.unwrap());
+    assert!(first.ceiling_limited_by.starts_with("wire"), "{first:?}");
+    let gpu_link = first
+        .links
+        .iter()
+        .find(|link| link.name == "server GPU 0000:1b:00.0 PCIe link")
+        .expect("the GPU link");
+    assert!(
+        gpu_link.gbps > alone && gpu_link.gbps < sum,
+        "the case needs a link above one wire and below two: {first:?}"
+    );
+    let all = CeilingColumns::aggregate([first.clone(), second].into_iter(), 300.0);
+    assert_eq!(all.ceiling_gbps, Some(gpu_link.gbps), "{all:?}");
+    assert_eq!(all.ceiling_limited_by, "server GPU 0000:1b:00.0 PCIe link shared by lanes 0+1, counted once");
+    assert_eq!(all.pct_of_ceiling, Some(100.0 * 300.0 / gpu_link.gbps));
+    let apart = CeilingColumns::aggregate([first, gpu_lane("mlx5_1", "0000:43:00.0")].into_iter(), 300.0);
+    assert_eq!(apart.ceiling_gbps, Some(sum), "{apart:?}");
+    assert!(apart.ceiling_limited_by.starts_with("wire"), "{apart:?}");
 }

@@ -60,6 +60,7 @@ fn ceiling() -> CeilingColumns {
         pct_of_ceiling: Some(52.25),
         ceiling_causes: "server: mlx5_0 at x8, \"expected\" x16 | client: MaxPayload 128".into(),
         causes_if_failed: "not a column".into(),
+        links: vec![gdrperf_ceiling::SharedLink { name: "not a column either".into(), gbps: 1.0 }],
     }
 }
 
