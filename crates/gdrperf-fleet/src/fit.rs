@@ -493,6 +493,27 @@ mod tests {
     }
 
     #[test]
+    fn a_value_goes_to_the_bin_floor_and_clamp_give() {
+        // The cast that bins a value truncates and saturates: below the first bin (by less than
+        // a bin or more), NaN, past the top and the infinities land where floor().clamp() puts
+        // them, and so does every value on or near a bin's edge.
+        let mut histograms = Histograms::new(1, LOW, HIGH, BINS);
+        let width = (HIGH - LOW) / BINS as f64;
+        let mut values =
+            vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, LOW - 0.5 * width, LOW - 3.0 * width];
+        for bin in 0..=BINS + 1 {
+            let edge = LOW + width * bin as f64;
+            values.extend([edge, edge - 1e-12, edge + 1e-12, edge + 0.5 * width]);
+        }
+        for value in values {
+            histograms.clear();
+            histograms.add(0, value);
+            let by_floor = ((value - LOW) / width).floor().clamp(0.0, (BINS - 1) as f64) as usize;
+            assert_eq!(histograms.counts.iter().position(|&count| count == 1), Some(by_floor), "{value}");
+        }
+    }
+
+    #[test]
     fn one_scan_gives_each_key_the_median_of_its_own_bins() {
         // Three keys over 8 bins of [0, 8): key 0 holds 1, 2, 2, 7 (even: the mean of the second
         // and third smallest, both in bin 2, spread over it as 2.25 and 2.75); key 1 holds 5
