@@ -369,15 +369,21 @@ fn run_simulate(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         sim.switch_map = args.switch_map;
         sim.rack_names = args.rack_names;
         let mut fleet = simulate::run(&sim);
-        if !args.no_retest {
-            simulate::retest(&mut fleet, &config);
-        }
-        // The last judgement (of every row, retests included) timed on its own.
-        let start = Instant::now();
-        let cpu_start = thread_cpu_seconds();
-        let verdict = judge_with_switches(&fleet, &config, fleet.switches.as_ref());
-        let cpu_seconds = thread_cpu_seconds() - cpu_start;
-        let seconds = start.elapsed().as_secs_f64();
+        // Each judgement timed, the last one's time kept: the verdict of every row, retests
+        // included (judging it again would cost as much once more).
+        let (mut seconds, mut cpu_seconds) = (0.0, 0.0);
+        let mut timed_judge = |fleet: &simulate::SimFleet| {
+            let start = Instant::now();
+            let cpu_start = thread_cpu_seconds();
+            let verdict = judge_with_switches(fleet, &config, fleet.switches.as_ref());
+            cpu_seconds = thread_cpu_seconds() - cpu_start;
+            seconds = start.elapsed().as_secs_f64();
+            verdict
+        };
+        let verdict = match args.no_retest {
+            true => timed_judge(&fleet),
+            false => simulate::retest_with(&mut fleet, &mut timed_judge),
+        };
         let score = simulate::score_named(&verdict, &fleet.planted, fleet.naming);
         all_named += u64::from(score.all_named);
         false_named += u64::from(score.false_named);

@@ -113,7 +113,8 @@ pub fn find_groups(
         return Vec::new();
     }
     let catalog = source.catalog();
-    let mut between: HashMap<(u32, u32, u32), Vec<f32>> = HashMap::new();
+    // Fx's hash: one lookup a row between suspects; the keys are sorted before use.
+    let mut between: rustc_hash::FxHashMap<(u32, u32, u32), Vec<f32>> = Default::default();
     source.visit(&mut |row| {
         let Some(ports) = suspects.get(&row.class) else { return };
         let (a, b) = (row.sender, row.receiver);

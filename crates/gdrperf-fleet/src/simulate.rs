@@ -525,9 +525,16 @@ pub fn run(config: &SimConfig) -> SimFleet {
 /// Runs the pairs the judge lists to retest again, a pass at a time, until it lists none or
 /// [`MOST_RETEST_PASSES`] passes ran; returns the last verdict (of every row, retests included).
 pub fn retest(fleet: &mut SimFleet, config: &JudgeConfig) -> Verdict {
+    retest_with(fleet, &mut |fleet| judge_with_switches(fleet, config, fleet.switches.as_ref()))
+}
+
+/// [`retest`], each judgement made by `judge` (the judge with the fleet's switches, wrapped, say,
+/// to time the last one): the last verdict is the verdict of every row, so a caller needs no
+/// judgement more (at 4096 nodes x 8 lanes, all pairs, one is half a minute of CPU).
+pub fn retest_with(fleet: &mut SimFleet, judge: &mut dyn FnMut(&SimFleet) -> Verdict) -> Verdict {
     let index: HashMap<String, usize> =
         fleet.catalog.nodes.iter().enumerate().map(|(index, name)| (name.clone(), index)).collect();
-    let mut verdict = judge_with_switches(fleet, config, fleet.switches.as_ref());
+    let mut verdict = judge(fleet);
     for _ in 0..MOST_RETEST_PASSES {
         let pairs: BTreeSet<(usize, usize)> = verdict
             .retest
@@ -545,7 +552,7 @@ pub fn retest(fleet: &mut SimFleet, config: &JudgeConfig) -> Verdict {
         fleet.run_round(&round);
         // A job runs the pass as rounds without a node twice: count those.
         fleet.rounds += rounds_apart(&round).len().saturating_sub(1);
-        verdict = judge_with_switches(fleet, config, fleet.switches.as_ref());
+        verdict = judge(fleet);
     }
     verdict
 }

@@ -25,7 +25,7 @@
 //!
 //! Every low row not in a named link or an intermittent port is counted as transient.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use serde::Serialize;
 
@@ -184,7 +184,10 @@ pub fn judge_pairs(
 ) -> (Vec<PairEvidence>, u64) {
     let ordered = |a: u32, b: u32| (a.min(b), a.max(b));
     let key_of = |class: u32, port: u32| fit.keys.get(class, port).unwrap_or(0);
-    let mut candidates: HashMap<(u32, u32, u32), Vec<f32>> =
+    // Keyed by ports, looked up for nearly every row of a noisy job in the second pass: Fx's
+    // hash, not SipHash (no untrusted keys to guard against; the keys are sorted before use, so
+    // the hash's order never reaches a verdict).
+    let mut candidates: FxHashMap<(u32, u32, u32), Vec<f32>> =
         extra.iter().map(|&pair| (pair, Vec::new())).collect();
     let mut in_candidate = vec![false; fit.effects.len()];
     for &(class, a, b) in extra {
@@ -213,7 +216,7 @@ pub fn judge_pairs(
     }
     // Single-peer pairs (`extra`) are judged on their rows against the level: their ends' effects
     // took their deficit in.
-    let single: std::collections::HashSet<(u32, u32, u32)> = extra.iter().copied().collect();
+    let single: FxHashSet<(u32, u32, u32)> = extra.iter().copied().collect();
     source.visit(&mut |row| {
         let (sender, receiver) = (key_of(row.class, row.sender), key_of(row.class, row.receiver));
         if in_candidate[sender] && in_candidate[receiver] {
@@ -223,7 +226,7 @@ pub fn judge_pairs(
                 // A single-peer pair's rows against the level, less the effect of an end named
                 // from other peers (a slow port met by a port seen only with it: the slow
                 // port's deficit is not the pair's).
-                let value = match single.contains(&key) {
+                let value = match !single.is_empty() && single.contains(&key) {
                     true => {
                         let known = |key: usize, sending: bool| {
                             let effect = &fit.effects[key];

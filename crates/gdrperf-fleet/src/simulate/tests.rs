@@ -137,3 +137,25 @@ fn rack_names_give_the_judge_the_fabric_s_groups_without_a_map() {
     let plain = run(&SimConfig::new(64, 4, Plan::Locate, 0.03, Fault::FIRST.to_vec(), 1));
     assert!(plain.switches.is_none());
 }
+
+#[test]
+fn the_retest_loops_last_verdict_is_the_verdict_of_every_row() {
+    // `fleet simulate` reports the loop's last verdict instead of judging every row once more:
+    // in a noisy all-pairs job with retests run, it is the verdict a fresh judgement gives, and
+    // the judgements the loop made are one more than its passes.
+    let mut config = SimConfig::new(64, 4, Plan::Fixed(Schedule::AllPairs), 0.03, Fault::ALL.to_vec(), 3);
+    config.dips = 0.02;
+    config.tails = Some(4.0);
+    let mut fleet = run(&config);
+    let mut judgements = 0;
+    let last = retest_with(&mut fleet, &mut |fleet| {
+        judgements += 1;
+        judge_with_switches(fleet, &JudgeConfig::default(), fleet.switches.as_ref())
+    });
+    assert!(
+        fleet.retest_runs > 0 && judgements >= 2,
+        "{} retest runs, {judgements} judgements",
+        fleet.retest_runs
+    );
+    assert_eq!(last, judge(&fleet, &JudgeConfig::default()));
+}
