@@ -283,7 +283,9 @@ fn lanes_write_a_row_each_and_an_aggregate_over_the_common_interval() {
 }
 
 /// 14-placements' Ctrl-C in a concurrent sweep: exit 130, every lane stops, the finished sizes
-/// kept with their lanes and aggregates, the JSON says interrupted.
+/// kept with their lanes and aggregates, the JSON says interrupted. A lane that finished the size
+/// the signal landed in keeps its row too (measured results are never dropped: roles.rs writes
+/// such a size's rows without an aggregate), so the file may end with fewer rows than lanes.
 #[test]
 fn ctrl_c_in_a_concurrent_sweep_keeps_each_finished_size_with_its_lanes() {
     let scratch = Scratch::new("lanes-interrupt");
@@ -308,7 +310,9 @@ fn ctrl_c_in_a_concurrent_sweep_keeps_each_finished_size_with_its_lanes() {
     let rows = rows(&csv);
     let lanes = column(&rows, "lane");
     let aggregates = lanes.iter().filter(|lane| **lane == "all").count();
-    assert!(aggregates >= 2 && lanes.len() == 3 * aggregates, "{lanes:?}");
+    let (finished, partial) = lanes.split_at(3 * aggregates);
+    assert!(aggregates >= 2 && finished.chunks(3).all(|size| size == ["0", "1", "all"]), "{lanes:?}");
+    assert!(partial.len() < 2 && partial.iter().all(|lane| *lane != "all"), "{lanes:?}");
     let json = std::fs::read_to_string(&json).expect("the JSON file");
     assert!(json.contains("\"status\": \"interrupted\"") && json.contains("stopped by SIGINT"), "{json}");
 }
