@@ -9,7 +9,8 @@
 #
 # Inside the VM: the repository is mounted read-write at the same absolute path
 # (9p), cwd is the repository root, PATH starts with /opt/gdrperf/bin (copies of
-# $REPO/target/release/gdr*, built by the caller beforehand, in the VM's memory), then $REPO/target/release and holds Debian's perftest, ibverbs-utils, `rdma` and `tc`
+# $REPO/target/release/gdr*, built by the caller beforehand, in the VM's memory), then
+# $REPO/target/release, and holds Debian's perftest, ibverbs-utils, `rdma` and `tc`
 # (with sch_netem loaded, for packet loss on the link);
 # GDRPERF_SOFTROCE=1. CMD runs under busybox sh; its stdout and stderr come out on
 # this script's stdout and its exit status becomes ours.
@@ -353,8 +354,9 @@ main() {
             trap 'say "interrupted"; exit 130' INT TERM
             printf '%s\n' "$1" >"${RUNS[0]}/cmd"
             printf '%s\n' "${2:-$1}" >"${RUNS[1]}/cmd"
+            # Stripped once; the second VM's run folder gets hard links to the same files.
             stage_binaries "${RUNS[0]}"
-            stage_binaries "${RUNS[1]}"
+            cp -rl "${RUNS[0]}/bin" "${RUNS[1]}/bin"
             boot_pair "$mem" "$seconds" ;;
         *) usage ;;
     esac

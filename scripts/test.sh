@@ -47,8 +47,10 @@ layering=$(python3 scripts/module-graph.py --strict --layers scripts/layers.toml
 # machine's link time and change no decision a test makes (the VM tests check exit statuses,
 # messages and rows, never a speed), and with the dev profile's debug assertions and overflow
 # checks, so the unit tests check what they check in a debug build. Dependencies compile once,
-# not once for `cargo test` and again for the VM's binaries; the simulated NIC's cases (copies and
-# data checks) run several times faster optimised. Same code, same paths (target/release).
+# not once for `cargo test` and again for the VM's binaries. Measured, this is no faster than a
+# debug `cargo test` plus a release build (536 s against 526 s: results/build-vm/test-time.md), the
+# tests over the simulated NIC being bound by its rate and their processes; it leaves one set of
+# binaries, the ones the VM runs. Same code, same paths (target/release).
 export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
 phase "cargo test --release (unit and integration tests, no device needed; the build the VM uses)"
