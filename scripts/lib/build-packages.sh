@@ -3,7 +3,8 @@
 # and runs bindgen; libibverbs1 so that the binaries reach the verbs layer and say "no RDMA
 # device" rather than a missing library; python3 for the plot scripts).
 #   ensure_build_packages            what `cargo build` needs
-#   ensure_build_packages lints      also rustfmt and clippy (test.sh's checks), jq, promtool and dpkg-dev
+#   ensure_build_packages lints      also rustfmt and clippy (test.sh's checks), jq, promtool, dpkg-dev,
+#                                    qemu-system-x86 and debootstrap
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -20,6 +21,10 @@ ensure_build_packages() {
     [ "${1:-}" = lints ] && { command -v promtool >/dev/null || missing+=(prometheus); }
     # dpkg-shlibdeps: scripts/package-deb.sh derives the package's Depends with it.
     [ "${1:-}" = lints ] && { command -v dpkg-shlibdeps >/dev/null || missing+=(dpkg-dev); }
+    # qemu (scripts/softroce.sh) and debootstrap (scripts/softroce/slurm-root.sh) would each run
+    # apt-get themselves; test.sh runs the two side by side, so both are installed here first.
+    [ "${1:-}" = lints ] && { command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86); }
+    [ "${1:-}" = lints ] && { command -v debootstrap >/dev/null || missing+=(debootstrap); }
     ldconfig -p | grep -q 'libibverbs\.so\.1' || missing+=(libibverbs1 ibverbs-providers)
     if [ ${#missing[@]} -gt 0 ]; then
         echo "$(basename "$0"): installing ${missing[*]}" >&2
