@@ -94,7 +94,7 @@ fi
 host_log=$(mktemp /tmp/gdrperf-host-checks.XXXXXX)
 nice -n 10 bash -c "$(declare -f host_checks); host_checks" >"$host_log" 2>&1 &
 host_pid=$!
-trap 'kill "$host_pid" 2>/dev/null; phase ""; echo "== test.sh took $SECONDS s"' EXIT
+trap 'kill "$host_pid" 2>/dev/null || true; phase ""; echo "== test.sh took $SECONDS s"' EXIT
 phase "integration tests over Soft-RoCE (QEMU VM); beside it, the checks that need no VM"
 vm_status=0
 scripts/softroce.sh run --timeout 1500 -- scripts/vm-tests.sh || vm_status=$?
