@@ -164,9 +164,12 @@ struct Row {
     one_by_one_gbytes_s: Option<f64>,
 }
 
+/// How a row fills one CSV field.
+type Field = fn(&Row) -> String;
+
 /// The CSV's columns, each with how a row fills it: the header and every row come from this one
 /// list, whose names are `gdrperf_files::columns`' (a test holds it to the published order).
-const CSV_COLUMNS: [(ColumnName, fn(&Row) -> String); 13] = [
+const CSV_COLUMNS: [(ColumnName, Field); 13] = [
     (columns::GPU, |row| row.gpu.to_string()),
     (columns::BUS_ID, |row| row.bus_id.clone()),
     (columns::GPU_NAME, |row| row.gpu_name.clone()),
