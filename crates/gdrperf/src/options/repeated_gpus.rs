@@ -60,7 +60,7 @@ pub(crate) fn check_repeated_gpus(
     Ok(())
 }
 
-/// [`check_repeated_gpus`] on a bench command line that another program starts (`gdrperf slurm
+/// The benches' rule for a GPU listed twice, on a bench command line that another program starts (`gdrperf slurm
 /// -- BENCH ARGS`), checked there once before anything starts, so that a job is refused at once
 /// rather than pair by pair on every node. Reads `--gpu` and `-d/--ib-dev` from `arguments` in
 /// the forms the bench's parser takes (`--gpu 0,0`, `--gpu=0,0`, `-d a,b`, `-da,b`, `-d=a,b`,
