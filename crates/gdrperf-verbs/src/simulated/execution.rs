@@ -1,4 +1,4 @@
-//! The NIC thread: executes each queue pair's requests in order when they are due, as copies
+//! The NIC thread, started when the device first opens: executes each queue pair's requests in order when they are due, as copies
 //! between registered regions, and completes them, honouring keys, rights, bounds,
 //! receive-not-ready, the injected fault and a vanished peer.
 
@@ -11,12 +11,30 @@ use rdma_mummy_sys::ibv_wc_status as status;
 use sideway::ibverbs::AccessFlags;
 
 use super::queue_pair::{flushed, push};
-use super::{lock, shared, Nic, Pending, QpState, QueuePair, RNR_DELAY, RNR_RETRY_FOR_EVER, SPIN_BELOW};
+use super::settings::{Settings, DEVICE_NAME, RNR_RETRY_FOR_EVER};
+use super::state::{lock, shared, Nic, Pending, QpState, QueuePair, RNR_DELAY, SPIN_BELOW};
 use crate::work_request::{LocalSlice, Operation, SendRequest, WorkCompletion};
+use crate::{Result, VerbsError};
+
+/// Opens the simulated device: reads the settings (once per open, so a test may change them
+/// between runs) and starts the NIC thread on first use.
+pub(crate) fn open() -> Result<Settings> {
+    let settings = Settings::from_environment()?;
+    let mut nic = lock();
+    nic.settings = settings;
+    if !nic.thread_started {
+        std::thread::Builder::new()
+            .name("simulated-nic".into())
+            .spawn(run_nic)
+            .map_err(|source| VerbsError::OpenDevice { device: DEVICE_NAME.to_string(), source })?;
+        nic.thread_started = true;
+    }
+    Ok(settings)
+}
 
 /// The NIC thread: executes the due request of the QP whose head is due first, or sleeps until
 /// it is due or new work is posted.
-pub(super) fn run_nic() {
+fn run_nic() {
     let shared = shared();
     let mut nic = lock();
     loop {

@@ -11,7 +11,8 @@ use rdma_mummy_sys::ibv_wc_opcode as opcode;
 use rdma_mummy_sys::ibv_wc_status as status;
 use sideway::ibverbs::AccessFlags;
 
-use super::{lock, shared, CompletionRing, Pending, ProtectionDomain, QpState, QueuePair, Queued};
+use super::regions::ProtectionDomain;
+use super::state::{lock, shared, CompletionRing, Pending, QpState, QueuePair, Queued};
 use crate::work_request::{LocalSlice, Operation, SendRequest, WorkCompletion};
 use crate::{Result, VerbsError};
 

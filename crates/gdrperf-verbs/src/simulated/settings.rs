@@ -1,10 +1,25 @@
-//! How the simulated port behaves (rate, latency, the injected faults and test hooks, read from
-//! [`ENVIRONMENT`]) and which device names are simulated ones.
+//! The simulated devices' names, and how the simulated port behaves (rate, latency, the injected
+//! faults and test hooks, read from [`ENVIRONMENT`]).
 
 use std::time::Duration;
 
-use super::{DEVICE_COUNT, ENVIRONMENT, RNR_RETRY_FOR_EVER};
 use crate::{Result, VerbsError};
+
+/// The simulated device's name: what `-d` takes and what every row's `device` column says.
+/// It is the first of [`DEVICE_COUNT`] simulated devices (`simulated0`, `simulated1`, ...), each
+/// a port of its own, so that lanes with a NIC each (two rails on one GPU) run without hardware.
+pub const DEVICE_NAME: &str = "simulated0";
+
+/// How many simulated devices open by name (`simulated0` to `simulated7`). No source: a chosen
+/// bound, the eight rails of an 8-GPU HGX node, enough for any lane test while a typo such as
+/// `simulated42` is still refused as an unknown device.
+pub const DEVICE_COUNT: usize = 8;
+
+/// The environment variable that lists the simulated device and sets its rate, latency and faults.
+pub const ENVIRONMENT: &str = "GDRPERF_SIMULATED_NIC";
+
+/// `rnr_retry` 7: retry for ever (the InfiniBand encoding, and what the benches' QPs ask for).
+pub(super) const RNR_RETRY_FOR_EVER: u8 = 7;
 
 /// How the simulated port behaves; see the module's documentation for the spelling.
 #[derive(Debug, Clone, Copy, PartialEq)]
