@@ -26,6 +26,7 @@ use anyhow::Context;
 use gdrperf_cuda::{
     CopyBench, CopyDirection, Cuda, Gpu, GpuSelection, HostMemory, Measurement, StagedBuffer, StagingConfig,
 };
+use gdrperf_files::columns::{self, ColumnName};
 use serde::Serialize;
 
 /// Sizes measured when neither `-s` nor `-a` is given.
@@ -163,40 +164,40 @@ struct Row {
     one_by_one_gbytes_s: Option<f64>,
 }
 
-const CSV_HEADER: [&str; 13] = [
-    "gpu",
-    "bus_id",
-    "gpu_name",
-    "kind",
-    "direction",
-    "size_bytes",
-    "iterations",
-    "bytes_moved",
-    "elapsed_s",
-    "bw_gbytes_s",
-    "lat_median_us",
-    "lat_min_us",
-    "one_by_one_gbytes_s",
+/// How a row fills one CSV field.
+type Field = fn(&Row) -> String;
+
+/// The CSV's columns, each with how a row fills it: the header and every row come from this one
+/// list, whose names are `gdrperf_files::columns`' (a test holds it to the published order).
+const CSV_COLUMNS: [(ColumnName, Field); 13] = [
+    (columns::GPU, |row| row.gpu.to_string()),
+    (columns::BUS_ID, |row| row.bus_id.clone()),
+    (columns::GPU_NAME, |row| row.gpu_name.clone()),
+    (columns::KIND, |row| row.kind.to_string()),
+    (columns::DIRECTION, |row| row.direction.to_string()),
+    (columns::SIZE_BYTES, |row| row.size_bytes.to_string()),
+    (columns::ITERATIONS, |row| row.iterations.to_string()),
+    (columns::BYTES_MOVED, |row| row.bytes_moved.to_string()),
+    (columns::ELAPSED_S, |row| format!("{:.6}", row.elapsed_s)),
+    (columns::BW_GBYTES_S, |row| three_decimals(row.bw_gbytes_s)),
+    (columns::LAT_MEDIAN_US, |row| three_decimals(row.lat_median_us)),
+    (columns::LAT_MIN_US, |row| three_decimals(row.lat_min_us)),
+    (columns::ONE_BY_ONE_GBYTES_S, |row| three_decimals(row.one_by_one_gbytes_s)),
 ];
+
+/// A figure a row may lack, as its CSV field: three decimals, or empty.
+fn three_decimals(value: Option<f64>) -> String {
+    value.map(|value| format!("{value:.3}")).unwrap_or_default()
+}
+
+/// The CSV's header line, from [`CSV_COLUMNS`].
+fn csv_header() -> [&'static str; 13] {
+    CSV_COLUMNS.map(|(column, _)| column.name())
+}
 
 impl Row {
     fn csv_fields(&self) -> [String; 13] {
-        let optional = |value: Option<f64>| value.map(|value| format!("{value:.3}")).unwrap_or_default();
-        [
-            self.gpu.to_string(),
-            self.bus_id.clone(),
-            self.gpu_name.clone(),
-            self.kind.to_string(),
-            self.direction.to_string(),
-            self.size_bytes.to_string(),
-            self.iterations.to_string(),
-            self.bytes_moved.to_string(),
-            format!("{:.6}", self.elapsed_s),
-            optional(self.bw_gbytes_s),
-            optional(self.lat_median_us),
-            optional(self.lat_min_us),
-            optional(self.one_by_one_gbytes_s),
-        ]
+        CSV_COLUMNS.map(|(_, field)| field(self))
     }
 
     fn table_line(&self) -> String {
@@ -286,7 +287,7 @@ impl Outputs {
                 );
                 std::io::Write::write_all(&mut file, head.as_bytes())?;
                 let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(file);
-                writer.write_record(CSV_HEADER)?;
+                writer.write_record(csv_header())?;
                 writer.flush()?;
                 Some(writer)
             }
@@ -482,16 +483,30 @@ mod tests {
             one_by_one_gbytes_s: Some(0.8192),
         };
         let fields = row.csv_fields();
-        assert_eq!(fields.len(), CSV_HEADER.len());
-        assert_eq!(fields[CSV_HEADER.iter().position(|h| *h == "bw_gbytes_s").unwrap()], "0.041");
-        assert_eq!(fields[CSV_HEADER.iter().position(|h| *h == "lat_min_us").unwrap()], "");
-        assert_eq!(fields[CSV_HEADER.iter().position(|h| *h == "one_by_one_gbytes_s").unwrap()], "0.819");
+        let place = |column: ColumnName| csv_header().iter().position(|name| *name == column.name()).unwrap();
+        assert_eq!(fields[place(columns::BW_GBYTES_S)], "0.041");
+        assert_eq!(fields[place(columns::LAT_MIN_US)], "");
+        assert_eq!(fields[place(columns::ONE_BY_ONE_GBYTES_S)], "0.819");
+        assert_eq!(fields[place(columns::ELAPSED_S)], "0.001000");
         let staged = Row { kind: "staged", bw_gbytes_s: None, ..row };
-        assert_eq!(staged.csv_fields()[CSV_HEADER.iter().position(|h| *h == "bw_gbytes_s").unwrap()], "");
+        assert_eq!(staged.csv_fields()[place(columns::BW_GBYTES_S)], "");
         let line = staged.table_line();
         let queued_column = TABLE_HEADER.find("queued GB/s").unwrap() + "queued GB/s".len();
         assert_eq!(line[..queued_column].trim_end().chars().last(), Some('-'), "no queued figure: {line}");
         assert_eq!(line.len(), TABLE_HEADER.len(), "columns line up:\n{TABLE_HEADER}\n{line}");
+    }
+
+    #[test]
+    fn the_csv_header_is_the_published_order_spelled_as_published() {
+        assert_eq!(csv_header(), columns::COPY_BANDWIDTH_ORDER.map(ColumnName::name));
+        // The bytes a reader of earlier files sees, pinned: the names are a contract.
+        let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+        writer.write_record(csv_header()).unwrap();
+        assert_eq!(
+            String::from_utf8(writer.into_inner().unwrap()).unwrap(),
+            "gpu,bus_id,gpu_name,kind,direction,size_bytes,iterations,bytes_moved,elapsed_s,\
+             bw_gbytes_s,lat_median_us,lat_min_us,one_by_one_gbytes_s\n"
+        );
     }
 
     #[test]

@@ -200,6 +200,9 @@ fn run_step(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("name the bench after `--`: srun gdrperf slurm -- gdr-write-bw -a --validate");
     };
     BenchCommand::check_args(bench_args)?;
+    // The bench's own rule for a GPU listed twice, checked here once: every pair would refuse it.
+    gdrperf::options::check_bench_arguments(bench_args)
+        .with_context(|| format!("{name}'s arguments, as every pair's bench would read them"))?;
     let step = SlurmStep::from_env()?;
     let switches = read_topology(args.topology.as_deref(), &step.nodes)?.map(std::sync::Arc::new);
     if matches!(args.schedule, ScheduleArg::Random) && args.rounds == 0 {

@@ -835,3 +835,22 @@ fn a_topology_file_reaches_the_judge_at_the_job_s_end_and_a_bad_one_stops_the_st
         assert_eq!(dry.status.code(), Some(2), "{}", text(&dry));
     }
 }
+
+#[test]
+fn a_gpu_listed_twice_without_a_nic_per_lane_is_refused_before_any_pair_runs() {
+    // Written attached (`--gpu=0,0`), as the stand-in bench skips each `-...` word alone.
+    let mut cluster = Cluster::new(2);
+    cluster.bench_args = vec!["--mem=cuda".into(), "--gpu=0,0".into(), "-dmlx5_0".into()];
+    for output in cluster.run(&[0, 1], &[], &[]) {
+        let text = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{text}");
+        assert!(text.contains("lists GPU 0 twice") && text.contains("-d lists 1"), "{text}");
+        assert!(!text.contains("fake bench on"), "no bench started: {text}");
+    }
+    assert!(!cluster.out().exists(), "nothing was started, not even the output folder");
+    // A NIC per lane: the same rule as the benches' lets it through to every pair.
+    cluster.bench_args[2] = "-dmlx5_0,mlx5_1".into();
+    for output in cluster.run(&[0, 1], &[], &[]) {
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    }
+}

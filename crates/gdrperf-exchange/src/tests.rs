@@ -164,27 +164,60 @@ fn a_goodbye_while_measuring_is_the_peer_ending_the_run() {
     assert!(matches!(gone, Some(ExchangeError::PeerEnded { .. })), "{gone:?}");
 }
 
+/// How long a test waits for something that takes microseconds on an idle host: a failure
+/// after this is a broken condition, not a slow machine.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Waits until `condition` holds, polling; fails the test, naming `what`, after [`PATIENCE`].
+fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !condition() {
+        assert!(Instant::now() < deadline, "waited {PATIENCE:?} for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn check_peer_sees_a_dead_peer_and_a_failure_without_consuming_other_messages() {
     let (mut control, mut client) = pair();
     let watch = control.watch();
     assert!(watch.check_peer_now().is_ok(), "nothing sent yet");
-    client.write_all(&encode(&Message::SizeDone { size: 64, report: None })).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    let size_done = encode(&Message::SizeDone { size: 64, report: None });
+    client.write_all(&size_done).unwrap();
+    wait_until("the SizeDone to arrive", || watch.bytes_waiting() == size_done.len());
     assert!(watch.check_peer_now().is_ok(), "a SizeDone is left for the sweep");
+    assert_eq!(watch.bytes_waiting(), size_done.len(), "the check consumed nothing");
     assert_eq!(control.receive("testing").unwrap(), Message::SizeDone { size: 64, report: None });
-    client.write_all(&encode(&Message::Failed { message: "out of memory".into() })).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    let failed = encode(&Message::Failed { message: "out of memory".into() });
+    client.write_all(&failed).unwrap();
+    wait_until("the Failed to arrive", || watch.bytes_waiting() == failed.len());
     assert!(
         matches!(watch.check_peer_now(), Err(ExchangeError::PeerFailed { message, .. }) if message == "out of memory")
     );
     let _ = control.receive("consuming the failure");
     drop(client);
-    std::thread::sleep(Duration::from_millis(50));
-    assert!(matches!(watch.check_peer_now(), Err(ExchangeError::Closed { .. })));
-    std::thread::sleep(PEER_CHECK_INTERVAL);
-    assert!(matches!(control.check_peer(), Err(ExchangeError::Closed { .. })));
-    assert!(control.check_peer().is_ok(), "rate-limited: the next look comes only after the interval");
+    let mut seen = Ok(());
+    wait_until("the closed connection to be seen", || {
+        seen = watch.check_peer_now();
+        seen.is_err()
+    });
+    assert!(matches!(seen, Err(ExchangeError::Closed { .. })), "{seen:?}");
+    // Rate-limited: once a look finds the connection closed, a look right after it (well
+    // within the interval, as timed from before the first) does not look again. A host that
+    // stalls this thread for a whole interval between the two only makes the loop try again.
+    let mut next_look = Ok(());
+    wait_until("a look at the closed connection followed at once by a rate-limited one", || {
+        let before = Instant::now();
+        match control.check_peer() {
+            Ok(()) => false,
+            Err(error) => {
+                assert!(matches!(error, ExchangeError::Closed { .. }), "{error}");
+                next_look = control.check_peer();
+                before.elapsed() < PEER_CHECK_INTERVAL
+            }
+        }
+    });
+    assert!(next_look.is_ok(), "rate-limited: the next look comes only after the interval");
 }
 
 #[test]

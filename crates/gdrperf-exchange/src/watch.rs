@@ -74,6 +74,24 @@ impl PeerWatch {
         }
     }
 
+    /// How many bytes wait unread on the socket (at most [`PEEK_WINDOW`]), looked at without
+    /// consuming them: lets a test wait until what the peer wrote has arrived, and see that a
+    /// check left it where it was.
+    #[cfg(test)]
+    pub(crate) fn bytes_waiting(&self) -> usize {
+        let mut window = [0u8; PEEK_WINDOW];
+        // SAFETY: as in `check_peer_now`: recv writes at most `window.len()` bytes into `window`.
+        let received = unsafe {
+            libc::recv(
+                self.stream.as_raw_fd(),
+                window.as_mut_ptr().cast(),
+                window.len(),
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        usize::try_from(received).unwrap_or(0)
+    }
+
     /// [`PeerWatch::check_peer`] without the rate limit.
     pub fn check_peer_now(&self) -> ExchangeResult<()> {
         self.last_check.set(Instant::now());

@@ -1,13 +1,14 @@
 //! The names of the columns of gdrperf's result files (the benches' CSV and JSON rows,
-//! `gdrperf accept`'s `summary.csv`, a Slurm job's gathered `results.csv` and `matrix.csv`), one
-//! constant each, and the published order of each table.
+//! `gdrperf accept`'s `summary.csv`, a Slurm job's gathered `results.csv` and `matrix.csv`,
+//! `gdrperf copy-bw`'s rows), one constant each, and the published order of each table.
 //!
 //! Every crate that writes or reads a result column names it through these constants, so a
 //! renamed column is a compile error in each reader instead of a silently empty lookup. The
 //! spelling is a contract (columns are only appended, never renamed or moved); the row types'
 //! headers are checked against these orders, and the written files against pinned copies, by
 //! the tests of the `gdrperf` crate's column reference (`gdrperf::output::columns`), which
-//! holds each column's unit, meaning and source.
+//! holds each column's unit, meaning and source (copy-bw's header by copy-bw's own tests: it is
+//! a diagnostic of the host's copies, not a bench row, and has no entry in that reference).
 
 use std::fmt;
 
@@ -131,6 +132,16 @@ pub const SERVER_NODE: ColumnName = ColumnName("server_node");
 pub const CLIENT_NODE: ColumnName = ColumnName("client_node");
 pub const CLIENT_DEVICE: ColumnName = ColumnName("client_device");
 pub const SERVER_DEVICE: ColumnName = ColumnName("server_device");
+pub const BUS_ID: ColumnName = ColumnName("bus_id");
+pub const GPU_NAME: ColumnName = ColumnName("gpu_name");
+pub const KIND: ColumnName = ColumnName("kind");
+pub const DIRECTION: ColumnName = ColumnName("direction");
+pub const SIZE_BYTES: ColumnName = ColumnName("size_bytes");
+pub const BYTES_MOVED: ColumnName = ColumnName("bytes_moved");
+pub const BW_GBYTES_S: ColumnName = ColumnName("bw_gbytes_s");
+pub const LAT_MEDIAN_US: ColumnName = ColumnName("lat_median_us");
+pub const LAT_MIN_US: ColumnName = ColumnName("lat_min_us");
+pub const ONE_BY_ONE_GBYTES_S: ColumnName = ColumnName("one_by_one_gbytes_s");
 
 /// Every column name above, once.
 pub const ALL: &[ColumnName] = &[
@@ -224,6 +235,16 @@ pub const ALL: &[ColumnName] = &[
     CLIENT_NODE,
     CLIENT_DEVICE,
     SERVER_DEVICE,
+    BUS_ID,
+    GPU_NAME,
+    KIND,
+    DIRECTION,
+    SIZE_BYTES,
+    BYTES_MOVED,
+    BW_GBYTES_S,
+    LAT_MEDIAN_US,
+    LAT_MIN_US,
+    ONE_BY_ONE_GBYTES_S,
 ];
 
 // Each table's header written out in full, though they share long runs: these are the pins
@@ -423,6 +444,24 @@ pub const GATHER_ADDED: [ColumnName; 5] = [ROUND, SERVER_RANK, CLIENT_RANK, SERV
 pub const MATRIX: [ColumnName; 7] =
     [CLIENT_NODE, SERVER_NODE, LANE, BYTES, BW_AVG_GBIT_S, CLIENT_DEVICE, SERVER_DEVICE];
 
+/// `gdrperf copy-bw`'s rows (one per GPU, memory kind, direction and size), in published order.
+/// Its writer's own tests check the header it writes against this order.
+pub const COPY_BANDWIDTH_ORDER: [ColumnName; 13] = [
+    GPU,
+    BUS_ID,
+    GPU_NAME,
+    KIND,
+    DIRECTION,
+    SIZE_BYTES,
+    ITERATIONS,
+    BYTES_MOVED,
+    ELAPSED_S,
+    BW_GBYTES_S,
+    LAT_MEDIAN_US,
+    LAT_MIN_US,
+    ONE_BY_ONE_GBYTES_S,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,6 +484,7 @@ mod tests {
             ACCEPT_SUMMARY_ORDER,
             &GATHER_ADDED,
             &MATRIX,
+            &COPY_BANDWIDTH_ORDER,
         ];
         for column in orders.into_iter().flatten() {
             assert!(ALL.contains(column), "{column} is in an order but not in ALL");

@@ -1,10 +1,12 @@
 //! What the judge reads: one compact observation per pair row, and the names behind the indices.
 //!
 //! A gathered job can hold millions of rows; the judge keeps none of their text. Each row becomes
-//! a class index, a sender and a receiver port index and the log of its bandwidth (16 bytes);
-//! the [`Catalog`] holds each name once. A [`Source`] can be visited several times (the fit makes
-//! a few passes): [`Stored`] keeps the observations of files read once, the simulator regenerates
-//! its rows on every pass and keeps nothing.
+//! a class index, a sender and a receiver port index, whether it says which end sent, and the
+//! log of its bandwidth (20 bytes with padding); the [`Catalog`] holds each name once. A
+//! [`Source`] can be visited several times (the fit makes a few passes): [`Stored`] keeps the
+//! observations of files read once; the simulator keeps one `f32` a row (the log of its
+//! bandwidth, NaN where nothing was measured) and rebuilds each observation from its pair list
+//! on every pass.
 
 use std::collections::HashMap;
 

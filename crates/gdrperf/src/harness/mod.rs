@@ -13,6 +13,7 @@ pub(crate) mod barrier;
 pub(crate) mod benchmark;
 pub(crate) mod connect;
 pub(crate) mod interrupt;
+pub(crate) mod lanes_header;
 pub(crate) mod port_window;
 pub(crate) mod roles;
 pub(crate) mod run_header;

@@ -27,6 +27,7 @@ use crate::harness::barrier::LaneBarrier;
 use crate::harness::benchmark::{concurrent, sums_both_directions, Benchmark, RowOf};
 use crate::harness::connect::report_refusal;
 use crate::harness::interrupt::{conclude, install_signal_handlers, Interruption, StopFlag, SweepPosition};
+use crate::harness::lanes_header::describe_lanes;
 use crate::harness::port_window::{LanePort, SharedPorts};
 use crate::harness::run_header::row_context;
 use crate::harness::session::Session;
@@ -37,7 +38,7 @@ use crate::harness::sweep::{
 use crate::options::config::{BenchConfig, Role, StopRule};
 use crate::options::placement::{self, placement_for, Placement};
 use crate::options::values::OutputFigure;
-use crate::output::{Console, ConsoleStyle, HeaderLine, Outputs};
+use crate::output::{Console, ConsoleStyle, Outputs};
 
 /// Runs `benchmark` as its configuration says. The only entry point a bench binary calls.
 pub fn run<B: Benchmark>(benchmark: &B) -> Result<RunOutcome> {
@@ -102,7 +103,7 @@ fn serve_connected<B: Benchmark>(
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
     if concurrent(benchmark) {
-        return serve_lanes(config, benchmark, placements, listener, session, stop);
+        return serve_lanes(config, benchmark, placements, listener, session, outputs, stop);
     }
     // One client per run: whoever knocks from now on is told the server is busy.
     let _turn_away = TurnAway::start(listener, session.control.peer());
@@ -214,13 +215,16 @@ fn create_outputs<B: Benchmark>(config: &BenchConfig, benchmark: &B) -> Result<O
 // --- `--concurrent`: the lanes ----------------------------------------------------------
 
 /// The server's side of a concurrent run: accepts the remaining lanes (the first one is
-/// `first`), then serves each on its own thread.
+/// `first`), says in its run header what the lanes are (as the client's does, shared GPUs
+/// included), then serves each on its own thread. The rows are the client's: `outputs` gets the
+/// header and how the run ended, no row.
 fn serve_lanes<B: Benchmark>(
     config: &BenchConfig,
     benchmark: &B,
     placements: &[Placement],
     listener: TcpListener,
     mut first: Session,
+    mut outputs: Outputs<RowOf<B>>,
     stop: &StopFlag,
 ) -> Result<RunOutcome> {
     let lanes = agree_on_count(&mut first, placements)?;
@@ -233,6 +237,11 @@ fn serve_lanes<B: Benchmark>(
         }
     }
     let _turn_away = TurnAway::start(listener, sessions[0].control.peer());
+    let mut run = run_start(config, benchmark, &sessions[0], placements, 1);
+    describe_lanes(&mut run, &sessions, placements);
+    if let Err(error) = outputs.start(&run) {
+        return Err(tell_all(&mut sessions, error));
+    }
     for session in &mut sessions {
         session.control.set_stop_flag(stop.clone());
     }
@@ -252,11 +261,12 @@ fn serve_lanes<B: Benchmark>(
         threads.into_iter().map(|thread| thread.join().unwrap_or_else(|_| Err(panicked()))).collect()
     });
     let mut combined = RunOutcome::default();
-    for (lane, outcome) in outcomes.into_iter().enumerate() {
+    let concluded = outcomes.into_iter().enumerate().try_for_each(|(lane, outcome)| {
         let outcome = outcome.map_err(|error| Error::Lane { lane, source: Box::new(error) })?;
-        combined.interrupted = combined.interrupted.or(outcome.interrupted);
-    }
-    Ok(combined)
+        combined.interrupted = combined.interrupted.take().or(outcome.interrupted);
+        Ok(())
+    });
+    finish_outputs(&mut outputs, combined, concluded.map(|()| None))
 }
 
 /// Admits lane `lane` of the client `client_host`: a connection from another host, or one that
@@ -374,15 +384,7 @@ fn drive_lanes<B: Benchmark>(
         }
     }
     let mut run = run_start(config, benchmark, &sessions[0], placements, 1);
-    run.metadata["lanes"] = serde_json::Value::Array(sessions.iter().map(lane_metadata).collect());
-    let mut descriptions: Vec<String> = sessions.iter().map(lane_description).collect();
-    let gpus: Vec<Option<usize>> =
-        (0..sessions.len()).map(|lane| placement_for(placements, lane).gpu).collect();
-    descriptions.extend(shared_gpus(&gpus));
-    run.header.insert(
-        0,
-        HeaderLine::new("Lanes", format!("{} at once: {}", sessions.len(), descriptions.join("; "))),
-    );
+    describe_lanes(&mut run, &sessions, placements);
     outputs.start(&run)?;
     let thresholds =
         config.acceptance.resolve(sessions[0].local.port.rate.as_deref(), sums_both_directions(benchmark))?;
@@ -509,77 +511,9 @@ fn run_lane<B: Benchmark>(
     conclude(&mut session, result, &position, "client")
 }
 
-fn lane_description(session: &Session) -> String {
-    let local = session
-        .local
-        .buffers
-        .first()
-        .and_then(|buffer| buffer.gpu_description())
-        .unwrap_or_else(|| "host".into());
-    format!(
-        "{} {} <-> {} {}",
-        session.local.device.name(),
-        local,
-        session.peer.side.device,
-        session.peer.side.memory
-    )
-}
-
-/// "lanes 0+1 share GPU 0 (its PCIe link counted once in the all row's ceiling)" for each GPU
-/// that several lanes use (each with a NIC of its own, as `--gpu 0,0 -d a,b` plans them): their
-/// figures are not those of lanes with a GPU each, and the header says so.
-fn shared_gpus(gpus: &[Option<usize>]) -> Vec<String> {
-    let mut seen: Vec<usize> = Vec::new();
-    let mut lines = Vec::new();
-    for gpu in gpus.iter().flatten() {
-        if seen.contains(gpu) {
-            continue;
-        }
-        seen.push(*gpu);
-        let lanes: Vec<String> = gpus
-            .iter()
-            .enumerate()
-            .filter(|(_, other)| **other == Some(*gpu))
-            .map(|(lane, _)| lane.to_string())
-            .collect();
-        if lanes.len() > 1 {
-            lines.push(format!(
-                "lanes {} share GPU {gpu} (its PCIe link counted once in the all row's ceiling)",
-                lanes.join("+")
-            ));
-        }
-    }
-    lines
-}
-
-fn lane_metadata(session: &Session) -> serde_json::Value {
-    serde_json::json!({
-        "device": session.local.device.name(),
-        "memory": session.memory(),
-        "gpu": session.local.buffers.first().and_then(|buffer| buffer.gpu_description()),
-        "peer": session.peer.side,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lanes_sharing_a_gpu_are_named_once_per_gpu() {
-        assert_eq!(
-            shared_gpus(&[Some(0), Some(0)]),
-            ["lanes 0+1 share GPU 0 (its PCIe link counted once in the all row's ceiling)"]
-        );
-        let mixed = shared_gpus(&[Some(1), Some(0), Some(1), Some(0), Some(2)]);
-        assert_eq!(mixed.len(), 2, "{mixed:?}");
-        assert!(
-            mixed[0].starts_with("lanes 0+2 share GPU 1") && mixed[1].starts_with("lanes 1+3 share GPU 0"),
-            "{mixed:?}"
-        );
-        assert!(shared_gpus(&[Some(0), Some(1)]).is_empty(), "a GPU each: nothing shared");
-        assert!(shared_gpus(&[None, None]).is_empty(), "host memory: no GPU to share");
-    }
 
     #[test]
     fn the_peer_host_drops_the_port() {

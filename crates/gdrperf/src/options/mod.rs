@@ -35,3 +35,4 @@ pub use args::{BandwidthArgs, BandwidthInlineArgs, CommonArgs, WriteImmediateArg
 pub use bandwidth::BandwidthConfig;
 pub use config::{BenchConfig, Role, StopRule, TestDefaults};
 pub use help::parse_bench;
+pub use repeated_gpus::check_bench_arguments;

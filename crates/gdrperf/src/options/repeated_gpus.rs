@@ -60,9 +60,79 @@ pub(crate) fn check_repeated_gpus(
     Ok(())
 }
 
+/// The benches' rule for a GPU listed twice, on a bench command line that another program starts (`gdrperf slurm
+/// -- BENCH ARGS`), checked there once before anything starts, so that a job is refused at once
+/// rather than pair by pair on every node. Reads `--gpu` and `-d/--ib-dev` from `arguments` in
+/// the forms the bench's parser takes (`--gpu 0,0`, `--gpu=0,0`, `-d a,b`, `-da,b`, `-d=a,b`,
+/// `--ib-dev a`, repeated `-d` appending). A value holding a `{placeholder}` is only known once
+/// each task fills it in, and a `--gpu` the bench would refuse as malformed gets the bench's own
+/// message: both are left to the bench.
+pub fn check_bench_arguments(arguments: &[String]) -> std::result::Result<(), ConfigError> {
+    let mut gpu: Option<&str> = None;
+    let mut devices: Vec<&str> = Vec::new();
+    let mut rest = arguments.iter().map(String::as_str);
+    while let Some(argument) = rest.next() {
+        if argument == "--" {
+            break;
+        }
+        let (flag, attached) = match argument.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") || flag == "-d" => (flag, Some(value)),
+            _ if argument.starts_with("-d") && argument.len() > 2 => ("-d", Some(&argument[2..])),
+            _ => (argument, None),
+        };
+        if !matches!(flag, "--gpu" | "-d" | "--ib-dev") {
+            continue;
+        }
+        let Some(value) = attached.or_else(|| rest.next()) else { break };
+        if value.contains('{') {
+            return Ok(());
+        }
+        match flag {
+            "--gpu" => gpu = Some(value),
+            _ => devices.extend(value.split(',')),
+        }
+    }
+    let Some(Ok(selection)) = gpu.map(GpuSelection::parse_lanes) else { return Ok(()) };
+    if devices.iter().any(|device| device.trim().is_empty()) {
+        return Ok(());
+    }
+    let devices: Vec<String> = devices.iter().map(|device| device.trim().to_string()).collect();
+    check_repeated_gpus(&selection, &devices)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bench_command_line_is_read_as_the_bench_reads_it() {
+        let check = |line: &str| {
+            let arguments: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+            check_bench_arguments(&arguments).map_err(|error| error.to_string())
+        };
+        for accepted in [
+            "--mem cuda --gpu 0,0 -d mlx5_0,mlx5_1",
+            "--mem cuda --gpu=0,0 --ib-dev=mlx5_0 -dmlx5_1",
+            "--mem cuda --gpu 0,0 -d mlx5_0 --ib-dev mlx5_1",
+            "--mem cuda --gpu 0,1 -d auto",
+            "--mem cuda --gpu 0,0 -d {nic},{nic}",
+            "--mem cuda --gpu {local},{local} -d mlx5_0",
+            "--mem cuda --gpu-bus-id 0000:17:00.0 -d mlx5_0",
+            "--mem cuda --gpu 0,x -d mlx5_0",
+            "-a --validate",
+        ] {
+            assert_eq!(check(accepted), Ok(()), "{accepted}");
+        }
+        for (refused, expected) in [
+            ("--mem cuda --gpu 0,0", "lists GPU 0 twice"),
+            ("--mem cuda --gpu=0,0 -d=mlx5_0", "-d lists 1"),
+            ("--concurrent --mem cuda --gpu 0,0 -d mlx5_0 -d mlx5_0", "pairs mlx5_0 with GPU 0 twice"),
+            ("--mem cuda -d auto,mlx5_1 --gpu 0,0", "auto picks the one NIC nearest GPU 0"),
+        ] {
+            let error = check(refused).unwrap_err();
+            assert!(error.contains(expected), "{refused}: {error}");
+        }
+    }
 
     #[test]
     fn a_gpu_listed_twice_needs_a_nic_of_its_own_per_lane() {
