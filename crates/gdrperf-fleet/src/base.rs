@@ -32,7 +32,7 @@ use serde::Serialize;
 use crate::fit::{fit, Fit};
 use crate::judge::JudgeConfig;
 use crate::normal;
-use crate::observation::{Catalog, Source};
+use crate::observation::{each_row, Catalog, Source};
 
 /// What moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -309,7 +309,7 @@ fn count_peers(source: &dyn Source, wanted: &mut BTreeMap<(u32, u32), BTreeSet<u
     if wanted.is_empty() {
         return;
     }
-    source.visit(&mut |row| {
+    each_row(source, |row| {
         if let Some(set) = wanted.get_mut(&(row.class, row.sender)) {
             set.insert(row.receiver);
         }

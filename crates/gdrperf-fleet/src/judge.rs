@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::evidence::{missing_evidence, summarise_classes};
 use crate::fit::{fit, Fit};
 use crate::normal;
-use crate::observation::{Catalog, Source};
+use crate::observation::{each_row, Catalog, Source};
 use crate::shared::{find_rails, name_groups, Rail};
 use crate::switch_map::{find_switches, switch_findings, Lifted, SwitchMap};
 use crate::transient::{count_dips, judge_pairs, rate, INTERMITTENT_SHARE};
@@ -406,7 +406,13 @@ fn peers_of(source: &dyn Source, fit: &Fit, named: &[Named], floor: f64, shift: 
         let key = fit.keys.get(entry.class, entry.port).unwrap_or(0);
         wanted[key] = if entry.kind == PartKind::NicPortIntermittent { 2 } else { 1 };
     }
-    source.visit(&mut |row| {
+    let fit = fit.view();
+    each_row(source, |row| {
+        // Whether either end is named, asked before the residual is computed: most rows have none.
+        let named_end = |port: u32| fit.keys.get(row.class, port).is_some_and(|key| wanted[key] != 0);
+        if !named_end(row.sender) && !named_end(row.receiver) {
+            return;
+        }
         let residual = fit.residual(row);
         for (port, peer, sending) in [(row.sender, row.receiver, true), (row.receiver, row.sender, false)] {
             let Some(key) = fit.keys.get(row.class, port) else { continue };

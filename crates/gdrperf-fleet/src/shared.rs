@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::fit::Fit;
 use crate::normal;
-use crate::observation::{Catalog, Source};
+use crate::observation::{each_row, Catalog, Source};
 use crate::verdict::{Finding, PartKind};
 
 /// A rail that stands out.
@@ -115,10 +115,21 @@ pub fn find_groups(
     let catalog = source.catalog();
     // Fx's hash: one lookup a row between suspects; the keys are sorted before use.
     let mut between: rustc_hash::FxHashMap<(u32, u32, u32), Vec<f32>> = Default::default();
-    source.visit(&mut |row| {
-        let Some(ports) = suspects.get(&row.class) else { return };
+    // Per key of the fit: whether its (class, port) is a suspect (a flag a row's end, where the
+    // sets were asked twice a row; a port with no rows has no key and meets no row).
+    let mut suspect = vec![false; fit.effects.len()];
+    for (&class, ports) in suspects {
+        for &port in ports {
+            if let Some(key) = fit.keys.get(class, port) {
+                suspect[key] = true;
+            }
+        }
+    }
+    let keys = fit.keys.view();
+    let is_suspect = |class: u32, port: u32| keys.get(class, port).is_some_and(|key| suspect[key]);
+    each_row(source, |row| {
         let (a, b) = (row.sender, row.receiver);
-        if ports.contains(&a) && ports.contains(&b) {
+        if is_suspect(row.class, a) && is_suspect(row.class, b) {
             let value = f64::from(row.log_gbps) - fit.level[row.class as usize];
             between.entry((row.class, a.min(b), a.max(b))).or_default().push(value as f32);
         }

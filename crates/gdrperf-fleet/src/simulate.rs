@@ -50,7 +50,7 @@ use gdrperf_cluster::schedule::{Pair, Schedule};
 use std::collections::{BTreeSet, HashMap};
 
 use crate::judge::{judge_with_switches, Finding, JudgeConfig, PartKind, Verdict};
-use crate::observation::{Catalog, ClassInfo, Observation, Source};
+use crate::observation::{Catalog, ClassInfo, Observation, Source, SLICE_ROWS};
 use crate::switch_map::SwitchMap;
 
 /// A fault to plant.
@@ -402,6 +402,38 @@ impl Source for SimFleet {
                     log_gbps: value,
                 });
             }
+        }
+    }
+
+    fn visit_slices(&self, visit: &mut dyn FnMut(&[Observation])) {
+        let lanes = self.lanes;
+        if lanes == 0 {
+            return;
+        }
+        let blank = Observation { class: 0, sender: 0, receiver: 0, directed: true, log_gbps: 0.0 };
+        let mut buffer = [blank; SLICE_ROWS];
+        let mut filled = 0;
+        for (pair, values) in self.pairs.iter().zip(self.values.chunks_exact(lanes)) {
+            for (lane, &value) in values.iter().enumerate() {
+                if value.is_nan() {
+                    continue;
+                }
+                buffer[filled] = Observation {
+                    class: 0,
+                    sender: (pair.client * lanes + lane) as u32,
+                    receiver: (pair.server * lanes + lane) as u32,
+                    directed: true,
+                    log_gbps: value,
+                };
+                filled += 1;
+                if filled == SLICE_ROWS {
+                    visit(&buffer);
+                    filled = 0;
+                }
+            }
+        }
+        if filled > 0 {
+            visit(&buffer[..filled]);
         }
     }
 }

@@ -41,7 +41,7 @@ use gdrperf_cluster::hostlist;
 
 use crate::fit::Fit;
 use crate::normal;
-use crate::observation::{Catalog, Observation, Source};
+use crate::observation::{each_row, Catalog, Observation, Source};
 pub use crate::verdict::GroupOrigin;
 use crate::verdict::{Finding, PartKind, Verdict};
 
@@ -307,7 +307,7 @@ pub(crate) fn find_switches(
         let mut by_member: HashMap<(u32, usize, usize), Histogram> = HashMap::new();
         let mut inside: HashMap<(u32, usize), u64> = HashMap::new();
         let mut seen: Vec<Vec<bool>> = vec![vec![false; catalog.nodes.len()]; classes];
-        source.visit(&mut |row| {
+        each_row(source, |row| {
             let class = row.class;
             let a = catalog.ports[row.sender as usize].node as usize;
             let b = catalog.ports[row.receiver as usize].node as usize;

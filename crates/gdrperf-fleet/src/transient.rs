@@ -97,31 +97,51 @@ pub fn count_dips(source: &dyn Source, fit: &Fit, floor: f64, named: &[bool], sh
         class_low: vec![0; classes],
         class_ends: vec![0; classes],
     };
-    source.visit(&mut |row| {
-        let residual = fit.residual(row);
-        for (port, sending) in [(row.sender, true), (row.receiver, false)] {
-            let Some(key) = fit.keys.get(row.class, port) else { continue };
-            let effect = &fit.effects[key];
-            let own = if row.directed { effect.in_role(sending) } else { effect.combined };
-            let deficit = residual + own - shift[key];
-            let low = deficit < floor;
-            if low {
-                dips.low[key] += 1;
-                dips.low_sum[key] += deficit;
-            } else {
-                dips.normal_sum[key] += deficit;
-            }
-            if row.directed {
-                let (rows, lows) = match sending {
-                    true => (&mut dips.rows_sending, &mut dips.low_sending),
-                    false => (&mut dips.rows_receiving, &mut dips.low_receiving),
-                };
-                rows[key] += 1;
-                lows[key] += u32::from(low);
-            }
-            if !named[key] {
-                dips.class_ends[row.class as usize] += 1;
-                dips.class_low[row.class as usize] += u64::from(low);
+    source.visit_slices(&mut |rows| {
+        // Borrowed into locals for the slice's loop: what a count's store cannot be taken to change.
+        let fit = fit.view();
+        let Dips {
+            low: low_rows,
+            low_sending,
+            low_receiving,
+            rows_sending,
+            rows_receiving,
+            low_sum,
+            normal_sum,
+            class_low,
+            class_ends,
+        } = &mut dips;
+        let (low_rows, low_sending, low_receiving) =
+            (&mut low_rows[..], &mut low_sending[..], &mut low_receiving[..]);
+        let (rows_sending, rows_receiving, low_sum, normal_sum) =
+            (&mut rows_sending[..], &mut rows_receiving[..], &mut low_sum[..], &mut normal_sum[..]);
+        let (class_low, class_ends) = (&mut class_low[..], &mut class_ends[..]);
+        for row in rows {
+            let residual = fit.residual(row);
+            for (port, sending) in [(row.sender, true), (row.receiver, false)] {
+                let Some(key) = fit.keys.get(row.class, port) else { continue };
+                let effect = &fit.effects[key];
+                let own = if row.directed { effect.in_role(sending) } else { effect.combined };
+                let deficit = residual + own - shift[key];
+                let low = deficit < floor;
+                if low {
+                    low_rows[key] += 1;
+                    low_sum[key] += deficit;
+                } else {
+                    normal_sum[key] += deficit;
+                }
+                if row.directed {
+                    let (rows, lows) = match sending {
+                        true => (&mut *rows_sending, &mut *low_sending),
+                        false => (&mut *rows_receiving, &mut *low_receiving),
+                    };
+                    rows[key] += 1;
+                    lows[key] += u32::from(low);
+                }
+                if !named[key] {
+                    class_ends[row.class as usize] += 1;
+                    class_low[row.class as usize] += u64::from(low);
+                }
             }
         }
     });
@@ -197,18 +217,24 @@ pub fn judge_pairs(
     let classes = fit.level.len();
     let mut class_low = vec![0u64; classes];
     let mut class_rows = vec![0u64; classes];
-    source.visit(&mut |row| {
-        let (sender, receiver) = (key_of(row.class, row.sender), key_of(row.class, row.receiver));
-        if explained[sender] || explained[receiver] {
-            return;
-        }
-        class_rows[row.class as usize] += 1;
-        if fit.residual(row) < floor {
-            class_low[row.class as usize] += 1;
-            let (a, b) = ordered(row.sender, row.receiver);
-            candidates.entry((row.class, a, b)).or_default();
-            in_candidate[sender] = true;
-            in_candidate[receiver] = true;
+    source.visit_slices(&mut |rows| {
+        let view = fit.view();
+        let key_of = |class: u32, port: u32| view.keys.get(class, port).unwrap_or(0);
+        let (class_rows, class_low, in_candidate) =
+            (&mut class_rows[..], &mut class_low[..], &mut in_candidate[..]);
+        for row in rows {
+            let (sender, receiver) = (key_of(row.class, row.sender), key_of(row.class, row.receiver));
+            if explained[sender] || explained[receiver] {
+                continue;
+            }
+            class_rows[row.class as usize] += 1;
+            if view.residual(row) < floor {
+                class_low[row.class as usize] += 1;
+                let (a, b) = ordered(row.sender, row.receiver);
+                candidates.entry((row.class, a, b)).or_default();
+                in_candidate[sender] = true;
+                in_candidate[receiver] = true;
+            }
         }
     });
     if candidates.is_empty() {
@@ -217,33 +243,38 @@ pub fn judge_pairs(
     // Single-peer pairs (`extra`) are judged on their rows against the level: their ends' effects
     // took their deficit in.
     let single: FxHashSet<(u32, u32, u32)> = extra.iter().copied().collect();
-    source.visit(&mut |row| {
-        let (sender, receiver) = (key_of(row.class, row.sender), key_of(row.class, row.receiver));
-        if in_candidate[sender] && in_candidate[receiver] {
-            let (a, b) = ordered(row.sender, row.receiver);
-            let key = (row.class, a, b);
-            if let Some(residuals) = candidates.get_mut(&key) {
-                // A single-peer pair's rows against the level, less the effect of an end named
-                // from other peers (a slow port met by a port seen only with it: the slow
-                // port's deficit is not the pair's).
-                let value = match !single.is_empty() && single.contains(&key) {
-                    true => {
-                        let known = |key: usize, sending: bool| {
-                            let effect = &fit.effects[key];
-                            match (explained[key], row.directed) {
-                                (false, _) => shift[key],
-                                (true, true) => effect.in_role(sending),
-                                (true, false) => effect.combined,
-                            }
-                        };
-                        f64::from(row.log_gbps)
-                            - fit.level[row.class as usize]
-                            - known(sender, true)
-                            - known(receiver, false)
-                    }
-                    false => fit.residual(row),
-                };
-                residuals.push(value as f32);
+    source.visit_slices(&mut |rows| {
+        let fit = fit.view();
+        let key_of = |class: u32, port: u32| fit.keys.get(class, port).unwrap_or(0);
+        let in_candidate = &in_candidate[..];
+        for row in rows {
+            let (sender, receiver) = (key_of(row.class, row.sender), key_of(row.class, row.receiver));
+            if in_candidate[sender] && in_candidate[receiver] {
+                let (a, b) = ordered(row.sender, row.receiver);
+                let key = (row.class, a, b);
+                if let Some(residuals) = candidates.get_mut(&key) {
+                    // A single-peer pair's rows against the level, less the effect of an end named
+                    // from other peers (a slow port met by a port seen only with it: the slow
+                    // port's deficit is not the pair's).
+                    let value = match !single.is_empty() && single.contains(&key) {
+                        true => {
+                            let known = |key: usize, sending: bool| {
+                                let effect = &fit.effects[key];
+                                match (explained[key], row.directed) {
+                                    (false, _) => shift[key],
+                                    (true, true) => effect.in_role(sending),
+                                    (true, false) => effect.combined,
+                                }
+                            };
+                            f64::from(row.log_gbps)
+                                - fit.level[row.class as usize]
+                                - known(sender, true)
+                                - known(receiver, false)
+                        }
+                        false => fit.residual(row),
+                    };
+                    residuals.push(value as f32);
+                }
             }
         }
     });
