@@ -80,33 +80,31 @@ impl PeerWatch {
     #[cfg(test)]
     pub(crate) fn bytes_waiting(&self) -> usize {
         let mut window = [0u8; PEEK_WINDOW];
-        // SAFETY: as in `check_peer_now`: recv writes at most `window.len()` bytes into `window`.
-        let received = unsafe {
+        usize::try_from(self.peek(&mut window)).unwrap_or(0)
+    }
+
+    /// recv(2) with MSG_PEEK into `window`, without waiting: the bytes stay on the socket for the
+    /// exchange's own reads. Returns recv's result (bytes seen, 0 at the peer's close, -1 with
+    /// errno set, EAGAIN where nothing waits).
+    fn peek(&self, window: &mut [u8; PEEK_WINDOW]) -> isize {
+        // SAFETY: recv writes at most `window.len()` bytes into `window`, which outlives the
+        // call; the descriptor is open for as long as `self.stream` lives. MSG_DONTWAIT keeps the
+        // socket's own blocking mode untouched (it is shared with the Control's handle).
+        unsafe {
             libc::recv(
                 self.stream.as_raw_fd(),
                 window.as_mut_ptr().cast(),
                 window.len(),
                 libc::MSG_PEEK | libc::MSG_DONTWAIT,
             )
-        };
-        usize::try_from(received).unwrap_or(0)
+        }
     }
 
     /// [`PeerWatch::check_peer`] without the rate limit.
     pub fn check_peer_now(&self) -> ExchangeResult<()> {
         self.last_check.set(Instant::now());
         let mut window = [0u8; PEEK_WINDOW];
-        // SAFETY: recv writes at most `window.len()` bytes into `window`, which outlives the
-        // call; the descriptor is open for as long as `self.stream` lives. MSG_DONTWAIT keeps the
-        // socket's own blocking mode untouched (it is shared with the Control's handle).
-        let received = unsafe {
-            libc::recv(
-                self.stream.as_raw_fd(),
-                window.as_mut_ptr().cast(),
-                window.len(),
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
+        let received = self.peek(&mut window);
         let closed = || ExchangeError::Closed { peer: self.peer.clone(), during: "measuring".into() };
         match received {
             0 => Err(closed()),

@@ -321,7 +321,7 @@ impl FitView<'_> {
         self.keys.get(class, port).unwrap_or(0)
     }
 
-    /// [`Fit::residual`].
+    /// A row's residual: what neither end's effect explains.
     #[inline(always)]
     pub fn residual(&self, row: &Observation) -> f64 {
         let sender = &self.effects[self.key(row.class, row.sender)];
@@ -363,23 +363,11 @@ impl Fit {
         FitView { level: &self.level, effects: &self.effects, keys: self.keys.view() }
     }
 
-    /// The key of a row's end (every end of a visited row has one).
-    #[inline]
-    fn key(&self, class: u32, port: u32) -> usize {
-        self.keys.get(class, port).unwrap_or(0)
-    }
-
-    /// A row's residual: what neither end's effect explains.
+    /// A row's residual: what neither end's effect explains ([`FitView::residual`], where the
+    /// hot passes call it with the tables already in hand).
     #[inline]
     pub fn residual(&self, row: &Observation) -> f64 {
-        let sender = &self.effects[self.key(row.class, row.sender)];
-        let receiver = &self.effects[self.key(row.class, row.receiver)];
-        let (sender_effect, receiver_effect) = if row.directed {
-            (sender.in_role(true), receiver.in_role(false))
-        } else {
-            (sender.combined, receiver.combined)
-        };
-        f64::from(row.log_gbps) - self.level[row.class as usize] - sender_effect - receiver_effect
+        self.view().residual(row)
     }
 }
 
