@@ -26,6 +26,9 @@ pub struct Observation {
     pub log_gbps: f32,
 }
 
+// The 20 bytes this module's and read.rs's docs (and the judge's memory limit) count on.
+const _: () = assert!(std::mem::size_of::<Observation>() == 20);
+
 /// Rows that may be compared with each other.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassInfo {
@@ -152,7 +155,7 @@ pub fn each_row<F: FnMut(&Observation)>(source: &dyn Source, mut visit: F) {
     });
 }
 
-/// Observations kept in memory (16 bytes a row), with their catalog.
+/// Observations kept in memory (20 bytes a row), with their catalog.
 #[derive(Debug, Clone, Default)]
 pub struct Stored {
     pub catalog: Catalog,

@@ -43,7 +43,7 @@ use gdrperf_files::columns::{self as column, ColumnName};
 
 use crate::observation::{ClassInfo, Observation, Stored};
 
-/// The most rows read (all files of one judgement): 16 bytes each kept, 1.6 GB, and a duplicate
+/// The most rows read (all files of one judgement): 20 bytes each kept, 2 GB, and a duplicate
 /// check of up to 16 bytes each more while reading. 4096 nodes x 8 lanes all-pairs is 67 M.
 pub const MAX_ROWS: u64 = 100_000_000;
 /// The most classes: the fit keeps two 4096-bin histograms a class (32 KiB), so 4096 classes
