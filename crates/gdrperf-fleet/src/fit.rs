@@ -257,18 +257,13 @@ impl Keys {
         key as usize
     }
 
-    /// The key of (class, port), None where the pair has no rows.
+    /// The key of (class, port), None where the pair has no rows ([`KeyView::get`]).
     #[inline]
     pub fn get(&self, class: u32, port: u32) -> Option<usize> {
-        let key = if self.dense.is_empty() {
-            self.sparse.get(&(class, port)).copied().unwrap_or(NO_KEY)
-        } else {
-            self.dense[class as usize * self.ports + port as usize]
-        };
-        (key != NO_KEY).then_some(key as usize)
+        self.view().get(class, port)
     }
 
-    /// The index as a value to copy into a pass's loop ([`KeyView::get`] is [`Keys::get`]).
+    /// The index as a value to copy into a pass's loop.
     #[inline]
     pub fn view(&self) -> KeyView<'_> {
         KeyView { ports: self.ports, dense: &self.dense, sparse: &self.sparse }
