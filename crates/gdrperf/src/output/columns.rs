@@ -5,8 +5,8 @@
 //! This is the one list. `docs/columns.md` is rendered from it ([`render_markdown`]; a test
 //! fails when the file differs, `GDRPERF_WRITE_COLUMNS_DOC=1` rewrites it), and tests compare it
 //! with the headers the row types really serialise (bandwidth, send bandwidth and latency rows
-//! here, `gdrperf accept`'s `summary.csv` in gdrperf-report's tests). A column added to a row
-//! without an entry here fails those tests by name.
+//! here, `gdrperf accept`'s `summary.csv` in gdrperf-report's tests, `gdrperf copy-bw`'s rows in
+//! gdrperf-cli's). A column added to a row without an entry here fails those tests by name.
 //!
 //! The contract that holds: from this list on, columns are only appended at the end of a
 //! table and never renamed or moved; the tests pin each table's order. Before it, columns were
@@ -30,12 +30,15 @@ pub enum Table {
     Latency,
     /// `gdrperf accept`'s `summary.csv` (`gdrperf_report::AcceptanceRow`).
     AcceptSummary,
+    /// `gdrperf copy-bw`'s rows (gdrperf-cli's `copy_bw`, whose tests hold its header to the
+    /// published order).
+    CopyBandwidth,
 }
 
 impl Table {
     /// Every table, in the order the reference document lists them.
-    pub const ALL: [Table; 4] =
-        [Table::Bandwidth, Table::SendBandwidth, Table::Latency, Table::AcceptSummary];
+    pub const ALL: [Table; 5] =
+        [Table::Bandwidth, Table::SendBandwidth, Table::Latency, Table::AcceptSummary, Table::CopyBandwidth];
 
     /// The table's title in the reference, naming the binaries that write it (taken from
     /// [`BENCHES`], so a new bench appears under its table without an edit here).
@@ -53,6 +56,7 @@ impl Table {
             Table::SendBandwidth => writers("Send bandwidth"),
             Table::Latency => writers("Latency"),
             Table::AcceptSummary => "Acceptance summary (`gdrperf accept`: `summary.csv`)".into(),
+            Table::CopyBandwidth => "Copy bandwidth rows (`gdrperf copy-bw`: `--csv`, `--json`)".into(),
         }
     }
 
@@ -73,6 +77,7 @@ impl Table {
             Table::SendBandwidth => columns::SEND_BANDWIDTH_ORDER,
             Table::Latency => columns::LATENCY_ORDER,
             Table::AcceptSummary => columns::ACCEPT_SUMMARY_ORDER,
+            Table::CopyBandwidth => &columns::COPY_BANDWIDTH_ORDER,
         }
     }
 }

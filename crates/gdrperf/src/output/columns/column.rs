@@ -21,6 +21,10 @@ pub(super) const FLAGS: &str = "the command line (or its default)";
 pub(super) const RUN: &str = "the run: this host and the peer, exchanged in the handshake";
 pub(super) const COUNTERS: &str =
     "the port's counters in sysfs, read before and after the size (gdrperf::node::nic_counters)";
+pub(super) const MEASURED_OR_COPY: &str =
+    "measured: a bench's timestamps, through gdrperf-stats; copy-bw's host clock around its copies";
+pub(super) const COPY: &str =
+    "gdrperf copy-bw: the CUDA driver's copies, timed by the host clock around them (gdrperf-cuda's CopyBench)";
 pub(super) const ACCEPT: &str =
     "gdrperf accept: the profile, the node's inventory and the bench's result file";
 

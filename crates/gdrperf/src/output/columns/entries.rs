@@ -3,7 +3,7 @@
 
 use gdrperf_files::columns;
 
-use super::column::{column, Column, ACCEPT, COUNTERS, FLAGS, MEASURED, RUN};
+use super::column::{column, Column, ACCEPT, COPY, COUNTERS, FLAGS, MEASURED, MEASURED_OR_COPY, RUN};
 
 /// Every column of every table, alphabetical within its group.
 pub const COLUMNS: &[Column] = &[
@@ -35,13 +35,13 @@ pub const COLUMNS: &[Column] = &[
     column(columns::CPU, "CPU list", "CPUs this side's measuring thread was pinned to (`0-15`, `1`; `none`: unpinned).", "`--cpu`, else the NIC's local CPUs"),
     column(columns::NUMA_NODE, "node", "NUMA node of those CPUs; empty when unknown or when they span nodes.", "sysfs"),
     // Bandwidth.
-    column(columns::ITERATIONS, "count", "Bandwidth: messages completed in the measured interval (all QPs; both directions with `-b`). Latency: samples taken, warm-up excluded.", MEASURED),
+    column(columns::ITERATIONS, "count", "Bandwidth: messages completed in the measured interval (all QPs; both directions with `-b`). Latency: samples taken, warm-up excluded. copy-bw: copies timed each way (`-n`, else enough to move about 1 GiB, 20 to 1000), after one untimed warm-up copy.", MEASURED_OR_COPY),
     column(columns::BW_PEAK_MIB_S, "MiB/s", "perftest's peak: bytes over the fastest span from a post to the completion that closes it (see `peak_messages`, `peak_span_s`); empty only in an `all` row and in a size with no completion after a post (`peak_note` says why; a peak above `ceiling_gbps` is kept and marked there).", MEASURED),
     column(columns::BW_AVG_MIB_S, "MiB/s", "Average bandwidth: bytes of `iterations` messages over `elapsed_s` (1 MiB = 2^20 bytes).", MEASURED),
     column(columns::BW_PEAK_GBIT_S, "Gb/s", "`bw_peak_mib_s` in gigabits per second (10^9 bits).", MEASURED),
     column(columns::BW_AVG_GBIT_S, "Gb/s", "`bw_avg_mib_s` in gigabits per second (10^9 bits): the unit of acceptance thresholds.", MEASURED),
     column(columns::MSG_RATE_MPPS, "Mpps", "Messages per second over `elapsed_s`, in millions.", MEASURED),
-    column(columns::ELAPSED_S, "s", "The measured interval. Bandwidth: from the first post to the last completion (with `-D`, the window's length; with `-b`, the longer direction). Latency: from the first sample's start to the last sample's end.", MEASURED),
+    column(columns::ELAPSED_S, "s", "The measured interval. Bandwidth: from the first post to the last completion (with `-D`, the window's length; with `-b`, the longer direction). Latency: from the first sample's start to the last sample's end. copy-bw: from before the first queued copy to the stream's synchronisation after the last (host clock); `staged` rows: the one-at-a-time copies' times summed.", MEASURED_OR_COPY),
     column(columns::COPY_TIME_S, "s", "Staged memory: on each side, the seconds during which at least one of its copies between payload and bounce buffer ran (the union over all its QPs' copies, warm-up included: never more than that side's wall time for the size); the row holds the sum of the two sides, so it can exceed `elapsed_s` (which leaves the warm-up out) and reach twice the size's wall time when both sides copy all along. 0 where nothing is staged. read_lat counts the reader's copies only.", MEASURED),
     column(columns::PEAK_MESSAGES, "count", "The peak's span: messages from the post that opens it to the completion that closes it (summed over both directions with `-b`); empty where the peak is.", MEASURED),
     column(columns::PEAK_SPAN_S, "s", "The peak's span in seconds (the longer direction's with `-b`); empty where the peak is.", MEASURED),
@@ -84,7 +84,7 @@ pub const COLUMNS: &[Column] = &[
     // The acceptance summary.
     column(columns::NIC, "name", "The RDMA device the row ran on.", ACCEPT),
     column(columns::PORT_RATE, "text", "The port's rate as sysfs gives it (`400 Gb/sec (4X NDR)`).", ACCEPT),
-    column(columns::GPU, "CUDA index", "The GPU of a `cuda` row; empty for host memory.", ACCEPT),
+    column(columns::GPU, "CUDA index", "The GPU of the row. Acceptance summary: the GPU of a `cuda` row, empty for host memory. copy-bw: the GPU measured (`--gpu`; CUDA's numbering, so `bus_id` names the card).", "gdrperf accept (the profile and the node's inventory) or gdrperf copy-bw (`--gpu`)"),
     column(columns::GPU_BUS_ID, "PCI address", "That GPU's PCI bus id.", ACCEPT),
     column(columns::MEM, "host/cuda/...", "The memory mode judged (the bench's `--mem`).", ACCEPT),
     column(columns::METRIC, "column name", "The result column judged: `bw_avg_gbit_s`, `t_avg_us`, ...", ACCEPT),
@@ -96,4 +96,15 @@ pub const COLUMNS: &[Column] = &[
     column(columns::THRESHOLD_SOURCE, "text", "Where the threshold comes from (the profile's `source`, a port rate times a fraction).", ACCEPT),
     column(columns::RESULT_FILE, "path", "The bench's JSON result file, relative to `summary.csv`.", ACCEPT),
     column(columns::DEVIATION, "text", "How the run differed from the source its threshold comes from (loopback on one node where the source runs between two, another GPU-to-NIC pairing); empty when it did not.", "the profile (`deviation`, `two_nodes`) and whether `--peer` was given"),
+    // gdrperf copy-bw.
+    column(columns::BUS_ID, "PCI address", "The measured GPU's PCI bus id (`0000:19:00.0`), as nvidia-smi shows it.", COPY),
+    column(columns::GPU_NAME, "text", "The GPU's name as the CUDA driver gives it (`NVIDIA H200`).", COPY),
+    column(columns::KIND, "pinned/pageable/staged", "The host memory copied to or from: `pinned` (page-locked, what the benches' staging buffers are), `pageable` (ordinary memory, the driver copies through its own pinned buffer), `staged` (the benches' staging path itself, `StagedBuffer`, over pinned memory, one copy at a time; up to 64 KiB).", COPY),
+    column(columns::DIRECTION, "h2d/d2h/bidir", "`h2d` host to GPU, `d2h` GPU to host, `bidir` both at once on two streams (pinned only; bytes of both directions counted).", COPY),
+    column(columns::SIZE_BYTES, "bytes", "Bytes of one copy (`-s`, `-a`, else 4 KiB to 64 MiB).", FLAGS),
+    column(columns::BYTES_MOVED, "bytes", "Bytes moved in `elapsed_s`: `size_bytes` x `iterations` (x 2 for `bidir`).", COPY),
+    column(columns::BW_GBYTES_S, "GB/s (10^9 bytes/s)", "Queued rate: `bytes_moved` / `elapsed_s` with the copies queued back to back on one stream (two for `bidir`); empty for `staged` rows, which are not measured so. Compare only with rows measured the same way.", COPY),
+    column(columns::LAT_MEDIAN_US, "µs", "Median time of one copy waited for alone (enqueue to the stream's synchronisation, host clock), over `iterations` samples; empty above 1 MiB and for `bidir`.", COPY),
+    column(columns::LAT_MIN_US, "µs", "The least of those samples.", COPY),
+    column(columns::ONE_BY_ONE_GBYTES_S, "GB/s (10^9 bytes/s)", "One-by-one rate: the samples' bytes over their summed times (copies waited for one at a time); empty where no samples were taken.", COPY),
 ];
