@@ -27,6 +27,8 @@ use gdrperf_cuda::{
     CopyBench, CopyDirection, Cuda, Gpu, GpuSelection, HostMemory, Measurement, StagedBuffer, StagingConfig,
 };
 use gdrperf_files::columns::{self, ColumnName};
+use gdrperf_stats::units::nanos_to_micros;
+use gdrperf_stats::{one_at_a_time, Bandwidth};
 use serde::Serialize;
 
 /// Sizes measured when neither `-s` nor `-a` is given.
@@ -221,21 +223,21 @@ impl Row {
 const TABLE_HEADER: &str =
     "gpu      kind    dir     size  iters queued GB/s 1-by-1 GB/s  lat med us  lat min us";
 
-/// The rate of copies of `size` bytes waited for one at a time: bytes over the samples' summed
-/// times, in GB/s (`None` without samples).
-fn one_by_one_rate(size: usize, samples: &[Duration]) -> Option<f64> {
-    let seconds: f64 = samples.iter().map(Duration::as_secs_f64).sum();
-    (seconds > 0.0).then(|| (size * samples.len()) as f64 / seconds / 1e9)
+/// A measurement's rate in GB/s (10^9 bytes/s; zero for a zero time), through gdrperf-stats.
+pub(crate) fn gbytes_per_second(measurement: Measurement) -> f64 {
+    Bandwidth::from_bytes_and_nanos(measurement.bytes, measurement.elapsed.as_nanos() as u64)
+        .gbyte_per_second()
 }
 
-/// Median and minimum of latency samples, in microseconds.
-fn latency_summary(mut samples: Vec<Duration>) -> (Option<f64>, Option<f64>) {
-    if samples.is_empty() {
-        return (None, None);
+/// The one-at-a-time figures of latency samples into `row`: median and least in µs, the
+/// one-by-one rate in GB/s (gdrperf-stats' [`one_at_a_time`]); left empty without samples.
+fn set_one_at_a_time(row: &mut Row, size: usize, samples: &[Duration]) {
+    let nanos: Vec<u64> = samples.iter().map(|sample| sample.as_nanos() as u64).collect();
+    if let Some(figures) = one_at_a_time(size as u64, &nanos) {
+        row.lat_median_us = Some(nanos_to_micros(figures.median_nanos as f64));
+        row.lat_min_us = Some(nanos_to_micros(figures.min_nanos as f64));
+        row.one_by_one_gbytes_s = Some(figures.rate.gbyte_per_second());
     }
-    samples.sort();
-    let micros = |duration: Duration| duration.as_secs_f64() * 1e6;
-    (Some(micros(samples[samples.len() / 2])), Some(micros(samples[0])))
 }
 
 /// `iterations` copies of `size` bytes in `direction` through the benches' staging path, one at
@@ -366,7 +368,7 @@ fn measure_gpu(gpu: &Gpu, plan: &Plan, outputs: &mut Outputs) -> anyhow::Result<
         iterations,
         bytes_moved: measurement.bytes,
         elapsed_s: measurement.elapsed.as_secs_f64(),
-        bw_gbytes_s: Some(measurement.gbytes_per_second()),
+        bw_gbytes_s: Some(gbytes_per_second(measurement)),
         lat_median_us: None,
         lat_min_us: None,
         one_by_one_gbytes_s: None,
@@ -384,8 +386,7 @@ fn measure_gpu(gpu: &Gpu, plan: &Plan, outputs: &mut Outputs) -> anyhow::Result<
                 let mut line = row(memory, direction.label(), size, iterations, measurement);
                 if size <= LATENCY_MAX_SIZE {
                     let samples = bench.latencies(memory, direction, size, iterations)?;
-                    line.one_by_one_gbytes_s = one_by_one_rate(size, &samples);
-                    (line.lat_median_us, line.lat_min_us) = latency_summary(samples);
+                    set_one_at_a_time(&mut line, size, &samples);
                 }
                 if memory == HostMemory::Pinned {
                     bare_medians[slot] = line.lat_median_us;
@@ -403,10 +404,9 @@ fn measure_gpu(gpu: &Gpu, plan: &Plan, outputs: &mut Outputs) -> anyhow::Result<
                 let mut line = Row {
                     kind: "staged",
                     bw_gbytes_s: None,
-                    one_by_one_gbytes_s: one_by_one_rate(size, &samples),
                     ..row(HostMemory::Pinned, direction.label(), size, iterations, measurement)
                 };
-                (line.lat_median_us, line.lat_min_us) = latency_summary(samples);
+                set_one_at_a_time(&mut line, size, &samples);
                 if let (Some(staged), Some(bare)) = (line.lat_median_us, bare_medians[slot]) {
                     say!(
                         "      staged path / bare pinned copy, median, {} {}: {:.3} (target <= 1.15)",
@@ -510,17 +510,29 @@ mod tests {
     }
 
     #[test]
-    fn the_one_by_one_rate_is_bytes_over_summed_sample_times() {
-        let samples: Vec<Duration> = [1, 3].iter().map(|&us| Duration::from_micros(us)).collect();
-        // 2 copies of 1000 bytes in 4 us: 0.5 GB/s.
-        assert_eq!(one_by_one_rate(1000, &samples), Some(0.5));
-        assert_eq!(one_by_one_rate(1000, &[]), None);
-    }
-
-    #[test]
-    fn latency_summary_takes_median_and_minimum() {
-        let samples = [5, 1, 3].iter().map(|&us| Duration::from_micros(us)).collect();
-        assert_eq!(latency_summary(samples), (Some(3.0), Some(1.0)));
-        assert_eq!(latency_summary(Vec::new()), (None, None));
+    fn a_row_takes_its_one_at_a_time_figures_from_the_samples() {
+        // Copies of 1000 bytes taking 5, 1 and 3 us: median 3 us, least 1 us, 3000 bytes in
+        // 9 us = 0.333 GB/s.
+        let mut row = Row {
+            gpu: 0,
+            bus_id: String::new(),
+            gpu_name: String::new(),
+            kind: "pinned",
+            direction: "h2d",
+            size_bytes: 1000,
+            iterations: 3,
+            bytes_moved: 3000,
+            elapsed_s: 0.0,
+            bw_gbytes_s: None,
+            lat_median_us: None,
+            lat_min_us: None,
+            one_by_one_gbytes_s: None,
+        };
+        set_one_at_a_time(&mut row, 1000, &[]);
+        assert_eq!((row.lat_median_us, row.lat_min_us, row.one_by_one_gbytes_s), (None, None, None));
+        let samples: Vec<Duration> = [5, 1, 3].iter().map(|&us| Duration::from_micros(us)).collect();
+        set_one_at_a_time(&mut row, 1000, &samples);
+        assert_eq!((row.lat_median_us, row.lat_min_us), (Some(3.0), Some(1.0)));
+        assert_eq!(three_decimals(row.one_by_one_gbytes_s), "0.333");
     }
 }

@@ -17,7 +17,7 @@ use gdrperf_cuda::{
     MessageFlow, StageOperation, StagedBuffer, StagingConfig,
 };
 
-use crate::copy_bw::{format_size, parse_gpu_bus_id, parse_gpu_selection, parse_size};
+use crate::copy_bw::{format_size, gbytes_per_second, parse_gpu_bus_id, parse_gpu_selection, parse_size};
 
 /// The target: staged GPU->host->GPU moves at least this share of the
 /// pinned-copy bandwidth of the same shape for messages of at least `TARGET_MIN_SIZE`
@@ -378,16 +378,22 @@ fn measure_throughput(gpu: &Gpu, args: &Args) -> anyhow::Result<bool> {
     for size in sizes {
         let messages = (THROUGHPUT_BYTES / size).clamp(20, 1000);
         let config = staging_config(args, size);
-        let d2h = bench
-            .bandwidth(HostMemory::Pinned, CopyDirection::DeviceToHost, size, messages)?
-            .gbytes_per_second();
-        let h2d = bench
-            .bandwidth(HostMemory::Pinned, CopyDirection::HostToDevice, size, messages)?
-            .gbytes_per_second();
+        let d2h = gbytes_per_second(bench.bandwidth(
+            HostMemory::Pinned,
+            CopyDirection::DeviceToHost,
+            size,
+            messages,
+        )?);
+        let h2d = gbytes_per_second(bench.bandwidth(
+            HostMemory::Pinned,
+            CopyDirection::HostToDevice,
+            size,
+            messages,
+        )?);
         let bidir =
-            bench.bidirectional_bandwidth(HostMemory::Pinned, size, messages)?.gbytes_per_second() / 2.0;
+            gbytes_per_second(bench.bidirectional_bandwidth(HostMemory::Pinned, size, messages)?) / 2.0;
         let staged = |operation, flow| -> anyhow::Result<f64> {
-            Ok(staged_throughput(gpu, size, messages, config, operation, flow)?.gbytes_per_second())
+            Ok(gbytes_per_second(staged_throughput(gpu, size, messages, config, operation, flow)?))
         };
         let out = staged(StageOperation::Out, MessageFlow::Streamed)?;
         let into_gpu = staged(StageOperation::In, MessageFlow::Streamed)?;

@@ -37,23 +37,11 @@ impl HostMemory {
     }
 }
 
-/// Bytes moved in a measured time.
+/// Bytes moved in a measured time (its rate: gdrperf-stats' `Bandwidth::from_bytes_and_nanos`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measurement {
     pub bytes: u64,
     pub elapsed: Duration,
-}
-
-impl Measurement {
-    /// Decimal gigabytes (10^9 bytes) per second, as NIC and PCIe speeds are quoted.
-    pub fn gbytes_per_second(&self) -> f64 {
-        let seconds = self.elapsed.as_secs_f64();
-        if seconds > 0.0 {
-            self.bytes as f64 / seconds / 1e9
-        } else {
-            0.0
-        }
-    }
 }
 
 /// Buffers and streams for measuring copies of up to `max_size` bytes on one GPU.
@@ -264,16 +252,4 @@ pub fn staged_throughput(
         }
     }
     Ok(Measurement { bytes: (size * messages) as u64, elapsed: started.elapsed() })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gigabytes_per_second_is_decimal() {
-        let measurement = Measurement { bytes: 50_000_000_000, elapsed: Duration::from_secs(2) };
-        assert!((measurement.gbytes_per_second() - 25.0).abs() < 1e-9);
-        assert_eq!(Measurement { bytes: 1, elapsed: Duration::ZERO }.gbytes_per_second(), 0.0);
-    }
 }

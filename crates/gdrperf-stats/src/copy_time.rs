@@ -9,6 +9,13 @@
 //!
 //! A copy's interval runs from the moment it was started (queued on a CUDA stream, or begun on
 //! the CPU) to the moment the engine saw it finished; both ends are read on one clock.
+//!
+//! `gdrperf copy-bw` times copies of one size waited for one at a time; [`one_at_a_time`] makes
+//! its figures from those samples: the median (the same nearest rank as a latency bench's
+//! `t_typical`), the least, and the rate they add up to.
+
+use crate::latency::nearest_rank_index;
+use crate::units::Bandwidth;
 
 /// One copy's `[start, end)`, in nanoseconds on one clock. An interval whose end is not after
 /// its start is empty and adds nothing.
@@ -42,9 +49,45 @@ pub fn busy_nanos(intervals: &[CopyInterval]) -> u64 {
     busy + current.map_or(0, |run| run.end - run.start)
 }
 
+/// Figures of copies of one size, each waited for before the next was started.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OneAtATime {
+    /// Nearest rank ⌈n/2⌉ of the sorted samples, as a latency bench's `t_typical`.
+    pub median_nanos: u64,
+    pub min_nanos: u64,
+    /// The samples' bytes over their summed times: what a caller copying one message at a time
+    /// gets, slower than the queued rate by each copy's fixed cost.
+    pub rate: Bandwidth,
+}
+
+/// The figures of `sample_nanos`, each the time of one copy of `size_bytes` from its start to
+/// the wait's return; `None` without samples.
+pub fn one_at_a_time(size_bytes: u64, sample_nanos: &[u64]) -> Option<OneAtATime> {
+    let min_nanos = *sample_nanos.iter().min()?;
+    let mut sorted = sample_nanos.to_vec();
+    sorted.sort_unstable();
+    let median_nanos = sorted[nearest_rank_index(0.5, sorted.len())];
+    let summed: u64 = sample_nanos.iter().sum();
+    let rate = Bandwidth::from_bytes_and_nanos(size_bytes * sample_nanos.len() as u64, summed);
+    Some(OneAtATime { median_nanos, min_nanos, rate })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_copy_at_a_time_gives_median_least_and_summed_rate() {
+        // Four copies of 1000 bytes taking 5, 1, 3 and 11 us: sorted 1, 3, 5, 11; the median is
+        // rank ceil(4/2) = 2, 3 us (the lower middle, as t_typical); 4000 bytes in 20 us: 0.2 GB/s.
+        let figures = one_at_a_time(1000, &[5_000, 1_000, 3_000, 11_000]).unwrap();
+        assert_eq!(figures.median_nanos, 3_000);
+        assert_eq!(figures.min_nanos, 1_000);
+        assert_eq!(figures.rate.gbyte_per_second(), 0.2);
+        // Odd count: the middle one.
+        assert_eq!(one_at_a_time(1000, &[5_000, 1_000, 3_000]).unwrap().median_nanos, 3_000);
+        assert_eq!(one_at_a_time(1000, &[]), None);
+    }
 
     fn spans(pairs: &[(u64, u64)]) -> Vec<CopyInterval> {
         pairs.iter().map(|&(start, end)| CopyInterval { start, end }).collect()

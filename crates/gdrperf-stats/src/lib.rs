@@ -59,7 +59,7 @@ pub mod units;
 pub use aggregate::{aggregate_rate, AggregateRate, LaneSpan};
 pub use bandwidth::{BandwidthMeter, BandwidthReport, CompletionEvent, MeasurementWindow};
 pub use clock::RunClock;
-pub use copy_time::{busy_nanos, CopyInterval};
+pub use copy_time::{busy_nanos, one_at_a_time, CopyInterval, OneAtATime};
 pub use error::{HdrOutputError, StatsError};
 pub use hdr_output::{
     read_v2_histogram, write_percentile_distribution, write_perftest_listing, write_raw_samples,

@@ -10,6 +10,9 @@
 //!   decimal bits, so this is the unit for "how close to line rate are we". perftest's
 //!   `--report_gbits` uses the same definition.
 //!
+//! Host-GPU copies (`gdrperf copy-bw`) are quoted in GB/s (10^9 bytes per second), as CUDA's
+//! bandwidthTest and PCIe speeds are.
+//!
 //! Times are recorded as integer nanoseconds (exact, cheap to add) and converted to floating-point
 //! microseconds only for display, because µs is the unit latency tables are read in.
 
@@ -21,6 +24,9 @@ pub const BYTES_PER_MIB: f64 = 1_048_576.0;
 
 /// Bits in one Gb (decimal, as link speeds are quoted).
 pub const BITS_PER_GBIT: f64 = 1.0e9;
+
+/// Bytes in one GB (decimal), the unit host-GPU copy rates are quoted in.
+pub const BYTES_PER_GBYTE: f64 = 1.0e9;
 
 /// Nanoseconds in one second.
 pub const NANOS_PER_SECOND: f64 = 1.0e9;
@@ -74,6 +80,12 @@ impl Bandwidth {
     /// The rate in Gb/s (10^9 bit/s), comparable with the link speed.
     pub fn gbit_per_second(&self) -> f64 {
         self.bytes_per_second * 8.0 / BITS_PER_GBIT
+    }
+
+    /// The rate in GB/s (10^9 byte/s): host-GPU copies, as CUDA's bandwidthTest and PCIe
+    /// speeds quote them (`gdrperf copy-bw`).
+    pub fn gbyte_per_second(&self) -> f64 {
+        self.bytes_per_second / BYTES_PER_GBYTE
     }
 }
 
