@@ -45,198 +45,22 @@
 
 use gdrperf_cluster::locate::{first_pass, rounds_apart, Locator, MOST_RETEST_PASSES};
 use gdrperf_cluster::random::SplitMix64;
-use gdrperf_cluster::schedule::{Pair, Schedule};
+use gdrperf_cluster::schedule::Pair;
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::judge::{judge_with_switches, Finding, JudgeConfig, PartKind, Verdict};
+use crate::judge::{judge_with_switches, JudgeConfig, Verdict};
 use crate::observation::{Catalog, ClassInfo, Observation, Source, SLICE_ROWS};
 use crate::switch_map::SwitchMap;
 
-/// A fault to plant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    SlowPort,
-    BadLink,
-    GpuX8,
-    DeadNode,
-    SlowSending,
-    SlowRail,
-    NearMiss,
-    Intermittent,
-    SlowGroup,
-    SlowHalf,
-}
+mod config;
+mod fabric;
+mod score;
 
-impl Fault {
-    pub const ALL: [Fault; 9] = [
-        Fault::SlowPort,
-        Fault::BadLink,
-        Fault::GpuX8,
-        Fault::DeadNode,
-        Fault::SlowSending,
-        Fault::SlowRail,
-        Fault::NearMiss,
-        Fault::Intermittent,
-        Fault::SlowGroup,
-    ];
-    /// The five of the first simulation (issue 32).
-    pub const FIRST: [Fault; 5] =
-        [Fault::SlowPort, Fault::BadLink, Fault::GpuX8, Fault::DeadNode, Fault::SlowSending];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Fault::SlowPort => "slow-port",
-            Fault::BadLink => "bad-link",
-            Fault::GpuX8 => "gpu-x8",
-            Fault::DeadNode => "dead-node",
-            Fault::SlowSending => "slow-sending",
-            Fault::SlowRail => "slow-rail",
-            Fault::NearMiss => "near-miss",
-            Fault::Intermittent => "intermittent",
-            Fault::SlowGroup => "slow-group",
-            Fault::SlowHalf => "slow-half",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Fault> {
-        Fault::ALL.into_iter().chain([Fault::SlowHalf]).find(|fault| fault.name() == name)
-    }
-}
-
-/// How the simulated job chooses its pairs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
-    Fixed(Schedule),
-    /// A ring over a seeded shuffle ([`gdrperf_cluster::locate::first_pass`]), then the
-    /// locate rounds.
-    Locate,
-}
-
-/// One simulation.
-#[derive(Debug, Clone)]
-pub struct SimConfig {
-    pub nodes: usize,
-    pub lanes: usize,
-    pub plan: Plan,
-    pub noise: f64,
-    /// Student-t noise of this many degrees of freedom (more than 2), None for normal.
-    pub tails: Option<f64>,
-    /// The share of pair runs dipped to 50-70 % on every lane.
-    pub dips: f64,
-    /// Run the pairs the judge lists to retest again, until it lists none.
-    pub retest: bool,
-    pub faults: Vec<Fault>,
-    pub seed: u64,
-    /// Give the judge the simulated fabric's switches ([`fabric`]).
-    pub switch_map: bool,
-    /// Name the nodes by the simulated fabric ([`Naming`]).
-    pub rack_names: bool,
-}
-
-impl SimConfig {
-    /// A plain simulation: normal noise, no dips, no retests.
-    pub fn new(
-        nodes: usize,
-        lanes: usize,
-        plan: Plan,
-        noise: f64,
-        faults: Vec<Fault>,
-        seed: u64,
-    ) -> SimConfig {
-        SimConfig {
-            nodes,
-            lanes,
-            plan,
-            noise,
-            tails: None,
-            dips: 0.0,
-            retest: false,
-            faults,
-            seed,
-            switch_map: false,
-            rack_names: false,
-        }
-    }
-
-    /// How this simulation names its nodes.
-    pub fn naming(&self) -> Naming {
-        Naming { racks: self.rack_names, nodes: self.nodes }
-    }
-}
-
-/// How simulated nodes are named: `node0000...`, or by the simulated fabric ([`fabric_conf`]):
-/// `su{spine}r{leaf:03}n{node in the leaf:02}` (`su0r003n07`), the scheme
-/// [`crate::node_names`] reads groups from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Naming {
-    pub racks: bool,
-    pub nodes: usize,
-}
-
-impl Naming {
-    pub fn name(self, node: usize) -> String {
-        if !self.racks {
-            return format!("node{node:04}");
-        }
-        let size = group_size(self.nodes);
-        let leaf = node / size;
-        let spine = usize::from(leaf >= self.nodes.div_ceil(size) / 2);
-        format!("su{spine}r{leaf:03}n{:02}", node % size)
-    }
-}
-
-/// A planted fault and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Planted {
-    pub fault: Fault,
-    pub node: usize,
-    pub lane: usize,
-    /// The other node of a bad link.
-    pub peer: Option<usize>,
-    /// The nodes of a slow group (empty for the other faults).
-    pub members: Vec<usize>,
-}
-
-/// The nodes of a simulated leaf: a sixteenth of the fleet, 3 to 16.
-pub fn group_size(nodes: usize) -> usize {
-    (nodes / 16).clamp(3, 16)
-}
-
-/// The simulated fabric's switch map, in Slurm's topology.conf format (what `--write` leaves
-/// beside the job for `gdrperf fleet judge --topology`): leaves `leaf0...` of [`group_size`]
-/// consecutive nodes (the last may be smaller), spines `spine0` and `spine1` over the first and
-/// second half of the leaves, and `top` over both.
-pub fn fabric_conf(naming: Naming) -> String {
-    let nodes = naming.nodes;
-    let size = group_size(nodes);
-    let leaves = nodes.div_ceil(size);
-    let mut text = String::from("# gdrperf fleet simulate's fabric\n");
-    for leaf in 0..leaves {
-        let members: Vec<String> =
-            (leaf * size..((leaf + 1) * size).min(nodes)).map(|node| naming.name(node)).collect();
-        text += &format!("SwitchName=leaf{leaf} Nodes={}\n", members.join(","));
-    }
-    let half = leaves / 2;
-    for (index, range) in [(0, 0..half), (1, half..leaves)] {
-        let children: Vec<String> = range.map(|leaf| format!("leaf{leaf}")).collect();
-        if !children.is_empty() {
-            text += &format!("SwitchName=spine{index} Switches={}\n", children.join(","));
-        }
-    }
-    text + "SwitchName=top Switches=spine0,spine1\n"
-}
-
-/// [`fabric_conf`], read.
-pub fn fabric(naming: Naming) -> SwitchMap {
-    SwitchMap::parse(&fabric_conf(naming)).expect("the simulated fabric's map reads")
-}
-
-/// The nodes of `spine0` of [`fabric`]: the first half of the leaves.
-fn first_half(nodes: usize) -> Vec<usize> {
-    let size = group_size(nodes);
-    (0..(nodes.div_ceil(size) / 2 * size).min(nodes)).collect()
-}
+pub use config::{Fault, Plan, Planted, SimConfig};
+use fabric::first_half;
+pub use fabric::{fabric, fabric_conf, group_size, Naming};
+pub use score::{score, score_named, Score};
 
 const LEVEL_GBPS: f64 = 100.0;
 
@@ -610,85 +434,6 @@ fn lane_levels(fleet: &SimFleet) -> Vec<f64> {
             f64::from(values[middle])
         })
         .collect()
-}
-
-/// How one seed's verdict compares with what was planted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Score {
-    /// Every planted part named (with its kind; a near miss: listed to watch).
-    pub all_named: bool,
-    /// Something not planted named.
-    pub false_named: bool,
-    /// Something not planted listed to watch.
-    pub false_watched: bool,
-    /// The planted faults not named as their kind.
-    pub missed: Vec<Fault>,
-}
-
-/// Whether `finding` names `planted`, nodes named by `naming`.
-fn names(finding: &Finding, planted: &Planted, naming: Naming) -> bool {
-    let node_name = |node: usize| naming.name(node);
-    let device = format!("mlx5_{}", planted.lane);
-    let at_port =
-        finding.node == node_name(planted.node) && finding.device.as_deref() == Some(device.as_str());
-    match planted.fault {
-        // In GPU-memory rows alone a slow port and a slow GPU look alike: "NIC port or its GPU".
-        Fault::SlowPort => at_port && matches!(finding.kind, PartKind::NicPort | PartKind::NicPortOrGpu),
-        Fault::SlowSending => at_port && finding.kind == PartKind::NicPortSending,
-        Fault::GpuX8 => at_port && matches!(finding.kind, PartKind::Gpu | PartKind::NicPortOrGpu),
-        Fault::SlowRail => {
-            finding.kind == PartKind::Rail && finding.device.as_deref() == Some(device.as_str())
-        }
-        // Named only in the watch list (see `score`).
-        Fault::NearMiss => at_port && finding.kind == PartKind::NicPort,
-        Fault::Intermittent => at_port && finding.kind == PartKind::NicPortIntermittent,
-        Fault::SlowGroup | Fault::SlowHalf => {
-            finding.kind == PartKind::Group
-                && finding.members.iter().map(String::as_str).eq(planted
-                    .members
-                    .iter()
-                    .map(|&node| node_name(node))
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(String::as_str))
-        }
-        Fault::DeadNode => {
-            finding.kind == PartKind::NodeWithoutRows && finding.node == node_name(planted.node)
-        }
-        Fault::BadLink => {
-            let peer = planted.peer.map(node_name);
-            finding.kind == PartKind::Link
-                && finding.device.as_deref() == Some(device.as_str())
-                && ((finding.node == node_name(planted.node) && finding.peer_node == peer)
-                    || (Some(finding.node.clone()) == peer
-                        && finding.peer_node.as_deref() == Some(node_name(planted.node).as_str())))
-        }
-    }
-}
-
-/// Scores a verdict against the planted faults: each named with its kind among the findings, a
-/// near miss among the parts to watch (and named, it is a false naming). Nodes `node0000...`.
-pub fn score(verdict: &Verdict, planted: &[Planted]) -> Score {
-    score_named(verdict, planted, Naming { racks: false, nodes: 0 })
-}
-
-/// [`score`], the nodes named by `naming` (the fleet's own, [`SimFleet::naming`]).
-pub fn score_named(verdict: &Verdict, planted: &[Planted], naming: Naming) -> Score {
-    let names = |finding: &Finding, fault: &Planted| names(finding, fault, naming);
-    let found = |fault: &Planted| match fault.fault {
-        Fault::NearMiss => verdict.watch.iter().any(|finding| names(finding, fault)),
-        _ => verdict.findings.iter().any(|finding| names(finding, fault)),
-    };
-    let missed: Vec<Fault> = planted.iter().filter(|fault| !found(fault)).map(|fault| fault.fault).collect();
-    let stranger = |finding: &Finding, watch: bool| {
-        !planted.iter().any(|fault| (fault.fault == Fault::NearMiss) == watch && names(finding, fault))
-    };
-    Score {
-        all_named: missed.is_empty(),
-        false_named: verdict.findings.iter().any(|finding| stranger(finding, false)),
-        false_watched: verdict.watch.iter().any(|finding| stranger(finding, true)),
-        missed,
-    }
 }
 
 #[cfg(test)]

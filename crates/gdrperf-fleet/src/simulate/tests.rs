@@ -1,7 +1,9 @@
 //! The simulator through the judge: planted faults named, the same seed the same fleet.
 
 use super::*;
-use crate::judge::judge;
+use gdrperf_cluster::schedule::Schedule;
+
+use crate::judge::{judge, PartKind};
 
 fn simulate(plan: Plan, seed: u64, faults: &[Fault], dips: f64) -> (SimFleet, Score) {
     let mut config = SimConfig::new(64, 4, plan, 0.03, faults.to_vec(), seed);
