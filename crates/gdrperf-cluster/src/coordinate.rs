@@ -32,24 +32,27 @@
 //! ([`crate::locate::agreeing_peers`]). What decides a verdict stays the fleet judge's, over all
 //! rows.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::time::Duration;
 
 use gdrperf_files::columns::{self as column, ColumnName};
-use serde::Serialize;
 
 use crate::error::Result;
-use crate::layout::{for_each_line, read_json_if_present, write_json, Decisions, PairLine, RunPlan};
-use crate::locate::{rounds_apart, Locator, Verdicts, MOST_RETEST_PASSES};
+use crate::layout::{read_json_if_present, write_json, Decisions, PairLine, RunPlan};
+use crate::locate::{Locator, Verdicts, MOST_RETEST_PASSES};
 use crate::options::{LocateOptions, PortPair, Retests, TaskOptions};
-use crate::plan::{BenchPair, Plan, Role};
+use crate::plan::{BenchPair, Plan};
 use crate::schedule::Pair;
 use crate::step::SlurmStep;
 use crate::wait::{poll_for, progress_of, wait_while_alive, Beat, Watch, HEARTBEAT};
 
-/// A pair's lane is low below this share of the first pass's median.
-const LOW_SHARE: f64 = 0.85;
+mod low_pairs;
+mod retest;
+
+use low_pairs::{client_lines, plateaus, Levels};
+use retest::Retesting;
+pub use retest::{Retested, RetestedPair};
 
 /// What locating cost and what it found (rank 0).
 #[derive(Debug, Clone)]
@@ -68,33 +71,6 @@ pub struct Located {
     pub retired: Vec<String>,
     /// The retests run after locating; `None` where none were asked for.
     pub retests: Option<Retested>,
-}
-
-/// The retests of a `locate` job: what the judge listed, pass by pass, and what ran again.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Retested {
-    /// Times the judge was asked (the last one, listing nothing or at the limit, included).
-    pub passes: usize,
-    pub rounds: usize,
-    /// Unit pairs run again (node pairs, or task pairs with `--pair-by task`).
-    pub pair_runs: usize,
-    /// Every port pair the judge listed in some pass, in order, and what became of it.
-    pub pairs: Vec<RetestedPair>,
-    /// Why the retests stopped before the judge listed none, if they did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
-}
-
-/// One port pair the judge listed to retest.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RetestedPair {
-    #[serde(flatten)]
-    pub ports: PortPair,
-    /// Times its unit pair ran again.
-    pub runs: usize,
-    /// Why it was not run, where it was not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_run: Option<String>,
 }
 
 impl Located {
@@ -171,17 +147,6 @@ pub(crate) struct Leader {
     ran: HashMap<(usize, usize), Pair>,
     /// Each port (node, device) the rows named, and its unit (for `--pair-by task`).
     ports: HashMap<(String, String), usize>,
-}
-
-/// The retests so far.
-#[derive(Default)]
-struct Retesting {
-    report: Retested,
-    /// The rounds of the current pass not yet added.
-    queue: VecDeque<Vec<Pair>>,
-    /// Where each listed port pair stands in `report.pairs`, and its unit pair.
-    listed: HashMap<PortPair, (usize, Option<(usize, usize)>)>,
-    done: bool,
 }
 
 impl Rounds {
@@ -289,7 +254,19 @@ impl Leader {
                 false => return self.finish(out),
             }
         }
-        if let Some(unit_pairs) = self.retest_next(out, say) {
+        let next = match (self.retesting.take(), &self.judge) {
+            (Some(mut retesting), Some(judge)) => {
+                let units_of = |ports: &PortPair| self.units_of(ports);
+                let next = retesting.next_round(judge, out, say, &self.ran, units_of);
+                self.retesting = Some(retesting);
+                next
+            }
+            (retesting, _) => {
+                self.retesting = retesting;
+                None
+            }
+        };
+        if let Some(unit_pairs) = next {
             return self.add(
                 unit_pairs,
                 step,
@@ -347,86 +324,8 @@ impl Leader {
         self.locator.next_round()
     }
 
-    /// The next round of retests: the current pass's next round, or, when it has none left, a
-    /// new pass from the judge's RETEST list over the rows so far; `None` when the judge lists
-    /// nothing that can run, or after [`MOST_RETEST_PASSES`] passes.
-    fn retest_next(
-        &mut self,
-        out: &crate::layout::OutputDir,
-        say: &mut dyn FnMut(&str),
-    ) -> Option<Vec<Pair>> {
-        let retesting = self.retesting.as_mut()?;
-        if let Some(round) = retesting.queue.pop_front() {
-            return Some(round);
-        }
-        if retesting.done {
-            return None;
-        }
-        if retesting.report.passes >= MOST_RETEST_PASSES {
-            retesting.done = true;
-            retesting.report.stopped =
-                Some(format!("{MOST_RETEST_PASSES} passes run, the pairs still listed are left to retest"));
-            return None;
-        }
-        let judge = self.judge.clone()?;
-        let listed = crate::gather::gather(out)
-            .map_err(|error| format!("gathering the rows so far: {error}"))
-            .and_then(|_| (judge.0)(&out.results_csv()));
-        let retesting = self.retesting.as_mut()?;
-        retesting.report.passes += 1;
-        let listed = match listed {
-            Ok(listed) => listed,
-            Err(why) => {
-                say(&format!("locate: no retests: {why}"));
-                retesting.done = true;
-                retesting.report.stopped = Some(why);
-                return None;
-            }
-        };
-        let mut unit_pairs: BTreeSet<(usize, usize)> = BTreeSet::new();
-        for ports in listed {
-            let known = self.retesting.as_ref().and_then(|retesting| retesting.listed.get(&ports).copied());
-            let units = match known {
-                Some((_, units)) => units,
-                None => {
-                    let (units, not_run) = self.units_of(&ports);
-                    let retesting = self.retesting.as_mut()?;
-                    retesting.listed.insert(ports.clone(), (retesting.report.pairs.len(), units));
-                    retesting.report.pairs.push(RetestedPair { ports, runs: 0, not_run });
-                    units
-                }
-            };
-            unit_pairs.extend(units);
-        }
-        let pairs: Vec<Pair> = unit_pairs
-            .iter()
-            .map(|&(low, high)| {
-                self.ran.get(&(low, high)).copied().unwrap_or(Pair { server: high, client: low })
-            })
-            .collect();
-        let rounds = rounds_apart(&pairs);
-        let retesting = self.retesting.as_mut()?;
-        for (index, units) in retesting.listed.values() {
-            if units.is_some_and(|units| unit_pairs.contains(&units)) {
-                retesting.report.pairs[*index].runs += 1;
-            }
-        }
-        if pairs.is_empty() {
-            retesting.done = true;
-            return None;
-        }
-        say(&format!(
-            "locate: retest pass {}: {} pair(s) the fleet judge lists to retest, in {} round(s)",
-            retesting.report.passes,
-            pairs.len(),
-            rounds.len()
-        ));
-        retesting.queue.extend(rounds);
-        retesting.queue.pop_front()
-    }
-
     /// The unit pair of a listed port pair (ordered), or why it cannot run.
-    fn units_of(&self, ports: &PortPair) -> (Option<(usize, usize)>, Option<String>) {
+    fn units_of(&self, ports: &PortPair) -> std::result::Result<(usize, usize), String> {
         let unit = |node: &str, device: Option<&String>| -> Option<usize> {
             match self.options.pair_by {
                 crate::plan::PairBy::Node => self.step.nodes.iter().position(|name| name == node),
@@ -438,18 +337,18 @@ impl Leader {
         let (Some(a), Some(b)) =
             (unit(&ports.node, ports.device.as_ref()), unit(&ports.peer_node, ports.peer_device.as_ref()))
         else {
-            return (None, Some("no task of this job runs that port (its node and device)".into()));
+            return Err("no task of this job runs that port (its node and device)".into());
         };
         if a == b {
-            return (None, Some("both ends are the same unit".into()));
+            return Err("both ends are the same unit".into());
         }
         let dead = |unit: usize| {
             self.dead.iter().any(|&rank| self.options.pair_by.unit_of(&self.step, rank) == unit)
         };
         if dead(a) || dead(b) {
-            return (None, Some("an end stopped answering".into()));
+            return Err("an end stopped answering".into());
         }
-        (Some((a.min(b), a.max(b))), None)
+        Ok((a.min(b), a.max(b)))
     }
 
     /// Notes the ports the rows of `pairs` name (their unit, for `--pair-by task`) and each unit
@@ -563,37 +462,6 @@ impl Leader {
     }
 }
 
-/// The first pass's median plateau per lane name, and over all lanes (for a lane the first pass
-/// did not show), ln Gb/s.
-#[derive(Debug, Default)]
-struct Levels {
-    lanes: BTreeMap<String, f64>,
-    all: Option<f64>,
-}
-
-impl Levels {
-    fn of<'a>(lines: impl Iterator<Item = &'a PairLine>) -> Levels {
-        let mut per_lane: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-        for line in lines {
-            for (lane, value) in plateaus(line) {
-                per_lane.entry(lane).or_default().push(value);
-            }
-        }
-        let mut every: Vec<f64> = per_lane.values().flatten().copied().collect();
-        let all = median(&mut every);
-        let lanes = per_lane
-            .into_iter()
-            .filter_map(|(lane, mut values)| Some((lane, median(&mut values)?)))
-            .collect();
-        Levels { lanes, all }
-    }
-
-    /// Whether `value` is more than 15 % below its lane's level (no level: not low).
-    fn low(&self, lane: &str, value: f64) -> bool {
-        self.lanes.get(lane).copied().or(self.all).is_some_and(|level| value < level + LOW_SHARE.ln())
-    }
-}
-
 /// A rank other than 0 waits for rank 0's next round; `false` when rank 0 said the job is done,
 /// or when rank 0 showed nothing for `--round-timeout` (said, and this rank ends).
 fn follow(first_pass_rounds: usize, job: Job<'_, '_, '_>) -> Result<bool> {
@@ -630,57 +498,4 @@ fn follow(first_pass_rounds: usize, job: Job<'_, '_, '_>) -> Result<bool> {
             Ok(false)
         }
     }
-}
-
-/// The client lines of `pairs`, by (round, port), read from their clients' record files.
-fn client_lines(
-    out: &crate::layout::OutputDir,
-    pairs: &[BenchPair],
-) -> Result<HashMap<(usize, u16), PairLine>> {
-    let wanted: BTreeSet<(usize, u16)> = pairs.iter().map(|pair| (pair.round, pair.port)).collect();
-    let clients: BTreeSet<usize> = pairs.iter().map(|pair| pair.client_rank).collect();
-    let mut lines = HashMap::new();
-    for rank in clients {
-        for_each_line(&out.records(rank), &mut |line| {
-            let key = (line.record.pair.round, line.record.pair.port);
-            if line.record.role == Role::Client && wanted.contains(&key) {
-                lines.insert(key, line);
-            }
-            Ok(())
-        })?;
-    }
-    Ok(lines)
-}
-
-/// Per lane of a client's rows, ln of the bandwidth at the largest size measured (rows of lane
-/// `all`, a sum over lanes, left out), by lane name; empty without a `bw_avg_gbit_s` column.
-fn plateaus(line: &PairLine) -> Vec<(String, f64)> {
-    let Some(header) = &line.header else { return Vec::new() };
-    let find = |name: ColumnName| header.iter().position(|column| column == name.name());
-    let (Some(bw), Some(bytes)) = (find(column::BW_AVG_GBIT_S), find(column::BYTES)) else {
-        return Vec::new();
-    };
-    let lane = find(column::LANE);
-    let mut best: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
-    for row in &line.rows {
-        let field = |index: usize| row.get(index).map(String::as_str).unwrap_or("");
-        let lane = lane.map(field).unwrap_or("");
-        let (Ok(size), Ok(value)) = (field(bytes).parse::<u64>(), field(bw).parse::<f64>()) else { continue };
-        if lane == "all" || value <= 0.0 {
-            continue;
-        }
-        let entry = best.entry(lane).or_insert((size, value));
-        if size > entry.0 {
-            *entry = (size, value);
-        }
-    }
-    best.into_iter().map(|(lane, (_, value))| (lane.to_string(), value.ln())).collect()
-}
-
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    Some(values[values.len() / 2])
 }
