@@ -14,6 +14,7 @@ expect_in write_bw_loopback "rxe0"
 next_port
 gdr-write-bw -p $PORT -s 65536 -n 50 -q 2 -b --validate >"$OUT/server.log" 2>&1 &
 server=$!
+listening_server "$OUT/server.log"
 if run write_bw_client 0 gdr-write-bw -p $PORT -s 65536 -n 50 -q 2 -b --validate --report-gbits \
         --csv "$OUT/client.csv" 127.0.0.1; then
     pass "write_bw server/client -q 2 -b --validate exits 0"
@@ -81,6 +82,7 @@ if [ "$(grep -c retrying "$OUT/no_server.log")" = 1 ]; then pass "no_server: say
 next_port
 gdr-write-bw -p $PORT -n 5 -t 64 >"$OUT/mismatch_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/mismatch_server.log"
 run mismatch 2 gdr-write-bw -p $PORT -n 5 -t 32 127.0.0.1 && # at 64 KiB both sides signal every request (perftest's rule), so -t alone differs.
 expect_in mismatch "runs gdr-write-bw with other settings: it has -t 64, this side -t 32; give both sides the same flags"
 turned_away mismatch_server $server "runs gdr-write-bw with other settings: it has -t 32, this side -t 64"

@@ -16,6 +16,7 @@ read_column() {
 next_port
 gdr-read-bw -p $PORT -s 65536 -n 50 -q 2 -b -o 4 --validate >"$OUT/read_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/read_server.log"
 if run read_bw_pair 0 gdr-read-bw -p $PORT -s 65536 -n 50 -q 2 -b -o 4 --validate --csv "$OUT/read_pair.csv" 127.0.0.1; then
     pass "read_bw server/client -q 2 -b -o 4 --validate exits 0"
 fi
@@ -33,6 +34,7 @@ fi
 next_port
 gdr-read-bw -p $PORT -s 1M -n 30 -q 2 --validate >"$OUT/read_staged_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/read_staged_server.log"
 if run read_bw_staged_reader 0 gdr-read-bw -p $PORT --mem host-staged -s 1M -n 30 -q 2 --validate \
         --csv "$OUT/read_staged_reader.csv" 127.0.0.1; then
     pass "read_bw staged reader -> host server, -q 2 --validate"

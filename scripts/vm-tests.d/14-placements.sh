@@ -23,6 +23,7 @@ expect_column() {
 next_port
 gdr-write-bw -p $PORT -s 4096 -n 40 --validate >"$OUT/rounds_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/rounds_server.log"
 if run rounds_pair 0 gdr-write-bw -p $PORT --mem host,host-staged -s 4096 -n 40 --validate --csv "$OUT/rounds_pair.csv" 127.0.0.1; then
     pass "host server, client --mem host,host-staged"
 fi
@@ -34,6 +35,7 @@ expect_column rounds_pair "$OUT/rounds_pair.csv" mem_remote "host host"
 next_port
 gdr-write-bw -p $PORT -d rxe0,rxe0 -s 4096 -n 10 >"$OUT/rounds_mismatch_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/rounds_mismatch_server.log"
 run rounds_mismatch 2 gdr-write-bw -p $PORT -d rxe0,rxe0,rxe0 -s 4096 -n 10 127.0.0.1 && expect_in rounds_mismatch "pair up in order"
 wait $server; status=$?
 if [ $status = 2 ] && grep -q "list 2 and 3 memory placements" "$OUT/rounds_mismatch_server.log"; then
@@ -51,6 +53,7 @@ fi
 next_port
 gdr-write-bw -p $PORT --concurrent -s 64K -n 30 --validate >"$OUT/lanes_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/lanes_server.log"
 if run lanes_pair 0 gdr-write-bw -p $PORT --concurrent -d rxe0,rxe0 -s 64K -n 30 --validate --csv "$OUT/lanes_pair.csv" 127.0.0.1; then
     pass "server --concurrent (one placement), client two lanes"
 fi
@@ -61,6 +64,7 @@ expect_column lanes_pair "$OUT/lanes_pair.csv" lane "0 1 all"
 next_port
 gdr-write-bw -p $PORT -s 4096 -n 10 >"$OUT/lanes_one_side_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/lanes_one_side_server.log"
 run lanes_one_side 2 gdr-write-bw -p $PORT --concurrent -d rxe0,rxe0 -s 4096 -n 10 127.0.0.1 && expect_in lanes_one_side "it has no --concurrent, this side --concurrent"
 turned_away lanes_one_side_server $server "it has --concurrent, this side no --concurrent"
 
@@ -70,6 +74,7 @@ next_port
 # the client's reason would wait 60 s; one that did ends well before, however loaded the host.
 gdr-write-bw -p $PORT --concurrent -s 4096 -n 10 --timeout 60 >"$OUT/lanes_bad_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/lanes_bad_server.log"
 started=$(date +%s)
 run lanes_bad 2 gdr-write-bw -p $PORT --concurrent -d rxe0,nosuch -s 4096 -n 10 --timeout 60 127.0.0.1 && expect_in lanes_bad "RDMA device 'nosuch' not found"
 wait $server; status=$?; took=$(( $(date +%s) - started ))

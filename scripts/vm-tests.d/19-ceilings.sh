@@ -38,6 +38,7 @@ fi
 next_port
 GDRPERF_PATH_SYSFS_ROOT="$fixtures/x8" gdr-write-bw -p $PORT -s 65536 -n 50 >"$OUT/ceiling_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/ceiling_server.log"
 if run ceiling_client 0 env GDRPERF_PATH_SYSFS_ROOT="$fixtures/healthy" gdr-write-bw -p $PORT -s 65536 -n 50 \
         --report-gbits --csv "$OUT/ceiling_client.csv" --json "$OUT/ceiling_client.json" 127.0.0.1; then
     pass "write_bw server/client on fixture facts exits 0"
@@ -73,6 +74,7 @@ expect_in ceiling_explain "cause: server (peer): rxe0 (0000:18:00.0) trained at 
 next_port
 GDRPERF_PATH_SYSFS_ROOT="$fixtures/x8" gdr-write-bw -p $PORT --mem host-staged -s 65536 -n 50 >"$OUT/ceiling_staged_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/ceiling_staged_server.log"
 run ceiling_staged 1 env GDRPERF_PATH_SYSFS_ROOT="$fixtures/healthy" gdr-write-bw -p $PORT -s 65536 -n 50 \
     --report-gbits --min-bw 1000Gb/s --csv "$OUT/ceiling_staged.csv" 127.0.0.1 && pass "ceiling_staged: --min-bw 1000Gb/s exits 1"
 wait $server

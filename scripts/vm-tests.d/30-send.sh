@@ -35,6 +35,7 @@ check_rx_columns() {
 next_port
 gdr-send-bw -p $PORT -s 65536 -n 50 -q 2 -b --validate >"$OUT/send_bw_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/send_bw_server.log"
 if run send_bw_client 0 gdr-send-bw -p $PORT -s 65536 -n 50 -q 2 -b --validate --csv "$OUT/send_bw_client.csv" 127.0.0.1; then
     pass "send_bw server/client -q 2 -b --validate exits 0"
 fi
@@ -50,6 +51,7 @@ run send_bw_inline_big 2 gdr-send-bw --loopback -I 100000 && expect_in send_bw_i
 next_port
 gdr-send-bw -p $PORT -n 5 -s 4096 >"$OUT/send_bw_mismatch_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/send_bw_mismatch_server.log"
 # The CQ moderation follows -n below -t (perftest's rule), so the effective -Q differs with it.
 run send_bw_mismatch 2 gdr-send-bw -p $PORT -n 7 -s 4096 127.0.0.1 && expect_in send_bw_mismatch "it has -Q 5 -n 5, this side -Q 7 -n 7"
 turned_away send_bw_mismatch_server $server "it has -Q 7 -n 7, this side -Q 5 -n 5"

@@ -65,6 +65,7 @@ start_pair() {
     next_port
     gdr-write-bw -p $PORT $SWEEP $server_options >"$OUT/${name}_server.log" 2>&1 &
     server=$!
+    listening_server "$OUT/${name}_server.log"
     gdr-write-bw -p $PORT $SWEEP "$@" --csv "$OUT/$name.csv" --json "$OUT/$name.json" 127.0.0.1 >"$OUT/$name.log" 2>&1 &
     client=$!
 }
@@ -218,6 +219,7 @@ if command -v gdr-write-lat >/dev/null; then
     next_port
     gdr-write-lat -p $PORT -a -n 2000 >"$OUT/write_lat_iterations_server.log" 2>&1 &
     server=$!
+    listening_server "$OUT/write_lat_iterations_server.log"
     gdr-write-lat -p $PORT -a -n 2000 --csv "$OUT/write_lat_iterations.csv" 127.0.0.1 >"$OUT/write_lat_iterations.log" 2>&1 &
     client=$!
     if wait_rows "$OUT/write_lat_iterations.csv" 2; then
@@ -245,6 +247,7 @@ kill -TERM $owner; wait_exit $owner 5; reap $owner
 next_port
 gdr-write-bw -p $PORT -n 5 --bind 127.0.0.1 >"$OUT/bind_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/bind_server.log"
 run bind 0 gdr-write-bw -p $PORT -n 5 127.0.0.1 && pass "bind: a client reaches a server bound to 127.0.0.1"
 wait_exit $server 10; check_status bind_server 0 "$OUT/bind_server.log"
 expect_in bind_server "waiting for a client on 127.0.0.1:$PORT"
@@ -264,6 +267,7 @@ if command -v gdr-send-bw >/dev/null; then
     next_port
     gdr-write-bw -p $PORT -n 5 >"$OUT/other_test_server.log" 2>&1 &
     server=$!
+    listening_server "$OUT/other_test_server.log"
     run other_test 2 gdr-send-bw -p $PORT -n 5 127.0.0.1 && expect_in other_test "the server 127.0.0.1:$PORT runs gdr-write-bw, this is gdr-send-bw"
     turned_away other_test_server $server "runs gdr-send-bw, this is gdr-write-bw"
 fi
@@ -273,12 +277,14 @@ fi
 next_port
 GDRPERF_TOKEN=$TOKEN gdr-write-bw -p $PORT -n 5 >"$OUT/token_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/token_server.log"
 run token_match 0 gdr-write-bw -p $PORT -n 5 --token $TOKEN 127.0.0.1 && pass "token: matching tokens measure"
 wait_exit $server 10; check_status token_match_server 0 "$OUT/token_server.log"
 
 next_port
 gdr-write-bw -p $PORT -n 5 --token $TOKEN >"$OUT/token_wrong_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/token_wrong_server.log"
 run token_wrong 2 gdr-write-bw -p $PORT -n 5 --token $WRONG_TOKEN 127.0.0.1 && expect_in token_wrong "authentication with peer 127.0.0.1:$PORT failed: the server refused: wrong token"
 # The same server run then serves the right client.
 run token_after_wrong 0 gdr-write-bw -p $PORT -n 5 --token $TOKEN 127.0.0.1 && pass "token: after a wrong-token client, the right one measures"
@@ -289,12 +295,14 @@ expect_in token_wrong_server "wrong token: the client's proof does not match"
 next_port
 gdr-write-bw -p $PORT -n 5 --token $TOKEN >"$OUT/token_missing_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/token_missing_server.log"
 run token_missing 2 gdr-write-bw -p $PORT -n 5 127.0.0.1 && expect_in token_missing "the server requires a token and this client has none"
 turned_away token_missing_server $server "the client refused"
 
 next_port
 gdr-write-bw -p $PORT -n 5 >"$OUT/token_one_sided_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/token_one_sided_server.log"
 run token_one_sided 2 gdr-write-bw -p $PORT -n 5 --token $TOKEN 127.0.0.1 && expect_in token_one_sided "this client has a token and the server has none"
 turned_away token_one_sided_server $server "the client refused: this client has a token"
 

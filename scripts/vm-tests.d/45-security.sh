@@ -32,6 +32,7 @@ fi
 next_port
 GDRPERF_TOKEN=$SECRET gdr-send-bw -p $PORT -n 5 --json "$OUT/secret/send_server.json" >"$OUT/secret_server.log" 2>&1 &
 secret_server=$!
+listening_server "$OUT/secret_server.log"
 run secret_client 0 gdr-send-bw -p $PORT -n 5 --token "$SECRET" --csv "$OUT/secret/send.csv" \
     --json "$OUT/secret/send.json" 127.0.0.1 && pass "secret_client: token by flag against token by env exits 0"
 wait $secret_server
@@ -100,6 +101,7 @@ for pid in $silent; do wait "$pid" 2>/dev/null; done
 next_port
 gdr-write-bw -p $PORT -n 5 -s 4096 >"$OUT/open_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/open_server.log"
 run open_client 0 gdr-write-bw -p $PORT -n 5 -s 4096 127.0.0.1 && pass "open_client: measures"
 wait $server
 expect_in open_server "gdr-write-bw: no token, and every address of this host listens"
@@ -107,6 +109,7 @@ if [ "$(grep -c "no token" "$OUT/open_server.log")" = 1 ]; then pass "open_serve
 next_port
 gdr-write-bw -p $PORT -n 5 -s 4096 --bind 127.0.0.1 >"$OUT/bound_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/bound_server.log"
 run bound_client 0 gdr-write-bw -p $PORT -n 5 -s 4096 127.0.0.1 && pass "bound_client: measures"
 wait $server
 if grep -q "no token" "$OUT/bound_server.log"; then fail "bound_server: no warning when bound to one address" "$(cat "$OUT/bound_server.log")"; else pass "bound_server: no warning when bound to one address"; fi
@@ -116,8 +119,9 @@ next_port
 # Three lanes of 16 MiB buffers: setting up a lane takes the client long enough (allocation and
 # registration under TCG) for knocks to land between the lanes.
 LANES="--concurrent -d rxe0,rxe0,rxe0 -s 16777216 -n 3 --timeout 60"
-gdr-write-bw -p $PORT $LANES >"$OUT/lanes_server.log" 2>&1 &
+gdr-write-bw -p $PORT $LANES >"$OUT/lanes_knocked_server.log" 2>&1 &
 server=$!
+listening_server "$OUT/lanes_knocked_server.log"
 gdr-write-bw -p $PORT $LANES --csv "$OUT/lanes_knocked.csv" 127.0.0.1 >"$OUT/lanes_knocked.log" 2>&1 &
 client=$!
 # Strangers that send a byte and hang up, one after the other, until the client is done: some
@@ -131,12 +135,12 @@ wait $server; server_status=$?
 if [ "$client_status" = 0 ] && [ "$server_status" = 0 ]; then
     pass "lanes_knocked: the run completes with strangers knocking ($knocks knocks)"
 else
-    fail "lanes_knocked: the run completes with strangers knocking" "client $client_status, server $server_status" "$(tail -3 "$OUT/lanes_server.log")"
+    fail "lanes_knocked: the run completes with strangers knocking" "client $client_status, server $server_status" "$(tail -3 "$OUT/lanes_knocked_server.log")"
 fi
-if grep -q "turned away 127.0.0.1:[0-9]* (connection [0-9]*): lane [12]:" "$OUT/lanes_server.log"; then
+if grep -q "turned away 127.0.0.1:[0-9]* (connection [0-9]*): lane [12]:" "$OUT/lanes_knocked_server.log"; then
     pass "lanes_knocked: a stranger between the lanes was turned away"
 else
-    fail "lanes_knocked: a stranger between the lanes was turned away" "$(grep -c 'turned away' "$OUT/lanes_server.log") turned away, none while admitting lanes 1 and 2"
+    fail "lanes_knocked: a stranger between the lanes was turned away" "$(grep -c 'turned away' "$OUT/lanes_knocked_server.log") turned away, none while admitting lanes 1 and 2"
 fi
 
 # ============================================================================================
@@ -335,25 +339,25 @@ fi
 # the server builds any second context, QP or buffer.
 devices=$(seq 10000 | awk '{ printf "%s", (NR > 1 ? ",rxe0" : "rxe0") }')
 next_port
-gdr-write-bw -p $PORT -n 5 -s 4096 --bind 127.0.0.1 >"$OUT/lanes_server.log" 2>&1 &
+gdr-write-bw -p $PORT -n 5 -s 4096 --bind 127.0.0.1 >"$OUT/lanes_refused_server.log" 2>&1 &
 server=$!
-listening_server "$OUT/lanes_server.log"
+listening_server "$OUT/lanes_refused_server.log"
 run lanes_100000 2 gdr-write-bw -p $PORT -n 5 -s 4096 -d "$devices" -d "$devices" -d "$devices" -d "$devices" \
     -d "$devices" -d "$devices" -d "$devices" -d "$devices" -d "$devices" -d "$devices" 127.0.0.1
-if grep -q "turned away 127.0.0.1:[0-9]* (connection 1): peer 127.0.0.1:[0-9]* sent a [0-9]*-byte message while waiting for the peer's hello; the limit there is 1048576" "$OUT/lanes_server.log" &&
+if grep -q "turned away 127.0.0.1:[0-9]* (connection 1): peer 127.0.0.1:[0-9]* sent a [0-9]*-byte message while waiting for the peer's hello; the limit there is 1048576" "$OUT/lanes_refused_server.log" &&
     kill -0 $server 2>/dev/null; then
     pass "lanes_100000: the server refused the 10^5-placement hello and keeps waiting"
 else
-    fail "lanes_100000: the server refused the 10^5-placement hello and keeps waiting" "$(tail -3 "$OUT/lanes_server.log" | cut -c1-300)"
+    fail "lanes_100000: the server refused the 10^5-placement hello and keeps waiting" "$(tail -3 "$OUT/lanes_refused_server.log" | cut -c1-300)"
 fi
 run lanes_80000 2 gdr-write-bw -p $PORT -n 5 -s 4096 -d "$devices" -d "$devices" -d "$devices" -d "$devices" \
     -d "$devices" -d "$devices" -d "$devices" -d "$devices" 127.0.0.1
 wait $server; server_status=$?
 refusal="the peer lists 80000 memory placements and this side 1; at most 64 pair up (each round or lane builds QPs and registers memory)"
-if [ "$server_status" != 0 ] && grep -qF "$refusal" "$OUT/lanes_server.log" && grep -qF "$refusal" "$OUT/lanes_80000.log"; then
+if [ "$server_status" != 0 ] && grep -qF "$refusal" "$OUT/lanes_refused_server.log" && grep -qF "$refusal" "$OUT/lanes_80000.log"; then
     pass "lanes_80000: the server refused 80000 placements by their count, and told the client"
 else
-    fail "lanes_80000: the server refused 80000 placements by their count, and told the client" "server exit $server_status" "$(tail -2 "$OUT/lanes_server.log" | cut -c1-300)" "$(tail -2 "$OUT/lanes_80000.log" | cut -c1-300)"
+    fail "lanes_80000: the server refused 80000 placements by their count, and told the client" "server exit $server_status" "$(tail -2 "$OUT/lanes_refused_server.log" | cut -c1-300)" "$(tail -2 "$OUT/lanes_80000.log" | cut -c1-300)"
 fi
 
 # --- a token of 8 characters is refused, with the fix named ---------------------------------
