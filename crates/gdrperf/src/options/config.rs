@@ -15,13 +15,19 @@ use std::time::Duration;
 
 use crate::error::{ConfigError, Error, Result};
 use crate::exchange::Token;
-use crate::options::args::{BandwidthInlineArgs, CommonArgs, GdrPath, MemoryKind};
+use crate::options::args::{BandwidthInlineArgs, CommonArgs};
 use crate::options::cpu_request::CpuRequest;
 use crate::options::perftest_defaults::duration_margin;
 pub use crate::options::perftest_defaults::TestDefaults;
 pub use crate::options::values::{BandwidthUnit, LatencyFilePaths, LatencySpan, Role, StopRule};
 use crate::verbs::Mtu;
-use gdrperf_cuda::GpuSelection;
+use gdrperf_command_line::MAX_TIMEOUT_SECONDS;
+
+mod memory;
+mod token_file;
+
+pub use memory::MemoryConfig;
+use token_file::read_token_file;
 
 /// Largest message: the length field of a scatter/gather entry is 32 bits, and a registered
 /// buffer per QP of 1 GiB is already more than any NIC needs to reach line rate.
@@ -460,60 +466,6 @@ impl Acceptance {
     }
 }
 
-/// Where this side's buffers live; each side chooses its own. A list of kinds and GPUs is a
-/// sweep: [`crate::options::placement::placements`] turns it into placements once CUDA is loaded.
-#[derive(Debug, Clone)]
-pub struct MemoryConfig {
-    /// `--mem`, in the order given.
-    pub kinds: Vec<MemoryKind>,
-    /// The GPUs for the cuda kinds (parsed, checked against the machine when CUDA is loaded).
-    pub gpu: GpuSelection,
-    pub gdr: GdrPath,
-    /// Whether registrations ask for PCIe relaxed ordering (`--disable_pcie_relaxed` says no).
-    pub relaxed_ordering: crate::verbs::RelaxedOrdering,
-}
-
-impl MemoryConfig {
-    fn from_args(args: &CommonArgs) -> Result<MemoryConfig> {
-        let gpu = match (&args.gpu, &args.gpu_bus_id) {
-            // A GPU may repeat (lanes on one GPU); `check_repeated_gpus` asks a NIC per repeat.
-            (Some(text), _) => {
-                GpuSelection::parse_lanes(text).map_err(|error| malformed("--gpu", text, error))?
-            }
-            (None, Some(text)) => {
-                GpuSelection::parse_bus_id(text).map_err(|error| malformed("--gpu-bus-id", text, error))?
-            }
-            (None, None) => GpuSelection::Indices(vec![0]),
-        };
-        let kinds = args.mem.clone();
-        if kinds.is_empty() {
-            return Err(conflict("--mem", "needs a kind: host, cuda or cuda-staged"));
-        }
-        if let Some(twice) =
-            kinds.iter().enumerate().find(|(at, kind)| kinds[..*at].contains(kind)).map(|(_, kind)| kind)
-        {
-            return Err(conflict("--mem", format!("lists {} twice", twice.label())));
-        }
-        let gpu_given = args.gpu.is_some() || args.gpu_bus_id.is_some();
-        let any_gpu = kinds.iter().any(|&kind| kind.is_on_gpu());
-        if !any_gpu && (gpu_given || args.gdr != GdrPath::Auto) {
-            return Err(conflict("--gpu, --gpu-bus-id and --gdr", "apply to GPU memory: add --mem cuda"));
-        }
-        if !kinds.contains(&MemoryKind::Cuda) && args.gdr != GdrPath::Auto {
-            return Err(conflict(
-                "--gdr",
-                "does not apply to cuda-staged: the NIC only touches pinned host memory there",
-            ));
-        }
-        let relaxed_ordering = if args.disable_pcie_relaxed {
-            crate::verbs::RelaxedOrdering::Off
-        } else {
-            crate::verbs::RelaxedOrdering::Asked
-        };
-        Ok(MemoryConfig { kinds, gpu, gdr: args.gdr, relaxed_ordering })
-    }
-}
-
 /// `-d` entries: names, or `auto`; empty names (`-d a,,b`) are a typo.
 fn check_devices(devices: &[String]) -> Result<Vec<String>> {
     if devices.iter().any(|device| device.trim().is_empty()) {
@@ -545,54 +497,9 @@ fn out_of_range(flag: &'static str, value: impl ToString, allowed: &'static str)
     ConfigError::out_of_range(flag, value, allowed).into()
 }
 
-/// The most of a token file read: a token is one line of at most a few hundred characters.
-const TOKEN_FILE_MAX_BYTES: u64 = 4096;
-
-/// The secret of `--token-file PATH`: its first line, without the line end. Like ssh with a
-/// private key, a file others can read is refused (mode bits for group or other set: `chmod 600
-/// FILE`), and so is anything but a regular file of at most [`TOKEN_FILE_MAX_BYTES`] (a FIFO, a
-/// device such as /dev/zero: issue 44).
-fn read_token_file(path: &std::path::Path) -> Result<String> {
-    use std::io::Read;
-    use std::os::unix::fs::PermissionsExt;
-    let refuse = |problem: String| ConfigError::Malformed {
-        flag: "--token-file",
-        value: path.display().to_string(),
-        problem,
-    };
-    let file = std::fs::File::open(path).map_err(|error| refuse(format!("cannot be read: {error}")))?;
-    let metadata = file.metadata().map_err(|error| refuse(format!("cannot be read: {error}")))?;
-    if !metadata.is_file() {
-        return Err(refuse("is not a regular file".into()).into());
-    }
-    let mode = metadata.permissions().mode();
-    if mode & 0o077 != 0 {
-        return Err(refuse(format!(
-            "can be read or written by other users (mode {:o}): a secret must not be; run `chmod 600 {}`",
-            mode & 0o777,
-            path.display()
-        ))
-        .into());
-    }
-    let mut bytes = Vec::new();
-    file.take(TOKEN_FILE_MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|error| refuse(format!("cannot be read: {error}")))?;
-    if bytes.len() as u64 > TOKEN_FILE_MAX_BYTES {
-        return Err(
-            refuse(format!("is over {TOKEN_FILE_MAX_BYTES} bytes: a token file holds one line")).into()
-        );
-    }
-    let text = String::from_utf8(bytes).map_err(|_| refuse("is not UTF-8 text".into()))?;
-    Ok(text.lines().next().unwrap_or_default().to_string())
-}
-
-use gdrperf_command_line::MAX_TIMEOUT_SECONDS;
-
 /// [`MAX_TIMEOUT_SECONDS`] as the error message says it (a test keeps the two equal).
 const MAX_TIMEOUT_TEXT: &str = "at most 2592000 seconds (30 days)";
 
-/// [`ConfigError::conflict`] as this module returns it.
 /// perftest's `-w`: a floor in the unit of the table (perftest compares it with `bw_avg` in its
 /// report unit), made a `--min-bw` threshold.
 fn limit_bw(limit: f64, report_gbits: bool) -> Result<gdrperf_threshold::BandwidthThreshold> {
@@ -605,6 +512,7 @@ fn limit_bw(limit: f64, report_gbits: bool) -> Result<gdrperf_threshold::Bandwid
         .map_err(|error| malformed("-w/--limit_bw", &text, error))
 }
 
+/// [`ConfigError::conflict`] as this module returns it.
 fn conflict(flag: &'static str, reason: impl Into<String>) -> Error {
     ConfigError::conflict(flag, reason).into()
 }

@@ -1,6 +1,6 @@
 use super::*;
 use crate::bench::Verb;
-use crate::options::args::BandwidthArgs;
+use crate::options::args::{BandwidthArgs, MemoryKind};
 use crate::options::bandwidth::{refuse_staged, StagedRules};
 use clap::Parser;
 
